@@ -1,0 +1,255 @@
+/**
+ * @file umadv.h
+ * @brief umadv: Unified Memory advisor runtime for CUDA.
+ *
+ * Tensors live in CUDA managed memory. One profiling iteration records which
+ * memory sections every step touches; a planner turns that trace into a
+ * schedule of prefetches, evictions and advice under a GPU memory budget; every
+ * later iteration replays the schedule so kernels do not fault.
+ *
+ * All functions return a ::umadv_status_t; output arguments come last and are
+ * written only on success. A context is not thread-safe unless said otherwise:
+ * mark steps and iterations from the thread that launches the work.
+ */
+#ifndef UMADV_H
+#define UMADV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv_version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(UMADV_BUILDING)
+#  define UMADV_API __attribute__((visibility("default")))
+#else
+#  define UMADV_API
+#endif
+
+/** Version this header describes: major in the high 16 bits. */
+#define UMADV_API_VERSION \
+    ((unsigned)(UMADV_API_VERSION_MAJOR << 16) | (unsigned)UMADV_API_VERSION_MINOR)
+
+/**
+ * @brief Status codes. ::UMADV_OK is zero, errors are negative.
+ *
+ * ::UMADV_ERR_UNSUPPORTED (the operation cannot be done on this system) is
+ * distinct from ::UMADV_ERR_NOT_ENFORCED (the operation was accepted as a
+ * hint, but the system will not honour it strictly).
+ */
+typedef enum umadv_status {
+    UMADV_OK                   = 0,
+    UMADV_ERR_INVALID_PARAM    = -1,  /**< an argument or a UMADV_* value is invalid */
+    UMADV_ERR_NO_MEMORY        = -2,  /**< host memory exhausted */
+    UMADV_ERR_IO               = -3,  /**< a file could not be read or written */
+    UMADV_ERR_CORRUPT          = -4,  /**< a trace file is malformed */
+    UMADV_ERR_BUDGET_TOO_SMALL = -5,  /**< one step needs more than the GPU budget */
+    UMADV_ERR_LIMIT            = -6,  /**< UMADV_MAX_MANAGED would be exceeded */
+    UMADV_ERR_NO_DEVICE        = -7,  /**< no usable CUDA device */
+    UMADV_ERR_CUDA             = -8,  /**< a CUDA call failed (logged with its name) */
+    UMADV_ERR_CUPTI            = -9,  /**< a CUPTI call failed, or CUPTI is taken */
+    UMADV_ERR_UNSUPPORTED      = -10, /**< not possible on this system or build */
+    UMADV_ERR_NOT_ENFORCED     = -11, /**< accepted as a hint, not enforced */
+    UMADV_ERR_NOT_FOUND        = -12, /**< address or name not known to umadv */
+    UMADV_ERR_STATE            = -13, /**< call out of order (e.g. step end without begin) */
+    UMADV_ERR_LAST             = -14
+} umadv_status_t;
+
+/** Placement policies; all run under the same budget for honest comparison. */
+typedef enum umadv_policy {
+    UMADV_POLICY_ORACLE       = 0, /**< no budget: everything resident (reference) */
+    UMADV_POLICY_DEMAND       = 1, /**< LRU eviction at step boundaries, faults bring data in */
+    UMADV_POLICY_PREFETCH_ALL = 2, /**< prefetch all a step uses at the step, no lookahead */
+    UMADV_POLICY_PLAN         = 3, /**< umadv's schedule from the profiled trace */
+    UMADV_POLICY_COUNT
+} umadv_policy_t;
+
+/** How a step uses memory. */
+typedef enum umadv_access_mode {
+    UMADV_ACCESS_READ  = 1,
+    UMADV_ACCESS_WRITE = 2,
+    UMADV_ACCESS_RW    = 3
+} umadv_access_mode_t;
+
+/** What an allocation holds; the planner and reports use it. */
+typedef enum umadv_alloc_kind {
+    UMADV_ALLOC_OTHER      = 0,
+    UMADV_ALLOC_WEIGHT     = 1,
+    UMADV_ALLOC_GRADIENT   = 2,
+    UMADV_ALLOC_OPTIMIZER  = 3,
+    UMADV_ALLOC_ACTIVATION = 4,
+    UMADV_ALLOC_WORKSPACE  = 5,
+    UMADV_ALLOC_INPUT      = 6,
+    UMADV_ALLOC_KIND_COUNT
+} umadv_alloc_kind_t;
+
+/** Opaque runtime context. */
+typedef struct umadv_context *umadv_context_t;
+
+/** Which fields of ::umadv_context_params_t are set. */
+enum umadv_context_field {
+    UMADV_CONTEXT_FIELD_BUDGET       = 1u << 0,
+    UMADV_CONTEXT_FIELD_POLICY       = 1u << 1,
+    UMADV_CONTEXT_FIELD_DEVICE       = 1u << 2,
+    UMADV_CONTEXT_FIELD_SECTION_SIZE = 1u << 3,
+    UMADV_CONTEXT_FIELD_MAX_MANAGED  = 1u << 4,
+    UMADV_CONTEXT_FIELD_FLAGS        = 1u << 5
+};
+
+/** Context flags. */
+enum umadv_context_flag {
+    /** Back the pool with host memory and record CUDA calls instead of
+     *  making them: for tests and planning on machines without a GPU. */
+    UMADV_CONTEXT_FLAG_HOST_ONLY = 1u << 0
+};
+
+/**
+ * @brief Context parameters. Fields not named in @a field_mask take their
+ * value from the UMADV_* environment (see umadv(7)) or the built-in default,
+ * so new fields never break callers built against an older header.
+ */
+typedef struct umadv_context_params {
+    uint64_t       field_mask;   /**< OR of ::umadv_context_field */
+    uint64_t       budget;       /**< bytes of managed memory kept on the GPU; 0 = none */
+    umadv_policy_t policy;       /**< placement policy */
+    int            device;       /**< CUDA device ordinal */
+    uint64_t       section_size; /**< bytes per section, a power of two >= 64 KiB */
+    uint64_t       max_managed;  /**< refuse managed allocations beyond this; 0 = no limit */
+    unsigned       flags;        /**< OR of ::umadv_context_flag */
+} umadv_context_params_t;
+
+/** Counters of a context; @a size must be set by the caller (ABI growth). */
+typedef struct umadv_stats {
+    size_t   size;             /**< sizeof(umadv_stats_t) as the caller knows it */
+    uint64_t iterations;       /**< iterations begun */
+    uint64_t steps;            /**< steps begun in all iterations */
+    uint64_t managed_bytes;    /**< managed bytes allocated through umadv now */
+    uint64_t managed_peak;     /**< largest managed_bytes seen */
+    uint64_t allocations;      /**< live allocations */
+    uint64_t fetched_bytes;    /**< bytes prefetched to the GPU */
+    uint64_t evicted_bytes;    /**< bytes prefetched to the host */
+    uint64_t gpu_faults;       /**< GPU page-fault groups seen in replay */
+    uint64_t gpu_peak_used;    /**< peak GPU memory in use, sampled */
+} umadv_stats_t;
+
+/** @return the API version of the library loaded at run time. */
+UMADV_API unsigned umadv_get_api_version(void);
+
+/** @return the library's release version, e.g. "0.1.0". */
+UMADV_API const char *umadv_get_version_string(void);
+
+/** @return a static, lowercase description of @a status; never NULL. */
+UMADV_API const char *umadv_status_string(umadv_status_t status);
+
+/** @return the policy's name ("oracle", "demand", "prefetch-all", "plan"). */
+UMADV_API const char *umadv_policy_name(umadv_policy_t policy);
+
+/**
+ * @brief Parse a policy name.
+ * @return ::UMADV_OK, or ::UMADV_ERR_INVALID_PARAM for an unknown name.
+ */
+UMADV_API umadv_status_t umadv_policy_parse(const char *name, umadv_policy_t *policy_p);
+
+/**
+ * @brief Parse a byte size: "8G", "512M", "1.5GiB", "4096", "64k".
+ * Suffixes are binary (K = 1024); "GB" is read as GiB too, as users mean it.
+ * @return ::UMADV_OK, or ::UMADV_ERR_INVALID_PARAM for a malformed or
+ *         overflowing size.
+ */
+UMADV_API umadv_status_t umadv_size_parse(const char *text, uint64_t *bytes_p);
+
+/**
+ * @brief Create a context.
+ * @param params  may be NULL: everything from the environment and defaults.
+ * @return ::UMADV_OK;
+ *         ::UMADV_ERR_INVALID_PARAM for a bad field or UMADV_* value (logged
+ *         with the variable's name);
+ *         ::UMADV_ERR_NO_DEVICE when no CUDA device is usable and
+ *         ::UMADV_CONTEXT_FLAG_HOST_ONLY is not set;
+ *         ::UMADV_ERR_CUDA when CUDA fails to initialise;
+ *         ::UMADV_ERR_NO_MEMORY.
+ */
+UMADV_API umadv_status_t umadv_context_create(const umadv_context_params_t *params,
+                                              umadv_context_t *ctx_p);
+
+/** @brief Destroy a context and free everything it allocated. NULL is a no-op. */
+UMADV_API void umadv_context_destroy(umadv_context_t ctx);
+
+/**
+ * @brief Allocate managed memory from the context's pool.
+ * @param tag  a name for reports (may be NULL); copied.
+ * @return ::UMADV_OK; ::UMADV_ERR_INVALID_PARAM for size 0;
+ *         ::UMADV_ERR_LIMIT when UMADV_MAX_MANAGED would be exceeded;
+ *         ::UMADV_ERR_CUDA when cudaMallocManaged fails; ::UMADV_ERR_NO_MEMORY.
+ */
+UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const char *tag,
+                                      void **ptr_p);
+
+/**
+ * @brief Free memory from umadv_malloc(). NULL is a no-op.
+ * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if @a ptr is not a live block.
+ */
+UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr);
+
+/**
+ * @brief Mark the start of a training iteration. The first iteration after
+ * ::umadv_profile_next_iteration() is recorded; replay starts after it.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE if a step is still open.
+ */
+UMADV_API umadv_status_t umadv_iteration_begin(umadv_context_t ctx);
+
+/**
+ * @brief Mark the start of a step (a layer or kernel) on @a stream.
+ * @param name    a name for reports (may be NULL); copied.
+ * @param stream  the cudaStream_t the step's work runs on (NULL: legacy default).
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE if a step is already open or no
+ *         iteration has begun.
+ */
+UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name, void *stream);
+
+/**
+ * @brief Declare that the open step touches [@a ptr, @a ptr + @a size).
+ * Applications that know their access sets declare them; the profiler finds
+ * them otherwise. Declared and profiled accesses are merged.
+ * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if the range is not umadv
+ *         memory; ::UMADV_ERR_STATE outside a step.
+ */
+UMADV_API umadv_status_t umadv_step_access(umadv_context_t ctx, const void *ptr, size_t size,
+                                           umadv_access_mode_t mode);
+
+/**
+ * @brief Mark the end of the open step.
+ * @param duration_ns  the step's measured time, or 0 to let umadv measure it.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE without an open step.
+ */
+UMADV_API umadv_status_t umadv_step_end(umadv_context_t ctx, uint64_t duration_ns);
+
+/** @brief Record the next iteration as the profile the plan is built from. */
+UMADV_API umadv_status_t umadv_profile_next_iteration(umadv_context_t ctx);
+
+/**
+ * @brief Build the schedule from the recorded iteration for the context's
+ * budget and policy.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE when no complete iteration is
+ *         recorded; ::UMADV_ERR_BUDGET_TOO_SMALL when a step alone needs
+ *         more than the budget (logged with the step's name and size).
+ */
+UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
+
+/**
+ * @brief Write the recorded trace to @a path in the umadv-trace(5) format.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded; ::UMADV_ERR_IO.
+ */
+UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path);
+
+/** @brief Read counters into @a stats (set stats->size first). */
+UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UMADV_H */

@@ -1,0 +1,47 @@
+/*
+ * Levelled logging. The level is tested before any formatting, so a
+ * disabled trace message costs one comparison.
+ */
+#ifndef UMADV_COMMON_LOG_H
+#define UMADV_COMMON_LOG_H
+
+#include <stdarg.h>
+
+typedef enum umadv_log_level {
+    UMADV_LOG_ERROR = 0,
+    UMADV_LOG_WARN  = 1,
+    UMADV_LOG_INFO  = 2,
+    UMADV_LOG_DEBUG = 3,
+    UMADV_LOG_TRACE = 4
+} umadv_log_level_t;
+
+extern umadv_log_level_t umadv__log_level;
+
+/* Messages are lowercase, without a trailing newline or period. */
+#define umadv_log(_level, ...) \
+    do { \
+        if ((_level) <= umadv__log_level) \
+            umadv__log_emit((_level), __FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+#define umadv_error(...) umadv_log(UMADV_LOG_ERROR, __VA_ARGS__)
+#define umadv_warn(...)  umadv_log(UMADV_LOG_WARN, __VA_ARGS__)
+#define umadv_info(...)  umadv_log(UMADV_LOG_INFO, __VA_ARGS__)
+#define umadv_debug(...) umadv_log(UMADV_LOG_DEBUG, __VA_ARGS__)
+#define umadv_trace(...) umadv_log(UMADV_LOG_TRACE, __VA_ARGS__)
+
+void umadv__log_emit(umadv_log_level_t level, const char *file, int line,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Parse "error|warn|info|debug|trace"; returns -1 on an unknown name. */
+int umadv__log_level_parse(const char *name, umadv_log_level_t *level_p);
+const char *umadv__log_level_name(umadv_log_level_t level);
+
+/* Send messages to @path (appended) instead of stderr; NULL or "" or
+ * "stderr" means stderr. Returns 0, or -1 with errno set. */
+int umadv__log_set_file(const char *path);
+
+/* The program name printed before each message ("umadv" by default). */
+void umadv__log_set_prefix(const char *prefix);
+
+#endif

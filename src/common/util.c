@@ -1,0 +1,149 @@
+#include "common/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static const struct {
+    const char *suffix;
+    uint64_t    scale;
+} size_suffixes[] = {
+    {"",    1},
+    {"b",   1},
+    {"k",   UMADV_KIB}, {"kb", UMADV_KIB}, {"kib", UMADV_KIB},
+    {"m",   UMADV_MIB}, {"mb", UMADV_MIB}, {"mib", UMADV_MIB},
+    {"g",   UMADV_GIB}, {"gb", UMADV_GIB}, {"gib", UMADV_GIB},
+    {"t",   UMADV_GIB << 10}, {"tb", UMADV_GIB << 10}, {"tib", UMADV_GIB << 10},
+};
+
+static int size_suffix_scale(const char *suffix, uint64_t *scale_p)
+{
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(size_suffixes); i++) {
+        if (strcasecmp(suffix, size_suffixes[i].suffix) == 0) {
+            *scale_p = size_suffixes[i].scale;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+UMADV_API umadv_status_t umadv_size_parse(const char *text, uint64_t *bytes_p)
+{
+    uint64_t scale;
+    char *end;
+    double value;
+
+    if (text == NULL || text[0] == '\0' || text[0] == '-' || text[0] == '+')
+        return UMADV_ERR_INVALID_PARAM;
+    if (strchr("0123456789.", text[0]) == NULL)
+        return UMADV_ERR_INVALID_PARAM; /* strtod would accept "inf", "nan" */
+    errno = 0;
+    value = strtod(text, &end);
+    if (errno != 0 || end == text || !isfinite(value))
+        return UMADV_ERR_INVALID_PARAM;
+    while (*end == ' ')
+        end++;
+    if (size_suffix_scale(end, &scale) != 0)
+        return UMADV_ERR_INVALID_PARAM;
+    value *= (double)scale;
+    if (value >= 18446744073709551616.0) /* 2^64 */
+        return UMADV_ERR_INVALID_PARAM;
+    if (value != floor(value) && scale == 1)
+        return UMADV_ERR_INVALID_PARAM; /* "1.5" bytes means nothing */
+    *bytes_p = (uint64_t)value;
+    return UMADV_OK;
+}
+
+char *umadv__size_format(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    double value = (double)bytes;
+    int unit = -1;
+
+    if (bytes < UMADV_KIB) {
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    while (value >= 1024.0 && unit < 3) {
+        value /= 1024.0;
+        unit++;
+    }
+    snprintf(buf, len, "%.2f %s", value, units[unit]);
+    return buf;
+}
+
+umadv_status_t umadv__array_reserve(void **array, size_t *cap, size_t need,
+                                    size_t elem_size)
+{
+    size_t new_cap;
+    void *grown;
+
+    if (need <= *cap)
+        return UMADV_OK;
+    new_cap = *cap ? *cap : 16;
+    while (new_cap < need) {
+        if (new_cap > SIZE_MAX / 2)
+            return UMADV_ERR_NO_MEMORY;
+        new_cap *= 2;
+    }
+    if (new_cap > SIZE_MAX / elem_size)
+        return UMADV_ERR_NO_MEMORY;
+    grown = realloc(*array, new_cap * elem_size);
+    if (grown == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    *array = grown;
+    *cap = new_cap;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__strdup(const char *s, char **copy_p)
+{
+    char *copy = NULL;
+
+    if (s != NULL) {
+        copy = strdup(s);
+        if (copy == NULL)
+            return UMADV_ERR_NO_MEMORY;
+    }
+    *copy_p = copy;
+    return UMADV_OK;
+}
+
+static uint32_t crc32_table[256];
+static int crc32_ready;
+
+static void crc32_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        crc32_table[n] = c;
+    }
+    __atomic_store_n(&crc32_ready, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+
+    /* Racing initialisers write identical tables: harmless. */
+    if (!__atomic_load_n(&crc32_ready, __ATOMIC_ACQUIRE))
+        crc32_init();
+    crc = ~crc;
+    while (len--)
+        crc = crc32_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+uint64_t umadv__now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

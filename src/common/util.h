@@ -1,0 +1,40 @@
+/*
+ * Small helpers shared by every part: byte sizes, growing arrays, CRC-32,
+ * monotonic time.
+ */
+#ifndef UMADV_COMMON_UTIL_H
+#define UMADV_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+#define UMADV_KIB (UINT64_C(1) << 10)
+#define UMADV_MIB (UINT64_C(1) << 20)
+#define UMADV_GIB (UINT64_C(1) << 30)
+
+#define UMADV_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
+#define UMADV_MIN(_a, _b) ((_a) < (_b) ? (_a) : (_b))
+#define UMADV_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
+#define UMADV_DIV_ROUND_UP(_n, _d) (((_n) + (_d) - 1) / (_d))
+
+/* Format @bytes for people: "512 B", "1.50 GiB". Returns @buf. */
+char *umadv__size_format(uint64_t bytes, char *buf, size_t len);
+
+/* Make room for @need elements of @elem_size in *@array of capacity
+ * *@cap, growing geometrically. On failure nothing changed. */
+umadv_status_t umadv__array_reserve(void **array, size_t *cap, size_t need,
+                                    size_t elem_size);
+
+/* strdup that maps NULL to NULL; sets *@copy_p only on success. */
+umadv_status_t umadv__strdup(const char *s, char **copy_p);
+
+/* CRC-32 (IEEE 802.3, the zlib polynomial), continuable: pass the previous
+ * result as @crc, 0 to start. */
+uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t umadv__now_ns(void);
+
+#endif

@@ -1,0 +1,412 @@
+#include "trace/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+static const char *const alloc_kind_names[UMADV_ALLOC_KIND_COUNT] = {
+    [UMADV_ALLOC_OTHER]      = "other",
+    [UMADV_ALLOC_WEIGHT]     = "weight",
+    [UMADV_ALLOC_GRADIENT]   = "gradient",
+    [UMADV_ALLOC_OPTIMIZER]  = "optimizer",
+    [UMADV_ALLOC_ACTIVATION] = "activation",
+    [UMADV_ALLOC_WORKSPACE]  = "workspace",
+    [UMADV_ALLOC_INPUT]      = "input",
+};
+
+static const char *const step_kind_names[UMADV_STEP_KIND_COUNT] = {
+    [UMADV_STEP_KERNEL] = "kernel",
+    [UMADV_STEP_LAYER]  = "layer",
+    [UMADV_STEP_COPY]   = "copy",
+};
+
+const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
+{
+    return (unsigned)kind < UMADV_ALLOC_KIND_COUNT ? alloc_kind_names[kind] : "?";
+}
+
+int umadv__alloc_kind_parse(const char *name, umadv_alloc_kind_t *kind_p)
+{
+    for (unsigned i = 0; i < UMADV_ALLOC_KIND_COUNT; i++) {
+        if (strcmp(name, alloc_kind_names[i]) == 0) {
+            *kind_p = (umadv_alloc_kind_t)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *umadv__step_kind_name(umadv_step_kind_t kind)
+{
+    return (unsigned)kind < UMADV_STEP_KIND_COUNT ? step_kind_names[kind] : "?";
+}
+
+int umadv__step_kind_parse(const char *name, umadv_step_kind_t *kind_p)
+{
+    for (unsigned i = 0; i < UMADV_STEP_KIND_COUNT; i++) {
+        if (strcmp(name, step_kind_names[i]) == 0) {
+            *kind_p = (umadv_step_kind_t)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void umadv__link_model_default(umadv_link_model_t *link)
+{
+    /* Fitted to DESIGN.md's H200 measurements as latency + bytes/bw:
+     * fetch 2 MiB ~20 GB/s, 64 MiB ~50 GB/s; eviction 2 MiB 3.3 GB/s,
+     * 8 GiB ~10.3 GB/s; demand paging 3.8 GB/s; remote access ~42 GB/s
+     * each way. The fault latency for first-touch pages is an estimate. */
+    link->fetch_bw      = 52e9;
+    link->fetch_latency = 62e-6;
+    link->evict_bw      = 11e9;
+    link->evict_latency = 445e-6;
+    link->fault_bw      = 3.8e9;
+    link->fault_latency = 20e-6;
+    link->remote_bw     = 42e9;
+}
+
+static int section_size_valid(uint64_t size)
+{
+    return size >= UMADV_SECTION_SIZE_MIN && size <= UMADV_SECTION_SIZE_MAX &&
+           (size & (size - 1)) == 0;
+}
+
+umadv_status_t umadv__trace_init(umadv_trace_t *trace, uint64_t section_size)
+{
+    if (!section_size_valid(section_size))
+        return UMADV_ERR_INVALID_PARAM;
+    memset(trace, 0, sizeof(*trace));
+    trace->section_size = section_size;
+    umadv__link_model_default(&trace->link);
+    return UMADV_OK;
+}
+
+void umadv__trace_cleanup(umadv_trace_t *trace)
+{
+    for (uint32_t i = 0; i < trace->nallocs; i++)
+        free(trace->allocs[i].tag);
+    for (uint32_t i = 0; i < trace->nsteps; i++)
+        free(trace->steps[i].name);
+    free(trace->allocs);
+    free(trace->sections);
+    free(trace->steps);
+    free(trace->accesses);
+    free(trace->source);
+    memset(trace, 0, sizeof(*trace));
+}
+
+umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source)
+{
+    char *copy;
+    umadv_status_t status = umadv__strdup(source, &copy);
+
+    if (status != UMADV_OK)
+        return status;
+    free(trace->source);
+    trace->source = copy;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint64_t size,
+                                      umadv_alloc_kind_t kind, const char *tag,
+                                      uint32_t *id_p)
+{
+    umadv_trace_alloc_t *alloc;
+    umadv_status_t status;
+    char *tag_copy;
+
+    if (trace->finalized || size == 0 || (unsigned)kind >= UMADV_ALLOC_KIND_COUNT ||
+        trace->nallocs == UINT32_MAX - 1 || base + size < base)
+        return UMADV_ERR_INVALID_PARAM;
+    status = umadv__array_reserve((void **)&trace->allocs, &trace->allocs_cap,
+                                  trace->nallocs + 1, sizeof(*trace->allocs));
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__strdup(tag, &tag_copy);
+    if (status != UMADV_OK)
+        return status;
+    alloc = &trace->allocs[trace->nallocs];
+    memset(alloc, 0, sizeof(*alloc));
+    alloc->base       = base;
+    alloc->size       = size;
+    alloc->kind       = kind;
+    alloc->alloc_step = UMADV_STEP_NONE;
+    alloc->free_step  = UMADV_STEP_NONE;
+    alloc->tag        = tag_copy;
+    *id_p = trace->nallocs++;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_set_lifetime(umadv_trace_t *trace, uint32_t alloc,
+                                         uint32_t alloc_step, uint32_t free_step)
+{
+    if (trace->finalized || alloc >= trace->nallocs)
+        return UMADV_ERR_INVALID_PARAM;
+    if (alloc_step != UMADV_STEP_NONE && free_step != UMADV_STEP_NONE &&
+        free_step < alloc_step)
+        return UMADV_ERR_INVALID_PARAM;
+    trace->allocs[alloc].alloc_step = alloc_step;
+    trace->allocs[alloc].free_step  = free_step;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_add_step(umadv_trace_t *trace, const char *name,
+                                     umadv_step_kind_t kind, uint32_t iteration,
+                                     uint64_t duration_ns, uint32_t *step_p)
+{
+    umadv_trace_step_t *step;
+    umadv_status_t status;
+    char *name_copy;
+
+    if (trace->finalized || (unsigned)kind >= UMADV_STEP_KIND_COUNT ||
+        trace->nsteps == UINT32_MAX - 1)
+        return UMADV_ERR_INVALID_PARAM;
+    if (trace->nsteps > 0 && iteration < trace->steps[trace->nsteps - 1].iteration)
+        return UMADV_ERR_INVALID_PARAM;
+    status = umadv__array_reserve((void **)&trace->steps, &trace->steps_cap,
+                                  trace->nsteps + 1, sizeof(*trace->steps));
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__strdup(name, &name_copy);
+    if (status != UMADV_OK)
+        return status;
+    step = &trace->steps[trace->nsteps];
+    step->name         = name_copy;
+    step->kind         = kind;
+    step->iteration    = iteration;
+    step->duration_ns  = duration_ns;
+    step->first_access = trace->naccesses;
+    step->naccesses    = 0;
+    if (step_p != NULL)
+        *step_p = trace->nsteps;
+    trace->nsteps++;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t alloc,
+                                                uint32_t first, uint32_t count,
+                                                uint32_t mode, uint32_t faults)
+{
+    umadv_trace_access_t *access;
+    uint64_t nsections;
+    umadv_status_t status;
+
+    if (trace->finalized || trace->nsteps == 0 || alloc >= trace->nallocs ||
+        count == 0 || mode == 0 || (mode & ~(uint32_t)UMADV_ACCESS_RW) != 0)
+        return UMADV_ERR_INVALID_PARAM;
+    nsections = UMADV_DIV_ROUND_UP(trace->allocs[alloc].size, trace->section_size);
+    if ((uint64_t)first + count > nsections)
+        return UMADV_ERR_INVALID_PARAM;
+    if (trace->naccesses == UINT32_MAX - 1)
+        return UMADV_ERR_NO_MEMORY;
+    status = umadv__array_reserve((void **)&trace->accesses, &trace->accesses_cap,
+                                  trace->naccesses + 1, sizeof(*trace->accesses));
+    if (status != UMADV_OK)
+        return status;
+    access = &trace->accesses[trace->naccesses++];
+    access->alloc  = alloc;
+    access->first  = first;
+    access->count  = count;
+    access->mode   = mode;
+    access->faults = faults;
+    trace->steps[trace->nsteps - 1].naccesses++;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_add_access(umadv_trace_t *trace, uint32_t alloc,
+                                       uint64_t offset, uint64_t size, uint32_t mode,
+                                       uint32_t faults)
+{
+    uint64_t first, last;
+
+    if (alloc >= trace->nallocs || size == 0 || offset >= trace->allocs[alloc].size ||
+        size > trace->allocs[alloc].size - offset)
+        return UMADV_ERR_INVALID_PARAM;
+    first = offset / trace->section_size;
+    last  = (offset + size - 1) / trace->section_size;
+    return umadv__trace_add_access_sections(trace, alloc, (uint32_t)first,
+                                            (uint32_t)(last - first + 1), mode, faults);
+}
+
+static int access_compare(const void *a, const void *b)
+{
+    const umadv_trace_access_t *x = a, *y = b;
+
+    if (x->alloc != y->alloc)
+        return x->alloc < y->alloc ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return 0;
+}
+
+/* Sort one step's accesses and merge runs of one allocation that overlap
+ * or touch, so every section appears at most once per step. Returns the
+ * new count. Merged runs touching with different modes are kept apart. */
+static uint32_t step_merge_accesses(umadv_trace_access_t *acc, uint32_t n)
+{
+    uint32_t out = 0;
+
+    if (n == 0)
+        return 0;
+    qsort(acc, n, sizeof(*acc), access_compare);
+    for (uint32_t i = 1; i < n; i++) {
+        umadv_trace_access_t *prev = &acc[out];
+        uint64_t prev_end = (uint64_t)prev->first + prev->count;
+        int overlap = acc[i].alloc == prev->alloc && acc[i].first < prev_end;
+        int touch = acc[i].alloc == prev->alloc && acc[i].first == prev_end &&
+                    acc[i].mode == prev->mode;
+
+        if (overlap || touch) {
+            uint64_t end = UMADV_MAX(prev_end, (uint64_t)acc[i].first + acc[i].count);
+            prev->count = (uint32_t)(end - prev->first);
+            prev->mode |= acc[i].mode;
+            prev->faults += acc[i].faults;
+        } else {
+            acc[++out] = acc[i];
+        }
+    }
+    return out + 1;
+}
+
+static void compact_accesses(umadv_trace_t *trace)
+{
+    uint32_t out = 0;
+
+    for (uint32_t s = 0; s < trace->nsteps; s++) {
+        umadv_trace_step_t *step = &trace->steps[s];
+        umadv_trace_access_t *acc = &trace->accesses[step->first_access];
+        uint32_t n = step_merge_accesses(acc, step->naccesses);
+
+        memmove(&trace->accesses[out], acc, n * sizeof(*acc));
+        step->first_access = out;
+        step->naccesses    = n;
+        out += n;
+    }
+    trace->naccesses = out;
+}
+
+static umadv_status_t build_sections(umadv_trace_t *trace, char *why, size_t why_len)
+{
+    uint64_t total = 0;
+    umadv_trace_section_t *sections;
+    uint32_t next = 0;
+
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        total += UMADV_DIV_ROUND_UP(trace->allocs[a].size, trace->section_size);
+    if (total >= UINT32_MAX) {
+        snprintf(why, why_len, "%llu sections: more than the format allows; use a larger section size",
+                 (unsigned long long)total);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    sections = calloc(total ? total : 1, sizeof(*sections));
+    if (sections == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        umadv_trace_alloc_t *alloc = &trace->allocs[a];
+        alloc->first_section = next;
+        alloc->nsections = (uint32_t)UMADV_DIV_ROUND_UP(alloc->size, trace->section_size);
+        for (uint32_t i = 0; i < alloc->nsections; i++, next++) {
+            uint64_t offset = (uint64_t)i * trace->section_size;
+            sections[next].alloc  = a;
+            sections[next].index  = i;
+            sections[next].offset = offset;
+            sections[next].size   = UMADV_MIN(trace->section_size, alloc->size - offset);
+        }
+    }
+    free(trace->sections);
+    trace->sections  = sections;
+    trace->nsections = next;
+    return UMADV_OK;
+}
+
+static int alloc_alive_at(const umadv_trace_alloc_t *alloc, uint32_t step)
+{
+    return (alloc->alloc_step == UMADV_STEP_NONE || alloc->alloc_step <= step) &&
+           (alloc->free_step == UMADV_STEP_NONE || step <= alloc->free_step);
+}
+
+static umadv_status_t check_invariants(const umadv_trace_t *trace, char *why, size_t why_len)
+{
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        const umadv_trace_alloc_t *alloc = &trace->allocs[a];
+        if ((alloc->alloc_step != UMADV_STEP_NONE && alloc->alloc_step >= trace->nsteps) ||
+            (alloc->free_step != UMADV_STEP_NONE && alloc->free_step >= trace->nsteps)) {
+            snprintf(why, why_len, "allocation %u: lifetime names a step past the last (%u steps)",
+                     a, trace->nsteps);
+            return UMADV_ERR_CORRUPT;
+        }
+    }
+    for (uint32_t s = 0; s < trace->nsteps; s++) {
+        const umadv_trace_step_t *step = &trace->steps[s];
+        for (uint32_t i = 0; i < step->naccesses; i++) {
+            const umadv_trace_access_t *acc = &trace->accesses[step->first_access + i];
+            if (!alloc_alive_at(&trace->allocs[acc->alloc], s)) {
+                snprintf(why, why_len, "step %u touches allocation %u outside its lifetime",
+                         s, acc->alloc);
+                return UMADV_ERR_CORRUPT;
+            }
+        }
+    }
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_finalize(umadv_trace_t *trace, char *why, size_t why_len)
+{
+    char scratch[8];
+    umadv_status_t status;
+
+    if (why == NULL) {
+        why = scratch;
+        why_len = sizeof(scratch);
+    }
+    why[0] = '\0';
+    if (trace->finalized)
+        return UMADV_OK;
+    status = build_sections(trace, why, why_len);
+    if (status != UMADV_OK)
+        return status;
+    compact_accesses(trace);
+    status = check_invariants(trace, why, why_len);
+    if (status != UMADV_OK)
+        return status;
+    trace->niterations = trace->nsteps ? trace->steps[trace->nsteps - 1].iteration + 1 : 0;
+    trace->finalized = 1;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_iteration_steps(const umadv_trace_t *trace, uint32_t iteration,
+                                            uint32_t *first_p, uint32_t *count_p)
+{
+    uint32_t lo = 0, hi = trace->nsteps, first;
+
+    /* Steps are sorted by iteration: binary search the first one. */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (trace->steps[mid].iteration < iteration)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == trace->nsteps || trace->steps[lo].iteration != iteration)
+        return UMADV_ERR_NOT_FOUND;
+    first = lo;
+    while (lo < trace->nsteps && trace->steps[lo].iteration == iteration)
+        lo++;
+    *first_p = first;
+    *count_p = lo - first;
+    return UMADV_OK;
+}
+
+uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
+                                uint32_t first, uint32_t count)
+{
+    const umadv_trace_alloc_t *a = &trace->allocs[alloc];
+    uint64_t start = (uint64_t)first * trace->section_size;
+    uint64_t end = UMADV_MIN(a->size, (uint64_t)(first + count) * trace->section_size);
+
+    return end > start ? end - start : 0;
+}

@@ -1,0 +1,186 @@
+/*
+ * The in-memory trace model: what one (or more) training iterations did to
+ * managed memory. Plain data, no CUDA: the planner, the simulator, the
+ * reader/writer and the synthetic generator all work on it.
+ *
+ * Memory is described at three levels: allocations (what the application
+ * asked for), sections (fixed-size pieces of an allocation, the unit of
+ * placement) and accesses (a step touching a run of sections of one
+ * allocation). Indices are dense: allocation i has id i, step i is steps[i].
+ */
+#ifndef UMADV_TRACE_TRACE_H
+#define UMADV_TRACE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+/* "No step": an allocation that lives across iterations. */
+#define UMADV_STEP_NONE UINT32_MAX
+
+/* Section sizes accepted anywhere: a power of two in this range. */
+#define UMADV_SECTION_SIZE_MIN     (UINT64_C(64) << 10)
+#define UMADV_SECTION_SIZE_MAX     (UINT64_C(1) << 30)
+#define UMADV_SECTION_SIZE_DEFAULT (UINT64_C(2) << 20)
+
+/*
+ * Cost model of the host<->GPU link. A transfer of n bytes in one call takes
+ * latency + n / bandwidth; small calls are slow because of the latency term
+ * (DESIGN.md: 2 MiB pieces reach under half the bandwidth of 64 MiB ones).
+ */
+typedef struct umadv_link_model {
+    double fetch_bw;       /* host->device prefetch, bytes/s */
+    double fetch_latency;  /* seconds per prefetch call */
+    double evict_bw;       /* device->host prefetch (eviction), bytes/s */
+    double evict_latency;  /* seconds per eviction call */
+    double fault_bw;       /* demand paging inside a kernel, bytes/s */
+    double fault_latency;  /* seconds per faulted section with nothing to copy */
+    double remote_bw;      /* GPU reading/writing host-resident memory, bytes/s */
+} umadv_link_model_t;
+
+/* The GPU the trace was recorded on (or modelled for). */
+typedef struct umadv_device_desc {
+    char     name[96];
+    char     pci_bus_id[32];
+    uint64_t memory;          /* bytes of device memory */
+    int      cc_major, cc_minor;
+    int      driver_version;  /* as cudaDriverGetVersion reports, e.g. 13000 */
+} umadv_device_desc_t;
+
+typedef enum umadv_step_kind {
+    UMADV_STEP_KERNEL = 0,  /* one kernel launch */
+    UMADV_STEP_LAYER  = 1,  /* a layer or region marked by the application */
+    UMADV_STEP_COPY   = 2,  /* a memcpy/memset the application issued */
+    UMADV_STEP_KIND_COUNT
+} umadv_step_kind_t;
+
+typedef struct umadv_trace_alloc {
+    uint64_t           base;          /* device address (0 for synthetic) */
+    uint64_t           size;          /* bytes */
+    umadv_alloc_kind_t kind;
+    /* Lifetime inside the trace, as global step indices: allocated just
+     * before step alloc_step, freed just after step free_step. NONE means
+     * it existed before the first step, or outlives the last. */
+    uint32_t           alloc_step;
+    uint32_t           free_step;
+    uint32_t           first_section; /* index into trace->sections */
+    uint32_t           nsections;
+    char              *tag;           /* may be NULL */
+} umadv_trace_alloc_t;
+
+typedef struct umadv_trace_section {
+    uint32_t alloc;     /* owning allocation */
+    uint32_t index;     /* position inside the allocation */
+    uint64_t offset;    /* bytes from the allocation's base */
+    uint64_t size;      /* section_size, less for an allocation's last one */
+} umadv_trace_section_t;
+
+typedef struct umadv_trace_access {
+    uint32_t alloc;     /* allocation touched */
+    uint32_t first;     /* first section, counted inside the allocation */
+    uint32_t count;     /* sections in the run, >= 1 */
+    uint32_t mode;      /* umadv_access_mode_t bits */
+    uint32_t faults;    /* GPU fault groups the profiling pass saw here */
+} umadv_trace_access_t;
+
+typedef struct umadv_trace_step {
+    char             *name;         /* kernel or layer name; may be NULL */
+    umadv_step_kind_t kind;
+    uint32_t          iteration;    /* iterations are numbered from 0 */
+    uint64_t          duration_ns;  /* compute time with all data resident */
+    uint32_t          first_access; /* index into trace->accesses */
+    uint32_t          naccesses;
+} umadv_trace_step_t;
+
+typedef struct umadv_trace {
+    umadv_device_desc_t    device;
+    umadv_link_model_t     link;
+    uint64_t               section_size;
+    char                  *source;     /* how it was made: "synthetic vgg16 ...", "cupti" */
+
+    umadv_trace_alloc_t   *allocs;
+    uint32_t               nallocs;
+    umadv_trace_section_t *sections;   /* built by umadv__trace_finalize() */
+    uint32_t               nsections;
+    umadv_trace_step_t    *steps;
+    uint32_t               nsteps;
+    umadv_trace_access_t  *accesses;   /* grouped by step, in step order */
+    uint32_t               naccesses;
+    uint32_t               niterations;
+
+    /* builder state */
+    size_t                 allocs_cap, steps_cap, accesses_cap;
+    int                    finalized;
+} umadv_trace_t;
+
+/* The link as DESIGN.md measured it on an H200 over PCIe (2026-11). */
+void umadv__link_model_default(umadv_link_model_t *link);
+
+/* Seconds for one call moving @bytes at @bw with @latency. */
+static inline double umadv__link_time(double latency, double bw, uint64_t bytes)
+{
+    return latency + (double)bytes / bw;
+}
+
+/* Start an empty trace. @section_size must be a power of two in
+ * [UMADV_SECTION_SIZE_MIN, UMADV_SECTION_SIZE_MAX]. */
+umadv_status_t umadv__trace_init(umadv_trace_t *trace, uint64_t section_size);
+
+/* Free everything the trace owns; the struct may be reused with _init. */
+void umadv__trace_cleanup(umadv_trace_t *trace);
+
+umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source);
+
+/* Append an allocation; its id is the next index. */
+umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint64_t size,
+                                      umadv_alloc_kind_t kind, const char *tag,
+                                      uint32_t *id_p);
+
+/* Lifetime in global step indices (UMADV_STEP_NONE for open ends). */
+umadv_status_t umadv__trace_set_lifetime(umadv_trace_t *trace, uint32_t alloc,
+                                         uint32_t alloc_step, uint32_t free_step);
+
+/* Append a step; iterations must not decrease. */
+umadv_status_t umadv__trace_add_step(umadv_trace_t *trace, const char *name,
+                                     umadv_step_kind_t kind, uint32_t iteration,
+                                     uint64_t duration_ns, uint32_t *step_p);
+
+/* Add an access by byte range to the last step added. Ranges that touch
+ * or overlap an earlier access of the same step to the same allocation are
+ * merged at finalize. */
+umadv_status_t umadv__trace_add_access(umadv_trace_t *trace, uint32_t alloc,
+                                       uint64_t offset, uint64_t size, uint32_t mode,
+                                       uint32_t faults);
+
+/* Add an access by section run (the on-disk form). */
+umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t alloc,
+                                                uint32_t first, uint32_t count,
+                                                uint32_t mode, uint32_t faults);
+
+/* Build sections, merge accesses, and check every invariant. On failure
+ * writes the reason to @why (may be NULL) and leaves the trace unfinalized. */
+umadv_status_t umadv__trace_finalize(umadv_trace_t *trace, char *why, size_t why_len);
+
+/* Steps [*first_p, *first_p + *count_p) of iteration @iteration.
+ * UMADV_ERR_NOT_FOUND if the trace has no such iteration. */
+umadv_status_t umadv__trace_iteration_steps(const umadv_trace_t *trace, uint32_t iteration,
+                                            uint32_t *first_p, uint32_t *count_p);
+
+/* Bytes of section run [first, first+count) of @alloc. */
+uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
+                                uint32_t first, uint32_t count);
+
+/* Global section index of section @index of @alloc. */
+static inline uint32_t umadv__trace_section_id(const umadv_trace_t *trace, uint32_t alloc,
+                                               uint32_t index)
+{
+    return trace->allocs[alloc].first_section + index;
+}
+
+const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind);
+int umadv__alloc_kind_parse(const char *name, umadv_alloc_kind_t *kind_p);
+const char *umadv__step_kind_name(umadv_step_kind_t kind);
+int umadv__step_kind_parse(const char *name, umadv_step_kind_t *kind_p);
+
+#endif
