@@ -6,12 +6,15 @@
 #ifndef UMADV_COMMON_CONFIG_H
 #define UMADV_COMMON_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include <umadv.h>
 
 #include "common/log.h"
+
+#define UMADV_CONFIG_STRING_MAX 256
 
 typedef struct umadv_config {
     uint64_t          budget;        /* UMADV_BUDGET, bytes, 0 = no budget */
@@ -23,8 +26,34 @@ typedef struct umadv_config {
     uint32_t          lookahead;     /* UMADV_LOOKAHEAD, 0 = unlimited */
     int               read_mostly;   /* UMADV_READ_MOSTLY */
     umadv_log_level_t log_level;     /* UMADV_LOG */
-    char              log_file[256]; /* UMADV_LOG_FILE, "" = stderr */
+    char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
 } umadv_config_t;
+
+typedef enum umadv_config_type {
+    UMADV_CONFIG_SIZE,    /* byte size through umadv_size_parse(), uint64_t */
+    UMADV_CONFIG_UINT,    /* decimal integer; stored as int or uint32_t (width) */
+    UMADV_CONFIG_ENUM,    /* one of a list of names; stored as an int-sized enum */
+    UMADV_CONFIG_BOOL,    /* 1/0, yes/no, true/false, on/off; stored as int */
+    UMADV_CONFIG_STRING   /* stored in a char array of width bytes */
+} umadv_config_type_t;
+
+/* One knob. Bounds apply to SIZE and UINT; ENUM values are the indices
+ * 0..enum_count-1 named by enum_name(). */
+typedef struct umadv_config_field {
+    const char          *name;
+    umadv_config_type_t  type;
+    const char          *dflt;        /* default, in the syntax of the type */
+    const char          *doc;
+    uint64_t             min, max;
+    int                  power_of_two;
+    const char        *(*enum_name)(unsigned value);
+    unsigned             enum_count;
+    size_t               offset;      /* in umadv_config_t */
+    size_t               width;       /* bytes of the field */
+} umadv_config_field_t;
+
+/* The knob table, in the order `umadv info -c` prints it. */
+const umadv_config_field_t *umadv__config_fields(size_t *count_p);
 
 /* Fill @config with the built-in defaults. */
 void umadv__config_defaults(umadv_config_t *config);
@@ -33,6 +62,22 @@ void umadv__config_defaults(umadv_config_t *config);
  * "UMADV_X=value: reason", for the first bad value; @config is then
  * unchanged. */
 umadv_status_t umadv__config_load(umadv_config_t *config);
+
+/* Parse @value for the knob @name into @config (as if it came from the
+ * environment). UMADV_ERR_NOT_FOUND for an unknown name,
+ * UMADV_ERR_INVALID_PARAM (logged) for a bad value; on error @config is
+ * unchanged. For command-line options that mirror a knob. */
+umadv_status_t umadv__config_set(umadv_config_t *config, const char *name,
+                                 const char *value);
+
+/* Check a value against a field's rules without storing it; on error
+ * writes "reason" (no variable name) to @why. */
+umadv_status_t umadv__config_check(const umadv_config_field_t *field, const char *value,
+                                   char *why, size_t why_len);
+
+/* Make the log level and log file of @config the process's.
+ * UMADV_ERR_INVALID_PARAM (logged) when the log file cannot be opened. */
+umadv_status_t umadv__config_apply_log(const umadv_config_t *config);
 
 /* Print every knob: name, type, default, current value (from the
  * environment, or "bad value" if invalid), bounds and documentation. */

@@ -8,6 +8,21 @@
  * starts; evictions and drops are issued when their issue step ends.
  * Operations on adjacent sections issued together are coalesced into one
  * run, since a call's fixed cost dominates small transfers.
+ *
+ * Replaying a schedule (what the simulator does, and what an executor must
+ * do for the plan's budget to hold):
+ *  - at the start of step s, queue the FETCH ops of issue step s; at its
+ *    end, queue its EVICT ops and apply its DROP ops;
+ *  - one fetch lane serves the queued fetches earliest need first (FIFO by
+ *    need, counting a UMADV_OP_FLAG_NEXT_ITERATION fetch as needed in the
+ *    next iteration); it starts a fetch only when the fetch fits the
+ *    budget, counting data in flight either way and memory under eviction
+ *    until the eviction completes;
+ *  - one eviction lane serves evictions in order.
+ * The planner guarantees that the room each fetch needs is freed by
+ * evictions and drops issued before its issue step, so the fetch lane
+ * never waits for anything but lanes already running: no deadlock.
+ * src/plan/plan.c's opening comment describes the algorithm.
  */
 #ifndef UMADV_PLAN_PLAN_H
 #define UMADV_PLAN_PLAN_H
@@ -32,6 +47,17 @@ typedef enum umadv_advice {
     UMADV_ADVICE_ACCESSED_BY       = 4  /* GPU maps host-resident pages */
 } umadv_advice_t;
 
+/* umadv_op_t.flags */
+enum umadv_op_flag {
+    /* FETCH of memory allocated in this iteration and not yet touched:
+     * nothing to copy, the call only populates pages on the GPU (costs a
+     * call's latency, no bytes), so the step does not fault on them. */
+    UMADV_OP_FLAG_FRESH          = 1u << 0,
+    /* FETCH issued near the end of an iteration for a step of the next
+     * one (need_step < issue_step). */
+    UMADV_OP_FLAG_NEXT_ITERATION = 1u << 1
+};
+
 typedef struct umadv_op {
     umadv_op_kind_t kind;
     umadv_advice_t  advice;      /* UMADV_OP_ADVISE only */
@@ -41,14 +67,20 @@ typedef struct umadv_op {
     uint64_t        bytes;
     uint32_t        issue_step;  /* step index relative to the iteration's first */
     uint32_t        need_step;   /* FETCH: step that needs it; EVICT/DROP: last use */
+    uint32_t        flags;       /* OR of umadv_op_flag */
 } umadv_op_t;
 
 typedef struct umadv_plan_params {
-    uint64_t           budget;     /* bytes resident on the GPU at most */
+    uint64_t           budget;     /* bytes resident on the GPU at most; 0 = no limit */
     uint32_t           iteration;  /* which iteration of the trace to plan */
     umadv_link_model_t link;       /* cost model; default: the trace's */
     uint32_t           lookahead;  /* steps a fetch may be issued early; 0 = no limit */
     int                read_mostly;/* allow read-mostly advice on never-written data */
+    uint64_t           max_op_bytes; /* split fetch runs longer than this, so that an
+                                      * urgent fetch never waits long behind one
+                                      * call; 0 = the default (see plan.c) */
+    uint32_t           max_passes; /* cap on the residency passes that look for the
+                                    * steady state; 0 = the default, 16 */
 } umadv_plan_params_t;
 
 typedef struct umadv_schedule {
@@ -61,15 +93,32 @@ typedef struct umadv_schedule {
     size_t      nops;
     uint32_t   *step_ops;       /* nsteps+1 offsets: ops of issue step s are
                                  * ops[step_ops[s] .. step_ops[s+1]) */
-    uint8_t    *resident_at_start; /* per global section: on the GPU when the
-                                    * iteration begins, in steady state */
-    /* totals per iteration */
-    uint64_t    fetch_bytes, evict_bytes, drop_bytes;
+    uint8_t    *resident_at_start; /* per global section: on the GPU, or being
+                                    * fetched to it, when the iteration begins,
+                                    * in steady state */
+    /* totals per iteration; fetch_bytes counts copied bytes only, fresh_bytes
+     * the bytes FRESH fetches populate without a copy; drop_bytes counts
+     * read-mostly drops and releases of freed allocations */
+    uint64_t    fetch_bytes, evict_bytes, drop_bytes, fresh_bytes;
     uint32_t    fetch_ops, evict_ops;
     uint64_t    peak_planned;   /* largest planned residency at any step */
     uint64_t    max_step_bytes; /* largest single-step working set */
     double      plan_seconds;   /* time the planner took */
+    uint32_t    passes;         /* residency passes run to find the steady state */
+    int         converged;      /* 0: the state did not repeat within max_passes
+                                 * and the last pass was closed by extra ops */
 } umadv_schedule_t;
+
+/* What the residency policy alone did (no timing), for tests and what-if
+ * tools. */
+typedef struct umadv_residency_stats {
+    uint64_t fetch_bytes;   /* loads that copy data */
+    uint64_t fresh_bytes;   /* first touches of fresh memory (no copy) */
+    uint64_t evict_bytes;   /* removals that copy data back */
+    uint64_t drop_bytes;    /* removals without a copy */
+    uint64_t loads;         /* sections loaded, fresh ones included */
+    uint64_t peak;          /* largest residency after a step's loads */
+} umadv_residency_stats_t;
 
 /* Defaults: the trace's link model, no lookahead limit, read-mostly on, the
  * trace's last iteration. */
@@ -86,6 +135,18 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
                                  umadv_schedule_t *schedule);
 
 void umadv__schedule_cleanup(umadv_schedule_t *schedule);
+
+/*
+ * The planner's residency policy run once over global steps [first,
+ * first + count) as a linear sequence: starting with nothing resident,
+ * next uses past the last step are "never". This is the core that
+ * umadv__plan_build runs cyclically; exposed so that it can be compared
+ * with an exact search on the same problem. @budget 0 = no limit.
+ * UMADV_ERR_BUDGET_TOO_SMALL (logged) when one step does not fit.
+ */
+umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t first,
+                                            uint32_t count, uint64_t budget, int read_mostly,
+                                            umadv_residency_stats_t *stats);
 
 const char *umadv__op_kind_name(umadv_op_kind_t kind);
 const char *umadv__advice_name(umadv_advice_t advice);

@@ -9,6 +9,7 @@
  * section that is not resident is faulted in by the step itself at the
  * demand-paging rate. Residency (including fetches in flight) never
  * exceeds the budget: a fetch waits for evictions to complete.
+ * src/sim/sim.c's opening comment describes the model and each policy.
  */
 #ifndef UMADV_SIM_SIM_H
 #define UMADV_SIM_SIM_H
@@ -18,13 +19,40 @@
 #include "plan/plan.h"
 #include "trace/trace.h"
 
+/* Where a section is, as an observer sees it. */
+typedef enum umadv_sim_state {
+    UMADV_SIM_HOST     = 0, /* not on the GPU (or never populated) */
+    UMADV_SIM_RESIDENT = 1,
+    UMADV_SIM_FETCHING = 2, /* being copied to the GPU: holds its memory */
+    UMADV_SIM_EVICTING = 3  /* being copied back: holds its memory until done */
+} umadv_sim_state_t;
+
+/* What an observer is shown when a step starts, after its faults. */
+typedef struct umadv_sim_step_view {
+    uint32_t       replay;    /* 0-based; the measured one is params->warmup */
+    uint32_t       step;      /* global step index */
+    double         start_s;   /* when it starts computing */
+    double         end_s;     /* when it ends */
+    uint64_t       used;      /* bytes on the GPU or in flight either way */
+    uint32_t       faults;    /* sections it faulted in */
+    const uint8_t *state;     /* per global section, umadv_sim_state_t */
+} umadv_sim_step_view_t;
+
+/* Called for every simulated step (warmup included; oracle simulates
+ * none), for tests and timelines; the view is valid during the call only. */
+typedef void (*umadv_sim_observer_t)(void *arg, const umadv_sim_step_view_t *view);
+
 typedef struct umadv_sim_params {
     umadv_policy_t          policy;
-    uint64_t                budget;      /* ignored by oracle */
+    uint64_t                budget;      /* ignored by oracle; 0 = no limit */
     uint32_t                iteration;   /* iteration of the trace to replay */
     umadv_link_model_t      link;
     uint32_t                warmup;      /* iterations run before the measured one */
-    const umadv_schedule_t *schedule;    /* required for UMADV_POLICY_PLAN */
+    const umadv_schedule_t *schedule;    /* required for UMADV_POLICY_PLAN; for the
+                                          * others, optional: its volumes then set
+                                          * lower_bound_s */
+    umadv_sim_observer_t    observer;    /* optional */
+    void                   *observer_arg;
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
@@ -32,21 +60,32 @@ typedef struct umadv_sim_result {
     double   iteration_s;   /* steady-state iteration time */
     double   compute_s;     /* sum of step durations */
     double   stall_s;       /* iteration_s - compute_s */
-    double   lower_bound_s; /* max(compute, evicted/evict_bw, fetched/fetch_bw) */
+    double   lower_bound_s; /* max(compute, evicted/evict_bw, fetched/fetch_bw) with
+                             * the schedule's per-iteration volumes when one is
+                             * given (the least traffic the budget allows, as
+                             * the planner estimates it), else this run's own
+                             * (faulted bytes count as fetched); compute_s
+                             * for oracle, which has no budget */
     uint64_t faults;        /* sections faulted in by steps */
     uint64_t fault_bytes;   /* bytes those faults moved */
     uint64_t fetched_bytes; /* bytes prefetched host->device */
     uint64_t evicted_bytes; /* bytes moved device->host */
-    uint64_t dropped_bytes; /* bytes released without a copy */
-    uint64_t peak_resident; /* largest residency, fetches in flight included */
+    uint64_t dropped_bytes; /* bytes released without a copy (drops, frees) */
+    uint64_t peak_resident; /* largest residency, fetches in flight included, over
+                             * the whole run (warmup too); oracle: the largest
+                             * total of live allocations, the footprint */
     uint64_t budget;
 } umadv_sim_result_t;
 
+/* Defaults: the trace's last iteration and link model, 2 warmup
+ * iterations, no schedule, no observer. A budget of 0 means no limit. */
 void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy,
                                uint64_t budget, umadv_sim_params_t *params);
 
-/* Run one policy. UMADV_ERR_INVALID_PARAM without a schedule for PLAN;
- * UMADV_ERR_BUDGET_TOO_SMALL when a step does not fit the budget. */
+/* Run one policy. UMADV_ERR_INVALID_PARAM without a schedule for PLAN, or
+ * with one for another iteration; UMADV_ERR_NOT_FOUND when the iteration
+ * does not exist; UMADV_ERR_BUDGET_TOO_SMALL (logged) when a step does not
+ * fit the budget. Counters cover the measured iteration. */
 umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params_t *params,
                               umadv_sim_result_t *result);
 

@@ -69,6 +69,13 @@ void umadv__link_model_default(umadv_link_model_t *link)
     link->remote_bw     = 42e9;
 }
 
+/* Sections covering @size bytes, without the wrap of (size + ss - 1) / ss
+ * near 2^64. */
+static uint64_t sections_for(uint64_t size, uint64_t section_size)
+{
+    return size / section_size + (size % section_size != 0);
+}
+
 static int section_size_valid(uint64_t size)
 {
     return size >= UMADV_SECTION_SIZE_MIN && size <= UMADV_SECTION_SIZE_MAX &&
@@ -198,7 +205,7 @@ umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t a
     if (trace->finalized || trace->nsteps == 0 || alloc >= trace->nallocs ||
         count == 0 || mode == 0 || (mode & ~(uint32_t)UMADV_ACCESS_RW) != 0)
         return UMADV_ERR_INVALID_PARAM;
-    nsections = UMADV_DIV_ROUND_UP(trace->allocs[alloc].size, trace->section_size);
+    nsections = sections_for(trace->allocs[alloc].size, trace->section_size);
     if ((uint64_t)first + count > nsections)
         return UMADV_ERR_INVALID_PARAM;
     if (trace->naccesses == UINT32_MAX - 1)
@@ -243,9 +250,37 @@ static int access_compare(const void *a, const void *b)
     return 0;
 }
 
+static uint32_t saturating_add32(uint32_t a, uint32_t b)
+{
+    return a > UINT32_MAX - b ? UINT32_MAX : a + b;
+}
+
+/* Whether @next (sorted after @prev) belongs in the same run: it overlaps,
+ * or it touches with the same mode. */
+static int access_joins(const umadv_trace_access_t *prev, const umadv_trace_access_t *next)
+{
+    uint64_t prev_end = (uint64_t)prev->first + prev->count;
+
+    if (next->alloc != prev->alloc)
+        return 0;
+    return next->first < prev_end || (next->first == prev_end && next->mode == prev->mode);
+}
+
+static void access_absorb(umadv_trace_access_t *into, const umadv_trace_access_t *from)
+{
+    uint64_t end = UMADV_MAX((uint64_t)into->first + into->count,
+                             (uint64_t)from->first + from->count);
+
+    into->count  = (uint32_t)(end - into->first);
+    into->mode  |= from->mode;
+    into->faults = saturating_add32(into->faults, from->faults);
+}
+
 /* Sort one step's accesses and merge runs of one allocation that overlap
  * or touch, so every section appears at most once per step. Returns the
- * new count. Merged runs touching with different modes are kept apart. */
+ * new count. Runs that touch with different modes stay apart; a merge that
+ * widens a run's mode may let it join its left neighbour, so fold back
+ * until stable: finalizing a finalized trace must change nothing. */
 static uint32_t step_merge_accesses(umadv_trace_access_t *acc, uint32_t n)
 {
     uint32_t out = 0;
@@ -254,19 +289,14 @@ static uint32_t step_merge_accesses(umadv_trace_access_t *acc, uint32_t n)
         return 0;
     qsort(acc, n, sizeof(*acc), access_compare);
     for (uint32_t i = 1; i < n; i++) {
-        umadv_trace_access_t *prev = &acc[out];
-        uint64_t prev_end = (uint64_t)prev->first + prev->count;
-        int overlap = acc[i].alloc == prev->alloc && acc[i].first < prev_end;
-        int touch = acc[i].alloc == prev->alloc && acc[i].first == prev_end &&
-                    acc[i].mode == prev->mode;
-
-        if (overlap || touch) {
-            uint64_t end = UMADV_MAX(prev_end, (uint64_t)acc[i].first + acc[i].count);
-            prev->count = (uint32_t)(end - prev->first);
-            prev->mode |= acc[i].mode;
-            prev->faults += acc[i].faults;
-        } else {
+        if (!access_joins(&acc[out], &acc[i])) {
             acc[++out] = acc[i];
+            continue;
+        }
+        access_absorb(&acc[out], &acc[i]);
+        while (out > 0 && access_joins(&acc[out - 1], &acc[out])) {
+            access_absorb(&acc[out - 1], &acc[out]);
+            out--;
         }
     }
     return out + 1;
@@ -278,9 +308,15 @@ static void compact_accesses(umadv_trace_t *trace)
 
     for (uint32_t s = 0; s < trace->nsteps; s++) {
         umadv_trace_step_t *step = &trace->steps[s];
-        umadv_trace_access_t *acc = &trace->accesses[step->first_access];
-        uint32_t n = step_merge_accesses(acc, step->naccesses);
+        umadv_trace_access_t *acc;
+        uint32_t n;
 
+        if (step->naccesses == 0) { /* accesses may be NULL: no pointer math */
+            step->first_access = out;
+            continue;
+        }
+        acc = &trace->accesses[step->first_access];
+        n = step_merge_accesses(acc, step->naccesses);
         memmove(&trace->accesses[out], acc, n * sizeof(*acc));
         step->first_access = out;
         step->naccesses    = n;
@@ -295,8 +331,8 @@ static umadv_status_t build_sections(umadv_trace_t *trace, char *why, size_t why
     umadv_trace_section_t *sections;
     uint32_t next = 0;
 
-    for (uint32_t a = 0; a < trace->nallocs; a++)
-        total += UMADV_DIV_ROUND_UP(trace->allocs[a].size, trace->section_size);
+    for (uint32_t a = 0; a < trace->nallocs && total < UINT32_MAX; a++)
+        total += sections_for(trace->allocs[a].size, trace->section_size);
     if (total >= UINT32_MAX) {
         snprintf(why, why_len, "%llu sections: more than the format allows; use a larger section size",
                  (unsigned long long)total);
@@ -308,7 +344,7 @@ static umadv_status_t build_sections(umadv_trace_t *trace, char *why, size_t why
     for (uint32_t a = 0; a < trace->nallocs; a++) {
         umadv_trace_alloc_t *alloc = &trace->allocs[a];
         alloc->first_section = next;
-        alloc->nsections = (uint32_t)UMADV_DIV_ROUND_UP(alloc->size, trace->section_size);
+        alloc->nsections = (uint32_t)sections_for(alloc->size, trace->section_size);
         for (uint32_t i = 0; i < alloc->nsections; i++, next++) {
             uint64_t offset = (uint64_t)i * trace->section_size;
             sections[next].alloc  = a;

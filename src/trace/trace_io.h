@@ -7,11 +7,18 @@
 #define UMADV_TRACE_TRACE_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "trace/trace.h"
 
 #define UMADV_TRACE_FORMAT_VERSION 1
+
+/* Most sections (over all allocations) a trace file may describe. The
+ * reader builds one record per section, so this bounds what a small file
+ * can make it allocate (16 Mi sections: 32 TiB at the default 2 MiB). The
+ * writer refuses traces beyond it, so every file it writes reads back. */
+#define UMADV_TRACE_IO_MAX_SECTIONS (UINT32_C(1) << 24)
 
 /* Parse @len bytes of @buf (not NUL-terminated) named @name in messages.
  * On success *@trace is initialised and finalized; on failure it is left
@@ -28,8 +35,26 @@ umadv_status_t umadv__trace_read_file(const char *path, umadv_trace_t *trace,
  * always gives the same bytes. */
 umadv_status_t umadv__trace_write_stream(const umadv_trace_t *trace, FILE *stream);
 
-/* Write to @path atomically (temporary file, then rename): a failed write
- * never destroys an existing trace. */
+/* Serialise a finalized trace into a malloc'ed buffer (the bytes
+ * umadv__trace_write_stream would write). *@buf_p and *@len_p are set only
+ * on success; UMADV_ERR_INVALID_PARAM (logged) for a trace the format
+ * cannot hold: unfinalized, non-finite or non-positive link figures, too
+ * many sections. */
+umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_p,
+                                         size_t *len_p);
+
+/* Recompute the checksum of an edited trace: everything before the last
+ * line is kept when that line is an 'end' record (otherwise the whole
+ * buffer) and a fresh 'end crc32=...' line is appended. For people who
+ * edit traces by hand and for tests that must reach the parser past the
+ * checksum. The result is malloc'ed; UMADV_ERR_NO_MEMORY only. */
+umadv_status_t umadv__trace_reseal_buffer(const char *buf, size_t len, char **out_p,
+                                          size_t *out_len_p);
+
+/* Write to @path atomically (temporary file in the same directory, fsync,
+ * rename; "-" is standard output): a failed write never destroys an
+ * existing trace and leaves no temporary file. UMADV_ERR_IO with the path
+ * and the system's reason in @why. The new file has mode 0644. */
 umadv_status_t umadv__trace_write_file(const umadv_trace_t *trace, const char *path,
                                        char *why, size_t why_len);
 

@@ -1,0 +1,285 @@
+/*
+ * Context life cycle, managed allocations and counters.
+ */
+#include "api/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define KNOWN_FIELDS \
+    (UMADV_CONTEXT_FIELD_BUDGET | UMADV_CONTEXT_FIELD_POLICY | UMADV_CONTEXT_FIELD_DEVICE | \
+     UMADV_CONTEXT_FIELD_SECTION_SIZE | UMADV_CONTEXT_FIELD_MAX_MANAGED | \
+     UMADV_CONTEXT_FIELD_FLAGS)
+
+static int section_size_valid(uint64_t size)
+{
+    return size >= UMADV_SECTION_SIZE_MIN && size <= UMADV_SECTION_SIZE_MAX &&
+           (size & (size - 1)) == 0;
+}
+
+/* Which set field of @params is invalid, or NULL. */
+static const char *params_invalid(const umadv_context_params_t *params)
+{
+    uint64_t mask = params->field_mask;
+
+    if ((mask & ~(uint64_t)KNOWN_FIELDS) != 0)
+        return "field_mask (bits this library does not know)";
+    if ((mask & UMADV_CONTEXT_FIELD_POLICY) && (unsigned)params->policy >= UMADV_POLICY_COUNT)
+        return "policy";
+    if ((mask & UMADV_CONTEXT_FIELD_DEVICE) && (params->device < 0 || params->device > 1023))
+        return "device (0 to 1023)";
+    if ((mask & UMADV_CONTEXT_FIELD_SECTION_SIZE) && !section_size_valid(params->section_size))
+        return "section_size (a power of two between 64K and 1G)";
+    if ((mask & UMADV_CONTEXT_FIELD_FLAGS) && (params->flags & ~UMADV_CONTEXT_FLAG_HOST_ONLY))
+        return "flags (unknown bits)";
+    return NULL;
+}
+
+/* Fields the caller set override the environment. */
+static umadv_status_t params_apply(umadv_context_t ctx, const umadv_context_params_t *params)
+{
+    const char *bad;
+    uint64_t mask;
+
+    if (params == NULL)
+        return UMADV_OK;
+    bad = params_invalid(params);
+    if (bad != NULL) {
+        umadv_error("umadv_context_create: invalid params.%s", bad);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    mask = params->field_mask;
+    if (mask & UMADV_CONTEXT_FIELD_BUDGET)
+        ctx->config.budget = params->budget;
+    if (mask & UMADV_CONTEXT_FIELD_POLICY)
+        ctx->config.policy = params->policy;
+    if (mask & UMADV_CONTEXT_FIELD_DEVICE)
+        ctx->config.device = params->device;
+    if (mask & UMADV_CONTEXT_FIELD_SECTION_SIZE)
+        ctx->config.section_size = params->section_size;
+    if (mask & UMADV_CONTEXT_FIELD_MAX_MANAGED)
+        ctx->config.max_managed = params->max_managed;
+    if (mask & UMADV_CONTEXT_FIELD_FLAGS)
+        ctx->flags = params->flags;
+    return UMADV_OK;
+}
+
+/* Find the device and check it can do managed memory. The current device
+ * of the calling thread is the application's: it is left alone. */
+static umadv_status_t device_open(umadv_context_t ctx)
+{
+    int count = 0, device = ctx->config.device;
+    umadv_status_t status;
+
+    status = ctx->ops->device_count(&count);
+    if (status != UMADV_OK) {
+        if (status == UMADV_ERR_NO_DEVICE)
+            umadv_error("umadv_context_create: no usable cuda device (set "
+                        "UMADV_CONTEXT_FLAG_HOST_ONLY to work on host memory)");
+        return status;
+    }
+    if (device >= count) {
+        umadv_error("umadv_context_create: device %d requested (UMADV_DEVICE or params), "
+                    "but only %d cuda device(s) are visible", device, count);
+        return UMADV_ERR_NO_DEVICE;
+    }
+    status = ctx->ops->get_device_props(device, &ctx->props);
+    if (status != UMADV_OK)
+        return status;
+    if (!ctx->props.managed_memory) {
+        umadv_error("device %d (%s) does not support managed memory", device, ctx->props.name);
+        return UMADV_ERR_UNSUPPORTED;
+    }
+    if (!ctx->props.concurrent_managed_access)
+        umadv_warn("device %d (%s) lacks concurrent managed access: prefetches and advice "
+                   "will not be honoured", device, ctx->props.name);
+    return ctx->ops->driver_version(&ctx->driver_version);
+}
+
+static umadv_status_t pool_open(umadv_context_t ctx)
+{
+    umadv_pool_params_t params = {
+        .ops          = ctx->ops,
+        .section_size = ctx->config.section_size,
+        .arena_size   = ctx->config.arena_size,
+        .max_managed  = ctx->config.max_managed,
+    };
+
+    return umadv__pool_create(&params, &ctx->pool);
+}
+
+UMADV_API umadv_status_t umadv_context_create(const umadv_context_params_t *params,
+                                              umadv_context_t *ctx_p)
+{
+    umadv_context_t ctx;
+    umadv_status_t status;
+
+    if (ctx_p == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    status = umadv__config_load(&ctx->config);
+    if (status != UMADV_OK)
+        goto err_free_ctx;
+    status = params_apply(ctx, params);
+    if (status != UMADV_OK)
+        goto err_free_ctx;
+    status = umadv__config_apply_log(&ctx->config);
+    if (status != UMADV_OK)
+        goto err_free_ctx;
+    ctx->ops = umadv__cuda_ops_select(ctx->flags & UMADV_CONTEXT_FLAG_HOST_ONLY);
+    status = device_open(ctx);
+    if (status != UMADV_OK)
+        goto err_free_ctx;
+    status = pool_open(ctx);
+    if (status != UMADV_OK)
+        goto err_free_ctx;
+    pthread_mutex_init(&ctx->lock, NULL);
+    ctx->stats.size = sizeof(ctx->stats);
+    umadv_debug("context on device %d (%s, %s backend), policy %s, section %llu bytes",
+                ctx->config.device, ctx->props.name, ctx->ops->name,
+                umadv_policy_name(ctx->config.policy),
+                (unsigned long long)ctx->config.section_size);
+    *ctx_p = ctx;
+    return UMADV_OK;
+
+err_free_ctx:
+    free(ctx);
+    return status;
+}
+
+static void alloc_record_free(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+
+    free(alloc->tag);
+    free(alloc);
+}
+
+UMADV_API void umadv_context_destroy(umadv_context_t ctx)
+{
+    if (ctx == NULL)
+        return;
+    umadv__ctx_record_cleanup(ctx);
+    umadv__ctx_schedule_cleanup(ctx);
+    umadv__pool_foreach(ctx->pool, alloc_record_free, NULL);
+    umadv__pool_destroy(ctx->pool);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag,
+                                       umadv_ctx_alloc_t **alloc_p)
+{
+    umadv_ctx_alloc_t *alloc = calloc(1, sizeof(*alloc));
+
+    if (alloc == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    if (umadv__strdup(tag, &alloc->tag) != UMADV_OK) {
+        free(alloc);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    alloc->ptr      = ptr;
+    alloc->size     = size;
+    alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
+    *alloc_p = alloc;
+    return UMADV_OK;
+}
+
+static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *tag,
+                                 void **ptr_p)
+{
+    umadv_ctx_alloc_t *alloc;
+    umadv_status_t status;
+    void *ptr;
+
+    status = umadv__pool_malloc(ctx->pool, size, &ptr);
+    if (status != UMADV_OK)
+        return status;
+    status = alloc_record_new(ptr, size, tag, &alloc);
+    if (status != UMADV_OK)
+        goto err_pool_free;
+    umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
+    status = umadv__ctx_record_alloc(ctx, alloc);
+    if (status != UMADV_OK)
+        goto err_free_record;
+    *ptr_p = ptr;
+    return UMADV_OK;
+
+err_free_record:
+    free(alloc->tag);
+    free(alloc);
+err_pool_free:
+    umadv__pool_free(ctx->pool, ptr);
+    return status;
+}
+
+UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const char *tag,
+                                      void **ptr_p)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL || ptr_p == NULL || size == 0)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = ctx_malloc(ctx, size, tag, ptr_p);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
+{
+    umadv_pool_loc_t loc;
+    umadv_ctx_alloc_t *alloc;
+
+    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.base != ptr) {
+        umadv_error("umadv_free(%p): not a live umadv allocation", ptr);
+        return UMADV_ERR_NOT_FOUND;
+    }
+    alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
+    umadv__ctx_record_free(ctx, alloc);
+    umadv__pool_free(ctx->pool, ptr);
+    free(alloc->tag);
+    free(alloc);
+    return UMADV_OK;
+}
+
+UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    if (ptr == NULL)
+        return UMADV_OK;
+    pthread_mutex_lock(&ctx->lock);
+    status = ctx_free(ctx, ptr);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats)
+{
+    umadv_pool_stats_t pool;
+    umadv_stats_t now;
+    size_t known;
+
+    if (ctx == NULL || stats == NULL || stats->size < sizeof(stats->size))
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    umadv__pool_get_stats(ctx->pool, &pool);
+    now = ctx->stats;
+    pthread_mutex_unlock(&ctx->lock);
+    now.managed_bytes = pool.bytes_in_use;
+    now.managed_peak  = pool.bytes_peak;
+    now.allocations   = pool.blocks;
+    /* Copy what the caller's struct has room for; its size stays its own. */
+    known = UMADV_MIN(stats->size, sizeof(now));
+    now.size = stats->size;
+    memcpy(stats, &now, known);
+    return UMADV_OK;
+}

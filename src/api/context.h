@@ -1,0 +1,107 @@
+/*
+ * The context behind the public API: configuration, the CUDA backend, the
+ * pool, and the profiling recorder that turns marked steps, declared
+ * accesses and allocations into a trace (trace/trace.h).
+ *
+ * Recording. umadv_profile_next_iteration() arms the recorder; the next
+ * umadv_iteration_begin() starts it; the one after that (or umadv_plan(),
+ * umadv_trace_save() once no step is open) completes it. Allocations enter
+ * the trace when the first step of their life begins: blocks live when the
+ * iteration began are "allocated before the first step" (UMADV_STEP_NONE),
+ * blocks made between steps wait on the pending list, blocks made inside a
+ * step enter at once. A block that never lives through a step is not in
+ * the trace: nothing recorded could touch it.
+ *
+ * Every entry point takes ctx->lock, so umadv_malloc() and umadv_free()
+ * may be called from any thread.
+ */
+#ifndef UMADV_API_CONTEXT_H
+#define UMADV_API_CONTEXT_H
+
+#include <pthread.h>
+
+#include <umadv.h>
+
+#include "common/config.h"
+#include "cuda_ops/cuda_ops.h"
+#include "plan/plan.h"
+#include "pool/pool.h"
+#include "trace/trace.h"
+
+/* What the context knows of each live block (the pool's user value). */
+typedef struct umadv_ctx_alloc {
+    void    *ptr;
+    uint64_t size;
+    char    *tag;
+    uint32_t trace_id;     /* UMADV_CTX_NO_TRACE_ID unless in the recording */
+    uint32_t pending;      /* 1 + index in ctx->pending, 0 when not pending */
+    int      preexisting;  /* live when the recorded iteration began */
+} umadv_ctx_alloc_t;
+
+#define UMADV_CTX_NO_TRACE_ID UINT32_MAX
+
+/* A step timed by events, resolved when the recording completes. */
+typedef struct umadv_ctx_timing {
+    uint32_t      step;
+    umadv_event_t start, end;
+} umadv_ctx_timing_t;
+
+typedef enum umadv_ctx_record_state {
+    UMADV_CTX_REC_IDLE,       /* nothing recorded */
+    UMADV_CTX_REC_RECORDING,  /* the current iteration is being recorded */
+    UMADV_CTX_REC_DONE        /* ctx->trace holds a finalized iteration */
+} umadv_ctx_record_state_t;
+
+struct umadv_context {
+    pthread_mutex_t          lock;
+    umadv_config_t           config;
+    unsigned                 flags;
+    const umadv_cuda_ops_t  *ops;
+    umadv_device_props_t     props;
+    int                      driver_version;
+    umadv_pool_t            *pool;
+
+    /* marking */
+    int                      in_iteration;
+    int                      step_open;
+    uint32_t                 step;           /* trace index of the open step */
+    void                    *step_stream;    /* the open step's cudaStream_t */
+    uint64_t                 step_start_ns;
+    umadv_event_t            step_start_event;  /* NULL: time by the wall clock */
+
+    /* recording */
+    int                      armed;
+    umadv_ctx_record_state_t record;
+    umadv_trace_t            trace;          /* valid unless IDLE */
+    umadv_ctx_alloc_t      **pending;
+    size_t                   npending, pending_cap;
+    umadv_ctx_timing_t      *timings;
+    size_t                   ntimings, timings_cap;
+    umadv_event_t           *spare_events;
+    size_t                   nspare_events, spare_events_cap;
+    int                      events_broken;  /* stop retrying failed events */
+
+    umadv_schedule_t         schedule;
+    int                      have_schedule;
+    umadv_stats_t            stats;
+};
+
+/* record.c: the recorder's side of malloc and free. */
+umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+
+/* Complete a recording in progress (no step may be open). UMADV_OK with
+ * ctx->record DONE, or IDLE when nothing usable was recorded. */
+umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx);
+
+/* Complete a recording for umadv_plan() or umadv_trace_save() (named in
+ * messages as @caller); UMADV_ERR_STATE, logged, when there is none. */
+umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller);
+
+/* Release the recorder's state (events, lists, trace). */
+void umadv__ctx_record_cleanup(umadv_context_t ctx);
+
+/* schedule.c: drop the schedule umadv_plan() built, if any. */
+void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
+
+#endif

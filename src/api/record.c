@@ -1,0 +1,467 @@
+/*
+ * Iterations, steps, declared accesses, and the profiling recorder that
+ * turns them into a trace (see api/context.h for the rules).
+ */
+#include "api/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "trace/trace_io.h"
+
+/* ---- pending allocations --------------------------------------------- */
+
+static umadv_status_t pending_push(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    umadv_status_t status;
+
+    status = umadv__array_reserve((void **)&ctx->pending, &ctx->pending_cap,
+                                  ctx->npending + 1, sizeof(*ctx->pending));
+    if (status != UMADV_OK)
+        return status;
+    ctx->pending[ctx->npending++] = alloc;
+    alloc->pending = (uint32_t)ctx->npending;
+    return UMADV_OK;
+}
+
+static void pending_remove(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    size_t i = alloc->pending - 1;
+
+    ctx->pending[i] = ctx->pending[--ctx->npending];
+    ctx->pending[i]->pending = (uint32_t)(i + 1);
+    alloc->pending = 0;
+}
+
+static void pending_clear(umadv_context_t ctx)
+{
+    for (size_t i = 0; i < ctx->npending; i++)
+        ctx->pending[i]->pending = 0;
+    ctx->npending = 0;
+}
+
+/* Put @alloc into the trace, alive from @alloc_step. */
+static umadv_status_t trace_enter(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
+                                  uint32_t alloc_step)
+{
+    uint32_t id;
+    umadv_status_t status;
+
+    status = umadv__trace_add_alloc(&ctx->trace, (uintptr_t)alloc->ptr, alloc->size,
+                                    UMADV_ALLOC_OTHER, alloc->tag, &id);
+    if (status != UMADV_OK)
+        return status;
+    umadv__trace_set_lifetime(&ctx->trace, id, alloc_step, UMADV_STEP_NONE);
+    alloc->trace_id = id;
+    return UMADV_OK;
+}
+
+/* The open step @step begins the life of every pending allocation. */
+static umadv_status_t pending_enter(umadv_context_t ctx, uint32_t step)
+{
+    umadv_status_t status;
+
+    while (ctx->npending > 0) {
+        umadv_ctx_alloc_t *alloc = ctx->pending[ctx->npending - 1];
+        status = trace_enter(ctx, alloc, alloc->preexisting ? UMADV_STEP_NONE : step);
+        if (status != UMADV_OK)
+            return status;
+        pending_remove(ctx, alloc);
+    }
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (ctx->record != UMADV_CTX_REC_RECORDING)
+        return UMADV_OK;
+    if (ctx->step_open)
+        return trace_enter(ctx, alloc, ctx->step);
+    return pending_push(ctx, alloc);
+}
+
+void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    const umadv_trace_alloc_t *t;
+    uint32_t free_step;
+
+    if (alloc->pending != 0)
+        pending_remove(ctx, alloc);
+    if (ctx->record != UMADV_CTX_REC_RECORDING || alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
+        return;
+    /* In the trace means a step began in its life: nsteps >= 1. */
+    free_step = ctx->step_open ? ctx->step : ctx->trace.nsteps - 1;
+    t = &ctx->trace.allocs[alloc->trace_id];
+    umadv__trace_set_lifetime(&ctx->trace, alloc->trace_id, t->alloc_step, free_step);
+    alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
+}
+
+/* ---- step timing ----------------------------------------------------- */
+
+static umadv_event_t event_get(umadv_context_t ctx)
+{
+    umadv_event_t event;
+
+    if (ctx->nspare_events > 0)
+        return ctx->spare_events[--ctx->nspare_events];
+    if (ctx->events_broken || ctx->ops->event_create(&event) != UMADV_OK) {
+        ctx->events_broken = 1; /* logged once by the backend; the clock will do */
+        return NULL;
+    }
+    return event;
+}
+
+static void event_put(umadv_context_t ctx, umadv_event_t event)
+{
+    if (event == NULL)
+        return;
+    if (umadv__array_reserve((void **)&ctx->spare_events, &ctx->spare_events_cap,
+                             ctx->nspare_events + 1, sizeof(*ctx->spare_events)) != UMADV_OK) {
+        ctx->ops->event_destroy(event);
+        return;
+    }
+    ctx->spare_events[ctx->nspare_events++] = event;
+}
+
+/* Time the step on its stream, so the duration is the GPU's, not the
+ * launch overhead the host sees. Falls back to the wall clock. */
+static void timing_start(umadv_context_t ctx, void *stream)
+{
+    umadv_event_t event = event_get(ctx);
+
+    if (event != NULL && ctx->ops->event_record(event, stream) != UMADV_OK) {
+        event_put(ctx, event);
+        event = NULL;
+    }
+    ctx->step_start_event = event;
+    ctx->step_start_ns = umadv__now_ns();
+}
+
+static void timing_end(umadv_context_t ctx)
+{
+    umadv_ctx_timing_t timing = {ctx->step, ctx->step_start_event, NULL};
+    uint64_t wall = umadv__now_ns() - ctx->step_start_ns;
+
+    ctx->step_start_event = NULL;
+    ctx->trace.steps[ctx->step].duration_ns = wall ? wall : 1;
+    if (timing.start == NULL)
+        return;
+    timing.end = event_get(ctx);
+    if (timing.end == NULL ||
+        ctx->ops->event_record(timing.end, ctx->step_stream) != UMADV_OK ||
+        umadv__array_reserve((void **)&ctx->timings, &ctx->timings_cap, ctx->ntimings + 1,
+                             sizeof(*ctx->timings)) != UMADV_OK) {
+        event_put(ctx, timing.start);
+        event_put(ctx, timing.end);
+        return;
+    }
+    ctx->timings[ctx->ntimings++] = timing;
+}
+
+/* Read the event times once the steps are done; where an event failed the
+ * wall-clock time recorded at step end stays. */
+static void timings_resolve(umadv_context_t ctx)
+{
+    for (size_t i = 0; i < ctx->ntimings; i++) {
+        umadv_ctx_timing_t *t = &ctx->timings[i];
+        uint64_t ns;
+
+        if (ctx->ops->event_synchronize(t->end) == UMADV_OK &&
+            ctx->ops->event_elapsed_ns(t->start, t->end, &ns) == UMADV_OK)
+            ctx->trace.steps[t->step].duration_ns = ns ? ns : 1;
+        event_put(ctx, t->start);
+        event_put(ctx, t->end);
+    }
+    ctx->ntimings = 0;
+}
+
+/* ---- recording ------------------------------------------------------- */
+
+typedef struct preexisting_arg {
+    umadv_context_t ctx;
+    umadv_status_t  status;
+} preexisting_arg_t;
+
+static void mark_preexisting(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    preexisting_arg_t *pa = arg;
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+    umadv_status_t status;
+
+    alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
+    alloc->preexisting = 1;
+    status = pending_push(pa->ctx, alloc);
+    if (status != UMADV_OK)
+        pa->status = status;
+}
+
+static void trace_describe_device(umadv_context_t ctx)
+{
+    umadv_device_desc_t *d = &ctx->trace.device;
+
+    snprintf(d->name, sizeof(d->name), "%s", ctx->props.name);
+    snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%s", ctx->props.pci_bus_id);
+    d->memory         = ctx->props.total_memory;
+    d->cc_major       = ctx->props.cc_major;
+    d->cc_minor       = ctx->props.cc_minor;
+    d->driver_version = ctx->driver_version;
+}
+
+static void record_discard(umadv_context_t ctx)
+{
+    if (ctx->record != UMADV_CTX_REC_IDLE)
+        umadv__trace_cleanup(&ctx->trace);
+    pending_clear(ctx);
+    ctx->record = UMADV_CTX_REC_IDLE;
+}
+
+static umadv_status_t record_start(umadv_context_t ctx)
+{
+    preexisting_arg_t pa = {ctx, UMADV_OK};
+    umadv_status_t status;
+    char source[160];
+
+    record_discard(ctx);
+    status = umadv__trace_init(&ctx->trace, ctx->config.section_size);
+    if (status != UMADV_OK)
+        return status;
+    ctx->record = UMADV_CTX_REC_RECORDING;
+    trace_describe_device(ctx);
+    snprintf(source, sizeof(source), "umadv api, declared accesses, %s backend",
+             ctx->ops->name);
+    status = umadv__trace_set_source(&ctx->trace, source);
+    umadv__pool_foreach(ctx->pool, mark_preexisting, &pa);
+    if (status == UMADV_OK)
+        status = pa.status;
+    if (status != UMADV_OK)
+        record_discard(ctx);
+    return status;
+}
+
+umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
+{
+    char why[256];
+    umadv_status_t status;
+
+    if (ctx->record != UMADV_CTX_REC_RECORDING)
+        return UMADV_OK;
+    timings_resolve(ctx);
+    pending_clear(ctx); /* made after the last step: not part of it */
+    if (ctx->trace.nsteps == 0) {
+        umadv_warn("the profiled iteration had no steps: nothing recorded");
+        record_discard(ctx);
+        return UMADV_OK;
+    }
+    status = umadv__trace_finalize(&ctx->trace, why, sizeof(why));
+    if (status != UMADV_OK) {
+        umadv_error("profiled iteration unusable: %s", why);
+        record_discard(ctx);
+        return status;
+    }
+    ctx->record = UMADV_CTX_REC_DONE;
+    umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
+               ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
+    return UMADV_OK;
+}
+
+void umadv__ctx_record_cleanup(umadv_context_t ctx)
+{
+    timings_resolve(ctx);
+    event_put(ctx, ctx->step_start_event);
+    ctx->step_start_event = NULL;
+    for (size_t i = 0; i < ctx->nspare_events; i++)
+        ctx->ops->event_destroy(ctx->spare_events[i]);
+    free(ctx->spare_events);
+    free(ctx->timings);
+    record_discard(ctx);
+    free(ctx->pending);
+}
+
+/* ---- the public calls ------------------------------------------------ */
+
+static umadv_status_t iteration_begin(umadv_context_t ctx)
+{
+    umadv_status_t status;
+
+    if (ctx->step_open) {
+        umadv_error("umadv_iteration_begin: step %llu is still open",
+                    (unsigned long long)ctx->stats.steps);
+        return UMADV_ERR_STATE;
+    }
+    status = umadv__ctx_record_finish(ctx);
+    if (status != UMADV_OK)
+        return status;
+    ctx->in_iteration = 1;
+    ctx->stats.iterations++;
+    if (ctx->armed) {
+        ctx->armed = 0;
+        return record_start(ctx);
+    }
+    /* Replay (executing the schedule) is the executor's: not here yet. */
+    return UMADV_OK;
+}
+
+UMADV_API umadv_status_t umadv_iteration_begin(umadv_context_t ctx)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = iteration_begin(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+static umadv_status_t step_begin(umadv_context_t ctx, const char *name, void *stream)
+{
+    umadv_status_t status;
+    uint32_t step;
+
+    if (!ctx->in_iteration || ctx->step_open) {
+        umadv_error("umadv_step_begin(%s): %s", name ? name : "",
+                    ctx->step_open ? "a step is already open" : "no iteration has begun");
+        return UMADV_ERR_STATE;
+    }
+    if (ctx->record == UMADV_CTX_REC_RECORDING) {
+        status = umadv__trace_add_step(&ctx->trace, name, UMADV_STEP_LAYER, 0, 0, &step);
+        if (status == UMADV_OK)
+            status = pending_enter(ctx, step);
+        if (status != UMADV_OK)
+            return status;
+        ctx->step = step;
+        timing_start(ctx, stream);
+    }
+    ctx->step_stream = stream;
+    ctx->step_open = 1;
+    ctx->stats.steps++;
+    return UMADV_OK;
+}
+
+UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name, void *stream)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = step_begin(ctx, name, stream);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+static umadv_status_t step_access(umadv_context_t ctx, const void *ptr, size_t size,
+                                  umadv_access_mode_t mode)
+{
+    umadv_pool_loc_t loc;
+    umadv_ctx_alloc_t *alloc;
+
+    if (!ctx->step_open) {
+        umadv_error("umadv_step_access(%p): no step is open", ptr);
+        return UMADV_ERR_STATE;
+    }
+    if (size == 0 || mode < UMADV_ACCESS_READ || mode > UMADV_ACCESS_RW)
+        return UMADV_ERR_INVALID_PARAM;
+    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.offset >= loc.size ||
+        size > loc.size - loc.offset) {
+        umadv_error("umadv_step_access(%p, %zu): not inside one umadv allocation", ptr, size);
+        return UMADV_ERR_NOT_FOUND;
+    }
+    alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
+    if (ctx->record != UMADV_CTX_REC_RECORDING)
+        return UMADV_OK;
+    return umadv__trace_add_access(&ctx->trace, alloc->trace_id, loc.offset, size, mode, 0);
+}
+
+UMADV_API umadv_status_t umadv_step_access(umadv_context_t ctx, const void *ptr, size_t size,
+                                           umadv_access_mode_t mode)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = step_access(ctx, ptr, size, mode);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+static umadv_status_t step_end(umadv_context_t ctx, uint64_t duration_ns)
+{
+    if (!ctx->step_open) {
+        umadv_error("umadv_step_end: no step is open");
+        return UMADV_ERR_STATE;
+    }
+    ctx->step_open = 0;
+    if (ctx->record != UMADV_CTX_REC_RECORDING)
+        return UMADV_OK;
+    if (duration_ns == 0) {
+        timing_end(ctx);
+        return UMADV_OK;
+    }
+    event_put(ctx, ctx->step_start_event);
+    ctx->step_start_event = NULL;
+    ctx->trace.steps[ctx->step].duration_ns = duration_ns;
+    return UMADV_OK;
+}
+
+UMADV_API umadv_status_t umadv_step_end(umadv_context_t ctx, uint64_t duration_ns)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = step_end(ctx, duration_ns);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+UMADV_API umadv_status_t umadv_profile_next_iteration(umadv_context_t ctx)
+{
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->armed = 1;
+    pthread_mutex_unlock(&ctx->lock);
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller)
+{
+    umadv_status_t status;
+
+    if (ctx->record == UMADV_CTX_REC_RECORDING && ctx->step_open) {
+        umadv_error("%s: the profiled iteration has a step open", caller);
+        return UMADV_ERR_STATE;
+    }
+    status = umadv__ctx_record_finish(ctx);
+    if (status != UMADV_OK)
+        return status;
+    if (ctx->record != UMADV_CTX_REC_DONE) {
+        umadv_error("%s: no profiled iteration: call umadv_profile_next_iteration(), then "
+                    "run one iteration of steps", caller);
+        return UMADV_ERR_STATE;
+    }
+    return UMADV_OK;
+}
+
+UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path)
+{
+    umadv_status_t status;
+    char why[512];
+
+    if (ctx == NULL || path == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = umadv__ctx_recorded_trace(ctx, "umadv_trace_save");
+    if (status == UMADV_OK) {
+        status = umadv__trace_write_file(&ctx->trace, path, why, sizeof(why));
+        if (status != UMADV_OK)
+            umadv_error("umadv_trace_save: %s", why);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}

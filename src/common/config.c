@@ -1,0 +1,414 @@
+#include "common/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/util.h"
+#include "trace/trace.h"
+
+static const char *policy_enum_name(unsigned value)
+{
+    return umadv_policy_name((umadv_policy_t)value);
+}
+
+static const char *log_enum_name(unsigned value)
+{
+    return umadv__log_level_name((umadv_log_level_t)value);
+}
+
+#define FIELD(_member) offsetof(umadv_config_t, _member), \
+                       sizeof(((umadv_config_t *)NULL)->_member)
+
+static const umadv_config_field_t config_fields[] = {
+    {"UMADV_BUDGET", UMADV_CONFIG_SIZE, "0",
+     "GPU memory budget: the most managed memory umadv keeps resident on the "
+     "GPU, evicting to the host before it fetches beyond it. 0 means no budget "
+     "(the whole GPU).",
+     0, UINT64_MAX, 0, NULL, 0, FIELD(budget)},
+    {"UMADV_POLICY", UMADV_CONFIG_ENUM, "plan",
+     "Placement policy. oracle: no budget, everything resident (the reference); "
+     "demand: LRU eviction at step boundaries, kernels fault data in; "
+     "prefetch-all: prefetch what a step uses when it starts; "
+     "plan: replay the schedule planned from the profiled iteration.",
+     0, 0, 0, policy_enum_name, UMADV_POLICY_COUNT, FIELD(policy)},
+    {"UMADV_DEVICE", UMADV_CONFIG_UINT, "0",
+     "CUDA device ordinal the context manages, as the CUDA runtime numbers "
+     "devices (CUDA_VISIBLE_DEVICES applies first).",
+     0, 1023, 0, NULL, 0, FIELD(device)},
+    {"UMADV_SECTION_SIZE", UMADV_CONFIG_SIZE, "2M",
+     "Section size: the unit of placement. Allocations are cut into sections "
+     "and every prefetch, eviction and advice covers whole sections. A power "
+     "of two.",
+     UMADV_SECTION_SIZE_MIN, UMADV_SECTION_SIZE_MAX, 1, NULL, 0,
+     FIELD(section_size)},
+    {"UMADV_MAX_MANAGED", UMADV_CONFIG_SIZE, "0",
+     "Refuse managed allocations (UMADV_ERR_LIMIT) that would take the "
+     "managed memory umadv holds beyond this size. Keep it below the GPU's "
+     "free memory on shared machines. 0 means no limit.",
+     0, UINT64_MAX, 0, NULL, 0, FIELD(max_managed)},
+    {"UMADV_ARENA_SIZE", UMADV_CONFIG_SIZE, "1G",
+     "Size of each managed-memory arena the pool allocates with "
+     "cudaMallocManaged and sub-allocates blocks from; larger requests get an "
+     "arena of their own size. More arenas are added as needed.",
+     UINT64_C(2) << 20, UINT64_C(1) << 40, 0, NULL, 0, FIELD(arena_size)},
+    {"UMADV_LOOKAHEAD", UMADV_CONFIG_UINT, "0",
+     "How many steps ahead of its use the plan may issue a prefetch. 0 means "
+     "no limit (as early as the budget allows).",
+     0, 1000000, 0, NULL, 0, FIELD(lookahead)},
+    {"UMADV_READ_MOSTLY", UMADV_CONFIG_BOOL, "1",
+     "Let the plan advise read-mostly on sections that the profiled "
+     "iteration never wrote, so evicting them costs no copy.",
+     0, 1, 0, NULL, 0, FIELD(read_mostly)},
+    {"UMADV_LOG", UMADV_CONFIG_ENUM, "warn",
+     "Log level: error, warn, info, debug or trace. Each level includes "
+     "the ones before it; debug and trace add file:line to every message.",
+     0, 0, 0, log_enum_name, UMADV_LOG_TRACE + 1, FIELD(log_level)},
+    {"UMADV_LOG_FILE", UMADV_CONFIG_STRING, "",
+     "Append log messages to this file instead of standard error. Empty "
+     "(the default) or \"stderr\" means standard error.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(log_file)},
+};
+
+static const char *const type_names[] = {
+    [UMADV_CONFIG_SIZE]   = "size",
+    [UMADV_CONFIG_UINT]   = "uint",
+    [UMADV_CONFIG_ENUM]   = "enum",
+    [UMADV_CONFIG_BOOL]   = "bool",
+    [UMADV_CONFIG_STRING] = "string",
+};
+
+const umadv_config_field_t *umadv__config_fields(size_t *count_p)
+{
+    *count_p = UMADV_ARRAY_SIZE(config_fields);
+    return config_fields;
+}
+
+/* Sizes in bounds are written as users write them: "64K", "1G". */
+static const char *size_exact_format(uint64_t bytes, char *buf, size_t len)
+{
+    static const char units[] = "KMGTPE";
+    int unit = -1;
+
+    while (bytes != 0 && (bytes & 1023) == 0 && unit < 5) {
+        bytes >>= 10;
+        unit++;
+    }
+    if (unit < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%llu%c", (unsigned long long)bytes, units[unit]);
+    return buf;
+}
+
+static void size_rule(const umadv_config_field_t *field, char *why, size_t why_len)
+{
+    char lo[32], hi[32];
+
+    size_exact_format(field->min, lo, sizeof(lo));
+    size_exact_format(field->max, hi, sizeof(hi));
+    if (field->power_of_two)
+        snprintf(why, why_len, "not a power of two between %s and %s", lo, hi);
+    else if (field->max == UINT64_MAX)
+        snprintf(why, why_len, "not a size of at least %s", lo);
+    else
+        snprintf(why, why_len, "not a size between %s and %s", lo, hi);
+}
+
+static umadv_status_t parse_size(const umadv_config_field_t *field, const char *value,
+                                 uint64_t *bytes_p, char *why, size_t why_len)
+{
+    uint64_t bytes;
+
+    if (umadv_size_parse(value, &bytes) != UMADV_OK) {
+        snprintf(why, why_len, "not a size (examples: 4096, 64K, 512M, 8G, 1.5GiB)");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (bytes < field->min || bytes > field->max ||
+        (field->power_of_two && (bytes & (bytes - 1)) != 0)) {
+        size_rule(field, why, why_len);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    *bytes_p = bytes;
+    return UMADV_OK;
+}
+
+static umadv_status_t parse_uint(const umadv_config_field_t *field, const char *value,
+                                 uint64_t *value_p, char *why, size_t why_len)
+{
+    unsigned long long v;
+    char *end;
+
+    /* strtoull alone would take " 5", "+5" and "-1" (as a huge number). */
+    if (strspn(value, "0123456789") != strlen(value))
+        goto bad;
+    errno = 0;
+    v = strtoull(value, &end, 10);
+    if (errno != 0 || *end != '\0' || v < field->min || v > field->max)
+        goto bad;
+    *value_p = v;
+    return UMADV_OK;
+bad:
+    snprintf(why, why_len, "not an integer between %llu and %llu",
+             (unsigned long long)field->min, (unsigned long long)field->max);
+    return UMADV_ERR_INVALID_PARAM;
+}
+
+static void enum_list(const umadv_config_field_t *field, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (unsigned i = 0; i < field->enum_count && used < len; i++) {
+        int n = snprintf(buf + used, len - used, "%s%s", i ? "|" : "",
+                         field->enum_name(i));
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+static umadv_status_t parse_enum(const umadv_config_field_t *field, const char *value,
+                                 uint64_t *value_p, char *why, size_t why_len)
+{
+    char names[128];
+
+    for (unsigned i = 0; i < field->enum_count; i++) {
+        if (strcasecmp(value, field->enum_name(i)) == 0) {
+            *value_p = i;
+            return UMADV_OK;
+        }
+    }
+    enum_list(field, names, sizeof(names));
+    snprintf(why, why_len, "not one of %s", names);
+    return UMADV_ERR_INVALID_PARAM;
+}
+
+static umadv_status_t parse_bool(const char *value, uint64_t *value_p, char *why,
+                                 size_t why_len)
+{
+    static const char *const yes[] = {"1", "yes", "true", "on"};
+    static const char *const no[]  = {"0", "no", "false", "off"};
+
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(yes); i++) {
+        if (strcasecmp(value, yes[i]) == 0) {
+            *value_p = 1;
+            return UMADV_OK;
+        }
+        if (strcasecmp(value, no[i]) == 0) {
+            *value_p = 0;
+            return UMADV_OK;
+        }
+    }
+    snprintf(why, why_len, "not a boolean (1/0, yes/no, true/false, on/off)");
+    return UMADV_ERR_INVALID_PARAM;
+}
+
+/* Parse @value into *@number (SIZE, UINT, ENUM, BOOL) or check it
+ * (STRING). */
+static umadv_status_t field_parse(const umadv_config_field_t *field, const char *value,
+                                  uint64_t *number, char *why, size_t why_len)
+{
+    if (value[0] == '\0') {
+        snprintf(why, why_len, "empty value: unset the variable for the default (%s)",
+                 field->dflt[0] != '\0' ? field->dflt : "empty");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    switch (field->type) {
+    case UMADV_CONFIG_SIZE:
+        return parse_size(field, value, number, why, why_len);
+    case UMADV_CONFIG_UINT:
+        return parse_uint(field, value, number, why, why_len);
+    case UMADV_CONFIG_ENUM:
+        return parse_enum(field, value, number, why, why_len);
+    case UMADV_CONFIG_BOOL:
+        return parse_bool(value, number, why, why_len);
+    case UMADV_CONFIG_STRING:
+        if (strlen(value) > field->max) {
+            snprintf(why, why_len, "longer than %llu bytes",
+                     (unsigned long long)field->max);
+            return UMADV_ERR_INVALID_PARAM;
+        }
+        return UMADV_OK;
+    }
+    snprintf(why, why_len, "unknown knob type");
+    return UMADV_ERR_INVALID_PARAM;
+}
+
+umadv_status_t umadv__config_check(const umadv_config_field_t *field, const char *value,
+                                   char *why, size_t why_len)
+{
+    uint64_t number;
+
+    return field_parse(field, value, &number, why, why_len);
+}
+
+static void field_store(const umadv_config_field_t *field, umadv_config_t *config,
+                        const char *value, uint64_t number)
+{
+    char *dst = (char *)config + field->offset;
+
+    if (field->type == UMADV_CONFIG_STRING) {
+        snprintf(dst, field->width, "%s", value);
+    } else if (field->width == sizeof(uint64_t)) {
+        uint64_t v = number;
+        memcpy(dst, &v, sizeof(v));
+    } else {
+        /* int, uint32_t and the int-sized enums: bounds kept it in range. */
+        uint32_t v = (uint32_t)number;
+        memcpy(dst, &v, sizeof(v));
+    }
+}
+
+static umadv_status_t field_set(const umadv_config_field_t *field, umadv_config_t *config,
+                                const char *value)
+{
+    char why[160];
+    uint64_t number = 0;
+    umadv_status_t status = field_parse(field, value, &number, why, sizeof(why));
+
+    if (status != UMADV_OK) {
+        umadv_error("%s=%s: %s", field->name, value, why);
+        return status;
+    }
+    field_store(field, config, value, number);
+    return UMADV_OK;
+}
+
+void umadv__config_defaults(umadv_config_t *config)
+{
+    memset(config, 0, sizeof(*config));
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {
+        umadv_status_t status = UMADV_OK;
+
+        if (config_fields[i].dflt[0] != '\0')
+            status = field_set(&config_fields[i], config, config_fields[i].dflt);
+        /* The table's defaults are ours: a bad one is a bug caught by the tests. */
+        (void)status;
+    }
+}
+
+umadv_status_t umadv__config_load(umadv_config_t *config)
+{
+    umadv_config_t loaded;
+
+    umadv__config_defaults(&loaded);
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {
+        const char *value = getenv(config_fields[i].name);
+        umadv_status_t status;
+
+        if (value == NULL)
+            continue;
+        status = field_set(&config_fields[i], &loaded, value);
+        if (status != UMADV_OK)
+            return status;
+    }
+    *config = loaded;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__config_set(umadv_config_t *config, const char *name,
+                                 const char *value)
+{
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {
+        if (strcmp(config_fields[i].name, name) == 0)
+            return field_set(&config_fields[i], config, value);
+    }
+    return UMADV_ERR_NOT_FOUND;
+}
+
+umadv_status_t umadv__config_apply_log(const umadv_config_t *config)
+{
+    umadv__log_level = config->log_level;
+    if (config->log_file[0] == '\0')
+        return UMADV_OK;
+    if (umadv__log_set_file(config->log_file) != 0) {
+        umadv_error("UMADV_LOG_FILE=%s: cannot open for appending: %m", config->log_file);
+        return UMADV_ERR_INVALID_PARAM; /* a value we cannot use, like any bad knob */
+    }
+    return UMADV_OK;
+}
+
+/* Write @text indented, wrapped at @width columns. */
+static void print_wrapped(FILE *stream, const char *indent, const char *text, int width)
+{
+    int column = 0;
+
+    while (*text != '\0') {
+        int word = (int)strcspn(text, " ");
+
+        if (column == 0) {
+            column = fprintf(stream, "%s", indent);
+        } else if (column + 1 + word > width) {
+            fputc('\n', stream);
+            column = fprintf(stream, "%s", indent);
+        } else {
+            column += fprintf(stream, " ");
+        }
+        column += fprintf(stream, "%.*s", word, text);
+        text += word;
+        while (*text == ' ')
+            text++;
+    }
+    if (column != 0)
+        fputc('\n', stream);
+}
+
+static void print_rule(FILE *stream, const umadv_config_field_t *field)
+{
+    char rule[160];
+
+    switch (field->type) {
+    case UMADV_CONFIG_SIZE:
+        if (field->min == 0 && field->max == UINT64_MAX)
+            snprintf(rule, sizeof(rule), "a size: 4096, 64K, 512M, 8G, 1.5GiB");
+        else
+            size_rule(field, rule, sizeof(rule));
+        if (strncmp(rule, "not ", 4) == 0)
+            memmove(rule, rule + 4, strlen(rule + 4) + 1);
+        break;
+    case UMADV_CONFIG_UINT:
+        snprintf(rule, sizeof(rule), "an integer between %llu and %llu",
+                 (unsigned long long)field->min, (unsigned long long)field->max);
+        break;
+    case UMADV_CONFIG_ENUM:
+        enum_list(field, rule, sizeof(rule));
+        break;
+    case UMADV_CONFIG_BOOL:
+        snprintf(rule, sizeof(rule), "1/0, yes/no, true/false, on/off");
+        break;
+    case UMADV_CONFIG_STRING:
+        snprintf(rule, sizeof(rule), "a path of at most %llu bytes",
+                 (unsigned long long)field->max);
+        break;
+    }
+    fprintf(stream, "    accepts: %s\n", rule);
+}
+
+static void print_field(FILE *stream, const umadv_config_field_t *field)
+{
+    const char *value = getenv(field->name);
+    char why[160], current[UMADV_CONFIG_STRING_MAX + 200];
+
+    if (value == NULL)
+        snprintf(current, sizeof(current), "(unset)");
+    else if (umadv__config_check(field, value, why, sizeof(why)) != UMADV_OK)
+        snprintf(current, sizeof(current), "\"%s\" (bad value: %s)", value, why);
+    else
+        snprintf(current, sizeof(current), "%s", value);
+    fprintf(stream, "%-20s %-7s %-10s %s\n", field->name, type_names[field->type],
+            field->dflt[0] != '\0' ? field->dflt : "\"\"", current);
+    print_wrapped(stream, "    ", field->doc, 78);
+    print_rule(stream, field);
+}
+
+void umadv__config_print(FILE *stream)
+{
+    fprintf(stream, "%-20s %-7s %-10s %s\n", "VARIABLE", "TYPE", "DEFAULT", "VALUE");
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {
+        if (i != 0)
+            fputc('\n', stream);
+        print_field(stream, &config_fields[i]);
+    }
+}

@@ -1,0 +1,45 @@
+#include "cuda_ops/cuda_ops.h"
+
+#include <stdio.h>
+
+/* Written by tests before they create contexts; read at context creation. */
+static const umadv_cuda_ops_t *installed_ops;
+
+const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only)
+{
+    const umadv_cuda_ops_t *ops = __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
+
+    if (host_only)
+        return &umadv__cuda_ops_host;
+    return ops != NULL ? ops : &umadv__cuda_ops_cudart;
+}
+
+void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops)
+{
+    __atomic_store_n(&installed_ops, ops, __ATOMIC_RELEASE);
+}
+
+const char *umadv__cuda_location_name(int location, char *buf, size_t len)
+{
+    if (location == UMADV_CUDA_LOCATION_HOST)
+        snprintf(buf, len, "host");
+    else
+        snprintf(buf, len, "gpu %d", location);
+    return buf;
+}
+
+const char *umadv__cuda_advice_name(umadv_cuda_advice_t advice)
+{
+    static const char *const names[] = {
+        [UMADV_CUDA_ADVISE_SET_READ_MOSTLY]          = "set-read-mostly",
+        [UMADV_CUDA_ADVISE_UNSET_READ_MOSTLY]        = "unset-read-mostly",
+        [UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION]   = "set-preferred-location",
+        [UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION] = "unset-preferred-location",
+        [UMADV_CUDA_ADVISE_SET_ACCESSED_BY]          = "set-accessed-by",
+        [UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY]        = "unset-accessed-by",
+    };
+
+    if (advice < UMADV_CUDA_ADVISE_SET_READ_MOSTLY || advice > UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY)
+        return "?";
+    return names[advice];
+}

@@ -1,0 +1,144 @@
+/*
+ * Every CUDA call the runtime makes, behind one table of function pointers.
+ *
+ * Two backends: "cudart" makes the real CUDA runtime calls; "host" backs
+ * managed memory with host memory and records prefetches and advice in
+ * counters and an optional call log, so the pool, the context and the
+ * executor can be tested on machines without a GPU. Tests may install a
+ * table of their own (umadv__cuda_ops_install) to inject failures; the
+ * installed library exports none of this (visibility hidden).
+ *
+ * Every function returns a umadv_status_t and writes its outputs only on
+ * success. CUDA errors are logged once, where they occur, with the call and
+ * the CUDA error string (UMADV_CUDART_FUNC).
+ */
+#ifndef UMADV_CUDA_OPS_CUDA_OPS_H
+#define UMADV_CUDA_OPS_CUDA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+/* Location "host" for prefetch and advice; device ordinals are >= 0. */
+#define UMADV_CUDA_LOCATION_HOST (-1)
+
+typedef void *umadv_stream_t; /* cudaStream_t; NULL is the legacy default stream */
+typedef void *umadv_event_t;  /* cudaEvent_t */
+
+typedef struct umadv_device_props {
+    char     name[96];
+    char     pci_bus_id[32];           /* "0000:3b:00.0" */
+    uint64_t total_memory;             /* bytes */
+    int      cc_major, cc_minor;
+    int      managed_memory;           /* cudaMallocManaged works */
+    int      concurrent_managed_access;/* prefetch and advice are meaningful */
+} umadv_device_props_t;
+
+/* Mirrors cudaMemoryAdvise, value for value. */
+typedef enum umadv_cuda_advice {
+    UMADV_CUDA_ADVISE_SET_READ_MOSTLY          = 1,
+    UMADV_CUDA_ADVISE_UNSET_READ_MOSTLY        = 2,
+    UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION   = 3,
+    UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    UMADV_CUDA_ADVISE_SET_ACCESSED_BY          = 5,
+    UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY        = 6
+} umadv_cuda_advice_t;
+
+typedef struct umadv_cuda_ops {
+    const char *name;
+    /* UMADV_ERR_NO_DEVICE (logged once, with the CUDA error) when no
+     * device or no driver can be used. */
+    umadv_status_t (*device_count)(int *count_p);
+    umadv_status_t (*get_device_props)(int device, umadv_device_props_t *props);
+    umadv_status_t (*driver_version)(int *version_p);
+    /* Make @device current for the calling thread. */
+    umadv_status_t (*set_device)(int device);
+    umadv_status_t (*mem_get_info)(uint64_t *free_p, uint64_t *total_p);
+    /* Managed memory; @align is a wish (cudart cannot honour it), so the
+     * caller checks the address it gets. */
+    umadv_status_t (*malloc_managed)(size_t size, size_t align, void **ptr_p);
+    umadv_status_t (*free)(void *ptr, size_t size);
+    /* Asynchronous migration of [ptr, ptr+size) to @location (a device
+     * ordinal or UMADV_CUDA_LOCATION_HOST), ordered on @stream. */
+    umadv_status_t (*prefetch)(void *ptr, size_t size, int location, umadv_stream_t stream);
+    umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
+    umadv_status_t (*stream_create)(umadv_stream_t *stream_p);
+    umadv_status_t (*stream_destroy)(umadv_stream_t stream);
+    umadv_status_t (*stream_synchronize)(umadv_stream_t stream);
+    /* Events time work on a stream: record start and end, then read the
+     * time between them once the end has completed. */
+    umadv_status_t (*event_create)(umadv_event_t *event_p);
+    umadv_status_t (*event_destroy)(umadv_event_t event);
+    umadv_status_t (*event_record)(umadv_event_t event, umadv_stream_t stream);
+    umadv_status_t (*stream_wait_event)(umadv_stream_t stream, umadv_event_t event);
+    umadv_status_t (*event_synchronize)(umadv_event_t event);
+    umadv_status_t (*event_elapsed_ns)(umadv_event_t start, umadv_event_t end,
+                                       uint64_t *ns_p);
+} umadv_cuda_ops_t;
+
+/* The real CUDA runtime. */
+extern const umadv_cuda_ops_t umadv__cuda_ops_cudart;
+
+/* Host memory standing in for a GPU. */
+extern const umadv_cuda_ops_t umadv__cuda_ops_host;
+
+/* The table a context uses: the host backend when @host_only, else the
+ * installed one (test builds) or cudart. */
+const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
+
+/* Test mock point: make @ops what umadv__cuda_ops_select(0) returns; NULL
+ * restores cudart. */
+void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops);
+
+/* Map a device ordinal or UMADV_CUDA_LOCATION_HOST to text: "host", "gpu 0". */
+const char *umadv__cuda_location_name(int location, char *buf, size_t len);
+
+const char *umadv__cuda_advice_name(umadv_cuda_advice_t advice);
+
+/* ---- host backend: what it was asked to do ---------------------------- */
+
+typedef enum umadv_cuda_call {
+    UMADV_CUDA_CALL_MALLOC,
+    UMADV_CUDA_CALL_FREE,
+    UMADV_CUDA_CALL_PREFETCH,
+    UMADV_CUDA_CALL_ADVISE,
+    UMADV_CUDA_CALL_EVENT_RECORD
+} umadv_cuda_call_t;
+
+typedef struct umadv_cuda_host_record {
+    umadv_cuda_call_t   call;
+    void               *ptr;       /* EVENT_RECORD: the event */
+    size_t              size;
+    int                 location;  /* PREFETCH, ADVISE */
+    umadv_cuda_advice_t advice;    /* ADVISE */
+    umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
+} umadv_cuda_host_record_t;
+
+typedef struct umadv_cuda_host_counters {
+    uint64_t mallocs, frees;
+    uint64_t managed_bytes;           /* live bytes from malloc_managed */
+    uint64_t prefetches_to_device, prefetch_bytes_to_device;
+    uint64_t prefetches_to_host, prefetch_bytes_to_host;
+    uint64_t advises[7];              /* by umadv_cuda_advice_t */
+    uint64_t streams, events;         /* live handles */
+} umadv_cuda_host_counters_t;
+
+/* The fake device: its memory size (what mem_get_info and the device
+ * properties report; default 80 GiB) and how many devices exist (default
+ * 1; 0 makes device_count return UMADV_ERR_NO_DEVICE). */
+void umadv__cuda_host_configure(uint64_t device_memory, int device_count);
+
+void umadv__cuda_host_counters(umadv_cuda_host_counters_t *counters);
+
+/* Start recording calls (dropping any earlier record), or stop with 0. */
+void umadv__cuda_host_log_enable(int enable);
+
+/* The calls recorded since logging was enabled; the array stays valid
+ * until the next host backend call. */
+const umadv_cuda_host_record_t *umadv__cuda_host_log(size_t *count_p);
+
+/* Zero the counters and the log, restore the default device (tests). */
+void umadv__cuda_host_reset(void);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * The cudart backend: the real CUDA runtime (CUDA 13 API, where prefetch and
+ * advice take a struct cudaMemLocation).
+ */
+#include "cuda_ops/cuda_ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_ops/cudart_util.h"
+
+umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
+                                    const char *call, const char *file, int line)
+{
+    umadv_status_t status;
+
+    if (err == cudaSuccess)
+        return UMADV_OK;
+    switch (err) {
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+        status = UMADV_ERR_NO_DEVICE;
+        break;
+    case cudaErrorNotSupported:
+        status = UMADV_ERR_UNSUPPORTED;
+        break;
+    default:
+        status = UMADV_ERR_CUDA;
+        break;
+    }
+    if (level <= umadv__log_level)
+        umadv__log_emit(level, file, line, "%s failed: %s (%s)", call,
+                        cudaGetErrorString(err), cudaGetErrorName(err));
+    /* The failure is ours: do not leave it for the application's next
+     * cudaGetLastError() to find (sticky errors stay regardless). */
+    (void)cudaGetLastError();
+    return status;
+}
+
+static struct cudaMemLocation location_of(int location)
+{
+    struct cudaMemLocation loc;
+
+    memset(&loc, 0, sizeof(loc));
+    if (location == UMADV_CUDA_LOCATION_HOST) {
+        loc.type = cudaMemLocationTypeHost;
+    } else {
+        loc.type = cudaMemLocationTypeDevice;
+        loc.id   = location;
+    }
+    return loc;
+}
+
+static umadv_status_t cudart_device_count(int *count_p)
+{
+    int count = 0;
+    umadv_status_t status = UMADV_CUDART_FUNC(cudaGetDeviceCount(&count));
+
+    if (status == UMADV_ERR_NO_DEVICE) {
+        umadv_info("no usable cuda device: the cuda runtime could not reach a driver "
+                   "(is libcuda.so.1 installed and a gpu visible?)");
+        return status;
+    }
+    if (status != UMADV_OK)
+        return status;
+    if (count == 0) {
+        umadv_error("no usable cuda device: cudaGetDeviceCount() found none "
+                    "(check CUDA_VISIBLE_DEVICES)");
+        return UMADV_ERR_NO_DEVICE;
+    }
+    *count_p = count;
+    return UMADV_OK;
+}
+
+static umadv_status_t cudart_get_device_props(int device, umadv_device_props_t *props)
+{
+    struct cudaDeviceProp prop;
+    char bus_id[sizeof(props->pci_bus_id)];
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaGetDeviceProperties(&prop, device));
+    if (status != UMADV_OK)
+        return status;
+    status = UMADV_CUDART_FUNC(cudaDeviceGetPCIBusId(bus_id, (int)sizeof(bus_id), device));
+    if (status != UMADV_OK)
+        return status;
+    memset(props, 0, sizeof(*props));
+    /* The trace keeps 96 bytes of the name; CUDA allows 256. */
+    snprintf(props->name, sizeof(props->name), "%.*s", (int)sizeof(props->name) - 1, prop.name);
+    snprintf(props->pci_bus_id, sizeof(props->pci_bus_id), "%s", bus_id);
+    props->total_memory              = prop.totalGlobalMem;
+    props->cc_major                  = prop.major;
+    props->cc_minor                  = prop.minor;
+    props->managed_memory            = prop.managedMemory;
+    props->concurrent_managed_access = prop.concurrentManagedAccess;
+    return UMADV_OK;
+}
+
+static umadv_status_t cudart_driver_version(int *version_p)
+{
+    int version = 0;
+    umadv_status_t status = UMADV_CUDART_FUNC(cudaDriverGetVersion(&version));
+
+    if (status == UMADV_OK)
+        *version_p = version;
+    return status;
+}
+
+static umadv_status_t cudart_set_device(int device)
+{
+    return UMADV_CUDART_FUNC(cudaSetDevice(device));
+}
+
+static umadv_status_t cudart_mem_get_info(uint64_t *free_p, uint64_t *total_p)
+{
+    size_t free_bytes = 0, total_bytes = 0;
+    umadv_status_t status = UMADV_CUDART_FUNC(cudaMemGetInfo(&free_bytes, &total_bytes));
+
+    if (status != UMADV_OK)
+        return status;
+    *free_p  = free_bytes;
+    *total_p = total_bytes;
+    return UMADV_OK;
+}
+
+static umadv_status_t cudart_malloc_managed(size_t size, size_t align, void **ptr_p)
+{
+    void *ptr = NULL;
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaMallocManaged(&ptr, size, cudaMemAttachGlobal));
+    if (status == UMADV_OK)
+        *ptr_p = ptr;
+    return status;
+}
+
+static umadv_status_t cudart_free(void *ptr, size_t size)
+{
+    return UMADV_CUDART_FUNC(cudaFree(ptr));
+}
+
+static umadv_status_t cudart_prefetch(void *ptr, size_t size, int location,
+                                      umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaMemPrefetchAsync(ptr, size, location_of(location), 0,
+                                                  (cudaStream_t)stream));
+}
+
+static umadv_status_t cudart_advise(void *ptr, size_t size, umadv_cuda_advice_t advice,
+                                    int location)
+{
+    return UMADV_CUDART_FUNC(cudaMemAdvise(ptr, size, (enum cudaMemoryAdvise)advice,
+                                           location_of(location)));
+}
+
+static umadv_status_t cudart_stream_create(umadv_stream_t *stream_p)
+{
+    cudaStream_t stream;
+    umadv_status_t status;
+
+    /* Non-blocking: migrations must not serialise with the application's
+     * legacy default stream. */
+    status = UMADV_CUDART_FUNC(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (status == UMADV_OK)
+        *stream_p = stream;
+    return status;
+}
+
+static umadv_status_t cudart_stream_destroy(umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaStreamDestroy((cudaStream_t)stream));
+}
+
+static umadv_status_t cudart_stream_synchronize(umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaStreamSynchronize((cudaStream_t)stream));
+}
+
+static umadv_status_t cudart_event_create(umadv_event_t *event_p)
+{
+    cudaEvent_t event;
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaEventCreateWithFlags(&event, cudaEventDefault));
+    if (status == UMADV_OK)
+        *event_p = event;
+    return status;
+}
+
+static umadv_status_t cudart_event_destroy(umadv_event_t event)
+{
+    return UMADV_CUDART_FUNC(cudaEventDestroy((cudaEvent_t)event));
+}
+
+static umadv_status_t cudart_event_record(umadv_event_t event, umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+}
+
+static umadv_status_t cudart_stream_wait_event(umadv_stream_t stream, umadv_event_t event)
+{
+    return UMADV_CUDART_FUNC(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
+}
+
+static umadv_status_t cudart_event_synchronize(umadv_event_t event)
+{
+    return UMADV_CUDART_FUNC(cudaEventSynchronize((cudaEvent_t)event));
+}
+
+static umadv_status_t cudart_event_elapsed_ns(umadv_event_t start, umadv_event_t end,
+                                              uint64_t *ns_p)
+{
+    float ms = 0;
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaEventElapsedTime(&ms, (cudaEvent_t)start,
+                                                    (cudaEvent_t)end));
+    if (status != UMADV_OK)
+        return status;
+    *ns_p = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+    return UMADV_OK;
+}
+
+const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
+    .name               = "cudart",
+    .device_count       = cudart_device_count,
+    .get_device_props   = cudart_get_device_props,
+    .driver_version     = cudart_driver_version,
+    .set_device         = cudart_set_device,
+    .mem_get_info       = cudart_mem_get_info,
+    .malloc_managed     = cudart_malloc_managed,
+    .free               = cudart_free,
+    .prefetch           = cudart_prefetch,
+    .advise             = cudart_advise,
+    .stream_create      = cudart_stream_create,
+    .stream_destroy     = cudart_stream_destroy,
+    .stream_synchronize = cudart_stream_synchronize,
+    .event_create       = cudart_event_create,
+    .event_destroy      = cudart_event_destroy,
+    .event_record       = cudart_event_record,
+    .stream_wait_event  = cudart_stream_wait_event,
+    .event_synchronize  = cudart_event_synchronize,
+    .event_elapsed_ns   = cudart_event_elapsed_ns,
+};

@@ -1,0 +1,434 @@
+/*
+ * The host backend: a fake GPU for tests and GPU-less machines. Managed
+ * memory is anonymous host memory (mmap, aligned as asked, committed on
+ * first touch); prefetches and advice are checked as CUDA would check them
+ * (the range must be managed memory, the location must exist) and counted,
+ * and optionally logged so tests can assert what was issued. Events read
+ * the wall clock: host "work" is done when it is recorded.
+ *
+ * The fake device is process-wide, as a real one is; a mutex keeps the
+ * counters consistent when an executor thread prefetches.
+ */
+#include "cuda_ops/cuda_ops.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define HOST_DEFAULT_MEMORY (UINT64_C(80) << 30)
+
+typedef struct host_range {
+    uintptr_t base;
+    size_t    size;
+} host_range_t;
+
+typedef struct host_event {
+    uint64_t time_ns;
+    int      recorded;
+} host_event_t;
+
+static struct {
+    pthread_mutex_t            lock;
+    uint64_t                   device_memory;
+    int                        device_count;
+    umadv_cuda_host_counters_t counters;
+    host_range_t              *ranges;   /* live allocations, unsorted */
+    size_t                     nranges, ranges_cap;
+    int                        logging;
+    umadv_cuda_host_record_t  *log;
+    size_t                     nlog, log_cap;
+} host = {
+    .lock          = PTHREAD_MUTEX_INITIALIZER,
+    .device_memory = HOST_DEFAULT_MEMORY,
+    .device_count  = 1,
+};
+
+void umadv__cuda_host_configure(uint64_t device_memory, int device_count)
+{
+    pthread_mutex_lock(&host.lock);
+    host.device_memory = device_memory;
+    host.device_count  = device_count;
+    pthread_mutex_unlock(&host.lock);
+}
+
+void umadv__cuda_host_counters(umadv_cuda_host_counters_t *counters)
+{
+    pthread_mutex_lock(&host.lock);
+    *counters = host.counters;
+    pthread_mutex_unlock(&host.lock);
+}
+
+void umadv__cuda_host_log_enable(int enable)
+{
+    pthread_mutex_lock(&host.lock);
+    host.logging = enable;
+    host.nlog = 0;
+    pthread_mutex_unlock(&host.lock);
+}
+
+const umadv_cuda_host_record_t *umadv__cuda_host_log(size_t *count_p)
+{
+    *count_p = host.nlog;
+    return host.log;
+}
+
+void umadv__cuda_host_reset(void)
+{
+    pthread_mutex_lock(&host.lock);
+    memset(&host.counters, 0, sizeof(host.counters));
+    host.device_memory = HOST_DEFAULT_MEMORY;
+    host.device_count  = 1;
+    host.logging = 0;
+    host.nlog = 0;
+    pthread_mutex_unlock(&host.lock);
+}
+
+/* Called with the lock held. A full log drops records rather than fail
+ * the call it describes. */
+static void log_call(const umadv_cuda_host_record_t *record)
+{
+    if (!host.logging ||
+        umadv__array_reserve((void **)&host.log, &host.log_cap, host.nlog + 1,
+                             sizeof(*host.log)) != UMADV_OK)
+        return;
+    host.log[host.nlog++] = *record;
+}
+
+/* Called with the lock held: is [ptr, ptr+size) inside one allocation? */
+static int range_is_managed(const void *ptr, size_t size)
+{
+    uintptr_t start = (uintptr_t)ptr;
+
+    for (size_t i = 0; i < host.nranges; i++) {
+        const host_range_t *r = &host.ranges[i];
+        if (start >= r->base && start - r->base < r->size && size <= r->size - (start - r->base))
+            return 1;
+    }
+    return 0;
+}
+
+static umadv_status_t host_device_count(int *count_p)
+{
+    int count;
+
+    pthread_mutex_lock(&host.lock);
+    count = host.device_count;
+    pthread_mutex_unlock(&host.lock);
+    if (count <= 0) {
+        umadv_error("no usable cuda device: the host backend is configured with none");
+        return UMADV_ERR_NO_DEVICE;
+    }
+    *count_p = count;
+    return UMADV_OK;
+}
+
+static int device_valid(int device)
+{
+    int valid;
+
+    pthread_mutex_lock(&host.lock);
+    valid = device >= 0 && device < host.device_count;
+    pthread_mutex_unlock(&host.lock);
+    return valid;
+}
+
+static umadv_status_t host_get_device_props(int device, umadv_device_props_t *props)
+{
+    if (!device_valid(device)) {
+        umadv_error("host backend: no device %d", device);
+        return UMADV_ERR_CUDA;
+    }
+    memset(props, 0, sizeof(*props));
+    snprintf(props->name, sizeof(props->name), "host memory (no gpu)");
+    snprintf(props->pci_bus_id, sizeof(props->pci_bus_id), "0000:00:%02x.0", device);
+    pthread_mutex_lock(&host.lock);
+    props->total_memory = host.device_memory;
+    pthread_mutex_unlock(&host.lock);
+    props->managed_memory            = 1;
+    props->concurrent_managed_access = 1;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_driver_version(int *version_p)
+{
+    *version_p = 0; /* no driver: what cudaDriverGetVersion says without one */
+    return UMADV_OK;
+}
+
+static umadv_status_t host_set_device(int device)
+{
+    if (!device_valid(device)) {
+        umadv_error("host backend: no device %d", device);
+        return UMADV_ERR_CUDA;
+    }
+    return UMADV_OK;
+}
+
+/* As if every managed byte were resident: deterministic for tests. */
+static umadv_status_t host_mem_get_info(uint64_t *free_p, uint64_t *total_p)
+{
+    pthread_mutex_lock(&host.lock);
+    *total_p = host.device_memory;
+    *free_p  = host.device_memory - UMADV_MIN(host.device_memory, host.counters.managed_bytes);
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+static size_t page_round(size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    return (size + page - 1) & ~(page - 1);
+}
+
+/* mmap @size bytes aligned to @align: map extra, unmap the ends. */
+static void *map_aligned(size_t size, size_t align)
+{
+    size_t span = size + align;
+    char *raw, *start;
+
+    raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    start = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    if (start > raw)
+        munmap(raw, (size_t)(start - raw));
+    if (raw + span > start + size)
+        munmap(start + size, (size_t)(raw + span - (start + size)));
+    return start;
+}
+
+static umadv_status_t host_malloc_managed(size_t size, size_t align, void **ptr_p)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t mapped;
+    void *ptr;
+
+    if (size == 0 || (align & (align - 1)) != 0 || size > SIZE_MAX / 2) {
+        umadv_error("host backend: malloc_managed(%zu, align %zu): invalid", size, align);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    mapped = page_round(size);
+    ptr = map_aligned(mapped, UMADV_MAX(align, page));
+    if (ptr == NULL) {
+        umadv_error("host backend: mmap of %zu bytes failed: %m", mapped);
+        return UMADV_ERR_CUDA; /* where cudaMallocManaged would fail */
+    }
+    pthread_mutex_lock(&host.lock);
+    if (umadv__array_reserve((void **)&host.ranges, &host.ranges_cap, host.nranges + 1,
+                             sizeof(*host.ranges)) != UMADV_OK) {
+        pthread_mutex_unlock(&host.lock);
+        munmap(ptr, mapped);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    host.ranges[host.nranges++] = (host_range_t){(uintptr_t)ptr, size};
+    host.counters.mallocs++;
+    host.counters.managed_bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MALLOC, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    *ptr_p = ptr;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_free(void *ptr, size_t size)
+{
+    size_t i;
+
+    pthread_mutex_lock(&host.lock);
+    for (i = 0; i < host.nranges && host.ranges[i].base != (uintptr_t)ptr; i++)
+        ;
+    if (i == host.nranges || host.ranges[i].size != size) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: free(%p, %zu) of memory it did not allocate", ptr, size);
+        return UMADV_ERR_CUDA;
+    }
+    host.ranges[i] = host.ranges[--host.nranges];
+    host.counters.frees++;
+    host.counters.managed_bytes -= size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_FREE, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    munmap(ptr, page_round(size));
+    return UMADV_OK;
+}
+
+/* Called with the lock held: what CUDA would refuse. */
+static int request_valid(const char *what, const void *ptr, size_t size, int location,
+                         int location_used)
+{
+    if (size == 0 || !range_is_managed(ptr, size)) {
+        umadv_error("host backend: %s of [%p, +%zu) outside managed memory", what, ptr, size);
+        return 0;
+    }
+    if (location_used && location != UMADV_CUDA_LOCATION_HOST &&
+        (location < 0 || location >= host.device_count)) {
+        umadv_error("host backend: %s to a location that does not exist (%d)", what, location);
+        return 0;
+    }
+    return 1;
+}
+
+static umadv_status_t host_prefetch(void *ptr, size_t size, int location,
+                                    umadv_stream_t stream)
+{
+    pthread_mutex_lock(&host.lock);
+    if (!request_valid("prefetch", ptr, size, location, 1)) {
+        pthread_mutex_unlock(&host.lock);
+        return UMADV_ERR_CUDA;
+    }
+    if (location == UMADV_CUDA_LOCATION_HOST) {
+        host.counters.prefetches_to_host++;
+        host.counters.prefetch_bytes_to_host += size;
+    } else {
+        host.counters.prefetches_to_device++;
+        host.counters.prefetch_bytes_to_device += size;
+    }
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_PREFETCH, .ptr = ptr,
+                                         .size = size, .location = location,
+                                         .stream = stream});
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_advise(void *ptr, size_t size, umadv_cuda_advice_t advice,
+                                  int location)
+{
+    /* Read-mostly ignores the location, as cudaMemAdvise does. */
+    int location_used = advice != UMADV_CUDA_ADVISE_SET_READ_MOSTLY &&
+                        advice != UMADV_CUDA_ADVISE_UNSET_READ_MOSTLY;
+
+    if (advice < UMADV_CUDA_ADVISE_SET_READ_MOSTLY ||
+        advice > UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY) {
+        umadv_error("host backend: unknown advice %d", (int)advice);
+        return UMADV_ERR_CUDA;
+    }
+    pthread_mutex_lock(&host.lock);
+    if (!request_valid("advise", ptr, size, location, location_used)) {
+        pthread_mutex_unlock(&host.lock);
+        return UMADV_ERR_CUDA;
+    }
+    host.counters.advises[advice]++;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_ADVISE, .ptr = ptr,
+                                         .size = size, .location = location,
+                                         .advice = advice});
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+static void count_handles(uint64_t *counter, int delta)
+{
+    pthread_mutex_lock(&host.lock);
+    *counter += (uint64_t)(int64_t)delta;
+    pthread_mutex_unlock(&host.lock);
+}
+
+static umadv_status_t host_stream_create(umadv_stream_t *stream_p)
+{
+    void *stream = malloc(1); /* a unique, non-NULL handle */
+
+    if (stream == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    count_handles(&host.counters.streams, 1);
+    *stream_p = stream;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_stream_destroy(umadv_stream_t stream)
+{
+    if (stream == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    free(stream);
+    count_handles(&host.counters.streams, -1);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_stream_synchronize(umadv_stream_t stream)
+{
+    return UMADV_OK; /* host work is complete when issued */
+}
+
+static umadv_status_t host_event_create(umadv_event_t *event_p)
+{
+    host_event_t *event = calloc(1, sizeof(*event));
+
+    if (event == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    count_handles(&host.counters.events, 1);
+    *event_p = event;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_event_destroy(umadv_event_t event)
+{
+    if (event == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    free(event);
+    count_handles(&host.counters.events, -1);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_event_record(umadv_event_t event, umadv_stream_t stream)
+{
+    host_event_t *e = event;
+
+    pthread_mutex_lock(&host.lock);
+    e->time_ns  = umadv__now_ns();
+    e->recorded = 1;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_EVENT_RECORD, .ptr = event,
+                                         .stream = stream});
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_stream_wait_event(umadv_stream_t stream, umadv_event_t event)
+{
+    return UMADV_OK;
+}
+
+static umadv_status_t host_event_synchronize(umadv_event_t event)
+{
+    return UMADV_OK;
+}
+
+static umadv_status_t host_event_elapsed_ns(umadv_event_t start, umadv_event_t end,
+                                            uint64_t *ns_p)
+{
+    const host_event_t *s = start, *e = end;
+
+    /* cudaEventElapsedTime refuses events that were never recorded. */
+    if (!s->recorded || !e->recorded) {
+        umadv_error("host backend: elapsed time of an event never recorded");
+        return UMADV_ERR_CUDA;
+    }
+    *ns_p = e->time_ns > s->time_ns ? e->time_ns - s->time_ns : 0;
+    return UMADV_OK;
+}
+
+const umadv_cuda_ops_t umadv__cuda_ops_host = {
+    .name               = "host",
+    .device_count       = host_device_count,
+    .get_device_props   = host_get_device_props,
+    .driver_version     = host_driver_version,
+    .set_device         = host_set_device,
+    .mem_get_info       = host_mem_get_info,
+    .malloc_managed     = host_malloc_managed,
+    .free               = host_free,
+    .prefetch           = host_prefetch,
+    .advise             = host_advise,
+    .stream_create      = host_stream_create,
+    .stream_destroy     = host_stream_destroy,
+    .stream_synchronize = host_stream_synchronize,
+    .event_create       = host_event_create,
+    .event_destroy      = host_event_destroy,
+    .event_record       = host_event_record,
+    .stream_wait_event  = host_stream_wait_event,
+    .event_synchronize  = host_event_synchronize,
+    .event_elapsed_ns   = host_event_elapsed_ns,
+};

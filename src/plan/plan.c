@@ -1,0 +1,436 @@
+/*
+ * The planner: one iteration of a trace + a GPU budget -> a periodic
+ * schedule of prefetches, evictions and drops.
+ *
+ * PROBLEM AND COST MODEL
+ * The planned iteration (the "window", n steps) is replayed forever. Step
+ * j needs its working set W_j (the sections it touches) resident while it
+ * runs. Residency, data in flight to the GPU included, never exceeds the
+ * budget B; memory under eviction counts until the eviction completes.
+ * Moving data costs latency + bytes / bandwidth per call, on a fetch lane
+ * (host->device) and an eviction lane (device->host) that run concurrently
+ * with compute and with each other; a section missing when its step runs
+ * is faulted in by the step itself (bytes / fault_bw, serial with
+ * compute). Allocations follow window.h's lifetime classes: the first
+ * touch of fresh memory (TRANSIENT or BORN, after birth) copies nothing,
+ * and a freed allocation is released without a copy (DROP). Under CUDA
+ * unified memory an eviction migrates pages, so a section only read since
+ * its fetch still costs a copy, except where read-mostly advice keeps a
+ * host copy valid: with params->read_mostly, an allocation that no step of
+ * the trace writes is advised READ_MOSTLY (schedule->setup) and dropped
+ * instead of evicted. The planner minimises the bytes moved and hides the
+ * moves behind compute; the simulator (src/sim) measures the result.
+ *
+ * 1. RESIDENCY (residency.c). Belady's farthest-next-use policy, made lazy
+ * and size-aware, at step granularity. At step j the resident sections of
+ * W_j are pinned; if the missing ones do not fit, resident sections are
+ * removed farthest next use first until they do. Next uses are cyclic (the
+ * last uses of the window see the first ones of the next replay) and a
+ * section whose allocation dies before its next use has none: it goes
+ * first. At equal next use a section that costs nothing to remove (a clean
+ * read-mostly copy) goes before one that needs a copy. Sections leave
+ * only when room is needed, so data used again soon stays while memory
+ * is free. A freed allocation's sections are dropped at its free step;
+ * BORN data (window.h) is evicted after its last use in the window.
+ * Call cost: a section of an allocation so small that a call's latency
+ * dwarfs its bytes (eviction latency * bandwidth / 8: 612 KB with the
+ * default link) goes before a larger one with a nearer next use only if
+ * it alone completes the room; otherwise the policy would spend a 445 us
+ * call per parameter buffer of a few KB (a 1,517-layer ResNet at half
+ * its footprint: 3,297 eviction calls per iteration instead of 895).
+ * With uniform section sizes (one tier) this is Belady, optimal in bytes
+ * fetched: the exchange argument carries over to steps that pin a whole
+ * set, and tests/test_plan_optimal.c checks it against exact searches,
+ * linear and cyclic. With mixed sizes it is a heuristic (worst seen there:
+ * 1.19x the optimum). A structure keyed by next use (victimq.c: a ring of
+ * buckets and a bitmap, O(1) per touch) and precomputed next-use arrays
+ * make a pass O(touches + evictions * n / 64).
+ * STEADY STATE: the pass is repeated over the cyclic step sequence,
+ * starting with an empty GPU, until the resident set at the wrap repeats
+ * (the policy is deterministic and everything it consults at the wrap is
+ * a function of that set, so the pass that repeats its start state is
+ * periodic). DNN traces take 2 passes. Ties can make the state oscillate
+ * (a few percent of tiny random traces); after params->max_passes the
+ * cheaper of the last two passes is closed by reloading, for the next
+ * replay, what it started with and lost, and evicting what it gained
+ * (schedule->converged = 0).
+ *
+ * 2. TIMING (timing.c). An eviction decided at step k is issued at the end
+ * of the section's last use before k, not at k: memory comes free as early
+ * as possible and the slow eviction lane starts early. Then each fetch is
+ * hoisted from its need step j back to the earliest step i such that its
+ * bytes fit under the budget at every step in [i, j) given everything
+ * placed so far (a segment tree of free memory per step, slack.c: one
+ * O(log n) query and one range update per fetch). The sections that will
+ * form one op (one call) are hoisted together: starting part of a run
+ * earlier would cost a call's latency per part. A fetch is also never issued
+ * before its own previous eviction, before its allocation exists (no
+ * crossing the wrap except for PERSISTENT data), a whole replay early, or
+ * more than params->lookahead steps early. Fetches are placed in need
+ * order, so the earliest-needed data gets the free memory first; the order
+ * starts after the step with the least free memory, where the wrap costs
+ * least. The replayer serves issued fetches earliest need first (plan.h):
+ * every fetch's room is freed by evictions issued before its issue step,
+ * so the fetch lane waits only on lanes already running (no deadlock).
+ * WHY AS EARLY AS POSSIBLE rather than just in time: residency is decided
+ * first, so hoisting only uses memory that no residency decision needs;
+ * fetches get that memory in need order; and the lane serves the earliest
+ * need first, so a fetch started early delays one needed sooner only by
+ * the rest of the call in progress (the lane is not preemptive; max_op_bytes
+ * bounds a call). What early issue blocks is free memory that a
+ * later-needed fetch could have used to start before this one, out of
+ * need order, which the lane would not do anyway. Issuing just in time
+ * would leave the lane idle while there is work it could do, and a late
+ * estimate (durations vary, the cost model is a model) turns straight into
+ * stalls. The costs of early issue lie outside the model (memory the trace
+ * does not see); params->lookahead bounds it for users who want a margin.
+ *
+ * 3. COALESCING (here). Operations on adjacent sections of one allocation
+ * with the same kind, flags, issue step and need step become one op (one
+ * call). Fetch runs are split at params->max_op_bytes (default: the
+ * smallest power-of-two multiple of the section size at which the call's
+ * latency is under 2% of its transfer, at least 64 MiB, 256 MiB for the
+ * default link), so that a fetch needed soon never waits long behind one
+ * huge call on the non-preemptive lane. Ops are sorted by issue step,
+ * fetches first (they start at the step's beginning, the rest at its end),
+ * fetches in need order.
+ *
+ * COMPLEXITY: with T section touches per window, E residency events, P
+ * passes: O(P * (T + E * n / 64) + E log E + E log n) time, O(T + E + S)
+ * memory (S sections). A 1,517-layer ResNet (3,040 steps, 83,000 touches)
+ * plans in about 20 ms; time per touch stays flat up to 20,000 steps
+ * (bench/plan_scaling).
+ */
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "plan/plan_int.h"
+
+#define PLAN_MAX_PASSES_DEFAULT 16
+#define PLAN_MIN_OP_SPLIT       (64 * UMADV_MIB)
+#define PLAN_LATENCY_SHARE      0.02
+
+const char *umadv__op_kind_name(umadv_op_kind_t kind)
+{
+    static const char *const names[] = {"fetch", "evict", "drop", "advise"};
+
+    return (unsigned)kind < UMADV_ARRAY_SIZE(names) ? names[kind] : "?";
+}
+
+const char *umadv__advice_name(umadv_advice_t advice)
+{
+    static const char *const names[] = {"none", "read-mostly", "preferred-host",
+                                        "preferred-device", "accessed-by"};
+
+    return (unsigned)advice < UMADV_ARRAY_SIZE(names) ? names[advice] : "?";
+}
+
+void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
+                                umadv_plan_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->budget      = budget;
+    params->iteration   = trace->niterations ? trace->niterations - 1 : 0;
+    params->link        = trace->link;
+    params->lookahead   = 0;
+    params->read_mostly = 1;
+}
+
+static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
+{
+    double want = link->fetch_latency * link->fetch_bw / PLAN_LATENCY_SHARE;
+    uint64_t bytes = section_size;
+
+    if (!isfinite(want) || want <= 0)
+        want = 0;
+    while ((double)bytes < want && bytes < (UINT64_C(1) << 40))
+        bytes *= 2;
+    return UMADV_MAX(bytes, PLAN_MIN_OP_SPLIT);
+}
+
+/* ------------------------------------------------------------ coalescing */
+
+static uint32_t op1_issue_step(const umadv_op1_t *op, uint32_t n)
+{
+    return op->issue < 0 ? (uint32_t)(op->issue + (int32_t)n) : (uint32_t)op->issue;
+}
+
+static int cmp_u32(uint32_t a, uint32_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+static int op1_compare(const void *pa, const void *pb)
+{
+    const umadv_op1_t *a = pa, *b = pb;
+    int c = cmp_u32(a->issue_step, b->issue_step);
+
+    if (c == 0)
+        c = cmp_u32(a->kind != UMADV_OP_FETCH, b->kind != UMADV_OP_FETCH);
+    if (c == 0)
+        c = cmp_u32(a->kind, b->kind);
+    if (c == 0)
+        c = cmp_u32(a->need_order, b->need_order);
+    if (c == 0)
+        c = cmp_u32(a->flags, b->flags);
+    if (c == 0)
+        c = cmp_u32(a->section, b->section);
+    return c;
+}
+
+static int extends(const umadv_trace_t *trace, const umadv_op_t *op, const umadv_op1_t *o,
+                   uint32_t n, uint64_t max_bytes)
+{
+    const umadv_trace_section_t *sec = &trace->sections[o->section];
+
+    return op->kind == (umadv_op_kind_t)o->kind && op->flags == o->flags &&
+           op->issue_step == op1_issue_step(o, n) && op->need_step == o->need &&
+           op->alloc == sec->alloc && op->first + op->count == sec->index &&
+           (o->kind != UMADV_OP_FETCH || op->bytes + sec->size <= max_bytes);
+}
+
+static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1_t *o, uint32_t n)
+{
+    const umadv_trace_section_t *sec = &trace->sections[o->section];
+
+    memset(op, 0, sizeof(*op));
+    op->kind       = (umadv_op_kind_t)o->kind;
+    op->advice     = UMADV_ADVICE_NONE;
+    op->alloc      = sec->alloc;
+    op->first      = sec->index;
+    op->count      = 1;
+    op->bytes      = sec->size;
+    op->issue_step = op1_issue_step(o, n);
+    op->need_step  = o->need;
+    op->flags      = o->flags;
+}
+
+static umadv_status_t coalesce(const umadv_trace_t *trace, umadv_op1_t *ops1, size_t n1,
+                               uint32_t n, uint64_t max_bytes, umadv_schedule_t *s)
+{
+    size_t nops = 0;
+
+    for (size_t i = 0; i < n1; i++) {
+        ops1[i].issue_step = op1_issue_step(&ops1[i], n);
+        /* a fetch for the next replay is needed after this one's steps */
+        ops1[i].need_order = ops1[i].need + (ops1[i].issue < 0 ? n : 0);
+    }
+    qsort(ops1, n1, sizeof(*ops1), op1_compare);
+    s->ops = malloc((n1 ? n1 : 1) * sizeof(*s->ops));
+    if (s->ops == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n1; i++) {
+        if (nops > 0 && extends(trace, &s->ops[nops - 1], &ops1[i], n, max_bytes)) {
+            s->ops[nops - 1].count++;
+            s->ops[nops - 1].bytes += trace->sections[ops1[i].section].size;
+        } else {
+            op_start(trace, &s->ops[nops++], &ops1[i], n);
+        }
+    }
+    s->nops = nops;
+    return UMADV_OK;
+}
+
+/* ------------------------------------------------------------ schedule */
+
+static umadv_status_t index_steps(umadv_schedule_t *s)
+{
+    s->step_ops = calloc((size_t)s->nsteps + 1, sizeof(*s->step_ops));
+    if (s->step_ops == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (size_t i = 0; i < s->nops; i++)
+        s->step_ops[s->ops[i].issue_step + 1]++;
+    for (uint32_t j = 0; j < s->nsteps; j++)
+        s->step_ops[j + 1] += s->step_ops[j];
+    return UMADV_OK;
+}
+
+static void count_totals(umadv_schedule_t *s)
+{
+    for (size_t i = 0; i < s->nops; i++) {
+        const umadv_op_t *op = &s->ops[i];
+
+        switch (op->kind) {
+        case UMADV_OP_FETCH:
+            s->fetch_ops++;
+            if (op->flags & UMADV_OP_FLAG_FRESH)
+                s->fresh_bytes += op->bytes;
+            else
+                s->fetch_bytes += op->bytes;
+            break;
+        case UMADV_OP_EVICT:
+            s->evict_ops++;
+            s->evict_bytes += op->bytes;
+            break;
+        case UMADV_OP_DROP:
+            s->drop_bytes += op->bytes;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* READ_MOSTLY advice on every allocation the plan drops after a use. */
+static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_residency_t *res,
+                                  umadv_schedule_t *s)
+{
+    uint8_t *dropped = calloc(trace->nallocs ? trace->nallocs : 1, 1);
+    size_t count = 0;
+
+    if (dropped == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (size_t e = 0; e < res->nevents; e++) {
+        if (res->events[e].kind == UMADV_RES_DROP)
+            dropped[trace->sections[res->events[e].section].alloc] = 1;
+    }
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        count += dropped[a];
+    s->setup = calloc(count ? count : 1, sizeof(*s->setup));
+    if (s->setup == NULL) {
+        free(dropped);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        umadv_op_t *op;
+        if (!dropped[a])
+            continue;
+        op = &s->setup[s->nsetup++];
+        op->kind   = UMADV_OP_ADVISE;
+        op->advice = UMADV_ADVICE_READ_MOSTLY;
+        op->alloc  = a;
+        op->count  = trace->allocs[a].nsections;
+        op->bytes  = trace->allocs[a].size;
+    }
+    free(dropped);
+    return UMADV_OK;
+}
+
+static uint64_t max_op_bytes(const umadv_window_t *w, const umadv_plan_params_t *params)
+{
+    if (params->max_op_bytes)
+        return params->max_op_bytes;
+    return default_max_op_bytes(&params->link, w->trace->section_size);
+}
+
+static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_t *params,
+                               const umadv_residency_t *res, umadv_timing_t *timing,
+                               umadv_schedule_t *s)
+{
+    uint64_t max_bytes = max_op_bytes(w, params);
+    umadv_status_t status = coalesce(w->trace, timing->ops, timing->nops, w->n, max_bytes, s);
+
+    if (status == UMADV_OK)
+        status = index_steps(s);
+    if (status == UMADV_OK)
+        status = build_setup(w->trace, res, s);
+    if (status != UMADV_OK)
+        return status;
+    count_totals(s);
+    s->resident_at_start = timing->resident_at_start;
+    timing->resident_at_start = NULL;
+    s->peak_planned   = timing->peak;
+    s->max_step_bytes = w->max_step_bytes;
+    s->passes         = res->passes;
+    s->converged      = res->converged;
+    return UMADV_OK;
+}
+
+static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_params_t *params,
+                                  umadv_schedule_t *s)
+{
+    uint64_t budget = umadv__plan_effective_budget(w, params->budget);
+    uint32_t passes = params->max_passes ? params->max_passes : PLAN_MAX_PASSES_DEFAULT;
+    umadv_residency_t res;
+    umadv_timing_t timing;
+    umadv_status_t status;
+
+    status = umadv__residency_run(w, budget, params->read_mostly, 1, passes,
+                                  umadv__plan_small_bytes(&params->link), &res);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__timing_run(w, &res, budget, params->lookahead, max_op_bytes(w, params),
+                               &timing);
+    if (status == UMADV_OK) {
+        status = assemble(w, params, &res, &timing, s);
+        umadv__timing_cleanup(&timing);
+    }
+    umadv__residency_cleanup(&res);
+    return status;
+}
+
+umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_params_t *params,
+                                 umadv_schedule_t *schedule)
+{
+    uint64_t t0 = umadv__now_ns();
+    umadv_schedule_t s;
+    umadv_window_t w;
+    uint32_t first, count;
+    umadv_status_t status;
+
+    if (trace == NULL || params == NULL || schedule == NULL || !trace->finalized)
+        return UMADV_ERR_INVALID_PARAM;
+    status = umadv__trace_iteration_steps(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK) {
+        umadv_error("the trace has no iteration %u (it has %u)", params->iteration,
+                    trace->niterations);
+        return status;
+    }
+    status = umadv__window_init(&w, trace, first, count);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__window_check_budget(&w, params->budget ? params->budget : UINT64_MAX);
+    memset(&s, 0, sizeof(s));
+    s.budget     = params->budget;
+    s.first_step = first;
+    s.nsteps     = count;
+    if (status == UMADV_OK)
+        status = plan_window(&w, params, &s);
+    umadv__window_cleanup(&w);
+    if (status != UMADV_OK) {
+        umadv__schedule_cleanup(&s);
+        return status;
+    }
+    s.plan_seconds = (double)(umadv__now_ns() - t0) * 1e-9;
+    *schedule = s;
+    return UMADV_OK;
+}
+
+void umadv__schedule_cleanup(umadv_schedule_t *schedule)
+{
+    free(schedule->setup);
+    free(schedule->ops);
+    free(schedule->step_ops);
+    free(schedule->resident_at_start);
+    memset(schedule, 0, sizeof(*schedule));
+}
+
+umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t first,
+                                            uint32_t count, uint64_t budget, int read_mostly,
+                                            umadv_residency_stats_t *stats)
+{
+    umadv_window_t w;
+    umadv_residency_t res;
+    umadv_status_t status;
+
+    if (trace == NULL || stats == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    status = umadv__window_init(&w, trace, first, count);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__window_check_budget(&w, budget ? budget : UINT64_MAX);
+    if (status == UMADV_OK)
+        status = umadv__residency_run(&w, umadv__plan_effective_budget(&w, budget), read_mostly,
+                                      0, 1, umadv__plan_small_bytes(&trace->link), &res);
+    umadv__window_cleanup(&w);
+    if (status != UMADV_OK)
+        return status;
+    *stats = res.stats;
+    umadv__residency_cleanup(&res);
+    return UMADV_OK;
+}

@@ -1,0 +1,104 @@
+/*
+ * Internals of the planner shared by its files: the residency pass
+ * (residency.c), the timing of fetches (timing.c) and the assembly of
+ * the schedule (plan.c). See plan.c's opening comment for the algorithm.
+ */
+#ifndef UMADV_PLAN_PLAN_INT_H
+#define UMADV_PLAN_PLAN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/plan.h"
+#include "plan/window.h"
+
+typedef enum umadv_res_kind {
+    UMADV_RES_ARRIVE = 0, /* loaded for a use (fetch, or fresh pages) */
+    UMADV_RES_EVICT  = 1, /* copied back to the host after its last use */
+    UMADV_RES_DROP   = 2, /* clean read-mostly copy released after its last use */
+    UMADV_RES_FREE   = 3  /* released because its allocation was freed */
+} umadv_res_kind_t;
+
+/*
+ * One change of a section's residency in the steady-state pass. Times are
+ * window steps relative to the pass, unrolled: an arrival's eff is the
+ * step that needs it (n for a closing reload, meaning step 0 of the next
+ * replay); a departure's eff is the first step without it (last use + 1),
+ * which is <= 0 when the last use was in the previous replay. A section's
+ * events are recorded in time order and alternate arrive / depart.
+ */
+typedef struct umadv_res_event {
+    uint32_t section;
+    int32_t  eff;
+    uint32_t last_use;  /* departures: window step of the last use */
+    uint8_t  kind;      /* umadv_res_kind_t */
+    uint8_t  fresh;     /* arrivals: fresh memory, nothing to copy */
+} umadv_res_event_t;
+
+typedef struct umadv_residency {
+    umadv_res_event_t      *events;   /* the steady-state pass */
+    size_t                  nevents, events_cap;
+    uint8_t                *start;    /* per section: resident when the pass began */
+    uint32_t                passes;
+    int                     converged;
+    umadv_residency_stats_t stats;    /* of the steady-state pass */
+} umadv_residency_t;
+
+/*
+ * Run the eviction policy over the window. @cyclic: replay it until the
+ * state at the wrap repeats (at most @max_passes times, then close a pass
+ * with extra events); else one linear pass from an empty GPU. Allocations
+ * under @small_bytes are evicted late (residency.c, choose_victim). The
+ * caller checked the budget against every step.
+ */
+umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
+                                    int read_mostly, int cyclic, uint32_t max_passes,
+                                    uint64_t small_bytes, umadv_residency_t *res);
+
+/* Allocations smaller than this spend over 8x longer in an eviction
+ * call's latency than in moving their bytes. */
+static inline uint64_t umadv__plan_small_bytes(const umadv_link_model_t *link)
+{
+    double bytes = link->evict_latency * link->evict_bw / 8;
+
+    return bytes > 0 && bytes < 1e18 ? (uint64_t)bytes : 0;
+}
+void umadv__residency_cleanup(umadv_residency_t *res);
+
+/* An operation on one section, before coalescing. issue is relative to the
+ * need's replay: negative means issued in the previous one. */
+typedef struct umadv_op1 {
+    uint32_t section;
+    int32_t  issue;
+    uint32_t need;      /* window step */
+    uint32_t issue_step; /* set when sorting: issue as a window step */
+    uint32_t need_order; /* set when sorting: need counted across the wrap */
+    uint8_t  kind;      /* umadv_op_kind_t */
+    uint8_t  flags;     /* umadv_op_flag */
+} umadv_op1_t;
+
+typedef struct umadv_timing {
+    umadv_op1_t *ops;           /* one per event of the residency pass */
+    size_t       nops;
+    uint8_t     *resident_at_start;
+    uint64_t     peak;          /* largest planned residency, hoisting included */
+} umadv_timing_t;
+
+/* Place every fetch as early as the budget (and @lookahead, 0 = none)
+ * allows, runs that will be one op of at most @max_op_bytes together, and
+ * every eviction right after its last use. */
+umadv_status_t umadv__timing_run(const umadv_window_t *window, const umadv_residency_t *res,
+                                 uint64_t budget, uint32_t lookahead, uint64_t max_op_bytes,
+                                 umadv_timing_t *timing);
+void umadv__timing_cleanup(umadv_timing_t *timing);
+
+/* The budget as the planner uses it: 0 means no limit, and a limit above
+ * every byte of the trace changes nothing. */
+static inline uint64_t umadv__plan_effective_budget(const umadv_window_t *window, uint64_t budget)
+{
+    if (budget == 0 || budget > window->total_bytes)
+        return window->total_bytes;
+    return budget;
+}
+
+#endif

@@ -1,0 +1,488 @@
+/*
+ * The planner's residency policy: which sections are on the GPU at each
+ * step, decided at step granularity without timing (plan.c's opening
+ * comment has the algorithm and why it is built this way).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "plan/plan_int.h"
+#include "plan/victimq.h"
+
+#define NEVER32 UINT32_MAX
+
+typedef struct res_state {
+    const umadv_window_t *w;
+    const umadv_trace_t  *trace;
+    uint64_t  budget;
+    uint32_t  n;
+    int       cyclic;
+    size_t   *touch_off;    /* n + 1 offsets into touch_sec / touch_next */
+    uint32_t *touch_sec;    /* sections touched by each step */
+    uint32_t *touch_next;   /* their next use, a step in (j, j + n], or NEVER32 */
+    uint8_t  *res;          /* per section: resident */
+    uint8_t  *fresh;        /* per section: allocated, never touched since */
+    uint8_t  *cls;          /* per section: removal costs nothing (read-mostly) */
+    uint8_t  *tier;         /* per section: 1 = its allocation is too small to
+                             * move efficiently (see make_room) */
+    uint64_t *last_use;     /* per section: absolute time of the last touch */
+    uint64_t  occ;          /* bytes resident */
+    umadv_victimq_t q[2];   /* resident sections not in use, per tier */
+} res_state_t;
+
+static uint64_t section_size(const res_state_t *st, uint32_t x)
+{
+    return st->trace->sections[x].size;
+}
+
+static umadv_status_t collect_touches(res_state_t *st)
+{
+    const umadv_window_t *w = st->w;
+    size_t total = 0;
+
+    st->touch_off = malloc(((size_t)st->n + 1) * sizeof(*st->touch_off));
+    if (st->touch_off == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t j = 0; j < st->n; j++) {
+        uint32_t nacc;
+        const umadv_trace_access_t *acc = umadv__window_accesses(w, j, &nacc);
+
+        st->touch_off[j] = total;
+        for (uint32_t i = 0; i < nacc; i++)
+            total += acc[i].count;
+    }
+    st->touch_off[st->n] = total;
+    st->touch_sec = malloc((total ? total : 1) * sizeof(*st->touch_sec));
+    st->touch_next = malloc((total ? total : 1) * sizeof(*st->touch_next));
+    if (st->touch_sec == NULL || st->touch_next == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t j = 0; j < st->n; j++) {
+        uint32_t nacc;
+        const umadv_trace_access_t *acc = umadv__window_accesses(w, j, &nacc);
+        size_t k = st->touch_off[j];
+
+        for (uint32_t i = 0; i < nacc; i++) {
+            uint32_t x0 = umadv__trace_section_id(st->trace, acc[i].alloc, acc[i].first);
+            for (uint32_t c = 0; c < acc[i].count; c++)
+                st->touch_sec[k++] = x0 + c;
+        }
+    }
+    return UMADV_OK;
+}
+
+/* A use after the allocation's death inside the window is a use of other
+ * data (a new instance, or data back on the host): the section is dead
+ * for the policy until then. */
+static uint32_t apply_death(const res_state_t *st, uint32_t x, uint32_t next)
+{
+    uint32_t death = st->w->death[st->trace->sections[x].alloc];
+
+    if (next == NEVER32 || death == UMADV_STEP_NONE)
+        return next;
+    return next > death ? NEVER32 : next;
+}
+
+/* Next uses by a backward sweep, twice around the window when cyclic so
+ * that the last uses see the first ones of the next replay. */
+static umadv_status_t compute_next_uses(res_state_t *st)
+{
+    uint32_t *seen = malloc((st->trace->nsections ? st->trace->nsections : 1) * sizeof(*seen));
+    uint32_t laps = st->cyclic ? 2 : 1;
+
+    if (seen == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t x = 0; x < st->trace->nsections; x++)
+        seen[x] = NEVER32;
+    for (uint32_t lap = laps; lap-- > 0;) {
+        for (uint32_t j = st->n; j-- > 0;) {
+            for (size_t k = st->touch_off[j]; k < st->touch_off[j + 1]; k++) {
+                uint32_t x = st->touch_sec[k];
+                if (lap == 0)
+                    st->touch_next[k] = apply_death(st, x, seen[x]);
+                seen[x] = lap * st->n + j;
+            }
+        }
+    }
+    free(seen);
+    return UMADV_OK;
+}
+
+static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint64_t budget,
+                                 int read_mostly, int cyclic, uint64_t small_bytes)
+{
+    const umadv_trace_t *trace = w->trace;
+    size_t ns = trace->nsections ? trace->nsections : 1;
+    umadv_status_t status;
+
+    memset(st, 0, sizeof(*st));
+    st->w = w;
+    st->trace = trace;
+    st->budget = budget;
+    st->n = w->n;
+    st->cyclic = cyclic;
+    st->res = calloc(ns, 1);
+    st->fresh = calloc(ns, 1);
+    st->cls = calloc(ns, 1);
+    st->tier = calloc(ns, 1);
+    st->last_use = calloc(ns, sizeof(*st->last_use));
+    if (st->res == NULL || st->fresh == NULL || st->cls == NULL || st->tier == NULL ||
+        st->last_use == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t x = 0; x < trace->nsections; x++) {
+        uint32_t a = trace->sections[x].alloc;
+        st->fresh[x] = w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_BORN;
+        st->cls[x] = read_mostly && !w->written[a];
+        st->tier[x] = trace->allocs[a].size < small_bytes;
+    }
+    for (int i = 0; i < 2; i++) {
+        status = umadv__victimq_init(&st->q[i], trace->nsections, w->n + 1);
+        if (status != UMADV_OK)
+            return status;
+    }
+    status = collect_touches(st);
+    if (status != UMADV_OK)
+        return status;
+    return compute_next_uses(st);
+}
+
+static void state_cleanup(res_state_t *st)
+{
+    umadv__victimq_cleanup(&st->q[0]);
+    umadv__victimq_cleanup(&st->q[1]);
+    free(st->touch_off);
+    free(st->touch_sec);
+    free(st->touch_next);
+    free(st->res);
+    free(st->fresh);
+    free(st->cls);
+    free(st->tier);
+    free(st->last_use);
+}
+
+static umadv_status_t record(umadv_residency_t *res, uint32_t x, int64_t eff, uint32_t last_use,
+                             umadv_res_kind_t kind, int fresh)
+{
+    umadv_res_event_t *ev;
+    umadv_status_t status = umadv__array_reserve((void **)&res->events, &res->events_cap,
+                                                 res->nevents + 1, sizeof(*res->events));
+
+    if (status != UMADV_OK)
+        return status;
+    ev = &res->events[res->nevents++];
+    ev->section  = x;
+    ev->eff      = (int32_t)eff;
+    ev->last_use = last_use;
+    ev->kind     = (uint8_t)kind;
+    ev->fresh    = (uint8_t)fresh;
+    return UMADV_OK;
+}
+
+static umadv_status_t depart(res_state_t *st, umadv_residency_t *res, uint32_t x,
+                             umadv_res_kind_t kind, int64_t eff, uint64_t base)
+{
+    uint64_t size = section_size(st, x);
+    int64_t last = (int64_t)st->last_use[x] - (int64_t)base;
+
+    st->res[x] = 0;
+    st->occ -= size;
+    if (kind == UMADV_RES_EVICT)
+        res->stats.evict_bytes += size;
+    else
+        res->stats.drop_bytes += size;
+    return record(res, x, eff, (uint32_t)((last + st->n) % st->n), kind, 0);
+}
+
+static umadv_status_t arrive(res_state_t *st, umadv_residency_t *res, uint32_t x, int64_t eff)
+{
+    uint64_t size = section_size(st, x);
+    int fresh = st->fresh[x];
+
+    st->res[x] = 1;
+    st->fresh[x] = 0;
+    st->occ += size;
+    res->stats.loads++;
+    if (fresh)
+        res->stats.fresh_bytes += size;
+    else
+        res->stats.fetch_bytes += size;
+    return record(res, x, eff, 0, UMADV_RES_ARRIVE, fresh);
+}
+
+static void q_remove(res_state_t *st, uint32_t x)
+{
+    umadv__victimq_remove(&st->q[st->tier[x]], x);
+}
+
+/*
+ * The next victim when @need more bytes must go: the farthest next use
+ * (Belady), except that a section of a small allocation (tier 1: moving
+ * it costs a call's latency for a few bytes, eviction and refetch alike)
+ * goes before an efficient one only if it alone completes the room.
+ * Otherwise the policy would spend a call per kilobyte on parameter
+ * buffers whose next use happens to be far. With one tier it is Belady.
+ */
+static uint32_t choose_victim(res_state_t *st, uint64_t need, uint64_t now)
+{
+    uint32_t v0 = umadv__victimq_peek_max(&st->q[0], now);
+    uint32_t v1 = umadv__victimq_peek_max(&st->q[1], now);
+
+    if (v1 == UMADV_VICTIMQ_NIL)
+        return v0;
+    if (v0 == UMADV_VICTIMQ_NIL)
+        return v1;
+    if (st->q[1].key[v1] > st->q[0].key[v0] && section_size(st, v1) >= need)
+        return v1;
+    if (st->q[1].key[v1] == st->q[0].key[v0] && st->cls[v1] > st->cls[v0])
+        return v1;
+    return v0;
+}
+
+/* Make room for @missing bytes; each victim is evicted right after its
+ * last use (the eff recorded), not now. */
+static umadv_status_t make_room(res_state_t *st, umadv_residency_t *res, uint64_t missing,
+                                uint64_t now, uint64_t base)
+{
+    while (st->occ + missing > st->budget) {
+        uint32_t v = choose_victim(st, st->occ + missing - st->budget, now);
+        umadv_status_t status;
+
+        if (v == UMADV_VICTIMQ_NIL) {
+            umadv_error("planner: no section left to evict at step %u (internal error)",
+                        st->w->first + (uint32_t)(now - base));
+            return UMADV_ERR_STATE;
+        }
+        q_remove(st, v);
+        status = depart(st, res, v, st->cls[v] ? UMADV_RES_DROP : UMADV_RES_EVICT,
+                        (int64_t)st->last_use[v] + 1 - (int64_t)base, base);
+        if (status != UMADV_OK)
+            return status;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t free_allocs(res_state_t *st, umadv_residency_t *res, uint32_t j,
+                                  uint64_t base)
+{
+    const umadv_window_t *w = st->w;
+
+    for (uint32_t i = w->freed_off[j]; i < w->freed_off[j + 1]; i++) {
+        const umadv_trace_alloc_t *alloc = &st->trace->allocs[w->freed[i]];
+        int transient = w->life[w->freed[i]] == UMADV_LIFE_TRANSIENT;
+
+        for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
+            if (st->res[x]) {
+                umadv_status_t status;
+                q_remove(st, x);
+                status = depart(st, res, x, UMADV_RES_FREE, (int64_t)j + 1, base);
+                if (status != UMADV_OK)
+                    return status;
+            }
+            st->fresh[x] = (uint8_t)transient;
+        }
+    }
+    return UMADV_OK;
+}
+
+/* BORN allocations leave at the end of the window, data copied to the
+ * host (where the next replay's FREED role finds it). The eviction is
+ * issued after the last use, as any other. */
+static umadv_status_t hand_over(res_state_t *st, umadv_residency_t *res, uint64_t base)
+{
+    const umadv_window_t *w = st->w;
+
+    for (uint32_t i = 0; i < w->ncarried; i++) {
+        const umadv_trace_alloc_t *alloc = &st->trace->allocs[w->carried[i]];
+
+        for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
+            if (st->res[x]) {
+                umadv_status_t status;
+                q_remove(st, x);
+                status = depart(st, res, x, st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT,
+                                (int64_t)st->last_use[x] + 1 - (int64_t)base, base);
+                if (status != UMADV_OK)
+                    return status;
+            }
+            st->fresh[x] = 1;
+        }
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t run_step(res_state_t *st, umadv_residency_t *res, uint64_t base, uint32_t j)
+{
+    size_t k0 = st->touch_off[j], k1 = st->touch_off[j + 1];
+    uint64_t now = base + j, missing = 0;
+    umadv_status_t status;
+
+    /* The step's own sections leave the victim queue while it runs. */
+    for (size_t k = k0; k < k1; k++) {
+        uint32_t x = st->touch_sec[k];
+        if (st->res[x])
+            q_remove(st, x);
+        else
+            missing += section_size(st, x);
+    }
+    status = make_room(st, res, missing, now, base);
+    for (size_t k = k0; k < k1 && status == UMADV_OK; k++) {
+        if (!st->res[st->touch_sec[k]])
+            status = arrive(st, res, st->touch_sec[k], j);
+    }
+    if (status != UMADV_OK)
+        return status;
+    res->stats.peak = UMADV_MAX(res->stats.peak, st->occ);
+    for (size_t k = k0; k < k1; k++) {
+        uint32_t x = st->touch_sec[k], next = st->touch_next[k];
+        st->last_use[x] = now;
+        umadv__victimq_insert(&st->q[st->tier[x]], x,
+                              next == NEVER32 ? UMADV_VICTIMQ_NEVER : base + next, st->cls[x]);
+    }
+    status = free_allocs(st, res, j, base);
+    if (status == UMADV_OK && st->cyclic && j == st->n - 1)
+        status = hand_over(st, res, base);
+    return status;
+}
+
+/* The last window step touching each section (NEVER32 if none). */
+static uint32_t *last_touches(const res_state_t *st)
+{
+    uint32_t *last = malloc((st->trace->nsections ? st->trace->nsections : 1) * sizeof(*last));
+
+    if (last == NULL)
+        return NULL;
+    for (uint32_t x = 0; x < st->trace->nsections; x++)
+        last[x] = NEVER32;
+    for (uint32_t j = 0; j < st->n; j++) {
+        for (size_t k = st->touch_off[j]; k < st->touch_off[j + 1]; k++)
+            last[st->touch_sec[k]] = j;
+    }
+    return last;
+}
+
+/* Bytes a pass from @start to @end costs once closed (see close_pass). */
+static uint64_t closed_cost(const res_state_t *st, const umadv_residency_t *pass,
+                            const uint8_t *end)
+{
+    uint64_t cost = pass->stats.fetch_bytes + pass->stats.evict_bytes;
+
+    for (uint32_t x = 0; x < st->trace->nsections; x++) {
+        if (pass->start[x] != end[x] && !(end[x] && st->cls[x]))
+            cost += section_size(st, x);
+    }
+    return cost;
+}
+
+/*
+ * The state did not repeat: make a pass periodic by reloading, for the
+ * next replay, what it started with and lost, and evicting, after its
+ * last use, what it gained. Correct, if not always the best. Sections
+ * resident at a wrap were touched in the pass before it, so their last
+ * use is their last touch in the window.
+ */
+static umadv_status_t close_pass(res_state_t *st, umadv_residency_t *res, const uint8_t *end)
+{
+    uint32_t *last = last_touches(st);
+    umadv_status_t status = last == NULL ? UMADV_ERR_NO_MEMORY : UMADV_OK;
+
+    for (uint32_t x = 0; x < st->trace->nsections && status == UMADV_OK; x++) {
+        uint64_t size = section_size(st, x);
+        if (res->start[x] && !end[x]) {
+            res->stats.fetch_bytes += size;
+            res->stats.loads++;
+            status = record(res, x, st->n, 0, UMADV_RES_ARRIVE, 0);
+        } else if (!res->start[x] && end[x] && last[x] != NEVER32) {
+            if (st->cls[x])
+                res->stats.drop_bytes += size;
+            else
+                res->stats.evict_bytes += size;
+            status = record(res, x, (int64_t)last[x] + 1, last[x],
+                            st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT, 0);
+        }
+    }
+    free(last);
+    return status;
+}
+
+static void swap_passes(umadv_residency_t *a, umadv_residency_t *b)
+{
+    umadv_residency_t tmp = *a;
+
+    *a = *b;
+    *b = tmp;
+}
+
+/*
+ * Replay the window until the state at the wrap repeats. Two passes are
+ * kept, the last one and the one before it: when the state oscillates,
+ * the cheaper of the two once closed is the schedule.
+ */
+static umadv_status_t run_passes(res_state_t *st, umadv_residency_t *res,
+                                 umadv_residency_t *prev, uint32_t max_passes)
+{
+    size_t ns = st->trace->nsections;
+
+    for (uint32_t p = 0;; p++) {
+        uint64_t base = (uint64_t)p * st->n;
+        umadv_status_t status;
+
+        swap_passes(res, prev);
+        memcpy(res->start, st->res, ns);
+        res->nevents = 0;
+        memset(&res->stats, 0, sizeof(res->stats));
+        for (uint32_t j = 0; j < st->n; j++) {
+            status = run_step(st, res, base, j);
+            if (status != UMADV_OK)
+                return status;
+        }
+        res->passes = p + 1;
+        if (!st->cyclic || memcmp(res->start, st->res, ns) == 0) {
+            res->converged = 1;
+            return UMADV_OK;
+        }
+        if (res->passes >= max_passes)
+            break;
+    }
+    res->converged = 0;
+    if (res->passes >= 2 && closed_cost(st, prev, res->start) < closed_cost(st, res, st->res)) {
+        umadv_status_t status = close_pass(st, prev, res->start);
+        prev->passes = res->passes;
+        prev->converged = 0;
+        swap_passes(res, prev);
+        return status;
+    }
+    return close_pass(st, res, st->res);
+}
+
+umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
+                                    int read_mostly, int cyclic, uint32_t max_passes,
+                                    uint64_t small_bytes, umadv_residency_t *res)
+{
+    size_t ns = window->trace->nsections ? window->trace->nsections : 1;
+    umadv_residency_t prev;
+    res_state_t st;
+    umadv_status_t status;
+
+    memset(res, 0, sizeof(*res));
+    memset(&prev, 0, sizeof(prev));
+    memset(&st, 0, sizeof(st));
+    res->start = calloc(ns, 1);
+    prev.start = calloc(ns, 1);
+    status = res->start == NULL || prev.start == NULL
+                 ? UMADV_ERR_NO_MEMORY
+                 : state_init(&st, window, budget, read_mostly, cyclic, small_bytes);
+    if (status == UMADV_OK)
+        status = run_passes(&st, res, &prev, max_passes ? max_passes : 1);
+    state_cleanup(&st);
+    umadv__residency_cleanup(&prev);
+    if (status != UMADV_OK)
+        umadv__residency_cleanup(res);
+    return status;
+}
+
+void umadv__residency_cleanup(umadv_residency_t *res)
+{
+    free(res->events);
+    free(res->start);
+    memset(res, 0, sizeof(*res));
+}

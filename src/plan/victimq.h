@@ -1,0 +1,52 @@
+/*
+ * Resident sections ordered by next use, for the planner's eviction
+ * policy: insert, remove and pop-the-farthest in O(1) amortised plus a
+ * bitmap scan, instead of a heap's O(log n) per touch.
+ *
+ * Keys are absolute step times. Finite keys of the members always lie in
+ * [now, now + ring) for the caller's current time now (a next use is at
+ * most one window ahead), so a ring of buckets indexed by key mod ring
+ * holds them in order; "never" has its own bucket. Each bucket keeps two
+ * lists, one per cost class: at equal next use the class that costs
+ * nothing to remove (a clean read-mostly copy) goes first. Within a list
+ * the last inserted goes first, which keeps victims of one allocation
+ * adjacent so their evictions coalesce.
+ */
+#ifndef UMADV_PLAN_VICTIMQ_H
+#define UMADV_PLAN_VICTIMQ_H
+
+#include <stdint.h>
+
+#include <umadv.h>
+
+#define UMADV_VICTIMQ_NEVER UINT64_MAX
+#define UMADV_VICTIMQ_NIL   UINT32_MAX
+
+typedef struct umadv_victimq {
+    uint32_t  ring;   /* buckets for finite keys */
+    uint32_t *head;   /* (ring + 1) * 2 list heads, NIL when empty */
+    uint64_t *bits;   /* ring bits: bucket holds a member */
+    uint32_t *prev;   /* per section */
+    uint32_t *next;
+    uint64_t *key;
+    uint8_t  *cls;    /* per section: 1 = free to remove, 0 = costs a copy */
+    uint32_t  count;
+} umadv_victimq_t;
+
+umadv_status_t umadv__victimq_init(umadv_victimq_t *q, uint32_t nsections, uint32_t ring);
+void umadv__victimq_cleanup(umadv_victimq_t *q);
+
+/* Forget every member (keeps the memory). */
+void umadv__victimq_clear(umadv_victimq_t *q);
+
+void umadv__victimq_insert(umadv_victimq_t *q, uint32_t section, uint64_t key, int cls);
+void umadv__victimq_remove(umadv_victimq_t *q, uint32_t section);
+
+/* The member with the farthest next use (NIL if empty); every member's
+ * finite key must lie in [now, now + ring). */
+uint32_t umadv__victimq_peek_max(const umadv_victimq_t *q, uint64_t now);
+
+/* The same, removed from the queue. */
+uint32_t umadv__victimq_pop_max(umadv_victimq_t *q, uint64_t now);
+
+#endif

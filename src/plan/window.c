@@ -1,0 +1,197 @@
+#include "plan/window.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static int in_window(uint32_t step, uint32_t first, uint32_t n)
+{
+    return step != UMADV_STEP_NONE && step >= first && step - first < n;
+}
+
+static void classify(umadv_window_t *w, uint32_t a)
+{
+    const umadv_trace_alloc_t *alloc = &w->trace->allocs[a];
+    int born_in = in_window(alloc->alloc_step, w->first, w->n);
+    int freed_in = in_window(alloc->free_step, w->first, w->n);
+
+    if (born_in && freed_in)
+        w->life[a] = UMADV_LIFE_TRANSIENT;
+    else if (freed_in)
+        w->life[a] = UMADV_LIFE_FREED;
+    else if (born_in && alloc->free_step != UMADV_STEP_NONE)
+        w->life[a] = UMADV_LIFE_BORN;
+    else
+        w->life[a] = UMADV_LIFE_PERSISTENT;
+    w->wrap_ok[a] = w->life[a] == UMADV_LIFE_PERSISTENT;
+    w->birth[a] = (w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_BORN)
+                      ? alloc->alloc_step - w->first : 0;
+    if (freed_in)
+        w->death[a] = alloc->free_step - w->first;
+    else
+        w->death[a] = w->life[a] == UMADV_LIFE_BORN ? w->n - 1 : UMADV_STEP_NONE;
+}
+
+static void mark_written(umadv_window_t *w)
+{
+    const umadv_trace_t *trace = w->trace;
+
+    for (uint32_t i = 0; i < trace->naccesses; i++) {
+        if (trace->accesses[i].mode & UMADV_ACCESS_WRITE)
+            w->written[trace->accesses[i].alloc] = 1;
+    }
+}
+
+static int listed(const umadv_window_t *w, uint32_t a, int births)
+{
+    if (births)
+        return w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_BORN;
+    return w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_FREED;
+}
+
+static umadv_status_t list_carried(umadv_window_t *w)
+{
+    w->carried = malloc((w->trace->nallocs ? w->trace->nallocs : 1) * sizeof(*w->carried));
+    if (w->carried == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < w->trace->nallocs; a++) {
+        if (w->life[a] == UMADV_LIFE_BORN)
+            w->carried[w->ncarried++] = a;
+    }
+    return UMADV_OK;
+}
+
+/* Allocations that die (or are born) at each step, as offsets + list. */
+static umadv_status_t build_lists(umadv_window_t *w, int births, uint32_t **off_p,
+                                  uint32_t **list_p)
+{
+    const umadv_trace_t *trace = w->trace;
+    uint32_t *off = calloc((size_t)w->n + 1, sizeof(*off));
+    uint32_t *list = NULL, count = 0;
+
+    if (off == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        if (listed(w, a, births)) {
+            uint32_t step = births ? trace->allocs[a].alloc_step : trace->allocs[a].free_step;
+            off[step - w->first + 1]++;
+            count++;
+        }
+    }
+    list = malloc((count ? count : 1) * sizeof(*list));
+    if (list == NULL) {
+        free(off);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    for (uint32_t j = 0; j < w->n; j++)
+        off[j + 1] += off[j];
+    for (uint32_t a = 0, j; a < trace->nallocs; a++) {
+        if (listed(w, a, births)) {
+            j = (births ? trace->allocs[a].alloc_step : trace->allocs[a].free_step) - w->first;
+            list[off[j]++] = a;
+        }
+    }
+    /* The fill advanced each offset to its successor's start: shift back. */
+    memmove(off + 1, off, (size_t)w->n * sizeof(*off));
+    off[0] = 0;
+    *off_p = off;
+    *list_p = list;
+    return UMADV_OK;
+}
+
+static void measure_steps(umadv_window_t *w)
+{
+    for (uint32_t j = 0; j < w->n; j++) {
+        uint32_t nacc;
+        const umadv_trace_access_t *acc = umadv__window_accesses(w, j, &nacc);
+        uint64_t bytes = 0;
+
+        for (uint32_t i = 0; i < nacc; i++)
+            bytes += umadv__trace_run_bytes(w->trace, acc[i].alloc, acc[i].first, acc[i].count);
+        w->step_bytes[j] = bytes;
+        if (bytes > w->max_step_bytes) {
+            w->max_step_bytes = bytes;
+            w->max_step = j;
+        }
+    }
+    for (uint32_t a = 0; a < w->trace->nallocs; a++)
+        w->total_bytes += w->trace->allocs[a].size;
+}
+
+umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *trace,
+                                  uint32_t first, uint32_t n)
+{
+    umadv_window_t w;
+    size_t na = trace->nallocs ? trace->nallocs : 1;
+    umadv_status_t status;
+
+    if (!trace->finalized || n == 0 || first > trace->nsteps || n > trace->nsteps - first)
+        return UMADV_ERR_INVALID_PARAM;
+    memset(&w, 0, sizeof(w));
+    w.trace = trace;
+    w.first = first;
+    w.n = n;
+    w.life = calloc(na, 1);
+    w.wrap_ok = calloc(na, 1);
+    w.written = calloc(na, 1);
+    w.birth = calloc(na, sizeof(*w.birth));
+    w.death = calloc(na, sizeof(*w.death));
+    w.step_bytes = calloc(n, sizeof(*w.step_bytes));
+    status = UMADV_ERR_NO_MEMORY;
+    if (w.life == NULL || w.wrap_ok == NULL || w.written == NULL || w.birth == NULL ||
+        w.death == NULL || w.step_bytes == NULL)
+        goto err_cleanup;
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        classify(&w, a);
+    mark_written(&w);
+    measure_steps(&w);
+    status = build_lists(&w, 1, &w.born_off, &w.born);
+    if (status != UMADV_OK)
+        goto err_cleanup;
+    status = build_lists(&w, 0, &w.freed_off, &w.freed);
+    if (status != UMADV_OK)
+        goto err_cleanup;
+    status = list_carried(&w);
+    if (status != UMADV_OK)
+        goto err_cleanup;
+    *window = w;
+    return UMADV_OK;
+
+err_cleanup:
+    umadv__window_cleanup(&w);
+    return status;
+}
+
+void umadv__window_cleanup(umadv_window_t *window)
+{
+    free(window->life);
+    free(window->wrap_ok);
+    free(window->birth);
+    free(window->death);
+    free(window->carried);
+    free(window->written);
+    free(window->born_off);
+    free(window->born);
+    free(window->freed_off);
+    free(window->freed);
+    free(window->step_bytes);
+    memset(window, 0, sizeof(*window));
+}
+
+umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t budget)
+{
+    const umadv_trace_step_t *step;
+    char need[32], have[32];
+
+    if (window->max_step_bytes <= budget)
+        return UMADV_OK;
+    step = &window->trace->steps[window->first + window->max_step];
+    umadv_error("step %u (%s) touches %s at once, more than the budget of %s: "
+                "raise the budget to at least that",
+                window->first + window->max_step, step->name ? step->name : "unnamed",
+                umadv__size_format(window->max_step_bytes, need, sizeof(need)),
+                umadv__size_format(budget, have, sizeof(have)));
+    return UMADV_ERR_BUDGET_TOO_SMALL;
+}

@@ -1,0 +1,92 @@
+/*
+ * A window of steps replayed over and over (one iteration), as the planner
+ * and the simulator both see it: how each allocation lives inside it,
+ * which allocations are born and freed at which step, and each step's
+ * working set. Shared so that the plan and its simulation agree on what
+ * is fresh, what is dead and what must be kept.
+ */
+#ifndef UMADV_PLAN_WINDOW_H
+#define UMADV_PLAN_WINDOW_H
+
+#include <stdint.h>
+
+#include "trace/trace.h"
+
+/*
+ * How an allocation lives in a periodic replay of the window.
+ *
+ * TRANSIENT: allocated and freed inside the window (activations,
+ * workspace). Each replay gets new memory: its first touch after birth
+ * has nothing to copy, and after its free it is dead until reborn.
+ *
+ * FREED: allocated before the window, freed inside it. Dead after the
+ * free; at the next replay its role is taken by data that the previous
+ * replay left on the host, so it is fetched (with a copy) again.
+ *
+ * BORN: allocated inside the window, freed in a later iteration (data one
+ * iteration hands to the next). Fresh at birth; its data must reach the
+ * host by the end of the window, where the FREED role picks it up. Each
+ * replay has a new instance: at its birth the old one is no longer this
+ * allocation (the simulator releases it without cost).
+ *
+ * FREED and BORN are conservative on purpose: the trace does not say which
+ * FREED allocation of the next iteration a BORN one becomes, so the data
+ * goes through the host.
+ *
+ * PERSISTENT: everything else. Its data is kept across the wrap. One
+ * allocated inside the window and never freed (lazily created optimizer
+ * state) exists at all times in steady state.
+ */
+typedef enum umadv_life {
+    UMADV_LIFE_PERSISTENT = 0,
+    UMADV_LIFE_TRANSIENT  = 1,
+    UMADV_LIFE_FREED      = 2,
+    UMADV_LIFE_BORN       = 3
+} umadv_life_t;
+
+typedef struct umadv_window {
+    const umadv_trace_t *trace;
+    uint32_t  first;          /* global index of the window's first step */
+    uint32_t  n;              /* steps in the window */
+    uint8_t  *life;           /* per allocation, umadv_life_t */
+    uint8_t  *wrap_ok;        /* per allocation: PERSISTENT, exists across the
+                               * wrap, so it may be fetched in the previous replay */
+    uint32_t *birth;          /* per allocation: first window step at which
+                               * it exists (0 unless TRANSIENT or BORN) */
+    uint32_t *death;          /* per allocation: last window step of its data
+                               * (the free step; n - 1 for BORN; NONE) */
+    uint8_t  *written;        /* per allocation: some step of the trace
+                               * (any iteration) writes it */
+    uint32_t *born_off;       /* n + 1 offsets into born: TRANSIENT and BORN */
+    uint32_t *born;           /*   allocations born just before step j */
+    uint32_t *freed_off;      /* n + 1 offsets into freed: TRANSIENT and */
+    uint32_t *freed;          /*   FREED allocations freed after step j */
+    uint32_t *carried;        /* the BORN allocations */
+    uint32_t  ncarried;
+    uint64_t *step_bytes;     /* per step: bytes of its working set */
+    uint64_t  max_step_bytes; /* the largest of them */
+    uint32_t  max_step;       /* window step that has it */
+    uint64_t  total_bytes;    /* bytes of every section of the trace */
+} umadv_window_t;
+
+/* Describe global steps [first, first + n) of a finalized trace. */
+umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *trace,
+                                  uint32_t first, uint32_t n);
+
+void umadv__window_cleanup(umadv_window_t *window);
+
+/* UMADV_ERR_BUDGET_TOO_SMALL, logged with the step's index (global),
+ * name, working set and the budget, when a step alone exceeds @budget. */
+umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t budget);
+
+/* The access list of window step @j. */
+static inline const umadv_trace_access_t *umadv__window_accesses(const umadv_window_t *window,
+                                                                 uint32_t j, uint32_t *count_p)
+{
+    const umadv_trace_step_t *step = &window->trace->steps[window->first + j];
+
+    *count_p = step->naccesses;
+    return &window->trace->accesses[step->first_access];
+}
+
+#endif

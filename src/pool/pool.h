@@ -1,0 +1,101 @@
+/*
+ * The managed-memory pool. Arenas come from cuda_ops->malloc_managed;
+ * blocks are carved from them best-fit and coalesced with free neighbours
+ * when freed. A block is cut into sections of section_size bytes (the unit
+ * of placement); blocks of a section or more start on a section boundary
+ * and span whole sections, so their transfers never move a neighbour's
+ * data. Smaller blocks are 256-byte aligned (what cudaMalloc guarantees)
+ * and may share a section.
+ *
+ * Cost, with n live blocks (free or used) and A arenas:
+ *   malloc  O(log n) expected (a treap of free blocks keyed by size),
+ *           plus O(A) when it must add an arena;
+ *   free    O(log n) expected, plus O(A) when it returns an arena;
+ *   lookup  O(log A + log n): binary search of the sorted arenas, then
+ *           the treap of used blocks keyed by address.
+ *
+ * Arenas: max(UMADV_ARENA_SIZE, the request) rounded to sections. An
+ * arena left empty is returned, except one empty arena of the default
+ * size, kept to stop alloc/free at a boundary from thrashing
+ * cudaMallocManaged (it is returned too when UMADV_MAX_MANAGED needs the
+ * room). UMADV_MAX_MANAGED caps the sum of arena sizes.
+ *
+ * Not thread-safe: the context serialises calls.
+ */
+#ifndef UMADV_POOL_POOL_H
+#define UMADV_POOL_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+#include "cuda_ops/cuda_ops.h"
+
+/* Alignment of every block. */
+#define UMADV_POOL_ALIGN 256
+
+typedef struct umadv_pool umadv_pool_t;
+
+typedef struct umadv_pool_params {
+    const umadv_cuda_ops_t *ops;
+    uint64_t                section_size; /* power of two, see trace.h */
+    uint64_t                arena_size;   /* rounded up to sections */
+    uint64_t                max_managed;  /* 0 = no limit */
+} umadv_pool_params_t;
+
+/* Where an address falls. */
+typedef struct umadv_pool_loc {
+    void     *base;       /* the block's first byte (what malloc returned) */
+    uint64_t  size;       /* bytes asked for */
+    uint64_t  span;       /* bytes the block occupies, rounded; >= size */
+    uint64_t  offset;     /* address - base, < span */
+    uint32_t  section;    /* offset / section_size */
+    uint32_t  nsections;  /* sections the block's size covers */
+    void     *arena_base;
+    uint64_t  arena_size;
+    uint64_t  user;       /* the caller's value, see umadv__pool_set_user */
+} umadv_pool_loc_t;
+
+typedef struct umadv_pool_stats {
+    uint64_t bytes_in_use;  /* bytes asked for by live blocks */
+    uint64_t bytes_peak;
+    uint64_t span_in_use;   /* bytes live blocks occupy, with rounding */
+    uint64_t arena_bytes;   /* managed memory held */
+    uint64_t arena_peak;
+    uint32_t arenas;
+    uint64_t blocks;        /* live blocks */
+    uint64_t free_blocks;   /* free pieces of arenas */
+} umadv_pool_stats_t;
+
+umadv_status_t umadv__pool_create(const umadv_pool_params_t *params, umadv_pool_t **pool_p);
+
+/* Return every arena, live blocks included. */
+void umadv__pool_destroy(umadv_pool_t *pool);
+
+/* UMADV_ERR_INVALID_PARAM for size 0 or absurd sizes; UMADV_ERR_LIMIT
+ * (logged with the request, what the pool holds and the limit);
+ * UMADV_ERR_CUDA or UMADV_ERR_NO_MEMORY. The new block's user value is 0. */
+umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_p);
+
+/* UMADV_ERR_NOT_FOUND unless @ptr is the start of a live block. */
+umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
+
+/* UMADV_ERR_NOT_FOUND unless @addr is inside a live block's span. */
+umadv_status_t umadv__pool_lookup(const umadv_pool_t *pool, const void *addr,
+                                  umadv_pool_loc_t *loc);
+
+/* Attach a value to the live block starting at @ptr (the context keeps
+ * the block's trace id there). UMADV_ERR_NOT_FOUND otherwise. */
+umadv_status_t umadv__pool_set_user(umadv_pool_t *pool, void *ptr, uint64_t user);
+
+/* Call @fn for every live block, in address order within each arena. */
+void umadv__pool_foreach(const umadv_pool_t *pool,
+                         void (*fn)(void *arg, void *base, uint64_t size, uint64_t user),
+                         void *arg);
+
+void umadv__pool_get_stats(const umadv_pool_t *pool, umadv_pool_stats_t *stats);
+
+uint64_t umadv__pool_section_size(const umadv_pool_t *pool);
+
+#endif

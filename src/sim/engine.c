@@ -1,0 +1,359 @@
+/*
+ * The simulator's engine: the compute lane, step by step, over the
+ * memory and transfer lanes of lanes.c (sim.c's opening comment has the
+ * model).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "sim/sim_int.h"
+
+#define SIM_INF INFINITY
+
+static uint32_t section_id(const sim_engine_t *e, uint32_t alloc, uint32_t index)
+{
+    return umadv__trace_section_id(e->trace, alloc, index);
+}
+
+/* ------------------------------------------------------------ lifetimes */
+
+/* The data of @x is gone (freed, or a new instance): release it without a
+ * copy; a fetch in flight lands and is released then. */
+static void forget(sim_engine_t *e, uint32_t x)
+{
+    e->pending[x] = 0;
+    if (e->state[x] == UMADV_SIM_RESIDENT) {
+        uint64_t size = umadv__sim_release(e, x);
+        if (e->measuring)
+            e->r.dropped_bytes += size;
+    } else if (e->state[x] == UMADV_SIM_FETCHING) {
+        e->dead[x] = 1;
+    }
+}
+
+static void lifetime_events(sim_engine_t *e, const uint32_t *off, const uint32_t *list,
+                            uint32_t j, double now)
+{
+    for (uint32_t i = off[j]; i < off[j + 1]; i++) {
+        const umadv_trace_alloc_t *alloc = &e->trace->allocs[list[i]];
+        /* a TRANSIENT or BORN allocation is fresh until touched; a FREED
+         * one's role is next played by data on the host */
+        int fresh = e->w->life[list[i]] != UMADV_LIFE_FREED;
+
+        for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
+            forget(e, x);
+            e->fresh[x] = (uint8_t)fresh;
+        }
+    }
+    umadv__sim_try_start_fetch(e, now);
+}
+
+/* ------------------------------------------------------------ steps */
+
+static umadv_status_t collect_touches(sim_engine_t *e, uint32_t j, size_t *count_p)
+{
+    uint32_t nacc;
+    const umadv_trace_access_t *acc = umadv__window_accesses(e->w, j, &nacc);
+    size_t count = 0;
+    umadv_status_t status;
+
+    for (uint32_t i = 0; i < nacc; i++)
+        count += acc[i].count;
+    status = umadv__array_reserve((void **)&e->touch, &e->touch_cap, count ? count : 1,
+                                  sizeof(*e->touch));
+    if (status != UMADV_OK)
+        return status;
+    e->cur_stamp++;
+    count = 0;
+    for (uint32_t i = 0; i < nacc; i++) {
+        for (uint32_t c = 0; c < acc[i].count; c++) {
+            uint32_t x = section_id(e, acc[i].alloc, acc[i].first + c);
+            e->stamp[x] = e->cur_stamp;
+            e->touch[count++] = x;
+            if (e->state[x] == UMADV_SIM_RESIDENT)
+                umadv__sim_lru_touch(e, x);
+        }
+    }
+    *count_p = count;
+    return UMADV_OK;
+}
+
+/* Resident, or will never arrive by itself (not queued, not moving). */
+static int settled(const sim_engine_t *e, uint32_t x)
+{
+    return e->state[x] == UMADV_SIM_RESIDENT ||
+           (e->state[x] == UMADV_SIM_HOST && e->pending[x] == 0);
+}
+
+/* Wait for the step's data in flight. With nothing left in flight that
+ * could bring it (a fetch blocked for memory that no running eviction
+ * frees), stop waiting: the step faults it. */
+static double wait_ready(sim_engine_t *e, size_t count, double now)
+{
+    size_t i = 0;
+
+    while (i < count) {
+        double tn;
+
+        if (settled(e, e->touch[i])) {
+            i++;
+            continue;
+        }
+        tn = umadv__sim_next_event(e);
+        if (tn == SIM_INF)
+            break;
+        umadv__sim_advance(e, tn);
+        now = UMADV_MAX(now, tn);
+    }
+    return now;
+}
+
+static void add_evict_cost(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t n, void *arg)
+{
+    double *cost = arg;
+
+    *cost += umadv__link_time(e->link.evict_latency, e->link.evict_bw,
+                              umadv__trace_run_bytes(e->trace, alloc, first, n));
+}
+
+/* Room for @need more bytes, evicting least recently used sections in the
+ * step's own time (what the driver does in its fault path). Returns the
+ * eviction time, or a negative value if no room can be made. */
+static double make_room_sync(sim_engine_t *e, uint64_t need, double *now_p)
+{
+    size_t nv = 0;
+    double cost = 0;
+
+    e->f_hold = 1;
+    while (e->used + need > e->budget) {
+        uint32_t v = umadv__sim_lru_victim(e, SIM_NIL);
+        double tn;
+
+        if (v != SIM_NIL) {
+            if (umadv__array_reserve((void **)&e->victims, &e->victims_cap, nv + 1,
+                                     sizeof(*e->victims)) != UMADV_OK)
+                return -1;
+            e->victims[nv++] = v;
+            umadv__sim_release(e, v);
+            continue;
+        }
+        tn = umadv__sim_next_event(e);
+        if (tn == SIM_INF)
+            return -1;
+        umadv__sim_advance(e, tn);
+        *now_p = UMADV_MAX(*now_p, tn);
+    }
+    if (e->measuring) {
+        for (size_t i = 0; i < nv; i++)
+            e->r.evicted_bytes += umadv__sim_section_size(e, e->victims[i]);
+    }
+    umadv__sim_for_runs(e, e->victims, nv, add_evict_cost, &cost);
+    return cost;
+}
+
+/* Fault in what the step still misses. Returns the time the faults (and
+ * the evictions they force) add to the step, or a negative value. */
+static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *faults_p)
+{
+    uint64_t need = 0, copy = 0;
+    uint32_t faults = 0, fresh = 0;
+    double evict_cost;
+
+    for (size_t i = 0; i < count; i++) {
+        uint32_t x = e->touch[i];
+        if (e->state[x] == UMADV_SIM_RESIDENT)
+            continue;
+        e->pending[x] = 0;
+        need += umadv__sim_section_size(e, x);
+    }
+    evict_cost = need ? make_room_sync(e, need, now_p) : 0;
+    if (evict_cost < 0)
+        return -1;
+    for (size_t i = 0; i < count && need; i++) {
+        uint32_t x = e->touch[i];
+        if (e->state[x] != UMADV_SIM_HOST)
+            continue;
+        faults++;
+        if (e->fresh[x])
+            fresh++;
+        else
+            copy += umadv__sim_section_size(e, x);
+        umadv__sim_take(e, x);
+        umadv__sim_become_resident(e, x);
+    }
+    e->f_hold = 0;
+    umadv__sim_try_start_fetch(e, *now_p);
+    if (e->measuring) {
+        e->r.faults += faults;
+        e->r.fault_bytes += copy;
+    }
+    *faults_p = faults;
+    return evict_cost + (double)copy / e->link.fault_bw + fresh * e->link.fault_latency;
+}
+
+static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint32_t faults)
+{
+    umadv_sim_step_view_t view;
+
+    if (e->params->observer == NULL)
+        return;
+    view.replay  = e->replay;
+    view.step    = e->w->first + j;
+    view.start_s = start;
+    view.end_s   = end;
+    view.used    = e->used;
+    view.faults  = faults;
+    view.state   = e->state;
+    e->params->observer(e->params->observer_arg, &view);
+}
+
+static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
+{
+    const umadv_trace_step_t *step = &e->trace->steps[e->w->first + j];
+    double now = e->t, extra;
+    uint32_t faults = 0;
+    size_t count;
+    umadv_status_t status;
+
+    umadv__sim_advance(e, now);
+    lifetime_events(e, e->w->born_off, e->w->born, j, now);
+    status = collect_touches(e, j, &count);
+    if (status != UMADV_OK)
+        return status;
+    umadv__sim_policy_begin(e, j, now, count);
+    now = wait_ready(e, count, now);
+    extra = fault_in(e, count, &now, &faults);
+    if (extra < 0) {
+        umadv_error("simulator: no room for step %u's data (internal error)", e->w->first + j);
+        return UMADV_ERR_STATE;
+    }
+    e->t = now + extra + (double)step->duration_ns * 1e-9;
+    observe(e, j, now, e->t, faults);
+    umadv__sim_advance(e, e->t);
+    umadv__sim_policy_end(e, j, e->t);
+    lifetime_events(e, e->w->freed_off, e->w->freed, j, e->t);
+    return UMADV_OK;
+}
+
+/* The plan's steady state starts with its resident set in place. */
+static void load_start_state(sim_engine_t *e)
+{
+    const umadv_schedule_t *s = e->params->schedule;
+
+    if (e->params->policy != UMADV_POLICY_PLAN || s == NULL)
+        return;
+    for (uint32_t x = 0; x < e->trace->nsections; x++) {
+        if (s->resident_at_start[x] && e->used + umadv__sim_section_size(e, x) <= e->budget) {
+            umadv__sim_take(e, x);
+            umadv__sim_become_resident(e, x);
+        }
+    }
+}
+
+umadv_status_t umadv__sim_engine_run(sim_engine_t *e)
+{
+    load_start_state(e);
+    for (uint32_t r = 0; r <= e->params->warmup; r++) {
+        e->replay = r;
+        if (r == e->params->warmup) {
+            e->measuring = 1;
+            e->t0 = e->t;
+        }
+        for (uint32_t j = 0; j < e->w->n; j++) {
+            umadv_status_t status = run_step(e, j);
+            if (status != UMADV_OK)
+                return status;
+        }
+    }
+    e->r.iteration_s = e->t - e->t0;
+    e->r.peak_resident = e->peak;
+    return UMADV_OK;
+}
+
+/* ------------------------------------------------------------ setup */
+
+umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
+                                      const umadv_sim_params_t *params, uint64_t budget)
+{
+    const umadv_trace_t *trace = w->trace;
+    size_t ns = trace->nsections ? trace->nsections : 1;
+
+    memset(e, 0, sizeof(*e));
+    e->trace = trace;
+    e->w = w;
+    e->params = params;
+    e->link = params->link;
+    e->budget = budget;
+    e->next_id = 1;
+    e->lru_head = e->lru_tail = SIM_NIL;
+    e->state = calloc(ns, 1);
+    e->fresh = calloc(ns, 1);
+    e->dead = calloc(ns, 1);
+    e->owner = calloc(ns, sizeof(*e->owner));
+    e->pending = calloc(ns, sizeof(*e->pending));
+    e->stamp = calloc(ns, sizeof(*e->stamp));
+    e->lru_prev = malloc(ns * sizeof(*e->lru_prev));
+    e->lru_next = malloc(ns * sizeof(*e->lru_next));
+    if (e->state == NULL || e->fresh == NULL || e->dead == NULL || e->owner == NULL ||
+        e->pending == NULL || e->stamp == NULL || e->lru_prev == NULL || e->lru_next == NULL) {
+        umadv__sim_engine_cleanup(e);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    for (uint32_t x = 0; x < trace->nsections; x++) {
+        uint8_t life = w->life[trace->sections[x].alloc];
+        e->fresh[x] = life == UMADV_LIFE_TRANSIENT || life == UMADV_LIFE_BORN;
+    }
+    return UMADV_OK;
+}
+
+void umadv__sim_engine_cleanup(sim_engine_t *e)
+{
+    free(e->state);
+    free(e->fresh);
+    free(e->dead);
+    free(e->owner);
+    free(e->pending);
+    free(e->stamp);
+    free(e->lru_prev);
+    free(e->lru_next);
+    free(e->fq);
+    free(e->eq);
+    free(e->touch);
+    free(e->victims);
+    free(e->scratch);
+    memset(e, 0, sizeof(*e));
+}
+
+static int u32_compare(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+size_t umadv__sim_for_runs(sim_engine_t *e, uint32_t *sections, size_t count,
+                           void (*fn)(sim_engine_t *e, uint32_t alloc, uint32_t first,
+                                      uint32_t n, void *arg),
+                           void *arg)
+{
+    size_t runs = 0;
+
+    if (count == 0)
+        return 0;
+    qsort(sections, count, sizeof(*sections), u32_compare);
+    for (size_t i = 0; i < count;) {
+        const umadv_trace_section_t *sec = &e->trace->sections[sections[i]];
+        size_t k = i + 1;
+
+        while (k < count && sections[k] == sections[k - 1] + 1 &&
+               e->trace->sections[sections[k]].alloc == sec->alloc)
+            k++;
+        fn(e, sec->alloc, sec->index, (uint32_t)(k - i), arg);
+        runs++;
+        i = k;
+    }
+    return runs;
+}

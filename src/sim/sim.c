@@ -1,0 +1,231 @@
+/*
+ * The simulator: replays one policy on one iteration of a trace with the
+ * link cost model and reports a steady-state iteration.
+ *
+ * MODEL (engine.c: steps; lanes.c: memory and transfers). Event-driven,
+ * exact to the model (no time steps).
+ * - Compute lane: the window's steps in order, replayed warmup + 1 times;
+ *   the last replay is measured. A step starts when the previous one ended
+ *   and none of its sections is still on its way (being fetched, queued
+ *   for a fetch, or finishing an eviction before a queued fetch brings it
+ *   back). It then faults in whatever is missing: copied bytes / fault_bw,
+ *   plus fault_latency per fresh section (memory allocated in this replay
+ *   and never touched: nothing to copy), and if the faults need room, it
+ *   first evicts least recently used sections that it does not use, in
+ *   its own time (latency + bytes / evict_bw per run of adjacent
+ *   sections), as the driver does in its fault path. Then it computes for
+ *   its duration.
+ * - Fetch lane: one transfer at a time, latency + copied bytes / fetch_bw
+ *   per op (fresh sections cost no bytes). It serves queued fetches
+ *   earliest need first (plan.h) and starts one only when the op fits the
+ *   budget: the memory of a fetch counts from its start.
+ * - Eviction lane: one transfer at a time, FIFO, latency + bytes /
+ *   evict_bw per op; an evicted section's memory counts until its
+ *   eviction completes.
+ * - Memory: a section is HOST, RESIDENT, FETCHING or EVICTING; the last
+ *   three count against the budget, which no event ever exceeds (fetches
+ *   wait; faults evict first). Allocations are born and freed as window.h
+ *   describes: a free (or a BORN allocation's rebirth) releases its
+ *   sections without a copy.
+ * - No infinite wait: a step waits only while a lane is running; when
+ *   nothing in flight can bring its data (a fetch blocked for memory that
+ *   no running eviction will free), it faults the data in, evicting
+ *   synchronously if needed; a fault that cannot make room waits for the
+ *   lanes in flight. Such faults are counted like any other.
+ *
+ * POLICIES (policy.c), all under the same budget:
+ * - oracle: no budget, everything resident: the iteration takes the sum
+ *   of the step durations; peak_resident is the largest total of live
+ *   allocations at any step (transients only while alive), the footprint.
+ * - demand: no prefetch; every missing section faults (LRU evictions in
+ *   the fault path, serial with the step).
+ * - prefetch-all: at each step, evict least recently used sections not
+ *   used by the step (eviction lane) until its missing sections fit, then
+ *   fetch them all, coalesced per run; the step waits (no lookahead).
+ * - plan: replay the schedule: at a step's start queue its FETCH ops
+ *   (issue step), at its end queue its EVICT ops and apply its DROPs. It
+ *   starts from the schedule's resident_at_start.
+ *
+ * RESULTS cover the measured replay: iteration_s from the end of the
+ * replay before it to its own end; fetched bytes are counted when a fetch
+ * starts within that time, evictions and drops by the replay that issues
+ * them (in steady state both equal one period's worth); faults by its
+ * steps. peak_resident covers the whole run. lower_bound_s, DESIGN.md's
+ * bound, is max(compute, evicted / evict_bw, fetched / fetch_bw) with the
+ * schedule's per-iteration volumes when params->schedule is given (for
+ * any policy: the least traffic this budget allows, as far as the planner
+ * knows), else with this run's volumes (faulted bytes count as fetched);
+ * for oracle it is compute_s.
+ */
+#include "sim/sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "plan/window.h"
+#include "sim/sim_int.h"
+
+#define SIM_WARMUP_DEFAULT 2
+
+void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy,
+                               uint64_t budget, umadv_sim_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->policy    = policy;
+    params->budget    = budget;
+    params->iteration = trace->niterations ? trace->niterations - 1 : 0;
+    params->link      = trace->link;
+    params->warmup    = SIM_WARMUP_DEFAULT;
+}
+
+double umadv__sim_lower_bound(double compute_s, uint64_t fetched, uint64_t evicted,
+                              const umadv_link_model_t *link)
+{
+    double bound = compute_s;
+
+    if (link->evict_bw > 0)
+        bound = UMADV_MAX(bound, (double)evicted / link->evict_bw);
+    if (link->fetch_bw > 0)
+        bound = UMADV_MAX(bound, (double)fetched / link->fetch_bw);
+    return bound;
+}
+
+/* The largest total of live allocations over the window's steps. */
+static umadv_status_t footprint(const umadv_window_t *w, uint64_t *peak_p)
+{
+    const umadv_trace_t *trace = w->trace;
+    int64_t *diff = calloc((size_t)w->n + 1, sizeof(*diff));
+    uint64_t peak = 0;
+    int64_t cur = 0;
+
+    if (diff == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        const umadv_trace_alloc_t *alloc = &trace->allocs[a];
+        uint64_t lo = alloc->alloc_step == UMADV_STEP_NONE ? 0 : alloc->alloc_step;
+        uint64_t hi = alloc->free_step == UMADV_STEP_NONE ? UINT64_MAX : alloc->free_step;
+        uint64_t first = w->first, last = (uint64_t)w->first + w->n - 1;
+
+        if (hi < first || lo > last)
+            continue;
+        diff[UMADV_MAX(lo, first) - first] += (int64_t)alloc->size;
+        diff[UMADV_MIN(hi, last) - first + 1] -= (int64_t)alloc->size;
+    }
+    for (uint32_t j = 0; j < w->n; j++) {
+        cur += diff[j];
+        peak = UMADV_MAX(peak, (uint64_t)cur);
+    }
+    free(diff);
+    *peak_p = peak;
+    return UMADV_OK;
+}
+
+static double compute_seconds(const umadv_window_t *w)
+{
+    uint64_t ns = 0;
+
+    for (uint32_t j = 0; j < w->n; j++)
+        ns += w->trace->steps[w->first + j].duration_ns;
+    return (double)ns * 1e-9;
+}
+
+static umadv_status_t check_params(const umadv_trace_t *trace, const umadv_sim_params_t *params,
+                                   uint32_t first, uint32_t count)
+{
+    const umadv_schedule_t *s = params->schedule;
+
+    if ((unsigned)params->policy >= UMADV_POLICY_COUNT)
+        return UMADV_ERR_INVALID_PARAM;
+    if (params->policy == UMADV_POLICY_PLAN && s == NULL) {
+        umadv_error("simulating the plan needs a schedule");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (s != NULL && (s->first_step != first || s->nsteps != count)) {
+        umadv_error("the schedule covers steps %u..%u, iteration %u is steps %u..%u",
+                    s->first_step, s->first_step + s->nsteps - 1, params->iteration, first,
+                    first + count - 1);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (params->link.fetch_bw <= 0 || params->link.evict_bw <= 0 || params->link.fault_bw <= 0) {
+        umadv_error("the link model needs positive bandwidths");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t run_engine(const umadv_window_t *w, const umadv_sim_params_t *params,
+                                 umadv_sim_result_t *r)
+{
+    uint64_t budget = params->budget ? params->budget : UINT64_MAX;
+    sim_engine_t e;
+    umadv_status_t status = umadv__window_check_budget(w, budget);
+
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__sim_engine_init(&e, w, params, budget);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__sim_engine_run(&e);
+    if (status == UMADV_OK)
+        *r = e.r;
+    umadv__sim_engine_cleanup(&e);
+    return status;
+}
+
+static void finish(const umadv_sim_params_t *params, umadv_sim_result_t *r)
+{
+    const umadv_schedule_t *s = params->schedule;
+
+    r->policy = params->policy;
+    r->budget = params->budget;
+    r->stall_s = r->iteration_s - r->compute_s;
+    if (params->policy == UMADV_POLICY_ORACLE)
+        r->lower_bound_s = r->compute_s;
+    else if (s != NULL)
+        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s, s->fetch_bytes, s->evict_bytes,
+                                                  &params->link);
+    else
+        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s, r->fetched_bytes + r->fault_bytes,
+                                                  r->evicted_bytes, &params->link);
+}
+
+umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params_t *params,
+                              umadv_sim_result_t *result)
+{
+    umadv_sim_result_t r;
+    umadv_window_t w;
+    uint32_t first, count;
+    umadv_status_t status;
+
+    if (trace == NULL || params == NULL || result == NULL || !trace->finalized)
+        return UMADV_ERR_INVALID_PARAM;
+    status = umadv__trace_iteration_steps(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK) {
+        umadv_error("the trace has no iteration %u (it has %u)", params->iteration,
+                    trace->niterations);
+        return status;
+    }
+    status = check_params(trace, params, first, count);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__window_init(&w, trace, first, count);
+    if (status != UMADV_OK)
+        return status;
+    memset(&r, 0, sizeof(r));
+    if (params->policy == UMADV_POLICY_ORACLE) {
+        status = footprint(&w, &r.peak_resident);
+    } else {
+        status = run_engine(&w, params, &r);
+    }
+    r.compute_s = compute_seconds(&w);
+    if (params->policy == UMADV_POLICY_ORACLE)
+        r.iteration_s = r.compute_s;
+    umadv__window_cleanup(&w);
+    if (status != UMADV_OK)
+        return status;
+    finish(params, &r);
+    *result = r;
+    return UMADV_OK;
+}

@@ -1,0 +1,472 @@
+/*
+ * The on-disk trace format, umadv-trace(5): the writer, re-sealing, and
+ * atomic file output. The reader is in trace_read.c. Text, one record per
+ * line, so traces diff, grep and survive hand editing; a CRC-32 over
+ * everything before the 'end' line catches truncation and bit rot.
+ */
+#include "trace/trace_io.h"
+#include "trace/trace_io_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* --- shared with the reader (trace_io_int.h) -------------------------------- */
+
+void umadv__numeric_locale_enter(umadv_numeric_locale_t *nl)
+{
+    nl->c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    nl->saved = nl->c != (locale_t)0 ? uselocale(nl->c) : (locale_t)0;
+}
+
+void umadv__numeric_locale_leave(umadv_numeric_locale_t *nl)
+{
+    if (nl->c == (locale_t)0)
+        return;
+    uselocale(nl->saved);
+    freelocale(nl->c);
+}
+
+/* Overlong forms, surrogates and code points past U+10FFFF are refused,
+ * as RFC 3629 requires. */
+size_t umadv__utf8_sequence(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+
+    if (c < 0x80)
+        return 1;
+    if (c < 0xc2 || c > 0xf4)
+        return 0;
+    n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+const char *umadv__access_mode_name(uint32_t mode)
+{
+    switch (mode) {
+    case UMADV_ACCESS_READ:  return "r";
+    case UMADV_ACCESS_WRITE: return "w";
+    default:                 return "rw";
+    }
+}
+
+/* --- writer --------------------------------------------------------------- */
+
+/* A growing output buffer whose first failure sticks, so the writer
+ * checks for running out of memory once, at the end. */
+typedef struct strbuf {
+    char  *data;
+    size_t len, cap;
+    int    failed;
+} strbuf_t;
+
+static int sb_reserve(strbuf_t *sb, size_t extra)
+{
+    if (sb->failed)
+        return -1;
+    if (umadv__array_reserve((void **)&sb->data, &sb->cap, sb->len + extra + 1, 1) !=
+        UMADV_OK) {
+        sb->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static void sb_append(strbuf_t *sb, const char *s, size_t n)
+{
+    if (sb_reserve(sb, n) != 0)
+        return;
+    memcpy(sb->data + sb->len, s, n);
+    sb->len += n;
+}
+
+static void sb_printf(strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf_t *sb, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || sb_reserve(sb, (size_t)n) != 0) {
+        sb->failed = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb->len += (size_t)n;
+}
+
+/* One byte of a quoted string, escaped so that the line stays one line of
+ * valid UTF-8 whatever the string holds. */
+static size_t sb_string_byte(strbuf_t *sb, const unsigned char *p, size_t avail)
+{
+    static const char escapes[][3] = {['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n",
+                                      ['\t'] = "\\t", ['\r'] = "\\r"};
+    size_t n;
+
+    if (p[0] < sizeof(escapes) / sizeof(escapes[0]) && escapes[p[0]][0] != '\0') {
+        sb_append(sb, escapes[p[0]], 2);
+        return 1;
+    }
+    n = (p[0] < 0x20 || p[0] == 0x7f) ? 0 : umadv__utf8_sequence(p, avail);
+    if (n == 0) {
+        sb_printf(sb, "\\x%02x", p[0]);
+        return 1;
+    }
+    sb_append(sb, (const char *)p, n);
+    return n;
+}
+
+/* " key=\"value\"", or nothing for a NULL string. */
+static void sb_string_field(strbuf_t *sb, const char *key, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len;
+
+    if (s == NULL)
+        return;
+    sb_printf(sb, " %s=\"", key);
+    len = strlen(s);
+    for (size_t i = 0; i < len;)
+        i += sb_string_byte(sb, p + i, len - i);
+    sb_append(sb, "\"", 1);
+}
+
+static void sb_step_ref(strbuf_t *sb, const char *key, uint32_t step)
+{
+    if (step == UMADV_STEP_NONE)
+        sb_printf(sb, " %s=-", key);
+    else
+        sb_printf(sb, " %s=%u", key, step);
+}
+
+static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
+{
+    const umadv_link_model_t *l = &trace->link;
+    const umadv_device_desc_t *d = &trace->device;
+
+    sb_printf(sb, "%s %d\n# umadv trace, format described in umadv-trace(5)\n",
+              UMADV_TRACE_MAGIC, UMADV_TRACE_FORMAT_VERSION);
+    sb_printf(sb, "trace section_size=%llu allocs=%u steps=%u accesses=%u",
+              (unsigned long long)trace->section_size, trace->nallocs, trace->nsteps,
+              trace->naccesses);
+    sb_string_field(sb, "source", trace->source);
+    sb_append(sb, "\ndevice", 7);
+    sb_string_field(sb, "name", d->name);
+    sb_string_field(sb, "pci_bus_id", d->pci_bus_id);
+    sb_printf(sb, " memory=%llu cc=%d.%d driver=%d\n", (unsigned long long)d->memory,
+              d->cc_major, d->cc_minor, d->driver_version);
+    sb_printf(sb, "link fetch_bw=%.17g fetch_latency=%.17g evict_bw=%.17g"
+              " evict_latency=%.17g fault_bw=%.17g fault_latency=%.17g remote_bw=%.17g\n",
+              l->fetch_bw, l->fetch_latency, l->evict_bw, l->evict_latency, l->fault_bw,
+              l->fault_latency, l->remote_bw);
+}
+
+static void write_allocs(strbuf_t *sb, const umadv_trace_t *trace)
+{
+    for (uint32_t i = 0; i < trace->nallocs; i++) {
+        const umadv_trace_alloc_t *a = &trace->allocs[i];
+
+        sb_printf(sb, "alloc id=%u base=0x%llx size=%llu kind=%s", i,
+                  (unsigned long long)a->base, (unsigned long long)a->size,
+                  umadv__alloc_kind_name(a->kind));
+        sb_step_ref(sb, "alloc_step", a->alloc_step);
+        sb_step_ref(sb, "free_step", a->free_step);
+        sb_string_field(sb, "tag", a->tag);
+        sb_append(sb, "\n", 1);
+    }
+}
+
+static void write_steps(strbuf_t *sb, const umadv_trace_t *trace)
+{
+    for (uint32_t i = 0; i < trace->nsteps; i++) {
+        const umadv_trace_step_t *s = &trace->steps[i];
+
+        sb_printf(sb, "step id=%u iter=%u kind=%s dur_ns=%llu", i, s->iteration,
+                  umadv__step_kind_name(s->kind), (unsigned long long)s->duration_ns);
+        sb_string_field(sb, "name", s->name);
+        sb_append(sb, "\n", 1);
+        for (uint32_t j = 0; j < s->naccesses; j++) {
+            const umadv_trace_access_t *a = &trace->accesses[s->first_access + j];
+            sb_printf(sb, "  a alloc=%u first=%u count=%u mode=%s faults=%u\n", a->alloc,
+                      a->first, a->count, umadv__access_mode_name(a->mode), a->faults);
+        }
+    }
+}
+
+static int link_valid(const umadv_link_model_t *l)
+{
+    const double bw[] = {l->fetch_bw, l->evict_bw, l->fault_bw, l->remote_bw};
+    const double lat[] = {l->fetch_latency, l->evict_latency, l->fault_latency};
+
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(bw); i++)
+        if (!isfinite(bw[i]) || bw[i] <= 0)
+            return 0;
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(lat); i++)
+        if (!isfinite(lat[i]) || lat[i] < 0)
+            return 0;
+    return 1;
+}
+
+/* Refuse what the reader would refuse, so that every written file reads. */
+static umadv_status_t write_check(const umadv_trace_t *trace)
+{
+    const umadv_device_desc_t *d = &trace->device;
+
+    if (!trace->finalized) {
+        umadv_error("cannot write a trace that is not finalized");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (!link_valid(&trace->link)) {
+        umadv_error("cannot write trace: link figures must be finite, bandwidths positive");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (memchr(d->name, '\0', sizeof(d->name)) == NULL ||
+        memchr(d->pci_bus_id, '\0', sizeof(d->pci_bus_id)) == NULL || d->cc_major < 0 ||
+        d->cc_minor < 0 || d->driver_version < 0) {
+        umadv_error("cannot write trace: malformed device description");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (trace->nsections > UMADV_TRACE_IO_MAX_SECTIONS) {
+        umadv_error("cannot write trace: %u sections, the format allows %u; use a larger "
+                    "section size", trace->nsections, UMADV_TRACE_IO_MAX_SECTIONS);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_p,
+                                         size_t *len_p)
+{
+    strbuf_t sb = {0};
+    umadv_numeric_locale_t nl;
+    umadv_status_t status = write_check(trace);
+
+    if (status != UMADV_OK)
+        return status;
+    umadv__numeric_locale_enter(&nl);
+    write_header(&sb, trace);
+    write_allocs(&sb, trace);
+    write_steps(&sb, trace);
+    umadv__numeric_locale_leave(&nl);
+    if (!sb.failed)
+        sb_printf(&sb, "end crc32=%08x\n", umadv__crc32(0, sb.data, sb.len));
+    if (sb.failed) {
+        free(sb.data);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    *buf_p = sb.data;
+    *len_p = sb.len;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_write_stream(const umadv_trace_t *trace, FILE *stream)
+{
+    umadv_status_t status;
+    size_t len;
+    char *buf;
+
+    status = umadv__trace_write_buffer(trace, &buf, &len);
+    if (status != UMADV_OK)
+        return status;
+    if (fwrite(buf, 1, len, stream) != len || fflush(stream) != 0) {
+        umadv_error("cannot write trace: %m");
+        status = UMADV_ERR_IO;
+    }
+    free(buf);
+    return status;
+}
+
+/* --- re-sealing ----------------------------------------------------------- */
+
+/* Offset where the buffer's last line starts (the final newline, if any,
+ * belongs to that line). */
+static size_t last_line_start(const char *buf, size_t len)
+{
+    size_t end = len;
+
+    if (end > 0 && buf[end - 1] == '\n')
+        end--;
+    while (end > 0 && buf[end - 1] != '\n')
+        end--;
+    return end;
+}
+
+int umadv__trace_is_end_line(const char *p, size_t n)
+{
+    return n >= 3 && memcmp(p, "end", 3) == 0 &&
+           (n == 3 || p[3] == ' ' || p[3] == '\t' || p[3] == '\r' || p[3] == '\n');
+}
+
+umadv_status_t umadv__trace_reseal_buffer(const char *buf, size_t len, char **out_p,
+                                          size_t *out_len_p)
+{
+    size_t keep = last_line_start(buf, len);
+    strbuf_t sb = {0};
+
+    if (!umadv__trace_is_end_line(buf + keep, len - keep))
+        keep = len;
+    sb_append(&sb, buf, keep);
+    if (keep > 0 && buf[keep - 1] != '\n')
+        sb_append(&sb, "\n", 1);
+    if (!sb.failed)
+        sb_printf(&sb, "end crc32=%08x\n", umadv__crc32(0, sb.data, sb.len));
+    if (sb.failed) {
+        free(sb.data);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    *out_p = sb.data;
+    *out_len_p = sb.len;
+    return UMADV_OK;
+}
+
+/* --- files ----------------------------------------------------------------- */
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Make the rename itself durable; some file systems refuse to fsync a
+ * directory, and the data is already safe by then, so errors are ignored. */
+static void sync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    int fd;
+
+    if (slash == NULL) {
+        dir = strdup(".");
+    } else {
+        dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    }
+    if (dir == NULL)
+        return;
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+/* Write, fsync and close @fd, then rename @tmp over @path. */
+static umadv_status_t commit_temp(int fd, const char *tmp, const char *path,
+                                  const char *buf, size_t len, char *why, size_t why_len)
+{
+    const char *what = "write";
+
+    if (fchmod(fd, 0644) != 0)
+        what = "set the mode of";
+    else if (write_all(fd, buf, len) != 0)
+        what = "write";
+    else if (fsync(fd) != 0)
+        what = "sync";
+    else
+        what = NULL;
+    if (what != NULL) {
+        snprintf(why, why_len, "cannot %s %s (writing %s): %s", what, tmp, path,
+                 strerror(errno));
+        close(fd);
+        return UMADV_ERR_IO;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        snprintf(why, why_len, "cannot write %s: %s", path, strerror(errno));
+        return UMADV_ERR_IO;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t write_atomic(const char *path, const char *buf, size_t len,
+                                   char *why, size_t why_len)
+{
+    umadv_status_t status;
+    char *tmp;
+    int fd;
+
+    tmp = malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
+    if (tmp == NULL) {
+        snprintf(why, why_len, "cannot write %s: out of memory", path);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    strcpy(tmp, path);
+    strcat(tmp, ".tmp.XXXXXX");
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot create a temporary file for %s: %s", path,
+                 strerror(errno));
+        free(tmp);
+        return UMADV_ERR_IO;
+    }
+    status = commit_temp(fd, tmp, path, buf, len, why, why_len);
+    if (status != UMADV_OK)
+        unlink(tmp);
+    else
+        sync_parent_dir(path);
+    free(tmp);
+    return status;
+}
+
+umadv_status_t umadv__trace_write_file(const umadv_trace_t *trace, const char *path,
+                                       char *why, size_t why_len)
+{
+    char scratch[1];
+    umadv_status_t status;
+    size_t len;
+    char *buf;
+
+    if (why == NULL || why_len == 0) {
+        why = scratch;
+        why_len = sizeof(scratch);
+    }
+    why[0] = '\0';
+    status = umadv__trace_write_buffer(trace, &buf, &len);
+    if (status != UMADV_OK) {
+        snprintf(why, why_len, "cannot write %s: %s", path, umadv_status_string(status));
+        return status;
+    }
+    if (strcmp(path, "-") == 0) {
+        status = write_all(STDOUT_FILENO, buf, len) == 0 ? UMADV_OK : UMADV_ERR_IO;
+        if (status != UMADV_OK)
+            snprintf(why, why_len, "cannot write to standard output: %s", strerror(errno));
+    } else {
+        status = write_atomic(path, buf, len, why, why_len);
+    }
+    free(buf);
+    return status;
+}

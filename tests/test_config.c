@@ -1,0 +1,308 @@
+/*
+ * UMADV_* knobs: every type's parsing, bounds, bad values (which must be
+ * errors naming the variable and leave the configuration unchanged), and
+ * the `umadv info -c` listing.
+ */
+#include "common/config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "tap.h"
+
+static char log_path[] = "/tmp/umadv-test-config-XXXXXX";
+
+static void env_clear(void)
+{
+    size_t n;
+    const umadv_config_field_t *fields = umadv__config_fields(&n);
+
+    for (size_t i = 0; i < n; i++)
+        unsetenv(fields[i].name);
+}
+
+/* Load with only @name=@value set. On failure also checks that @config
+ * kept its previous bytes. */
+static umadv_status_t load_one(const char *name, const char *value, umadv_config_t *config,
+                               int *unchanged_p)
+{
+    umadv_config_t before;
+    umadv_status_t status;
+
+    env_clear();
+    setenv(name, value, 1);
+    memset(config, 0xa5, sizeof(*config));
+    before = *config;
+    status = umadv__config_load(config);
+    *unchanged_p = memcmp(&before, config, sizeof(before)) == 0;
+    unsetenv(name);
+    return status;
+}
+
+static void expect_good(const char *name, const char *value, umadv_config_t *config)
+{
+    int unchanged;
+
+    is(load_one(name, value, config, &unchanged), UMADV_OK, "%s=\"%s\" accepted", name, value);
+}
+
+static void expect_bad(const char *name, const char *value)
+{
+    umadv_config_t config;
+    int unchanged;
+    umadv_status_t status = load_one(name, value, &config, &unchanged);
+
+    ok(status == UMADV_ERR_INVALID_PARAM && unchanged,
+       "%s=\"%s\" rejected, config unchanged (status %d)", name, value, status);
+}
+
+/* The whole log written since the last call. */
+static char *log_take(void)
+{
+    FILE *f = fopen(log_path, "r");
+    static char buf[8192];
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    if (truncate(log_path, 0) != 0)
+        diag("truncate %s failed", log_path);
+    return buf;
+}
+
+static void test_defaults(void)
+{
+    umadv_config_t c;
+    size_t n;
+    const umadv_config_field_t *fields = umadv__config_fields(&n);
+    char why[160];
+    int all_valid = 1;
+
+    umadv__config_defaults(&c);
+    is_u64(c.budget, 0, "default budget: none");
+    is(c.policy, UMADV_POLICY_PLAN, "default policy: plan");
+    is(c.device, 0, "default device 0");
+    is_u64(c.section_size, 2 * UMADV_MIB, "default section 2 MiB");
+    is_u64(c.max_managed, 0, "default max managed: no limit");
+    is_u64(c.arena_size, UMADV_GIB, "default arena 1 GiB");
+    is(c.lookahead, 0, "default lookahead unlimited");
+    is(c.read_mostly, 1, "default read-mostly on");
+    is(c.log_level, UMADV_LOG_WARN, "default log level warn");
+    is_str(c.log_file, "", "default log file: stderr");
+    for (size_t i = 0; i < n; i++) {
+        if (fields[i].dflt[0] != '\0' &&
+            umadv__config_check(&fields[i], fields[i].dflt, why, sizeof(why)) != UMADV_OK) {
+            diag("%s default \"%s\": %s", fields[i].name, fields[i].dflt, why);
+            all_valid = 0;
+        }
+    }
+    ok(all_valid, "every default obeys its own knob's rules");
+    is((int)n, 10, "ten knobs described");
+}
+
+static void test_sizes(void)
+{
+    umadv_config_t c;
+
+    expect_good("UMADV_BUDGET", "8G", &c);
+    is_u64(c.budget, 8 * UMADV_GIB, "budget 8G");
+    expect_good("UMADV_BUDGET", "1.5GiB", &c);
+    is_u64(c.budget, 3 * UMADV_GIB / 2, "budget 1.5GiB");
+    expect_good("UMADV_MAX_MANAGED", "512M", &c);
+    is_u64(c.max_managed, 512 * UMADV_MIB, "max managed 512M");
+    expect_good("UMADV_SECTION_SIZE", "64k", &c);
+    is_u64(c.section_size, 64 * UMADV_KIB, "section 64k (lower bound)");
+    expect_good("UMADV_SECTION_SIZE", "1G", &c);
+    is_u64(c.section_size, UMADV_GIB, "section 1G (upper bound)");
+    expect_good("UMADV_ARENA_SIZE", "3M", &c);
+    is_u64(c.arena_size, 3 * UMADV_MIB, "arena 3M: need not be a power of two");
+    expect_good("UMADV_BUDGET", "4096", &c);
+    is_u64(c.budget, 4096, "budget in plain bytes");
+
+    expect_bad("UMADV_SECTION_SIZE", "3M");
+    expect_bad("UMADV_SECTION_SIZE", "32K");
+    expect_bad("UMADV_SECTION_SIZE", "2G");
+    expect_bad("UMADV_ARENA_SIZE", "1M");
+    expect_bad("UMADV_ARENA_SIZE", "2T");
+    expect_bad("UMADV_BUDGET", "abc");
+    expect_bad("UMADV_BUDGET", "8X");
+    expect_bad("UMADV_BUDGET", "-1");
+    expect_bad("UMADV_BUDGET", "99999999999T");
+    expect_bad("UMADV_BUDGET", " 8G");
+    expect_bad("UMADV_BUDGET", "8G ");
+    expect_bad("UMADV_BUDGET", "");
+    expect_bad("UMADV_BUDGET", "inf");
+    expect_bad("UMADV_MAX_MANAGED", "1.5");
+}
+
+static void test_uints(void)
+{
+    umadv_config_t c;
+
+    expect_good("UMADV_DEVICE", "1023", &c);
+    is(c.device, 1023, "device 1023 (upper bound)");
+    expect_good("UMADV_LOOKAHEAD", "1000000", &c);
+    is(c.lookahead, 1000000, "lookahead 1e6 (upper bound)");
+    expect_good("UMADV_LOOKAHEAD", "007", &c);
+    is(c.lookahead, 7, "leading zeros are decimal, not octal");
+
+    expect_bad("UMADV_DEVICE", "1024");
+    expect_bad("UMADV_DEVICE", "-1");
+    expect_bad("UMADV_DEVICE", "+1");
+    expect_bad("UMADV_DEVICE", " 1");
+    expect_bad("UMADV_DEVICE", "1 ");
+    expect_bad("UMADV_DEVICE", "abc");
+    expect_bad("UMADV_DEVICE", "0x1");
+    expect_bad("UMADV_DEVICE", "");
+    expect_bad("UMADV_LOOKAHEAD", "1000001");
+    expect_bad("UMADV_LOOKAHEAD", "99999999999999999999999");
+}
+
+static void test_enums_bools_strings(void)
+{
+    umadv_config_t c;
+    char long_path[300];
+    static const char *const yes[] = {"1", "yes", "TRUE", "on"};
+    static const char *const no[]  = {"0", "No", "false", "off"};
+
+    expect_good("UMADV_POLICY", "prefetch-all", &c);
+    is(c.policy, UMADV_POLICY_PREFETCH_ALL, "policy prefetch-all");
+    expect_good("UMADV_POLICY", "Demand", &c);
+    is(c.policy, UMADV_POLICY_DEMAND, "policy names ignore case");
+    expect_good("UMADV_LOG", "trace", &c);
+    is(c.log_level, UMADV_LOG_TRACE, "log trace");
+    expect_bad("UMADV_POLICY", "lru");
+    expect_bad("UMADV_POLICY", "plan ");
+    expect_bad("UMADV_LOG", "verbose");
+
+    for (size_t i = 0; i < 4; i++) {
+        expect_good("UMADV_READ_MOSTLY", no[i], &c);
+        is(c.read_mostly, 0, "read-mostly \"%s\" is false", no[i]);
+        expect_good("UMADV_READ_MOSTLY", yes[i], &c);
+        is(c.read_mostly, 1, "read-mostly \"%s\" is true", yes[i]);
+    }
+    expect_bad("UMADV_READ_MOSTLY", "2");
+    expect_bad("UMADV_READ_MOSTLY", "maybe");
+
+    memset(long_path, 'x', sizeof(long_path));
+    long_path[255] = '\0';
+    expect_good("UMADV_LOG_FILE", long_path, &c);
+    is((int)strlen(c.log_file), 255, "a 255-byte log path is kept whole");
+    long_path[255] = 'x';
+    long_path[256] = '\0';
+    expect_bad("UMADV_LOG_FILE", long_path);
+}
+
+static void test_messages(void)
+{
+    umadv_config_t c;
+    int unchanged;
+    const char *log;
+
+    log_take();
+    load_one("UMADV_SECTION_SIZE", "3M", &c, &unchanged);
+    log = log_take();
+    ok(strstr(log, "UMADV_SECTION_SIZE=3M: not a power of two between 64K and 1G") != NULL,
+       "bad section size names variable, value and rule");
+    load_one("UMADV_BUDGET", "", &c, &unchanged);
+    log = log_take();
+    ok(strstr(log, "UMADV_BUDGET=: empty value") != NULL, "empty value is called empty");
+    load_one("UMADV_POLICY", "lru", &c, &unchanged);
+    log = log_take();
+    ok(strstr(log, "UMADV_POLICY=lru: not one of oracle|demand|prefetch-all|plan") != NULL,
+       "bad policy lists the choices");
+    load_one("UMADV_DEVICE", "-1", &c, &unchanged);
+    log = log_take();
+    ok(strstr(log, "UMADV_DEVICE=-1: not an integer between 0 and 1023") != NULL,
+       "bad device gives the range");
+}
+
+static void test_load_many_and_set(void)
+{
+    umadv_config_t c, before;
+
+    env_clear();
+    setenv("UMADV_BUDGET", "6G", 1);
+    setenv("UMADV_POLICY", "oracle", 1);
+    setenv("UMADV_SECTION_SIZE", "4M", 1);
+    is(umadv__config_load(&c), UMADV_OK, "several knobs load together");
+    ok(c.budget == 6 * UMADV_GIB && c.policy == UMADV_POLICY_ORACLE &&
+       c.section_size == 4 * UMADV_MIB && c.arena_size == UMADV_GIB,
+       "set knobs taken, unset ones default");
+    setenv("UMADV_LOOKAHEAD", "x", 1);
+    before = c;
+    is(umadv__config_load(&c), UMADV_ERR_INVALID_PARAM, "one bad knob fails the load");
+    ok(memcmp(&before, &c, sizeof(c)) == 0, "good knobs are not half-applied on failure");
+    env_clear();
+
+    is(umadv__config_set(&c, "UMADV_BUDGET", "2G"), UMADV_OK, "config_set by name");
+    is_u64(c.budget, 2 * UMADV_GIB, "config_set stored the value");
+    before = c;
+    is(umadv__config_set(&c, "UMADV_BUDGET", "2Q"), UMADV_ERR_INVALID_PARAM,
+       "config_set rejects a bad value");
+    ok(memcmp(&before, &c, sizeof(c)) == 0, "config_set leaves config unchanged on error");
+    is(umadv__config_set(&c, "UMADV_NOPE", "1"), UMADV_ERR_NOT_FOUND,
+       "config_set of an unknown knob is NOT_FOUND");
+}
+
+static void test_print(void)
+{
+    char *text = NULL, line[128];
+    size_t len = 0, n;
+    const umadv_config_field_t *fields = umadv__config_fields(&n);
+    FILE *stream = open_memstream(&text, &len);
+    int all_listed = 1;
+
+    env_clear();
+    setenv("UMADV_BUDGET", "8G", 1);
+    setenv("UMADV_SECTION_SIZE", "3M", 1);
+    umadv__config_print(stream);
+    fclose(stream);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(line, sizeof(line), "\n%-20s %-7s", fields[i].name,
+                 fields[i].type == UMADV_CONFIG_SIZE ? "size" :
+                 fields[i].type == UMADV_CONFIG_UINT ? "uint" :
+                 fields[i].type == UMADV_CONFIG_ENUM ? "enum" :
+                 fields[i].type == UMADV_CONFIG_BOOL ? "bool" : "string");
+        if (strstr(text, line) == NULL) {
+            diag("%s not listed as a row", fields[i].name);
+            all_listed = 0;
+        }
+    }
+    ok(all_listed, "every knob listed on a row of its own with its type");
+    ok(strstr(text, "UMADV_BUDGET         size    0          8G\n") != NULL,
+       "current value from the environment shown beside the default");
+    ok(strstr(text, "\"3M\" (bad value: not a power of two") != NULL,
+       "a bad environment value is flagged with the reason");
+    ok(strstr(text, "UMADV_LOOKAHEAD      uint    0          (unset)\n") != NULL,
+       "unset knobs say so");
+    ok(strstr(text, "accepts: oracle|demand|prefetch-all|plan") != NULL,
+       "enum choices printed");
+    ok(strstr(text, "    Section size: the unit of placement.") != NULL, "doc printed, indented");
+    free(text);
+    env_clear();
+}
+
+int main(void)
+{
+    int fd = mkstemp(log_path);
+
+    if (fd < 0)
+        skip_all("cannot create a temporary file");
+    close(fd);
+    umadv__log_set_file(log_path);
+    plan(105);
+    test_defaults();
+    test_sizes();
+    test_uints();
+    test_enums_bools_strings();
+    test_messages();
+    test_load_many_and_set();
+    test_print();
+    umadv__log_set_file(NULL);
+    unlink(log_path);
+    return exit_status();
+}

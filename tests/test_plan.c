@@ -1,0 +1,370 @@
+/*
+ * The planner: hand-built traces whose schedule follows from the rules
+ * (coalescing, hoisting, transients, read-mostly, lookahead, errors), and
+ * random traces checked by an independent replay of the schedule.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "plan/plan.h"
+#include "tap.h"
+#include "plan_util.h"
+
+#define SEC TP_SECTION
+
+/* A small trace, one iteration: allocations of @nsec sections each; each
+ * step a string of "a<alloc><mode>" tokens, e.g. "0r 1w". */
+static void build(umadv_trace_t *t, const uint32_t *nsec, uint32_t nallocs,
+                  const char *const *steps, uint32_t nsteps)
+{
+    uint32_t id;
+
+    umadv__trace_init(t, SEC);
+    for (uint32_t a = 0; a < nallocs; a++)
+        umadv__trace_add_alloc(t, 0, nsec[a] * SEC, UMADV_ALLOC_WEIGHT, NULL, &id);
+    for (uint32_t j = 0; j < nsteps; j++) {
+        char name[16];
+        const char *p = steps[j];
+        snprintf(name, sizeof(name), "s%u", j);
+        umadv__trace_add_step(t, name, UMADV_STEP_LAYER, 0, 100000, NULL);
+        while (*p) {
+            char *end;
+            unsigned long a = strtoul(p, &end, 10);
+            uint32_t mode = *end == 'w' ? UMADV_ACCESS_RW : UMADV_ACCESS_READ;
+            umadv__trace_add_access_sections(t, (uint32_t)a, 0, nsec[a], mode, 0);
+            p = end + 1;
+            while (*p == ' ')
+                p++;
+        }
+    }
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+static int plan_with(const umadv_trace_t *t, uint64_t budget, uint32_t lookahead,
+                     int read_mostly, umadv_schedule_t *s)
+{
+    umadv_plan_params_t p;
+
+    umadv__plan_params_default(t, budget, &p);
+    p.lookahead = lookahead;
+    p.read_mostly = read_mostly;
+    return umadv__plan_build(t, &p, s);
+}
+
+static const umadv_op_t *find_op(const umadv_schedule_t *s, umadv_op_kind_t kind, uint32_t alloc)
+{
+    for (size_t i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == kind && s->ops[i].alloc == alloc)
+            return &s->ops[i];
+    }
+    return NULL;
+}
+
+static size_t count_ops(const umadv_schedule_t *s, umadv_op_kind_t kind, uint32_t alloc)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->nops; i++)
+        n += s->ops[i].kind == kind && s->ops[i].alloc == alloc;
+    return n;
+}
+
+/* Two 10-section allocations, one per step, room for one: each is fetched
+ * whole, in one call, and evicted whole after its use. */
+static void test_coalescing(void)
+{
+    static const uint32_t nsec[] = {10, 10};
+    static const char *const steps[] = {"0w", "1w"};
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    const umadv_op_t *op;
+
+    build(&t, nsec, 2, steps, 2);
+    is(plan_with(&t, 10 * SEC, 0, 1, &s), UMADV_OK, "coalescing: plans");
+    op = find_op(&s, UMADV_OP_FETCH, 0);
+    ok(op != NULL && op->count == 10 && op->first == 0 && op->bytes == 10 * SEC,
+       "coalescing: a 10-section allocation is fetched as one op");
+    is(count_ops(&s, UMADV_OP_FETCH, 0), 1, "coalescing: and only one");
+    is(s.fetch_ops, 2, "coalescing: two fetch calls per iteration");
+    is(s.evict_ops, 2, "coalescing: two eviction calls per iteration");
+    is_u64(s.fetch_bytes, 20 * SEC, "coalescing: 20 sections fetched per iteration");
+    op = find_op(&s, UMADV_OP_EVICT, 1);
+    ok(op != NULL && op->count == 10 && op->issue_step == 1 && op->need_step == 1,
+       "coalescing: evicted whole, right after its last use");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/*
+ * X at every step, Y at step 0, Z at step 3, room for two sections.
+ * Belady evicts Y for Z (Y's next use is a replay away), right after
+ * step 0; Z can be fetched from step 1, where one section is free. Z goes
+ * out after step 3 for Y, which can come back from step 4: a fetch for
+ * the next iteration, so Y is resident when the iteration begins.
+ */
+static void test_hoisting(void)
+{
+    static const uint32_t nsec[] = {1, 1, 1};
+    static const char *const steps[] = {"0w 1w", "0w", "0w", "0w 2w", "0w", "0w"};
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    const umadv_op_t *fz, *fy;
+
+    build(&t, nsec, 3, steps, 6);
+    is(plan_with(&t, 2 * SEC, 0, 1, &s), UMADV_OK, "hoisting: plans");
+    fz = find_op(&s, UMADV_OP_FETCH, 2);
+    fy = find_op(&s, UMADV_OP_FETCH, 1);
+    ok(fz && fz->issue_step == 1 && fz->need_step == 3, "hoisting: Z issued at step 1 for step 3");
+    ok(fy && fy->issue_step == 4 && fy->need_step == 0 &&
+       (fy->flags & UMADV_OP_FLAG_NEXT_ITERATION), "hoisting: Y issued at step 4 for the next step 0");
+    ok(find_op(&s, UMADV_OP_EVICT, 1) && find_op(&s, UMADV_OP_EVICT, 1)->issue_step == 0,
+       "hoisting: Y evicted after its last use");
+    is(count_ops(&s, UMADV_OP_EVICT, 0) + count_ops(&s, UMADV_OP_FETCH, 0), 0,
+       "hoisting: X, used by every step, never moves");
+    ok(s.resident_at_start[0] && s.resident_at_start[1] && !s.resident_at_start[2],
+       "hoisting: X and Y resident when the iteration begins, Z not");
+    is_u64(s.peak_planned, 2 * SEC, "hoisting: peak is the budget");
+    umadv__schedule_cleanup(&s);
+    is(plan_with(&t, 2 * SEC, 1, 1, &s), UMADV_OK, "lookahead: plans");
+    fz = find_op(&s, UMADV_OP_FETCH, 2);
+    fy = find_op(&s, UMADV_OP_FETCH, 1);
+    ok(fz && fz->issue_step == 2 && fy && fy->issue_step == 5,
+       "lookahead 1: fetches issued one step before their need");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* A transient allocated before step 1, written there, read at step 2 and
+ * freed after it: pre-populated without a copy, dropped at its free. */
+static void test_transient(void)
+{
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    uint32_t x, tr;
+    const umadv_op_t *op;
+
+    umadv__trace_init(&t, SEC);
+    umadv__trace_add_alloc(&t, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &x);
+    umadv__trace_add_alloc(&t, 0, 3 * SEC, UMADV_ALLOC_ACTIVATION, NULL, &tr);
+    umadv__trace_set_lifetime(&t, tr, 1, 2);
+    for (uint32_t j = 0; j < 4; j++) {
+        umadv__trace_add_step(&t, "s", UMADV_STEP_LAYER, 0, 100000, NULL);
+        umadv__trace_add_access_sections(&t, x, 0, 2, UMADV_ACCESS_READ, 0);
+        if (j == 1 || j == 2)
+            umadv__trace_add_access_sections(&t, tr, 0, 3, j == 1 ? UMADV_ACCESS_WRITE
+                                                                  : UMADV_ACCESS_READ, 0);
+    }
+    umadv__trace_finalize(&t, NULL, 0);
+    is(plan_with(&t, 0, 0, 1, &s), UMADV_OK, "transient: plans without a budget");
+    op = find_op(&s, UMADV_OP_FETCH, tr);
+    ok(op && (op->flags & UMADV_OP_FLAG_FRESH) && op->issue_step == 1 && op->count == 3,
+       "transient: populated at its birth step, flagged fresh");
+    op = find_op(&s, UMADV_OP_DROP, tr);
+    ok(op && op->issue_step == 2 && op->count == 3, "transient: dropped at its free");
+    is_u64(s.fetch_bytes, 0, "transient: nothing copied in steady state");
+    is_u64(s.fresh_bytes, 3 * SEC, "transient: 3 sections populated");
+    is_u64(s.evict_bytes, 0, "transient: nothing evicted");
+    ok(s.resident_at_start[0] && !s.resident_at_start[t.allocs[tr].first_section],
+       "transient: persistent data stays, the transient is not there at the start");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* R is never written, W is: alternating with room for one, R's copy is
+ * dropped (read-mostly advice), W is evicted. */
+static void test_read_mostly(void)
+{
+    static const uint32_t nsec[] = {4, 4};
+    static const char *const steps[] = {"0r", "1w"};
+    umadv_trace_t t;
+    umadv_schedule_t s;
+
+    build(&t, nsec, 2, steps, 2);
+    is(plan_with(&t, 4 * SEC, 0, 1, &s), UMADV_OK, "read-mostly: plans");
+    ok(find_op(&s, UMADV_OP_DROP, 0) && !find_op(&s, UMADV_OP_EVICT, 0),
+       "read-mostly: the never-written allocation is dropped, not evicted");
+    ok(find_op(&s, UMADV_OP_EVICT, 1) && !find_op(&s, UMADV_OP_DROP, 1),
+       "read-mostly: the written one is evicted");
+    ok(s.nsetup == 1 && s.setup[0].kind == UMADV_OP_ADVISE &&
+       s.setup[0].advice == UMADV_ADVICE_READ_MOSTLY && s.setup[0].alloc == 0 &&
+       s.setup[0].count == 4, "read-mostly: advised once in setup");
+    is_u64(s.evict_bytes, 4 * SEC, "read-mostly: only W's bytes copied back");
+    umadv__schedule_cleanup(&s);
+    is(plan_with(&t, 4 * SEC, 0, 0, &s), UMADV_OK, "read-mostly off: plans");
+    ok(find_op(&s, UMADV_OP_EVICT, 0) && s.nsetup == 0 && s.drop_bytes == 0,
+       "read-mostly off: everything evicted, no advice");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+static void test_errors(void)
+{
+    static const uint32_t nsec[] = {16, 16};
+    static const char *const steps[] = {"0r", "0r 1w"};
+    char path[] = "/tmp/umadv-test-plan-XXXXXX", text[512] = "";
+    umadv_plan_params_t p;
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    FILE *f;
+    int fd = mkstemp(path);
+
+    build(&t, nsec, 2, steps, 2);
+    umadv__log_set_file(path);
+    is(plan_with(&t, 20 * SEC, 0, 1, &s), UMADV_ERR_BUDGET_TOO_SMALL,
+       "budget too small: a step needs 2 MiB, the budget is 1.25 MiB");
+    umadv__log_set_file(NULL);
+    f = fdopen(fd, "r");
+    if (f != NULL) {
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    unlink(path);
+    ok(strstr(text, "step 1") && strstr(text, "s1") && strstr(text, "2.00 MiB") &&
+       strstr(text, "1.25 MiB"), "budget too small: the message names step, name, sizes");
+    if (!strstr(text, "step 1"))
+        diag("message: %s", text);
+    umadv__plan_params_default(&t, 0, &p);
+    p.iteration = 3;
+    umadv__log_set_file("/dev/null");
+    is(umadv__plan_build(&t, &p, &s), UMADV_ERR_NOT_FOUND, "an iteration the trace lacks");
+    umadv__log_set_file(NULL);
+    umadv__trace_cleanup(&t);
+}
+
+static int plans_equal(const umadv_schedule_t *a, const umadv_schedule_t *b, size_t nsections)
+{
+    return a->nops == b->nops && memcmp(a->ops, b->ops, a->nops * sizeof(*a->ops)) == 0 &&
+           memcmp(a->resident_at_start, b->resident_at_start, nsections) == 0;
+}
+
+/* Many random traces and budgets: every schedule passes the independent
+ * replay; the planner's peak is the replay's; plans are deterministic. */
+static void test_random(void)
+{
+    static const double fractions[] = {0.0, 1.0, 1.3, 2.0, 4.0};
+    int checked = 0, failed = 0, peak_bad = 0, unconverged = 0, differ = 0;
+    uint64_t max_passes = 0;
+
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        tp_params_t p = {.nallocs = 3 + seed % 6, .ntransient = seed % 5, .nsteps = 4 + seed % 9,
+                         .niters = 1 + seed % 3, .max_sections = 1 + seed % 5,
+                         .uniform = seed % 2, .carried = seed % 3 == 0,
+                         .late_free = seed % 4 == 1};
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+
+        if (tp_random_trace(seed, &p, &t) != UMADV_OK)
+            continue;
+        for (size_t b = 0; b < sizeof(fractions) / sizeof(fractions[0]); b++) {
+            umadv_schedule_t s, s2;
+            tp_check_t c;
+
+            umadv__plan_params_default(&t, 0, &pp);
+            if (p.carried && t.niterations >= 3)
+                pp.iteration = 1; /* the middle one: data comes in and goes out */
+            if (umadv__plan_build(&t, &pp, &s) != UMADV_OK)
+                continue;
+            pp.budget = fractions[b] == 0.0 ? 0
+                                            : (uint64_t)(s.max_step_bytes * fractions[b]) + 1;
+            umadv__schedule_cleanup(&s);
+            if (umadv__plan_build(&t, &pp, &s) != UMADV_OK) {
+                failed++;
+                continue;
+            }
+            checked++;
+            if (!tp_check_schedule(&t, &s, pp.budget, 1, &c)) {
+                if (failed++ < 5)
+                    diag("seed %llu budget x%.1f: %s", (unsigned long long)seed, fractions[b],
+                         c.why);
+            } else if (c.peak != s.peak_planned) {
+                peak_bad++;
+            }
+            unconverged += !s.converged;
+            max_passes = s.passes > max_passes ? s.passes : max_passes;
+            if (umadv__plan_build(&t, &pp, &s2) == UMADV_OK) {
+                differ += !plans_equal(&s, &s2, t.nsections);
+                umadv__schedule_cleanup(&s2);
+            }
+            umadv__schedule_cleanup(&s);
+        }
+        umadv__trace_cleanup(&t);
+    }
+    ok(checked >= 250, "random: %d schedules built", checked);
+    is(failed, 0, "random: every schedule passes the independent replay");
+    is(peak_bad, 0, "random: peak_planned is the replay's peak");
+    is(differ, 0, "random: the same input gives the same plan");
+    diag("random: %d not converged, at most %llu passes", unconverged,
+         (unsigned long long)max_passes);
+}
+
+/* With one pass allowed, the state rarely repeats: the closing ops must
+ * still make a periodic, budget-safe schedule. */
+static void test_closing(void)
+{
+    int failed = 0, closed = 0;
+
+    for (uint64_t seed = 100; seed < 140; seed++) {
+        tp_params_t p = {.nallocs = 6, .ntransient = 2, .nsteps = 8, .niters = 1,
+                         .max_sections = 3, .uniform = 1};
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+        umadv_schedule_t s;
+        tp_check_t c;
+
+        if (tp_random_trace(seed, &p, &t) != UMADV_OK)
+            continue;
+        umadv__plan_params_default(&t, 0, &pp);
+        pp.max_passes = 1;
+        if (umadv__plan_build(&t, &pp, &s) == UMADV_OK) {
+            pp.budget = s.max_step_bytes + SEC;
+            umadv__schedule_cleanup(&s);
+        }
+        if (umadv__plan_build(&t, &pp, &s) != UMADV_OK) {
+            failed++;
+        } else {
+            closed += !s.converged;
+            if (!tp_check_schedule(&t, &s, pp.budget, 1, &c) && failed++ < 3)
+                diag("seed %llu: %s", (unsigned long long)seed, c.why);
+            umadv__schedule_cleanup(&s);
+        }
+        umadv__trace_cleanup(&t);
+    }
+    ok(closed > 0, "closing: %d plans closed after one pass", closed);
+    is(failed, 0, "closing: they pass the independent replay");
+}
+
+/* No budget: in steady state nothing is copied either way. */
+static void test_no_budget(void)
+{
+    tp_params_t p = {.nallocs = 8, .ntransient = 4, .nsteps = 12, .niters = 2,
+                     .max_sections = 4, .uniform = 0};
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+
+    tp_random_trace(7, &p, &t);
+    umadv__plan_params_default(&t, 0, &pp);
+    is(umadv__plan_build(&t, &pp, &s), UMADV_OK, "no budget: plans");
+    ok(s.fetch_bytes == 0 && s.evict_bytes == 0 && s.evict_ops == 0,
+       "no budget: no copies in steady state");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+int main(void)
+{
+    plan(41);
+    test_coalescing();
+    test_hoisting();
+    test_transient();
+    test_read_mostly();
+    test_errors();
+    test_random();
+    test_closing();
+    test_no_budget();
+    return exit_status();
+}

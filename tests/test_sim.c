@@ -1,0 +1,342 @@
+/*
+ * The simulator: timings that follow from the cost model on hand-built
+ * traces, and properties over many random traces and budgets for every
+ * policy, checked by an observer that recounts memory independently.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
+#include "tap.h"
+#include "plan_util.h"
+
+#define SEC TP_SECTION
+
+/* ------------------------------------------------------------ observer */
+
+typedef struct watch {
+    const umadv_trace_t *t;
+    uint64_t budget;
+    uint64_t steps, over_budget, miscounted, missing, faults;
+    uint32_t measured;     /* replay index measured (warmup) */
+} watch_t;
+
+static void watch_step(void *arg, const umadv_sim_step_view_t *v)
+{
+    watch_t *w = arg;
+    const umadv_trace_t *t = w->t;
+    const umadv_trace_step_t *st = &t->steps[v->step];
+    uint64_t used = 0;
+
+    for (uint32_t x = 0; x < t->nsections; x++)
+        used += v->state[x] != UMADV_SIM_HOST ? t->sections[x].size : 0;
+    w->steps++;
+    w->miscounted += used != v->used;
+    w->over_budget += w->budget && used > w->budget;
+    for (uint32_t i = 0; i < st->naccesses; i++) {
+        const umadv_trace_access_t *acc = &t->accesses[st->first_access + i];
+        for (uint32_t c = 0; c < acc->count; c++)
+            w->missing += v->state[umadv__trace_section_id(t, acc->alloc, acc->first + c)] !=
+                          UMADV_SIM_RESIDENT;
+    }
+    if (v->replay == w->measured)
+        w->faults += v->faults;
+}
+
+static int simulate(const umadv_trace_t *t, umadv_policy_t policy, uint64_t budget,
+                    const umadv_schedule_t *s, watch_t *w, umadv_sim_result_t *r)
+{
+    umadv_sim_params_t p;
+
+    umadv__sim_params_default(t, policy, budget, &p);
+    if (s != NULL)
+        p.iteration = t->steps[s->first_step].iteration;
+    p.schedule = s;
+    if (w != NULL) {
+        memset(w, 0, sizeof(*w));
+        w->t = t;
+        w->budget = budget;
+        w->measured = p.warmup;
+        p.observer = watch_step;
+        p.observer_arg = w;
+    }
+    return umadv__sim_run(t, &p, r);
+}
+
+/* ------------------------------------------------------------ hand-built */
+
+/* A and B, one section each, used in turn; room for one. */
+static void build_alternating(umadv_trace_t *t, uint64_t size, uint64_t dur_ns)
+{
+    uint32_t a, b;
+
+    umadv__trace_init(t, SEC);
+    umadv__trace_add_alloc(t, 0, size, UMADV_ALLOC_WEIGHT, NULL, &a);
+    umadv__trace_add_alloc(t, 0, size, UMADV_ALLOC_WEIGHT, NULL, &b);
+    umadv__trace_add_step(t, "a", UMADV_STEP_LAYER, 0, dur_ns, NULL);
+    umadv__trace_add_access_sections(t, a, 0, 1, UMADV_ACCESS_RW, 0);
+    umadv__trace_add_step(t, "b", UMADV_STEP_LAYER, 0, dur_ns, NULL);
+    umadv__trace_add_access_sections(t, b, 0, 1, UMADV_ACCESS_RW, 0);
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+static void test_cost_model(void)
+{
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+    const umadv_link_model_t *l;
+    double d = 1e-3, evict, fetch, fault;
+
+    build_alternating(&t, SEC, 1000000);
+    l = &t.link;
+    evict = l->evict_latency + SEC / l->evict_bw;
+    fetch = l->fetch_latency + SEC / l->fetch_bw;
+    fault = SEC / l->fault_bw;
+    is(simulate(&t, UMADV_POLICY_ORACLE, SEC, NULL, NULL, &r), UMADV_OK, "oracle runs");
+    is_near(r.iteration_s, 2 * d, 1e-9, "oracle: the sum of durations");
+    is(simulate(&t, UMADV_POLICY_DEMAND, SEC, NULL, NULL, &r), UMADV_OK, "demand runs");
+    is_near(r.iteration_s, 2 * (evict + fault + d), 1e-9,
+            "demand: each step evicts the other in its fault path, then faults");
+    ok(r.faults == 2 && r.fault_bytes == 2 * SEC && r.evicted_bytes == 2 * SEC,
+       "demand: two faults, two evictions per iteration");
+    is(simulate(&t, UMADV_POLICY_PREFETCH_ALL, SEC, NULL, NULL, &r), UMADV_OK, "prefetch-all runs");
+    is_near(r.iteration_s, 2 * (evict + fetch + d), 1e-9,
+            "prefetch-all: the fetch waits for the eviction, the step for the fetch");
+    umadv__plan_params_default(&t, SEC, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_OK, "plan runs");
+    is_near(r.iteration_s, 2 * (evict + fetch + d), 1e-9,
+            "plan: no room to hide anything, the same chain as prefetch-all");
+    is(r.faults, 0, "plan: no faults");
+    is_near(r.lower_bound_s, 2 * d > 2 * SEC / l->evict_bw ? 2 * d : 2 * SEC / l->evict_bw, 1e-12,
+            "plan: lower bound from the schedule's volumes");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* With room for everything, a step that needs nothing new does not wait:
+ * demand and plan settle to the compute time after warmup. */
+static void test_no_pressure(void)
+{
+    tp_params_t p = {.nallocs = 6, .nsteps = 10, .niters = 1, .max_sections = 4, .uniform = 1};
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r, o;
+
+    tp_random_trace(3, &p, &t);
+    simulate(&t, UMADV_POLICY_ORACLE, 0, NULL, NULL, &o);
+    simulate(&t, UMADV_POLICY_DEMAND, 0, NULL, NULL, &r);
+    ok(r.faults == 0 && fabs(r.iteration_s - o.iteration_s) < 1e-12,
+       "no pressure: demand costs nothing once warm");
+    umadv__plan_params_default(&t, 0, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    simulate(&t, UMADV_POLICY_PLAN, 0, &s, NULL, &r);
+    ok(r.faults == 0 && fabs(r.iteration_s - o.iteration_s) < 1e-12 && r.fetched_bytes == 0,
+       "no pressure: nor does the plan");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* The footprint, counted the slow way. */
+static uint64_t footprint(const umadv_trace_t *t, uint32_t first, uint32_t n)
+{
+    uint64_t peak = 0;
+
+    for (uint32_t g = first; g < first + n; g++) {
+        uint64_t live = 0;
+        for (uint32_t a = 0; a < t->nallocs; a++) {
+            const umadv_trace_alloc_t *al = &t->allocs[a];
+            if ((al->alloc_step == UMADV_STEP_NONE || al->alloc_step <= g) &&
+                (al->free_step == UMADV_STEP_NONE || g <= al->free_step))
+                live += al->size;
+        }
+        peak = live > peak ? live : peak;
+    }
+    return peak;
+}
+
+static void test_oracle(void)
+{
+    int bad_time = 0, bad_peak = 0, n = 0;
+
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        tp_params_t p = {.nallocs = 2 + seed % 5, .ntransient = seed % 6, .nsteps = 3 + seed % 8,
+                         .niters = 1 + seed % 3, .max_sections = 1 + seed % 4,
+                         .carried = seed % 2};
+        umadv_trace_t t;
+        umadv_sim_result_t r;
+        uint32_t first, count;
+        uint64_t ns = 0;
+
+        tp_random_trace(seed, &p, &t);
+        umadv__trace_iteration_steps(&t, t.niterations - 1, &first, &count);
+        for (uint32_t g = first; g < first + count; g++)
+            ns += t.steps[g].duration_ns;
+        if (simulate(&t, UMADV_POLICY_ORACLE, 1, NULL, NULL, &r) == UMADV_OK) {
+            n++;
+            bad_time += fabs(r.iteration_s - ns * 1e-9) > 1e-12 || r.compute_s != r.iteration_s;
+            bad_peak += r.peak_resident != footprint(&t, first, count);
+        }
+        umadv__trace_cleanup(&t);
+    }
+    ok(n == 40, "oracle: ignores the budget");
+    is(bad_time, 0, "oracle: iteration == compute == sum of durations");
+    is(bad_peak, 0, "oracle: peak is the footprint");
+}
+
+/* ------------------------------------------------------------ random */
+
+typedef struct tally {
+    int runs, errors, over, miscount, missing, peak_over, plan_faults, bound, slower;
+    int volumes;
+} tally_t;
+
+static void check_run(const umadv_trace_t *t, umadv_policy_t policy, uint64_t budget,
+                      const umadv_schedule_t *s, tally_t *y)
+{
+    watch_t w;
+    umadv_sim_result_t r;
+
+    if (simulate(t, policy, budget, s, &w, &r) != UMADV_OK) {
+        y->errors++;
+        return;
+    }
+    y->runs++;
+    y->over += w.over_budget != 0;
+    y->miscount += w.miscounted != 0;
+    y->missing += w.missing != 0;
+    y->peak_over += r.peak_resident > budget;
+    y->bound += r.lower_bound_s > r.iteration_s * (1 + 1e-9);
+    y->slower += r.iteration_s < r.compute_s * (1 - 1e-9);
+    if (policy == UMADV_POLICY_PLAN) {
+        y->plan_faults += r.faults != 0 || w.faults != 0;
+        y->volumes += s->converged && (r.fetched_bytes != s->fetch_bytes ||
+                                       r.evicted_bytes != s->evict_bytes);
+    }
+}
+
+static void test_random(void)
+{
+    static const double fractions[] = {1.0, 1.2, 1.6, 2.5};
+    tally_t y;
+
+    memset(&y, 0, sizeof(y));
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        tp_params_t p = {.nallocs = 3 + seed % 6, .ntransient = seed % 5, .nsteps = 4 + seed % 9,
+                         .niters = 1 + seed % 3, .max_sections = 1 + seed % 5,
+                         .uniform = seed % 2, .carried = seed % 3 == 0,
+                         .late_free = seed % 4 == 1};
+        umadv_trace_t t;
+
+        tp_random_trace(seed, &p, &t);
+        for (size_t b = 0; b < sizeof(fractions) / sizeof(fractions[0]); b++) {
+            umadv_plan_params_t pp;
+            umadv_schedule_t s;
+
+            umadv__plan_params_default(&t, 0, &pp);
+            if (p.carried && t.niterations >= 3)
+                pp.iteration = 1;
+            umadv__plan_build(&t, &pp, &s);
+            pp.budget = (uint64_t)(s.max_step_bytes * fractions[b]) + 1;
+            umadv__schedule_cleanup(&s);
+            if (umadv__plan_build(&t, &pp, &s) != UMADV_OK) {
+                y.errors++;
+                continue;
+            }
+            for (int pol = UMADV_POLICY_DEMAND; pol < UMADV_POLICY_COUNT; pol++)
+                check_run(&t, (umadv_policy_t)pol, pp.budget, &s, &y);
+            umadv__schedule_cleanup(&s);
+        }
+        umadv__trace_cleanup(&t);
+    }
+    is(y.errors, 0, "random: %d simulations, none failed", y.runs);
+    is(y.over, 0, "random: residency never over the budget at a step's start");
+    is(y.miscount, 0, "random: the engine's byte count matches the section states");
+    is(y.peak_over, 0, "random: peak residency (every event) within the budget");
+    is(y.missing, 0, "random: every touched section resident when its step runs");
+    is(y.plan_faults, 0, "random: the plan never faults in steady state");
+    is(y.bound, 0, "random: the lower bound is below every policy's time");
+    is(y.slower, 0, "random: no policy beats the compute time");
+    is(y.volumes, 0, "random: the plan moves what the schedule says per iteration");
+}
+
+/* A schedule made for more memory than the simulation grants: its
+ * fetches wait for room that never comes; the simulator must notice,
+ * fault instead, keep the budget, and finish. */
+static void test_starved_plan(void)
+{
+    int done = 0, over = 0, missing = 0, faulted = 0;
+
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        tp_params_t p = {.nallocs = 8, .ntransient = 3, .nsteps = 10, .niters = 1,
+                         .max_sections = 4, .uniform = 1};
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+        umadv_schedule_t s;
+        umadv_sim_result_t r;
+        watch_t w;
+
+        tp_random_trace(seed, &p, &t);
+        umadv__plan_params_default(&t, 0, &pp);
+        umadv__plan_build(&t, &pp, &s);
+        pp.budget = s.max_step_bytes * 3;
+        umadv__schedule_cleanup(&s);
+        umadv__plan_build(&t, &pp, &s);
+        if (simulate(&t, UMADV_POLICY_PLAN, s.max_step_bytes, &s, &w, &r) == UMADV_OK) {
+            done++;
+            over += w.over_budget != 0 || r.peak_resident > s.max_step_bytes;
+            missing += w.missing != 0;
+            faulted += r.faults > 0;
+        }
+        umadv__schedule_cleanup(&s);
+        umadv__trace_cleanup(&t);
+    }
+    is(done, 20, "starved plan: every simulation finishes");
+    ok(over == 0 && missing == 0, "starved plan: budget kept, data resident when used");
+    ok(faulted > 0, "starved plan: the fallback faults are counted (%d of %d)", faulted, done);
+}
+
+static void test_errors(void)
+{
+    umadv_trace_t t;
+    umadv_sim_params_t p;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+    tp_params_t tp = {.nallocs = 4, .nsteps = 5, .niters = 2, .max_sections = 3, .uniform = 1};
+
+    tp_random_trace(5, &tp, &t);
+    umadv__log_set_file("/dev/null");
+    umadv__sim_params_default(&t, UMADV_POLICY_PLAN, 0, &p);
+    is(umadv__sim_run(&t, &p, &r), UMADV_ERR_INVALID_PARAM, "plan without a schedule");
+    umadv__plan_params_default(&t, 0, &pp);
+    pp.iteration = 0;
+    umadv__plan_build(&t, &pp, &s);
+    p.schedule = &s; /* for iteration 0, p simulates 1 */
+    is(umadv__sim_run(&t, &p, &r), UMADV_ERR_INVALID_PARAM, "a schedule of another iteration");
+    umadv__sim_params_default(&t, UMADV_POLICY_DEMAND, 1, &p);
+    is(umadv__sim_run(&t, &p, &r), UMADV_ERR_BUDGET_TOO_SMALL, "a budget below a step");
+    p.iteration = 9;
+    is(umadv__sim_run(&t, &p, &r), UMADV_ERR_NOT_FOUND, "an iteration the trace lacks");
+    umadv__log_set_file(NULL);
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+int main(void)
+{
+    plan(32);
+    test_cost_model();
+    test_no_pressure();
+    test_oracle();
+    test_random();
+    test_starved_plan();
+    test_errors();
+    return exit_status();
+}

@@ -1,0 +1,125 @@
+/* The in-memory trace model: builder checks, sections, access merging. */
+#include "tap.h"
+
+#include "trace/trace.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+static void test_sections(void)
+{
+    umadv_trace_t t;
+    uint32_t a, b;
+
+    umadv__trace_init(&t, 2 * MIB);
+    umadv__trace_add_alloc(&t, 0x1000000, 5 * MIB, UMADV_ALLOC_WEIGHT, "w", &a);
+    umadv__trace_add_alloc(&t, 0x2000000, 2 * MIB, UMADV_ALLOC_ACTIVATION, NULL, &b);
+    umadv__trace_add_step(&t, "s0", UMADV_STEP_KERNEL, 0, 1000, NULL);
+    umadv__trace_add_access(&t, a, 3 * MIB, 2 * MIB, UMADV_ACCESS_READ, 0);
+    is(umadv__trace_finalize(&t, NULL, 0), UMADV_OK, "finalize a small trace");
+    is(t.nsections, 4, "5 MiB + 2 MiB in 2 MiB sections make 3 + 1 sections");
+    is_u64(t.sections[2].size, 1 * MIB, "an allocation's last section is partial");
+    is(t.allocs[b].first_section, 3, "sections are numbered across allocations");
+    is(t.accesses[0].first, 1, "a byte range maps to the sections it covers (first)");
+    is(t.accesses[0].count, 2, "a byte range maps to the sections it covers (count)");
+    is_u64(umadv__trace_run_bytes(&t, a, 1, 2), 3 * MIB, "run bytes stop at the allocation's end");
+    umadv__trace_cleanup(&t);
+}
+
+/* Finalizing must reach a fixed point: [0,2) rw, [2,3) r, [2,5) w merge
+ * to one [0,5) rw run, or a write/read round trip would change bytes. */
+static void test_merge_fixed_point(void)
+{
+    umadv_trace_t t;
+    uint32_t a;
+
+    umadv__trace_init(&t, 2 * MIB);
+    umadv__trace_add_alloc(&t, 0, 10 * MIB, UMADV_ALLOC_OTHER, NULL, &a);
+    umadv__trace_add_step(&t, NULL, UMADV_STEP_KERNEL, 0, 0, NULL);
+    umadv__trace_add_access_sections(&t, a, 0, 2, UMADV_ACCESS_RW, 1);
+    umadv__trace_add_access_sections(&t, a, 2, 1, UMADV_ACCESS_READ, 2);
+    umadv__trace_add_access_sections(&t, a, 2, 3, UMADV_ACCESS_WRITE, UINT32_MAX);
+    umadv__trace_finalize(&t, NULL, 0);
+    is(t.naccesses, 1, "overlapping and touching runs fold into one");
+    is(t.accesses[0].count, 5, "the folded run spans all sections");
+    is(t.accesses[0].mode, UMADV_ACCESS_RW, "the folded run has the union of modes");
+    is_u64(t.accesses[0].faults, UINT32_MAX, "fault counts saturate instead of wrapping");
+    umadv__trace_cleanup(&t);
+
+    umadv__trace_init(&t, 2 * MIB);
+    umadv__trace_add_alloc(&t, 0, 10 * MIB, UMADV_ALLOC_OTHER, NULL, &a);
+    umadv__trace_add_step(&t, NULL, UMADV_STEP_KERNEL, 0, 0, NULL);
+    umadv__trace_add_access_sections(&t, a, 0, 2, UMADV_ACCESS_READ, 0);
+    umadv__trace_add_access_sections(&t, a, 2, 2, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_finalize(&t, NULL, 0);
+    is(t.naccesses, 2, "runs that only touch with different modes stay apart");
+    umadv__trace_cleanup(&t);
+}
+
+static void test_rejections(void)
+{
+    umadv_trace_t t;
+    uint32_t a, step;
+    char why[256];
+
+    is(umadv__trace_init(&t, 3 * MIB), UMADV_ERR_INVALID_PARAM, "section size must be a power of two");
+    is(umadv__trace_init(&t, 4096), UMADV_ERR_INVALID_PARAM, "section size below 64 KiB is refused");
+    umadv__trace_init(&t, 64 * 1024);
+    is(umadv__trace_add_alloc(&t, 0, 0, UMADV_ALLOC_OTHER, NULL, &a), UMADV_ERR_INVALID_PARAM,
+       "a zero-size allocation is refused");
+    is(umadv__trace_add_alloc(&t, UINT64_MAX - 10, 100, UMADV_ALLOC_OTHER, NULL, &a),
+       UMADV_ERR_INVALID_PARAM, "an allocation wrapping the address space is refused");
+    umadv__trace_add_alloc(&t, 0, UINT64_MAX - 5, UMADV_ALLOC_OTHER, NULL, &a);
+    is(umadv__trace_finalize(&t, why, sizeof(why)), UMADV_ERR_INVALID_PARAM,
+       "an allocation of 2^64 bytes cannot be sectioned");
+    ok(strstr(why, "sections") != NULL, "the reason names the section count");
+    umadv__trace_cleanup(&t);
+
+    umadv__trace_init(&t, 2 * MIB);
+    is(umadv__trace_add_access_sections(&t, 0, 0, 1, UMADV_ACCESS_READ, 0), UMADV_ERR_INVALID_PARAM,
+       "an access before any step is refused");
+    umadv__trace_add_alloc(&t, 0, 4 * MIB, UMADV_ALLOC_ACTIVATION, "x", &a);
+    umadv__trace_add_step(&t, "s0", UMADV_STEP_KERNEL, 1, 0, &step);
+    is(umadv__trace_add_step(&t, "s1", UMADV_STEP_KERNEL, 0, 0, NULL), UMADV_ERR_INVALID_PARAM,
+       "iterations must not decrease");
+    is(umadv__trace_add_access_sections(&t, a, 1, 2, UMADV_ACCESS_READ, 0), UMADV_ERR_INVALID_PARAM,
+       "an access past the allocation's sections is refused");
+    is(umadv__trace_add_access(&t, a, 0, 4 * MIB, 8, 0), UMADV_ERR_INVALID_PARAM,
+       "an unknown access mode is refused");
+    umadv__trace_add_step(&t, "s1", UMADV_STEP_KERNEL, 1, 0, NULL);
+    umadv__trace_add_access(&t, a, 0, 1, UMADV_ACCESS_READ, 0);
+    umadv__trace_set_lifetime(&t, a, 0, 0);
+    is(umadv__trace_finalize(&t, why, sizeof(why)), UMADV_ERR_CORRUPT,
+       "touching an allocation after its free is caught");
+    ok(strstr(why, "step 1") != NULL && strstr(why, "lifetime") != NULL,
+       "the reason names the step and the lifetime (%s)", why);
+    umadv__trace_cleanup(&t);
+}
+
+static void test_iterations(void)
+{
+    umadv_trace_t t;
+    uint32_t first, count;
+
+    umadv__trace_init(&t, 2 * MIB);
+    for (uint32_t it = 0; it < 3; it++)
+        for (uint32_t s = 0; s < 4 + it; s++)
+            umadv__trace_add_step(&t, NULL, UMADV_STEP_LAYER, it * 2, 10, NULL);
+    umadv__trace_finalize(&t, NULL, 0);
+    is(t.niterations, 5, "iterations are counted up to the last index");
+    is(umadv__trace_iteration_steps(&t, 2, &first, &count), UMADV_OK, "find iteration 2");
+    is(first, 4, "iteration 2 starts after iteration 0's four steps");
+    is(count, 5, "iteration 2 has five steps");
+    is(umadv__trace_iteration_steps(&t, 1, &first, &count), UMADV_ERR_NOT_FOUND,
+       "a missing iteration is not found");
+    umadv__trace_cleanup(&t);
+}
+
+int main(void)
+{
+    plan(29);
+    test_sections();
+    test_merge_fixed_point();
+    test_rejections();
+    test_iterations();
+    return exit_status();
+}
