@@ -11,17 +11,7 @@
 
 #include "common/util.h"
 #include "tap.h"
-
-static char log_path[] = "/tmp/umadv-test-config-XXXXXX";
-
-static void env_clear(void)
-{
-    size_t n;
-    const umadv_config_field_t *fields = umadv__config_fields(&n);
-
-    for (size_t i = 0; i < n; i++)
-        unsetenv(fields[i].name);
-}
+#include "testutil.h"
 
 /* Load with only @name=@value set. On failure also checks that @config
  * kept its previous bytes. */
@@ -56,21 +46,6 @@ static void expect_bad(const char *name, const char *value)
 
     ok(status == UMADV_ERR_INVALID_PARAM && unchanged,
        "%s=\"%s\" rejected, config unchanged (status %d)", name, value, status);
-}
-
-/* The whole log written since the last call. */
-static char *log_take(void)
-{
-    FILE *f = fopen(log_path, "r");
-    static char buf[8192];
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    if (truncate(log_path, 0) != 0)
-        diag("truncate %s failed", log_path);
-    return buf;
 }
 
 static void test_defaults(void)
@@ -288,12 +263,7 @@ static void test_print(void)
 
 int main(void)
 {
-    int fd = mkstemp(log_path);
-
-    if (fd < 0)
-        skip_all("cannot create a temporary file");
-    close(fd);
-    umadv__log_set_file(log_path);
+    log_capture_start();
     plan(105);
     test_defaults();
     test_sizes();
@@ -302,7 +272,6 @@ int main(void)
     test_messages();
     test_load_many_and_set();
     test_print();
-    umadv__log_set_file(NULL);
-    unlink(log_path);
+    log_capture_stop();
     return exit_status();
 }

@@ -16,33 +16,9 @@
 #include "common/util.h"
 #include "trace/trace_io.h"
 #include "tap.h"
+#include "testutil.h"
 
 #define SECTION (64 * UMADV_KIB)
-
-static char log_path[] = "/tmp/umadv-test-context-XXXXXX";
-
-static char *log_take(void)
-{
-    static char buf[8192];
-    FILE *f = fopen(log_path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    if (truncate(log_path, 0) != 0)
-        diag("truncate failed");
-    return buf;
-}
-
-static void env_clear(void)
-{
-    size_t n;
-    const umadv_config_field_t *fields = umadv__config_fields(&n);
-
-    for (size_t i = 0; i < n; i++)
-        unsetenv(fields[i].name);
-}
 
 static umadv_context_params_t host_params(void)
 {
@@ -414,13 +390,8 @@ static void test_policy_names(void)
 
 int main(void)
 {
-    int fd = mkstemp(log_path);
-
-    if (fd < 0)
-        skip_all("cannot create a temporary file");
-    close(fd);
+    log_capture_start();
     env_clear();
-    umadv__log_set_file(log_path);
     plan(84);
     test_create();
     test_state_errors();
@@ -428,7 +399,6 @@ int main(void)
     test_profile();
     test_stats();
     test_policy_names();
-    umadv__log_set_file(NULL);
-    unlink(log_path);
+    log_capture_stop();
     return exit_status();
 }

@@ -14,22 +14,7 @@
 #include "common/util.h"
 #include "cuda_ops/cudart_util.h"
 #include "tap.h"
-
-static char log_path[] = "/tmp/umadv-test-cuda-ops-XXXXXX";
-
-static char *log_take(void)
-{
-    static char buf[4096];
-    FILE *f = fopen(log_path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    if (truncate(log_path, 0) != 0)
-        diag("truncate failed");
-    return buf;
-}
+#include "testutil.h"
 
 static int table_complete(const umadv_cuda_ops_t *ops)
 {
@@ -246,12 +231,7 @@ static void test_names(void)
 
 int main(void)
 {
-    int fd = mkstemp(log_path);
-
-    if (fd < 0)
-        skip_all("cannot create a temporary file");
-    close(fd);
-    umadv__log_set_file(log_path);
+    log_capture_start();
     plan(67);
     test_tables();
     test_host_device();
@@ -259,7 +239,6 @@ int main(void)
     test_host_events();
     test_cudart_errors();
     test_names();
-    umadv__log_set_file(NULL);
-    unlink(log_path);
+    log_capture_stop();
     return exit_status();
 }

@@ -13,11 +13,10 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #define SECTION (64 * UMADV_KIB)
 #define ARENA   UMADV_MIB
-
-static char log_path[] = "/tmp/umadv-test-pool-XXXXXX";
 
 static umadv_pool_t *pool_new(uint64_t arena, uint64_t max_managed,
                               const umadv_cuda_ops_t *ops)
@@ -49,20 +48,6 @@ static uint64_t round_up(uint64_t x, uint64_t a)
 static uint64_t expected_span(uint64_t size)
 {
     return size >= SECTION ? round_up(size, SECTION) : round_up(size, UMADV_POOL_ALIGN);
-}
-
-static char *log_take(void)
-{
-    static char buf[4096];
-    FILE *f = fopen(log_path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    if (truncate(log_path, 0) != 0)
-        diag("truncate failed");
-    return buf;
 }
 
 static void test_basics(void)
@@ -392,12 +377,7 @@ static void test_odd_backend(void)
 
 int main(void)
 {
-    int fd = mkstemp(log_path);
-
-    if (fd < 0)
-        skip_all("cannot create a temporary file");
-    close(fd);
-    umadv__log_set_file(log_path);
+    log_capture_start();
     plan(54);
     test_basics();
     test_coalescing();
@@ -405,7 +385,6 @@ int main(void)
     test_random();
     test_many();
     test_odd_backend();
-    umadv__log_set_file(NULL);
-    unlink(log_path);
+    log_capture_stop();
     return exit_status();
 }

@@ -140,6 +140,35 @@ uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len)
     return ~crc;
 }
 
+size_t umadv__utf8_valid_len(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+
+    if (c < 0x80)
+        return 1;
+    if (c < 0xc2 || c > 0xf4)
+        return 0; /* a continuation byte, or a lead byte of an overlong form */
+    n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    /* These lead bytes narrow the second byte's range: overlong 3- and
+     * 4-byte forms, surrogates, past U+10FFFF. */
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++) {
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    }
+    return n;
+}
+
 uint64_t umadv__now_ns(void)
 {
     struct timespec ts;

@@ -1,6 +1,6 @@
 /*
  * Small helpers shared by every part: byte sizes, growing arrays, CRC-32,
- * monotonic time.
+ * UTF-8 validation, monotonic time.
  */
 #ifndef UMADV_COMMON_UTIL_H
 #define UMADV_COMMON_UTIL_H
@@ -33,6 +33,12 @@ umadv_status_t umadv__strdup(const char *s, char **copy_p);
 /* CRC-32 (IEEE 802.3, the zlib polynomial), continuable: pass the previous
  * result as @crc, 0 to start. */
 uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len);
+
+/* Length of the well-formed UTF-8 sequence at @p (1 to 4), or 0 when the
+ * @avail bytes there (at least one) do not start one. Overlong forms,
+ * surrogates and code points past U+10FFFF are refused (RFC 3629); no
+ * byte past the @avail is read. */
+size_t umadv__utf8_valid_len(const unsigned char *p, size_t avail);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t umadv__now_ns(void);

@@ -228,6 +228,21 @@ static void net_fail(synth_net_t *net, umadv_status_t status)
         net->status = status;
 }
 
+/* A zeroed element past the @n in use of one of the net's arrays (the
+ * caller counts it); NULL, and the net failed, when memory runs out. */
+static void *net_push(synth_net_t *net, void **array, size_t *cap, size_t n, size_t elem_size)
+{
+    void *elem;
+
+    if (umadv__array_reserve(array, cap, n + 1, elem_size) != UMADV_OK) {
+        net_fail(net, UMADV_ERR_NO_MEMORY);
+        return NULL;
+    }
+    elem = (char *)*array + n * elem_size;
+    memset(elem, 0, elem_size);
+    return elem;
+}
+
 static uint32_t net_tensor(synth_net_t *net, uint32_t c, uint32_t h, uint32_t w,
                            uint64_t elem)
 {
@@ -242,13 +257,9 @@ static uint32_t net_tensor(synth_net_t *net, uint32_t c, uint32_t h, uint32_t w,
         net_fail(net, UMADV_ERR_INVALID_PARAM);
         return SYNTH_NONE;
     }
-    if (umadv__array_reserve((void **)&net->tensors, &net->tensors_cap, net->ntensors + 1,
-                             sizeof(*net->tensors)) != UMADV_OK) {
-        net_fail(net, UMADV_ERR_NO_MEMORY);
+    t = net_push(net, (void **)&net->tensors, &net->tensors_cap, net->ntensors, sizeof(*t));
+    if (t == NULL)
         return SYNTH_NONE;
-    }
-    t = &net->tensors[net->ntensors];
-    memset(t, 0, sizeof(*t));
     t->size = size;
     t->c = c;
     t->h = h;
@@ -262,13 +273,9 @@ static uint32_t net_param(synth_net_t *net, const char *layer, uint64_t elems)
 
     if (net->status != UMADV_OK)
         return SYNTH_NONE;
-    if (umadv__array_reserve((void **)&net->params, &net->params_cap, net->nparams + 1,
-                             sizeof(*net->params)) != UMADV_OK) {
-        net_fail(net, UMADV_ERR_NO_MEMORY);
+    p = net_push(net, (void **)&net->params, &net->params_cap, net->nparams, sizeof(*p));
+    if (p == NULL)
         return SYNTH_NONE;
-    }
-    p = &net->params[net->nparams];
-    memset(p, 0, sizeof(*p));
     snprintf(p->tag, sizeof(p->tag), "%s", layer);
     p->size = elems * SYNTH_FP32;
     return (uint32_t)net->nparams++;
@@ -281,13 +288,10 @@ static synth_layer_t *net_layer(synth_net_t *net, const char *name, uint32_t in)
 
     if (net->status != UMADV_OK || in == SYNTH_NONE)
         return NULL;
-    if (umadv__array_reserve((void **)&net->layers, &net->layers_cap, net->nlayers + 1,
-                             sizeof(*net->layers)) != UMADV_OK) {
-        net_fail(net, UMADV_ERR_NO_MEMORY);
+    l = net_push(net, (void **)&net->layers, &net->layers_cap, net->nlayers, sizeof(*l));
+    if (l == NULL)
         return NULL;
-    }
-    l = &net->layers[net->nlayers++];
-    memset(l, 0, sizeof(*l));
+    net->nlayers++;
     snprintf(l->name, sizeof(l->name), "%s", name);
     l->in = in;
     l->residual = l->out = l->pre = SYNTH_NONE;

@@ -22,6 +22,16 @@ static const char *const step_kind_names[UMADV_STEP_KIND_COUNT] = {
     [UMADV_STEP_COPY]   = "copy",
 };
 
+/* Position of @name in @names, -1 when it is not there. */
+static int name_index(const char *const *names, unsigned count, const char *name)
+{
+    for (unsigned i = 0; i < count; i++) {
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
 const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
 {
     return (unsigned)kind < UMADV_ALLOC_KIND_COUNT ? alloc_kind_names[kind] : "?";
@@ -29,13 +39,12 @@ const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
 
 int umadv__alloc_kind_parse(const char *name, umadv_alloc_kind_t *kind_p)
 {
-    for (unsigned i = 0; i < UMADV_ALLOC_KIND_COUNT; i++) {
-        if (strcmp(name, alloc_kind_names[i]) == 0) {
-            *kind_p = (umadv_alloc_kind_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(alloc_kind_names, UMADV_ALLOC_KIND_COUNT, name);
+
+    if (i < 0)
+        return -1;
+    *kind_p = (umadv_alloc_kind_t)i;
+    return 0;
 }
 
 const char *umadv__step_kind_name(umadv_step_kind_t kind)
@@ -45,13 +54,12 @@ const char *umadv__step_kind_name(umadv_step_kind_t kind)
 
 int umadv__step_kind_parse(const char *name, umadv_step_kind_t *kind_p)
 {
-    for (unsigned i = 0; i < UMADV_STEP_KIND_COUNT; i++) {
-        if (strcmp(name, step_kind_names[i]) == 0) {
-            *kind_p = (umadv_step_kind_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(step_kind_names, UMADV_STEP_KIND_COUNT, name);
+
+    if (i < 0)
+        return -1;
+    *kind_p = (umadv_step_kind_t)i;
+    return 0;
 }
 
 void umadv__link_model_default(umadv_link_model_t *link)

@@ -36,34 +36,6 @@ void umadv__numeric_locale_leave(umadv_numeric_locale_t *nl)
     freelocale(nl->c);
 }
 
-/* Overlong forms, surrogates and code points past U+10FFFF are refused,
- * as RFC 3629 requires. */
-size_t umadv__utf8_sequence(const unsigned char *p, size_t avail)
-{
-    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
-    size_t n;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xc2 || c > 0xf4)
-        return 0;
-    n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (avail < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
 const char *umadv__access_mode_name(uint32_t mode)
 {
     switch (mode) {
@@ -122,6 +94,21 @@ static void sb_printf(strbuf_t *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
+/* Close the buffer with the 'end' line, whose CRC-32 covers everything
+ * before it, and hand it over; a failed buffer is freed instead. */
+static umadv_status_t sb_seal(strbuf_t *sb, char **buf_p, size_t *len_p)
+{
+    if (!sb->failed)
+        sb_printf(sb, "end crc32=%08x\n", umadv__crc32(0, sb->data, sb->len));
+    if (sb->failed) {
+        free(sb->data);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    *buf_p = sb->data;
+    *len_p = sb->len;
+    return UMADV_OK;
+}
+
 /* One byte of a quoted string, escaped so that the line stays one line of
  * valid UTF-8 whatever the string holds. */
 static size_t sb_string_byte(strbuf_t *sb, const unsigned char *p, size_t avail)
@@ -134,7 +121,7 @@ static size_t sb_string_byte(strbuf_t *sb, const unsigned char *p, size_t avail)
         sb_append(sb, escapes[p[0]], 2);
         return 1;
     }
-    n = (p[0] < 0x20 || p[0] == 0x7f) ? 0 : umadv__utf8_sequence(p, avail);
+    n = (p[0] < 0x20 || p[0] == 0x7f) ? 0 : umadv__utf8_valid_len(p, avail);
     if (n == 0) {
         sb_printf(sb, "\\x%02x", p[0]);
         return 1;
@@ -275,15 +262,7 @@ umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_
     write_allocs(&sb, trace);
     write_steps(&sb, trace);
     umadv__numeric_locale_leave(&nl);
-    if (!sb.failed)
-        sb_printf(&sb, "end crc32=%08x\n", umadv__crc32(0, sb.data, sb.len));
-    if (sb.failed) {
-        free(sb.data);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    *buf_p = sb.data;
-    *len_p = sb.len;
-    return UMADV_OK;
+    return sb_seal(&sb, buf_p, len_p);
 }
 
 umadv_status_t umadv__trace_write_stream(const umadv_trace_t *trace, FILE *stream)
@@ -335,15 +314,7 @@ umadv_status_t umadv__trace_reseal_buffer(const char *buf, size_t len, char **ou
     sb_append(&sb, buf, keep);
     if (keep > 0 && buf[keep - 1] != '\n')
         sb_append(&sb, "\n", 1);
-    if (!sb.failed)
-        sb_printf(&sb, "end crc32=%08x\n", umadv__crc32(0, sb.data, sb.len));
-    if (sb.failed) {
-        free(sb.data);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    *out_p = sb.data;
-    *out_len_p = sb.len;
-    return UMADV_OK;
+    return sb_seal(&sb, out_p, out_len_p);
 }
 
 /* --- files ----------------------------------------------------------------- */

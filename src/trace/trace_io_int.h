@@ -21,10 +21,6 @@ typedef struct umadv_numeric_locale {
 void umadv__numeric_locale_enter(umadv_numeric_locale_t *nl);
 void umadv__numeric_locale_leave(umadv_numeric_locale_t *nl);
 
-/* Length of the well-formed UTF-8 sequence at @p (1 to 4), or 0 when the
- * @avail bytes there do not start one. */
-size_t umadv__utf8_sequence(const unsigned char *p, size_t avail);
-
 /* "r", "w" or "rw": the on-disk name of a umadv_access_mode_t. */
 const char *umadv__access_mode_name(uint32_t mode);
 

@@ -153,7 +153,7 @@ static umadv_status_t line_check_bytes(reader_t *r)
     const unsigned char *p = (const unsigned char *)r->text;
 
     for (size_t i = 0; i < r->text_len;) {
-        size_t n = umadv__utf8_sequence(p + i, r->text_len - i);
+        size_t n = umadv__utf8_valid_len(p + i, r->text_len - i);
         if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
             return fail(r, "control byte 0x%02x at column %zu", p[i], i + 1);
         if (n == 0)

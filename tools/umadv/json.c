@@ -3,6 +3,9 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
+
+#include "common/util.h"
 
 void umadv__json_init(umadv_json_t *json, FILE *out)
 {
@@ -10,46 +13,6 @@ void umadv__json_init(umadv_json_t *json, FILE *out)
     json->depth    = 0;
     json->count[0] = 0;
     json->inline_[0] = 0;
-}
-
-static int is_continuation(unsigned char c)
-{
-    return c >= 0x80 && c <= 0xbf;
-}
-
-/* Length of the valid UTF-8 sequence at @s, 0 if it is not one (overlong
- * forms and surrogates included). The NUL terminator fails every
- * continuation test, so this never reads past the string. */
-static int utf8_length(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    int n;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++) {
-        if (!is_continuation(s[i]))
-            return 0;
-    }
-    return n;
 }
 
 static void write_escape(FILE *out, unsigned char c)
@@ -69,17 +32,18 @@ static void write_escape(FILE *out, unsigned char c)
 void umadv__json_write_string(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *end = p + strlen(s);
 
     fputc('"', out);
-    while (*p != '\0') {
-        int n = utf8_length(p);
+    while (p < end) {
+        size_t n = umadv__utf8_valid_len(p, (size_t)(end - p));
         if (n == 0) {
             fputs("\\ufffd", out); /* not UTF-8: a kernel name from raw bytes */
             p++;
         } else if (n == 1 && (*p < 0x20 || *p == '"' || *p == '\\' || *p == 0x7f)) {
             write_escape(out, *p++);
         } else {
-            fwrite(p, 1, (size_t)n, out);
+            fwrite(p, 1, n, out);
             p += n;
         }
     }
