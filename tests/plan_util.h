@@ -213,6 +213,7 @@ static inline umadv_status_t tp_random_trace(uint64_t seed, const tp_params_t *p
 typedef struct tp_check {
     char     why[256];
     uint64_t peak;        /* largest occupancy seen */
+    uint64_t remote;      /* bytes touched over the link in one replay */
 } tp_check_t;
 
 static inline int tp_fail(tp_check_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -240,9 +241,34 @@ static inline int tp_written(const umadv_trace_t *t, uint32_t a)
     return 0;
 }
 
+static inline int tp_advice_ok(const umadv_op_t *op)
+{
+    return op->advice == UMADV_ADVICE_PREFERRED_HOST || op->advice == UMADV_ADVICE_ACCESSED_BY ||
+           op->advice == UMADV_ADVICE_NONE;
+}
+
+/* Setup advice: read-mostly per whole allocation, or a host pair. */
+static inline int tp_check_setup(const umadv_trace_t *t, const umadv_schedule_t *s, tp_check_t *c)
+{
+    for (size_t i = 0; i < s->nsetup; i++) {
+        const umadv_op_t *op = &s->setup[i];
+        if (op->kind != UMADV_OP_ADVISE || op->alloc >= t->nallocs || op->count == 0 ||
+            op->first + op->count > t->allocs[op->alloc].nsections ||
+            op->bytes != umadv__trace_run_bytes(t, op->alloc, op->first, op->count))
+            return tp_fail(c, "setup op %zu malformed", i);
+        if (op->advice == UMADV_ADVICE_READ_MOSTLY ? tp_written(t, op->alloc)
+                                                   : op->advice != UMADV_ADVICE_PREFERRED_HOST &&
+                                                     op->advice != UMADV_ADVICE_ACCESSED_BY)
+            return tp_fail(c, "setup op %zu: advice %d", i, (int)op->advice);
+    }
+    return 1;
+}
+
 static inline int tp_check_ops(const umadv_trace_t *t, const umadv_schedule_t *s,
                                int read_mostly, tp_check_t *c)
 {
+    if (!tp_check_setup(t, s, c))
+        return 0;
     for (size_t i = 0; i < s->nops; i++) {
         const umadv_op_t *op = &s->ops[i];
         const umadv_trace_alloc_t *a;
@@ -266,7 +292,11 @@ static inline int tp_check_ops(const umadv_trace_t *t, const umadv_schedule_t *s
             a->free_step != s->first_step + op->issue_step &&
             !(read_mostly && !tp_written(t, op->alloc)))
             return tp_fail(c, "op %zu drops live, written data of allocation %u", i, op->alloc);
-        if (op->kind != UMADV_OP_FETCH && op->kind != UMADV_OP_EVICT && op->kind != UMADV_OP_DROP)
+        if (op->kind == UMADV_OP_ADVISE && (!tp_advice_ok(op) || op->need_step != op->issue_step))
+            return tp_fail(c, "advise op %zu: advice %d, issue %u, need %u", i, (int)op->advice,
+                           op->issue_step, op->need_step);
+        if (op->kind != UMADV_OP_FETCH && op->kind != UMADV_OP_EVICT &&
+            op->kind != UMADV_OP_DROP && op->kind != UMADV_OP_ADVISE)
             return tp_fail(c, "op %zu has kind %d", i, (int)op->kind);
     }
     if (s->step_ops[0] != 0 || s->step_ops[s->nsteps] != s->nops)
@@ -274,12 +304,47 @@ static inline int tp_check_ops(const umadv_trace_t *t, const umadv_schedule_t *s
     return 1;
 }
 
+/* Advice bits of a section in the replay. */
+#define TP_HOST 1u  /* PREFERRED_HOST */
+#define TP_MAP  2u  /* ACCESSED_BY */
+
 typedef struct tp_replay {
     const umadv_trace_t    *t;
     const umadv_schedule_t *s;
     uint8_t *res, *populated;
+    uint8_t *advice, *advice0;  /* now, and as setup leaves it */
     uint64_t budget;
 } tp_replay_t;
+
+/* Set or clear advice on each section of an ADVISE op; a set finds the
+ * bit clear and the section off the GPU, a NONE finds both bits set:
+ * sets and reverts come in pairs. */
+static inline int tp_advise(tp_replay_t *r, const umadv_op_t *op, uint32_t j, tp_check_t *c)
+{
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t x = umadv__trace_section_id(r->t, op->alloc, op->first + i);
+        uint8_t bit = op->advice == UMADV_ADVICE_PREFERRED_HOST ? TP_HOST
+                      : op->advice == UMADV_ADVICE_ACCESSED_BY  ? TP_MAP : 0;
+
+        if (bit != 0 && ((r->advice[x] & bit) || r->res[x]))
+            return tp_fail(c, "step %u advises section %u twice, or while resident", j, x);
+        if (bit == 0 && r->advice[x] != (TP_HOST | TP_MAP))
+            return tp_fail(c, "step %u reverts section %u, not advised to the host", j, x);
+        r->advice[x] = bit ? (uint8_t)(r->advice[x] | bit) : 0;
+    }
+    return 1;
+}
+
+static inline int tp_advise_step(tp_replay_t *r, uint32_t j, int sets, tp_check_t *c)
+{
+    for (uint32_t i = r->s->step_ops[j]; i < r->s->step_ops[j + 1]; i++) {
+        const umadv_op_t *op = &r->s->ops[i];
+        if (op->kind == UMADV_OP_ADVISE && (op->advice != UMADV_ADVICE_NONE) == sets &&
+            !tp_advise(r, op, j, c))
+            return 0;
+    }
+    return 1;
+}
 
 static inline int tp_alive_for_fetch(const tp_replay_t *r, uint32_t a, uint32_t j, int next_iter)
 {
@@ -307,6 +372,8 @@ static inline int tp_fetch(tp_replay_t *r, const umadv_op_t *op, uint32_t j, tp_
         uint32_t x = umadv__trace_section_id(r->t, op->alloc, op->first + i);
         if (r->res[x])
             return tp_fail(c, "step %u fetches section %u, already resident", j, x);
+        if (r->advice[x])
+            return tp_fail(c, "step %u fetches section %u, still advised to the host", j, x);
         if (!!(op->flags & UMADV_OP_FLAG_FRESH) == !!r->populated[x])
             return tp_fail(c, "step %u: fetch of section %u has the wrong FRESH flag", j, x);
         r->res[x] = 1;
@@ -340,9 +407,11 @@ static inline int tp_end_step(tp_replay_t *r, uint32_t j, tp_check_t *c)
     const umadv_trace_t *t = r->t;
     const umadv_schedule_t *s = r->s;
 
+    if (!tp_advise_step(r, j, 0, c))
+        return 0;
     for (uint32_t i = s->step_ops[j]; i < s->step_ops[j + 1]; i++) {
         const umadv_op_t *op = &s->ops[i];
-        if (op->kind == UMADV_OP_FETCH)
+        if (op->kind == UMADV_OP_FETCH || op->kind == UMADV_OP_ADVISE)
             continue;
         for (uint32_t k = 0; k < op->count; k++) {
             uint32_t x = umadv__trace_section_id(t, op->alloc, op->first + k);
@@ -358,6 +427,8 @@ static inline int tp_end_step(tp_replay_t *r, uint32_t j, tp_check_t *c)
              x < t->allocs[a].first_section + t->allocs[a].nsections; x++) {
             if (r->res[x])
                 return tp_fail(c, "section %u resident after its allocation's free", x);
+            if (r->advice[x])
+                return tp_fail(c, "section %u still advised after its allocation's free", x);
         }
     }
     return 1;
@@ -375,6 +446,8 @@ static inline int tp_run_step(tp_replay_t *r, uint32_t j, tp_check_t *c)
     tp_lifetime_starts(r, j, &bad, &bad_x);
     if (bad)
         return tp_fail(c, "section %u of a new instance resident at its birth", bad_x);
+    if (!tp_advise_step(r, j, 1, c))
+        return 0;
     for (uint32_t i = s->step_ops[j]; i < s->step_ops[j + 1]; i++) {
         if (s->ops[i].kind == UMADV_OP_FETCH && !tp_fetch(r, &s->ops[i], j, c))
             return 0;
@@ -389,8 +462,13 @@ static inline int tp_run_step(tp_replay_t *r, uint32_t j, tp_check_t *c)
         const umadv_trace_access_t *acc = &t->accesses[st->first_access + i];
         for (uint32_t k = 0; k < acc->count; k++) {
             uint32_t x = umadv__trace_section_id(t, acc->alloc, acc->first + k);
+            if (!r->res[x] && r->advice[x] != (TP_HOST | TP_MAP))
+                return tp_fail(c, "step %u touches section %u, neither resident nor "
+                               "advised to the host", j, x);
+            if (r->res[x] && r->advice[x])
+                return tp_fail(c, "step %u: section %u resident and advised to the host", j, x);
             if (!r->res[x])
-                return tp_fail(c, "step %u touches section %u, not resident", j, x);
+                c->remote += t->sections[x].size;
             r->populated[x] = 1;
         }
     }
@@ -398,14 +476,18 @@ static inline int tp_run_step(tp_replay_t *r, uint32_t j, tp_check_t *c)
 }
 
 /*
- * Replay @s three times from its resident_at_start, at step granularity
- * (a fetch occupies memory from its issue step, an eviction frees it from
- * the next step), and check: the budget at every step; every touched
- * section resident; fetches only of absent sections, inside their
+ * Replay @s three times from its resident_at_start and setup advice, at
+ * step granularity (a fetch occupies memory from its issue step, an
+ * eviction frees it from the next step), and check: the budget at every
+ * step; every touched section resident, or off the GPU with both host
+ * advices set (a remote access, counted in c->remote per replay);
+ * fetches only of absent sections with no host advice, inside their
  * allocation's life, FRESH exactly for never-populated memory; removals
  * only of resident sections; drops only of freed or never-written data;
- * nothing left of a freed allocation; the same resident set at every
- * wrap (periodic). On failure returns 0 with c->why set.
+ * advice set only when clear and off the GPU, reverted only when set
+ * (paired); nothing left of a freed allocation, advice included; the
+ * same resident set and advice at every wrap (periodic). On failure
+ * returns 0 with c->why set.
  */
 static inline int tp_check_schedule(const umadv_trace_t *t, const umadv_schedule_t *s,
                                     uint64_t budget, int read_mostly, tp_check_t *c)
@@ -418,18 +500,33 @@ static inline int tp_check_schedule(const umadv_trace_t *t, const umadv_schedule
         return 0;
     r.res = malloc(t->nsections + 1);
     r.populated = malloc(t->nsections + 1);
-    if (r.res == NULL || r.populated == NULL)
-        return tp_fail(c, "out of memory");
+    r.advice = calloc(t->nsections + 1, 1);
+    r.advice0 = malloc(t->nsections + 1);
+    if (r.res == NULL || r.populated == NULL || r.advice == NULL || r.advice0 == NULL) {
+        ok = tp_fail(c, "out of memory");
+        goto out;
+    }
     memcpy(r.res, s->resident_at_start, t->nsections);
     memset(r.populated, 1, t->nsections);
+    for (size_t i = 0; i < s->nsetup && ok; i++) {
+        if (s->setup[i].advice != UMADV_ADVICE_READ_MOSTLY)
+            ok = tp_advise(&r, &s->setup[i], 0, c);
+    }
+    memcpy(r.advice0, r.advice, t->nsections);
     for (uint32_t rep = 0; rep < 3 && ok; rep++) {
+        c->remote = 0;
         for (uint32_t j = 0; j < s->nsteps && ok; j++)
             ok = tp_run_step(&r, j, c);
         if (ok && memcmp(r.res, s->resident_at_start, t->nsections) != 0)
             ok = tp_fail(c, "replay %u ends with another resident set than it began", rep);
+        if (ok && memcmp(r.advice, r.advice0, t->nsections) != 0)
+            ok = tp_fail(c, "replay %u ends with other advice than it began", rep);
     }
+out:
     free(r.res);
     free(r.populated);
+    free(r.advice);
+    free(r.advice0);
     return ok;
 }
 

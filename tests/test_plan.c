@@ -43,6 +43,8 @@ static void build(umadv_trace_t *t, const uint32_t *nsec, uint32_t nallocs,
     umadv__trace_finalize(t, NULL, 0);
 }
 
+/* The rules of residency and timing, without host placement (which has
+ * its own tests below: it changes what these traces should get). */
 static int plan_with(const umadv_trace_t *t, uint64_t budget, uint32_t lookahead,
                      int read_mostly, umadv_schedule_t *s)
 {
@@ -51,6 +53,7 @@ static int plan_with(const umadv_trace_t *t, uint64_t budget, uint32_t lookahead
     umadv__plan_params_default(t, budget, &p);
     p.lookahead = lookahead;
     p.read_mostly = read_mostly;
+    p.host_placement = 0;
     return umadv__plan_build(t, &p, s);
 }
 
@@ -246,7 +249,8 @@ static int plans_equal(const umadv_schedule_t *a, const umadv_schedule_t *b, siz
 static void test_random(void)
 {
     static const double fractions[] = {0.0, 1.0, 1.3, 2.0, 4.0};
-    int checked = 0, failed = 0, peak_bad = 0, unconverged = 0, differ = 0;
+    int checked = 0, failed = 0, peak_bad = 0, unconverged = 0, differ = 0, placed = 0;
+    int remote_bad = 0;
     uint64_t max_passes = 0;
 
     for (uint64_t seed = 1; seed <= 60; seed++) {
@@ -280,9 +284,11 @@ static void test_random(void)
                 if (failed++ < 5)
                     diag("seed %llu budget x%.1f: %s", (unsigned long long)seed, fractions[b],
                          c.why);
-            } else if (c.peak != s.peak_planned) {
-                peak_bad++;
+            } else {
+                peak_bad += c.peak != s.peak_planned;
+                remote_bad += c.remote != s.remote_bytes;
             }
+            placed += s.remote_bytes > 0;
             unconverged += !s.converged;
             max_passes = s.passes > max_passes ? s.passes : max_passes;
             if (umadv__plan_build(&t, &pp, &s2) == UMADV_OK) {
@@ -297,6 +303,8 @@ static void test_random(void)
     is(failed, 0, "random: every schedule passes the independent replay");
     is(peak_bad, 0, "random: peak_planned is the replay's peak");
     is(differ, 0, "random: the same input gives the same plan");
+    ok(placed > 0, "random: %d schedules place data on the host", placed);
+    is(remote_bad, 0, "random: remote_bytes is what the replay accesses over the link");
     diag("random: %d not converged, at most %llu passes", unconverged,
          (unsigned long long)max_passes);
 }
@@ -357,7 +365,7 @@ static void test_no_budget(void)
 
 int main(void)
 {
-    plan(41);
+    plan(43);
     test_coalescing();
     test_hoisting();
     test_transient();

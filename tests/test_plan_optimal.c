@@ -259,6 +259,7 @@ static void test_cyclic(int cases)
         }
         umadv__plan_params_default(&y.t, pick_budget(&rng, &y), &p);
         p.read_mostly = 0;
+        p.host_placement = 0; /* the exact search knows only residency */
         if (umadv__plan_build(&y.t, &p, &s) == UMADV_OK) {
             opt = cyclic_optimum(&y, p.budget);
             done++;

@@ -20,7 +20,7 @@
 typedef struct watch {
     const umadv_trace_t *t;
     uint64_t budget;
-    uint64_t steps, over_budget, miscounted, missing, faults;
+    uint64_t steps, over_budget, miscounted, missing, faults, remote, remote_bad;
     uint32_t measured;     /* replay index measured (warmup) */
 } watch_t;
 
@@ -30,6 +30,7 @@ static void watch_step(void *arg, const umadv_sim_step_view_t *v)
     const umadv_trace_t *t = w->t;
     const umadv_trace_step_t *st = &t->steps[v->step];
     uint64_t used = 0;
+    uint32_t nremote = 0;
 
     for (uint32_t x = 0; x < t->nsections; x++)
         used += v->state[x] != UMADV_SIM_HOST ? t->sections[x].size : 0;
@@ -38,10 +39,17 @@ static void watch_step(void *arg, const umadv_sim_step_view_t *v)
     w->over_budget += w->budget && used > w->budget;
     for (uint32_t i = 0; i < st->naccesses; i++) {
         const umadv_trace_access_t *acc = &t->accesses[st->first_access + i];
-        for (uint32_t c = 0; c < acc->count; c++)
-            w->missing += v->state[umadv__trace_section_id(t, acc->alloc, acc->first + c)] !=
-                          UMADV_SIM_RESIDENT;
+        for (uint32_t c = 0; c < acc->count; c++) {
+            uint32_t x = umadv__trace_section_id(t, acc->alloc, acc->first + c);
+            /* on the host with host advice: accessed over the link */
+            int remote = v->placed[x] && v->state[x] == UMADV_SIM_HOST;
+            w->missing += v->state[x] != UMADV_SIM_RESIDENT && !remote &&
+                          !(v->placed[x] && v->state[x] == UMADV_SIM_EVICTING);
+            w->remote += remote;
+            nremote += (uint32_t)remote;
+        }
     }
+    w->remote_bad += nremote != v->remote;
     if (v->replay == w->measured)
         w->faults += v->faults;
 }
@@ -194,7 +202,7 @@ static void test_oracle(void)
 
 typedef struct tally {
     int runs, errors, over, miscount, missing, peak_over, plan_faults, bound, slower;
-    int volumes;
+    int volumes, remote_view, remote_runs;
 } tally_t;
 
 static void check_run(const umadv_trace_t *t, umadv_policy_t policy, uint64_t budget,
@@ -214,10 +222,13 @@ static void check_run(const umadv_trace_t *t, umadv_policy_t policy, uint64_t bu
     y->peak_over += r.peak_resident > budget;
     y->bound += r.lower_bound_s > r.iteration_s * (1 + 1e-9);
     y->slower += r.iteration_s < r.compute_s * (1 - 1e-9);
+    y->remote_view += w.remote_bad != 0 || (policy != UMADV_POLICY_PLAN && w.remote != 0);
     if (policy == UMADV_POLICY_PLAN) {
         y->plan_faults += r.faults != 0 || w.faults != 0;
         y->volumes += s->converged && (r.fetched_bytes != s->fetch_bytes ||
-                                       r.evicted_bytes != s->evict_bytes);
+                                       r.evicted_bytes != s->evict_bytes ||
+                                       r.remote_bytes != s->remote_bytes);
+        y->remote_runs += r.remote_bytes > 0;
     }
 }
 
@@ -259,11 +270,13 @@ static void test_random(void)
     is(y.over, 0, "random: residency never over the budget at a step's start");
     is(y.miscount, 0, "random: the engine's byte count matches the section states");
     is(y.peak_over, 0, "random: peak residency (every event) within the budget");
-    is(y.missing, 0, "random: every touched section resident when its step runs");
+    is(y.missing, 0, "random: every touched section resident or host-placed when its step runs");
     is(y.plan_faults, 0, "random: the plan never faults in steady state");
     is(y.bound, 0, "random: the lower bound is below every policy's time");
     is(y.slower, 0, "random: no policy beats the compute time");
-    is(y.volumes, 0, "random: the plan moves what the schedule says per iteration");
+    is(y.volumes, 0, "random: the plan moves (and accesses remotely) what the schedule says");
+    is(y.remote_view, 0, "random: remote accesses only by the plan, as many as the view says");
+    ok(y.remote_runs > 0, "random: %d plan runs access host-placed data", y.remote_runs);
 }
 
 /* A schedule made for more memory than the simulation grants: its
@@ -331,7 +344,7 @@ static void test_errors(void)
 
 int main(void)
 {
-    plan(32);
+    plan(34);
     test_cost_model();
     test_no_pressure();
     test_oracle();

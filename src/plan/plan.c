@@ -55,6 +55,37 @@
  * replay, what it started with and lost, and evicting what it gained
  * (schedule->converged = 0).
  *
+ * 1b. HOST PLACEMENT (placement.c; params->host_placement). Eviction is
+ * the slow direction (11 GB/s against 52 for fetches in DESIGN.md's
+ * envelope), while a kernel reads and writes host memory mapped over the
+ * link at about 42 GB/s each way (PREFERRED_HOST + ACCESSED_BY: no fault,
+ * no migration, no GPU memory). So a residency of a section (arrival to
+ * departure in the pass above) may instead be served from the host: its
+ * touches cost bytes / remote_bw each in their steps' own time (remote
+ * access stalls the kernel), and it saves its eviction and, if it copied,
+ * its fetch. The typical case is an activation written in the forward
+ * pass and read in the backward pass: written straight to the host, no
+ * eviction, fetched for the read like any other data (the fetch comes
+ * after the advice is undone). A residency of data read once ("remote
+ * read") and data that never fits (every residency remote: advised once
+ * in setup) are the same choice. Read-mostly data is not placed (its
+ * drops are free, and its advice overrides a preferred location).
+ * The iteration is estimated as max(compute + remote, fetches / fetch_bw,
+ * evictions / evict_bw), latency per group of adjacent sections that
+ * would be one call. Candidates, such groups, are taken greedily in
+ * order of transfer time saved per second of remote time, each only if
+ * it lowers the estimate: eviction time falls, compute time rises, and
+ * the greedy stops short of the point where remote time dominates. The
+ * residency pass is then rerun with the chosen touches off the GPU (a
+ * section whose next touch is remote counts as dead to Belady: it must
+ * leave by then anyway), which frees room for the rest; the new pass is
+ * kept if its estimate is lower, and chosen again from, up to
+ * PLACEMENT_ROUNDS times. Each stretch of consecutive remote touches of a
+ * section gets its ADVISE ops (plan.h says what the executor does). On
+ * the shipped traces this halves the simulated iteration under half the
+ * footprint (ResNet-50 1264 -> 624 ms): DESIGN.md measured remote access
+ * and eviction separately; the combination is a model until measured.
+ *
  * 2. TIMING (timing.c). An eviction decided at step k is issued at the end
  * of the section's last use before k, not at k: memory comes free as early
  * as possible and the slow eviction lane starts early. Then each fetch is
@@ -97,8 +128,10 @@
  *
  * COMPLEXITY: with T section touches per window, E residency events, P
  * passes: O(P * (T + E * n / 64) + E log E + E log n) time, O(T + E + S)
- * memory (S sections). A 1,517-layer ResNet (3,040 steps, 83,000 touches)
- * plans in about 20 ms; time per touch stays flat up to 20,000 steps
+ * memory (S sections); host placement runs the residency up to
+ * PLACEMENT_ROUNDS + 1 times and adds O(E log E + E log T) per round. A
+ * 1,517-layer ResNet (3,040 steps, 83,000 touches) plans in about 20 ms
+ * (about 25 with placement); time per touch stays flat up to 20,000 steps
  * (bench/plan_scaling).
  */
 #include "plan/plan.h"
@@ -139,6 +172,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->link        = trace->link;
     params->lookahead   = 0;
     params->read_mostly = 1;
+    params->host_placement = 1;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -165,15 +199,31 @@ static int cmp_u32(uint32_t a, uint32_t b)
     return a < b ? -1 : a > b;
 }
 
+/* Order inside an issue step (plan.h): at its start the advice sets,
+ * then the fetches; at its end the reverts, the evictions, the drops. */
+static uint32_t op1_rank(const umadv_op1_t *op)
+{
+    switch (op->kind) {
+    case UMADV_OP_ADVISE:
+        if (op->advice == UMADV_ADVICE_NONE)
+            return 3;
+        return op->advice == UMADV_ADVICE_PREFERRED_HOST ? 0 : 1;
+    case UMADV_OP_FETCH:
+        return 2;
+    case UMADV_OP_EVICT:
+        return 4;
+    default:
+        return 5;
+    }
+}
+
 static int op1_compare(const void *pa, const void *pb)
 {
     const umadv_op1_t *a = pa, *b = pb;
     int c = cmp_u32(a->issue_step, b->issue_step);
 
     if (c == 0)
-        c = cmp_u32(a->kind != UMADV_OP_FETCH, b->kind != UMADV_OP_FETCH);
-    if (c == 0)
-        c = cmp_u32(a->kind, b->kind);
+        c = cmp_u32(op1_rank(a), op1_rank(b));
     if (c == 0)
         c = cmp_u32(a->need_order, b->need_order);
     if (c == 0)
@@ -189,6 +239,7 @@ static int extends(const umadv_trace_t *trace, const umadv_op_t *op, const umadv
     const umadv_trace_section_t *sec = &trace->sections[o->section];
 
     return op->kind == (umadv_op_kind_t)o->kind && op->flags == o->flags &&
+           op->advice == (umadv_advice_t)o->advice &&
            op->issue_step == op1_issue_step(o, n) && op->need_step == o->need &&
            op->alloc == sec->alloc && op->first + op->count == sec->index &&
            (o->kind != UMADV_OP_FETCH || op->bytes + sec->size <= max_bytes);
@@ -200,7 +251,7 @@ static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1
 
     memset(op, 0, sizeof(*op));
     op->kind       = (umadv_op_kind_t)o->kind;
-    op->advice     = UMADV_ADVICE_NONE;
+    op->advice     = (umadv_advice_t)o->advice;
     op->alloc      = sec->alloc;
     op->first      = sec->index;
     op->count      = 1;
@@ -210,8 +261,10 @@ static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1
     op->flags      = o->flags;
 }
 
-static umadv_status_t coalesce(const umadv_trace_t *trace, umadv_op1_t *ops1, size_t n1,
-                               uint32_t n, uint64_t max_bytes, umadv_schedule_t *s)
+/* Sort @ops1 and merge runs into @out (n1 entries allocated by the
+ * caller); returns how many ops there are. */
+static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_t n1,
+                            uint32_t n, uint64_t max_bytes, umadv_op_t *out)
 {
     size_t nops = 0;
 
@@ -221,18 +274,35 @@ static umadv_status_t coalesce(const umadv_trace_t *trace, umadv_op1_t *ops1, si
         ops1[i].need_order = ops1[i].need + (ops1[i].issue < 0 ? n : 0);
     }
     qsort(ops1, n1, sizeof(*ops1), op1_compare);
-    s->ops = malloc((n1 ? n1 : 1) * sizeof(*s->ops));
-    if (s->ops == NULL)
-        return UMADV_ERR_NO_MEMORY;
     for (size_t i = 0; i < n1; i++) {
-        if (nops > 0 && extends(trace, &s->ops[nops - 1], &ops1[i], n, max_bytes)) {
-            s->ops[nops - 1].count++;
-            s->ops[nops - 1].bytes += trace->sections[ops1[i].section].size;
+        if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, max_bytes)) {
+            out[nops - 1].count++;
+            out[nops - 1].bytes += trace->sections[ops1[i].section].size;
         } else {
-            op_start(trace, &s->ops[nops++], &ops1[i], n);
+            op_start(trace, &out[nops++], &ops1[i], n);
         }
     }
-    s->nops = nops;
+    return nops;
+}
+
+/* The timing's ops and the placement's advice, as one list. */
+static umadv_status_t coalesce(const umadv_trace_t *trace, const umadv_timing_t *timing,
+                               const umadv_placement_t *pl, uint32_t n, uint64_t max_bytes,
+                               umadv_schedule_t *s)
+{
+    size_t n1 = timing->nops + pl->nops;
+    umadv_op1_t *ops1 = malloc((n1 ? n1 : 1) * sizeof(*ops1));
+
+    s->ops = malloc((n1 ? n1 : 1) * sizeof(*s->ops));
+    if (ops1 == NULL || s->ops == NULL) {
+        free(ops1);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    memcpy(ops1, timing->ops, timing->nops * sizeof(*ops1));
+    if (pl->nops > 0)
+        memcpy(ops1 + timing->nops, pl->ops, pl->nops * sizeof(*ops1));
+    s->nops = coalesce_into(trace, ops1, n1, n, max_bytes, s->ops);
+    free(ops1);
     return UMADV_OK;
 }
 
@@ -270,18 +340,22 @@ static void count_totals(umadv_schedule_t *s)
         case UMADV_OP_DROP:
             s->drop_bytes += op->bytes;
             break;
+        case UMADV_OP_ADVISE:
+            s->advise_ops++;
+            break;
         default:
             break;
         }
     }
 }
 
-/* READ_MOSTLY advice on every allocation the plan drops after a use. */
+/* READ_MOSTLY advice on every allocation the plan drops after a use,
+ * then the placement's host advice in force when a replay begins. */
 static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_residency_t *res,
-                                  umadv_schedule_t *s)
+                                  umadv_placement_t *pl, uint32_t n, umadv_schedule_t *s)
 {
     uint8_t *dropped = calloc(trace->nallocs ? trace->nallocs : 1, 1);
-    size_t count = 0;
+    size_t count = pl->nsetup;
 
     if (dropped == NULL)
         return UMADV_ERR_NO_MEMORY;
@@ -308,6 +382,8 @@ static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_reside
         op->bytes  = trace->allocs[a].size;
     }
     free(dropped);
+    s->nsetup += coalesce_into(trace, pl->setup, pl->nsetup, n, UINT64_MAX,
+                               s->setup + s->nsetup);
     return UMADV_OK;
 }
 
@@ -320,18 +396,21 @@ static uint64_t max_op_bytes(const umadv_window_t *w, const umadv_plan_params_t 
 
 static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_t *params,
                                const umadv_residency_t *res, umadv_timing_t *timing,
-                               umadv_schedule_t *s)
+                               umadv_placement_t *pl, umadv_schedule_t *s)
 {
     uint64_t max_bytes = max_op_bytes(w, params);
-    umadv_status_t status = coalesce(w->trace, timing->ops, timing->nops, w->n, max_bytes, s);
+    umadv_status_t status = coalesce(w->trace, timing, pl, w->n, max_bytes, s);
 
     if (status == UMADV_OK)
         status = index_steps(s);
     if (status == UMADV_OK)
-        status = build_setup(w->trace, res, s);
+        status = build_setup(w->trace, res, pl, w->n, s);
     if (status != UMADV_OK)
         return status;
     count_totals(s);
+    s->host_bytes   = pl->host_bytes;
+    s->remote_bytes = pl->remote_bytes;
+    s->remote_s     = pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw : 0;
     s->resident_at_start = timing->resident_at_start;
     timing->resident_at_start = NULL;
     s->peak_planned   = timing->peak;
@@ -347,19 +426,25 @@ static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_para
     uint64_t budget = umadv__plan_effective_budget(w, params->budget);
     uint32_t passes = params->max_passes ? params->max_passes : PLAN_MAX_PASSES_DEFAULT;
     umadv_residency_t res;
+    umadv_placement_t pl;
     umadv_timing_t timing;
     umadv_status_t status;
 
     status = umadv__residency_run(w, budget, params->read_mostly, 1, passes,
-                                  umadv__plan_small_bytes(&params->link), &res);
+                                  umadv__plan_small_bytes(&params->link), NULL, &res);
     if (status != UMADV_OK)
         return status;
-    status = umadv__timing_run(w, &res, budget, params->lookahead, max_op_bytes(w, params),
-                               &timing);
+    status = umadv__placement_run(w, params, budget, passes, &res, &pl);
+    if (status == UMADV_OK)
+        status = umadv__placement_ops(w, &pl);
+    if (status == UMADV_OK)
+        status = umadv__timing_run(w, &res, budget, params->lookahead,
+                                   max_op_bytes(w, params), &timing);
     if (status == UMADV_OK) {
-        status = assemble(w, params, &res, &timing, s);
+        status = assemble(w, params, &res, &timing, &pl, s);
         umadv__timing_cleanup(&timing);
     }
+    umadv__placement_cleanup(&pl);
     umadv__residency_cleanup(&res);
     return status;
 }
@@ -426,7 +511,7 @@ umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t
     status = umadv__window_check_budget(&w, budget ? budget : UINT64_MAX);
     if (status == UMADV_OK)
         status = umadv__residency_run(&w, umadv__plan_effective_budget(&w, budget), read_mostly,
-                                      0, 1, umadv__plan_small_bytes(&trace->link), &res);
+                                      0, 1, umadv__plan_small_bytes(&trace->link), NULL, &res);
     umadv__window_cleanup(&w);
     if (status != UMADV_OK)
         return status;

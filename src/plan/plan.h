@@ -23,6 +23,50 @@
  * evictions and drops issued before its issue step, so the fetch lane
  * never waits for anything but lanes already running: no deadlock.
  * src/plan/plan.c's opening comment describes the algorithm.
+ *
+ * WHAT AN EXECUTOR DOES FOR EACH OPERATION (CUDA calls on the op's run;
+ * "device" is the GPU the trace was planned for, "host" the CPU, or the
+ * host NUMA node nearest the GPU):
+ *  - FETCH (at the step's start, after its ADVISE sets):
+ *    cudaMemPrefetchAsync(run, device). A prefetch migrates whatever the
+ *    preferred location says; the plan never fetches a run whose
+ *    PREFERRED_HOST advice is still set, so it does not rely on that.
+ *    FRESH: the same call (it populates pages; nothing to copy).
+ *  - EVICT (at the step's end, once the step's work is complete):
+ *    cudaMemPrefetchAsync(run, host).
+ *  - DROP (at the step's end, once the step's work is complete): nothing
+ *    to copy; the run is freed, or a clean read-mostly copy the driver
+ *    may release (cudaMemDiscard only for freed memory, DESIGN.md).
+ *  - ADVISE, by advice:
+ *    READ_MOSTLY       cudaMemAdviseSetReadMostly. Only in setup; never
+ *                      reverted.
+ *    PREFERRED_HOST    cudaMemAdviseSetPreferredLocation(host).
+ *    ACCESSED_BY       cudaMemAdviseSetAccessedBy(device).
+ *                      These two come as a pair on the same run, at the
+ *                      start of the step (before any of its work is
+ *                      launched) that begins a stretch of steps reading
+ *                      or writing the run over the link ("host
+ *                      placement"): the run is not on the GPU then (it
+ *                      was evicted, or it is fresh memory that the first
+ *                      write populates on the host), the GPU maps it and
+ *                      its kernels access it remotely: no fault, no
+ *                      migration, no GPU memory.
+ *    NONE              cudaMemAdviseUnsetPreferredLocation and
+ *                      cudaMemAdviseUnsetAccessedBy(device): back to the
+ *                      driver's default. At the end of the stretch's last
+ *                      step, once its work is complete (as an eviction
+ *                      waits), before any later FETCH of the run.
+ *    PREFERRED_DEVICE  not emitted by this planner.
+ *    In the ops of a step, the sets come first (PREFERRED_HOST, then
+ *    ACCESSED_BY, then the fetches), and at its end the NONE ops come
+ *    before the evictions and drops. Every set in ops is followed by its
+ *    NONE within one replay, cyclically. A run in the middle of a stretch
+ *    when the iteration begins (a stretch of persistent data crossing the
+ *    wrap) also has its pair in setup, so that the first replay finds it
+ *    advised; a persistent run accessed remotely by every step that
+ *    touches it has its pair in setup only and is never reverted. Memory
+ *    that is freed within the iteration is always reverted before its
+ *    free, so advice never outlives the data it was meant for.
  */
 #ifndef UMADV_PLAN_PLAN_H
 #define UMADV_PLAN_PLAN_H
@@ -66,7 +110,9 @@ typedef struct umadv_op {
     uint32_t        count;       /* sections in the run */
     uint64_t        bytes;
     uint32_t        issue_step;  /* step index relative to the iteration's first */
-    uint32_t        need_step;   /* FETCH: step that needs it; EVICT/DROP: last use */
+    uint32_t        need_step;   /* FETCH: step that needs it; EVICT/DROP: last use;
+                                  * ADVISE: the first (sets) or last (NONE) step
+                                  * of its remote stretch, = issue_step */
     uint32_t        flags;       /* OR of umadv_op_flag */
 } umadv_op_t;
 
@@ -81,6 +127,9 @@ typedef struct umadv_plan_params {
                                       * call; 0 = the default (see plan.c) */
     uint32_t           max_passes; /* cap on the residency passes that look for the
                                     * steady state; 0 = the default, 16 */
+    int                host_placement; /* allow host placement (plan.c, HOST
+                                        * PLACEMENT): runs read or written
+                                        * over the link instead of moved */
 } umadv_plan_params_t;
 
 typedef struct umadv_schedule {
@@ -101,6 +150,13 @@ typedef struct umadv_schedule {
      * read-mostly drops and releases of freed allocations */
     uint64_t    fetch_bytes, evict_bytes, drop_bytes, fresh_bytes;
     uint32_t    fetch_ops, evict_ops;
+    /* host placement, per iteration: bytes of the runs advised to the host
+     * (each stretch counted once, setup included), bytes the steps access
+     * over the link, and the time that adds to the steps (remote_bytes /
+     * remote_bw: remote access stalls the kernel) */
+    uint64_t    host_bytes, remote_bytes;
+    double      remote_s;
+    uint32_t    advise_ops;     /* ADVISE ops in ops (setup not counted) */
     uint64_t    peak_planned;   /* largest planned residency at any step */
     uint64_t    max_step_bytes; /* largest single-step working set */
     double      plan_seconds;   /* time the planner took */
@@ -118,10 +174,11 @@ typedef struct umadv_residency_stats {
     uint64_t drop_bytes;    /* removals without a copy */
     uint64_t loads;         /* sections loaded, fresh ones included */
     uint64_t peak;          /* largest residency after a step's loads */
+    uint64_t remote_bytes;  /* touches served over the link (host placement) */
 } umadv_residency_stats_t;
 
-/* Defaults: the trace's link model, no lookahead limit, read-mostly on, the
- * trace's last iteration. */
+/* Defaults: the trace's link model, no lookahead limit, read-mostly and
+ * host placement on, the trace's last iteration. */
 void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
                                 umadv_plan_params_t *params);
 

@@ -31,6 +31,10 @@ typedef struct umadv_res_event {
     uint32_t section;
     int32_t  eff;
     uint32_t last_use;  /* departures: window step of the last use */
+    int32_t  host_end;  /* arrivals: the step after the section's last remote
+                         * touch before it, in eff's frame (the fetch must not
+                         * start while the host copy is in use); INT32_MIN
+                         * if none */
     uint8_t  kind;      /* umadv_res_kind_t */
     uint8_t  fresh;     /* arrivals: fresh memory, nothing to copy */
 } umadv_res_event_t;
@@ -48,12 +52,15 @@ typedef struct umadv_residency {
  * Run the eviction policy over the window. @cyclic: replay it until the
  * state at the wrap repeats (at most @max_passes times, then close a pass
  * with extra events); else one linear pass from an empty GPU. Allocations
- * under @small_bytes are evicted late (residency.c, choose_victim). The
- * caller checked the budget against every step.
+ * under @small_bytes are evicted late (residency.c, choose_victim).
+ * @remote (NULL: none) flags touches, in umadv_touches_t order, that are
+ * served over the link: the section is off the GPU at that step and takes
+ * no room. The caller checked the budget against every step.
  */
 umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
                                     int read_mostly, int cyclic, uint32_t max_passes,
-                                    uint64_t small_bytes, umadv_residency_t *res);
+                                    uint64_t small_bytes, const uint8_t *remote,
+                                    umadv_residency_t *res);
 
 /* Allocations smaller than this spend over 8x longer in an eviction
  * call's latency than in moving their bytes. */
@@ -75,6 +82,7 @@ typedef struct umadv_op1 {
     uint32_t need_order; /* set when sorting: need counted across the wrap */
     uint8_t  kind;      /* umadv_op_kind_t */
     uint8_t  flags;     /* umadv_op_flag */
+    uint8_t  advice;    /* umadv_advice_t, ADVISE only */
 } umadv_op1_t;
 
 typedef struct umadv_timing {
@@ -91,6 +99,38 @@ umadv_status_t umadv__timing_run(const umadv_window_t *window, const umadv_resid
                                  uint64_t budget, uint32_t lookahead, uint64_t max_op_bytes,
                                  umadv_timing_t *timing);
 void umadv__timing_cleanup(umadv_timing_t *timing);
+
+/*
+ * Host placement (placement.c). @remote: per touch in umadv_touches_t
+ * order, served over the link. @setup: advice applied once before the
+ * first replay (runs in the middle of a remote stretch at the wrap).
+ */
+typedef struct umadv_placement {
+    uint8_t     *remote;
+    size_t       ntouches;
+    uint64_t     remote_bytes;  /* per iteration */
+    uint64_t     host_bytes;    /* runs advised to the host, each stretch once */
+    umadv_op1_t *ops;           /* ADVISE ops, one per section */
+    size_t       nops, ops_cap;
+    umadv_op1_t *setup;         /* ADVISE ops for schedule->setup */
+    size_t       nsetup, setup_cap;
+} umadv_placement_t;
+
+/*
+ * Choose which touches to serve over the link (plan.c, HOST PLACEMENT).
+ * @res holds the residency pass without placement; if placement pays
+ * off, it is replaced by the pass with it. @pl is always initialised
+ * (no remote touch when nothing pays off) and must be cleaned up.
+ */
+umadv_status_t umadv__placement_run(const umadv_window_t *window,
+                                    const umadv_plan_params_t *params, uint64_t budget,
+                                    uint32_t max_passes, umadv_residency_t *res,
+                                    umadv_placement_t *pl);
+
+/* The ADVISE ops that bracket each remote stretch, into pl->ops and
+ * pl->setup (one per section; plan.c coalesces them). */
+umadv_status_t umadv__placement_ops(const umadv_window_t *window, umadv_placement_t *pl);
+void umadv__placement_cleanup(umadv_placement_t *pl);
 
 /* The budget as the planner uses it: 0 means no limit, and a limit above
  * every byte of the trace changes nothing. */

@@ -19,9 +19,14 @@ typedef struct res_state {
     uint64_t  budget;
     uint32_t  n;
     int       cyclic;
+    umadv_touches_t touches;
     size_t   *touch_off;    /* n + 1 offsets into touch_sec / touch_next */
     uint32_t *touch_sec;    /* sections touched by each step */
     uint32_t *touch_next;   /* their next use, a step in (j, j + n], or NEVER32 */
+    const uint8_t *remote;  /* per touch: served over the link (host
+                             * placement), or NULL for none */
+    uint64_t *remote_after; /* per section: absolute time of the step after
+                             * its last remote touch; 0 = none yet */
     uint8_t  *res;          /* per section: resident */
     uint8_t  *fresh;        /* per section: allocated, never touched since */
     uint8_t  *cls;          /* per section: removal costs nothing (read-mostly) */
@@ -39,37 +44,20 @@ static uint64_t section_size(const res_state_t *st, uint32_t x)
 
 static umadv_status_t collect_touches(res_state_t *st)
 {
-    const umadv_window_t *w = st->w;
-    size_t total = 0;
+    umadv_status_t status = umadv__touches_init(&st->touches, st->w);
 
-    st->touch_off = malloc(((size_t)st->n + 1) * sizeof(*st->touch_off));
-    if (st->touch_off == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    for (uint32_t j = 0; j < st->n; j++) {
-        uint32_t nacc;
-        const umadv_trace_access_t *acc = umadv__window_accesses(w, j, &nacc);
+    if (status != UMADV_OK)
+        return status;
+    st->touch_off = st->touches.off;
+    st->touch_sec = st->touches.sec;
+    st->touch_next = malloc((st->touches.count ? st->touches.count : 1) *
+                            sizeof(*st->touch_next));
+    return st->touch_next == NULL ? UMADV_ERR_NO_MEMORY : UMADV_OK;
+}
 
-        st->touch_off[j] = total;
-        for (uint32_t i = 0; i < nacc; i++)
-            total += acc[i].count;
-    }
-    st->touch_off[st->n] = total;
-    st->touch_sec = malloc((total ? total : 1) * sizeof(*st->touch_sec));
-    st->touch_next = malloc((total ? total : 1) * sizeof(*st->touch_next));
-    if (st->touch_sec == NULL || st->touch_next == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    for (uint32_t j = 0; j < st->n; j++) {
-        uint32_t nacc;
-        const umadv_trace_access_t *acc = umadv__window_accesses(w, j, &nacc);
-        size_t k = st->touch_off[j];
-
-        for (uint32_t i = 0; i < nacc; i++) {
-            uint32_t x0 = umadv__trace_section_id(st->trace, acc[i].alloc, acc[i].first);
-            for (uint32_t c = 0; c < acc[i].count; c++)
-                st->touch_sec[k++] = x0 + c;
-        }
-    }
-    return UMADV_OK;
+static int is_remote(const res_state_t *st, size_t k)
+{
+    return st->remote != NULL && st->remote[k];
 }
 
 /* A use after the allocation's death inside the window is a use of other
@@ -85,7 +73,9 @@ static uint32_t apply_death(const res_state_t *st, uint32_t x, uint32_t next)
 }
 
 /* Next uses by a backward sweep, twice around the window when cyclic so
- * that the last uses see the first ones of the next replay. */
+ * that the last uses see the first ones of the next replay. A section
+ * whose next touch is remote must be off the GPU by then whatever the
+ * policy does: keeping it costs room and saves nothing, as for dead data. */
 static umadv_status_t compute_next_uses(res_state_t *st)
 {
     uint32_t *seen = malloc((st->trace->nsections ? st->trace->nsections : 1) * sizeof(*seen));
@@ -101,7 +91,7 @@ static umadv_status_t compute_next_uses(res_state_t *st)
                 uint32_t x = st->touch_sec[k];
                 if (lap == 0)
                     st->touch_next[k] = apply_death(st, x, seen[x]);
-                seen[x] = lap * st->n + j;
+                seen[x] = is_remote(st, k) ? NEVER32 : lap * st->n + j;
             }
         }
     }
@@ -110,7 +100,8 @@ static umadv_status_t compute_next_uses(res_state_t *st)
 }
 
 static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint64_t budget,
-                                 int read_mostly, int cyclic, uint64_t small_bytes)
+                                 int read_mostly, int cyclic, uint64_t small_bytes,
+                                 const uint8_t *remote)
 {
     const umadv_trace_t *trace = w->trace;
     size_t ns = trace->nsections ? trace->nsections : 1;
@@ -122,13 +113,15 @@ static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint6
     st->budget = budget;
     st->n = w->n;
     st->cyclic = cyclic;
+    st->remote = remote;
+    st->remote_after = calloc(ns, sizeof(*st->remote_after));
     st->res = calloc(ns, 1);
     st->fresh = calloc(ns, 1);
     st->cls = calloc(ns, 1);
     st->tier = calloc(ns, 1);
     st->last_use = calloc(ns, sizeof(*st->last_use));
     if (st->res == NULL || st->fresh == NULL || st->cls == NULL || st->tier == NULL ||
-        st->last_use == NULL)
+        st->last_use == NULL || st->remote_after == NULL)
         return UMADV_ERR_NO_MEMORY;
     for (uint32_t x = 0; x < trace->nsections; x++) {
         uint32_t a = trace->sections[x].alloc;
@@ -151,9 +144,9 @@ static void state_cleanup(res_state_t *st)
 {
     umadv__victimq_cleanup(&st->q[0]);
     umadv__victimq_cleanup(&st->q[1]);
-    free(st->touch_off);
-    free(st->touch_sec);
+    umadv__touches_cleanup(&st->touches);
     free(st->touch_next);
+    free(st->remote_after);
     free(st->res);
     free(st->fresh);
     free(st->cls);
@@ -176,6 +169,7 @@ static umadv_status_t record(umadv_residency_t *res, uint32_t x, int64_t eff, ui
     ev->last_use = last_use;
     ev->kind     = (uint8_t)kind;
     ev->fresh    = (uint8_t)fresh;
+    ev->host_end = INT32_MIN;
     return UMADV_OK;
 }
 
@@ -194,10 +188,13 @@ static umadv_status_t depart(res_state_t *st, umadv_residency_t *res, uint32_t x
     return record(res, x, eff, (uint32_t)((last + st->n) % st->n), kind, 0);
 }
 
-static umadv_status_t arrive(res_state_t *st, umadv_residency_t *res, uint32_t x, int64_t eff)
+static umadv_status_t arrive(res_state_t *st, umadv_residency_t *res, uint32_t x, int64_t eff,
+                             uint64_t base)
 {
     uint64_t size = section_size(st, x);
     int fresh = st->fresh[x];
+    int64_t host_end = (int64_t)st->remote_after[x] - (int64_t)base;
+    umadv_status_t status;
 
     st->res[x] = 1;
     st->fresh[x] = 0;
@@ -207,7 +204,11 @@ static umadv_status_t arrive(res_state_t *st, umadv_residency_t *res, uint32_t x
         res->stats.fresh_bytes += size;
     else
         res->stats.fetch_bytes += size;
-    return record(res, x, eff, 0, UMADV_RES_ARRIVE, fresh);
+    status = record(res, x, eff, 0, UMADV_RES_ARRIVE, fresh);
+    /* over a replay ago, it no longer bounds anything (timing.c) */
+    if (status == UMADV_OK && st->remote_after[x] != 0 && host_end > -(int64_t)st->n)
+        res->events[res->nevents - 1].host_end = (int32_t)host_end;
+    return status;
 }
 
 static void q_remove(res_state_t *st, uint32_t x)
@@ -310,15 +311,48 @@ static umadv_status_t hand_over(res_state_t *st, umadv_residency_t *res, uint64_
     return UMADV_OK;
 }
 
+/*
+ * The step's remote touches: the section must be on the host when the
+ * step runs, so one still resident leaves after its last use on the GPU
+ * (its next use said NEVER, so it normally went already). What the step
+ * writes there lives on the host: a later load copies it.
+ */
+static umadv_status_t remote_touches(res_state_t *st, umadv_residency_t *res, uint64_t base,
+                                     uint32_t j)
+{
+    for (size_t k = st->touch_off[j]; k < st->touch_off[j + 1]; k++) {
+        uint32_t x = st->touch_sec[k];
+
+        if (!is_remote(st, k))
+            continue;
+        if (st->res[x]) {
+            umadv_status_t status;
+            q_remove(st, x);
+            status = depart(st, res, x, st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT,
+                            (int64_t)st->last_use[x] + 1 - (int64_t)base, base);
+            if (status != UMADV_OK)
+                return status;
+        }
+        st->fresh[x] = 0;
+        st->remote_after[x] = base + j + 1;
+        res->stats.remote_bytes += section_size(st, x);
+    }
+    return UMADV_OK;
+}
+
 static umadv_status_t run_step(res_state_t *st, umadv_residency_t *res, uint64_t base, uint32_t j)
 {
     size_t k0 = st->touch_off[j], k1 = st->touch_off[j + 1];
     uint64_t now = base + j, missing = 0;
-    umadv_status_t status;
+    umadv_status_t status = remote_touches(st, res, base, j);
 
+    if (status != UMADV_OK)
+        return status;
     /* The step's own sections leave the victim queue while it runs. */
     for (size_t k = k0; k < k1; k++) {
         uint32_t x = st->touch_sec[k];
+        if (is_remote(st, k))
+            continue;
         if (st->res[x])
             q_remove(st, x);
         else
@@ -326,14 +360,16 @@ static umadv_status_t run_step(res_state_t *st, umadv_residency_t *res, uint64_t
     }
     status = make_room(st, res, missing, now, base);
     for (size_t k = k0; k < k1 && status == UMADV_OK; k++) {
-        if (!st->res[st->touch_sec[k]])
-            status = arrive(st, res, st->touch_sec[k], j);
+        if (!is_remote(st, k) && !st->res[st->touch_sec[k]])
+            status = arrive(st, res, st->touch_sec[k], j, base);
     }
     if (status != UMADV_OK)
         return status;
     res->stats.peak = UMADV_MAX(res->stats.peak, st->occ);
     for (size_t k = k0; k < k1; k++) {
         uint32_t x = st->touch_sec[k], next = st->touch_next[k];
+        if (is_remote(st, k))
+            continue;
         st->last_use[x] = now;
         umadv__victimq_insert(&st->q[st->tier[x]], x,
                               next == NEVER32 ? UMADV_VICTIMQ_NEVER : base + next, st->cls[x]);
@@ -344,7 +380,7 @@ static umadv_status_t run_step(res_state_t *st, umadv_residency_t *res, uint64_t
     return status;
 }
 
-/* The last window step touching each section (NEVER32 if none). */
+/* The last window step touching each section on the GPU (NEVER32 if none). */
 static uint32_t *last_touches(const res_state_t *st)
 {
     uint32_t *last = malloc((st->trace->nsections ? st->trace->nsections : 1) * sizeof(*last));
@@ -354,8 +390,10 @@ static uint32_t *last_touches(const res_state_t *st)
     for (uint32_t x = 0; x < st->trace->nsections; x++)
         last[x] = NEVER32;
     for (uint32_t j = 0; j < st->n; j++) {
-        for (size_t k = st->touch_off[j]; k < st->touch_off[j + 1]; k++)
-            last[st->touch_sec[k]] = j;
+        for (size_t k = st->touch_off[j]; k < st->touch_off[j + 1]; k++) {
+            if (!is_remote(st, k))
+                last[st->touch_sec[k]] = j;
+        }
     }
     return last;
 }
@@ -456,7 +494,8 @@ static umadv_status_t run_passes(res_state_t *st, umadv_residency_t *res,
 
 umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
                                     int read_mostly, int cyclic, uint32_t max_passes,
-                                    uint64_t small_bytes, umadv_residency_t *res)
+                                    uint64_t small_bytes, const uint8_t *remote,
+                                    umadv_residency_t *res)
 {
     size_t ns = window->trace->nsections ? window->trace->nsections : 1;
     umadv_residency_t prev;
@@ -470,7 +509,7 @@ umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budge
     prev.start = calloc(ns, 1);
     status = res->start == NULL || prev.start == NULL
                  ? UMADV_ERR_NO_MEMORY
-                 : state_init(&st, window, budget, read_mostly, cyclic, small_bytes);
+                 : state_init(&st, window, budget, read_mostly, cyclic, small_bytes, remote);
     if (status == UMADV_OK)
         status = run_passes(&st, res, &prev, max_passes ? max_passes : 1);
     state_cleanup(&st);

@@ -126,9 +126,12 @@ static umadv_status_t build_arrival(timing_state_t *st, uint32_t x, uint32_t k, 
     a->need    = (uint32_t)(ev->eff % n);
     a->shift   = ev->eff - (int32_t)a->need;
     a->depart  = next;
-    /* not before its own previous departure, nor before the allocation
-     * exists, nor a whole replay early */
+    /* not before its own previous departure, nor while steps still use
+     * its host copy, nor before the allocation exists, nor a whole replay
+     * early */
     a->lb = UMADV_MAX(prev - a->shift, (int32_t)a->need - (n - 1));
+    if (ev->host_end != INT32_MIN)
+        a->lb = UMADV_MAX(a->lb, ev->host_end - a->shift);
     if (!st->w->wrap_ok[alloc])
         a->lb = UMADV_MAX(a->lb, (int32_t)st->w->birth[alloc]);
     a->lb = UMADV_MIN(a->lb, (int32_t)a->need);
@@ -288,6 +291,7 @@ static void emit_ops(const timing_state_t *st, const arrival_t *arr, size_t narr
         op->issue   = (int32_t)imod(events[e].eff - 1, n);
         op->kind    = events[e].kind == UMADV_RES_EVICT ? UMADV_OP_EVICT : UMADV_OP_DROP;
         op->flags   = 0;
+        op->advice  = UMADV_ADVICE_NONE;
     }
     for (size_t i = 0; i < narr; i++) {
         umadv_op1_t *op = &ops[arr[i].event];

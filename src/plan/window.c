@@ -195,3 +195,52 @@ umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t
                 umadv__size_format(budget, have, sizeof(have)));
     return UMADV_ERR_BUDGET_TOO_SMALL;
 }
+
+umadv_status_t umadv__touches_init(umadv_touches_t *touches, const umadv_window_t *window)
+{
+    umadv_touches_t t;
+    size_t total = 0;
+
+    memset(&t, 0, sizeof(t));
+    t.off = malloc(((size_t)window->n + 1) * sizeof(*t.off));
+    if (t.off == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t j = 0; j < window->n; j++) {
+        uint32_t nacc;
+        const umadv_trace_access_t *acc = umadv__window_accesses(window, j, &nacc);
+
+        t.off[j] = total;
+        for (uint32_t i = 0; i < nacc; i++)
+            total += acc[i].count;
+    }
+    t.off[window->n] = t.count = total;
+    t.sec = malloc((total ? total : 1) * sizeof(*t.sec));
+    t.step = malloc((total ? total : 1) * sizeof(*t.step));
+    if (t.sec == NULL || t.step == NULL) {
+        umadv__touches_cleanup(&t);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    for (uint32_t j = 0; j < window->n; j++) {
+        uint32_t nacc;
+        const umadv_trace_access_t *acc = umadv__window_accesses(window, j, &nacc);
+        size_t k = t.off[j];
+
+        for (uint32_t i = 0; i < nacc; i++) {
+            uint32_t x0 = umadv__trace_section_id(window->trace, acc[i].alloc, acc[i].first);
+            for (uint32_t c = 0; c < acc[i].count; c++, k++) {
+                t.sec[k] = x0 + c;
+                t.step[k] = j;
+            }
+        }
+    }
+    *touches = t;
+    return UMADV_OK;
+}
+
+void umadv__touches_cleanup(umadv_touches_t *touches)
+{
+    free(touches->off);
+    free(touches->sec);
+    free(touches->step);
+    memset(touches, 0, sizeof(*touches));
+}

@@ -8,6 +8,7 @@
 #ifndef UMADV_PLAN_WINDOW_H
 #define UMADV_PLAN_WINDOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace/trace.h"
@@ -78,6 +79,23 @@ void umadv__window_cleanup(umadv_window_t *window);
 /* UMADV_ERR_BUDGET_TOO_SMALL, logged with the step's index (global),
  * name, working set and the budget, when a step alone exceeds @budget. */
 umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t budget);
+
+/*
+ * Every section touch of the window in one canonical order: step by step,
+ * accesses in trace order, sections in run order. Touches of window step j
+ * are sec[off[j] .. off[j + 1]); a step touches a section at most once
+ * (finalize merges overlapping accesses). Per-touch flags (host placement)
+ * are indexed in this order.
+ */
+typedef struct umadv_touches {
+    size_t   *off;      /* n + 1 offsets */
+    uint32_t *sec;      /* global section ids */
+    uint32_t *step;     /* window step of each touch */
+    size_t    count;
+} umadv_touches_t;
+
+umadv_status_t umadv__touches_init(umadv_touches_t *touches, const umadv_window_t *window);
+void umadv__touches_cleanup(umadv_touches_t *touches);
 
 /* The access list of window step @j. */
 static inline const umadv_trace_access_t *umadv__window_accesses(const umadv_window_t *window,

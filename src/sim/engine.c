@@ -81,11 +81,46 @@ static umadv_status_t collect_touches(sim_engine_t *e, uint32_t j, size_t *count
     return UMADV_OK;
 }
 
-/* Resident, or will never arrive by itself (not queued, not moving). */
+/* Resident, or will never arrive by itself (not queued, not moving). A
+ * host-placed section still queued for eviction is used where it is: a
+ * mapped page is accessed wherever it lies. */
 static int settled(const sim_engine_t *e, uint32_t x)
 {
     return e->state[x] == UMADV_SIM_RESIDENT ||
-           (e->state[x] == UMADV_SIM_HOST && e->pending[x] == 0);
+           (e->state[x] == UMADV_SIM_HOST && e->pending[x] == 0) ||
+           (e->placed[x] && e->state[x] == UMADV_SIM_EVICTING);
+}
+
+/* Off the GPU, advised to the host: the step reads and writes it there. */
+static int is_remote(const sim_engine_t *e, uint32_t x)
+{
+    return e->placed[x] && e->state[x] == UMADV_SIM_HOST;
+}
+
+/* The step's accesses over the link: bytes / remote_bw in its own time
+ * (remote access stalls the kernel); what it writes lives on the host. */
+static double remote_access(sim_engine_t *e, size_t count, uint32_t *remote_p)
+{
+    uint64_t bytes = 0;
+    uint32_t n = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        uint32_t x = e->touch[i];
+        if (!is_remote(e, x))
+            continue;
+        e->pending[x] = 0;
+        e->fresh[x] = 0;
+        bytes += umadv__sim_section_size(e, x);
+        n++;
+    }
+    *remote_p = n;
+    if (bytes == 0)
+        return 0;
+    if (e->measuring) {
+        e->r.remote_bytes += bytes;
+        e->r.remote_s += (double)bytes / e->link.remote_bw;
+    }
+    return (double)bytes / e->link.remote_bw;
 }
 
 /* Wait for the step's data in flight. With nothing left in flight that
@@ -164,7 +199,8 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
 
     for (size_t i = 0; i < count; i++) {
         uint32_t x = e->touch[i];
-        if (e->state[x] == UMADV_SIM_RESIDENT)
+        if (e->state[x] == UMADV_SIM_RESIDENT || is_remote(e, x) ||
+            (e->placed[x] && e->state[x] == UMADV_SIM_EVICTING))
             continue;
         e->pending[x] = 0;
         need += umadv__sim_section_size(e, x);
@@ -174,7 +210,7 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
         return -1;
     for (size_t i = 0; i < count && need; i++) {
         uint32_t x = e->touch[i];
-        if (e->state[x] != UMADV_SIM_HOST)
+        if (e->state[x] != UMADV_SIM_HOST || e->placed[x])
             continue;
         faults++;
         if (e->fresh[x])
@@ -194,7 +230,8 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
     return evict_cost + (double)copy / e->link.fault_bw + fresh * e->link.fault_latency;
 }
 
-static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint32_t faults)
+static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint32_t faults,
+                    uint32_t remote)
 {
     umadv_sim_step_view_t view;
 
@@ -206,15 +243,17 @@ static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint3
     view.end_s   = end;
     view.used    = e->used;
     view.faults  = faults;
+    view.remote  = remote;
     view.state   = e->state;
+    view.placed  = e->placed;
     e->params->observer(e->params->observer_arg, &view);
 }
 
 static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
 {
     const umadv_trace_step_t *step = &e->trace->steps[e->w->first + j];
-    double now = e->t, extra;
-    uint32_t faults = 0;
+    double now = e->t, extra, remote_s;
+    uint32_t faults = 0, remote = 0;
     size_t count;
     umadv_status_t status;
 
@@ -225,26 +264,30 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
         return status;
     umadv__sim_policy_begin(e, j, now, count);
     now = wait_ready(e, count, now);
+    remote_s = remote_access(e, count, &remote);
     extra = fault_in(e, count, &now, &faults);
     if (extra < 0) {
         umadv_error("simulator: no room for step %u's data (internal error)", e->w->first + j);
         return UMADV_ERR_STATE;
     }
-    e->t = now + extra + (double)step->duration_ns * 1e-9;
-    observe(e, j, now, e->t, faults);
+    e->t = now + extra + remote_s + (double)step->duration_ns * 1e-9;
+    observe(e, j, now, e->t, faults, remote);
     umadv__sim_advance(e, e->t);
     umadv__sim_policy_end(e, j, e->t);
     lifetime_events(e, e->w->freed_off, e->w->freed, j, e->t);
     return UMADV_OK;
 }
 
-/* The plan's steady state starts with its resident set in place. */
+/* The plan's steady state starts with its resident set in place and its
+ * setup advice applied. */
 static void load_start_state(sim_engine_t *e)
 {
     const umadv_schedule_t *s = e->params->schedule;
 
     if (e->params->policy != UMADV_POLICY_PLAN || s == NULL)
         return;
+    for (size_t i = 0; i < s->nsetup; i++)
+        umadv__sim_advise(e, &s->setup[i]);
     for (uint32_t x = 0; x < e->trace->nsections; x++) {
         if (s->resident_at_start[x] && e->used + umadv__sim_section_size(e, x) <= e->budget) {
             umadv__sim_take(e, x);
@@ -292,12 +335,14 @@ umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
     e->state = calloc(ns, 1);
     e->fresh = calloc(ns, 1);
     e->dead = calloc(ns, 1);
+    e->placed = calloc(ns, 1);
     e->owner = calloc(ns, sizeof(*e->owner));
     e->pending = calloc(ns, sizeof(*e->pending));
     e->stamp = calloc(ns, sizeof(*e->stamp));
     e->lru_prev = malloc(ns * sizeof(*e->lru_prev));
     e->lru_next = malloc(ns * sizeof(*e->lru_next));
-    if (e->state == NULL || e->fresh == NULL || e->dead == NULL || e->owner == NULL ||
+    if (e->state == NULL || e->fresh == NULL || e->dead == NULL || e->placed == NULL ||
+        e->owner == NULL ||
         e->pending == NULL || e->stamp == NULL || e->lru_prev == NULL || e->lru_next == NULL) {
         umadv__sim_engine_cleanup(e);
         return UMADV_ERR_NO_MEMORY;
@@ -314,6 +359,7 @@ void umadv__sim_engine_cleanup(sim_engine_t *e)
     free(e->state);
     free(e->fresh);
     free(e->dead);
+    free(e->placed);
     free(e->owner);
     free(e->pending);
     free(e->stamp);

@@ -312,6 +312,23 @@ void umadv__sim_drop(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t c
     umadv__sim_try_start_fetch(e, now);
 }
 
+/* PREFERRED_HOST (with its ACCESSED_BY, which the model does not tell
+ * apart) places the run on the host; NONE takes it back. Advice moves no
+ * data: a run on the GPU stays there until evicted. */
+void umadv__sim_advise(sim_engine_t *e, const umadv_op_t *op)
+{
+    uint8_t placed;
+
+    if (op->advice == UMADV_ADVICE_PREFERRED_HOST)
+        placed = 1;
+    else if (op->advice == UMADV_ADVICE_NONE)
+        placed = 0;
+    else
+        return;
+    for (uint32_t i = 0; i < op->count; i++)
+        e->placed[section_id(e, op->alloc, op->first + i)] = placed;
+}
+
 /* ------------------------------------------------------------ time */
 
 double umadv__sim_next_event(const sim_engine_t *e)

@@ -17,6 +17,8 @@ static void plan_begin(sim_engine_t *e, uint32_t j, double now)
         if (op->kind == UMADV_OP_FETCH)
             umadv__sim_enqueue_fetch(e, op->alloc, op->first, op->count,
                                      replay * n + op->need_step, now);
+        else if (op->kind == UMADV_OP_ADVISE && op->advice != UMADV_ADVICE_NONE)
+            umadv__sim_advise(e, op);
     }
 }
 
@@ -27,7 +29,9 @@ static void plan_end(sim_engine_t *e, uint32_t j, double now)
     for (uint32_t i = s->step_ops[j]; i < s->step_ops[j + 1]; i++) {
         const umadv_op_t *op = &s->ops[i];
 
-        if (op->kind == UMADV_OP_EVICT)
+        if (op->kind == UMADV_OP_ADVISE && op->advice == UMADV_ADVICE_NONE)
+            umadv__sim_advise(e, op);
+        else if (op->kind == UMADV_OP_EVICT)
             umadv__sim_enqueue_evict(e, op->alloc, op->first, op->count, now);
         else if (op->kind == UMADV_OP_DROP)
             umadv__sim_drop(e, op->alloc, op->first, op->count, now);

@@ -27,6 +27,14 @@
  *   wait; faults evict first). Allocations are born and freed as window.h
  *   describes: a free (or a BORN allocation's rebirth) releases its
  *   sections without a copy.
+ * - Host placement (plan only): a section under PREFERRED_HOST advice
+ *   (plan.h's ADVISE ops; ACCESSED_BY goes with it and is not modelled
+ *   apart) that is on the host when its step starts is read and written
+ *   there: bytes / remote_bw added to the step (remote access stalls the
+ *   kernel), no fault, no GPU memory; what the step writes stays on the
+ *   host, so a later fetch copies it. One still queued for eviction is
+ *   accessed where it is, on the GPU, at no cost. Advice moves no data; a
+ *   FETCH migrates the section whatever its advice.
  * - No infinite wait: a step waits only while a lane is running; when
  *   nothing in flight can bring its data (a fetch blocked for memory that
  *   no running eviction will free), it faults the data in, evicting
@@ -55,7 +63,8 @@
  * schedule's per-iteration volumes when params->schedule is given (for
  * any policy: the least traffic this budget allows, as far as the planner
  * knows), else with this run's volumes (faulted bytes count as fetched);
- * for oracle it is compute_s.
+ * the schedule's (or this run's) remote time is added to compute; for
+ * oracle it is compute_s.
  */
 #include "sim/sim.h"
 
@@ -148,7 +157,8 @@ static umadv_status_t check_params(const umadv_trace_t *trace, const umadv_sim_p
                     first + count - 1);
         return UMADV_ERR_INVALID_PARAM;
     }
-    if (params->link.fetch_bw <= 0 || params->link.evict_bw <= 0 || params->link.fault_bw <= 0) {
+    if (params->link.fetch_bw <= 0 || params->link.evict_bw <= 0 || params->link.fault_bw <= 0 ||
+        (s != NULL && s->remote_bytes > 0 && !(params->link.remote_bw > 0))) {
         umadv_error("the link model needs positive bandwidths");
         return UMADV_ERR_INVALID_PARAM;
     }
@@ -184,10 +194,11 @@ static void finish(const umadv_sim_params_t *params, umadv_sim_result_t *r)
     if (params->policy == UMADV_POLICY_ORACLE)
         r->lower_bound_s = r->compute_s;
     else if (s != NULL)
-        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s, s->fetch_bytes, s->evict_bytes,
-                                                  &params->link);
+        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + s->remote_s, s->fetch_bytes,
+                                                  s->evict_bytes, &params->link);
     else
-        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s, r->fetched_bytes + r->fault_bytes,
+        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + r->remote_s,
+                                                  r->fetched_bytes + r->fault_bytes,
                                                   r->evicted_bytes, &params->link);
 }
 

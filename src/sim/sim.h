@@ -8,7 +8,9 @@
  * the previous one ended and every section it touches is resident; a
  * section that is not resident is faulted in by the step itself at the
  * demand-paging rate. Residency (including fetches in flight) never
- * exceeds the budget: a fetch waits for evictions to complete.
+ * exceeds the budget: a fetch waits for evictions to complete. A section
+ * the plan placed on the host (plan.h, ADVISE) is read and written there
+ * over the link, in the step's own time, taking no GPU memory.
  * src/sim/sim.c's opening comment describes the model and each policy.
  */
 #ifndef UMADV_SIM_SIM_H
@@ -35,7 +37,10 @@ typedef struct umadv_sim_step_view {
     double         end_s;     /* when it ends */
     uint64_t       used;      /* bytes on the GPU or in flight either way */
     uint32_t       faults;    /* sections it faulted in */
+    uint32_t       remote;    /* sections it accesses over the link */
     const uint8_t *state;     /* per global section, umadv_sim_state_t */
+    const uint8_t *placed;    /* per global section: advised to the host
+                               * (PREFERRED_HOST + ACCESSED_BY in force) */
 } umadv_sim_step_view_t;
 
 /* Called for every simulated step (warmup included; oracle simulates
@@ -60,14 +65,17 @@ typedef struct umadv_sim_result {
     double   iteration_s;   /* steady-state iteration time */
     double   compute_s;     /* sum of step durations */
     double   stall_s;       /* iteration_s - compute_s */
-    double   lower_bound_s; /* max(compute, evicted/evict_bw, fetched/fetch_bw) with
-                             * the schedule's per-iteration volumes when one is
-                             * given (the least traffic the budget allows, as
-                             * the planner estimates it), else this run's own
-                             * (faulted bytes count as fetched); compute_s
+    double   lower_bound_s; /* max(compute + remote, evicted/evict_bw,
+                             * fetched/fetch_bw) with the schedule's
+                             * per-iteration volumes and remote time when one
+                             * is given (the least traffic the budget allows,
+                             * as the planner estimates it), else this run's
+                             * own (faulted bytes count as fetched); compute_s
                              * for oracle, which has no budget */
     uint64_t faults;        /* sections faulted in by steps */
     uint64_t fault_bytes;   /* bytes those faults moved */
+    uint64_t remote_bytes;  /* bytes steps accessed in host memory */
+    double   remote_s;      /* the time that added to the steps */
     uint64_t fetched_bytes; /* bytes prefetched host->device */
     uint64_t evicted_bytes; /* bytes moved device->host */
     uint64_t dropped_bytes; /* bytes released without a copy (drops, frees) */

@@ -33,6 +33,8 @@ typedef struct sim_engine {
     uint8_t  *state;      /* umadv_sim_state_t */
     uint8_t  *fresh;      /* allocated, not populated yet: nothing to copy */
     uint8_t  *dead;       /* freed while being fetched: release on arrival */
+    uint8_t  *placed;     /* advised to the host: accessed there when not on
+                           * the GPU (plan policy only) */
     uint32_t *owner;      /* lane op moving it (FETCHING / EVICTING) */
     uint32_t *pending;    /* queued fetch op that will move it, 0 = none */
     uint32_t *stamp;      /* step execution that touches it now */
@@ -98,6 +100,7 @@ void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, u
 void umadv__sim_enqueue_evict(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
                               double now);
 void umadv__sim_drop(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count, double now);
+void umadv__sim_advise(sim_engine_t *e, const umadv_op_t *op);
 uint64_t umadv__sim_section_size(const sim_engine_t *e, uint32_t x);
 
 /* The least recently used resident section older than @after (SIM_NIL:

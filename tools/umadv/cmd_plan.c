@@ -16,7 +16,7 @@
 
 enum {
     OPT_BUDGET, OPT_POLICY, OPT_ITERATION, OPT_LOOKAHEAD, OPT_JSON, OPT_OPS,
-    OPT_NO_READ_MOSTLY
+    OPT_NO_READ_MOSTLY, OPT_NO_HOST_PLACEMENT
 };
 
 const umadv_cli_option_t umadv__cli_plan_options[] = {
@@ -31,6 +31,8 @@ const umadv_cli_option_t umadv__cli_plan_options[] = {
     [OPT_OPS]       = {"ops", 0, NULL, "also print the schedule's operations"},
     [OPT_NO_READ_MOSTLY] = {"no-read-mostly", 0, NULL,
                             "never advise read-mostly"},
+    [OPT_NO_HOST_PLACEMENT] = {"no-host-placement", 0, NULL,
+                               "never place data on the host for remote access"},
     {NULL, 0, NULL, NULL}
 };
 
@@ -141,6 +143,9 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
     case OPT_OPS:
         args->ops = 1;
         return 0;
+    case OPT_NO_HOST_PLACEMENT:
+        args->host_placement = 0;
+        return 0;
     default:
         args->read_mostly = 0;
         return 0;
@@ -162,6 +167,7 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv,
     memcpy(args->policies, all, sizeof(all));
     args->npolicies = UMADV_ARRAY_SIZE(all);
     args->read_mostly = 1;
+    args->host_placement = 1;
     umadv__cli_parser_init(&parser, cmd, argc, argv);
     for (;;) {
         switch (umadv__cli_next(&parser, &opt, &value)) {
@@ -294,6 +300,7 @@ static int build_schedule(const umadv_plan_run_t *run, umadv_plan_block_t *block
     umadv__plan_params_default(&run->trace, block->budget, &params);
     params.iteration = run->iteration;
     params.read_mostly = run->args->read_mostly;
+    params.host_placement = run->args->host_placement;
     if (run->args->lookahead_set)
         params.lookahead = run->args->lookahead;
     status = umadv__plan_build(&run->trace, &params, &block->schedule);
@@ -316,7 +323,8 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
     if ((rc = build_schedule(run, block)) != 0)
         return rc;
     run->nblocks++; /* from here the schedule is ours to clean up */
-    block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s, block->schedule.fetch_bytes,
+    block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s + block->schedule.remote_s,
+                                            block->schedule.fetch_bytes,
                                             block->schedule.evict_bytes, &run->link);
     for (unsigned i = 0; i < run->args->npolicies; i++) {
         rc = simulate(run, run->args->policies[i], block->budget, &block->schedule,

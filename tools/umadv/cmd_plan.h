@@ -30,7 +30,7 @@ typedef struct umadv_plan_args {
     int                 iteration_set;
     uint32_t            lookahead;
     int                 lookahead_set;
-    int                 json, ops, read_mostly;
+    int                 json, ops, read_mostly, host_placement;
 } umadv_plan_args_t;
 
 typedef struct umadv_plan_block {

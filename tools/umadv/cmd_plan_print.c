@@ -72,10 +72,18 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     printf("  fresh:         %s populated without a copy\n",
            umadv__size_format(sch->fresh_bytes, s1, 32));
     printf("  setup advice:  %zu runs\n", sch->nsetup);
+    printf("  host-placed:   %s in %u advice ops; %s accessed remotely, stall %.2f ms\n",
+           umadv__size_format(sch->host_bytes, s1, 32), sch->advise_ops,
+           umadv__size_format(sch->remote_bytes, s2, 32), sch->remote_s * 1e3);
     printf("  peak planned:  %s; largest step %s\n", umadv__size_format(sch->peak_planned, s1, 32),
            umadv__size_format(sch->max_step_bytes, s2, 32));
-    printf("  lower bound:   %.2f ms = max(compute %.2f, fetch %.2f, evict %.2f)\n",
-           block->bound_s * 1e3, run->oracle.compute_s * 1e3, fetch_s * 1e3, evict_s * 1e3);
+    if (sch->remote_s > 0)
+        printf("  lower bound:   %.2f ms = max(compute %.2f + remote %.2f, fetch %.2f, "
+               "evict %.2f)\n", block->bound_s * 1e3, run->oracle.compute_s * 1e3,
+               sch->remote_s * 1e3, fetch_s * 1e3, evict_s * 1e3);
+    else
+        printf("  lower bound:   %.2f ms = max(compute %.2f, fetch %.2f, evict %.2f)\n",
+               block->bound_s * 1e3, run->oracle.compute_s * 1e3, fetch_s * 1e3, evict_s * 1e3);
     if (sch->converged)
         printf("  steady state:  found in %u passes\n", sch->passes);
     else
@@ -206,6 +214,10 @@ static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
     umadv__json_u64(js, "drop_ops", count_ops(sch, UMADV_OP_DROP));
     umadv__json_u64(js, "fresh_bytes", sch->fresh_bytes);
     umadv__json_u64(js, "setup_ops", sch->nsetup);
+    umadv__json_u64(js, "host_bytes", sch->host_bytes);
+    umadv__json_u64(js, "remote_bytes", sch->remote_bytes);
+    umadv__json_double(js, "remote_ms", sch->remote_s * 1e3, 3);
+    umadv__json_u64(js, "advise_ops", sch->advise_ops);
     umadv__json_u64(js, "peak_planned", sch->peak_planned);
     umadv__json_u64(js, "max_step_bytes", sch->max_step_bytes);
     umadv__json_u64(js, "passes", sch->passes);
@@ -228,6 +240,7 @@ static void json_result(umadv_json_t *js, const umadv_plan_run_t *run,
     umadv__json_double(js, "stall_ms", r->stall_s * 1e3, 3);
     umadv__json_u64(js, "faults", r->faults);
     umadv__json_u64(js, "fault_bytes", r->fault_bytes);
+    umadv__json_u64(js, "remote_bytes", r->remote_bytes);
     umadv__json_u64(js, "fetched_bytes", r->fetched_bytes);
     umadv__json_u64(js, "evicted_bytes", r->evicted_bytes);
     umadv__json_u64(js, "dropped_bytes", r->dropped_bytes);
