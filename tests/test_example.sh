@@ -1,0 +1,132 @@
+#!/bin/sh
+# TAP: the mlp_train example on a GPU. A tiny network (3 layers, hidden
+# 512, batch 1024, 5 iterations, under 30 MiB of managed memory) must
+# learn (the loss falls), give bitwise the same losses and final weights
+# when run twice, and the same again under UMADV_POLICY=oracle as under
+# the default policy (plan): umadv never changes what the program computes.
+# Without a usable GPU the program exits 77 and the whole file is skipped.
+# The command-line checks (usage errors, --footprint) need no GPU.
+set -u
+
+top_builddir=${top_builddir:-.}
+builddir=$(cd "$top_builddir" && pwd) || exit 1
+prog=$builddir/examples/mlp_train
+
+if [ ! -x "$prog" ]; then
+    echo "Bail out! $prog is not built"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-example.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+UMADV_LOG=error
+export UMADV_LOG
+unset UMADV_LOG_FILE UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
+
+tiny="--batch 1024 --hidden 512 --layers 3 --iters 5 --profile-iter 1"
+
+# train NAME [ENV=VALUE...]: the tiny run; NAME.out, NAME.err, NAME.rc
+train() {
+    name=$1
+    shift
+    env "$@" "$prog" $tiny >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+
+train first
+rc=$(cat "$tmp/first.rc")
+if [ "$rc" -eq 77 ]; then
+    echo "1..0 # SKIP no CUDA device"
+    exit 0
+fi
+
+echo "1..12"
+n=0
+failed=0
+
+ok() { # STATUS DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        failed=$((failed + 1))
+    fi
+}
+
+diag() { # FILE
+    head -n 30 "$1" | sed 's/^/# /'
+}
+
+losses() { # NAME: the loss column, one line per iteration
+    awk '$1 == "iter" && $3 == "loss" { print $4 }' "$tmp/$1.out"
+}
+
+field() { # NAME KEY: the first value after KEY
+    awk -v k="$2" '$1 == k { print $2; exit }' "$tmp/$1.out"
+}
+
+ok "$rc" "the tiny network trains (exit $rc)"
+[ "$rc" -eq 0 ] || { diag "$tmp/first.err"; diag "$tmp/first.out"; }
+
+losses first >"$tmp/first.loss"
+[ "$(wc -l <"$tmp/first.loss")" -eq 5 ] && ! grep -qv '^[0-9][0-9]*\.[0-9]\{9\}$' "$tmp/first.loss"
+ok $? "one loss per iteration, printed with 9 decimals"
+
+# Iteration 0 starts from a zero classifier: log(10) exactly.
+awk 'NR == 1 { exit !($1 > 2.3025 && $1 < 2.3026) }' "$tmp/first.loss"
+ok $? "the first loss is log(classes) ($(head -n 1 "$tmp/first.loss"))"
+
+awk 'NR == 1 { first = $1 } { last = $1 } END { exit !(last < first - 0.01) }' "$tmp/first.loss"
+ok $? "the loss falls: $(tr '\n' ' ' <"$tmp/first.loss")"
+
+sum=$(field first checksum)
+echo "$sum" | grep -q '^0x[0-9a-f]\{16\}$'
+ok $? "a checksum of the final weights ($sum)"
+
+ms=$(field first ms_per_iter)
+awk -v ms="$ms" 'BEGIN { exit !(ms + 0 > 0) }'
+ok $? "ms per iteration measured ($ms)"
+
+train second
+losses second >"$tmp/second.loss"
+[ "$(cat "$tmp/second.rc")" -eq 0 ] && cmp -s "$tmp/first.loss" "$tmp/second.loss" &&
+    [ "$(field second checksum)" = "$sum" ]
+ok $? "a second run gives bitwise the same losses and checksum"
+
+train oracle UMADV_POLICY=oracle
+losses oracle >"$tmp/oracle.loss"
+[ "$(cat "$tmp/oracle.rc")" -eq 0 ] && cmp -s "$tmp/first.loss" "$tmp/oracle.loss" &&
+    [ "$(field oracle checksum)" = "$sum" ]
+ok $? "oracle and the default policy give bitwise the same losses and checksum"
+[ "$(cat "$tmp/oracle.rc")" -eq 0 ] || diag "$tmp/oracle.err"
+
+# A different seed is a different run: the checksum is not a constant.
+"$prog" $tiny --seed 2 >"$tmp/seed.out" 2>"$tmp/seed.err"
+[ $? -eq 0 ] && [ "$(field seed checksum)" != "$sum" ]
+ok $? "another seed gives another checksum"
+
+# ---- the command line (no GPU needed) -------------------------------
+
+"$prog" --batch 0 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--batch" "$tmp/usage.err"
+ok $? "--batch 0 is a usage error naming the flag (exit $rc)"
+
+"$prog" --layers 3 --frobnicate >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--frobnicate" "$tmp/usage.err"
+ok $? "an unknown flag is a usage error naming it (exit $rc)"
+
+# The footprint is arithmetic: check it against the shapes. hidden 512,
+# batch 1024, 3 layers, 10 classes: activations 2 x 512 x 1024 + 10 x 1024
+# floats.
+"$prog" $tiny --footprint >"$tmp/fp.out" 2>"$tmp/fp.err"
+rc=$?
+act=$(awk '$1 == "footprint" && $2 == "activations" { print $3 }' "$tmp/fp.out")
+[ "$rc" -eq 0 ] && [ "$act" = $(( (2 * 512 * 1024 + 10 * 1024) * 4 )) ] &&
+    ! grep -q '^iter' "$tmp/fp.out"
+ok $? "--footprint prints the footprint and trains nothing (activations $act bytes)"
+
+exit $((failed > 0))
