@@ -132,7 +132,18 @@ typedef struct umadv_stats {
     uint64_t fetched_bytes;    /**< bytes prefetched to the GPU */
     uint64_t evicted_bytes;    /**< bytes prefetched to the host */
     uint64_t gpu_faults;       /**< GPU page-fault groups seen in replay */
-    uint64_t gpu_peak_used;    /**< peak GPU memory in use, sampled */
+    uint64_t gpu_peak_used;    /**< peak of cudaMemGetInfo's used memory, sampled every
+                                *   2 ms while a policy runs, less what was in use when
+                                *   the context started. The driver keeps the GPU memory
+                                *   of evicted managed pages, so this is a high-water
+                                *   mark, not the residency (see resident_peak) */
+    uint64_t fetch_ops;        /**< prefetch calls to the GPU, after coalescing */
+    uint64_t evict_ops;        /**< prefetch calls to the host, after coalescing */
+    uint64_t waits;            /**< steps that waited for their data */
+    uint64_t wait_ns;          /**< time steps waited for their data in umadv_step_begin */
+    uint64_t drift_ops;        /**< replay ops skipped: no block plays their allocation */
+    uint64_t resident_peak;    /**< most managed bytes umadv kept on the GPU (accounted)
+                                *   in the current (or last) policy run */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */
@@ -244,6 +255,17 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
  * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded; ::UMADV_ERR_IO.
  */
 UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path);
+
+/**
+ * @brief Switch the placement policy and, once an iteration has been
+ * profiled, plan and replay again under it (the same budget), from the next
+ * iteration on: baselines run one after another in one process. Before a
+ * profile, the policy applies when umadv_plan() is called.
+ * @return ::UMADV_OK; ::UMADV_ERR_INVALID_PARAM for an unknown policy;
+ *         ::UMADV_ERR_STATE with a step open; ::UMADV_ERR_BUDGET_TOO_SMALL
+ *         as umadv_plan() (the previous policy then stays).
+ */
+UMADV_API umadv_status_t umadv_set_policy(umadv_context_t ctx, umadv_policy_t policy);
 
 /** @brief Read counters into @a stats (set stats->size first). */
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats);

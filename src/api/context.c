@@ -140,6 +140,8 @@ UMADV_API umadv_status_t umadv_context_create(const umadv_context_params_t *para
         goto err_free_ctx;
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->stats.size = sizeof(ctx->stats);
+    umadv__ctx_profile_open(ctx);
+    umadv__replay_init(ctx);
     umadv_debug("context on device %d (%s, %s backend), policy %s, section %llu bytes",
                 ctx->config.device, ctx->props.name, ctx->ops->name,
                 umadv_policy_name(ctx->config.policy),
@@ -164,6 +166,8 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
 {
     if (ctx == NULL)
         return;
+    umadv__replay_cleanup(ctx); /* the executor's threads end first */
+    umadv__ctx_profile_close(ctx); /* no launch callback after this */
     umadv__ctx_record_cleanup(ctx);
     umadv__ctx_schedule_cleanup(ctx);
     umadv__pool_foreach(ctx->pool, alloc_record_free, NULL);
@@ -204,6 +208,7 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
     if (status != UMADV_OK)
         goto err_pool_free;
     umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
+    umadv__replay_malloc(ctx, alloc);
     status = umadv__ctx_record_alloc(ctx, alloc);
     if (status != UMADV_OK)
         goto err_free_record;
@@ -211,6 +216,7 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
     return UMADV_OK;
 
 err_free_record:
+    umadv__replay_free(ctx, alloc);
     free(alloc->tag);
     free(alloc);
 err_pool_free:
@@ -241,6 +247,7 @@ static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
         return UMADV_ERR_NOT_FOUND;
     }
     alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
+    umadv__replay_free(ctx, alloc); /* no migration touches it after this */
     umadv__ctx_record_free(ctx, alloc);
     umadv__pool_free(ctx->pool, ptr);
     free(alloc->tag);
@@ -273,6 +280,7 @@ UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *sta
     pthread_mutex_lock(&ctx->lock);
     umadv__pool_get_stats(ctx->pool, &pool);
     now = ctx->stats;
+    umadv__replay_stats(ctx, &now);
     pthread_mutex_unlock(&ctx->lock);
     now.managed_bytes = pool.bytes_in_use;
     now.managed_peak  = pool.bytes_peak;

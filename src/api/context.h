@@ -24,6 +24,7 @@
 
 #include "common/config.h"
 #include "cuda_ops/cuda_ops.h"
+#include "exec/exec.h"
 #include "plan/plan.h"
 #include "pool/pool.h"
 #include "trace/trace.h"
@@ -36,6 +37,8 @@ typedef struct umadv_ctx_alloc {
     uint32_t trace_id;     /* UMADV_CTX_NO_TRACE_ID unless in the recording */
     uint32_t pending;      /* 1 + index in ctx->pending, 0 when not pending */
     int      preexisting;  /* live when the recorded iteration began */
+    uint32_t ordinal;      /* umadv_malloc() calls before it in its iteration */
+    uint32_t bound;        /* trace allocation it plays in replay, or NO_TRACE_ID */
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
@@ -45,6 +48,21 @@ typedef struct umadv_ctx_timing {
     uint32_t      step;
     umadv_event_t start, end;
 } umadv_ctx_timing_t;
+
+/* Replay (api/replay.c): the executor and which block plays which
+ * allocation of the recorded trace. */
+typedef struct umadv_ctx_replay {
+    umadv_exec_t       *exec;          /* NULL: not replaying */
+    uint32_t           *ordinal_alloc; /* profiled iteration: k-th malloc -> trace alloc */
+    size_t              nordinals, ordinals_cap;
+    umadv_ctx_alloc_t **bound;         /* trace alloc -> the block playing it, or NULL */
+    size_t              bound_cap;
+    uint32_t            mallocs;       /* umadv_malloc() calls in this iteration */
+    int                 replan;        /* plan and replay once the recording completes */
+    uint64_t            gpu_used_base; /* GPU memory in use when the context started */
+    umadv_exec_stats_t  done;          /* counters of the executors that ended */
+    umadv_exec_stats_t  last;          /* the last one that ended (its peaks) */
+} umadv_ctx_replay_t;
 
 typedef enum umadv_ctx_record_state {
     UMADV_CTX_REC_IDLE,       /* nothing recorded */
@@ -84,6 +102,15 @@ struct umadv_context {
     umadv_schedule_t         schedule;
     int                      have_schedule;
     umadv_stats_t            stats;
+
+    /* profiling pass (api/profile.c) */
+    struct umadv_profiler   *profiler;         /* NULL: declared accesses only */
+    umadv_link_model_t       link;             /* this machine's, or the defaults */
+    uint64_t                 iteration_faults; /* GPU faults of the last replayed iteration
+                                                * (umadv__prof_take_faults; lags while
+                                                * work runs) */
+
+    umadv_ctx_replay_t       replay;           /* api/replay.c */
 };
 
 /* record.c: the recorder's side of malloc and free. */
@@ -101,7 +128,47 @@ umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller
 /* Release the recorder's state (events, lists, trace). */
 void umadv__ctx_record_cleanup(umadv_context_t ctx);
 
+/* record.c: begin a step of kind KERNEL named @name (may be NULL) for a
+ * launch seen by the profiler outside any marked step. */
+umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *name,
+                                             uint32_t *step_p);
+
+/* profile.c: the profiling pass. Open measures the link (UMADV_LINK_PROBE)
+ * and subscribes to CUPTI (UMADV_PROFILER); it never fails: without CUPTI
+ * the context records declared accesses only (warned). Start and finish
+ * bracket a recording: start evicts every block (UMADV_PROFILE_EVICT) so
+ * first touches fault; finish merges kernel-parameter and fault accesses
+ * into ctx->trace before it is finalized. */
+void umadv__ctx_profile_open(umadv_context_t ctx);
+void umadv__ctx_profile_close(umadv_context_t ctx);
+void umadv__ctx_profile_start(umadv_context_t ctx);
+void umadv__ctx_profile_finish(umadv_context_t ctx);
+
+/* GPU faults (fault groups and fault-caused migrations) seen since the last
+ * call outside recordings (replay validation); added to ctx->stats.gpu_faults. */
+uint64_t umadv__ctx_profile_faults(umadv_context_t ctx);
+
 /* schedule.c: drop the schedule umadv_plan() built, if any. */
 void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
+
+/* schedule.c: umadv_plan() with the lock held; starts the replay. */
+umadv_status_t umadv__ctx_plan(umadv_context_t ctx);
+
+/* replay.c (see its opening comment): the executor's side of the context's
+ * life, allocations, iterations and steps. */
+void umadv__replay_init(umadv_context_t ctx);
+void umadv__replay_cleanup(umadv_context_t ctx);
+umadv_status_t umadv__replay_start(umadv_context_t ctx);
+void umadv__replay_stop(umadv_context_t ctx);
+void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
+                                              uint32_t id);
+void umadv__replay_iteration_begin(umadv_context_t ctx);
+void umadv__replay_step_begin(umadv_context_t ctx);
+void umadv__replay_step_end(umadv_context_t ctx);
+void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *stats);
+/* Unexpected GPU faults of the current iteration, for replay validation. */
+void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n);
 
 #endif

@@ -55,7 +55,7 @@ static umadv_status_t trace_enter(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
         return status;
     umadv__trace_set_lifetime(&ctx->trace, id, alloc_step, UMADV_STEP_NONE);
     alloc->trace_id = id;
-    return UMADV_OK;
+    return umadv__replay_note_trace_alloc(ctx, alloc, id);
 }
 
 /* The open step @step begins the life of every pending allocation. */
@@ -235,9 +235,12 @@ static umadv_status_t record_start(umadv_context_t ctx)
     umadv__pool_foreach(ctx->pool, mark_preexisting, &pa);
     if (status == UMADV_OK)
         status = pa.status;
-    if (status != UMADV_OK)
+    if (status != UMADV_OK) {
         record_discard(ctx);
-    return status;
+        return status;
+    }
+    umadv__ctx_profile_start(ctx);
+    return UMADV_OK;
 }
 
 umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
@@ -248,6 +251,7 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
     if (ctx->record != UMADV_CTX_REC_RECORDING)
         return UMADV_OK;
     timings_resolve(ctx);
+    umadv__ctx_profile_finish(ctx);
     pending_clear(ctx); /* made after the last step: not part of it */
     if (ctx->trace.nsteps == 0) {
         umadv_warn("the profiled iteration had no steps: nothing recorded");
@@ -295,11 +299,13 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
         return status;
     ctx->in_iteration = 1;
     ctx->stats.iterations++;
+    /* Takes the faults of the iteration that ended (replay validation), may
+     * arm a new recording, and stops the replay before one. */
+    umadv__replay_iteration_begin(ctx);
     if (ctx->armed) {
         ctx->armed = 0;
         return record_start(ctx);
     }
-    /* Replay (executing the schedule) is the executor's: not here yet. */
     return UMADV_OK;
 }
 
@@ -337,19 +343,43 @@ static umadv_status_t step_begin(umadv_context_t ctx, const char *name, void *st
     ctx->step_stream = stream;
     ctx->step_open = 1;
     ctx->stats.steps++;
+    umadv__replay_step_begin(ctx);
     return UMADV_OK;
 }
 
 UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name, void *stream)
 {
     umadv_status_t status;
+    umadv_exec_t *exec;
 
     if (ctx == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     status = step_begin(ctx, name, stream);
+    exec = ctx->replay.exec;
     pthread_mutex_unlock(&ctx->lock);
+    /* Wait for the step's data without the lock: other threads may
+     * allocate meanwhile. */
+    if (status == UMADV_OK && exec != NULL)
+        umadv__exec_step_wait(exec);
     return status;
+}
+
+umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *name,
+                                             uint32_t *step_p)
+{
+    umadv_status_t status;
+    uint32_t step;
+
+    /* Its time comes from the kernel's activity record; 1 ns until then. */
+    status = umadv__trace_add_step(&ctx->trace, name, UMADV_STEP_KERNEL, 0, 1, &step);
+    if (status == UMADV_OK)
+        status = pending_enter(ctx, step);
+    if (status != UMADV_OK)
+        return status;
+    ctx->stats.steps++;
+    *step_p = step;
+    return UMADV_OK;
 }
 
 static umadv_status_t step_access(umadv_context_t ctx, const void *ptr, size_t size,
@@ -395,6 +425,7 @@ static umadv_status_t step_end(umadv_context_t ctx, uint64_t duration_ns)
         return UMADV_ERR_STATE;
     }
     ctx->step_open = 0;
+    umadv__replay_step_end(ctx);
     if (ctx->record != UMADV_CTX_REC_RECORDING)
         return UMADV_OK;
     if (duration_ns == 0) {

@@ -1,6 +1,7 @@
 /*
  * umadv_plan(): the recorded iteration, the context's budget and the plan
- * knobs, handed to the planner (plan/plan.h).
+ * knobs, handed to the planner (plan/plan.h); the replay (replay.c) starts
+ * on the new schedule.
  */
 #include "api/context.h"
 
@@ -17,7 +18,7 @@ static uint64_t plan_budget(const umadv_context_t ctx)
     return ctx->config.budget;
 }
 
-static umadv_status_t plan(umadv_context_t ctx)
+umadv_status_t umadv__ctx_plan(umadv_context_t ctx)
 {
     umadv_plan_params_t params;
     umadv_schedule_t schedule;
@@ -34,12 +35,16 @@ static umadv_status_t plan(umadv_context_t ctx)
     status = umadv__plan_build(&ctx->trace, &params, &schedule);
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */
+    umadv__replay_stop(ctx); /* it plays the schedule replaced here */
     if (ctx->have_schedule)
         umadv__schedule_cleanup(&ctx->schedule);
     ctx->schedule = schedule;
     ctx->have_schedule = 1;
     umadv_info("planned %u steps under %s: %zu operations", schedule.nsteps,
                umadv__size_format(params.budget, budget, sizeof(budget)), schedule.nops);
+    /* Without an executor the application runs on plain managed memory:
+     * logged, not an error of the plan. */
+    umadv__replay_start(ctx);
     return UMADV_OK;
 }
 
@@ -50,7 +55,7 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx)
     if (ctx == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    status = plan(ctx);
+    status = umadv__ctx_plan(ctx);
     pthread_mutex_unlock(&ctx->lock);
     return status;
 }

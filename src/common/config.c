@@ -69,6 +69,29 @@ static const umadv_config_field_t config_fields[] = {
      "Append log messages to this file instead of standard error. Empty "
      "(the default) or \"stderr\" means standard error.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(log_file)},
+    {"UMADV_PROFILER", UMADV_CONFIG_BOOL, "1",
+     "Trace the profiling iteration with CUPTI: kernel launches become steps "
+     "where the application marks none, kernel parameters and GPU page faults "
+     "complete each step's access set, and replay counts faults. 0 records "
+     "declared accesses only (also what happens, with a warning, when another "
+     "tool holds CUPTI).",
+     0, 1, 0, NULL, 0, FIELD(profiler)},
+    {"UMADV_PROFILE_EVICT", UMADV_CONFIG_BOOL, "1",
+     "Evict every umadv allocation to the host when the profiling iteration "
+     "begins, so that the first touch of every section faults and is seen.",
+     0, 1, 0, NULL, 0, FIELD(profile_evict)},
+    {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
+     "Measure the host-GPU link when the first context starts (prefetch "
+     "bandwidth and latency each way, demand-paging bandwidth; a few hundred "
+     "milliseconds, once per process) and plan with those numbers. 0 plans "
+     "with the built-in H200 figures.",
+     0, 1, 0, NULL, 0, FIELD(link_probe)},
+    {"UMADV_REPROFILE_FAULTS", UMADV_CONFIG_UINT, "64",
+     "Replay validation: when a replayed iteration after the first has more "
+     "unexpected GPU page-fault groups than this, the access pattern has "
+     "drifted from the profile: the next iteration is profiled again and "
+     "replanned (logged at info). 0 never profiles again.",
+     0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
 };
 
 static const char *const type_names[] = {

@@ -27,6 +27,10 @@ typedef struct umadv_config {
     int               read_mostly;   /* UMADV_READ_MOSTLY */
     umadv_log_level_t log_level;     /* UMADV_LOG */
     char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
+    int               profiler;      /* UMADV_PROFILER: trace with CUPTI */
+    int               profile_evict; /* UMADV_PROFILE_EVICT */
+    int               link_probe;    /* UMADV_LINK_PROBE */
+    uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
 } umadv_config_t;
 
 typedef enum umadv_config_type {

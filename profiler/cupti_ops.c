@@ -1,0 +1,148 @@
+/*
+ * The real CUPTI table, the test mock point, and CUPTI error reporting.
+ */
+#include "profiler/cupti_ops.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_ops/cudart_util.h"
+
+/* Written by tests before they create contexts. */
+static const umadv_cupti_ops_t *installed_ops;
+
+const umadv_cupti_ops_t *umadv__cupti_ops_select(int host_only)
+{
+    const umadv_cupti_ops_t *ops = __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
+
+    if (ops != NULL)
+        return ops;
+    return host_only ? NULL : &umadv__cupti_ops_real;
+}
+
+void umadv__cupti_ops_install(const umadv_cupti_ops_t *ops)
+{
+    __atomic_store_n(&installed_ops, ops, __ATOMIC_RELEASE);
+}
+
+int umadv__cupti_is_taken(CUptiResult result)
+{
+    return result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ||
+           result == CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED;
+}
+
+static int cupti_unsupported(CUptiResult result)
+{
+    switch (result) {
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED:
+    case CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE:
+    case CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES:
+    case CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+umadv_status_t umadv__cupti_status(const umadv_cupti_ops_t *ops, CUptiResult result,
+                                   umadv_log_level_t level, const char *call,
+                                   const char *file, int line)
+{
+    const char *str = NULL;
+
+    if (result == CUPTI_SUCCESS)
+        return UMADV_OK;
+    if (level <= umadv__log_level) {
+        if (ops->get_result_string(result, &str) != CUPTI_SUCCESS || str == NULL)
+            str = "unknown cupti error";
+        umadv__log_emit(level, file, line, "%s failed: %s (%d)", call, str, (int)result);
+    }
+    return cupti_unsupported(result) ? UMADV_ERR_UNSUPPORTED : UMADV_ERR_CUPTI;
+}
+
+/* ---- kernel parameter layouts ---------------------------------------- */
+
+typedef CUresult (*func_param_info_fn)(CUfunction func, size_t index, size_t *offset,
+                                       size_t *size);
+
+/* cuFuncGetParamInfo through the runtime, so libumadv needs no -lcuda
+ * (only the driver's stub exists at build time). NULL if unavailable. */
+static func_param_info_fn driver_param_info(void)
+{
+    static func_param_info_fn fn;
+    static int looked;
+    enum cudaDriverEntryPointQueryResult found;
+    void *ptr = NULL;
+
+    if (__atomic_load_n(&looked, __ATOMIC_ACQUIRE))
+        return fn;
+    if (cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &ptr, 12040, cudaEnableDefault,
+                                         &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+        fn = (func_param_info_fn)ptr;
+    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    return fn;
+}
+
+static umadv_status_t runtime_param_info(const void *func, size_t index, size_t *offset_p,
+                                         size_t *size_p)
+{
+    cudaError_t err;
+
+    /* The query past the last parameter fails and would become the
+     * application's "last error": never overwrite one it has not read,
+     * and clear ours. */
+    if (cudaPeekAtLastError() != cudaSuccess)
+        return UMADV_ERR_NOT_FOUND;
+    err = cudaFuncGetParamInfo(func, index, offset_p, size_p);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return UMADV_ERR_NOT_FOUND;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t real_kernel_param_info(const void *func, int driver, size_t index,
+                                             size_t *offset_p, size_t *size_p)
+{
+    func_param_info_fn fn;
+    size_t offset, size;
+
+    if (!driver) {
+        if (runtime_param_info(func, index, &offset, &size) != UMADV_OK)
+            return UMADV_ERR_NOT_FOUND;
+    } else {
+        fn = driver_param_info();
+        if (fn == NULL || fn((CUfunction)(uintptr_t)func, index, &offset, &size) != CUDA_SUCCESS)
+            return UMADV_ERR_NOT_FOUND;
+    }
+    *offset_p = offset;
+    *size_p   = size;
+    return UMADV_OK;
+}
+
+static umadv_status_t real_device_synchronize(void)
+{
+    return UMADV_CUDART_FUNC(cudaDeviceSynchronize());
+}
+
+const umadv_cupti_ops_t umadv__cupti_ops_real = {
+    .name                        = "cupti",
+    .subscribe                   = cuptiSubscribe,
+    .unsubscribe                 = cuptiUnsubscribe,
+    .enable_callback             = cuptiEnableCallback,
+    .activity_register_callbacks = cuptiActivityRegisterCallbacks,
+    .activity_configure_um       = cuptiActivityConfigureUnifiedMemoryCounter,
+    .activity_enable             = cuptiActivityEnable,
+    .activity_disable            = cuptiActivityDisable,
+    .activity_flush_all          = cuptiActivityFlushAll,
+    .activity_get_next_record    = cuptiActivityGetNextRecord,
+    .get_result_string           = cuptiGetResultString,
+    .kernel_param_info           = real_kernel_param_info,
+    .device_synchronize          = real_device_synchronize,
+};

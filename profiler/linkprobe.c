@@ -1,0 +1,314 @@
+/*
+ * The link probe (see linkprobe.h).
+ */
+#include "profiler/linkprobe.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "cuda_ops/cudart_util.h"
+
+#define PROBE_BIG_MAX    (UINT64_C(256) << 20)
+#define PROBE_BIG_MIN    (UINT64_C(16) << 20)
+#define PROBE_PIECE      (UINT64_C(2) << 20)
+#define PROBE_PIECES     16u
+#define PROBE_REPEATS    3
+#define PROBE_PAGE       4096u
+
+#define BW_MIN 1e8
+#define BW_MAX 1e13
+
+/* Touch one word of every page: read, add one, write back. Hand-written
+ * PTX for sm_70 and later, JIT-compiled by the driver, so the library
+ * needs no nvcc-built object. */
+static const char touch_ptx[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    ".visible .entry umadv_touch(.param .u64 base, .param .u64 words, .param .u64 stride)\n"
+    "{\n"
+    "    .reg .pred %p;\n"
+    "    .reg .b32 %r<6>;\n"
+    "    .reg .b64 %d<10>;\n"
+    "    ld.param.u64 %d1, [base];\n"
+    "    ld.param.u64 %d2, [words];\n"
+    "    ld.param.u64 %d3, [stride];\n"
+    "    cvta.to.global.u64 %d1, %d1;\n"
+    "    mov.u32 %r1, %ctaid.x;\n"
+    "    mov.u32 %r2, %ntid.x;\n"
+    "    mov.u32 %r3, %tid.x;\n"
+    "    mov.u32 %r4, %nctaid.x;\n"
+    "    cvt.u64.u32 %d4, %r3;\n"
+    "    mad.wide.u32 %d4, %r1, %r2, %d4;\n"
+    "    mul.wide.u32 %d5, %r4, %r2;\n"
+    "next:\n"
+    "    setp.ge.u64 %p, %d4, %d2;\n"
+    "    @%p bra done;\n"
+    "    mad.lo.u64 %d6, %d4, %d3, %d1;\n"
+    "    ld.global.u32 %r5, [%d6];\n"
+    "    add.u32 %r5, %r5, 1;\n"
+    "    st.global.u32 [%d6], %r5;\n"
+    "    add.u64 %d4, %d4, %d5;\n"
+    "    bra.uni next;\n"
+    "done:\n"
+    "    ret;\n"
+    "}\n";
+
+/* ---- fitting (pure) --------------------------------------------------- */
+
+static int bw_believable(double bw)
+{
+    return bw >= BW_MIN && bw <= BW_MAX;
+}
+
+/* One direction: T = latency + bytes / bw for the big call and for each
+ * small one, solved for both; if noise makes the small calls look cheaper
+ * than the model allows, the big call alone gives the bandwidth. */
+static int fit_direction(const umadv_link_sample_t *s, double big, double pieces,
+                         double *bw_p, double *latency_p)
+{
+    double per_piece, bw, latency;
+
+    if (big <= 0 || pieces <= 0 || s->pieces == 0 || s->big_bytes <= s->piece_bytes)
+        return -1;
+    per_piece = pieces / s->pieces;
+    bw = big > per_piece ? (double)(s->big_bytes - s->piece_bytes) / (big - per_piece)
+                         : (double)s->big_bytes / big;
+    if (!bw_believable(bw))
+        return -1;
+    latency = big - (double)s->big_bytes / bw;
+    *bw_p      = bw;
+    *latency_p = latency > 0 ? latency : 0;
+    return 0;
+}
+
+umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_model_t *link)
+{
+    umadv_status_t status = UMADV_OK;
+    double bw;
+
+    if (fit_direction(sample, sample->fetch_big, sample->fetch_pieces, &link->fetch_bw,
+                      &link->fetch_latency) != 0) {
+        umadv_warn("link probe: host-to-device prefetch timing not believable: keeping %.1f GB/s",
+                   link->fetch_bw / 1e9);
+        status = UMADV_ERR_NOT_ENFORCED;
+    }
+    if (fit_direction(sample, sample->evict_big, sample->evict_pieces, &link->evict_bw,
+                      &link->evict_latency) != 0) {
+        umadv_warn("link probe: device-to-host prefetch timing not believable: keeping %.1f GB/s",
+                   link->evict_bw / 1e9);
+        status = UMADV_ERR_NOT_ENFORCED;
+    }
+    if (sample->fault > 0) {
+        bw = (double)sample->fault_bytes / sample->fault;
+        if (bw_believable(bw)) {
+            link->fault_bw = bw;
+        } else {
+            umadv_warn("link probe: demand-paging timing not believable: keeping %.1f GB/s",
+                       link->fault_bw / 1e9);
+            status = UMADV_ERR_NOT_ENFORCED;
+        }
+    }
+    return status;
+}
+
+/* ---- measuring ------------------------------------------------------- */
+
+typedef struct probe {
+    int             device;
+    char           *buf;
+    uint64_t        size;
+    cudaLibrary_t   lib;
+    cudaKernel_t    touch;
+} probe_t;
+
+static double seconds_since(uint64_t t0)
+{
+    return (double)(umadv__now_ns() - t0) / 1e9;
+}
+
+static struct cudaMemLocation probe_location(int device)
+{
+    struct cudaMemLocation loc;
+
+    memset(&loc, 0, sizeof(loc));
+    loc.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    loc.id   = device < 0 ? 0 : device;
+    return loc;
+}
+
+/* Seconds to move @count pieces of @piece bytes from the start of the
+ * buffer to @device (-1: the host), each its own call, as the executor's
+ * worker would: the call blocks, and the stream is waited for. */
+static umadv_status_t time_moves(const probe_t *p, int device, uint64_t piece, uint32_t count,
+                                 double *seconds_p)
+{
+    uint64_t t0 = umadv__now_ns();
+    umadv_status_t status = UMADV_OK;
+
+    for (uint32_t i = 0; i < count && status == UMADV_OK; i++)
+        status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(p->buf + (uint64_t)i * piece, piece,
+                                                        probe_location(device), 0, 0));
+    if (status == UMADV_OK)
+        status = UMADV_CUDART_FUNC(cudaStreamSynchronize(0));
+    if (status == UMADV_OK)
+        *seconds_p = seconds_since(t0);
+    return status;
+}
+
+static umadv_status_t time_touch(const probe_t *p, uint64_t bytes, double *seconds_p)
+{
+    unsigned long long words = bytes / PROBE_PAGE, stride = PROBE_PAGE;
+    void *base = p->buf;
+    void *args[] = {&base, &words, &stride};
+    dim3 grid = {256, 1, 1}, block = {256, 1, 1};
+    uint64_t t0 = umadv__now_ns();
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaLaunchKernel((const void *)p->touch, grid, block, args, 0, 0));
+    if (status == UMADV_OK)
+        status = UMADV_CUDART_FUNC(cudaStreamSynchronize(0));
+    if (status == UMADV_OK)
+        *seconds_p = seconds_since(t0);
+    return status;
+}
+
+static void keep_min(double *best, double t)
+{
+    if (*best <= 0 || t < *best)
+        *best = t;
+}
+
+/* One round: fetch and evict whole, then in pieces, then fault in. The
+ * buffer starts and ends on the host. */
+static umadv_status_t probe_round(const probe_t *p, umadv_link_sample_t *s)
+{
+    double t = 0;
+    umadv_status_t status;
+
+    status = time_moves(p, p->device, s->big_bytes, 1, &t);
+    keep_min(&s->fetch_big, t);
+    if (status == UMADV_OK)
+        status = time_moves(p, -1, s->big_bytes, 1, &t);
+    keep_min(&s->evict_big, t);
+    if (status == UMADV_OK)
+        status = time_moves(p, p->device, s->piece_bytes, s->pieces, &t);
+    keep_min(&s->fetch_pieces, t);
+    if (status == UMADV_OK)
+        status = time_moves(p, -1, s->piece_bytes, s->pieces, &t);
+    keep_min(&s->evict_pieces, t);
+    if (status == UMADV_OK && p->touch != NULL) {
+        status = time_touch(p, s->fault_bytes, &t);
+        keep_min(&s->fault, t);
+        if (status == UMADV_OK)
+            status = time_moves(p, -1, s->fault_bytes, 1, &t);
+    }
+    return status;
+}
+
+static umadv_status_t probe_size(uint64_t *size_p)
+{
+    size_t free_bytes = 0, total = 0;
+    umadv_status_t status = UMADV_CUDART_FUNC(cudaMemGetInfo(&free_bytes, &total));
+    uint64_t size;
+
+    if (status != UMADV_OK)
+        return status;
+    /* Far below free memory: never oversubscribe a shared GPU. */
+    size = UMADV_MIN(PROBE_BIG_MAX, (uint64_t)free_bytes / 8) & ~(PROBE_PIECE - 1);
+    if (size < PROBE_BIG_MIN) {
+        umadv_warn("link probe: only %zu bytes of gpu memory free: not probing", free_bytes);
+        return UMADV_ERR_UNSUPPORTED;
+    }
+    *size_p = size;
+    return UMADV_OK;
+}
+
+static void touch_load(probe_t *p)
+{
+    if (UMADV_CUDART_FUNC_LOG(cudaLibraryLoadData(&p->lib, touch_ptx, NULL, NULL, 0, NULL,
+                                                  NULL, 0), UMADV_LOG_WARN) != UMADV_OK)
+        return;
+    if (UMADV_CUDART_FUNC_LOG(cudaLibraryGetKernel(&p->touch, p->lib, "umadv_touch"),
+                              UMADV_LOG_WARN) != UMADV_OK) {
+        cudaLibraryUnload(p->lib);
+        p->lib   = NULL;
+        p->touch = NULL;
+    }
+}
+
+static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
+{
+    probe_t p = {.device = device};
+    umadv_link_sample_t warm;
+    umadv_status_t status;
+
+    status = probe_size(&p.size);
+    if (status != UMADV_OK)
+        return status;
+    status = UMADV_CUDART_FUNC(cudaMallocManaged((void **)&p.buf, p.size, cudaMemAttachGlobal));
+    if (status != UMADV_OK)
+        return status;
+    touch_load(&p);
+    memset(p.buf, 1, p.size); /* host pages exist before anything is timed */
+    s->big_bytes   = p.size;
+    s->fault_bytes = p.size;
+    s->piece_bytes = PROBE_PIECE;
+    s->pieces      = PROBE_PIECES;
+    /* The first round only warms both sides; the best of the others counts. */
+    warm = *s;
+    status = probe_round(&p, &warm);
+    for (int r = 0; r < PROBE_REPEATS && status == UMADV_OK; r++)
+        status = probe_round(&p, s);
+    if (p.lib != NULL)
+        cudaLibraryUnload(p.lib);
+    cudaFree(p.buf);
+    return status;
+}
+
+static void probe_log(int device, const umadv_link_model_t *link)
+{
+    umadv_info("link probe on gpu %d: fetch %.1f GB/s + %.0f us/call, evict %.1f GB/s + "
+               "%.0f us/call, demand paging %.2f GB/s", device, link->fetch_bw / 1e9,
+               link->fetch_latency * 1e6, link->evict_bw / 1e9, link->evict_latency * 1e6,
+               link->fault_bw / 1e9);
+}
+
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static int probe_cached_device = -1;
+static umadv_link_model_t probe_cached;
+
+umadv_status_t umadv__link_probe(int device, umadv_link_model_t *link)
+{
+    umadv_link_sample_t sample;
+    umadv_link_model_t fitted = *link;
+    umadv_status_t status;
+    int current = 0;
+
+    pthread_mutex_lock(&probe_lock);
+    if (probe_cached_device == device) {
+        *link = probe_cached;
+        pthread_mutex_unlock(&probe_lock);
+        return UMADV_OK;
+    }
+    memset(&sample, 0, sizeof(sample));
+    status = UMADV_CUDART_FUNC(cudaGetDevice(&current));
+    if (status == UMADV_OK && current != device)
+        status = UMADV_CUDART_FUNC(cudaSetDevice(device));
+    if (status == UMADV_OK) {
+        status = probe_run(device, &sample);
+        if (current != device)
+            cudaSetDevice(current);
+    }
+    if (status == UMADV_OK) {
+        umadv__link_fit(&sample, &fitted); /* unbelievable parts keep defaults */
+        probe_log(device, &fitted);
+        probe_cached        = fitted;
+        probe_cached_device = device;
+        *link = fitted;
+    }
+    pthread_mutex_unlock(&probe_lock);
+    return status;
+}

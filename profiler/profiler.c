@@ -1,0 +1,588 @@
+/*
+ * The CUPTI tracer: subscription, launch callbacks, activity buffers.
+ */
+#include "profiler/profiler.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* CUPTI asks for buffers of this size; records are small (~200 bytes). */
+#define PROF_BUFFER_SIZE  (UINT64_C(8) << 20)
+#define PROF_BUFFER_ALIGN 8
+
+struct umadv_profiler {
+    const umadv_cupti_ops_t *ops;
+    CUpti_SubscriberHandle   subscriber;
+    umadv_prof_launch_fn     launch;
+    void                    *launch_arg;
+    int                      um_counters;   /* fault records enabled */
+    int                      recording;     /* read by callbacks: atomic */
+
+    pthread_mutex_t          lock;          /* what follows */
+    umadv_prof_result_t      rec;           /* the recording in progress */
+    size_t                   launches_cap, kernels_cap, faults_cap;
+    uint64_t                 replay_faults; /* fault groups outside recordings */
+};
+
+/* The one profiler of the process: CUPTI's buffer callbacks take no
+ * argument. */
+static umadv_profiler_t *the_profiler;
+static pthread_mutex_t the_profiler_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A runtime launch in progress on this thread: the driver launch it makes
+ * is the same launch, under another correlation id. */
+static __thread struct {
+    int      depth;
+    uint32_t step;
+} prof_tls;
+
+/* ---- launch callbacks ------------------------------------------------ */
+
+/* The launch callbacks: runtime ones first, then driver ones. */
+static const CUpti_CallbackId runtime_launch_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+
+static const CUpti_CallbackId driver_launch_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+/* __cudaLaunchKernel (what <<<>>> becomes in CUDA 13) has no params
+ * struct in the generated headers; its arguments are cudaLaunchKernel's. */
+typedef struct prof_cuda_launch_kernel_params {
+    const void  *func;
+    dim3         gridDim;
+    dim3         blockDim;
+    void       **args;
+    size_t       sharedMem;
+    cudaStream_t stream;
+} prof_cuda_launch_kernel_params_t;
+
+/* What a launch runs and with which arguments. */
+typedef struct prof_launch_args {
+    const void  *func;
+    int          driver;
+    int          graph;
+    void *const *args;
+    void *const *extra;
+} prof_launch_args_t;
+
+static int runtime_launch_args(CUpti_CallbackId cbid, const void *params,
+                               prof_launch_args_t *la)
+{
+    switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+        /* The cooperative and __cudaLaunchKernel params share this layout. */
+        const prof_cuda_launch_kernel_params_t *p = params;
+        la->func = p->func;
+        la->args = p->args;
+        return 1;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+        const cudaLaunchKernelExC_v11060_params *p = params;
+        la->func = p->func;
+        la->args = p->args;
+        return 1;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+        la->graph = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int driver_launch_args(CUpti_CallbackId cbid, const void *params,
+                              prof_launch_args_t *la)
+{
+    la->driver = 1;
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        const cuLaunchKernel_params *p = params;
+        la->func  = p->f;
+        la->args  = p->kernelParams;
+        la->extra = p->extra;
+        return 1;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        const cuLaunchKernelEx_params *p = params;
+        la->func  = p->f;
+        la->args  = p->kernelParams;
+        la->extra = p->extra;
+        return 1;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+        const cuLaunchCooperativeKernel_params *p = params;
+        la->func = p->f;
+        la->args = p->kernelParams;
+        return 1;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+        la->graph = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void launch_push(umadv_profiler_t *prof, uint32_t correlation_id, uint32_t step)
+{
+    pthread_mutex_lock(&prof->lock);
+    if (umadv__array_reserve((void **)&prof->rec.launches, &prof->launches_cap,
+                             prof->rec.nlaunches + 1, sizeof(*prof->rec.launches)) == UMADV_OK)
+        prof->rec.launches[prof->rec.nlaunches++] = (umadv_prof_launch_t){correlation_id, step};
+    /* else: its kernel goes unattributed, counted at the end */
+    pthread_mutex_unlock(&prof->lock);
+}
+
+/* A launch the application made: number its step and scan it. */
+static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
+                              const prof_launch_args_t *la)
+{
+    umadv_prof_region_t regions[UMADV_PROF_MAX_PARAMS];
+    size_t nregions = 0;
+    uint32_t step;
+
+    if (!la->graph)
+        nregions = umadv__prof_launch_regions(prof->ops, la->func, la->driver, la->args,
+                                              la->extra, regions, UMADV_ARRAY_SIZE(regions));
+    step = prof->launch(prof->launch_arg, cb->symbolName, la->graph, regions, nregions);
+    if (step != UMADV_STEP_NONE)
+        launch_push(prof, cb->correlationId, step);
+    return step;
+}
+
+static void runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
+                             const CUpti_CallbackData *cb)
+{
+    prof_launch_args_t la = {0};
+
+    if (!runtime_launch_args(cbid, cb->functionParams, &la))
+        return;
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+        /* An exit whose entry came before the callbacks were enabled. */
+        if (prof_tls.depth > 0)
+            prof_tls.depth--;
+        return;
+    }
+    prof_tls.depth++;
+    prof_tls.step = UMADV_STEP_NONE;
+    if (__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE))
+        prof_tls.step = launch_record(prof, cb, &la);
+}
+
+static void driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
+                            const CUpti_CallbackData *cb)
+{
+    prof_launch_args_t la = {0};
+
+    if (cb->callbackSite != CUPTI_API_ENTER || !driver_launch_args(cbid, cb->functionParams, &la))
+        return;
+    if (!__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE))
+        return;
+    if (prof_tls.depth > 0) {
+        /* Inside a runtime launch: its kernel may carry either id. */
+        if (prof_tls.step != UMADV_STEP_NONE)
+            launch_push(prof, cb->correlationId, prof_tls.step);
+        return;
+    }
+    launch_record(prof, cb, &la);
+}
+
+void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void *cbdata)
+{
+    umadv_profiler_t *prof = userdata;
+
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        runtime_callback(prof, cbid, cbdata);
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+        driver_callback(prof, cbid, cbdata);
+}
+
+static umadv_status_t callbacks_enable(umadv_profiler_t *prof, uint32_t enable)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(runtime_launch_cbids) && status == UMADV_OK; i++)
+        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
+                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                   runtime_launch_cbids[i]));
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(driver_launch_cbids) && status == UMADV_OK; i++)
+        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
+                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                   driver_launch_cbids[i]));
+    return status;
+}
+
+/* ---- activity buffers ------------------------------------------------ */
+
+void umadv__prof_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, PROF_BUFFER_ALIGN, PROF_BUFFER_SIZE) != 0)
+        p = NULL; /* CUPTI drops records rather than fail */
+    *buffer      = p;
+    *size        = p != NULL ? PROF_BUFFER_SIZE : 0;
+    *max_records = 0;
+}
+
+static uint32_t fault_mode(uint32_t flags)
+{
+    switch (flags) {
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ:
+        return UMADV_ACCESS_READ;
+    default:
+        return UMADV_ACCESS_RW; /* a write, an atomic, or not known */
+    }
+}
+
+static void kernel_record(umadv_profiler_t *prof, const CUpti_ActivityKernel10 *k)
+{
+    umadv_prof_result_t *rec = &prof->rec;
+
+    if (!prof->recording ||
+        umadv__array_reserve((void **)&rec->kernels, &prof->kernels_cap, rec->nkernels + 1,
+                             sizeof(*rec->kernels)) != UMADV_OK)
+        return;
+    rec->kernels[rec->nkernels++] = (umadv_prof_kernel_t){
+        .correlation_id = k->correlationId, .device = k->deviceId,
+        .start = k->start, .end = k->end};
+}
+
+static void fault_push(umadv_profiler_t *prof, const umadv_prof_fault_t *fault)
+{
+    umadv_prof_result_t *rec = &prof->rec;
+
+    if (!prof->recording) {
+        prof->replay_faults += fault->groups;
+        return;
+    }
+    if (umadv__array_reserve((void **)&rec->faults, &prof->faults_cap, rec->nfaults + 1,
+                             sizeof(*rec->faults)) == UMADV_OK)
+        rec->faults[rec->nfaults++] = *fault;
+}
+
+static void fault_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    umadv_prof_fault_t f = {
+        .address = u->address, .start = u->start, .device = u->srcId,
+        .groups = u->value > UINT32_MAX ? UINT32_MAX : (uint32_t)u->value,
+        .mode = fault_mode(u->flags)};
+
+    fault_push(prof, &f);
+}
+
+/* A migration to the GPU that a fault caused (coherence) or that the
+ * driver added around one (speculative prefetch). Fault records proper
+ * come only for a page's first faults (measured on an H200, driver 580:
+ * a range faulted in again after an eviction migrates with no fault
+ * record), so these are what shows every demand-paged range. */
+static void demand_migration_record(umadv_profiler_t *prof,
+                                    const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    umadv_prof_fault_t f = {
+        .address = u->address, .bytes = u->value, .start = u->start, .device = u->dstId,
+        .groups = 1, .mode = UMADV_ACCESS_RW};
+
+    if (u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE ||
+        u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+        fault_push(prof, &f);
+}
+
+static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    uint32_t cause = u->flags < UMADV_PROF_CAUSES ? u->flags : 0;
+
+    if ((unsigned)u->counterKind < CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT)
+        prof->rec.um_records[u->counterKind]++;
+
+    switch (u->counterKind) {
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+        fault_record(prof, u);
+        break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+        prof->rec.htod_bytes[cause] += u->value;
+        demand_migration_record(prof, u);
+        break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+        prof->rec.dtoh_bytes[cause] += u->value;
+        break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
+        prof->rec.thrashing++;
+        break;
+    default:
+        break;
+    }
+}
+
+static void buffer_process(umadv_profiler_t *prof, uint8_t *buffer, size_t valid)
+{
+    CUpti_Activity *record = NULL;
+
+    pthread_mutex_lock(&prof->lock);
+    while (prof->ops->activity_get_next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
+        switch (record->kind) {
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+            kernel_record(prof, (const CUpti_ActivityKernel10 *)record);
+            break;
+        case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+            um_record(prof, (const CUpti_ActivityUnifiedMemoryCounter3 *)record);
+            break;
+        default:
+            break;
+        }
+    }
+    pthread_mutex_unlock(&prof->lock);
+}
+
+void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
+                                  size_t size, size_t valid)
+{
+    umadv_profiler_t *prof;
+
+    pthread_mutex_lock(&the_profiler_lock);
+    prof = the_profiler;
+    if (prof != NULL && buffer != NULL && valid > 0)
+        buffer_process(prof, buffer, valid);
+    pthread_mutex_unlock(&the_profiler_lock);
+    free(buffer);
+}
+
+/* ---- unified memory counters ----------------------------------------- */
+
+static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
+{
+    static const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+    };
+    CUpti_ActivityUnifiedMemoryCounterConfig config[UMADV_ARRAY_SIZE(kinds)];
+    umadv_status_t status;
+
+    memset(config, 0, sizeof(config));
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(kinds); i++) {
+        config[i].scope  = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+        config[i].kind   = kinds[i];
+        config[i].enable = 1;
+    }
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_configure_um,
+                              (config, (uint32_t)UMADV_ARRAY_SIZE(config)));
+    if (status != UMADV_OK)
+        return status;
+    return UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
+                            (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+static umadv_status_t subscribe(umadv_profiler_t *prof)
+{
+    CUptiResult result;
+
+    result = prof->ops->subscribe(&prof->subscriber, umadv__prof_callback, prof);
+    if (umadv__cupti_is_taken(result)) {
+        umadv_warn("cupti is held by another tool (a profiler such as nsys or ncu, or another "
+                   "cupti client): no profiling pass, umadv runs with declared accesses only");
+        return UMADV_ERR_CUPTI;
+    }
+    if (result != CUPTI_SUCCESS) {
+        umadv__cupti_status(prof->ops, result, UMADV_LOG_WARN, "cuptiSubscribe", __FILE__,
+                            __LINE__);
+        umadv_warn("cupti unavailable: no profiling pass, umadv runs with declared "
+                   "accesses only");
+        return UMADV_ERR_CUPTI;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t prof_start(umadv_profiler_t *prof)
+{
+    umadv_status_t status;
+
+    status = subscribe(prof);
+    if (status != UMADV_OK)
+        return status;
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_register_callbacks,
+                              (umadv__prof_buffer_requested, umadv__prof_buffer_completed));
+    if (status != UMADV_OK) {
+        umadv_warn("cupti activity buffers unavailable: no profiling pass");
+        goto err_unsubscribe;
+    }
+    if (um_counters_enable(prof) == UMADV_OK)
+        prof->um_counters = 1;
+    else
+        umadv_warn("unified memory counters unavailable: no fault records, access sets come "
+                   "from kernel parameters and declarations only, replay faults uncounted");
+    return UMADV_OK;
+
+err_unsubscribe:
+    prof->ops->unsubscribe(prof->subscriber);
+    return status;
+}
+
+umadv_status_t umadv__prof_open(const umadv_cupti_ops_t *ops, umadv_prof_launch_fn launch,
+                                void *arg, umadv_profiler_t **prof_p)
+{
+    umadv_profiler_t *prof;
+    umadv_status_t status;
+
+    prof = calloc(1, sizeof(*prof));
+    if (prof == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    prof->ops        = ops;
+    prof->launch     = launch;
+    prof->launch_arg = arg;
+    pthread_mutex_init(&prof->lock, NULL);
+    pthread_mutex_lock(&the_profiler_lock);
+    if (the_profiler != NULL) {
+        pthread_mutex_unlock(&the_profiler_lock);
+        umadv_warn("another umadv context holds the profiler: this one runs without "
+                   "profiling");
+        status = UMADV_ERR_STATE;
+        goto err_free;
+    }
+    status = prof_start(prof);
+    if (status == UMADV_OK)
+        the_profiler = prof;
+    pthread_mutex_unlock(&the_profiler_lock);
+    if (status != UMADV_OK)
+        goto err_free;
+    *prof_p = prof;
+    return UMADV_OK;
+
+err_free:
+    pthread_mutex_destroy(&prof->lock);
+    free(prof);
+    return status;
+}
+
+void umadv__prof_close(umadv_profiler_t *prof)
+{
+    if (prof == NULL)
+        return;
+    if (prof->recording)
+        callbacks_enable(prof, 0);
+    if (prof->um_counters)
+        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    prof->ops->unsubscribe(prof->subscriber);
+    pthread_mutex_lock(&the_profiler_lock);
+    the_profiler = NULL;
+    pthread_mutex_unlock(&the_profiler_lock);
+    umadv__prof_result_cleanup(&prof->rec);
+    pthread_mutex_destroy(&prof->lock);
+    free(prof);
+}
+
+void umadv__prof_result_cleanup(umadv_prof_result_t *result)
+{
+    free(result->launches);
+    free(result->kernels);
+    free(result->faults);
+    memset(result, 0, sizeof(*result));
+}
+
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof)
+{
+    umadv_status_t status;
+
+    /* Records of earlier work go to the replay count, not this recording. */
+    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&prof->lock);
+    umadv__prof_result_cleanup(&prof->rec);
+    prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
+    prof->rec.um_counters = prof->um_counters;
+    pthread_mutex_unlock(&prof->lock);
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
+                              (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (status == UMADV_OK)
+        status = callbacks_enable(prof, 1);
+    if (status != UMADV_OK) {
+        umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
+                   "accesses only");
+        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        return status;
+    }
+    __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result)
+{
+    umadv_status_t status;
+
+    if (!prof->recording)
+        return UMADV_ERR_STATE;
+    status = prof->ops->device_synchronize();
+    callbacks_enable(prof, 0);
+    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    pthread_mutex_lock(&prof->lock);
+    __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
+    *result = prof->rec;
+    memset(&prof->rec, 0, sizeof(prof->rec));
+    prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
+    pthread_mutex_unlock(&prof->lock);
+    if (status != UMADV_OK)
+        umadv_warn("the profiled iteration's work failed to complete: its kernel and fault "
+                   "records may be incomplete");
+    return UMADV_OK;
+}
+
+uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
+{
+    uint64_t faults;
+
+    if (!prof->um_counters)
+        return 0;
+    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&prof->lock);
+    faults = prof->replay_faults;
+    prof->replay_faults = 0;
+    pthread_mutex_unlock(&prof->lock);
+    return faults;
+}
+
+int umadv__prof_has_um_counters(const umadv_profiler_t *prof)
+{
+    return prof->um_counters;
+}

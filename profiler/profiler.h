@@ -1,0 +1,97 @@
+/*
+ * The CUPTI tracer behind the profiling pass.
+ *
+ * One per process (CUPTI has one subscriber, and its activity buffers no
+ * user argument): the first context that opens it owns it; others run
+ * without. It holds:
+ *   - launch callbacks (runtime cudaLaunchKernel*, __cudaLaunchKernel,
+ *     cudaGraphLaunch; driver cuLaunchKernel*, cuGraphLaunch; a driver
+ *     launch made by a runtime launch is the same launch) that, while
+ *     recording, ask the owner which step a launch belongs to, passing the
+ *     launch's argument regions for the parameter scan;
+ *   - kernel activity records (while recording) and unified-memory counter
+ *     records (always): GPU page faults, bytes each way by migration
+ *     cause, thrashing. Outside a recording, faults are only counted, for
+ *     replay validation.
+ * A CUPTI that is taken or unsupported is a warning naming the reason;
+ * the owner goes on without a profiler.
+ */
+#ifndef UMADV_PROFILER_PROFILER_H
+#define UMADV_PROFILER_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+#include "profiler/attrib.h"
+#include "profiler/cupti_ops.h"
+#include "profiler/scan.h"
+
+typedef struct umadv_profiler umadv_profiler_t;
+
+/* Called on the launching thread for each launch while recording: the
+ * trace step the launch belongs to, or UMADV_STEP_NONE to leave it out.
+ * @name may be NULL; @graph says a graph launch (no regions: its kernels
+ * share the launch's correlation id). */
+typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, int graph,
+                                         const umadv_prof_region_t *regions, size_t nregions);
+
+/* Migration causes, as CUPTI numbers them (CUpti_ActivityUnifiedMemoryMigrationCause). */
+#define UMADV_PROF_CAUSES 6
+
+/* What a recording collected; the arrays belong to the caller after
+ * umadv__prof_record_stop (umadv__prof_result_cleanup frees them). */
+typedef struct umadv_prof_result {
+    umadv_prof_launch_t *launches;
+    size_t               nlaunches;
+    umadv_prof_kernel_t *kernels;
+    size_t               nkernels;
+    umadv_prof_fault_t  *faults;
+    size_t               nfaults;
+    uint64_t             htod_bytes[UMADV_PROF_CAUSES]; /* by migration cause */
+    uint64_t             dtoh_bytes[UMADV_PROF_CAUSES];
+    uint64_t             thrashing;    /* thrashing records */
+    uint64_t             um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT]; /* by kind */
+    int                  um_counters;  /* fault records were available */
+} umadv_prof_result_t;
+
+/* Subscribe to CUPTI through @ops. UMADV_ERR_STATE when another context
+ * owns the profiler, UMADV_ERR_CUPTI or UMADV_ERR_UNSUPPORTED when CUPTI
+ * cannot be used: each logged as a warning that names the reason. Unified
+ * memory counters that are unsupported only lose the fault records (a
+ * warning); the launch callbacks still work. */
+umadv_status_t umadv__prof_open(const umadv_cupti_ops_t *ops, umadv_prof_launch_fn launch,
+                                void *arg, umadv_profiler_t **prof_p);
+
+/* Unsubscribe; NULL is a no-op. */
+void umadv__prof_close(umadv_profiler_t *prof);
+
+/* Start collecting launches, kernels and faults (dropping earlier ones). */
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof);
+
+/* Wait for the device, flush CUPTI and hand over what was collected. */
+umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result);
+
+void umadv__prof_result_cleanup(umadv_prof_result_t *result);
+
+/* GPU faults seen outside recordings since the last call: fault groups
+ * of page-fault records plus one per migration to the GPU that faults
+ * caused (records of work still running may arrive with a later call). */
+uint64_t umadv__prof_take_faults(umadv_profiler_t *prof);
+
+/* Whether fault records are available. */
+int umadv__prof_has_um_counters(const umadv_profiler_t *prof);
+
+/* ---- for tests: what CUPTI hands the callbacks ------------------------ */
+
+/* The subscriber callback (CUpti_CallbackFunc). */
+void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void *cbdata);
+
+/* The buffer callbacks (CUpti_BuffersCallbackRequestFunc / CompleteFunc). */
+void umadv__prof_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
+void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
+                                  size_t size, size_t valid);
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * Replay: the glue between the context and the executor (exec/exec.h).
+ *
+ * umadv_plan() (and umadv_set_policy(), which plans again) starts an
+ * executor for the context's policy; every later iteration is replayed.
+ *
+ * WHICH BLOCK PLAYS WHICH TRACE ALLOCATION. The schedule names the
+ * allocations of the profiled iteration; later iterations allocate their
+ * buffers again, maybe elsewhere. The map:
+ *  - when the replay starts, every live block the recording saw plays its
+ *    own trace allocation (identity: weights, optimizer state, data that
+ *    one iteration hands to the next);
+ *  - in every iteration, umadv_malloc() calls are numbered from 0 at
+ *    umadv_iteration_begin(). The k-th block of a replayed iteration plays
+ *    the trace allocation that was the k-th umadv_malloc() of the profiled
+ *    iteration, if both have the same size; it takes the role from the
+ *    block that had it. A block of another size, or a k the profiled
+ *    iteration did not allocate (or whose block never lived through a
+ *    step), plays nothing;
+ *  - umadv_free() ends the role.
+ * Ops on an allocation no block plays are skipped and counted as drift
+ * (umadv_stats_t.drift_ops). An allocation freed in the profiled
+ * iteration that existed before it is played by nobody after its block
+ * is gone: which later block takes its role the trace does not say.
+ *
+ * VALIDATION. At each umadv_iteration_begin() the GPU faults the profiler
+ * saw in the iteration that ended go to the executor; when a steady-state
+ * iteration had more than UMADV_REPROFILE_FAULTS, the next iteration is
+ * profiled and, once it completes, planned and replayed.
+ *
+ * Called with ctx->lock held, except where said.
+ */
+#include "api/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define REPLAY_MONITOR_PERIOD_NS (UINT64_C(2) * 1000000u)
+
+void umadv__replay_init(umadv_context_t ctx)
+{
+    uint64_t free_b, total_b;
+
+    if (ctx->ops->mem_get_info(&free_b, &total_b) == UMADV_OK)
+        ctx->replay.gpu_used_base = total_b - free_b;
+}
+
+static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
+{
+    sum->fetched_bytes += x->fetched_bytes;
+    sum->fresh_bytes   += x->fresh_bytes;
+    sum->fetch_calls   += x->fetch_calls;
+    sum->evicted_bytes += x->evicted_bytes;
+    sum->evict_calls   += x->evict_calls;
+    sum->dropped_bytes += x->dropped_bytes;
+    sum->advise_calls  += x->advise_calls;
+    sum->waits         += x->waits;
+    sum->wait_ns       += x->wait_ns;
+    sum->wait_timeouts += x->wait_timeouts;
+    sum->drift_ops     += x->drift_ops;
+    sum->budget_skips  += x->budget_skips;
+    sum->cuda_errors   += x->cuda_errors;
+}
+
+void umadv__replay_stop(umadv_context_t ctx)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+
+    if (r->exec == NULL)
+        return;
+    umadv__exec_get_stats(r->exec, &r->last);
+    stats_add(&r->done, &r->last);
+    umadv__exec_destroy(r->exec);
+    r->exec = NULL;
+    for (size_t i = 0; i < r->bound_cap; i++) {
+        if (r->bound[i] != NULL)
+            r->bound[i]->bound = UMADV_CTX_NO_TRACE_ID;
+        r->bound[i] = NULL;
+    }
+}
+
+void umadv__replay_cleanup(umadv_context_t ctx)
+{
+    umadv__replay_stop(ctx);
+    free(ctx->replay.ordinal_alloc);
+    free(ctx->replay.bound);
+    memset(&ctx->replay, 0, sizeof(ctx->replay));
+}
+
+/* ---- binding ------------------------------------------------------------ */
+
+static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int identity)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    umadv_pool_loc_t loc;
+
+    if (umadv__pool_lookup(ctx->pool, alloc->ptr, &loc) != UMADV_OK ||
+        umadv__exec_bind(r->exec, id, alloc->ptr, alloc->size, loc.arena_base, identity) !=
+            UMADV_OK)
+        return;
+    if (r->bound[id] != NULL)
+        r->bound[id]->bound = UMADV_CTX_NO_TRACE_ID;
+    r->bound[id] = alloc;
+    alloc->bound = id;
+}
+
+static void bind_identity(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    umadv_context_t ctx = arg;
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+
+    if (alloc->trace_id < ctx->trace.nallocs &&
+        ctx->trace.allocs[alloc->trace_id].size == alloc->size)
+        bind(ctx, alloc, alloc->trace_id, 1);
+}
+
+void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    uint32_t id;
+
+    alloc->ordinal = r->mallocs++;
+    alloc->bound = UMADV_CTX_NO_TRACE_ID;
+    if (r->exec == NULL || alloc->ordinal >= r->nordinals)
+        return;
+    id = r->ordinal_alloc[alloc->ordinal];
+    if (id == UMADV_CTX_NO_TRACE_ID)
+        return;
+    if (ctx->trace.allocs[id].size != alloc->size) {
+        umadv_debug("replay: allocation %u of the iteration is %llu bytes, %llu when "
+                    "profiled: it plays no part", alloc->ordinal,
+                    (unsigned long long)alloc->size,
+                    (unsigned long long)ctx->trace.allocs[id].size);
+        return;
+    }
+    bind(ctx, alloc, id, 0);
+}
+
+void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+
+    if (alloc->bound == UMADV_CTX_NO_TRACE_ID || r->exec == NULL)
+        return;
+    umadv__exec_unbind(r->exec, alloc->bound);
+    r->bound[alloc->bound] = NULL;
+    alloc->bound = UMADV_CTX_NO_TRACE_ID;
+}
+
+/* The recorder put @alloc into the trace as allocation @id. */
+umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
+                                              uint32_t id)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    umadv_status_t status;
+
+    if (alloc->preexisting)
+        return UMADV_OK;
+    status = umadv__array_reserve((void **)&r->ordinal_alloc, &r->ordinals_cap,
+                                  (size_t)alloc->ordinal + 1, sizeof(*r->ordinal_alloc));
+    if (status != UMADV_OK)
+        return status;
+    while (r->nordinals <= alloc->ordinal)
+        r->ordinal_alloc[r->nordinals++] = UMADV_CTX_NO_TRACE_ID;
+    r->ordinal_alloc[alloc->ordinal] = id;
+    return UMADV_OK;
+}
+
+/* ---- starting ----------------------------------------------------------- */
+
+static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->ops               = ctx->ops;
+    p->device            = ctx->config.device;
+    p->policy            = ctx->config.policy;
+    p->budget            = ctx->config.budget;
+    p->trace             = &ctx->trace;
+    p->first_step        = ctx->schedule.first_step;
+    p->nsteps            = ctx->schedule.nsteps;
+    p->schedule          = &ctx->schedule;
+    p->monitor_period_ns = REPLAY_MONITOR_PERIOD_NS;
+    p->gpu_used_base     = ctx->replay.gpu_used_base;
+    p->reprofile_faults  = ctx->config.reprofile_faults;
+}
+
+/* Replay the schedule just built, under the context's policy. A failure
+ * is logged and leaves the application on plain managed memory. */
+umadv_status_t umadv__replay_start(umadv_context_t ctx)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    umadv_exec_params_t params;
+    umadv_status_t status;
+
+    umadv__replay_stop(ctx);
+    status = umadv__array_reserve((void **)&r->bound, &r->bound_cap, ctx->trace.nallocs,
+                                  sizeof(*r->bound));
+    if (status != UMADV_OK)
+        return status;
+    memset(r->bound, 0, r->bound_cap * sizeof(*r->bound));
+    exec_params(ctx, &params);
+    status = umadv__exec_create(&params, &r->exec);
+    if (status != UMADV_OK) {
+        umadv_error("replay: cannot start the executor (%s): no replay",
+                    umadv_status_string(status));
+        return status;
+    }
+    umadv__pool_foreach(ctx->pool, bind_identity, ctx);
+    umadv__exec_start(r->exec, ctx->step_stream);
+    umadv_debug("replay: %s policy started", umadv_policy_name(ctx->config.policy));
+    return UMADV_OK;
+}
+
+/* ---- iterations and steps ---------------------------------------------- */
+
+void umadv__replay_iteration_begin(umadv_context_t ctx)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    uint64_t faults = umadv__ctx_profile_faults(ctx);
+
+    r->mallocs = 0;
+    if (r->replan && ctx->record == UMADV_CTX_REC_DONE) {
+        r->replan = 0;
+        umadv__ctx_plan(ctx); /* logged either way */
+    }
+    if (r->exec != NULL) {
+        umadv__exec_note_faults(r->exec, faults);
+        if (umadv__exec_iteration_begin(r->exec))
+            ctx->armed = 1;
+    }
+    if (ctx->armed) {
+        /* Recording replaces the trace the executor plays. */
+        r->replan = r->exec != NULL;
+        umadv__replay_stop(ctx);
+        r->nordinals = 0;
+    }
+}
+
+void umadv__replay_step_begin(umadv_context_t ctx)
+{
+    if (ctx->replay.exec != NULL)
+        umadv__exec_step_begin(ctx->replay.exec);
+}
+
+void umadv__replay_step_end(umadv_context_t ctx)
+{
+    if (ctx->replay.exec != NULL)
+        umadv__exec_step_end(ctx->replay.exec, ctx->step_stream);
+}
+
+/* ---- counters and the public calls --------------------------------------- */
+
+void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+    umadv_exec_stats_t sum = r->done, now = r->last;
+
+    if (r->exec != NULL) {
+        umadv__exec_get_stats(r->exec, &now);
+        stats_add(&sum, &now);
+    }
+    s->fetched_bytes = sum.fetched_bytes;
+    s->evicted_bytes = sum.evicted_bytes;
+    s->fetch_ops     = sum.fetch_calls;
+    s->evict_ops     = sum.evict_calls;
+    s->waits         = sum.waits;
+    s->wait_ns       = sum.wait_ns;
+    s->drift_ops     = sum.drift_ops;
+    s->resident_peak = now.resident_peak;
+    s->gpu_peak_used = now.gpu_peak_used;
+}
+
+void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)
+{
+    if (ctx->replay.exec != NULL)
+        umadv__exec_note_faults(ctx->replay.exec, n);
+}
+
+UMADV_API umadv_status_t umadv_set_policy(umadv_context_t ctx, umadv_policy_t policy)
+{
+    umadv_policy_t old;
+    umadv_status_t status = UMADV_OK;
+
+    if (ctx == NULL || (unsigned)policy >= UMADV_POLICY_COUNT)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->step_open) {
+        umadv_error("umadv_set_policy(%s): a step is open", umadv_policy_name(policy));
+        status = UMADV_ERR_STATE;
+        goto out;
+    }
+    old = ctx->config.policy;
+    ctx->config.policy = policy;
+    if (ctx->record == UMADV_CTX_REC_DONE) {
+        status = umadv__ctx_plan(ctx);
+        if (status != UMADV_OK)
+            ctx->config.policy = old;
+    }
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}

@@ -1,0 +1,451 @@
+/*
+ * The executor's life cycle, binding, and the application's calls.
+ *
+ * THREADING MODEL
+ * Four kinds of threads touch an executor:
+ *  - the application's thread (the one that marks iterations and steps;
+ *    api/replay.c calls in with the context's lock held, which is always
+ *    taken before the executor's, never after): it queues ops and waits
+ *    in umadv__exec_step_wait for the migrations its step needs, and for
+ *    nothing else. It records the step-end events. Binding and unbinding
+ *    come from whichever thread allocates or frees, serialised by the
+ *    context's lock;
+ *  - the fetch lane (worker.c), with its own stream: prefetches to the GPU
+ *    and advice, earliest need first, only when they fit the budget;
+ *  - the eviction lane, with its own stream: prefetches to the host in
+ *    FIFO order, each after the event of the step that last used the
+ *    data (cudaEventSynchronize on the lane's thread);
+ *  - the monitor: samples cudaMemGetInfo every monitor_period_ns.
+ * Two lanes because cudaMemPrefetchAsync blocks its caller for the whole
+ * migration: one thread could not evict while it fetches.
+ *
+ * LOCKING: umadv_exec.lock protects everything in struct umadv_exec except
+ * the immutable parameters and the lanes' streams (each lane's own). Every
+ * CUDA call that can take long (prefetch, stream or event synchronize,
+ * advise, mem_get_info) is made with the lock dropped; the blocks under a
+ * call are marked busy first, and unbinding a block waits until it is not
+ * busy, so no call ever runs on memory that has been freed. One condition
+ * variable (cond, on the monotonic clock) is broadcast on every change of
+ * queues, section states or lanes; the lanes, the waiting step and
+ * unbinding all wait on it. mon_cond only wakes the monitor to stop.
+ *
+ * FAILURE: a CUDA call that fails (logged by cuda_ops with its name and
+ * the CUDA error) breaks the executor: queues are dropped, nothing more
+ * is issued, steps stop waiting. The application runs on as plain managed
+ * memory.
+ */
+#include "exec/exec_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define EXEC_WAIT_TIMEOUT_DEFAULT (UINT64_C(10) * 1000000000u)
+
+void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, exec_sec_state_t to)
+{
+    exec_sec_state_t from = (exec_sec_state_t)e->state[section];
+    uint64_t size = exec_section_size(e, section);
+    int was_out = from == EXEC_SEC_OUT_QUEUED || from == EXEC_SEC_EVICTING;
+    int is_out = to == EXEC_SEC_OUT_QUEUED || to == EXEC_SEC_EVICTING;
+
+    if (from == EXEC_SEC_HOST && to != EXEC_SEC_HOST)
+        e->resident += size;
+    else if (from != EXEC_SEC_HOST && to == EXEC_SEC_HOST)
+        e->resident -= size;
+    if (was_out != is_out)
+        e->outgoing = is_out ? e->outgoing + size : e->outgoing - size;
+    e->state[section] = (uint8_t)to;
+    e->stats.resident_peak = UMADV_MAX(e->stats.resident_peak, e->resident);
+}
+
+void umadv__exec_fail(umadv_exec_t *e, const char *what)
+{
+    if (e->broken)
+        return;
+    e->broken = 1;
+    e->stats.cuda_errors++;
+    umadv_warn("executor: %s failed: umadv stops migrating, plain managed memory from now on",
+               what);
+    umadv__exec_queue_clear(e, &e->fetch);
+    umadv__exec_queue_clear(e, &e->evict);
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+static umadv_status_t params_check(const umadv_exec_params_t *p)
+{
+    const umadv_trace_t *t = p->trace;
+
+    if (p->ops == NULL || t == NULL || !t->finalized || p->nsteps == 0 ||
+        p->first_step > t->nsteps || p->nsteps > t->nsteps - p->first_step ||
+        (unsigned)p->policy >= UMADV_POLICY_COUNT)
+        return UMADV_ERR_INVALID_PARAM;
+    if (p->policy == UMADV_POLICY_PLAN &&
+        (p->schedule == NULL || p->schedule->nsteps != p->nsteps))
+        return UMADV_ERR_INVALID_PARAM;
+    return UMADV_OK;
+}
+
+static umadv_status_t arrays_alloc(umadv_exec_t *e)
+{
+    size_t nallocs = e->trace->nallocs + 1, nsections = e->trace->nsections + 1;
+
+    e->binds    = calloc(nallocs, sizeof(*e->binds));
+    e->state    = calloc(nsections, sizeof(*e->state));
+    e->last_use = calloc(nsections, sizeof(*e->last_use));
+    e->stamp    = calloc(nsections, sizeof(*e->stamp));
+    if (e->binds == NULL || e->state == NULL || e->last_use == NULL || e->stamp == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    return UMADV_OK;
+}
+
+static void sync_init(umadv_exec_t *e)
+{
+    pthread_condattr_t attr;
+
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cond, &attr);
+    pthread_cond_init(&e->mon_cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static void threads_stop(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->stop = 1;
+    pthread_cond_broadcast(&e->cond);
+    pthread_cond_broadcast(&e->mon_cond);
+    pthread_mutex_unlock(&e->lock);
+    if (e->fetch.started)
+        pthread_join(e->fetch.thread, NULL);
+    if (e->evict.started)
+        pthread_join(e->evict.thread, NULL);
+    if (e->monitor_started)
+        pthread_join(e->monitor, NULL);
+    e->fetch.started = e->evict.started = e->monitor_started = 0;
+}
+
+static umadv_status_t threads_start(umadv_exec_t *e)
+{
+    if (pthread_create(&e->fetch.thread, NULL, umadv__exec_fetch_main, e) != 0)
+        goto err;
+    e->fetch.started = 1;
+    if (pthread_create(&e->evict.thread, NULL, umadv__exec_evict_main, e) != 0)
+        goto err_stop;
+    e->evict.started = 1;
+    if (e->p.monitor_period_ns == 0)
+        return UMADV_OK;
+    if (pthread_create(&e->monitor, NULL, umadv__exec_monitor_main, e) != 0)
+        goto err_stop;
+    e->monitor_started = 1;
+    return UMADV_OK;
+
+err_stop:
+    threads_stop(e);
+err:
+    umadv_error("executor: cannot start a thread: %m");
+    return UMADV_ERR_NO_MEMORY;
+}
+
+static void exec_free(umadv_exec_t *e)
+{
+    free(e->fetch.queue.ops);
+    free(e->evict.queue.ops);
+    free(e->fetch.pieces);
+    free(e->evict.pieces);
+    free(e->binds);
+    free(e->state);
+    free(e->last_use);
+    free(e->stamp);
+    free(e->scratch);
+    free(e);
+}
+
+umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_t **exec_p)
+{
+    umadv_exec_t *e;
+    umadv_status_t status = params_check(params);
+
+    if (status != UMADV_OK)
+        return status;
+    e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    e->p = *params;
+    e->trace = params->trace;
+    if (e->p.policy == UMADV_POLICY_ORACLE)
+        e->p.budget = 0;
+    if (e->p.max_call_bytes == 0)
+        e->p.max_call_bytes = EXEC_MAX_CALL_DEFAULT;
+    if (e->p.wait_timeout_ns == 0)
+        e->p.wait_timeout_ns = EXEC_WAIT_TIMEOUT_DEFAULT;
+    e->fetch.busy_need = e->evict.busy_need = EXEC_KEY_NONE;
+    status = arrays_alloc(e);
+    if (status != UMADV_OK)
+        goto err_free;
+    sync_init(e);
+    status = threads_start(e);
+    if (status != UMADV_OK)
+        goto err_sync;
+    *exec_p = e;
+    return UMADV_OK;
+
+err_sync:
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->mon_cond);
+    pthread_mutex_destroy(&e->lock);
+err_free:
+    exec_free(e);
+    return status;
+}
+
+static void advice_undo(umadv_exec_t *e, uintptr_t base, uint64_t size, uint32_t advised);
+
+void umadv__exec_destroy(umadv_exec_t *e)
+{
+    if (e == NULL)
+        return;
+    threads_stop(e);
+    /* The threads are gone: no lock needed from here on. */
+    for (uint32_t a = 0; a < e->trace->nallocs; a++) {
+        if (e->binds[a].base != 0)
+            advice_undo(e, e->binds[a].base, e->binds[a].size, e->binds[a].advised);
+    }
+    umadv__exec_queue_clear(e, &e->fetch);
+    umadv__exec_queue_clear(e, &e->evict);
+    umadv__exec_event_put(e, e->last_event);
+    umadv__exec_events_destroy(e);
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->mon_cond);
+    pthread_mutex_destroy(&e->lock);
+    exec_free(e);
+}
+
+/* ---- binding ------------------------------------------------------------ */
+
+/* Advice stays on memory after we are gone; the pool hands the pages to
+ * the next block, which must not inherit read-mostly. Undone on the
+ * calling thread: cheap, and the block must be clean before it is reused. */
+static void advice_undo(umadv_exec_t *e, uintptr_t base, uint64_t size, uint32_t advised)
+{
+    void *ptr = (void *)base;
+
+    if (advised & (1u << UMADV_ADVICE_READ_MOSTLY))
+        e->p.ops->advise(ptr, size, UMADV_CUDA_ADVISE_UNSET_READ_MOSTLY, e->p.device);
+    if (advised & ((1u << UMADV_ADVICE_PREFERRED_HOST) | (1u << UMADV_ADVICE_PREFERRED_DEVICE)))
+        e->p.ops->advise(ptr, size, UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION, e->p.device);
+    if (advised & (1u << UMADV_ADVICE_ACCESSED_BY))
+        e->p.ops->advise(ptr, size, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY, e->p.device);
+}
+
+/* Called with the lock held; returns with it held. */
+static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
+{
+    exec_bind_t *b = &e->binds[alloc];
+    const umadv_trace_alloc_t *t = &e->trace->allocs[alloc];
+    exec_bind_t old;
+
+    while (b->base != 0 && b->busy > 0)
+        pthread_cond_wait(&e->cond, &e->lock);
+    if (b->base == 0)
+        return;
+    old = *b;
+    b->base = 0;
+    b->advised = 0;
+    for (uint32_t i = 0; i < t->nsections; i++)
+        umadv__exec_set_state(e, t->first_section + i, EXEC_SEC_HOST);
+    pthread_cond_broadcast(&e->cond);
+    if (old.advised != 0) {
+        pthread_mutex_unlock(&e->lock);
+        advice_undo(e, old.base, old.size, old.advised);
+        pthread_mutex_lock(&e->lock);
+    }
+}
+
+void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)
+{
+    if (alloc >= e->trace->nallocs)
+        return;
+    pthread_mutex_lock(&e->lock);
+    unbind_locked(e, alloc);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* The plan's one-time advice (schedule->setup) goes on every block that
+ * plays the allocation, before the next step. */
+static void bind_setup_advice(umadv_exec_t *e, uint32_t alloc)
+{
+    const umadv_schedule_t *s = e->p.schedule;
+    uint64_t need = e->begun ? e->key + 1 : 0;
+
+    if (e->p.policy != UMADV_POLICY_PLAN)
+        return;
+    for (size_t i = 0; i < s->nsetup; i++) {
+        if (s->setup[i].kind == UMADV_OP_ADVISE && s->setup[i].alloc == alloc)
+            umadv__exec_enqueue_advice(e, alloc, s->setup[i].advice, need);
+    }
+}
+
+umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uint64_t size,
+                                void *arena, int maybe_resident)
+{
+    const umadv_trace_alloc_t *t;
+
+    if (alloc >= e->trace->nallocs || base == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    t = &e->trace->allocs[alloc];
+    if (t->size != size)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&e->lock);
+    unbind_locked(e, alloc);
+    e->binds[alloc] = (exec_bind_t){.base = (uintptr_t)base, .size = size,
+                                    .arena = (uintptr_t)arena};
+    for (uint32_t i = 0; i < t->nsections; i++) {
+        e->last_use[t->first_section + i] = 0;
+        if (maybe_resident)
+            umadv__exec_set_state(e, t->first_section + i, EXEC_SEC_RESIDENT);
+    }
+    bind_setup_advice(e, alloc);
+    pthread_mutex_unlock(&e->lock);
+    return UMADV_OK;
+}
+
+/* ---- the application's calls ---------------------------------------------- */
+
+umadv_status_t umadv__exec_start(umadv_exec_t *e, umadv_stream_t stream)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->p.policy != UMADV_POLICY_ORACLE && !e->broken)
+        e->last_event = umadv__exec_event_record(e, stream);
+    if (!e->broken)
+        umadv__exec_policy_start(e);
+    pthread_mutex_unlock(&e->lock);
+    return UMADV_OK;
+}
+
+/* Steady state is every replayed iteration after the first. */
+static int reprofile_due(umadv_exec_t *e)
+{
+    if (!e->begun || e->iteration == 0 || e->p.reprofile_faults == 0 ||
+        e->iter_faults <= e->p.reprofile_faults)
+        return 0;
+    umadv_info("executor: %llu unexpected gpu faults in replayed iteration %llu (threshold "
+               "%llu, UMADV_REPROFILE_FAULTS): the pattern drifted, profiling again",
+               (unsigned long long)e->iter_faults, (unsigned long long)e->iteration,
+               (unsigned long long)e->p.reprofile_faults);
+    return 1;
+}
+
+int umadv__exec_iteration_begin(umadv_exec_t *e)
+{
+    int due;
+
+    pthread_mutex_lock(&e->lock);
+    due = reprofile_due(e);
+    e->iteration = e->begun ? e->iteration + 1 : 0;
+    e->begun = 1;
+    e->step = 0;
+    e->iter_faults = 0;
+    pthread_mutex_unlock(&e->lock);
+    return due;
+}
+
+void umadv__exec_step_begin(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->begun) {
+        /* Steps past the profiled count replay nothing (the last key). */
+        e->key = e->iteration * e->p.nsteps + UMADV_MIN(e->step, e->p.nsteps - 1);
+        if (e->step < e->p.nsteps && !e->broken)
+            umadv__exec_policy_step_begin(e);
+        e->step++;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void wait_timed_out(umadv_exec_t *e)
+{
+    e->stats.wait_timeouts++;
+    umadv_warn("executor: step %u of iteration %llu still waits for its data after %.1f s: "
+               "going on without it", e->step - 1, (unsigned long long)e->iteration,
+               (double)e->p.wait_timeout_ns * 1e-9);
+    umadv__exec_abandon(e, e->key);
+}
+
+static void wait_pending(umadv_exec_t *e)
+{
+    struct timespec until = exec_deadline(e->p.wait_timeout_ns);
+    uint64_t start = umadv__now_ns();
+
+    e->stats.waits++;
+    while (!e->broken && umadv__exec_pending(e, e->key)) {
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &until) != 0 &&
+            umadv__exec_pending(e, e->key)) {
+            wait_timed_out(e);
+            break;
+        }
+    }
+    e->stats.wait_ns += umadv__now_ns() - start;
+}
+
+void umadv__exec_step_wait(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
+        wait_pending(e);
+    /* The run's peaks start once the first step has its data: what the
+     * previous policy (or the profiling pass) left on the GPU is gone by
+     * then, and is not this policy's. */
+    if (e->begun && e->iteration == 0 && e->step == 1) {
+        e->stats.gpu_peak_used = 0;
+        e->stats.resident_peak = e->resident;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->begun && !e->broken && e->step <= e->p.nsteps) {
+        /* oracle never evicts: no event to order evictions after */
+        if (e->p.policy != UMADV_POLICY_ORACLE) {
+            exec_event_t *ev = umadv__exec_event_record(e, stream);
+            umadv__exec_event_put(e, e->last_event);
+            e->last_event = ev;
+        }
+        if (!e->broken)
+            umadv__exec_policy_step_end(e);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void umadv__exec_note_faults(umadv_exec_t *e, uint64_t n)
+{
+    pthread_mutex_lock(&e->lock);
+    e->iter_faults += n;
+    e->stats.faults += n;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void umadv__exec_get_stats(umadv_exec_t *e, umadv_exec_stats_t *stats)
+{
+    pthread_mutex_lock(&e->lock);
+    *stats = e->stats;
+    stats->resident = e->resident;
+    pthread_mutex_unlock(&e->lock);
+}
+
+int umadv__exec_broken(umadv_exec_t *e)
+{
+    int broken;
+
+    pthread_mutex_lock(&e->lock);
+    broken = e->broken;
+    pthread_mutex_unlock(&e->lock);
+    return broken;
+}

@@ -1,0 +1,135 @@
+/*
+ * The executor: replays a policy on live managed memory, iteration after
+ * iteration, under a GPU memory budget.
+ *
+ * It works in the names of the profiled trace: allocation ids and their
+ * sections. The caller binds each trace allocation to the live block that
+ * plays its role now (umadv__exec_bind); operations on an allocation with
+ * no block bound are skipped and counted as drift. api/replay.c does the
+ * binding for the context.
+ *
+ * The application's thread marks iterations and steps; migrations run on
+ * the executor's own threads, because cudaMemPrefetchAsync blocks its
+ * caller for the whole migration (DESIGN.md, measured envelope). exec.c's
+ * opening comment gives the threading model.
+ *
+ * Policies (umadv.h), all under the same budget:
+ *  - plan: the schedule's FETCH and ADVISE ops are queued when their issue
+ *    step begins, EVICT and DROP ops when it ends;
+ *  - oracle: no budget; everything bound is fetched at start, and what a
+ *    step uses and is not on the GPU is fetched when it begins; nothing is
+ *    ever evicted;
+ *  - prefetch-all: when a step begins, least recently used sections it
+ *    does not use are evicted until its missing sections fit, then those
+ *    are fetched; the step waits for them;
+ *  - demand: the same evictions, which the step waits for, and no fetch:
+ *    the step's kernels fault their data in.
+ * Every policy but oracle first evicts what the profiling pass left on the
+ * GPU (plan keeps the schedule's resident_at_start sections, fetching
+ * them), so that the accounted residency is the real one.
+ */
+#ifndef UMADV_EXEC_EXEC_H
+#define UMADV_EXEC_EXEC_H
+
+#include <stdint.h>
+
+#include <umadv.h>
+
+#include "cuda_ops/cuda_ops.h"
+#include "plan/plan.h"
+#include "trace/trace.h"
+
+typedef struct umadv_exec umadv_exec_t;
+
+typedef struct umadv_exec_params {
+    const umadv_cuda_ops_t *ops;
+    int                     device;
+    umadv_policy_t          policy;
+    uint64_t                budget;         /* bytes; 0 = none (oracle: always none) */
+    const umadv_trace_t    *trace;          /* finalized; outlives the executor */
+    uint32_t                first_step;     /* global index of the replayed iteration */
+    uint32_t                nsteps;         /* steps of that iteration */
+    const umadv_schedule_t *schedule;       /* plan policy; outlives the executor */
+    uint64_t                wait_timeout_ns;/* a step waits this long for its data at most */
+    uint64_t                monitor_period_ns; /* GPU memory sampling; 0 = no monitor */
+    uint64_t                gpu_used_base;  /* GPU memory in use before umadv's data */
+    uint64_t                reprofile_faults; /* ask for a re-profile above this; 0 = never */
+    uint64_t                max_call_bytes; /* coalesced calls stop growing here; 0 = 256 MiB */
+} umadv_exec_params_t;
+
+typedef struct umadv_exec_stats {
+    uint64_t fetched_bytes;   /* copied to the GPU (fresh populations excluded) */
+    uint64_t fresh_bytes;     /* populated on the GPU by FRESH fetches */
+    uint64_t fetch_calls;     /* prefetch calls to the GPU, after coalescing */
+    uint64_t evicted_bytes;
+    uint64_t evict_calls;
+    uint64_t dropped_bytes;   /* released without a call (dead memory) */
+    uint64_t advise_calls;
+    uint64_t waits;           /* steps that waited for migrations */
+    uint64_t wait_ns;         /* time application threads waited */
+    uint64_t wait_timeouts;
+    uint64_t drift_ops;       /* ops on unbound allocations, skipped */
+    uint64_t budget_skips;    /* fetches dropped: no room, nothing being evicted */
+    uint64_t cuda_errors;
+    uint64_t faults;          /* unexpected GPU faults noted */
+    uint64_t resident;        /* bytes accounted on the GPU now */
+    uint64_t resident_peak;
+    uint64_t gpu_peak_used;   /* sampled peak of GPU memory in use, less the base */
+    uint64_t gpu_samples;
+} umadv_exec_stats_t;
+
+/* Start the worker and monitor threads. UMADV_ERR_INVALID_PARAM for a
+ * plan policy without a schedule or a schedule of another step count. */
+umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_t **exec_p);
+
+/* Stop the threads (an op in flight completes first; queued ops are
+ * dropped), undo the advice the executor set, free everything. */
+void umadv__exec_destroy(umadv_exec_t *exec);
+
+/*
+ * Trace allocation @alloc is now played by [@base, @base + @size), part of
+ * the managed allocation that starts at @arena (adjacent blocks of one
+ * arena are moved by one call). A block that existed before the executor
+ * (@maybe_resident) may have pages on the GPU: they are counted until
+ * evicted; a new one is fresh. A block bound elsewhere is unbound first.
+ * The size must be the trace's: UMADV_ERR_INVALID_PARAM otherwise.
+ */
+umadv_status_t umadv__exec_bind(umadv_exec_t *exec, uint32_t alloc, void *base,
+                                uint64_t size, void *arena, int maybe_resident);
+
+/* The block bound to @alloc is going away: no op touches it after this
+ * returns (it waits for a call in flight on it), its advice is undone and
+ * its sections leave the accounting. */
+void umadv__exec_unbind(umadv_exec_t *exec, uint32_t alloc);
+
+/* Queue what the policy does before the first iteration. @stream is where
+ * the application last worked: initial evictions wait for it. */
+umadv_status_t umadv__exec_start(umadv_exec_t *exec, umadv_stream_t stream);
+
+/* An iteration begins. Returns 1 when the iteration that ended had more
+ * unexpected faults than reprofile_faults in steady state (logged): the
+ * caller should profile again. */
+int umadv__exec_iteration_begin(umadv_exec_t *exec);
+
+/* Step begins: queue its ops; never blocks on a migration. */
+void umadv__exec_step_begin(umadv_exec_t *exec);
+
+/* Wait until every migration the open step needs has completed, or the
+ * timeout (logged; the step goes on: a prefetch is only a hint). */
+void umadv__exec_step_wait(umadv_exec_t *exec);
+
+/* Step ends: record an event on @stream and queue the step's evictions
+ * behind it. */
+void umadv__exec_step_end(umadv_exec_t *exec, umadv_stream_t stream);
+
+/* @n unexpected GPU faults seen in the current iteration (the profiler
+ * feeds this); any thread. */
+void umadv__exec_note_faults(umadv_exec_t *exec, uint64_t n);
+
+void umadv__exec_get_stats(umadv_exec_t *exec, umadv_exec_stats_t *stats);
+
+/* 1 once a CUDA call failed: the executor stopped issuing (plain managed
+ * memory from then on). */
+int umadv__exec_broken(umadv_exec_t *exec);
+
+#endif

@@ -1,0 +1,174 @@
+/*
+ * The executor's insides, shared by exec.c (life cycle, binding, the
+ * application's calls), queue.c (op queues, events, waiting), worker.c
+ * (the migration and monitor threads) and policy.c (what each policy
+ * queues). Everything here is protected by umadv_exec.lock unless said.
+ */
+#ifndef UMADV_EXEC_EXEC_INT_H
+#define UMADV_EXEC_EXEC_INT_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "exec/exec.h"
+
+#define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
+#define EXEC_KEY_NONE         UINT64_MAX
+
+/* Where a section is, as the executor accounts it. Every state but HOST
+ * counts against the budget: data on its way out still occupies the GPU. */
+typedef enum exec_sec_state {
+    EXEC_SEC_HOST      = 0, /* not on the GPU (or fresh: never touched) */
+    EXEC_SEC_RESIDENT  = 1,
+    EXEC_SEC_FETCHING  = 2, /* a prefetch to the GPU is in flight */
+    EXEC_SEC_OUT_QUEUED= 3, /* an eviction is queued */
+    EXEC_SEC_EVICTING  = 4  /* a prefetch to the host is in flight */
+} exec_sec_state_t;
+
+typedef struct exec_bind {
+    uintptr_t base;     /* 0: no live block plays this allocation */
+    uint64_t  size;
+    uintptr_t arena;
+    uint32_t  busy;     /* calls in flight on the block */
+    uint32_t  advised;  /* 1 << umadv_advice_t of the advice set on it */
+} exec_bind_t;
+
+/* An event recorded at a step's end; evictions behind it hold references. */
+typedef struct exec_event {
+    umadv_event_t event;
+    uint32_t      refs;
+} exec_event_t;
+
+typedef struct exec_op {
+    umadv_op_kind_t kind;
+    umadv_advice_t  advice;
+    uint32_t        alloc, first, count;
+    uint64_t        need;     /* step key (iteration * nsteps + step) it serves */
+    uint64_t        seq;      /* order of queueing, to keep sorting stable */
+    int             blocking; /* the step of key @need waits for it */
+    int             fresh;    /* FETCH of memory not touched yet: no copy */
+    exec_event_t   *event;    /* EVICT/DROP: the step end to wait for */
+} exec_op_t;
+
+/* FETCH and ADVISE ops sorted by (need, seq); EVICT ops in FIFO order. */
+typedef struct exec_queue {
+    exec_op_t *ops;
+    size_t     head, n, cap;  /* live ops are ops[head .. n) */
+} exec_queue_t;
+
+/* A piece of a call: a run of sections of one bound allocation. */
+typedef struct exec_piece {
+    uint32_t  alloc, first, count;
+    uintptr_t ptr;
+    uint64_t  len;
+    uint64_t  bytes;  /* accounted bytes of the sections */
+    int       fresh;
+} exec_piece_t;
+
+/* One migration worker: its thread, stream, queue and the call in flight. */
+typedef struct exec_lane {
+    pthread_t      thread;
+    int            started;
+    umadv_stream_t stream;
+    exec_queue_t   queue;
+    exec_piece_t  *pieces;          /* the call being issued */
+    size_t         npieces, pieces_cap;
+    uint64_t       busy_need;       /* key of the op in flight, EXEC_KEY_NONE */
+    int            busy_blocking;
+} exec_lane_t;
+
+struct umadv_exec {
+    umadv_exec_params_t     p;
+    const umadv_trace_t    *trace;
+    pthread_mutex_t         lock;
+    pthread_cond_t          cond;      /* any change: queues, states, stop */
+    pthread_cond_t          mon_cond;  /* wakes the monitor to stop */
+    int                     stop;
+    int                     broken;    /* a CUDA call failed: issue nothing more */
+
+    exec_lane_t             fetch, evict;
+    pthread_t               monitor;
+    int                     monitor_started;
+    uint64_t                seq;
+
+    exec_bind_t            *binds;     /* per trace allocation */
+    uint8_t                *state;     /* per trace section, exec_sec_state_t */
+    uint64_t               *last_use;  /* per trace section: step key (LRU) */
+    uint64_t               *stamp;     /* per trace section: scratch marks */
+    uint64_t                stamp_now;
+    uint64_t                resident;  /* bytes in every state but HOST */
+    uint64_t                outgoing;  /* bytes OUT_QUEUED or EVICTING */
+    uint32_t               *scratch;   /* section lists of the policies */
+    size_t                  scratch_cap;
+
+    /* the application's position (its thread only) */
+    int                     begun;     /* an iteration has begun */
+    uint64_t                iteration;
+    uint32_t                step;      /* steps begun in the iteration */
+    uint64_t                key;       /* key of the open or last step */
+    uint64_t                abandoned; /* ops needed at keys <= this no longer block */
+    uint64_t                iter_faults;
+    int                     warned_budget;
+
+    exec_event_t          **events;    /* every event object */
+    size_t                  nevents, events_cap;
+    exec_event_t          **spare;     /* unreferenced ones */
+    size_t                  nspare, spare_cap;
+    exec_event_t           *last_event;/* the latest step end; holds a reference */
+
+    umadv_exec_stats_t      stats;
+};
+
+static inline uint64_t exec_section_size(const umadv_exec_t *e, uint32_t section)
+{
+    return e->trace->sections[section].size;
+}
+
+static inline uint32_t exec_section_id(const umadv_exec_t *e, uint32_t alloc, uint32_t index)
+{
+    return e->trace->allocs[alloc].first_section + index;
+}
+
+/* A deadline @ns from now on the monotonic clock (the executor's
+ * condition variables use it). */
+static inline struct timespec exec_deadline(uint64_t ns)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ns += (uint64_t)ts.tv_nsec;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    return ts;
+}
+
+/* exec.c */
+void umadv__exec_fail(umadv_exec_t *e, const char *what);
+void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, exec_sec_state_t to);
+
+/* queue.c */
+umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op);
+exec_op_t *umadv__exec_queue_peek(exec_lane_t *lane);
+void umadv__exec_queue_remove(exec_lane_t *lane, size_t index);
+void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane);
+int umadv__exec_pending(const umadv_exec_t *e, uint64_t key);
+void umadv__exec_abandon(umadv_exec_t *e, uint64_t key);
+exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream);
+void umadv__exec_event_ref(exec_event_t *ev);
+void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
+void umadv__exec_events_destroy(umadv_exec_t *e);
+
+/* policy.c */
+void umadv__exec_enqueue_advice(umadv_exec_t *e, uint32_t alloc, umadv_advice_t advice,
+                                uint64_t need);
+void umadv__exec_policy_start(umadv_exec_t *e);
+void umadv__exec_policy_step_begin(umadv_exec_t *e);
+void umadv__exec_policy_step_end(umadv_exec_t *e);
+
+/* worker.c */
+void *umadv__exec_fetch_main(void *arg);
+void *umadv__exec_evict_main(void *arg);
+void *umadv__exec_monitor_main(void *arg);
+
+#endif

@@ -1,0 +1,372 @@
+/*
+ * What each policy queues at the start, when a step begins and when it
+ * ends (exec.h describes the policies). Runs on the application's thread
+ * with the executor's lock held; it only queues, the lanes move data.
+ *
+ * Step keys: step j of replayed iteration i has key i * nsteps + j; a
+ * fetch serves the step of its key, which waits for it.
+ */
+#include "exec/exec_int.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+
+static int bound(const umadv_exec_t *e, uint32_t alloc)
+{
+    return e->binds[alloc].base != 0;
+}
+
+static void push(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op)
+{
+    /* Out of host memory: the op is lost, which costs time, not data. */
+    if (umadv__exec_queue_push(e, lane, op) != UMADV_OK)
+        umadv_debug("executor: no memory to queue an op: skipped");
+}
+
+static void enqueue_fetch(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count,
+                          uint64_t need, int fresh)
+{
+    exec_op_t op = {.kind = UMADV_OP_FETCH, .alloc = alloc, .first = first, .count = count,
+                    .need = need, .blocking = 1, .fresh = fresh};
+
+    if (!bound(e, alloc)) {
+        e->stats.drift_ops++;
+        return;
+    }
+    push(e, &e->fetch, &op);
+}
+
+void umadv__exec_enqueue_advice(umadv_exec_t *e, uint32_t alloc, umadv_advice_t advice,
+                                uint64_t need)
+{
+    exec_op_t op = {.kind = UMADV_OP_ADVISE, .advice = advice, .alloc = alloc, .first = 0,
+                    .count = e->trace->allocs[alloc].nsections, .need = need, .blocking = 1};
+
+    if (advice == UMADV_ADVICE_NONE || op.count == 0)
+        return;
+    if (!bound(e, alloc)) {
+        e->stats.drift_ops++;
+        return;
+    }
+    push(e, &e->fetch, &op);
+}
+
+/* Resident sections of the run leave through the eviction lane once @ev
+ * (a step end) has completed. Sections not resident are left alone. */
+static void enqueue_evict(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count,
+                          uint64_t need, int blocking, exec_event_t *ev)
+{
+    exec_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first, .count = count,
+                    .need = need, .blocking = blocking, .event = ev};
+    int any = 0;
+
+    if (!bound(e, alloc)) {
+        e->stats.drift_ops++;
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = exec_section_id(e, alloc, first + i);
+        if (e->state[s] == EXEC_SEC_RESIDENT) {
+            umadv__exec_set_state(e, s, EXEC_SEC_OUT_QUEUED);
+            any = 1;
+        }
+    }
+    if (any)
+        push(e, &e->evict, &op);
+}
+
+/* Dead memory (freed at this step, or already gone) leaves the accounting
+ * without a call: there is nothing to copy, and the pool reuses the
+ * pages. Live data (a clean read-mostly copy) goes through the lane. */
+static void drop(umadv_exec_t *e, const umadv_op_t *op)
+{
+    if (bound(e, op->alloc) && e->trace->allocs[op->alloc].free_step == UMADV_STEP_NONE) {
+        enqueue_evict(e, op->alloc, op->first, op->count, EXEC_KEY_NONE, 0, e->last_event);
+        return;
+    }
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = exec_section_id(e, op->alloc, op->first + i);
+        if (e->state[s] == EXEC_SEC_RESIDENT) {
+            e->stats.dropped_bytes += exec_section_size(e, s);
+            umadv__exec_set_state(e, s, EXEC_SEC_HOST);
+        }
+    }
+}
+
+/* ---- runs of sections --------------------------------------------------- */
+
+static int section_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Call @fn for each run of consecutive sections of one allocation in
+ * list[0..n), which is sorted here. */
+static void for_runs(umadv_exec_t *e, uint32_t *list, size_t n,
+                     void (*fn)(umadv_exec_t *, uint32_t alloc, uint32_t first, uint32_t count))
+{
+    size_t i = 0;
+
+    qsort(list, n, sizeof(*list), section_cmp);
+    while (i < n) {
+        const umadv_trace_section_t *s = &e->trace->sections[list[i]];
+        size_t j = i + 1;
+
+        while (j < n && list[j] == list[j - 1] + 1 &&
+               e->trace->sections[list[j]].alloc == s->alloc)
+            j++;
+        fn(e, s->alloc, s->index, (uint32_t)(j - i));
+        i = j;
+    }
+}
+
+static umadv_status_t scratch_reserve(umadv_exec_t *e, size_t n)
+{
+    return umadv__array_reserve((void **)&e->scratch, &e->scratch_cap, n ? n : 1,
+                                sizeof(*e->scratch));
+}
+
+/* ---- the start ---------------------------------------------------------- */
+
+static void start_fetch_run(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    enqueue_fetch(e, alloc, first, count, 0, 0);
+}
+
+static void start_evict_run(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    enqueue_evict(e, alloc, first, count, 0, 1, e->last_event);
+}
+
+static int start_keeps(const umadv_exec_t *e, uint32_t s)
+{
+    if (e->p.policy == UMADV_POLICY_ORACLE)
+        return 1;
+    return e->p.policy == UMADV_POLICY_PLAN && e->p.schedule->resident_at_start[s];
+}
+
+/* Sections of bound blocks that the policy starts with on the GPU are
+ * fetched (accounted from nothing: where they are is not known); the
+ * rest of what may be there leaves. The first step waits for both. */
+void umadv__exec_policy_start(umadv_exec_t *e)
+{
+    size_t nkeep = 0, nout = 0, n = e->trace->nsections;
+
+    if (scratch_reserve(e, n) != UMADV_OK)
+        return;
+    for (uint32_t s = 0; s < n; s++) {
+        if (!bound(e, e->trace->sections[s].alloc))
+            continue;
+        if (start_keeps(e, s)) {
+            umadv__exec_set_state(e, s, EXEC_SEC_HOST);
+            e->scratch[nkeep++] = s;
+        } else if (e->state[s] == EXEC_SEC_RESIDENT) {
+            e->scratch[n - 1 - nout++] = s;
+        }
+    }
+    for_runs(e, e->scratch, nkeep, start_fetch_run);
+    for_runs(e, e->scratch + n - nout, nout, start_evict_run);
+}
+
+/* ---- plan ----------------------------------------------------------------- */
+
+static uint64_t op_need(const umadv_exec_t *e, const umadv_op_t *op)
+{
+    uint64_t base = e->iteration * e->p.nsteps;
+
+    if (op->need_step >= e->p.nsteps)
+        return e->key;
+    if (op->flags & UMADV_OP_FLAG_NEXT_ITERATION)
+        base += e->p.nsteps;
+    return base + op->need_step;
+}
+
+static void plan_step_begin(umadv_exec_t *e, uint32_t j)
+{
+    const umadv_schedule_t *s = e->p.schedule;
+
+    for (uint32_t i = s->step_ops[j]; i < s->step_ops[j + 1]; i++) {
+        const umadv_op_t *op = &s->ops[i];
+
+        if (op->kind == UMADV_OP_FETCH)
+            enqueue_fetch(e, op->alloc, op->first, op->count, op_need(e, op),
+                          (op->flags & UMADV_OP_FLAG_FRESH) != 0);
+        else if (op->kind == UMADV_OP_ADVISE)
+            umadv__exec_enqueue_advice(e, op->alloc, op->advice, op_need(e, op));
+    }
+}
+
+static void plan_step_end(umadv_exec_t *e, uint32_t j)
+{
+    const umadv_schedule_t *s = e->p.schedule;
+
+    for (uint32_t i = s->step_ops[j]; i < s->step_ops[j + 1]; i++) {
+        const umadv_op_t *op = &s->ops[i];
+
+        if (op->kind == UMADV_OP_EVICT)
+            enqueue_evict(e, op->alloc, op->first, op->count, EXEC_KEY_NONE, 0,
+                          e->last_event);
+        else if (op->kind == UMADV_OP_DROP)
+            drop(e, op);
+    }
+}
+
+/* ---- working sets and LRU (oracle, demand, prefetch-all) ------------------ */
+
+/* Stamp the step's sections as used now; queued evictions of them are
+ * called off. The sections not on the GPU go to scratch[0..*nmiss_p). */
+static umadv_status_t working_set(umadv_exec_t *e, uint32_t j, size_t *nmiss_p,
+                                  uint64_t *miss_bytes_p)
+{
+    const umadv_trace_step_t *step = &e->trace->steps[e->p.first_step + j];
+    size_t nmiss = 0;
+    uint64_t bytes = 0;
+
+    if (scratch_reserve(e, e->trace->nsections) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    e->stamp_now++;
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &e->trace->accesses[a];
+
+        for (uint32_t i = 0; bound(e, acc->alloc) && i < acc->count; i++) {
+            uint32_t s = exec_section_id(e, acc->alloc, acc->first + i);
+            if (e->stamp[s] == e->stamp_now)
+                continue;
+            e->stamp[s] = e->stamp_now;
+            e->last_use[s] = e->key;
+            if (e->state[s] == EXEC_SEC_OUT_QUEUED)
+                umadv__exec_set_state(e, s, EXEC_SEC_RESIDENT);
+            if (e->state[s] == EXEC_SEC_HOST || e->state[s] == EXEC_SEC_EVICTING) {
+                e->scratch[nmiss++] = s;
+                bytes += exec_section_size(e, s);
+            }
+        }
+    }
+    *nmiss_p = nmiss;
+    *miss_bytes_p = bytes;
+    return UMADV_OK;
+}
+
+typedef struct lru_entry {
+    uint64_t last_use;
+    uint32_t section;
+} lru_entry_t;
+
+static int lru_cmp(const void *a, const void *b)
+{
+    const lru_entry_t *x = a, *y = b;
+
+    if (x->last_use != y->last_use)
+        return x->last_use < y->last_use ? -1 : 1;
+    return (x->section > y->section) - (x->section < y->section);
+}
+
+/* Resident sections not used by the step, least recently used first,
+ * enough of them to free @need bytes: into victims[0..*n_p). */
+static umadv_status_t lru_victims(umadv_exec_t *e, uint32_t *victims, uint64_t need,
+                                  size_t *n_p)
+{
+    lru_entry_t *cand = malloc((e->trace->nsections + 1) * sizeof(*cand));
+    size_t ncand = 0, n = 0;
+    uint64_t freed = 0;
+
+    if (cand == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t s = 0; s < e->trace->nsections; s++) {
+        if (e->state[s] == EXEC_SEC_RESIDENT && e->stamp[s] != e->stamp_now &&
+            bound(e, e->trace->sections[s].alloc))
+            cand[ncand++] = (lru_entry_t){e->last_use[s], s};
+    }
+    qsort(cand, ncand, sizeof(*cand), lru_cmp);
+    while (n < ncand && freed < need) {
+        victims[n] = cand[n].section;
+        freed += exec_section_size(e, victims[n++]);
+    }
+    free(cand);
+    *n_p = n;
+    return UMADV_OK;
+}
+
+static void lru_evict_run(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    int blocking = e->p.policy == UMADV_POLICY_DEMAND;
+
+    enqueue_evict(e, alloc, first, count, e->key, blocking, e->last_event);
+}
+
+static void step_fetch_run(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    enqueue_fetch(e, alloc, first, count, e->key, 0);
+}
+
+/* Make room for the step's missing bytes: evict LRU sections so that,
+ * once what is leaving has left, they fit the budget. */
+static void make_room(umadv_exec_t *e, uint64_t miss_bytes)
+{
+    uint64_t after = e->resident - e->outgoing + miss_bytes;
+    uint32_t *victims;
+    size_t nvict;
+
+    if (e->p.budget == 0 || after <= e->p.budget)
+        return;
+    victims = malloc((e->trace->nsections + 1) * sizeof(*victims));
+    if (victims == NULL)
+        return;
+    if (lru_victims(e, victims, after - e->p.budget, &nvict) == UMADV_OK)
+        for_runs(e, victims, nvict, lru_evict_run);
+    free(victims);
+}
+
+static void lru_step_begin(umadv_exec_t *e, uint32_t j)
+{
+    uint64_t miss_bytes;
+    size_t nmiss;
+
+    if (working_set(e, j, &nmiss, &miss_bytes) != UMADV_OK)
+        return;
+    make_room(e, miss_bytes);
+    if (e->p.policy != UMADV_POLICY_DEMAND)
+        for_runs(e, e->scratch, nmiss, step_fetch_run);
+}
+
+/* demand: the step's kernels have faulted its data in. */
+static void demand_step_end(umadv_exec_t *e, uint32_t j)
+{
+    const umadv_trace_step_t *step = &e->trace->steps[e->p.first_step + j];
+
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &e->trace->accesses[a];
+
+        for (uint32_t i = 0; bound(e, acc->alloc) && i < acc->count; i++) {
+            uint32_t s = exec_section_id(e, acc->alloc, acc->first + i);
+            if (e->state[s] == EXEC_SEC_HOST)
+                umadv__exec_set_state(e, s, EXEC_SEC_RESIDENT);
+        }
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static uint32_t open_step(const umadv_exec_t *e)
+{
+    return (uint32_t)(e->key - e->iteration * e->p.nsteps);
+}
+
+void umadv__exec_policy_step_begin(umadv_exec_t *e)
+{
+    if (e->p.policy == UMADV_POLICY_PLAN)
+        plan_step_begin(e, open_step(e));
+    else
+        lru_step_begin(e, open_step(e));
+}
+
+void umadv__exec_policy_step_end(umadv_exec_t *e)
+{
+    if (e->p.policy == UMADV_POLICY_PLAN)
+        plan_step_end(e, open_step(e));
+    else if (e->p.policy == UMADV_POLICY_DEMAND)
+        demand_step_end(e, open_step(e));
+}

@@ -1,0 +1,454 @@
+/*
+ * The executor's threads: the fetch lane, the eviction lane and the GPU
+ * memory monitor (exec.c's opening comment has the threading model).
+ *
+ * A lane takes the op at the head of its queue, turns it into pieces
+ * (runs of sections that need the move), adds later ops that continue it
+ * in memory, and issues the pieces as few calls as their addresses allow.
+ * The lock is dropped for every CUDA call; the blocks under a call are
+ * marked busy so that nobody frees them meanwhile.
+ */
+#include "exec/exec_int.h"
+
+#include <errno.h>
+
+#include "common/log.h"
+
+typedef enum fetch_verdict {
+    FETCH_GO,
+    FETCH_WAIT,  /* an eviction in flight must finish first */
+    FETCH_SKIP   /* nothing to do, or no room and nothing will free any */
+} fetch_verdict_t;
+
+static int bound(const umadv_exec_t *e, uint32_t alloc)
+{
+    return e->binds[alloc].base != 0;
+}
+
+/* Address and length of sections [first, first + count) of @alloc. */
+static void run_range(const umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count,
+                      uintptr_t *ptr_p, uint64_t *len_p)
+{
+    const umadv_trace_section_t *a = &e->trace->sections[exec_section_id(e, alloc, first)];
+    const umadv_trace_section_t *b = a + count - 1;
+
+    *ptr_p = e->binds[alloc].base + a->offset;
+    *len_p = b->offset + b->size - a->offset;
+}
+
+static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, uint32_t alloc,
+                                uint32_t first, uint32_t count, uint64_t bytes, int fresh)
+{
+    exec_piece_t *p;
+
+    if (umadv__array_reserve((void **)&lane->pieces, &lane->pieces_cap, lane->npieces + 1,
+                             sizeof(*lane->pieces)) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    p = &lane->pieces[lane->npieces++];
+    *p = (exec_piece_t){.alloc = alloc, .first = first, .count = count, .bytes = bytes,
+                        .fresh = fresh};
+    run_range(e, alloc, first, count, &p->ptr, &p->len);
+    return UMADV_OK;
+}
+
+/* Pieces of @op's run: its sections in state @from, moved to @to. */
+static void op_pieces(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op,
+                      exec_sec_state_t from, exec_sec_state_t to)
+{
+    uint32_t i = 0;
+
+    while (i < op->count) {
+        uint32_t start = i;
+        uint64_t bytes = 0;
+
+        while (i < op->count && e->state[exec_section_id(e, op->alloc, op->first + i)] == from)
+            bytes += exec_section_size(e, exec_section_id(e, op->alloc, op->first + i++));
+        if (i == start) {
+            i++;
+            continue;
+        }
+        if (piece_add(e, lane, op->alloc, op->first + start, i - start, bytes, op->fresh) !=
+            UMADV_OK)
+            return; /* the rest stays where it is: a hint less */
+        for (uint32_t k = start; k < i; k++)
+            umadv__exec_set_state(e, exec_section_id(e, op->alloc, op->first + k), to);
+    }
+}
+
+/* ---- issuing calls ----------------------------------------------------- */
+
+static void pieces_busy(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to, int delta)
+{
+    for (size_t i = from; i < to; i++)
+        e->binds[lane->pieces[i].alloc].busy += (uint32_t)delta;
+    if (delta < 0)
+        pthread_cond_broadcast(&e->cond);
+}
+
+/* Pieces [from, to) have been moved (@ok) or not. */
+static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                          int to_gpu, int ok)
+{
+    exec_sec_state_t done = to_gpu ? EXEC_SEC_RESIDENT : EXEC_SEC_HOST;
+    exec_sec_state_t undone = to_gpu ? EXEC_SEC_HOST : EXEC_SEC_RESIDENT;
+
+    for (size_t i = from; i < to; i++) {
+        const exec_piece_t *p = &lane->pieces[i];
+        for (uint32_t k = 0; k < p->count; k++)
+            umadv__exec_set_state(e, exec_section_id(e, p->alloc, p->first + k),
+                                  ok ? done : undone);
+        if (!ok)
+            continue;
+        if (!to_gpu)
+            e->stats.evicted_bytes += p->bytes;
+        else if (p->fresh)
+            e->stats.fresh_bytes += p->bytes;
+        else
+            e->stats.fetched_bytes += p->bytes;
+    }
+}
+
+/* How many pieces from @from one call covers: contiguous in one arena. */
+static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t from,
+                          uint64_t *len_p)
+{
+    const exec_piece_t *p = lane->pieces;
+    uint64_t len = p[from].len;
+    size_t to = from + 1;
+
+    while (to < lane->npieces && p[to].ptr == p[from].ptr + len &&
+           e->binds[p[to].alloc].arena == e->binds[p[from].alloc].arena &&
+           len + p[to].len <= e->p.max_call_bytes) {
+        len += p[to].len;
+        to++;
+    }
+    *len_p = len;
+    return to;
+}
+
+static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
+{
+    int location = to_gpu ? e->p.device : UMADV_CUDA_LOCATION_HOST;
+    size_t from = 0;
+
+    pieces_busy(e, lane, 0, lane->npieces, 1);
+    while (from < lane->npieces) {
+        uint64_t len;
+        size_t to = call_extent(e, lane, from, &len);
+        void *ptr = (void *)lane->pieces[from].ptr;
+        umadv_status_t status = UMADV_OK;
+
+        if (!e->broken) {
+            pthread_mutex_unlock(&e->lock);
+            status = e->p.ops->prefetch(ptr, len, location, lane->stream);
+            if (status == UMADV_OK)
+                status = e->p.ops->stream_synchronize(lane->stream);
+            pthread_mutex_lock(&e->lock);
+        }
+        if (status != UMADV_OK)
+            umadv__exec_fail(e, to_gpu ? "prefetch to the gpu" : "prefetch to the host");
+        pieces_settle(e, lane, from, to, to_gpu, status == UMADV_OK && !e->broken);
+        if (status == UMADV_OK && !e->broken)
+            (to_gpu ? e->stats.fetch_calls++ : e->stats.evict_calls++);
+        from = to;
+    }
+    pieces_busy(e, lane, 0, lane->npieces, -1);
+    lane->npieces = 0;
+    lane->busy_need = EXEC_KEY_NONE;
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* ---- advice ------------------------------------------------------------ */
+
+static void advice_to_cuda(const umadv_exec_t *e, umadv_advice_t advice,
+                           umadv_cuda_advice_t *cuda_p, int *location_p)
+{
+    switch (advice) {
+    case UMADV_ADVICE_READ_MOSTLY:
+        *cuda_p = UMADV_CUDA_ADVISE_SET_READ_MOSTLY;
+        *location_p = e->p.device;
+        break;
+    case UMADV_ADVICE_PREFERRED_HOST:
+        *cuda_p = UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION;
+        *location_p = UMADV_CUDA_LOCATION_HOST;
+        break;
+    case UMADV_ADVICE_PREFERRED_DEVICE:
+        *cuda_p = UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION;
+        *location_p = e->p.device;
+        break;
+    default: /* ACCESSED_BY; NONE never reaches a queue */
+        *cuda_p = UMADV_CUDA_ADVISE_SET_ACCESSED_BY;
+        *location_p = e->p.device;
+        break;
+    }
+}
+
+static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
+{
+    umadv_cuda_advice_t advice;
+    umadv_status_t status;
+    uintptr_t ptr;
+    uint64_t len;
+    int location;
+
+    advice_to_cuda(e, op->advice, &advice, &location);
+    run_range(e, op->alloc, op->first, op->count, &ptr, &len);
+    e->binds[op->alloc].busy++;
+    e->fetch.busy_need = op->need;
+    e->fetch.busy_blocking = op->blocking;
+    pthread_mutex_unlock(&e->lock);
+    status = e->p.ops->advise((void *)ptr, len, advice, location);
+    pthread_mutex_lock(&e->lock);
+    e->binds[op->alloc].busy--;
+    e->fetch.busy_need = EXEC_KEY_NONE;
+    if (status != UMADV_OK) {
+        umadv__exec_fail(e, "advise");
+    } else {
+        e->binds[op->alloc].advised |= 1u << op->advice;
+        e->stats.advise_calls++;
+    }
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* ---- the fetch lane ---------------------------------------------------- */
+
+static fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
+{
+    uint64_t add = 0;
+
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = exec_section_id(e, op->alloc, op->first + i);
+        if (e->state[s] == EXEC_SEC_OUT_QUEUED || e->state[s] == EXEC_SEC_EVICTING)
+            return FETCH_WAIT;
+        if (e->state[s] == EXEC_SEC_HOST)
+            add += exec_section_size(e, s);
+    }
+    *add_p = add;
+    if (add == 0)
+        return FETCH_SKIP;
+    if (e->p.budget == 0 || e->resident + add <= e->p.budget)
+        return FETCH_GO;
+    if (e->outgoing > 0)
+        return FETCH_WAIT;
+    e->stats.budget_skips++;
+    umadv_debug("executor: fetch of %llu bytes for step key %llu skipped: over the budget "
+                "and nothing is being evicted", (unsigned long long)add,
+                (unsigned long long)op->need);
+    return FETCH_SKIP;
+}
+
+/* A queued fetch for the same step that continues the last piece in
+ * memory and fits: its index, or 0 (never a candidate: head is taken). */
+static size_t fetch_follower(umadv_exec_t *e, uint64_t need, uint64_t total)
+{
+    const exec_queue_t *q = &e->fetch.queue;
+    const exec_piece_t *last = &e->fetch.pieces[e->fetch.npieces - 1];
+
+    for (size_t i = q->head; i < q->n && q->ops[i].need <= need; i++) {
+        const exec_op_t *op = &q->ops[i];
+        uintptr_t ptr;
+        uint64_t len, add;
+
+        if (op->kind != UMADV_OP_FETCH || op->need != need || !bound(e, op->alloc) ||
+            e->binds[op->alloc].arena != e->binds[last->alloc].arena)
+            continue;
+        run_range(e, op->alloc, op->first, op->count, &ptr, &len);
+        if (ptr != last->ptr + last->len || total + len > e->p.max_call_bytes)
+            continue;
+        if (fetch_check(e, op, &add) == FETCH_GO)
+            return i + 1;
+    }
+    return 0;
+}
+
+static void fetch_coalesce(umadv_exec_t *e, uint64_t need)
+{
+    uint64_t total = 0;
+    size_t index;
+
+    for (size_t i = 0; i < e->fetch.npieces; i++)
+        total += e->fetch.pieces[i].len;
+    while (e->fetch.npieces > 0 && (index = fetch_follower(e, need, total)) != 0) {
+        exec_op_t op = e->fetch.queue.ops[index - 1];
+        size_t before = e->fetch.npieces;
+
+        umadv__exec_queue_remove(&e->fetch, index - 1);
+        op_pieces(e, &e->fetch, &op, EXEC_SEC_HOST, EXEC_SEC_FETCHING);
+        for (size_t i = before; i < e->fetch.npieces; i++)
+            total += e->fetch.pieces[i].len;
+    }
+}
+
+/* Serve the head of the fetch queue. 0: nothing can be done now. */
+static int fetch_one(umadv_exec_t *e)
+{
+    exec_op_t *head = umadv__exec_queue_peek(&e->fetch);
+    exec_op_t op;
+    uint64_t add;
+
+    if (head == NULL || e->broken)
+        return 0;
+    op = *head;
+    if (!bound(e, op.alloc) || op.kind == UMADV_OP_ADVISE) {
+        umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
+        if (!bound(e, op.alloc))
+            e->stats.drift_ops++;
+        else
+            advise_issue(e, &op);
+        pthread_cond_broadcast(&e->cond);
+        return 1;
+    }
+    switch (fetch_check(e, &op, &add)) {
+    case FETCH_WAIT:
+        return 0;
+    case FETCH_SKIP:
+        umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
+        pthread_cond_broadcast(&e->cond);
+        return 1;
+    case FETCH_GO:
+        break;
+    }
+    umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
+    e->fetch.busy_need = op.need;
+    e->fetch.busy_blocking = op.blocking;
+    op_pieces(e, &e->fetch, &op, EXEC_SEC_HOST, EXEC_SEC_FETCHING);
+    fetch_coalesce(e, op.need);
+    lane_issue(e, &e->fetch, 1);
+    return 1;
+}
+
+/* ---- the eviction lane ------------------------------------------------- */
+
+/* Wait for the step end behind @op, with the lock dropped. */
+static void evict_wait_event(umadv_exec_t *e, exec_event_t *ev)
+{
+    umadv_status_t status;
+
+    if (ev == NULL)
+        return;
+    pthread_mutex_unlock(&e->lock);
+    status = e->p.ops->event_synchronize(ev->event);
+    pthread_mutex_lock(&e->lock);
+    umadv__exec_event_put(e, ev);
+    if (status != UMADV_OK)
+        umadv__exec_fail(e, "event_synchronize");
+}
+
+/* Later evictions behind the same step end join the call. */
+static void evict_coalesce(umadv_exec_t *e, const exec_event_t *ev)
+{
+    exec_op_t *next;
+
+    while ((next = umadv__exec_queue_peek(&e->evict)) != NULL && next->event == ev &&
+           next->blocking == e->evict.busy_blocking && next->need == e->evict.busy_need) {
+        exec_op_t op = *next;
+
+        umadv__exec_queue_remove(&e->evict, e->evict.queue.head);
+        if (bound(e, op.alloc))
+            op_pieces(e, &e->evict, &op, EXEC_SEC_OUT_QUEUED, EXEC_SEC_EVICTING);
+        umadv__exec_event_put(e, op.event);
+    }
+}
+
+static int evict_one(umadv_exec_t *e)
+{
+    exec_op_t *head = umadv__exec_queue_peek(&e->evict);
+    exec_op_t op;
+
+    if (head == NULL || e->broken)
+        return 0;
+    op = *head;
+    umadv__exec_queue_remove(&e->evict, e->evict.queue.head);
+    e->evict.busy_need = op.need;
+    e->evict.busy_blocking = op.blocking;
+    evict_wait_event(e, op.event);
+    if (!e->broken && bound(e, op.alloc)) {
+        op_pieces(e, &e->evict, &op, EXEC_SEC_OUT_QUEUED, EXEC_SEC_EVICTING);
+        evict_coalesce(e, op.event);
+    }
+    lane_issue(e, &e->evict, 0);
+    return 1;
+}
+
+/* ---- thread bodies ----------------------------------------------------- */
+
+/* The lane's stream is made on its own thread, on the executor's device. */
+static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
+{
+    umadv_status_t status = e->p.ops->set_device(e->p.device);
+
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_create(&lane->stream);
+    if (status != UMADV_OK) {
+        pthread_mutex_lock(&e->lock);
+        lane->stream = NULL;
+        umadv__exec_fail(e, "stream_create");
+        pthread_mutex_unlock(&e->lock);
+    }
+}
+
+static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t *))
+{
+    lane_open(e, lane);
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop) {
+        if (!one(e))
+            pthread_cond_wait(&e->cond, &e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (lane->stream != NULL)
+        e->p.ops->stream_destroy(lane->stream);
+}
+
+void *umadv__exec_fetch_main(void *arg)
+{
+    umadv_exec_t *e = arg;
+
+    lane_run(e, &e->fetch, fetch_one);
+    return NULL;
+}
+
+void *umadv__exec_evict_main(void *arg)
+{
+    umadv_exec_t *e = arg;
+
+    lane_run(e, &e->evict, evict_one);
+    return NULL;
+}
+
+static void monitor_sample(umadv_exec_t *e)
+{
+    uint64_t free_b, total_b, used;
+
+    if (e->p.ops->mem_get_info(&free_b, &total_b) != UMADV_OK)
+        return;
+    used = total_b - free_b;
+    pthread_mutex_lock(&e->lock);
+    if (used > e->p.gpu_used_base)
+        e->stats.gpu_peak_used = UMADV_MAX(e->stats.gpu_peak_used, used - e->p.gpu_used_base);
+    e->stats.gpu_samples++;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Samples GPU memory in use every monitor_period_ns; mon_cond (on the
+ * monotonic clock) wakes it to stop. */
+void *umadv__exec_monitor_main(void *arg)
+{
+    umadv_exec_t *e = arg;
+
+    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
+        return NULL;
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop) {
+        struct timespec until = exec_deadline(e->p.monitor_period_ns);
+
+        pthread_mutex_unlock(&e->lock);
+        monitor_sample(e);
+        pthread_mutex_lock(&e->lock);
+        while (!e->stop &&
+               pthread_cond_timedwait(&e->mon_cond, &e->lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}

@@ -1,0 +1,760 @@
+/*
+ * The executor on a simulated GPU: a mock cuda_ops table whose prefetches
+ * block their caller for a time proportional to the bytes (as the real
+ * call does), whose "kernels" run on a simulated application stream and
+ * fault what is not resident, and which checks, inside every call, that
+ * the residency never exceeds the budget and that no eviction starts
+ * before the last kernel that touched the data has finished.
+ *
+ * Workloads are hand-built traces of 64 KiB sections; schedules are the
+ * planner's or hand-written where a test needs an exact op list.
+ */
+#include <umadv.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
+#include "exec/exec.h"
+#include "plan/plan.h"
+#include "trace/trace.h"
+#include "tap.h"
+#include "testutil.h"
+
+#define SEC        (64 * UMADV_KIB)
+#define MAX_CHUNKS 4096
+#define MAX_CALLS  4096
+
+/* ---- the mock GPU ------------------------------------------------------- */
+
+enum { CH_HOST, CH_ARRIVING, CH_RESIDENT, CH_LEAVING };
+
+typedef struct mock_call {
+    char      kind;    /* 'F' fetch, 'E' evict, 'A' advise */
+    uintptr_t ptr;
+    uint64_t  len;
+    uint64_t  start_ns, end_ns;
+} mock_call_t;
+
+typedef struct mock_event {
+    uint64_t done_ns;  /* when the work before it completes */
+} mock_event_t;
+
+static struct {
+    pthread_mutex_t lock;
+    uint64_t        budget;          /* 0: none */
+    uint64_t        fetch_ns, evict_ns; /* per chunk moved; calls cost at least 20 us */
+    uintptr_t       chunk[MAX_CHUNKS];
+    uint8_t         state[MAX_CHUNKS];
+    uint64_t        last_kernel_end[MAX_CHUNKS];
+    size_t          nchunks;
+    uint64_t        resident, peak;
+    int             budget_violations, order_violations;
+    uint64_t        stream_busy_until;
+    mock_call_t     calls[MAX_CALLS];
+    size_t          ncalls;
+    int             fail_at;         /* fail this prefetch (1-based), 0: never */
+    int             prefetches;
+    int             in_flight, evicting;
+    uint64_t        faults;
+    int             streams, events;
+} mock = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void mock_reset(uint64_t budget, uint64_t fetch_ns, uint64_t evict_ns)
+{
+    pthread_mutex_lock(&mock.lock);
+    for (size_t c = 0; c < mock.nchunks; c++) {
+        mock.state[c] = CH_HOST;
+        mock.last_kernel_end[c] = 0;
+    }
+    mock.budget = budget;
+    mock.fetch_ns = fetch_ns;
+    mock.evict_ns = evict_ns;
+    mock.resident = mock.peak = 0;
+    mock.budget_violations = mock.order_violations = 0;
+    mock.ncalls = 0;
+    mock.fail_at = mock.prefetches = 0;
+    mock.faults = 0;
+    pthread_mutex_unlock(&mock.lock);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+    nanosleep(&ts, NULL);
+}
+
+static long chunk_of(uintptr_t addr)
+{
+    for (size_t c = 0; c < mock.nchunks; c++) {
+        if (mock.chunk[c] == addr)
+            return (long)c;
+    }
+    return -1;
+}
+
+static void resident_add(int64_t delta)
+{
+    mock.resident += (uint64_t)delta;
+    mock.peak = UMADV_MAX(mock.peak, mock.resident);
+    if (delta > 0 && mock.budget != 0 && mock.resident > mock.budget)
+        mock.budget_violations++;
+}
+
+/* Chunks of [ptr, ptr+len) in state @from go to @to; returns how many. */
+static int chunks_move(uintptr_t ptr, uint64_t len, int from, int to, int check_order)
+{
+    uint64_t now = umadv__now_ns();
+    int n = 0;
+
+    for (uintptr_t a = ptr; a < ptr + len; a += SEC) {
+        long c = chunk_of(a);
+        if (c < 0 || mock.state[c] != from)
+            continue;
+        if (check_order && now < mock.last_kernel_end[c])
+            mock.order_violations++;
+        if (from == CH_HOST)
+            resident_add(SEC);
+        if (to == CH_HOST)
+            resident_add(-(int64_t)SEC);
+        mock.state[c] = (uint8_t)to;
+        n++;
+    }
+    return n;
+}
+
+static size_t call_log(char kind, void *ptr, uint64_t len)
+{
+    size_t i = mock.ncalls < MAX_CALLS ? mock.ncalls++ : MAX_CALLS - 1;
+
+    mock.calls[i] = (mock_call_t){kind, (uintptr_t)ptr, len, umadv__now_ns(), 0};
+    return i;
+}
+
+static umadv_status_t mock_prefetch(void *ptr, size_t size, int location, umadv_stream_t s)
+{
+    int to_gpu = location != UMADV_CUDA_LOCATION_HOST, n;
+    size_t i;
+
+    pthread_mutex_lock(&mock.lock);
+    if (mock.fail_at != 0 && ++mock.prefetches == mock.fail_at) {
+        pthread_mutex_unlock(&mock.lock);
+        umadv_error("mock: cudaMemPrefetchAsync failed: injected");
+        return UMADV_ERR_CUDA;
+    }
+    i = call_log(to_gpu ? 'F' : 'E', ptr, size);
+    n = to_gpu ? chunks_move((uintptr_t)ptr, size, CH_HOST, CH_ARRIVING, 0)
+               : chunks_move((uintptr_t)ptr, size, CH_RESIDENT, CH_LEAVING, 1);
+    mock.in_flight++;
+    mock.evicting += !to_gpu;
+    pthread_mutex_unlock(&mock.lock);
+    /* The real call blocks its caller for the whole migration. */
+    sleep_ns(20000 + (uint64_t)n * (to_gpu ? mock.fetch_ns : mock.evict_ns));
+    pthread_mutex_lock(&mock.lock);
+    if (to_gpu)
+        chunks_move((uintptr_t)ptr, size, CH_ARRIVING, CH_RESIDENT, 0);
+    else
+        chunks_move((uintptr_t)ptr, size, CH_LEAVING, CH_HOST, 0);
+    mock.in_flight--;
+    mock.evicting -= !to_gpu;
+    mock.calls[i].end_ns = umadv__now_ns();
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_advise(void *ptr, size_t size, umadv_cuda_advice_t advice, int loc)
+{
+    pthread_mutex_lock(&mock.lock);
+    if (advice == UMADV_CUDA_ADVISE_SET_READ_MOSTLY)
+        call_log('A', ptr, size);
+    else
+        call_log('U', ptr, size);
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_mem_get_info(uint64_t *free_p, uint64_t *total_p)
+{
+    pthread_mutex_lock(&mock.lock);
+    *total_p = UMADV_GIB;
+    *free_p = UMADV_GIB - mock.resident;
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_stream_create(umadv_stream_t *s)
+{
+    pthread_mutex_lock(&mock.lock);
+    mock.streams++;
+    pthread_mutex_unlock(&mock.lock);
+    *s = (umadv_stream_t)(uintptr_t)0x5757;
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_stream_destroy(umadv_stream_t s)
+{
+    pthread_mutex_lock(&mock.lock);
+    mock.streams--;
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_event_create(umadv_event_t *ev)
+{
+    mock_event_t *e = calloc(1, sizeof(*e));
+
+    pthread_mutex_lock(&mock.lock);
+    mock.events++;
+    pthread_mutex_unlock(&mock.lock);
+    *ev = e;
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_event_destroy(umadv_event_t ev)
+{
+    free(ev);
+    pthread_mutex_lock(&mock.lock);
+    mock.events--;
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+/* Completes when the kernels launched so far on the application's
+ * (simulated) stream have finished. */
+static umadv_status_t mock_event_record(umadv_event_t ev, umadv_stream_t s)
+{
+    pthread_mutex_lock(&mock.lock);
+    ((mock_event_t *)ev)->done_ns = UMADV_MAX(mock.stream_busy_until, umadv__now_ns());
+    pthread_mutex_unlock(&mock.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_event_synchronize(umadv_event_t ev)
+{
+    uint64_t done = ((mock_event_t *)ev)->done_ns, now = umadv__now_ns();
+
+    if (done > now)
+        sleep_ns(done - now);
+    return UMADV_OK;
+}
+
+static umadv_cuda_ops_t mock_ops;
+
+static void mock_ops_init(void)
+{
+    mock_ops = umadv__cuda_ops_host;
+    mock_ops.name              = "mock";
+    mock_ops.prefetch          = mock_prefetch;
+    mock_ops.advise            = mock_advise;
+    mock_ops.mem_get_info      = mock_mem_get_info;
+    mock_ops.stream_create     = mock_stream_create;
+    mock_ops.stream_destroy    = mock_stream_destroy;
+    mock_ops.event_create      = mock_event_create;
+    mock_ops.event_destroy     = mock_event_destroy;
+    mock_ops.event_record      = mock_event_record;
+    mock_ops.event_synchronize = mock_event_synchronize;
+}
+
+/* A kernel touching [ptr, ptr+len): queued behind the stream's work for
+ * @ns; what is not resident now faults in (and counts against the budget,
+ * as the driver's own migration does). */
+static void mock_kernel(uintptr_t ptr, uint64_t len, uint64_t ns)
+{
+    uint64_t end;
+
+    pthread_mutex_lock(&mock.lock);
+    end = UMADV_MAX(mock.stream_busy_until, umadv__now_ns()) + ns;
+    mock.stream_busy_until = end;
+    for (uintptr_t a = ptr; a < ptr + len; a += SEC) {
+        long c = chunk_of(a);
+        if (c < 0)
+            continue;
+        if (mock.state[c] != CH_RESIDENT)
+            mock.faults++;
+        if (mock.state[c] == CH_HOST) {
+            resident_add(SEC);
+            mock.state[c] = CH_RESIDENT;
+        }
+        mock.last_kernel_end[c] = end;
+    }
+    pthread_mutex_unlock(&mock.lock);
+}
+
+static void mock_stream_drain(void)
+{
+    uint64_t until, now = umadv__now_ns();
+
+    pthread_mutex_lock(&mock.lock);
+    until = mock.stream_busy_until;
+    pthread_mutex_unlock(&mock.lock);
+    if (until > now)
+        sleep_ns(until - now);
+}
+
+/* ---- workloads ---------------------------------------------------------- */
+
+#define MAX_ALLOCS 8
+#define MAX_STEPS  8
+
+typedef struct workload {
+    umadv_trace_t    trace;
+    void            *arena[MAX_ALLOCS];   /* one managed allocation each */
+    uint32_t         nallocs;
+    uint32_t         nsteps;
+    uint32_t         uses[MAX_STEPS];     /* bit a: step touches allocation a */
+    umadv_schedule_t schedule;
+    int              have_schedule;
+} workload_t;
+
+/* @nsections per allocation; step j touches the allocations in uses[j]. */
+static void workload_init(workload_t *w, uint32_t nallocs, uint32_t nsections,
+                          uint32_t nsteps, const uint32_t *uses)
+{
+    char why[160];
+
+    memset(w, 0, sizeof(*w));
+    w->nallocs = nallocs;
+    w->nsteps = nsteps;
+    umadv__trace_init(&w->trace, SEC);
+    for (uint32_t a = 0; a < nallocs; a++) {
+        uint32_t id;
+        mock_ops.malloc_managed(nsections * SEC, SEC, &w->arena[a]);
+        for (uint32_t s = 0; s < nsections; s++)
+            mock.chunk[mock.nchunks++] = (uintptr_t)w->arena[a] + s * SEC;
+        umadv__trace_add_alloc(&w->trace, (uintptr_t)w->arena[a], nsections * SEC,
+                               UMADV_ALLOC_OTHER, NULL, &id);
+    }
+    for (uint32_t j = 0; j < nsteps; j++) {
+        w->uses[j] = uses[j];
+        umadv__trace_add_step(&w->trace, NULL, UMADV_STEP_LAYER, 0, 1000000, NULL);
+        for (uint32_t a = 0; a < nallocs; a++) {
+            if (uses[j] & (1u << a))
+                umadv__trace_add_access(&w->trace, a, 0, nsections * SEC, UMADV_ACCESS_RW,
+                                        0);
+        }
+    }
+    if (umadv__trace_finalize(&w->trace, why, sizeof(why)) != UMADV_OK)
+        diag("workload trace: %s", why);
+}
+
+static void workload_cleanup(workload_t *w)
+{
+    for (uint32_t a = 0; a < w->nallocs; a++)
+        mock_ops.free(w->arena[a], w->trace.allocs[a].size);
+    if (w->have_schedule)
+        umadv__schedule_cleanup(&w->schedule);
+    umadv__trace_cleanup(&w->trace);
+    mock.nchunks = 0;
+}
+
+static umadv_exec_params_t exec_params(workload_t *w, umadv_policy_t policy, uint64_t budget)
+{
+    umadv_exec_params_t p = {
+        .ops = &mock_ops, .device = 0, .policy = policy, .budget = budget,
+        .trace = &w->trace, .first_step = 0, .nsteps = w->nsteps,
+        .schedule = w->have_schedule ? &w->schedule : NULL,
+        .wait_timeout_ns = 2000000000u, .monitor_period_ns = 200000,
+    };
+    return p;
+}
+
+static umadv_exec_t *exec_open(workload_t *w, umadv_policy_t policy, uint64_t budget)
+{
+    umadv_exec_params_t p = exec_params(w, policy, budget);
+    umadv_exec_t *e = NULL;
+
+    if (umadv__exec_create(&p, &e) != UMADV_OK)
+        return NULL;
+    for (uint32_t a = 0; a < w->nallocs; a++)
+        umadv__exec_bind(e, a, w->arena[a], w->trace.allocs[a].size, w->arena[a], 0);
+    umadv__exec_start(e, NULL);
+    return e;
+}
+
+typedef struct run_result {
+    uint64_t faults[8];   /* per iteration */
+    uint64_t max_begin_ns;/* longest step_begin + wait */
+} run_result_t;
+
+/* Replay @iters iterations: each step's kernel runs @kernel_ns. */
+static void run(workload_t *w, umadv_exec_t *e, int iters, uint64_t kernel_ns,
+                run_result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < iters; i++) {
+        uint64_t before = mock.faults;
+
+        umadv__exec_iteration_begin(e);
+        for (uint32_t j = 0; j < w->nsteps; j++) {
+            uint64_t t0 = umadv__now_ns();
+
+            umadv__exec_step_begin(e);
+            umadv__exec_step_wait(e);
+            r->max_begin_ns = UMADV_MAX(r->max_begin_ns, umadv__now_ns() - t0);
+            for (uint32_t a = 0; a < w->nallocs; a++) {
+                if (w->uses[j] & (1u << a))
+                    mock_kernel((uintptr_t)w->arena[a], w->trace.allocs[a].size, kernel_ns);
+            }
+            umadv__exec_step_end(e, NULL);
+        }
+        mock_stream_drain();
+        r->faults[i] = mock.faults - before;
+    }
+}
+
+/* The calls of the mock log as text: "F0 E0 F2" (kind, allocation). */
+static const char *calls_text(const workload_t *w, size_t from)
+{
+    static char buf[1024];
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = from; i < mock.ncalls && used + 8 < sizeof(buf); i++) {
+        int a = -1;
+        for (uint32_t k = 0; k < w->nallocs; k++) {
+            if (mock.calls[i].ptr >= (uintptr_t)w->arena[k] &&
+                mock.calls[i].ptr < (uintptr_t)w->arena[k] + w->trace.allocs[k].size)
+                a = (int)k;
+        }
+        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%c%d", used ? " " : "",
+                                 mock.calls[i].kind, a);
+    }
+    return buf;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+/* Three allocations of 2 sections, one per step; room for two. */
+static const uint32_t rotate_uses[3] = {1u << 0, 1u << 1, 1u << 2};
+
+static void test_prefetch_all_sequence(void)
+{
+    workload_t w;
+    run_result_t r;
+    umadv_exec_t *e;
+    umadv_exec_stats_t st;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(4 * SEC, 10000, 10000);
+    e = exec_open(&w, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    run(&w, e, 2, 200000, &r);
+    umadv__exec_get_stats(e, &st);
+    umadv__exec_destroy(e); /* the lanes are joined: the mock is quiet */
+    is_str(calls_text(&w, 0), "F0 F1 E0 F2 E1 F0 E2 F1 E0 F2",
+           "prefetch-all: fetch each step's data, evict the least recently used first");
+    ok(r.faults[0] == 0 && r.faults[1] == 0, "prefetch-all: no step faults");
+    ok(mock.budget_violations == 0 && mock.peak <= 4 * SEC,
+       "prefetch-all: the budget held in the mock (peak %llu)", (unsigned long long)mock.peak);
+    ok(mock.order_violations == 0, "prefetch-all: no eviction before its data's last kernel");
+    ok(st.fetch_calls == 6 && st.evict_calls == 4 && st.fetched_bytes == 12 * SEC &&
+       st.evicted_bytes == 8 * SEC, "prefetch-all: stats count calls and bytes");
+    ok(st.gpu_peak_used > 0 && st.gpu_peak_used <= 4 * SEC && st.gpu_samples > 0,
+       "the monitor sampled gpu memory: peak %llu within the budget",
+       (unsigned long long)st.gpu_peak_used);
+    workload_cleanup(&w);
+}
+
+static void test_demand_sequence(void)
+{
+    workload_t w;
+    run_result_t r;
+    umadv_exec_t *e;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(4 * SEC, 10000, 10000);
+    e = exec_open(&w, UMADV_POLICY_DEMAND, 4 * SEC);
+    run(&w, e, 2, 200000, &r);
+    umadv__exec_destroy(e);
+    is_str(calls_text(&w, 0), "E0 E1 E2 E0",
+           "demand: no prefetch, LRU evictions before the steps that need room");
+    ok(r.faults[0] == 6 && r.faults[1] == 6, "demand: every section faults (%llu, %llu)",
+       (unsigned long long)r.faults[0], (unsigned long long)r.faults[1]);
+    ok(mock.budget_violations == 0, "demand: faulted data stayed within the budget");
+    ok(mock.order_violations == 0, "demand: evictions after the kernels");
+    workload_cleanup(&w);
+}
+
+static void test_oracle(void)
+{
+    workload_t w;
+    run_result_t r;
+    umadv_exec_t *e;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(0, 10000, 10000);
+    e = exec_open(&w, UMADV_POLICY_ORACLE, 4 * SEC); /* the budget is ignored */
+    run(&w, e, 2, 100000, &r);
+    umadv__exec_destroy(e);
+    is_str(calls_text(&w, 0), "F0 F1 F2", "oracle: everything fetched once, never evicted");
+    ok(r.faults[0] == 0 && r.faults[1] == 0, "oracle: no faults");
+    workload_cleanup(&w);
+}
+
+/* The planner's schedule for A B C A B C ... under room for two. */
+static void test_plan_policy(void)
+{
+    workload_t w;
+    run_result_t r;
+    umadv_plan_params_t pp;
+    umadv_exec_t *e;
+    umadv_exec_stats_t st;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    umadv__plan_params_default(&w.trace, 4 * SEC, &pp);
+    pp.iteration = 0;
+    w.have_schedule = umadv__plan_build(&w.trace, &pp, &w.schedule) == UMADV_OK;
+    ok(w.have_schedule, "planner: a schedule for the rotating workload");
+    if (!w.have_schedule) {
+        skip("no schedule", "plan: replay");
+        skip("no schedule", "plan: budget");
+        skip("no schedule", "plan: order");
+        skip("no schedule", "plan: stats");
+        workload_cleanup(&w);
+        return;
+    }
+    mock_reset(4 * SEC, 20000, 20000);
+    e = exec_open(&w, UMADV_POLICY_PLAN, 4 * SEC);
+    run(&w, e, 4, 400000, &r);
+    umadv__exec_get_stats(e, &st);
+    umadv__exec_destroy(e); /* next-iteration fetches may still be running until here */
+    ok(r.faults[1] == 0 && r.faults[2] == 0 && r.faults[3] == 0,
+       "plan: no fault in steady state (%llu %llu %llu %llu)",
+       (unsigned long long)r.faults[0], (unsigned long long)r.faults[1],
+       (unsigned long long)r.faults[2], (unsigned long long)r.faults[3]);
+    ok(mock.budget_violations == 0 && mock.peak <= 4 * SEC,
+       "plan: the budget held in the mock (peak %llu)", (unsigned long long)mock.peak);
+    ok(mock.order_violations == 0, "plan: no eviction before its data's last kernel");
+    ok(st.drift_ops == 0 && st.wait_timeouts == 0 && st.cuda_errors == 0,
+       "plan: no drift, no timeout, no error; calls: %s", calls_text(&w, 0));
+    workload_cleanup(&w);
+}
+
+/* A hand-written schedule: at the end of step 0, evict A (slowly); step
+ * 1 fetches B, which has room regardless. */
+static void hand_schedule(workload_t *w, const umadv_op_t *ops, size_t nops)
+{
+    umadv_schedule_t *s = &w->schedule;
+
+    memset(s, 0, sizeof(*s));
+    s->nsteps = w->nsteps;
+    s->ops = malloc(nops * sizeof(*ops));
+    memcpy(s->ops, ops, nops * sizeof(*ops));
+    s->nops = nops;
+    s->step_ops = calloc(w->nsteps + 1, sizeof(*s->step_ops));
+    for (size_t i = 0; i < nops; i++)
+        s->step_ops[ops[i].issue_step + 1]++;
+    for (uint32_t j = 0; j < w->nsteps; j++)
+        s->step_ops[j + 1] += s->step_ops[j];
+    s->resident_at_start = calloc(w->trace.nsections, 1);
+    w->have_schedule = 1;
+}
+
+static void test_app_never_waits_for_eviction(void)
+{
+    static const uint32_t uses[2] = {1u << 0, 1u << 1};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 4, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .count = 4, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 4, .issue_step = 1, .need_step = 1},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    uint64_t t0, waited;
+    int evicting;
+
+    workload_init(&w, 2, 4, 2, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 5000, 50000000); /* eviction: 200 ms for A */
+    e = exec_open(&w, UMADV_POLICY_PLAN, 0);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    mock_kernel((uintptr_t)w.arena[0], 4 * SEC, 1000000);
+    umadv__exec_step_end(e, NULL);
+    t0 = umadv__now_ns();
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    waited = umadv__now_ns() - t0;
+    usleep(5000);
+    pthread_mutex_lock(&mock.lock);
+    evicting = mock.evicting;
+    pthread_mutex_unlock(&mock.lock);
+    ok(waited < 50000000 && evicting == 1,
+       "step 1 waited %.1f ms for its fetch while A's 200 ms eviction ran",
+       (double)waited * 1e-6);
+    umadv__exec_step_end(e, NULL);
+    t0 = umadv__now_ns();
+    umadv__exec_destroy(e);
+    ok(umadv__now_ns() - t0 > 100000000 && mock.evicting == 0 && mock.in_flight == 0,
+       "destroy with an eviction in flight lets it complete");
+    ok(mock.order_violations == 0 && mock.ncalls == 3 &&
+       mock.calls[2].start_ns >= mock.calls[0].end_ns + 1000000 - 200000,
+       "the eviction started after step 0's kernel, not before");
+    ok(mock.streams == 0 && mock.events == 0, "no stream or event left behind");
+    workload_cleanup(&w);
+}
+
+/* Adjacent blocks of one arena fetched for the same step: one call. */
+static void test_coalescing(void)
+{
+    static const uint32_t uses[1] = {0x7};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 2, .count = 2, .issue_step = 0, .need_step = 0},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    char *arena;
+
+    workload_init(&w, 3, 2, 1, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 5000, 5000);
+    p = exec_params(&w, UMADV_POLICY_PLAN, 0);
+    umadv__exec_create(&p, &e);
+    /* blocks 0 and 1 side by side in one arena, block 2 in another */
+    mock_ops.malloc_managed(4 * SEC, SEC, (void **)&arena);
+    for (int s = 0; s < 4; s++)
+        mock.chunk[mock.nchunks++] = (uintptr_t)arena + (uintptr_t)s * SEC;
+    umadv__exec_bind(e, 0, arena, 2 * SEC, arena, 0);
+    umadv__exec_bind(e, 1, arena + 2 * SEC, 2 * SEC, arena, 0);
+    umadv__exec_bind(e, 2, w.arena[2], 2 * SEC, w.arena[2], 0);
+    umadv__exec_start(e, NULL);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    ok(mock.ncalls == 2 && mock.calls[0].ptr == (uintptr_t)arena &&
+       mock.calls[0].len == 4 * SEC && mock.calls[1].ptr == (uintptr_t)w.arena[2],
+       "three fetches, two calls: adjacent blocks of one arena coalesced (%zu calls)",
+       mock.ncalls);
+    umadv__exec_step_end(e, NULL);
+    umadv__exec_destroy(e);
+    mock_ops.free(arena, 4 * SEC);
+    workload_cleanup(&w);
+}
+
+/* A block unbound (freed) or never bound: its ops are drift. */
+static void test_drift_and_timeout(void)
+{
+    static const uint32_t uses[1] = {0x3};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .issue_step = 0, .need_step = 0},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    umadv_exec_stats_t st;
+    uint64_t t0;
+
+    workload_init(&w, 2, 2, 1, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 100000000, 5000); /* 200 ms per fetch */
+    p = exec_params(&w, UMADV_POLICY_PLAN, 0);
+    p.wait_timeout_ns = 30000000;
+    umadv__exec_create(&p, &e);
+    umadv__exec_bind(e, 0, w.arena[0], 2 * SEC, w.arena[0], 0);
+    is(umadv__exec_bind(e, 1, w.arena[1], SEC, w.arena[1], 0), UMADV_ERR_INVALID_PARAM,
+       "binding a block of another size is refused");
+    umadv__exec_iteration_begin(e);
+    log_take();
+    t0 = umadv__now_ns();
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    t0 = umadv__now_ns() - t0;
+    umadv__exec_get_stats(e, &st);
+    ok(st.drift_ops == 1, "the op on the unbound allocation is skipped as drift");
+    ok(t0 >= 30000000 && t0 < 150000000 && st.wait_timeouts == 1,
+       "a fetch slower than the timeout: the step went on after %.0f ms",
+       (double)t0 * 1e-6);
+    ok(strstr(log_take(), "still waits for its data") != NULL, "and said so");
+    umadv__exec_step_end(e, NULL);
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
+/* A failing prefetch: logged, the executor stops issuing, steps go on. */
+static void test_cuda_error(void)
+{
+    workload_t w;
+    run_result_t r;
+    umadv_exec_t *e;
+    umadv_exec_stats_t st;
+    size_t calls;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(4 * SEC, 10000, 10000);
+    mock.fail_at = 2;
+    log_take();
+    e = exec_open(&w, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    run(&w, e, 2, 100000, &r);
+    umadv__exec_get_stats(e, &st);
+    pthread_mutex_lock(&mock.lock);
+    calls = mock.ncalls;
+    pthread_mutex_unlock(&mock.lock);
+    ok(umadv__exec_broken(e) && st.cuda_errors == 1, "a failed prefetch breaks the executor");
+    ok(calls == 1, "nothing is issued after the failure (%zu calls)", calls);
+    ok(r.faults[0] == 4 && r.faults[1] == 0 && st.wait_timeouts == 0,
+       "the application runs on, faulting its data in, without waiting (%llu, %llu)",
+       (unsigned long long)r.faults[0], (unsigned long long)r.faults[1]);
+    ok(strstr(log_take(), "plain managed memory") != NULL, "the degradation is logged");
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
+/* Faults above the threshold in steady state ask for a re-profile. */
+static void test_reprofile_request(void)
+{
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    int first, quiet, due;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(0, 1000, 1000);
+    p = exec_params(&w, UMADV_POLICY_ORACLE, 0);
+    p.reprofile_faults = 10;
+    umadv__exec_create(&p, &e);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_note_faults(e, 100);
+    first = umadv__exec_iteration_begin(e);
+    umadv__exec_note_faults(e, 10);
+    quiet = umadv__exec_iteration_begin(e);
+    umadv__exec_note_faults(e, 11);
+    log_take();
+    umadv__log_level = UMADV_LOG_INFO;
+    due = umadv__exec_iteration_begin(e);
+    umadv__log_level = UMADV_LOG_WARN;
+    ok(!first && !quiet && due,
+       "re-profile only in steady state and above the threshold (%d %d %d)", first, quiet,
+       due);
+    ok(strstr(log_take(), "11 unexpected gpu faults") != NULL, "logged at info with the count");
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
+int main(void)
+{
+    log_capture_start();
+    env_clear();
+    mock_ops_init();
+    plan(32);
+    test_prefetch_all_sequence();
+    test_demand_sequence();
+    test_oracle();
+    test_plan_policy();
+    test_app_never_waits_for_eviction();
+    test_coalescing();
+    test_drift_and_timeout();
+    test_cuda_error();
+    test_reprofile_request();
+    log_capture_stop();
+    return exit_status();
+}

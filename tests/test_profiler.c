@@ -1,0 +1,320 @@
+/*
+ * The profiler's pure parts: fault records attributed to steps by time and
+ * to allocations by address and lifetime, the merge into a trace, the scan
+ * of kernel parameters for pool pointers, the link model fit, and the
+ * knobs it adds.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
+#include "pool/pool.h"
+#include "profiler/attrib.h"
+#include "profiler/linkprobe.h"
+#include "profiler/scan.h"
+#include "tap.h"
+#include "testutil.h"
+
+#define SECTION (64 * UMADV_KIB)
+
+/* Intervals: step 0 [100,200], step 1 [150,400] overlapping it, step 2
+ * [600,700], all on device 0; step 3 [120,180] on device 1. */
+static const umadv_prof_interval_t intervals[] = {
+    {100, 200, 0, 0}, {120, 180, 3, 1}, {150, 400, 1, 0}, {600, 700, 2, 0},
+};
+
+static void test_step_by_time(void)
+{
+    const umadv_prof_interval_t *iv = intervals;
+    size_t n = UMADV_ARRAY_SIZE(intervals);
+    uint64_t maxd = 250;
+
+    is(umadv__prof_attrib_step(iv, n, maxd, 120, 0), 0, "inside one kernel: its step");
+    is(umadv__prof_attrib_step(iv, n, maxd, 170, 0), 1,
+       "inside two overlapping kernels: the latest started");
+    is(umadv__prof_attrib_step(iv, n, maxd, 300, 0), 1, "after the first ended: the one running");
+    is(umadv__prof_attrib_step(iv, n, maxd, 500, 0), 1,
+       "in a gap: the kernel that ran last before it");
+    is(umadv__prof_attrib_step(iv, n, maxd, 650, 0), 2, "inside the last kernel");
+    is(umadv__prof_attrib_step(iv, n, maxd, 9000, 0), 2, "after everything: the last kernel");
+    is(umadv__prof_attrib_step(iv, n, maxd, 170, 1), 3, "another device: its own kernel");
+    is(umadv__prof_attrib_step(iv, n, maxd, 50, 0), 0,
+       "slightly before the first kernel (clock skew): the first");
+    is(umadv__prof_attrib_step(iv, n, maxd, 50, 2), UMADV_STEP_NONE, "a device with no kernel");
+    is(umadv__prof_attrib_step(iv, 0, 0, 50, 0), UMADV_STEP_NONE, "no kernels at all");
+}
+
+/* Three allocations: A [1M, 1M+256K) live all along, B [4M, 4M+128K)
+ * freed after step 1, C at B's address from step 2 on. */
+static void trace_fixture(umadv_trace_t *t)
+{
+    uint32_t id;
+
+    umadv__trace_init(t, SECTION);
+    umadv__trace_add_alloc(t, UMADV_MIB, 256 * UMADV_KIB, UMADV_ALLOC_OTHER, "A", &id);
+    umadv__trace_add_alloc(t, 4 * UMADV_MIB, 128 * UMADV_KIB, UMADV_ALLOC_OTHER, "B", &id);
+    umadv__trace_set_lifetime(t, id, UMADV_STEP_NONE, 1);
+    umadv__trace_add_alloc(t, 4 * UMADV_MIB, 192 * UMADV_KIB, UMADV_ALLOC_OTHER, "C", &id);
+    umadv__trace_set_lifetime(t, id, 2, UMADV_STEP_NONE);
+    for (int s = 0; s < 4; s++) {
+        char name[16];
+        snprintf(name, sizeof(name), "k%d", s);
+        umadv__trace_add_step(t, name, s == 3 ? UMADV_STEP_LAYER : UMADV_STEP_KERNEL, 0, 7, NULL);
+        if (s == 0) /* a declared access: must survive the merge */
+            umadv__trace_add_access(t, 0, 0, 64 * UMADV_KIB, UMADV_ACCESS_READ, 0);
+    }
+}
+
+static void test_alloc_at(void)
+{
+    umadv_prof_alloc_ref_t *refs;
+    uint64_t max_size;
+    umadv_trace_t t;
+
+    trace_fixture(&t);
+    umadv__prof_alloc_order(&t, &refs, &max_size);
+    is_u64(max_size, 256 * UMADV_KIB, "largest size known");
+    is(umadv__prof_alloc_at(&t, refs, max_size, UMADV_MIB + 100000, 0), 0, "interior address");
+    is(umadv__prof_alloc_at(&t, refs, max_size, UMADV_MIB + 256 * UMADV_KIB, 0), UINT32_MAX,
+       "one past the end: nobody's");
+    is(umadv__prof_alloc_at(&t, refs, max_size, UMADV_MIB - 1, 0), UINT32_MAX, "just below");
+    is(umadv__prof_alloc_at(&t, refs, max_size, 4 * UMADV_MIB + 10, 1), 1,
+       "reused address at step 1: the first owner");
+    is(umadv__prof_alloc_at(&t, refs, max_size, 4 * UMADV_MIB + 10, 2), 2,
+       "reused address at step 2: the second owner");
+    is(umadv__prof_alloc_at(&t, refs, max_size, 4 * UMADV_MIB + 160 * UMADV_KIB, 1), UINT32_MAX,
+       "beyond the first owner's size while it lived");
+    free(refs);
+    umadv__trace_cleanup(&t);
+}
+
+#define FAULT(_addr, _time, _dev, _groups, _mode) \
+    {.address = (_addr), .start = (_time), .device = (_dev), .groups = (_groups), \
+     .mode = UMADV_ACCESS_##_mode}
+
+static void test_attrib_and_merge(void)
+{
+    umadv_prof_launch_t launches[] = {{42, 2}, {7, 0}, {9, 1}, {11, 3}};
+    umadv_prof_kernel_t kernels[] = {
+        {7, 0, 1000, 2000}, {9, 0, 3000, 5000}, {42, 0, 6000, 6500}, {42, 0, 6600, 7000},
+        {11, 0, 8000, 9000}, {99, 0, 10, 20},
+    };
+    umadv_prof_fault_t faults[] = {
+        FAULT(UMADV_MIB + 70 * UMADV_KIB, 1500, 0, 3, READ), /* A sec 1, step 0 */
+        FAULT(4 * UMADV_MIB + 100, 4000, 0, 2, RW), /* B sec 0, step 1 */
+        FAULT(4 * UMADV_MIB + 130 * UMADV_KIB, 6700, 0, 1, RW), /* C sec 2, step 2 */
+        FAULT(4 * UMADV_MIB + 130 * UMADV_KIB, 4500, 0, 1, RW), /* B has no sec 2 */
+        FAULT(77 * UMADV_MIB, 1500, 0, 1, RW), /* no umadv memory */
+        FAULT(UMADV_MIB, 100, 5, 1, RW), /* device 5: no kernel */
+    };
+    umadv_prof_attrib_stats_t st;
+    umadv_prof_interval_t *iv;
+    umadv_prof_access_t *acc = NULL;
+    size_t niv, nacc = 0, cap = 0;
+    umadv_trace_t t;
+    char why[200];
+
+    memset(&st, 0, sizeof(st));
+    trace_fixture(&t);
+    is(umadv__prof_attrib_kernels(&t, launches, 4, kernels, 6, &iv, &niv, &st), UMADV_OK,
+       "kernels attributed");
+    is(niv, 5, "every kernel of a known launch has an interval");
+    is_u64(st.kernels_unknown, 1, "a kernel of no launch is counted, not used");
+    is_u64(t.steps[2].duration_ns, 1000, "a step of two kernels (a graph) lasts their span");
+    is_u64(t.steps[1].duration_ns, 2000, "a kernel step lasts its kernel");
+    is_u64(t.steps[3].duration_ns, 7, "a marked layer keeps its measured time");
+    is(umadv__prof_attrib_faults(&t, iv, niv, faults, 6, &acc, &nacc, &cap, &st), UMADV_OK,
+       "faults attributed");
+    is(nacc, 3, "three faults land in umadv memory at a step");
+    is_u64(st.faults_no_alloc, 2, "outside memory and past the owner's size: counted");
+    is_u64(st.faults_no_kernel, 1, "no kernel on the device: counted");
+    is_u64(st.fault_groups, 9, "fault groups summed");
+    is(umadv__prof_trace_merge(&t, acc, nacc), UMADV_OK, "merged");
+    is(umadv__trace_finalize(&t, why, sizeof(why)), UMADV_OK, "the merged trace is valid");
+    is(t.steps[0].naccesses, 1, "step 0: declared section 0 and faulted section 1 of A, "
+       "both read, join");
+    ok(t.accesses[t.steps[0].first_access].first == 0 &&
+       t.accesses[t.steps[0].first_access].count == 2 &&
+       t.accesses[t.steps[0].first_access].faults == 3 &&
+       t.accesses[t.steps[0].first_access].mode == UMADV_ACCESS_READ,
+       "the run covers both, with the fault's groups and mode");
+    ok(t.steps[1].naccesses == 1 && t.accesses[t.steps[1].first_access].alloc == 1,
+       "step 1 touched B");
+    ok(t.steps[2].naccesses == 1 && t.accesses[t.steps[2].first_access].alloc == 2 &&
+       t.accesses[t.steps[2].first_access].first == 2, "step 2 touched C's third section");
+    is_str(t.steps[2].name, "k2", "names survive the merge");
+    free(iv);
+    free(acc);
+    umadv__trace_cleanup(&t);
+}
+
+/* ---- parameter scan --------------------------------------------------- */
+
+typedef struct found {
+    void  *base[16];
+    size_t n;
+} found_t;
+
+static void found_add(void *arg, const umadv_pool_loc_t *loc)
+{
+    found_t *f = arg;
+
+    if (f->n < 16)
+        f->base[f->n++] = loc->base;
+}
+
+static int found_has(const found_t *f, void *base)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->base[i] == base)
+            return 1;
+    }
+    return 0;
+}
+
+static void test_scan(void)
+{
+    umadv_pool_params_t pp = {&umadv__cuda_ops_host, SECTION, 4 * UMADV_MIB, 0};
+    struct { void *p; int i; char pad[4]; void *q; } st;
+    void *a, *b, *c, *d, *interior, *stack_ptr;
+    uint64_t number = 12345;
+    umadv_prof_region_t regions[5];
+    umadv_pool_t *pool;
+    found_t f = {{0}, 0};
+
+    umadv__pool_create(&pp, &pool);
+    umadv__pool_malloc(pool, 100000, &a);
+    umadv__pool_malloc(pool, 300, &b);
+    umadv__pool_malloc(pool, 2 * SECTION, &c);
+    umadv__pool_malloc(pool, 1000, &d);
+    umadv__pool_free(pool, d);  /* freed: no longer umadv memory */
+    interior  = (char *)c + SECTION + 17;
+    stack_ptr = &number;
+    st.p = b;
+    st.i = 3;
+    st.q = a;  /* the same block twice: reported once */
+    regions[0] = (umadv_prof_region_t){&interior, sizeof(interior)};
+    regions[1] = (umadv_prof_region_t){&number, sizeof(number)};
+    regions[2] = (umadv_prof_region_t){&st, sizeof(st)};
+    regions[3] = (umadv_prof_region_t){&stack_ptr, sizeof(stack_ptr)};
+    regions[4] = (umadv_prof_region_t){&d, sizeof(d)};
+    is(umadv__prof_scan(pool, regions, 5, found_add, &f), 3, "three blocks found");
+    ok(found_has(&f, c), "an interior pointer finds its block");
+    ok(found_has(&f, a) && found_has(&f, b), "pointers inside a struct parameter");
+    ok(!found_has(&f, d), "a freed block's pointer is ignored");
+    umadv__pool_destroy(pool);
+}
+
+static const size_t fake_sizes[] = {8, 4, 24};
+
+static umadv_status_t fake_param_info(const void *func, int driver, size_t index,
+                                      size_t *offset_p, size_t *size_p)
+{
+    static const size_t offsets[] = {0, 8, 16};
+
+    if (func != (const void *)0x1234 || index >= 3)
+        return UMADV_ERR_NOT_FOUND;
+    *offset_p = offsets[index];
+    *size_p   = fake_sizes[index];
+    return UMADV_OK;
+}
+
+static void test_launch_regions(void)
+{
+    umadv_cupti_ops_t ops = {.kernel_param_info = fake_param_info};
+    uint64_t p0 = 1, p2[3] = {2, 3, 4};
+    int p1 = 5;
+    void *args[] = {&p0, &p1, p2};
+    char buffer[40];
+    size_t buffer_size = sizeof(buffer);
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &buffer_size, CU_LAUNCH_PARAM_END};
+    umadv_prof_region_t r[8];
+
+    is(umadv__prof_launch_regions(&ops, (const void *)0x1234, 0, args, NULL, r, 8), 3,
+       "one region per parameter the layout query knows");
+    ok(r[0].data == &p0 && r[1].size == 4 && r[2].data == p2 && r[2].size == 24,
+       "each region is the argument with its size");
+    is(umadv__prof_launch_regions(&ops, (const void *)0x1234, 0, args, NULL, r, 2), 2,
+       "no more than the room given");
+    is(umadv__prof_launch_regions(&ops, (const void *)0x99, 1, args, NULL, r, 8), 0,
+       "an unknown layout: nothing scanned");
+    is(umadv__prof_launch_regions(&ops, (const void *)0x99, 1, NULL, extra, r, 8), 1,
+       "the packed buffer of cuLaunchKernel's extra");
+    ok(r[0].data == buffer && r[0].size == sizeof(buffer), "with its size");
+}
+
+/* ---- link model -------------------------------------------------------- */
+
+static void test_link_fit(void)
+{
+    umadv_link_sample_t s = {
+        .big_bytes = 256 * UMADV_MIB, .piece_bytes = 2 * UMADV_MIB, .pieces = 16,
+        /* 50 GB/s and 40 us per call; 10 GB/s and 400 us; faults at 4 GB/s */
+        .fetch_big = 40e-6 + 256.0 * UMADV_MIB / 50e9,
+        .fetch_pieces = 16 * (40e-6 + 2.0 * UMADV_MIB / 50e9),
+        .evict_big = 400e-6 + 256.0 * UMADV_MIB / 10e9,
+        .evict_pieces = 16 * (400e-6 + 2.0 * UMADV_MIB / 10e9),
+        .fault_bytes = 256 * UMADV_MIB, .fault = 256.0 * UMADV_MIB / 4e9,
+    };
+    umadv_link_model_t link, before;
+
+    umadv__link_model_default(&link);
+    is(umadv__link_fit(&s, &link), UMADV_OK, "a plausible sample fits");
+    is_near(link.fetch_bw, 50e9, 0.01, "fetch bandwidth");
+    is_near(link.fetch_latency, 40e-6, 0.05, "fetch latency");
+    is_near(link.evict_bw, 10e9, 0.01, "evict bandwidth");
+    is_near(link.evict_latency, 400e-6, 0.05, "evict latency");
+    is_near(link.fault_bw, 4e9, 1e-9, "demand paging bandwidth");
+    umadv__link_model_default(&before);
+    ok(link.remote_bw == before.remote_bw && link.fault_latency == before.fault_latency,
+       "what was not measured keeps its value");
+    s.evict_big = 1e-9; /* 268 TB/s: a broken timer */
+    link = before;
+    log_take();
+    is(umadv__link_fit(&s, &link), UMADV_ERR_NOT_ENFORCED, "an absurd timing is refused");
+    ok(link.evict_bw == before.evict_bw && link.fetch_bw != before.fetch_bw,
+       "only the absurd direction keeps the default");
+    ok(strstr(log_take(), "device-to-host prefetch timing not believable") != NULL,
+       "and says so");
+}
+
+/* ---- knobs ------------------------------------------------------------- */
+
+static void test_knobs(void)
+{
+    umadv_config_t c;
+
+    env_clear();
+    is(umadv__config_load(&c), UMADV_OK, "defaults load");
+    ok(c.profiler == 1 && c.profile_evict == 1 && c.link_probe == 1,
+       "profiler, eviction at profiling and link probe default on");
+    setenv("UMADV_PROFILE_EVICT", "off", 1);
+    setenv("UMADV_LINK_PROBE", "0", 1);
+    setenv("UMADV_PROFILER", "no", 1);
+    is(umadv__config_load(&c), UMADV_OK, "switched off");
+    ok(c.profiler == 0 && c.profile_evict == 0 && c.link_probe == 0, "all three read");
+    setenv("UMADV_LINK_PROBE", "sometimes", 1);
+    log_take();
+    is(umadv__config_load(&c), UMADV_ERR_INVALID_PARAM, "a bad value is an error");
+    ok(strstr(log_take(), "UMADV_LINK_PROBE=sometimes") != NULL, "naming the variable");
+    env_clear();
+}
+
+int main(void)
+{
+    log_capture_start();
+    plan(61);
+    test_step_by_time();
+    test_alloc_at();
+    test_attrib_and_merge();
+    test_scan();
+    test_launch_regions();
+    test_link_fit();
+    test_knobs();
+    log_capture_stop();
+    return exit_status();
+}

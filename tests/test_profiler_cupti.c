@@ -1,0 +1,440 @@
+/*
+ * The profiling pass through a context, with CUPTI mocked: CUPTI taken,
+ * failing or without unified-memory counters must leave a working context
+ * with a warning that names the reason; a recorded iteration numbers the
+ * launches into steps, scans their parameters, attributes synthetic kernel
+ * and fault records, and replay counts faults.
+ */
+#include <umadv.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/context.h"
+#include "common/util.h"
+#include "profiler/cupti_ops.h"
+#include "profiler/profiler.h"
+#include "tap.h"
+#include "testutil.h"
+
+#define SECTION (64 * UMADV_KIB)
+
+/* ---- the mock ---------------------------------------------------------- */
+
+typedef union mock_record {
+    CUpti_Activity                       any;
+    CUpti_ActivityKernel10               kernel;
+    CUpti_ActivityUnifiedMemoryCounter3  um;
+} mock_record_t;
+
+static struct {
+    CUptiResult         subscribe_result, configure_result;
+    int                 subscribed, subscribe_calls;
+    CUpti_CallbackFunc  callback;
+    void               *userdata;
+    mock_record_t       queue[64];
+    size_t              nqueue;
+} mock;
+
+static CUptiResult mock_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
+{
+    mock.subscribe_calls++;
+    if (mock.subscribe_result != CUPTI_SUCCESS)
+        return mock.subscribe_result;
+    if (mock.subscribed)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    mock.subscribed = 1;
+    mock.callback   = cb;
+    mock.userdata   = ud;
+    *s = (CUpti_SubscriberHandle)&mock;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_unsubscribe(CUpti_SubscriberHandle s)
+{
+    mock.subscribed = 0;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_enable_callback(uint32_t e, CUpti_SubscriberHandle s,
+                                        CUpti_CallbackDomain d, CUpti_CallbackId id)
+{
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_register(CUpti_BuffersCallbackRequestFunc r,
+                                 CUpti_BuffersCallbackCompleteFunc c)
+{
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_configure(CUpti_ActivityUnifiedMemoryCounterConfig *c, uint32_t n)
+{
+    return mock.configure_result;
+}
+
+static CUptiResult mock_kind(CUpti_ActivityKind kind)
+{
+    return CUPTI_SUCCESS;
+}
+
+/* Deliver the queued records in one buffer, as CUPTI does on a flush. */
+static CUptiResult mock_flush(uint32_t flag)
+{
+    uint8_t *buffer;
+    size_t size, max;
+
+    if (mock.nqueue == 0)
+        return CUPTI_SUCCESS;
+    umadv__prof_buffer_requested(&buffer, &size, &max);
+    memcpy(buffer, mock.queue, mock.nqueue * sizeof(mock_record_t));
+    size = mock.nqueue * sizeof(mock_record_t);
+    mock.nqueue = 0;
+    umadv__prof_buffer_completed(NULL, 0, buffer, size, size);
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_next(uint8_t *buffer, size_t valid, CUpti_Activity **record)
+{
+    mock_record_t *next = *record == NULL ? (mock_record_t *)buffer
+                                          : (mock_record_t *)*record + 1;
+
+    if ((uint8_t *)(next + 1) > buffer + valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *record = &next->any;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_result_string(CUptiResult r, const char **s)
+{
+    *s = "mock failure";
+    return CUPTI_SUCCESS;
+}
+
+#define FUNC_RT  ((const void *)0x1234) /* two pointer parameters */
+#define FUNC_DRV ((const void *)0x5678) /* one */
+
+static umadv_status_t mock_param_info(const void *func, int driver, size_t index,
+                                      size_t *offset_p, size_t *size_p)
+{
+    size_t nparams = func == FUNC_RT ? 2 : func == FUNC_DRV ? 1 : 0;
+
+    if (index >= nparams)
+        return UMADV_ERR_NOT_FOUND;
+    *offset_p = index * 8;
+    *size_p   = 8;
+    return UMADV_OK;
+}
+
+static umadv_status_t mock_sync(void)
+{
+    return UMADV_OK;
+}
+
+static const umadv_cupti_ops_t mock_ops = {
+    "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
+    mock_configure, mock_kind, mock_kind, mock_flush, mock_next, mock_result_string,
+    mock_param_info, mock_sync,
+};
+
+static void mock_reset(void)
+{
+    memset(&mock, 0, sizeof(mock));
+}
+
+static void queue_kernel(uint32_t corr, uint64_t start, uint64_t end)
+{
+    mock_record_t *r = &mock.queue[mock.nqueue++];
+
+    memset(r, 0, sizeof(*r));
+    r->kernel.kind          = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r->kernel.correlationId = corr;
+    r->kernel.start         = start;
+    r->kernel.end           = end;
+}
+
+static void queue_fault(const void *addr, uint64_t start, uint64_t groups)
+{
+    mock_record_t *r = &mock.queue[mock.nqueue++];
+
+    memset(r, 0, sizeof(*r));
+    r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    r->um.address     = (uintptr_t)addr;
+    r->um.start       = start;
+    r->um.end         = start + 10;
+    r->um.value       = groups;
+    r->um.flags       = CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE;
+}
+
+static void queue_migration(const void *addr, uint64_t start, uint64_t bytes, uint32_t cause)
+{
+    mock_record_t *r = &mock.queue[mock.nqueue++];
+
+    memset(r, 0, sizeof(*r));
+    r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
+    r->um.address     = (uintptr_t)addr;
+    r->um.start       = start;
+    r->um.end         = start + 100;
+    r->um.value       = bytes;
+    r->um.flags       = cause;
+}
+
+/* ---- launches as CUPTI reports them ----------------------------------- */
+
+static void call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+                 const void *params, const char *symbol, uint32_t corr)
+{
+    CUpti_CallbackData cb;
+
+    memset(&cb, 0, sizeof(cb));
+    cb.callbackSite   = site;
+    cb.functionParams = params;
+    cb.symbolName     = symbol;
+    cb.correlationId  = corr;
+    mock.callback(mock.userdata, domain, cbid, &cb);
+}
+
+static void runtime_launch(const char *symbol, uint32_t corr, void **args, int nested_driver)
+{
+    cudaLaunchKernel_v7000_params p = {.func = FUNC_RT, .args = args};
+    cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)0x9999, .kernelParams = args};
+
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+         CUPTI_API_ENTER, &p, symbol, corr);
+    if (nested_driver) /* the runtime's own driver launch: the same kernel */
+        call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+             CUPTI_API_ENTER, &d, symbol, corr + 1);
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+         CUPTI_API_EXIT, &p, symbol, corr);
+}
+
+static void driver_launch(const char *symbol, uint32_t corr, void **args)
+{
+    cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)FUNC_DRV, .kernelParams = args};
+
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
+         &d, symbol, corr);
+}
+
+static void graph_launch(uint32_t corr)
+{
+    cudaGraphLaunch_v10000_params g = {0};
+
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+         CUPTI_API_ENTER, &g, NULL, corr);
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+         CUPTI_API_EXIT, &g, NULL, corr);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static umadv_context_t context_new(void)
+{
+    umadv_context_params_t p = {
+        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE,
+        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
+        .section_size = SECTION,
+    };
+    umadv_context_t ctx = NULL;
+
+    if (umadv_context_create(&p, &ctx) != UMADV_OK)
+        return NULL;
+    return ctx;
+}
+
+/* A declared iteration still records without a profiler. */
+static int declared_iteration_works(umadv_context_t ctx)
+{
+    void *a = NULL;
+    int good;
+
+    umadv_malloc(ctx, 100000, "a", &a);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv_step_begin(ctx, "s", NULL);
+    umadv_step_access(ctx, a, 100000, UMADV_ACCESS_READ);
+    umadv_step_end(ctx, 5);
+    good = umadv_iteration_begin(ctx) == UMADV_OK && ctx->record == UMADV_CTX_REC_DONE &&
+           ctx->trace.nsteps == 1 && ctx->trace.naccesses == 1;
+    umadv_free(ctx, a);
+    return good;
+}
+
+static void test_unavailable(void)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    mock.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    log_take();
+    ctx = context_new();
+    ok(ctx != NULL && ctx->profiler == NULL, "cupti taken: the context is made, unprofiled");
+    ok(strstr(log_take(), "cupti is held by another tool") != NULL, "warned, naming why");
+    ok(ctx != NULL && declared_iteration_works(ctx), "declared accesses are still recorded");
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    mock.subscribe_result = CUPTI_ERROR_NOT_INITIALIZED;
+    ctx = context_new();
+    ok(ctx != NULL && ctx->profiler == NULL, "cupti failing: the context is made, unprofiled");
+    ok(strstr(log_take(), "mock failure") != NULL, "the warning carries cupti's error string");
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    mock.configure_result = CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED;
+    ctx = context_new();
+    ok(ctx != NULL && ctx->profiler != NULL && !umadv__prof_has_um_counters(ctx->profiler),
+       "no unified-memory counters: profiled without fault records");
+    ok(strstr(log_take(), "unified memory counters unavailable") != NULL, "warned");
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    setenv("UMADV_PROFILER", "0", 1);
+    ctx = context_new();
+    ok(ctx != NULL && ctx->profiler == NULL && mock.subscribe_calls == 0,
+       "UMADV_PROFILER=0: cupti is not touched");
+    unsetenv("UMADV_PROFILER");
+    umadv_context_destroy(ctx);
+}
+
+static void test_second_context(void)
+{
+    umadv_context_t one, two;
+
+    mock_reset();
+    one = context_new();
+    log_take();
+    two = context_new();
+    ok(one->profiler != NULL && two->profiler == NULL,
+       "the profiler belongs to the first context");
+    ok(strstr(log_take(), "another umadv context holds the profiler") != NULL, "warned");
+    umadv_context_destroy(two);
+    umadv_context_destroy(one);
+    one = context_new();
+    ok(one->profiler != NULL, "released when its context goes");
+    umadv_context_destroy(one);
+}
+
+/* The access of @step to @alloc, or NULL. */
+static const umadv_trace_access_t *access_of(const umadv_trace_t *t, uint32_t step,
+                                             uint32_t alloc)
+{
+    const umadv_trace_step_t *s = &t->steps[step];
+
+    for (uint32_t i = 0; i < s->naccesses; i++) {
+        if (t->accesses[s->first_access + i].alloc == alloc)
+            return &t->accesses[s->first_access + i];
+    }
+    return NULL;
+}
+
+static void test_recording(void)
+{
+    umadv_cuda_host_counters_t counters;
+    const umadv_trace_access_t *x;
+    void *a, *b, *c, *a_mid, *args2[2], *args1[1];
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+    uint32_t ia, ib, ic;
+
+    mock_reset();
+    ctx = context_new();
+    umadv_malloc(ctx, 4 * SECTION, "A", &a);
+    umadv_malloc(ctx, 2 * SECTION, "B", &b);
+    umadv_malloc(ctx, SECTION, "C", &c);
+    umadv__cuda_host_reset();
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_counters(&counters);
+    is_u64(counters.prefetches_to_host, 3, "profiling begins by evicting every block");
+
+    a_mid = (char *)a + SECTION + 8;  /* an interior pointer */
+    args2[0] = &a_mid;
+    args2[1] = &b;
+    runtime_launch("kA", 10, args2, 1);       /* step 0 */
+    args1[0] = &c;
+    driver_launch("kC", 20, args1);           /* step 1 */
+    umadv_step_begin(ctx, "layer", NULL);     /* step 2 */
+    args2[0] = &b;
+    args2[1] = &c;
+    runtime_launch("kB", 30, args2, 0);
+    runtime_launch("kB2", 31, args2, 0);
+    umadv_step_end(ctx, 123);
+    graph_launch(40);                         /* step 3 */
+
+    queue_kernel(11, 1000, 2000);             /* kA, under its driver call's id */
+    queue_kernel(20, 3000, 4000);
+    queue_kernel(30, 5000, 5500);
+    queue_kernel(31, 5600, 6000);
+    queue_kernel(40, 7000, 7500);             /* the graph's two kernels */
+    queue_kernel(40, 7600, 8000);
+    queue_fault((char *)a + 3 * SECTION, 7700, 4);  /* only the fault sees the graph use A */
+    queue_fault((char *)c + 5, 3500, 2);
+    /* a fault-driven migration shows B in the graph; a prefetch shows nothing */
+    queue_migration(b, 7800, 2 * SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+    queue_migration(c, 7800, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER);
+    umadv_iteration_begin(ctx);
+
+    t = &ctx->trace;
+    ok(ctx->record == UMADV_CTX_REC_DONE, "the iteration is recorded");
+    is(t->nsteps, 4, "two launched kernels, one marked layer of two kernels, one graph");
+    if (t->nsteps != 4)
+        goto out;
+    ia = 0; ib = 1; ic = 2; /* allocations enter in pool order at the first step */
+    for (uint32_t i = 0; i < t->nallocs; i++) {
+        if (strcmp(t->allocs[i].tag, "A") == 0) ia = i;
+        if (strcmp(t->allocs[i].tag, "B") == 0) ib = i;
+        if (strcmp(t->allocs[i].tag, "C") == 0) ic = i;
+    }
+    ok(strcmp(t->steps[0].name, "kA") == 0 && t->steps[0].kind == UMADV_STEP_KERNEL &&
+       strcmp(t->steps[3].name, "graph") == 0 && t->steps[2].kind == UMADV_STEP_LAYER,
+       "steps named by their kernels; the marked one keeps its name and kind");
+    x = access_of(t, 0, ia);
+    ok(x != NULL && x->first == 0 && x->count == 4 && x->mode == UMADV_ACCESS_RW,
+       "an interior pointer parameter: the whole block, read-write");
+    ok(access_of(t, 0, ib) != NULL && access_of(t, 0, ic) == NULL, "and only what it names");
+    x = access_of(t, 1, ic);
+    ok(x != NULL && x->faults == 2 && t->steps[1].naccesses == 1,
+       "a driver launch's parameter, with the fault seen during it");
+    ok(access_of(t, 2, ib) != NULL && access_of(t, 2, ic) != NULL && access_of(t, 2, ia) == NULL,
+       "a marked step holds its kernels' parameters");
+    x = access_of(t, 3, ia);
+    ok(x != NULL && x->first == 3 && x->count == 1 && x->faults == 4,
+       "the graph step: the faulted section of A");
+    x = access_of(t, 3, ib);
+    ok(x != NULL && x->first == 0 && x->count == 2 && t->steps[3].naccesses == 2,
+       "and the range of B that faults migrated, not C's prefetch");
+    is_u64(t->steps[0].duration_ns, 1000, "a kernel step lasts its kernel record");
+    is_u64(t->steps[3].duration_ns, 1000, "the graph step spans its kernels");
+    is_u64(t->steps[2].duration_ns, 123, "the marked step keeps its given time");
+    ok(strstr(t->source, "cupti") != NULL, "the trace says how it was made");
+
+    queue_fault(a, 9000, 5);                  /* replay: only counted */
+    queue_fault(b, 9100, 2);
+    queue_migration(b, 9200, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+    queue_migration(c, 9300, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER);
+    runtime_launch("late", 50, args2, 0);
+    umadv_iteration_begin(ctx);
+    is_u64(ctx->iteration_faults, 8,
+           "replay: fault groups and fault-driven migrations counted, prefetches not");
+    is_u64(ctx->stats.gpu_faults, 8, "and in the statistics");
+    is(ctx->trace.nsteps, 4, "a launch outside the recording is not a step");
+out:
+    umadv_context_destroy(ctx);
+}
+
+int main(void)
+{
+    log_capture_start();
+    env_clear();
+    plan(28);
+    umadv__cupti_ops_install(&mock_ops);
+    test_unavailable();
+    test_second_context();
+    test_recording();
+    umadv__cupti_ops_install(NULL);
+    log_capture_stop();
+    return exit_status();
+}
