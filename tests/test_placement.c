@@ -17,6 +17,7 @@
 #define SEC TP_SECTION
 #define MS  1e-3
 
+/* @placement: 0 none, 1 with refine (the default), 2 without */
 static int plan_sim(const umadv_trace_t *t, uint64_t budget, int placement, umadv_schedule_t *s,
                     umadv_sim_result_t *r)
 {
@@ -24,7 +25,8 @@ static int plan_sim(const umadv_trace_t *t, uint64_t budget, int placement, umad
     umadv_sim_params_t sp;
 
     umadv__plan_params_default(t, budget, &pp);
-    pp.host_placement = placement;
+    pp.host_placement = placement != 0;
+    pp.refine = placement == 1;
     if (umadv__plan_build(t, &pp, s) != UMADV_OK)
         return -1;
     umadv__sim_params_default(t, UMADV_POLICY_PLAN, budget, &sp);
@@ -169,6 +171,21 @@ static int advice_pairs(const umadv_schedule_t *s)
     return 1;
 }
 
+/* Refine keeps the fastest variant: never slower than the placement's
+ * own estimate alone. */
+static void check_refine(const umadv_trace_t *t, uint64_t budget, const char *model,
+                         double refined_s)
+{
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+    int built = plan_sim(t, budget, 2, &s, &r) == 0;
+
+    ok(built && refined_s <= r.iteration_s, "%s: refine no slower than the estimate alone "
+       "(%.1f vs %.1f ms)", model, refined_s * 1e3, built ? r.iteration_s * 1e3 : 0);
+    if (built)
+        umadv__schedule_cleanup(&s);
+}
+
 static void test_model(const char *model)
 {
     umadv_synth_params_t sp;
@@ -197,6 +214,7 @@ static void test_model(const char *model)
          "%.1f ms to plan)", model, r0.iteration_s * 1e3, r1.iteration_s * 1e3,
          s1.host_bytes / 1073741824.0, s1.remote_s * 1e3, s1.plan_seconds * 1e3);
     ok(r1.iteration_s <= r0.iteration_s, "%s: placement no slower", model);
+    check_refine(&t, budget, model, r1.iteration_s);
     ok(r1.faults == 0 && r1.peak_resident <= budget && r1.remote_bytes == s1.remote_bytes,
        "%s: no faults, budget kept, remote bytes as planned", model);
     ok_c = tp_check_schedule(&t, &s1, budget, 1, &c);
@@ -213,7 +231,7 @@ int main(void)
 {
     static const char *const models[] = {"resnet50", "vgg16", "gpt2"};
 
-    plan(10 + 3 + 4 * (int)UMADV_ARRAY_SIZE(models));
+    plan(10 + 3 + 5 * (int)UMADV_ARRAY_SIZE(models));
     test_write_once();
     test_slow_link();
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(models); i++)

@@ -21,8 +21,24 @@ typedef struct watch {
     const umadv_trace_t *t;
     uint64_t budget;
     uint64_t steps, over_budget, miscounted, missing, faults, remote, remote_bad;
+    uint64_t wait_bad;     /* steps whose waits by cause do not add up to their delay */
+    double   prev_end;     /* when the step before ended */
     uint32_t measured;     /* replay index measured (warmup) */
 } watch_t;
+
+/* The stall attribution covers the whole delay between the end of the
+ * step before and this one's start, each piece charged once. */
+static void check_waits(watch_t *w, const umadv_sim_step_view_t *v)
+{
+    double sum = 0;
+
+    for (int c = 0; c < UMADV_SIM_WAIT_COUNT; c++) {
+        w->wait_bad += v->wait_s[c] < 0;
+        sum += v->wait_s[c];
+    }
+    w->wait_bad += fabs(v->start_s - w->prev_end - sum) > 1e-12 + 1e-9 * v->start_s;
+    w->prev_end = v->end_s;
+}
 
 static void watch_step(void *arg, const umadv_sim_step_view_t *v)
 {
@@ -52,6 +68,7 @@ static void watch_step(void *arg, const umadv_sim_step_view_t *v)
     w->remote_bad += nremote != v->remote;
     if (v->replay == w->measured)
         w->faults += v->faults;
+    check_waits(w, v);
 }
 
 static int simulate(const umadv_trace_t *t, umadv_policy_t policy, uint64_t budget,
@@ -202,8 +219,18 @@ static void test_oracle(void)
 
 typedef struct tally {
     int runs, errors, over, miscount, missing, peak_over, plan_faults, bound, slower;
-    int volumes, remote_view, remote_runs;
+    int volumes, remote_view, remote_runs, waits;
 } tally_t;
+
+/* What the simulator says the stall is made of. */
+static double stall_parts(const umadv_sim_result_t *r)
+{
+    double sum = r->fault_s + r->remote_s;
+
+    for (int c = 0; c < UMADV_SIM_WAIT_COUNT; c++)
+        sum += r->wait_s[c];
+    return sum;
+}
 
 static void check_run(const umadv_trace_t *t, umadv_policy_t policy, uint64_t budget,
                       const umadv_schedule_t *s, tally_t *y)
@@ -223,6 +250,7 @@ static void check_run(const umadv_trace_t *t, umadv_policy_t policy, uint64_t bu
     y->bound += r.lower_bound_s > r.iteration_s * (1 + 1e-9);
     y->slower += r.iteration_s < r.compute_s * (1 - 1e-9);
     y->remote_view += w.remote_bad != 0 || (policy != UMADV_POLICY_PLAN && w.remote != 0);
+    y->waits += w.wait_bad != 0 || fabs(r.stall_s - stall_parts(&r)) > 1e-12 + 1e-9 * r.iteration_s;
     if (policy == UMADV_POLICY_PLAN) {
         y->plan_faults += r.faults != 0 || w.faults != 0;
         y->volumes += s->converged && (r.fetched_bytes != s->fetch_bytes ||
@@ -251,6 +279,9 @@ static void test_random(void)
             umadv_schedule_t s;
 
             umadv__plan_params_default(&t, 0, &pp);
+            /* refine keeps placement only where the simulator agrees:
+             * test the placed schedules themselves too */
+            pp.refine = seed % 3 == 0;
             if (p.carried && t.niterations >= 3)
                 pp.iteration = 1;
             umadv__plan_build(&t, &pp, &s);
@@ -277,6 +308,8 @@ static void test_random(void)
     is(y.volumes, 0, "random: the plan moves (and accesses remotely) what the schedule says");
     is(y.remote_view, 0, "random: remote accesses only by the plan, as many as the view says");
     ok(y.remote_runs > 0, "random: %d plan runs access host-placed data", y.remote_runs);
+    is(y.waits, 0, "random: waits by cause add up to each step's delay and, with faults and "
+       "remote access, to the stall");
 }
 
 /* A schedule made for more memory than the simulation grants: its
@@ -344,7 +377,7 @@ static void test_errors(void)
 
 int main(void)
 {
-    plan(34);
+    plan(35);
     test_cost_model();
     test_no_pressure();
     test_oracle();

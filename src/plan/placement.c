@@ -15,6 +15,9 @@
  * chosen so far, which frees room and changes what the others cost. */
 #define PLACEMENT_ROUNDS 4
 
+/* The estimate splits the iteration in up to two phases (pass_time). */
+#define PHASES 2
+
 /* One residency of one section in a pass: arrival to departure. */
 typedef struct segment {
     uint32_t section;
@@ -24,15 +27,19 @@ typedef struct segment {
     uint8_t  copy;       /* the arrival copies data in */
     uint8_t  eligible;   /* may be served from the host */
     uint32_t touches;    /* touches in [a, d) */
+    uint32_t touches_b;  /* those of them in the second phase */
 } segment_t;
 
 /* Segments of adjacent sections of one allocation with the same bounds:
  * what one call moves, and what one choice places. Times in seconds. */
 typedef struct candidate {
-    size_t first, count;  /* into the segment array */
-    double evict_s;       /* eviction time the group costs (0: none) */
-    double fetch_s;       /* fetch time it costs (0: none) */
-    double remote_s;      /* time its touches take over the link */
+    size_t  first, count; /* into the segment array */
+    double  evict_s;      /* eviction time the group costs (0: none) */
+    double  fetch_s;      /* fetch time it costs (0: none) */
+    double  remote_s;     /* time its touches take over the link */
+    double  remote_b_s;   /* the part of it in the second phase */
+    uint8_t evict_ph;     /* phase of the eviction's issue step */
+    uint8_t fetch_ph;     /* phase of the fetch's need step */
 } candidate_t;
 
 typedef struct place_state {
@@ -42,22 +49,52 @@ typedef struct place_state {
     size_t   *sec_off;    /* per section: its touches are sec_touch[sec_off[x] ..) */
     size_t   *sec_touch;  /* touch indices, in step order */
     uint8_t  *eligible;   /* per section */
-    double    compute_s;  /* the steps' durations */
+    double    compute_s[PHASES]; /* the steps' durations, per phase */
+    uint32_t  cut;        /* first step of the second phase (0: one phase) */
+    uint32_t  phases;     /* 1: the estimate never cuts */
+    double  (*load)[4];   /* per step, scratch for pass_time */
     segment_t   *segs;
     size_t       nsegs, segs_cap;
     candidate_t *cands;
     size_t       ncands, cands_cap;
 } place_state_t;
 
-/* The iteration time the link model predicts: compute and remote access
- * serial on the compute lane; fetches and evictions each on their lane. */
+/*
+ * The iteration time the link model predicts: compute and remote access
+ * serial on the compute lane; fetches and evictions each on their lane;
+ * per phase, each phase as long as its busiest lane. One phase is
+ * max(compute + remote, fetches, evictions), which assumes that any
+ * transfer can overlap any compute. It cannot: the evictions of the
+ * forward pass must free their room before the activations peak, and
+ * the fetches that bring activations back happen in the backward pass,
+ * when the eviction lane has nothing left to do. Two phases (pass_time)
+ * see that: max(a1, b1) + max(a2, b2) is never below max(a1 + a2,
+ * b1 + b2), and what it adds is the lane work that cannot hide behind
+ * the other phase's compute.
+ */
 typedef struct estimate {
-    double remote_s, fetch_s, evict_s;
+    double remote_s[PHASES], fetch_s[PHASES], evict_s[PHASES];
 } estimate_t;
+
+static double phase_time(double compute, double remote, double fetch, double evict)
+{
+    return UMADV_MAX(compute + remote, UMADV_MAX(fetch, evict));
+}
 
 static double estimate_time(const place_state_t *st, const estimate_t *e)
 {
-    return UMADV_MAX(st->compute_s + e->remote_s, UMADV_MAX(e->fetch_s, e->evict_s));
+    double t = 0;
+
+    for (int ph = 0; ph < PHASES; ph++)
+        t += phase_time(st->compute_s[ph], e->remote_s[ph], e->fetch_s[ph], e->evict_s[ph]);
+    return t;
+}
+
+static uint8_t phase_of(const place_state_t *st, int64_t step)
+{
+    int64_t n = st->w->n;
+
+    return ((step % n) + n) % n >= (int64_t)st->cut;
 }
 
 /* ------------------------------------------------------------ setup */
@@ -98,6 +135,87 @@ static umadv_status_t index_sections(place_state_t *st)
     return UMADV_OK;
 }
 
+static double step_seconds(const umadv_window_t *w, uint32_t j)
+{
+    return (double)w->trace->steps[w->first + j].duration_ns * 1e-9;
+}
+
+/* Per-step work of a residency pass with @remote touches: compute,
+ * remote access, and the fetches (at their need step) and evictions (at
+ * their issue step, right after the last use) it moves, in bytes over
+ * each lane's bandwidth. */
+enum { LOAD_COMPUTE, LOAD_REMOTE, LOAD_FETCH, LOAD_EVICT, LOADS };
+
+static void step_loads(const place_state_t *st, const umadv_residency_t *res,
+                       const uint8_t *remote, double (*load)[LOADS])
+{
+    const umadv_trace_t *trace = st->w->trace;
+    const umadv_link_model_t *link = &st->params->link;
+    int64_t n = st->w->n;
+
+    for (uint32_t j = 0; j < st->w->n; j++) {
+        memset(load[j], 0, sizeof(load[j]));
+        load[j][LOAD_COMPUTE] = step_seconds(st->w, j);
+    }
+    for (size_t k = 0; k < st->touches.count; k++) {
+        if (remote[k])
+            load[st->touches.step[k]][LOAD_REMOTE] +=
+                (double)trace->sections[st->touches.sec[k]].size / link->remote_bw;
+    }
+    for (size_t e = 0; e < res->nevents; e++) {
+        const umadv_res_event_t *ev = &res->events[e];
+        double bytes = (double)trace->sections[ev->section].size;
+
+        if (ev->kind == UMADV_RES_ARRIVE && !ev->fresh)
+            load[((ev->eff % n) + n) % n][LOAD_FETCH] += bytes / link->fetch_bw;
+        else if (ev->kind == UMADV_RES_EVICT)
+            load[(((ev->eff - 1) % n) + n) % n][LOAD_EVICT] += bytes / link->evict_bw;
+    }
+}
+
+static double loads_time(const double *a)
+{
+    return phase_time(a[LOAD_COMPUTE], a[LOAD_REMOTE], a[LOAD_FETCH], a[LOAD_EVICT]);
+}
+
+/*
+ * The two-phase estimate of a pass (per-byte, without call latency) at
+ * its most binding cut, the one that gives the largest time (for a DNN,
+ * near the turn from forward to backward); prefix sums make each cut
+ * O(1). Returns the time, the cut into *cut_p.
+ */
+static double pass_time(const place_state_t *st, const umadv_residency_t *res,
+                        const uint8_t *remote, double (*load)[LOADS], uint32_t *cut_p)
+{
+    double total[LOADS] = {0}, pre[LOADS] = {0}, post[LOADS], best = -1;
+
+    step_loads(st, res, remote, load);
+    for (uint32_t j = 0; j < st->w->n; j++)
+        for (int k = 0; k < LOADS; k++)
+            total[k] += load[j][k];
+    for (uint32_t c = 0; c < (st->phases > 1 ? st->w->n : 1); c++) {
+        double t;
+        for (int k = 0; k < LOADS; k++)
+            post[k] = total[k] - pre[k];
+        t = loads_time(pre) + loads_time(post);
+        if (t > best) {
+            best = t;
+            *cut_p = c;
+        }
+        for (int k = 0; k < LOADS; k++)
+            pre[k] += load[c][k];
+    }
+    return best;
+}
+
+static void set_cut(place_state_t *st, uint32_t cut)
+{
+    st->cut = cut;
+    st->compute_s[0] = st->compute_s[1] = 0;
+    for (uint32_t j = 0; j < st->w->n; j++)
+        st->compute_s[j >= cut] += step_seconds(st->w, j);
+}
+
 static umadv_status_t state_init(place_state_t *st, const umadv_window_t *w,
                                  const umadv_plan_params_t *params)
 {
@@ -106,10 +224,9 @@ static umadv_status_t state_init(place_state_t *st, const umadv_window_t *w,
     memset(st, 0, sizeof(*st));
     st->w = w;
     st->params = params;
-    for (uint32_t j = 0; j < w->n; j++)
-        st->compute_s += (double)w->trace->steps[w->first + j].duration_ns * 1e-9;
     st->eligible = malloc(w->trace->nsections ? w->trace->nsections : 1);
-    if (st->eligible == NULL)
+    st->load = malloc((size_t)w->n * sizeof(*st->load));
+    if (st->eligible == NULL || st->load == NULL)
         return UMADV_ERR_NO_MEMORY;
     mark_eligible(st);
     status = index_sections(st);
@@ -122,6 +239,7 @@ static void state_cleanup(place_state_t *st)
     free(st->sec_off);
     free(st->sec_touch);
     free(st->eligible);
+    free(st->load);
     free(st->segs);
     free(st->cands);
 }
@@ -146,7 +264,7 @@ static size_t first_touch_from(const place_state_t *st, uint32_t x, uint32_t ste
 /* Call @fn on x's touches in the cyclic step range [a, d), a in [0, n),
  * d - a <= n; returns how many there are. */
 static uint32_t for_touches(const place_state_t *st, uint32_t x, int32_t a, int32_t d,
-                            uint8_t *mark)
+                            uint8_t *mark, uint32_t *in_b)
 {
     int64_t n = st->w->n;
     uint32_t count = 0;
@@ -160,6 +278,8 @@ static uint32_t for_touches(const place_state_t *st, uint32_t x, int32_t a, int3
             count++;
             if (mark != NULL)
                 mark[k] = 1;
+            if (in_b != NULL)
+                *in_b += st->touches.step[k] >= st->cut;
         }
         if ((int64_t)d <= n)
             break;
@@ -185,7 +305,8 @@ static umadv_status_t add_segment(place_state_t *st, const umadv_res_event_t *ar
     sg->evict    = dep->kind == UMADV_RES_EVICT;
     sg->copy     = !arr->fresh;
     sg->eligible = st->eligible[arr->section];
-    sg->touches  = for_touches(st, arr->section, arr->eff, d, NULL);
+    sg->touches_b = 0;
+    sg->touches  = for_touches(st, arr->section, arr->eff, d, NULL, &sg->touches_b);
     return UMADV_OK;
 }
 
@@ -254,16 +375,20 @@ static void cost_group(const place_state_t *st, candidate_t *c)
 {
     const umadv_link_model_t *link = &st->params->link;
     const segment_t *g = &st->segs[c->first];
-    uint64_t bytes = 0, touched = 0;
+    uint64_t bytes = 0, touched = 0, touched_b = 0;
 
     for (size_t i = c->first; i < c->first + c->count; i++) {
         uint64_t size = st->w->trace->sections[st->segs[i].section].size;
         bytes += size;
         touched += size * st->segs[i].touches;
+        touched_b += size * st->segs[i].touches_b;
     }
     c->evict_s = g->evict ? umadv__link_time(link->evict_latency, link->evict_bw, bytes) : 0;
     c->fetch_s = g->copy ? umadv__link_time(link->fetch_latency, link->fetch_bw, bytes) : 0;
     c->remote_s = (double)touched / link->remote_bw;
+    c->remote_b_s = (double)touched_b / link->remote_bw;
+    c->evict_ph = phase_of(st, (int64_t)g->d - 1);
+    c->fetch_ph = phase_of(st, g->a);
 }
 
 /* Group the segments into calls; add up what the pass moves into @est
@@ -272,7 +397,8 @@ static umadv_status_t build_candidates(place_state_t *st, estimate_t *est)
 {
     qsort(st->segs, st->nsegs, sizeof(*st->segs), segment_compare);
     st->ncands = 0;
-    est->fetch_s = est->evict_s = 0;
+    memset(est->fetch_s, 0, sizeof(est->fetch_s));
+    memset(est->evict_s, 0, sizeof(est->evict_s));
     for (size_t i = 0, k; i < st->nsegs; i += k) {
         candidate_t *c;
         umadv_status_t status = umadv__array_reserve((void **)&st->cands, &st->cands_cap,
@@ -285,8 +411,8 @@ static umadv_status_t build_candidates(place_state_t *st, estimate_t *est)
         c->first = i;
         c->count = k;
         cost_group(st, c);
-        est->fetch_s += c->fetch_s;
-        est->evict_s += c->evict_s;
+        est->fetch_s[c->fetch_ph] += c->fetch_s;
+        est->evict_s[c->evict_ph] += c->evict_s;
     }
     return UMADV_OK;
 }
@@ -325,26 +451,35 @@ static size_t choose(place_state_t *st, estimate_t *est, uint8_t *remote)
     qsort(st->cands, nc, sizeof(*st->cands), candidate_compare);
     for (size_t i = 0; i < nc; i++) {
         const candidate_t *c = &st->cands[i];
-        estimate_t next = {est->remote_s + c->remote_s, est->fetch_s - c->fetch_s,
-                           est->evict_s - c->evict_s};
+        estimate_t next = *est;
 
+        next.remote_s[0] += c->remote_s - c->remote_b_s;
+        next.remote_s[1] += c->remote_b_s;
+        next.fetch_s[c->fetch_ph] -= c->fetch_s;
+        next.evict_s[c->evict_ph] -= c->evict_s;
         if (!(estimate_time(st, &next) < estimate_time(st, est)))
             continue;
         *est = next;
         for (size_t s = c->first; s < c->first + c->count; s++)
-            for_touches(st, st->segs[s].section, st->segs[s].a, st->segs[s].d, remote);
+            for_touches(st, st->segs[s].section, st->segs[s].a, st->segs[s].d, remote, NULL);
         taken++;
     }
     return taken;
 }
 
-static uint64_t remote_bytes(const place_state_t *st, const uint8_t *remote)
+/* Bytes of the remote touches; per phase into @phase_bytes if not NULL. */
+static uint64_t remote_bytes(const place_state_t *st, const uint8_t *remote,
+                             uint64_t *phase_bytes)
 {
-    uint64_t bytes = 0;
+    uint64_t bytes[PHASES] = {0, 0};
 
-    for (size_t k = 0; k < st->touches.count; k++)
-        bytes += remote[k] ? st->w->trace->sections[st->touches.sec[k]].size : 0;
-    return bytes;
+    for (size_t k = 0; k < st->touches.count; k++) {
+        if (remote[k])
+            bytes[st->touches.step[k] >= st->cut] += st->w->trace->sections[st->touches.sec[k]].size;
+    }
+    if (phase_bytes != NULL)
+        memcpy(phase_bytes, bytes, sizeof(bytes));
+    return bytes[0] + bytes[1];
 }
 
 typedef struct rounds {
@@ -362,23 +497,25 @@ static umadv_status_t measure(place_state_t *st, rounds_t *r, const umadv_reside
     umadv_status_t status = umadv__array_reserve((void **)&r->ev_idx, &r->ev_cap,
                                                  res->nevents ? res->nevents : 1,
                                                  sizeof(*r->ev_idx));
+    uint64_t phase_bytes[PHASES];
 
     if (status == UMADV_OK)
         status = build_segments(st, res, r->ev_off, r->ev_idx);
     if (status == UMADV_OK)
         status = build_candidates(st, est);
-    est->remote_s = (double)remote_bytes(st, remote) / st->params->link.remote_bw;
+    remote_bytes(st, remote, phase_bytes);
+    for (int ph = 0; ph < PHASES; ph++)
+        est->remote_s[ph] = (double)phase_bytes[ph] / st->params->link.remote_bw;
     return status;
 }
 
 /* Replan residency with the trial marks; keep it if the estimate falls. */
 static umadv_status_t try_round(place_state_t *st, uint64_t budget, uint32_t max_passes,
-                                rounds_t *r, umadv_residency_t *res, estimate_t *best,
+                                rounds_t *r, umadv_residency_t *res, double *best,
                                 int *kept_p)
 {
     const umadv_plan_params_t *p = st->params;
     umadv_residency_t next;
-    estimate_t est;
     umadv_status_t status;
 
     *kept_p = 0;
@@ -387,12 +524,15 @@ static umadv_status_t try_round(place_state_t *st, uint64_t budget, uint32_t max
     if (status != UMADV_OK)
         return status;
     if (next.converged) {
+        estimate_t est;
+        double t;
         status = measure(st, r, &next, r->trial, &est);
-        if (status == UMADV_OK && estimate_time(st, &est) < estimate_time(st, best)) {
+        t = estimate_time(st, &est);
+        if (status == UMADV_OK && t < *best) {
             umadv_residency_t old = *res;
             *res = next;
             next = old;
-            *best = est;
+            *best = t;
             memcpy(r->remote, r->trial, st->touches.count);
             *kept_p = 1;
         }
@@ -407,21 +547,27 @@ static umadv_status_t try_round(place_state_t *st, uint64_t budget, uint32_t max
 static umadv_status_t run_rounds(place_state_t *st, uint64_t budget, uint32_t max_passes,
                                  rounds_t *r, umadv_residency_t *res)
 {
-    estimate_t best;
-    umadv_status_t status = measure(st, r, res, r->remote, &best);
+    umadv_status_t status = UMADV_OK;
+    uint32_t cut;
 
-    if (status == UMADV_ERR_STATE)
-        return UMADV_OK; /* timing reports it */
+    pass_time(st, res, r->remote, st->load, &cut);
     for (int round = 0; round < PLACEMENT_ROUNDS && status == UMADV_OK; round++) {
-        estimate_t trial = best;
+        estimate_t trial;
+        double best;
         int kept;
 
+        set_cut(st, cut);
+        status = measure(st, r, res, r->remote, &trial);
+        if (status == UMADV_ERR_STATE)
+            return UMADV_OK; /* timing reports it */
+        best = estimate_time(st, &trial);
         memcpy(r->trial, r->remote, st->touches.count);
-        if (choose(st, &trial, r->trial) == 0)
+        if (status != UMADV_OK || choose(st, &trial, r->trial) == 0)
             break;
         status = try_round(st, budget, max_passes, r, res, &best, &kept);
         if (!kept)
             break;
+        pass_time(st, res, r->remote, st->load, &cut);
     }
     return status;
 }
@@ -456,9 +602,9 @@ static int worth_trying(const umadv_plan_params_t *params, const umadv_residency
 }
 
 umadv_status_t umadv__placement_run(const umadv_window_t *window,
-                                    const umadv_plan_params_t *params, uint64_t budget,
-                                    uint32_t max_passes, umadv_residency_t *res,
-                                    umadv_placement_t *pl)
+                                    const umadv_plan_params_t *params, uint32_t phases,
+                                    uint64_t budget, uint32_t max_passes,
+                                    umadv_residency_t *res, umadv_placement_t *pl)
 {
     place_state_t st;
     rounds_t r;
@@ -469,11 +615,12 @@ umadv_status_t umadv__placement_run(const umadv_window_t *window,
         return UMADV_OK;
     memset(&r, 0, sizeof(r));
     status = state_init(&st, window, params);
+    st.phases = phases;
     if (status == UMADV_OK)
         status = rounds_init(&r, &st);
     if (status == UMADV_OK)
         status = run_rounds(&st, budget, max_passes, &r, res);
-    if (status == UMADV_OK && (pl->remote_bytes = remote_bytes(&st, r.remote)) > 0) {
+    if (status == UMADV_OK && (pl->remote_bytes = remote_bytes(&st, r.remote, NULL)) > 0) {
         pl->remote = r.remote;
         pl->ntouches = st.touches.count;
         r.remote = NULL;

@@ -28,7 +28,12 @@
  * last uses of the window see the first ones of the next replay) and a
  * section whose allocation dies before its next use has none: it goes
  * first. At equal next use a section that costs nothing to remove (a clean
- * read-mostly copy) goes before one that needs a copy. Sections leave
+ * read-mostly copy) goes before one that needs a copy, then the one used
+ * least recently: the bytes moved are the same, but its eviction, issued
+ * right after that use (TIMING), starts earliest, and the slow eviction
+ * lane has the most time to free the room (VGG-16 at 16G: the optimizer
+ * state, idle since the last update, instead of fc6's weights, used the
+ * step before: 301 -> 262 ms simulated). Sections leave
  * only when room is needed, so data used again soon stays while memory
  * is free. A freed allocation's sections are dropped at its free step;
  * BORN data (window.h) is evicted after its last use in the window.
@@ -70,9 +75,12 @@
  * read") and data that never fits (every residency remote: advised once
  * in setup) are the same choice. Read-mostly data is not placed (its
  * drops are free, and its advice overrides a preferred location).
- * The iteration is estimated as max(compute + remote, fetches / fetch_bw,
- * evictions / evict_bw), latency per group of adjacent sections that
- * would be one call. Candidates, such groups, are taken greedily in
+ * The iteration is estimated per phase as max(compute + remote, fetches /
+ * fetch_bw, evictions / evict_bw), latency per group of adjacent sections
+ * that would be one call, with one phase or two (placement.c, estimate_t:
+ * the evictions of a forward pass cannot hide behind the backward pass's
+ * compute; the cut is the most binding one). Candidates, such groups,
+ * are taken greedily in
  * order of transfer time saved per second of remote time, each only if
  * it lowers the estimate: eviction time falls, compute time rises, and
  * the greedy stops short of the point where remote time dominates. The
@@ -124,14 +132,26 @@
  * default link), so that a fetch needed soon never waits long behind one
  * huge call on the non-preemptive lane. Ops are sorted by issue step,
  * fetches first (they start at the step's beginning, the rest at its end),
- * fetches in need order.
+ * fetches in need order. A FRESH fetch copies nothing, so it is never
+ * split (each piece would only add a call). Evictions are split at the
+ * same size where the eviction lane has time to spare (split_evictions):
+ * a fetch waiting for room waits for a whole eviction call.
+ *
+ * 4. REFINE (plan_best; params->refine). With host placement, the
+ * schedule is built with each form of the placement's estimate and
+ * without placement, each is simulated (src/sim), and the fastest kept:
+ * the estimates are models of the simulator's model, and neither is
+ * right on every shipped trace. Stalls are attributed by the simulator
+ * (UMADV_LOG=debug per step, UMADV_LOG=trace per blocking transfer;
+ * umadv_sim_result_t.wait_s), which is how the rules above were found.
  *
  * COMPLEXITY: with T section touches per window, E residency events, P
  * passes: O(P * (T + E * n / 64) + E log E + E log n) time, O(T + E + S)
  * memory (S sections); host placement runs the residency up to
  * PLACEMENT_ROUNDS + 1 times and adds O(E log E + E log T) per round. A
  * 1,517-layer ResNet (3,040 steps, 83,000 touches) plans in about 20 ms
- * (about 25 with placement); time per touch stays flat up to 20,000 steps
+ * (about 25 with placement, 70-100 with refine's three plans and
+ * simulations); time per touch stays flat up to 20,000 steps
  * (bench/plan_scaling).
  */
 #include "plan/plan.h"
@@ -143,6 +163,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "plan/plan_int.h"
+#include "sim/sim.h"
 
 #define PLAN_MAX_PASSES_DEFAULT 16
 #define PLAN_MIN_OP_SPLIT       (64 * UMADV_MIB)
@@ -173,6 +194,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->lookahead   = 0;
     params->read_mostly = 1;
     params->host_placement = 1;
+    params->refine      = 1;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -233,8 +255,22 @@ static int op1_compare(const void *pa, const void *pb)
     return c;
 }
 
+/* Largest op of each kind (coalesce_into); UINT64_MAX: no limit. */
+typedef struct op_limits {
+    uint64_t fetch, evict;
+} op_limits_t;
+
+/* A FRESH fetch copies nothing: its call costs the same at any size, so
+ * it is never split. */
+static uint64_t op_limit(const op_limits_t *lim, const umadv_op1_t *o)
+{
+    if (o->kind == UMADV_OP_FETCH)
+        return (o->flags & UMADV_OP_FLAG_FRESH) ? UINT64_MAX : lim->fetch;
+    return o->kind == UMADV_OP_EVICT ? lim->evict : UINT64_MAX;
+}
+
 static int extends(const umadv_trace_t *trace, const umadv_op_t *op, const umadv_op1_t *o,
-                   uint32_t n, uint64_t max_bytes)
+                   uint32_t n, const op_limits_t *lim)
 {
     const umadv_trace_section_t *sec = &trace->sections[o->section];
 
@@ -242,7 +278,7 @@ static int extends(const umadv_trace_t *trace, const umadv_op_t *op, const umadv
            op->advice == (umadv_advice_t)o->advice &&
            op->issue_step == op1_issue_step(o, n) && op->need_step == o->need &&
            op->alloc == sec->alloc && op->first + op->count == sec->index &&
-           (o->kind != UMADV_OP_FETCH || op->bytes + sec->size <= max_bytes);
+           op->bytes + sec->size <= op_limit(lim, o);
 }
 
 static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1_t *o, uint32_t n)
@@ -264,7 +300,7 @@ static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1
 /* Sort @ops1 and merge runs into @out (n1 entries allocated by the
  * caller); returns how many ops there are. */
 static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_t n1,
-                            uint32_t n, uint64_t max_bytes, umadv_op_t *out)
+                            uint32_t n, const op_limits_t *lim, umadv_op_t *out)
 {
     size_t nops = 0;
 
@@ -275,7 +311,7 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
     }
     qsort(ops1, n1, sizeof(*ops1), op1_compare);
     for (size_t i = 0; i < n1; i++) {
-        if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, max_bytes)) {
+        if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, lim)) {
             out[nops - 1].count++;
             out[nops - 1].bytes += trace->sections[ops1[i].section].size;
         } else {
@@ -285,11 +321,52 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
     return nops;
 }
 
-/* The timing's ops and the placement's advice, as one list. */
-static umadv_status_t coalesce(const umadv_trace_t *trace, const umadv_timing_t *timing,
-                               const umadv_placement_t *pl, uint32_t n, uint64_t max_bytes,
-                               umadv_schedule_t *s)
+/* Seconds the eviction lane spends on @ops per replay. */
+static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv_link_model_t *link)
 {
+    double t = 0;
+
+    for (size_t i = 0; i < nops; i++) {
+        if (ops[i].kind == UMADV_OP_EVICT)
+            t += umadv__link_time(link->evict_latency, link->evict_bw, ops[i].bytes);
+    }
+    return t;
+}
+
+static double compute_seconds(const umadv_window_t *w)
+{
+    uint64_t ns = 0;
+
+    for (uint32_t j = 0; j < w->n; j++)
+        ns += w->trace->steps[w->first + j].duration_ns;
+    return (double)ns * 1e-9;
+}
+
+/*
+ * Evictions are split at the fetch limit too, but only where the
+ * eviction lane has time to spare: a fetch that waits for room waits for
+ * a whole eviction call, and a 400 MB call holds its room for 36 ms, all
+ * of which may not be needed. Each extra call costs the lane its latency,
+ * so a plan whose evictions fill the iteration keeps them whole (evict
+ * big, DESIGN.md). "To spare": the split lane still fits in 3/4 of the
+ * compute and remote time it overlaps with.
+ */
+static int split_evictions(const umadv_window_t *w, const umadv_plan_params_t *params,
+                           const umadv_op_t *split, size_t nsplit, double remote_s)
+{
+    double lane = evict_lane_seconds(split, nsplit, &params->link);
+
+    return lane <= 0.75 * (compute_seconds(w) + remote_s);
+}
+
+/* The timing's ops and the placement's advice, as one list. */
+static umadv_status_t coalesce(const umadv_window_t *w, const umadv_plan_params_t *params,
+                               const umadv_timing_t *timing, const umadv_placement_t *pl,
+                               uint64_t max_bytes, umadv_schedule_t *s)
+{
+    const umadv_trace_t *trace = w->trace;
+    uint32_t n = w->n;
+    op_limits_t lim = {max_bytes, max_bytes};
     size_t n1 = timing->nops + pl->nops;
     umadv_op1_t *ops1 = malloc((n1 ? n1 : 1) * sizeof(*ops1));
 
@@ -301,7 +378,13 @@ static umadv_status_t coalesce(const umadv_trace_t *trace, const umadv_timing_t 
     memcpy(ops1, timing->ops, timing->nops * sizeof(*ops1));
     if (pl->nops > 0)
         memcpy(ops1 + timing->nops, pl->ops, pl->nops * sizeof(*ops1));
-    s->nops = coalesce_into(trace, ops1, n1, n, max_bytes, s->ops);
+    s->nops = coalesce_into(trace, ops1, n1, n, &lim, s->ops);
+    if (!split_evictions(w, params, s->ops, s->nops,
+                         pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw
+                                          : 0)) {
+        lim.evict = UINT64_MAX;
+        s->nops = coalesce_into(trace, ops1, n1, n, &lim, s->ops);
+    }
     free(ops1);
     return UMADV_OK;
 }
@@ -382,8 +465,9 @@ static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_reside
         op->bytes  = trace->allocs[a].size;
     }
     free(dropped);
-    s->nsetup += coalesce_into(trace, pl->setup, pl->nsetup, n, UINT64_MAX,
-                               s->setup + s->nsetup);
+    op_limits_t lim = {UINT64_MAX, UINT64_MAX};
+
+    s->nsetup += coalesce_into(trace, pl->setup, pl->nsetup, n, &lim, s->setup + s->nsetup);
     return UMADV_OK;
 }
 
@@ -399,7 +483,7 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
                                umadv_placement_t *pl, umadv_schedule_t *s)
 {
     uint64_t max_bytes = max_op_bytes(w, params);
-    umadv_status_t status = coalesce(w->trace, timing, pl, w->n, max_bytes, s);
+    umadv_status_t status = coalesce(w, params, timing, pl, max_bytes, s);
 
     if (status == UMADV_OK)
         status = index_steps(s);
@@ -420,8 +504,10 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
     return UMADV_OK;
 }
 
+/* One schedule; @phases 0: no host placement, else the placement's
+ * estimate (umadv__placement_run). */
 static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_params_t *params,
-                                  umadv_schedule_t *s)
+                                  uint32_t phases, umadv_schedule_t *s)
 {
     uint64_t budget = umadv__plan_effective_budget(w, params->budget);
     uint32_t passes = params->max_passes ? params->max_passes : PLAN_MAX_PASSES_DEFAULT;
@@ -434,7 +520,11 @@ static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_para
                                   umadv__plan_small_bytes(&params->link), NULL, &res);
     if (status != UMADV_OK)
         return status;
-    status = umadv__placement_run(w, params, budget, passes, &res, &pl);
+    if (phases == 0) {
+        memset(&pl, 0, sizeof(pl));
+    } else {
+        status = umadv__placement_run(w, params, phases, budget, passes, &res, &pl);
+    }
     if (status == UMADV_OK)
         status = umadv__placement_ops(w, &pl);
     if (status == UMADV_OK)
@@ -449,6 +539,80 @@ static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_para
     return status;
 }
 
+static umadv_status_t plan_variant(const umadv_window_t *w, const umadv_plan_params_t *params,
+                                   uint32_t phases, umadv_schedule_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->budget     = params->budget;
+    s->first_step = w->first;
+    s->nsteps     = w->n;
+    return plan_window(w, params, phases, s);
+}
+
+static int link_simulable(const umadv_link_model_t *link)
+{
+    return link->fetch_bw > 0 && link->evict_bw > 0 && link->fault_bw > 0 && link->remote_bw > 0 &&
+           isfinite(link->fetch_bw + link->evict_bw + link->fault_bw + link->remote_bw);
+}
+
+/*
+ * REFINE: the placement's estimate is a model of a model (placement.c,
+ * estimate_t), and on the shipped traces neither of its forms is right
+ * everywhere: one phase misses the eviction backlog of GPT-2's forward
+ * pass, two phases overplace ResNet-50's activations. So with
+ * params->refine each variant (two phases, one phase, no placement) is
+ * planned and replayed by the simulator, and the fastest kept; ties go
+ * to the earlier one. Three plans and three simulations: a 1,517-layer
+ * ResNet still plans in about 0.1 s.
+ */
+static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t *w,
+                                const umadv_plan_params_t *params, umadv_schedule_t *best)
+{
+    static const uint32_t variants[] = {2, 1, 0};
+    double best_s = INFINITY;
+    int unplaced = 0;
+    umadv_status_t status;
+
+    if (!params->host_placement)
+        return plan_variant(w, params, 0, best);
+    if (!params->refine || !link_simulable(&params->link))
+        return plan_variant(w, params, 2, best);
+    memset(best, 0, sizeof(*best));
+    for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants); v++) {
+        umadv_schedule_t s;
+        umadv_sim_params_t sp;
+        umadv_sim_result_t r;
+
+        status = plan_variant(w, params, variants[v], &s);
+        if (status != UMADV_OK)
+            break;
+        if (s.remote_bytes == 0 && unplaced++) {
+            /* the same plan as one simulated already */
+            umadv__schedule_cleanup(&s);
+            continue;
+        }
+        umadv__sim_params_default(trace, UMADV_POLICY_PLAN, params->budget, &sp);
+        sp.iteration = params->iteration;
+        sp.link      = params->link;
+        sp.warmup    = 1; /* the replay starts in the plan's steady state */
+        sp.quiet     = 1;
+        sp.schedule  = &s;
+        status = umadv__sim_run(trace, &sp, &r);
+        if (status == UMADV_OK && r.iteration_s < best_s) {
+            best_s = r.iteration_s;
+            umadv__schedule_cleanup(best);
+            *best = s;
+        } else {
+            umadv__schedule_cleanup(&s);
+        }
+        if (status != UMADV_OK)
+            break;
+    }
+    if (status != UMADV_OK)
+        umadv__schedule_cleanup(best);
+    return status;
+}
+
 umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_params_t *params,
                                  umadv_schedule_t *schedule)
 {
@@ -460,22 +624,16 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
 
     if (trace == NULL || params == NULL || schedule == NULL || !trace->finalized)
         return UMADV_ERR_INVALID_PARAM;
-    status = umadv__trace_iteration_steps(trace, params->iteration, &first, &count);
-    if (status != UMADV_OK) {
-        umadv_error("the trace has no iteration %u (it has %u)", params->iteration,
-                    trace->niterations);
+    status = umadv__trace_iteration_require(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK)
         return status;
-    }
     status = umadv__window_init(&w, trace, first, count);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_check_budget(&w, params->budget ? params->budget : UINT64_MAX);
     memset(&s, 0, sizeof(s));
-    s.budget     = params->budget;
-    s.first_step = first;
-    s.nsteps     = count;
     if (status == UMADV_OK)
-        status = plan_window(&w, params, &s);
+        status = plan_best(trace, &w, params, &s);
     umadv__window_cleanup(&w);
     if (status != UMADV_OK) {
         umadv__schedule_cleanup(&s);

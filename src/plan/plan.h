@@ -130,6 +130,9 @@ typedef struct umadv_plan_params {
     int                host_placement; /* allow host placement (plan.c, HOST
                                         * PLACEMENT): runs read or written
                                         * over the link instead of moved */
+    int                refine;     /* with host placement: plan each way of
+                                    * estimating it (and none), simulate each,
+                                    * keep the fastest (plan.c, REFINE) */
 } umadv_plan_params_t;
 
 typedef struct umadv_schedule {
@@ -177,8 +180,8 @@ typedef struct umadv_residency_stats {
     uint64_t remote_bytes;  /* touches served over the link (host placement) */
 } umadv_residency_stats_t;
 
-/* Defaults: the trace's link model, no lookahead limit, read-mostly and
- * host placement on, the trace's last iteration. */
+/* Defaults: the trace's link model, no lookahead limit, read-mostly,
+ * host placement and refine on, the trace's last iteration. */
 void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
                                 umadv_plan_params_t *params);
 

@@ -119,13 +119,15 @@ typedef struct umadv_placement {
 /*
  * Choose which touches to serve over the link (plan.c, HOST PLACEMENT).
  * @res holds the residency pass without placement; if placement pays
- * off, it is replaced by the pass with it. @pl is always initialised
- * (no remote touch when nothing pays off) and must be cleaned up.
+ * off, it is replaced by the pass with it. @phases (1 or 2): how the
+ * iteration time is estimated (placement.c, estimate_t). @pl is always
+ * initialised (no remote touch when nothing pays off) and must be
+ * cleaned up.
  */
 umadv_status_t umadv__placement_run(const umadv_window_t *window,
-                                    const umadv_plan_params_t *params, uint64_t budget,
-                                    uint32_t max_passes, umadv_residency_t *res,
-                                    umadv_placement_t *pl);
+                                    const umadv_plan_params_t *params, uint32_t phases,
+                                    uint64_t budget, uint32_t max_passes,
+                                    umadv_residency_t *res, umadv_placement_t *pl);
 
 /* The ADVISE ops that bracket each remote stretch, into pl->ops and
  * pl->setup (one per section; plan.c coalesces them). */

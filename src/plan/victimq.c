@@ -18,12 +18,13 @@ umadv_status_t umadv__victimq_init(umadv_victimq_t *q, uint32_t nsections, uint3
     memset(q, 0, sizeof(*q));
     q->ring = ring ? ring : 1;
     q->head = malloc(((size_t)q->ring + 1) * 2 * sizeof(*q->head));
+    q->tail = malloc(((size_t)q->ring + 1) * 2 * sizeof(*q->tail));
     q->bits = calloc(words, sizeof(*q->bits));
     q->prev = malloc(n * sizeof(*q->prev));
     q->next = malloc(n * sizeof(*q->next));
     q->key  = malloc(n * sizeof(*q->key));
     q->cls  = malloc(n);
-    if (q->head == NULL || q->bits == NULL || q->prev == NULL || q->next == NULL ||
+    if (q->head == NULL || q->tail == NULL || q->bits == NULL || q->prev == NULL || q->next == NULL ||
         q->key == NULL || q->cls == NULL) {
         umadv__victimq_cleanup(q);
         return UMADV_ERR_NO_MEMORY;
@@ -35,6 +36,7 @@ umadv_status_t umadv__victimq_init(umadv_victimq_t *q, uint32_t nsections, uint3
 void umadv__victimq_cleanup(umadv_victimq_t *q)
 {
     free(q->head);
+    free(q->tail);
     free(q->bits);
     free(q->prev);
     free(q->next);
@@ -46,7 +48,7 @@ void umadv__victimq_cleanup(umadv_victimq_t *q)
 void umadv__victimq_clear(umadv_victimq_t *q)
 {
     for (size_t i = 0; i < ((size_t)q->ring + 1) * 2; i++)
-        q->head[i] = UMADV_VICTIMQ_NIL;
+        q->head[i] = q->tail[i] = UMADV_VICTIMQ_NIL;
     memset(q->bits, 0, (q->ring / WORD_BITS + 1) * sizeof(*q->bits));
     q->count = 0;
 }
@@ -54,15 +56,17 @@ void umadv__victimq_clear(umadv_victimq_t *q)
 void umadv__victimq_insert(umadv_victimq_t *q, uint32_t section, uint64_t key, int cls)
 {
     uint32_t b = bucket_of(q, key);
-    uint32_t *head = &q->head[b * 2 + (cls ? 1 : 0)];
+    uint32_t list = b * 2 + (cls ? 1 : 0);
 
     q->key[section]  = key;
     q->cls[section]  = cls ? 1 : 0;
-    q->prev[section] = UMADV_VICTIMQ_NIL;
-    q->next[section] = *head;
-    if (*head != UMADV_VICTIMQ_NIL)
-        q->prev[*head] = section;
-    *head = section;
+    q->prev[section] = q->tail[list];
+    q->next[section] = UMADV_VICTIMQ_NIL;
+    if (q->tail[list] != UMADV_VICTIMQ_NIL)
+        q->next[q->tail[list]] = section;
+    else
+        q->head[list] = section;
+    q->tail[list] = section;
     if (b < q->ring)
         q->bits[b / WORD_BITS] |= UINT64_C(1) << (b % WORD_BITS);
     q->count++;
@@ -71,15 +75,17 @@ void umadv__victimq_insert(umadv_victimq_t *q, uint32_t section, uint64_t key, i
 void umadv__victimq_remove(umadv_victimq_t *q, uint32_t section)
 {
     uint32_t b = bucket_of(q, q->key[section]);
-    uint32_t *head = &q->head[b * 2 + q->cls[section]];
+    uint32_t list = b * 2 + q->cls[section];
     uint32_t p = q->prev[section], n = q->next[section];
 
     if (p != UMADV_VICTIMQ_NIL)
         q->next[p] = n;
     else
-        *head = n;
+        q->head[list] = n;
     if (n != UMADV_VICTIMQ_NIL)
         q->prev[n] = p;
+    else
+        q->tail[list] = p;
     if (b < q->ring && q->head[b * 2] == UMADV_VICTIMQ_NIL &&
         q->head[b * 2 + 1] == UMADV_VICTIMQ_NIL)
         q->bits[b / WORD_BITS] &= ~(UINT64_C(1) << (b % WORD_BITS));

@@ -9,8 +9,11 @@
  * holds them in order; "never" has its own bucket. Each bucket keeps two
  * lists, one per cost class: at equal next use the class that costs
  * nothing to remove (a clean read-mostly copy) goes first. Within a list
- * the last inserted goes first, which keeps victims of one allocation
- * adjacent so their evictions coalesce.
+ * the first inserted goes first: at equal next use the section used
+ * least recently, whose eviction can start earliest (the planner issues
+ * it right after that use), so the slow eviction lane gets the most time
+ * to free the room. A step inserts its sections in run order, so victims
+ * of one allocation still come out adjacent and their evictions coalesce.
  */
 #ifndef UMADV_PLAN_VICTIMQ_H
 #define UMADV_PLAN_VICTIMQ_H
@@ -25,6 +28,7 @@
 typedef struct umadv_victimq {
     uint32_t  ring;   /* buckets for finite keys */
     uint32_t *head;   /* (ring + 1) * 2 list heads, NIL when empty */
+    uint32_t *tail;   /* and their tails */
     uint64_t *bits;   /* ring bits: bucket holds a member */
     uint32_t *prev;   /* per section */
     uint32_t *next;

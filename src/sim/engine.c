@@ -123,14 +123,68 @@ static double remote_access(sim_engine_t *e, size_t count, uint32_t *remote_p)
     return (double)bytes / e->link.remote_bw;
 }
 
-/* Wait for the step's data in flight. With nothing left in flight that
- * could bring it (a fetch blocked for memory that no running eviction
- * frees), stop waiting: the step faults it. */
+const char *umadv__sim_wait_name(umadv_sim_wait_t wait)
+{
+    static const char *const names[] = {"transfer", "lane", "memory", "eviction"};
+
+    return (unsigned)wait < UMADV_ARRAY_SIZE(names) ? names[wait] : "?";
+}
+
+/* Why the step waits for @x until the next lane event (sim.h). */
+static umadv_sim_wait_t wait_cause(const sim_engine_t *e, uint32_t x)
+{
+    if (e->state[x] == UMADV_SIM_EVICTING)
+        return UMADV_SIM_WAIT_EVICTION;
+    if (e->state[x] == UMADV_SIM_FETCHING)
+        return UMADV_SIM_WAIT_TRANSFER;
+    if (e->f_running)
+        return e->f_cur.need <= e->cur_need ? UMADV_SIM_WAIT_TRANSFER : UMADV_SIM_WAIT_LANE;
+    return UMADV_SIM_WAIT_MEMORY;
+}
+
+/* UMADV_LOG=trace: what held the lanes during a piece of the wait, so
+ * that a stall can be followed back to the step that issued the
+ * transfer in its way. */
+static void trace_wait(const sim_engine_t *e, umadv_sim_wait_t cause, double from, double to)
+{
+    const sim_lane_op_t *op = cause == UMADV_SIM_WAIT_LANE ? &e->f_cur
+                              : e->eq_len ? &e->eq[e->eq_head] : NULL;
+
+    if (!e->measuring || e->params->quiet || op == NULL || cause == UMADV_SIM_WAIT_TRANSFER)
+        return;
+    umadv_trace("sim:   %.3f ms %s: %s of allocation %u [%u+%u] issued at step %u, "
+                "queued %.3f ms, running %.3f ms", (to - from) * 1e3,
+                umadv__sim_wait_name(cause),
+                cause == UMADV_SIM_WAIT_LANE ? "fetch" : "eviction", op->alloc, op->first,
+                op->count, e->w->first + op->step, (op->start - op->queued) * 1e3,
+                (to - op->start) * 1e3);
+}
+
+static void log_waits(const sim_engine_t *e, uint32_t j)
+{
+    const char *name = e->trace->steps[e->w->first + j].name;
+    double total = 0;
+
+    for (int c = 0; c < UMADV_SIM_WAIT_COUNT; c++)
+        total += e->wait[c];
+    if (!e->measuring || e->params->quiet || total <= 0)
+        return;
+    umadv_debug("sim: step %u (%s) waits %.3f ms: transfer %.3f, lane %.3f, memory %.3f, "
+                "eviction %.3f", e->w->first + j, name ? name : "?", total * 1e3,
+                e->wait[UMADV_SIM_WAIT_TRANSFER] * 1e3, e->wait[UMADV_SIM_WAIT_LANE] * 1e3,
+                e->wait[UMADV_SIM_WAIT_MEMORY] * 1e3, e->wait[UMADV_SIM_WAIT_EVICTION] * 1e3);
+}
+
+/* Wait for the step's data in flight, charging each piece of the wait to
+ * its cause. With nothing left in flight that could bring the data (a
+ * fetch blocked for memory that no running eviction frees), stop
+ * waiting: the step faults it. */
 static double wait_ready(sim_engine_t *e, size_t count, double now)
 {
     size_t i = 0;
 
     while (i < count) {
+        umadv_sim_wait_t cause;
         double tn;
 
         if (settled(e, e->touch[i])) {
@@ -140,6 +194,11 @@ static double wait_ready(sim_engine_t *e, size_t count, double now)
         tn = umadv__sim_next_event(e);
         if (tn == SIM_INF)
             break;
+        cause = wait_cause(e, e->touch[i]);
+        if (tn > now) {
+            e->wait[cause] += tn - now;
+            trace_wait(e, cause, now, tn);
+        }
         umadv__sim_advance(e, tn);
         now = UMADV_MAX(now, tn);
     }
@@ -230,6 +289,16 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
     return evict_cost + (double)copy / e->link.fault_bw + fresh * e->link.fault_latency;
 }
 
+static void account_step(sim_engine_t *e, uint32_t j, double fault_s)
+{
+    if (!e->measuring)
+        return;
+    for (int c = 0; c < UMADV_SIM_WAIT_COUNT; c++)
+        e->r.wait_s[c] += e->wait[c];
+    e->r.fault_s += fault_s;
+    log_waits(e, j);
+}
+
 static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint32_t faults,
                     uint32_t remote)
 {
@@ -244,6 +313,7 @@ static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint3
     view.used    = e->used;
     view.faults  = faults;
     view.remote  = remote;
+    memcpy(view.wait_s, e->wait, sizeof(view.wait_s));
     view.state   = e->state;
     view.placed  = e->placed;
     e->params->observer(e->params->observer_arg, &view);
@@ -257,6 +327,9 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     size_t count;
     umadv_status_t status;
 
+    e->cur_step = j;
+    e->cur_need = (uint64_t)e->replay * e->w->n + j;
+    memset(e->wait, 0, sizeof(e->wait));
     umadv__sim_advance(e, now);
     lifetime_events(e, e->w->born_off, e->w->born, j, now);
     status = collect_touches(e, j, &count);
@@ -271,6 +344,7 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
         return UMADV_ERR_STATE;
     }
     e->t = now + extra + remote_s + (double)step->duration_ns * 1e-9;
+    account_step(e, j, extra);
     observe(e, j, now, e->t, faults, remote);
     umadv__sim_advance(e, e->t);
     umadv__sim_policy_end(e, j, e->t);

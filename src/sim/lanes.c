@@ -184,6 +184,7 @@ void umadv__sim_try_start_fetch(sim_engine_t *e, double now)
             return;
         fq_pop(e);
         fetch_claim(e, &op);
+        op.start = now;
         e->f_cur = op;
         e->f_running = 1;
         e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy);
@@ -218,6 +219,8 @@ void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, u
     int any = 0;
 
     op.id = e->next_id++;
+    op.step = e->cur_step;
+    op.queued = now;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t x = section_id(e, alloc, first + i);
         if (e->state[x] == UMADV_SIM_HOST || e->state[x] == UMADV_SIM_EVICTING) {
@@ -241,7 +244,8 @@ void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, u
 void umadv__sim_enqueue_evict(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
                               double now)
 {
-    sim_lane_op_t op = {.alloc = alloc, .first = first, .count = count};
+    sim_lane_op_t op = {.alloc = alloc, .first = first, .count = count,
+                        .step = e->cur_step, .queued = now};
     int queued;
 
     if (e->eq_head > 0 && e->eq_head >= e->eq_len) {
@@ -274,8 +278,8 @@ void umadv__sim_enqueue_evict(sim_engine_t *e, uint32_t alloc, uint32_t first, u
         umadv__sim_try_start_fetch(e, now);
         return;
     }
-    op.end = UMADV_MAX(now, e->e_free) +
-             umadv__link_time(e->link.evict_latency, e->link.evict_bw, bytes);
+    op.start = UMADV_MAX(now, e->e_free);
+    op.end = op.start + umadv__link_time(e->link.evict_latency, e->link.evict_bw, bytes);
     e->e_free = op.end;
     e->evicting_bytes += bytes;
     e->eq[e->eq_head + e->eq_len++] = op;

@@ -54,6 +54,17 @@
  *   (issue step), at its end queue its EVICT ops and apply its DROPs. It
  *   starts from the schedule's resident_at_start.
  *
+ * STALL ATTRIBUTION: a step's wait for its data is cut at each lane event
+ * and each piece is charged to why the first section it still waits for
+ * is not there (sim.h, umadv_sim_wait_t): on the fetch lane or queued
+ * behind data needed no later (transfer), behind a call for a later step
+ * (lane), behind a fetch waiting for room (memory), or still being
+ * evicted (eviction). result.wait_s sums them over the measured replay;
+ * with fault_s and remote_s they make up stall_s. UMADV_LOG=debug logs
+ * each waiting step's split; UMADV_LOG=trace the transfer in the way of
+ * each piece (the eviction freeing the room, or the fetch holding the
+ * lane), with the step that issued it and how long it sat queued.
+ *
  * RESULTS cover the measured replay: iteration_s from the end of the
  * replay before it to its own end; fetched bytes are counted when a fetch
  * starts within that time, evictions and drops by the replay that issues
@@ -212,12 +223,9 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
 
     if (trace == NULL || params == NULL || result == NULL || !trace->finalized)
         return UMADV_ERR_INVALID_PARAM;
-    status = umadv__trace_iteration_steps(trace, params->iteration, &first, &count);
-    if (status != UMADV_OK) {
-        umadv_error("the trace has no iteration %u (it has %u)", params->iteration,
-                    trace->niterations);
+    status = umadv__trace_iteration_require(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK)
         return status;
-    }
     status = check_params(trace, params, first, count);
     if (status != UMADV_OK)
         return status;

@@ -29,6 +29,25 @@ typedef enum umadv_sim_state {
     UMADV_SIM_EVICTING = 3  /* being copied back: holds its memory until done */
 } umadv_sim_state_t;
 
+/*
+ * Why a step waited before it could start (stall attribution). The wait
+ * is cut at each lane event and each piece is charged to the state of the
+ * first section the step still waits for.
+ */
+typedef enum umadv_sim_wait {
+    UMADV_SIM_WAIT_TRANSFER = 0, /* its data, or data needed no later, is on
+                                  * the fetch lane or queued behind such */
+    UMADV_SIM_WAIT_LANE     = 1, /* the fetch lane moves data needed later
+                                  * (a call is not preempted) */
+    UMADV_SIM_WAIT_MEMORY   = 2, /* the fetch lane's head waits for room
+                                  * that an eviction in flight will free */
+    UMADV_SIM_WAIT_EVICTION = 3, /* its data is still being evicted, and a
+                                  * queued fetch will bring it back */
+    UMADV_SIM_WAIT_COUNT
+} umadv_sim_wait_t;
+
+const char *umadv__sim_wait_name(umadv_sim_wait_t wait);
+
 /* What an observer is shown when a step starts, after its faults. */
 typedef struct umadv_sim_step_view {
     uint32_t       replay;    /* 0-based; the measured one is params->warmup */
@@ -38,6 +57,7 @@ typedef struct umadv_sim_step_view {
     uint64_t       used;      /* bytes on the GPU or in flight either way */
     uint32_t       faults;    /* sections it faulted in */
     uint32_t       remote;    /* sections it accesses over the link */
+    double         wait_s[UMADV_SIM_WAIT_COUNT]; /* why it started late */
     const uint8_t *state;     /* per global section, umadv_sim_state_t */
     const uint8_t *placed;    /* per global section: advised to the host
                                * (PREFERRED_HOST + ACCESSED_BY in force) */
@@ -58,6 +78,8 @@ typedef struct umadv_sim_params {
                                           * lower_bound_s */
     umadv_sim_observer_t    observer;    /* optional */
     void                   *observer_arg;
+    int                     quiet;       /* no per-step stall log (sim.c, STALL
+                                          * ATTRIBUTION): the planner's trials */
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
@@ -74,6 +96,10 @@ typedef struct umadv_sim_result {
                              * for oracle, which has no budget */
     uint64_t faults;        /* sections faulted in by steps */
     uint64_t fault_bytes;   /* bytes those faults moved */
+    double   wait_s[UMADV_SIM_WAIT_COUNT]; /* the steps' waits for data, by
+                             * cause (stall_s = their sum + fault and remote
+                             * time) */
+    double   fault_s;       /* time steps spent faulting (and evicting for it) */
     uint64_t remote_bytes;  /* bytes steps accessed in host memory */
     double   remote_s;      /* the time that added to the steps */
     uint64_t fetched_bytes; /* bytes prefetched host->device */

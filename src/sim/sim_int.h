@@ -19,6 +19,9 @@ typedef struct sim_lane_op {
     uint32_t alloc, first, count;
     uint32_t id;        /* > 0; sections it moves carry it as owner */
     uint64_t need;      /* fetches: replay * n + need step (served in this order) */
+    uint32_t step;      /* window step that issued it (stall attribution) */
+    double   queued;    /* when it was issued */
+    double   start;     /* when its transfer starts (evictions: known at issue) */
     double   end;       /* evictions: completion time */
 } sim_lane_op_t;
 
@@ -55,6 +58,11 @@ typedef struct sim_engine {
     sim_lane_op_t *eq;
     size_t         eq_head, eq_len, eq_cap;
     double         e_free;
+
+    /* the step being run: its need key and its waits (sim.h) */
+    uint64_t  cur_need;
+    uint32_t  cur_step;
+    double    wait[UMADV_SIM_WAIT_COUNT];
 
     uint32_t  next_id;
     uint32_t  cur_stamp;

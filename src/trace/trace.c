@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 static const char *const alloc_kind_names[UMADV_ALLOC_KIND_COUNT] = {
@@ -443,6 +444,16 @@ umadv_status_t umadv__trace_iteration_steps(const umadv_trace_t *trace, uint32_t
     *first_p = first;
     *count_p = lo - first;
     return UMADV_OK;
+}
+
+umadv_status_t umadv__trace_iteration_require(const umadv_trace_t *trace, uint32_t iteration,
+                                              uint32_t *first_p, uint32_t *count_p)
+{
+    umadv_status_t status = umadv__trace_iteration_steps(trace, iteration, first_p, count_p);
+
+    if (status == UMADV_ERR_NOT_FOUND)
+        umadv_error("the trace has no iteration %u (it has %u)", iteration, trace->niterations);
+    return status;
 }
 
 uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,

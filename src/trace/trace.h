@@ -167,6 +167,11 @@ umadv_status_t umadv__trace_finalize(umadv_trace_t *trace, char *why, size_t why
 umadv_status_t umadv__trace_iteration_steps(const umadv_trace_t *trace, uint32_t iteration,
                                             uint32_t *first_p, uint32_t *count_p);
 
+/* The same, for a caller that needs the iteration: the miss is logged as
+ * an error naming the iteration and how many the trace has. */
+umadv_status_t umadv__trace_iteration_require(const umadv_trace_t *trace, uint32_t iteration,
+                                              uint32_t *first_p, uint32_t *count_p);
+
 /* Bytes of section run [first, first+count) of @alloc. */
 uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
                                 uint32_t first, uint32_t count);
