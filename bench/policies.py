@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Run examples/mlp_train under every umadv policy and several budgets, side
+by side, and print one table of ratios.
+
+For the GPU machine. The oracle run (no budget) comes first: it gives the
+footprint, the reference loss sequence and checksum, and the link model the
+profiler measured. Every budget is a share of that footprint. Each policy
+runs in its own process, the same binary and flags, so the only difference
+is UMADV_POLICY and UMADV_BUDGET.
+
+  bench/policies.py [--exe PATH] [--batch N] [--hidden N] [--layers N]
+                    [--iters N] [--budgets 25,50,75] [--out DIR]
+
+Writes DIR/policies.json and one log per run; prints the table last.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+GIB = float(1 << 30)
+POLICIES = ("demand", "prefetch-all", "plan")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--exe", default="examples/mlp_train")
+    p.add_argument("--batch", type=int, default=32768)
+    p.add_argument("--hidden", type=int, default=4096)
+    p.add_argument("--layers", type=int, default=16)
+    p.add_argument("--iters", type=int, default=6)
+    p.add_argument("--budgets", default="25,50,75",
+                   help="percentages of the oracle footprint")
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--timeout", type=int, default=240, help="seconds per run")
+    return p.parse_args()
+
+
+def parse_run(text):
+    """The example's key/value lines -> dict."""
+    run = {"loss": {}}
+    for line in text.splitlines():
+        m = re.match(r"iter (\d+) loss (\S+)$", line)
+        if m:
+            run["loss"][int(m.group(1))] = m.group(2)
+            continue
+        m = re.match(r"(checksum|ms_per_iter|steady_\w+|resident_peak|gpu_peak_used|"
+                     r"managed_peak) (\S+)", line)
+        if m:
+            run[m.group(1)] = m.group(2)
+    return run
+
+
+def run_example(args, name, policy, budget, trace=None):
+    env = dict(os.environ, UMADV_POLICY=policy, UMADV_BUDGET=str(budget))
+    cmd = [args.exe, "--batch", str(args.batch), "--hidden", str(args.hidden),
+           "--layers", str(args.layers), "--iters", str(args.iters)]
+    if trace:
+        cmd += ["--save-trace", trace]
+    t0 = time.time()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=args.timeout)
+    with open(os.path.join(args.out, name + ".log"), "w") as log:
+        log.write("$ UMADV_POLICY=%s UMADV_BUDGET=%s %s\n" % (policy, budget, " ".join(cmd)))
+        log.write(proc.stdout)
+    if proc.returncode != 0:
+        sys.exit("bench: %s failed (exit %d); see %s.log:\n%s"
+                 % (name, proc.returncode, name, proc.stdout[-2000:]))
+    run = parse_run(proc.stdout)
+    run["wall_s"] = time.time() - t0
+    m = re.search(r"^umadv: error: (step .* more than the budget.*)$", proc.stdout, re.M)
+    if m:
+        run["too_small"] = m.group(1)  # umadv degraded to plain managed memory
+    return run
+
+
+def link_model(trace):
+    """fetch_bw and evict_bw (bytes/s) from the trace's link record."""
+    with open(trace) as f:
+        for line in f:
+            if line.startswith("link "):
+                fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+                return float(fields["fetch_bw"]), float(fields["evict_bw"])
+    sys.exit("bench: no link record in " + trace)
+
+
+def row(budget_pct, budget, policy, run, oracle, bound_ms):
+    if "too_small" in run:
+        return {"budget_pct": budget_pct, "budget": budget, "policy": policy,
+                "too_small": run["too_small"]}
+    ms = float(run["ms_per_iter"])
+    same = run["loss"] == oracle["loss"] and run["checksum"] == oracle["checksum"]
+    return {
+        "budget_pct": budget_pct, "budget": budget, "policy": policy,
+        "ms_per_iter": ms, "x_oracle": ms / float(oracle["ms_per_iter"]),
+        "x_bound": ms / bound_ms if bound_ms else None, "bound_ms": bound_ms,
+        "faults_per_iter": float(run.get("steady_faults_per_iter", "nan")),
+        "fetched_per_iter": int(run.get("steady_fetched_per_iter", 0)),
+        "evicted_per_iter": int(run.get("steady_evicted_per_iter", 0)),
+        "resident_peak": int(run.get("resident_peak", 0)),
+        "gpu_peak_used": int(run.get("gpu_peak_used", 0)),
+        "bitwise_identical": same,
+    }
+
+
+def print_table(rows):
+    head = ("budget", "policy", "ms/iter", "x oracle", "x bound", "faults/it",
+            "fetch GiB/it", "evict GiB/it", "resident pk", "gpu peak", "identical")
+    print("%-14s %-13s %9s %8s %8s %10s %12s %12s %11s %9s %9s" % head)
+    for r in rows:
+        budget = "none" if r["budget"] == 0 else "%d%% %.2fG" % (r["budget_pct"], r["budget"] / GIB)
+        if "too_small" in r:
+            print("%-14s %-13s budget too small: %s" % (budget, r["policy"], r["too_small"]))
+            continue
+        print("%-14s %-13s %9.1f %8.2f %8s %10.1f %12.2f %12.2f %11.2f %9.2f %9s" % (
+            budget, r["policy"], r["ms_per_iter"], r["x_oracle"],
+            "-" if r["x_bound"] is None else "%.2f" % r["x_bound"], r["faults_per_iter"],
+            r["fetched_per_iter"] / GIB, r["evicted_per_iter"] / GIB,
+            r["resident_peak"] / GIB, r["gpu_peak_used"] / GIB,
+            "yes" if r["bitwise_identical"] else "NO"))
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    trace = os.path.join(args.out, "oracle.umt")
+    oracle = run_example(args, "oracle", "oracle", 0, trace)
+    footprint = int(oracle["managed_peak"])
+    fetch_bw, evict_bw = link_model(trace)
+    rows = [row(100, 0, "oracle", oracle, oracle, None)]
+    for pct in (int(p) for p in args.budgets.split(",")):
+        budget = footprint * pct // 100 >> 20 << 20
+        runs = {p: run_example(args, "%s-%d" % (p, pct), p, budget) for p in POLICIES}
+        plan = runs["plan"]
+        if "too_small" in plan:
+            rows += [row(pct, budget, p, runs[p], oracle, None) for p in POLICIES]
+            continue
+        # DESIGN.md's bound, with the plan's own volumes (the smallest of the
+        # three policies'): max(compute, fetched/fetch_bw, evicted/evict_bw).
+        bound_ms = max(float(oracle["ms_per_iter"]),
+                       int(plan.get("steady_fetched_per_iter", 0)) / fetch_bw * 1e3,
+                       int(plan.get("steady_evicted_per_iter", 0)) / evict_bw * 1e3)
+        rows += [row(pct, budget, p, runs[p], oracle, bound_ms) for p in POLICIES]
+    result = {"config": vars(args), "footprint": footprint, "fetch_bw": fetch_bw,
+              "evict_bw": evict_bw, "rows": rows}
+    with open(os.path.join(args.out, "policies.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print("mlp_train batch %d hidden %d layers %d, %d iterations; footprint %.2f GiB; "
+          "link fetch %.1f GB/s evict %.1f GB/s" % (args.batch, args.hidden, args.layers,
+                                                    args.iters, footprint / GIB,
+                                                    fetch_bw / 1e9, evict_bw / 1e9))
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
