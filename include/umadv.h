@@ -270,6 +270,53 @@ UMADV_API umadv_status_t umadv_set_policy(umadv_context_t ctx, umadv_policy_t po
 /** @brief Read counters into @a stats (set stats->size first). */
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats);
 
+/**
+ * @name PyTorch allocator entry points
+ * For torch.cuda.memory.CUDAPluggableAllocator(path, "umadv_torch_malloc",
+ * "umadv_torch_free"), best used as the allocator of a torch.cuda.MemPool
+ * (swapping PyTorch's whole allocator breaks cudnn.benchmark), entered with
+ * torch.cuda.use_mem_pool() under torch.autograd.set_multithreading_enabled(False):
+ * the pool routes one thread's allocations only. They allocate
+ * from one process-wide context, created from the UMADV_* environment on
+ * first use (thread-safe); PyTorch's caching allocator asks them for whole
+ * segments, so the segments are what umadv sees, places and traces. Python
+ * gets the same context from umadv_torch_context() (ctypes) to mark
+ * iterations, profile, plan and save the trace with the calls above.
+ * @{
+ */
+
+/**
+ * @brief PyTorch's alloc function (PyTorch passes a size_t; its docs say
+ * ssize_t, the same register). The context is made for @a device unless
+ * UMADV_DEVICE is set; @a stream is ignored (managed memory is not
+ * stream-ordered).
+ * @return the block, or NULL (PyTorch then raises its out-of-memory error)
+ *         with the reason logged: no context (its creation failed: the
+ *         first error names the bad UMADV_* variable or the missing
+ *         device), another device than the context's, UMADV_MAX_MANAGED
+ *         reached, or cudaMallocManaged failing.
+ */
+UMADV_API void *umadv_torch_malloc(size_t size, int device, void *stream);
+
+/**
+ * @brief PyTorch's free function. NULL is a no-op; a pointer umadv did not
+ * allocate is logged as an error and otherwise ignored (there is no status
+ * to return). The caching allocator frees a segment only once the work
+ * using it is done; so does this.
+ */
+UMADV_API void umadv_torch_free(void *ptr, size_t size, int device, void *stream);
+
+/**
+ * @brief The process's context behind umadv_torch_malloc(), created now
+ * (on UMADV_DEVICE) if no allocation created it yet. It lives until the
+ * process ends: do not destroy it.
+ * @return ::UMADV_OK; the error of umadv_context_create(), the same on
+ *         every later call, when the context could not be created.
+ */
+UMADV_API umadv_status_t umadv_torch_context(umadv_context_t *ctx_p);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

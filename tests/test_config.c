@@ -56,7 +56,7 @@ static void knobs_are_exactly(const umadv_config_field_t *fields, size_t n)
         "UMADV_BUDGET", "UMADV_POLICY", "UMADV_DEVICE", "UMADV_SECTION_SIZE",
         "UMADV_MAX_MANAGED", "UMADV_ARENA_SIZE", "UMADV_LOOKAHEAD", "UMADV_READ_MOSTLY",
         "UMADV_LOG", "UMADV_LOG_FILE", "UMADV_PROFILER", "UMADV_PROFILE_EVICT",
-        "UMADV_LINK_PROBE", "UMADV_REPROFILE_FAULTS",
+        "UMADV_LINK_PROBE", "UMADV_REPROFILE_FAULTS", "UMADV_HOST_NUMA",
     };
     size_t found = 0;
 
@@ -261,7 +261,8 @@ static void test_print(void)
                  fields[i].type == UMADV_CONFIG_SIZE ? "size" :
                  fields[i].type == UMADV_CONFIG_UINT ? "uint" :
                  fields[i].type == UMADV_CONFIG_ENUM ? "enum" :
-                 fields[i].type == UMADV_CONFIG_BOOL ? "bool" : "string");
+                 fields[i].type == UMADV_CONFIG_BOOL ? "bool" :
+                 fields[i].type == UMADV_CONFIG_NODE ? "node" : "string");
         if (strstr(text, line) == NULL) {
             diag("%s not listed as a row", fields[i].name);
             all_listed = 0;

@@ -2,6 +2,7 @@
  * Context life cycle, managed allocations and counters.
  */
 #include "api/context.h"
+#include "numa/numa.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,11 @@ static umadv_status_t device_open(umadv_context_t ctx)
     if (!ctx->props.concurrent_managed_access)
         umadv_warn("device %d (%s) lacks concurrent managed access: prefetches and advice "
                    "will not be honoured", device, ctx->props.name);
+    /* Evicted pages and host-preferred data go to the node nearest the GPU
+     * (UMADV_HOST_NUMA); a bad node number fails here, naming the knob. */
+    status = umadv__numa_host_place(ctx->props.pci_bus_id, ctx->config.host_numa, &ctx->numa);
+    if (status != UMADV_OK)
+        return status;
     return ctx->ops->driver_version(&ctx->driver_version);
 }
 

@@ -77,6 +77,7 @@ struct umadv_context {
     const umadv_cuda_ops_t  *ops;
     umadv_device_props_t     props;
     int                      driver_version;
+    const struct umadv_numa_place *numa;     /* host node for evictions; NULL: plain host */
     umadv_pool_t            *pool;
 
     /* marking */

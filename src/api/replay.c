@@ -185,6 +185,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->monitor_period_ns = REPLAY_MONITOR_PERIOD_NS;
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = ctx->config.reprofile_faults;
+    p->numa              = ctx->numa;
 }
 
 /* Replay the schedule just built, under the context's policy. A failure

@@ -92,6 +92,14 @@ static const umadv_config_field_t config_fields[] = {
      "drifted from the profile: the next iteration is profiled again and "
      "replanned (logged at info). 0 never profiles again.",
      0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
+    {"UMADV_HOST_NUMA", UMADV_CONFIG_NODE, "auto",
+     "Host NUMA node that evicted pages and host-preferred advice target, "
+     "and whose cores umadv's migration threads run on. auto: the node "
+     "nearest the GPU (hwloc: the GPU's PCI locality; of several, the first "
+     "with memory), or plain host when no node is nearer than another; N: "
+     "node N (an error if it does not exist); none: plain host, threads "
+     "left where they are. umadv topo shows the choice.",
+     0, 4095, 0, NULL, 0, FIELD(host_numa)},
 };
 
 static const char *const type_names[] = {
@@ -100,6 +108,7 @@ static const char *const type_names[] = {
     [UMADV_CONFIG_ENUM]   = "enum",
     [UMADV_CONFIG_BOOL]   = "bool",
     [UMADV_CONFIG_STRING] = "string",
+    [UMADV_CONFIG_NODE]   = "node",
 };
 
 const umadv_config_field_t *umadv__config_fields(size_t *count_p)
@@ -228,7 +237,27 @@ static umadv_status_t parse_bool(const char *value, uint64_t *value_p, char *why
     return UMADV_ERR_INVALID_PARAM;
 }
 
-/* Parse @value into *@number (SIZE, UINT, ENUM, BOOL) or check it
+/* The words come first, so "auto" is never read as a number; a number
+ * is stored as itself, the words as their negative codes. */
+static umadv_status_t parse_node(const umadv_config_field_t *field, const char *value,
+                                 uint64_t *value_p, char *why, size_t why_len)
+{
+    if (strcasecmp(value, "auto") == 0) {
+        *value_p = (uint64_t)(int64_t)UMADV_CONFIG_NODE_AUTO;
+        return UMADV_OK;
+    }
+    if (strcasecmp(value, "none") == 0) {
+        *value_p = (uint64_t)(int64_t)UMADV_CONFIG_NODE_NONE;
+        return UMADV_OK;
+    }
+    if (parse_uint(field, value, value_p, why, why_len) == UMADV_OK)
+        return UMADV_OK;
+    snprintf(why, why_len, "not auto, none or a NUMA node number between %llu and %llu",
+             (unsigned long long)field->min, (unsigned long long)field->max);
+    return UMADV_ERR_INVALID_PARAM;
+}
+
+/* Parse @value into *@number (SIZE, UINT, ENUM, BOOL, NODE) or check it
  * (STRING). */
 static umadv_status_t field_parse(const umadv_config_field_t *field, const char *value,
                                   uint64_t *number, char *why, size_t why_len)
@@ -247,6 +276,8 @@ static umadv_status_t field_parse(const umadv_config_field_t *field, const char 
         return parse_enum(field, value, number, why, why_len);
     case UMADV_CONFIG_BOOL:
         return parse_bool(value, number, why, why_len);
+    case UMADV_CONFIG_NODE:
+        return parse_node(field, value, number, why, why_len);
     case UMADV_CONFIG_STRING:
         if (strlen(value) > field->max) {
             snprintf(why, why_len, "longer than %llu bytes",
@@ -278,7 +309,8 @@ static void field_store(const umadv_config_field_t *field, umadv_config_t *confi
         uint64_t v = number;
         memcpy(dst, &v, sizeof(v));
     } else {
-        /* int, uint32_t and the int-sized enums: bounds kept it in range. */
+        /* int, uint32_t and the int-sized enums: bounds kept it in range
+         * (NODE's negative codes keep their two's complement bits). */
         uint32_t v = (uint32_t)number;
         memcpy(dst, &v, sizeof(v));
     }
@@ -404,6 +436,10 @@ static void print_rule(FILE *stream, const umadv_config_field_t *field)
     case UMADV_CONFIG_STRING:
         snprintf(rule, sizeof(rule), "a path of at most %llu bytes",
                  (unsigned long long)field->max);
+        break;
+    case UMADV_CONFIG_NODE:
+        snprintf(rule, sizeof(rule), "auto, none or a NUMA node number between %llu and %llu",
+                 (unsigned long long)field->min, (unsigned long long)field->max);
         break;
     }
     fprintf(stream, "    accepts: %s\n", rule);

@@ -31,17 +31,24 @@ typedef struct umadv_config {
     int               profile_evict; /* UMADV_PROFILE_EVICT */
     int               link_probe;    /* UMADV_LINK_PROBE */
     uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
+    int               host_numa;     /* UMADV_HOST_NUMA: a node, or _AUTO, _NONE below */
 } umadv_config_t;
+
+/* UMADV_HOST_NUMA's words; node numbers are >= 0. */
+#define UMADV_CONFIG_NODE_AUTO (-1)
+#define UMADV_CONFIG_NODE_NONE (-2)
 
 typedef enum umadv_config_type {
     UMADV_CONFIG_SIZE,    /* byte size through umadv_size_parse(), uint64_t */
     UMADV_CONFIG_UINT,    /* decimal integer; stored as int or uint32_t (width) */
     UMADV_CONFIG_ENUM,    /* one of a list of names; stored as an int-sized enum */
     UMADV_CONFIG_BOOL,    /* 1/0, yes/no, true/false, on/off; stored as int */
-    UMADV_CONFIG_STRING   /* stored in a char array of width bytes */
+    UMADV_CONFIG_STRING,  /* stored in a char array of width bytes */
+    UMADV_CONFIG_NODE     /* "auto", "none" or a NUMA node number (bounds);
+                           * stored as int: _AUTO, _NONE or the number */
 } umadv_config_type_t;
 
-/* One knob. Bounds apply to SIZE and UINT; ENUM values are the indices
+/* One knob. Bounds apply to SIZE, UINT and NODE numbers; ENUM values are the indices
  * 0..enum_count-1 named by enum_name(). */
 typedef struct umadv_config_field {
     const char          *name;

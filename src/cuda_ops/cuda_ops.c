@@ -23,6 +23,8 @@ const char *umadv__cuda_location_name(int location, char *buf, size_t len)
 {
     if (location == UMADV_CUDA_LOCATION_HOST)
         snprintf(buf, len, "host");
+    else if (UMADV_CUDA_LOCATION_IS_HOST_NUMA(location))
+        snprintf(buf, len, "host numa %d", UMADV_CUDA_LOCATION_NUMA_NODE(location));
     else
         snprintf(buf, len, "gpu %d", location);
     return buf;

@@ -23,6 +23,15 @@
 /* Location "host" for prefetch and advice; device ordinals are >= 0. */
 #define UMADV_CUDA_LOCATION_HOST (-1)
 
+/* Host NUMA node @node (the kernel's number, >= 0), what
+ * cudaMemLocationTypeHostNuma names: numbered down from -2, so device
+ * ordinals and plain host keep their values. */
+#define UMADV_CUDA_LOCATION_HOST_NUMA(_node)   (-2 - (int)(_node))
+#define UMADV_CUDA_LOCATION_IS_HOST_NUMA(_loc) ((_loc) <= -2)
+#define UMADV_CUDA_LOCATION_NUMA_NODE(_loc)    (-2 - (_loc))
+/* Plain host or a host node: anywhere but a GPU. */
+#define UMADV_CUDA_LOCATION_IS_HOST(_loc)      ((_loc) < 0)
+
 typedef void *umadv_stream_t; /* cudaStream_t; NULL is the legacy default stream */
 typedef void *umadv_event_t;  /* cudaEvent_t */
 
@@ -60,7 +69,9 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*malloc_managed)(size_t size, size_t align, void **ptr_p);
     umadv_status_t (*free)(void *ptr, size_t size);
     /* Asynchronous migration of [ptr, ptr+size) to @location (a device
-     * ordinal or UMADV_CUDA_LOCATION_HOST), ordered on @stream. */
+     * ordinal, UMADV_CUDA_LOCATION_HOST or _HOST_NUMA(node)), ordered on
+     * @stream. A host node the driver refuses becomes plain host, with
+     * one warning (cudart). */
     umadv_status_t (*prefetch)(void *ptr, size_t size, int location, umadv_stream_t stream);
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
     umadv_status_t (*stream_create)(umadv_stream_t *stream_p);
@@ -91,7 +102,7 @@ const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
  * restores cudart. */
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops);
 
-/* Map a device ordinal or UMADV_CUDA_LOCATION_HOST to text: "host", "gpu 0". */
+/* Map a location to text: "host", "host numa 1", "gpu 0". */
 const char *umadv__cuda_location_name(int location, char *buf, size_t len);
 
 const char *umadv__cuda_advice_name(umadv_cuda_advice_t advice);

@@ -44,11 +44,35 @@ static struct cudaMemLocation location_of(int location)
     memset(&loc, 0, sizeof(loc));
     if (location == UMADV_CUDA_LOCATION_HOST) {
         loc.type = cudaMemLocationTypeHost;
+    } else if (UMADV_CUDA_LOCATION_IS_HOST_NUMA(location)) {
+        loc.type = cudaMemLocationTypeHostNuma;
+        loc.id   = UMADV_CUDA_LOCATION_NUMA_NODE(location);
     } else {
         loc.type = cudaMemLocationTypeDevice;
         loc.id   = location;
     }
     return loc;
+}
+
+/* Set once a driver refused a host NUMA node: from then on host nodes
+ * are plain host, so a driver without host NUMA support (or a kernel
+ * without NUMA) costs one refused call per process, not one per call. */
+static int host_numa_refused;
+
+static int host_numa_usable(int location)
+{
+    return UMADV_CUDA_LOCATION_IS_HOST_NUMA(location) &&
+           !__atomic_load_n(&host_numa_refused, __ATOMIC_RELAXED);
+}
+
+/* A host-node call failed with @status, the same call to plain host then
+ * worked: the node was what the driver refused. */
+static void host_numa_refuse(const char *call, int location, umadv_status_t status)
+{
+    if (__atomic_exchange_n(&host_numa_refused, 1, __ATOMIC_RELAXED))
+        return;
+    umadv_warn("%s to host numa node %d refused (%s): plain host memory from now on",
+               call, UMADV_CUDA_LOCATION_NUMA_NODE(location), umadv_status_string(status));
 }
 
 static umadv_status_t cudart_device_count(int *count_p)
@@ -139,18 +163,68 @@ static umadv_status_t cudart_free(void *ptr, size_t size)
     return UMADV_CUDART_FUNC(cudaFree(ptr));
 }
 
+static umadv_status_t prefetch_to(void *ptr, size_t size, int location,
+                                  umadv_stream_t stream, umadv_log_level_t level)
+{
+    return UMADV_CUDART_FUNC_LOG(cudaMemPrefetchAsync(ptr, size, location_of(location), 0,
+                                                      (cudaStream_t)stream), level);
+}
+
+static umadv_status_t advise_to(void *ptr, size_t size, umadv_cuda_advice_t advice,
+                                int location, umadv_log_level_t level)
+{
+    return UMADV_CUDART_FUNC_LOG(cudaMemAdvise(ptr, size, (enum cudaMemoryAdvise)advice,
+                                               location_of(location)), level);
+}
+
+/* Where a call goes once host nodes are refused. */
+static int plain_if_refused(int location)
+{
+    return UMADV_CUDA_LOCATION_IS_HOST_NUMA(location) ? UMADV_CUDA_LOCATION_HOST : location;
+}
+
+/* The host-node call failed with @numa_status and the same call to plain
+ * host returned @plain_status: only if that worked was the node, not the
+ * range, what the driver refused. */
+static umadv_status_t host_numa_retried(const char *call, int location,
+                                        umadv_status_t numa_status,
+                                        umadv_status_t plain_status)
+{
+    if (plain_status == UMADV_OK)
+        host_numa_refuse(call, location, numa_status);
+    return plain_status;
+}
+
+/* A host node is tried quietly (debug); a refusal is retried as plain
+ * host with the usual error log. */
 static umadv_status_t cudart_prefetch(void *ptr, size_t size, int location,
                                       umadv_stream_t stream)
 {
-    return UMADV_CUDART_FUNC(cudaMemPrefetchAsync(ptr, size, location_of(location), 0,
-                                                  (cudaStream_t)stream));
+    umadv_status_t status;
+
+    if (!host_numa_usable(location))
+        return prefetch_to(ptr, size, plain_if_refused(location), stream, UMADV_LOG_ERROR);
+    status = prefetch_to(ptr, size, location, stream, UMADV_LOG_DEBUG);
+    if (status == UMADV_OK)
+        return status;
+    return host_numa_retried("cudaMemPrefetchAsync", location, status,
+                             prefetch_to(ptr, size, UMADV_CUDA_LOCATION_HOST, stream,
+                                         UMADV_LOG_ERROR));
 }
 
 static umadv_status_t cudart_advise(void *ptr, size_t size, umadv_cuda_advice_t advice,
                                     int location)
 {
-    return UMADV_CUDART_FUNC(cudaMemAdvise(ptr, size, (enum cudaMemoryAdvise)advice,
-                                           location_of(location)));
+    umadv_status_t status;
+
+    if (!host_numa_usable(location))
+        return advise_to(ptr, size, advice, plain_if_refused(location), UMADV_LOG_ERROR);
+    status = advise_to(ptr, size, advice, location, UMADV_LOG_DEBUG);
+    if (status == UMADV_OK)
+        return status;
+    return host_numa_retried("cudaMemAdvise", location, status,
+                             advise_to(ptr, size, advice, UMADV_CUDA_LOCATION_HOST,
+                                       UMADV_LOG_ERROR));
 }
 
 static umadv_status_t cudart_stream_create(umadv_stream_t *stream_p)

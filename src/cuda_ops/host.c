@@ -267,8 +267,9 @@ static int request_valid(const char *what, const void *ptr, size_t size, int loc
         umadv_error("host backend: %s of [%p, +%zu) outside managed memory", what, ptr, size);
         return 0;
     }
-    if (location_used && location != UMADV_CUDA_LOCATION_HOST &&
-        (location < 0 || location >= host.device_count)) {
+    /* Any host node is taken: the fake GPU has no NUMA driver to ask. */
+    if (location_used && !UMADV_CUDA_LOCATION_IS_HOST(location) &&
+        location >= host.device_count) {
         umadv_error("host backend: %s to a location that does not exist (%d)", what, location);
         return 0;
     }
@@ -283,7 +284,7 @@ static umadv_status_t host_prefetch(void *ptr, size_t size, int location,
         pthread_mutex_unlock(&host.lock);
         return UMADV_ERR_CUDA;
     }
-    if (location == UMADV_CUDA_LOCATION_HOST) {
+    if (UMADV_CUDA_LOCATION_IS_HOST(location)) {
         host.counters.prefetches_to_host++;
         host.counters.prefetch_bytes_to_host += size;
     } else {

@@ -18,6 +18,11 @@
  *  - the monitor: samples cudaMemGetInfo every monitor_period_ns.
  * Two lanes because cudaMemPrefetchAsync blocks its caller for the whole
  * migration: one thread could not evict while it fetches.
+ * PLACEMENT: with params.numa (numa/numa.h), the lanes and the monitor
+ * bind themselves to the cores nearest the GPU when they start, and
+ * evictions and host-preferred advice name the host NUMA node nearest it,
+ * so that evicted pages do not cross the inter-socket link on every
+ * migration. A binding that fails is a warning: the thread runs unbound.
  *
  * LOCKING: umadv_exec.lock protects everything in struct umadv_exec except
  * the immutable parameters and the lanes' streams (each lane's own). Every

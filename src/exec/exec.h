@@ -41,6 +41,8 @@
 
 typedef struct umadv_exec umadv_exec_t;
 
+struct umadv_numa_place; /* numa/numa.h */
+
 typedef struct umadv_exec_params {
     const umadv_cuda_ops_t *ops;
     int                     device;
@@ -55,6 +57,9 @@ typedef struct umadv_exec_params {
     uint64_t                gpu_used_base;  /* GPU memory in use before umadv's data */
     uint64_t                reprofile_faults; /* ask for a re-profile above this; 0 = never */
     uint64_t                max_call_bytes; /* coalesced calls stop growing here; 0 = 256 MiB */
+    const struct umadv_numa_place *numa;    /* host node of evictions and host advice,
+                                             * cores of the threads; outlives the
+                                             * executor. NULL: plain host, unbound */
 } umadv_exec_params_t;
 
 typedef struct umadv_exec_stats {

@@ -13,6 +13,7 @@
 #include <errno.h>
 
 #include "common/log.h"
+#include "numa/numa.h"
 
 typedef enum fetch_verdict {
     FETCH_GO,
@@ -128,7 +129,7 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
 
 static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
-    int location = to_gpu ? e->p.device : UMADV_CUDA_LOCATION_HOST;
+    int location = to_gpu ? e->p.device : umadv__numa_host_location(e->p.numa);
     size_t from = 0;
 
     pieces_busy(e, lane, 0, lane->npieces, 1);
@@ -170,7 +171,7 @@ static void advice_to_cuda(const umadv_exec_t *e, umadv_advice_t advice,
         break;
     case UMADV_ADVICE_PREFERRED_HOST:
         *cuda_p = UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION;
-        *location_p = UMADV_CUDA_LOCATION_HOST;
+        *location_p = umadv__numa_host_location(e->p.numa);
         break;
     case UMADV_ADVICE_PREFERRED_DEVICE:
         *cuda_p = UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION;
@@ -372,10 +373,14 @@ static int evict_one(umadv_exec_t *e)
 
 /* ---- thread bodies ----------------------------------------------------- */
 
-/* The lane's stream is made on its own thread, on the executor's device. */
+/* The lane's stream is made on its own thread, on the executor's device,
+ * once the thread runs on the GPU's cores (its first pages land there). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 {
-    umadv_status_t status = e->p.ops->set_device(e->p.device);
+    umadv_status_t status;
+
+    umadv__numa_bind_thread(e->p.numa);
+    status = e->p.ops->set_device(e->p.device);
 
     if (status == UMADV_OK)
         status = e->p.ops->stream_create(&lane->stream);
@@ -436,6 +441,7 @@ void *umadv__exec_monitor_main(void *arg)
 {
     umadv_exec_t *e = arg;
 
+    umadv__numa_bind_thread(e->p.numa);
     if (e->p.ops->set_device(e->p.device) != UMADV_OK)
         return NULL;
     pthread_mutex_lock(&e->lock);

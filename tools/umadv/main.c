@@ -19,7 +19,8 @@
 #  error "UMADV_SRC_DATADIR must name the source tree's data/traces"
 #endif
 
-#define UMADV_DEFAULT_TRACE "vgg16-bs256.umt"
+/* A real trace recorded on an H200 (PyTorch ResNet-50 training). */
+#define UMADV_DEFAULT_TRACE "h200-resnet50-bs64.umt"
 
 const umadv_cli_command_t umadv__cli_commands[] = {
     {"plan", "plan a schedule under GPU memory budgets and compare policies",
@@ -47,6 +48,13 @@ const umadv_cli_command_t umadv__cli_commands[] = {
      "Print the version, how umadv was built, the hwloc and CUDA versions found at\n"
      "run time and the CUDA devices. A machine without a GPU is not an error.",
      umadv__cli_info_options, umadv__cmd_info},
+    {"topo", "show each gpu's nearest numa nodes and cores, and umadv's host placement",
+     "[--xml FILE] [--json]",
+     "For each GPU (the CUDA devices here; with --xml, the NVIDIA display and 3D\n"
+     "controllers of an hwloc XML topology), print its PCI id, the NUMA nodes and\n"
+     "cores nearest it, and where umadv will put evicted pages and its threads\n"
+     "under the current UMADV_HOST_NUMA. Without a GPU, the NUMA nodes alone.",
+     umadv__cli_topo_options, umadv__cmd_topo},
     {NULL, NULL, NULL, NULL, NULL, NULL}
 };
 

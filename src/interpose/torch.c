@@ -1,0 +1,122 @@
+/*
+ * PyTorch allocator entry points over the process's context (see
+ * interpose/torch.h).
+ *
+ * The context pointer is published with release/acquire, so an allocation
+ * after the first costs one atomic load before umadv_malloc(); creation
+ * is serialised by a mutex, so that threads racing to the first
+ * allocation make one context (and one link probe, one CUPTI subscriber).
+ */
+#include "interpose/torch.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "api/context.h"
+#include "common/log.h"
+
+static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(umadv_context_t) torch_ctx;
+static umadv_status_t torch_failed = UMADV_OK; /* a creation that failed; torch_lock */
+
+/* Create the context; @device < 0: the one UMADV_DEVICE names. PyTorch
+ * asks for memory on the device it works on, so that device is the
+ * context's unless the user named one. */
+static umadv_status_t torch_create(int device, umadv_context_t *ctx_p)
+{
+    umadv_context_params_t params = {0};
+
+    if (device >= 0 && getenv("UMADV_DEVICE") == NULL) {
+        params.field_mask = UMADV_CONTEXT_FIELD_DEVICE;
+        params.device     = device;
+    }
+    return umadv_context_create(&params, ctx_p);
+}
+
+static umadv_status_t torch_get(int device, umadv_context_t *ctx_p)
+{
+    umadv_context_t ctx = atomic_load_explicit(&torch_ctx, memory_order_acquire);
+    umadv_status_t status = UMADV_OK;
+
+    if (ctx != NULL) {
+        *ctx_p = ctx;
+        return UMADV_OK;
+    }
+    pthread_mutex_lock(&torch_lock);
+    ctx = atomic_load_explicit(&torch_ctx, memory_order_relaxed);
+    if (ctx == NULL && torch_failed == UMADV_OK) {
+        status = torch_create(device, &ctx);
+        if (status == UMADV_OK)
+            atomic_store_explicit(&torch_ctx, ctx, memory_order_release);
+        else
+            torch_failed = status; /* the reason was logged where it was found */
+    } else if (ctx == NULL) {
+        status = torch_failed;
+    }
+    pthread_mutex_unlock(&torch_lock);
+    if (status == UMADV_OK)
+        *ctx_p = ctx;
+    return status;
+}
+
+UMADV_API umadv_status_t umadv_torch_context(umadv_context_t *ctx_p)
+{
+    if (ctx_p == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    return torch_get(-1, ctx_p);
+}
+
+UMADV_API void *umadv_torch_malloc(size_t size, int device, void *stream)
+{
+    umadv_context_t ctx;
+    umadv_status_t status;
+    void *ptr;
+
+    (void)stream; /* managed memory is not stream-ordered */
+    status = torch_get(device, &ctx);
+    if (status != UMADV_OK) {
+        umadv_error("umadv_torch_malloc(%zu bytes, device %d): no umadv context (%s; the "
+                    "first error says why)", size, device, umadv_status_string(status));
+        return NULL;
+    }
+    if (device != ctx->config.device) {
+        umadv_error("umadv_torch_malloc(%zu bytes, device %d): the process's umadv context "
+                    "serves device %d only (UMADV_DEVICE)", size, device, ctx->config.device);
+        return NULL;
+    }
+    status = umadv_malloc(ctx, size, "torch", &ptr);
+    if (status != UMADV_OK) {
+        umadv_error("umadv_torch_malloc(%zu bytes, device %d): %s", size, device,
+                    umadv_status_string(status));
+        return NULL;
+    }
+    return ptr;
+}
+
+UMADV_API void umadv_torch_free(void *ptr, size_t size, int device, void *stream)
+{
+    umadv_context_t ctx = atomic_load_explicit(&torch_ctx, memory_order_acquire);
+
+    (void)stream;
+    if (ptr == NULL)
+        return;
+    if (ctx == NULL) {
+        umadv_error("umadv_torch_free(%p, %zu bytes, device %d): no umadv context made "
+                    "this block", ptr, size, device);
+        return;
+    }
+    /* Unknown blocks are logged by umadv_free(); PyTorch gets no status. */
+    (void)umadv_free(ctx, ptr);
+}
+
+umadv_context_t umadv__torch_reset(umadv_context_t ctx)
+{
+    umadv_context_t old;
+
+    pthread_mutex_lock(&torch_lock);
+    old = atomic_exchange_explicit(&torch_ctx, ctx, memory_order_acq_rel);
+    torch_failed = UMADV_OK;
+    pthread_mutex_unlock(&torch_lock);
+    return old;
+}

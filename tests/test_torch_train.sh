@@ -1,0 +1,78 @@
+#!/bin/sh
+# TAP: examples/torch_train.py, PyTorch training on umadv's allocator
+# entry points, on a GPU. A small ResNet-50 (batch 8, 64x64 images, 4
+# iterations) must give bitwise the same losses on umadv memory as on
+# PyTorch's own allocator, learn, keep every byte PyTorch holds in umadv
+# (backward too), and leave a trace that `umadv report` reads, recorded on
+# the device PyTorch saw, with one step per kernel. Skipped as a whole
+# without python3, torch, torchvision or a CUDA device.
+set -u
+
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+builddir=$(cd "$top_builddir" && pwd) || exit 1
+script=$top_srcdir/examples/torch_train.py
+lib=$builddir/.libs/libumadv.so
+umadv=$builddir/tools/umadv/umadv
+
+if ! python3 -c 'import torch, torchvision, sys; sys.exit(not torch.cuda.is_available())' \
+        >/dev/null 2>&1; then
+    echo "1..0 # SKIP no python3 with torch, torchvision and a CUDA device"
+    exit 0
+fi
+if [ ! -f "$lib" ] || [ ! -x "$umadv" ]; then
+    echo "Bail out! $lib or $umadv is not built"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-torch.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+UMADV_LOG=error
+export UMADV_LOG
+unset UMADV_LOG_FILE UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
+
+small="--model resnet50 --batch 8 --image-size 64 --iters 4 --lib $lib"
+
+echo "1..8"
+n=0
+failed=0
+ok() { # STATUS DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        failed=$((failed + 1))
+    fi
+}
+diag() { # FILE
+    tail -n 30 "$1" | sed 's/^/# /'
+}
+
+# shellcheck disable=SC2086 # small is a word list on purpose
+python3 "$script" $small --both >"$tmp/both.out" 2>"$tmp/both.err"
+ok $? "native then umadv in one process runs" || diag "$tmp/both.err"
+grep -q '^losses bitwise identical: yes$' "$tmp/both.out"
+ok $? "losses are bitwise identical with and without umadv" || diag "$tmp/both.out"
+
+# shellcheck disable=SC2086
+python3 "$script" $small --umadv --trace "$tmp/t.umt" >"$tmp/um.out" 2>"$tmp/um.err"
+ok $? "umadv alone, with a trace, runs" || diag "$tmp/um.err"
+first=$(sed -n 's/^ *umadv  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+last=$(sed -n 's/^ *umadv  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(a != "" && b != "" && b < a) }'
+ok $? "the loss falls ($first -> $last)"
+grep -q 'PyTorch memory outside umadv 0 bytes' "$tmp/um.out"
+ok $? "every byte PyTorch reserved is umadv memory, backward included" || diag "$tmp/um.out"
+
+"$umadv" report "$tmp/t.umt" >"$tmp/report.out" 2>"$tmp/report.err"
+ok $? "umadv report reads the trace" || diag "$tmp/report.err"
+gpu=$(sed -n '1s/^\([^,]*\),.*/\1/p' "$tmp/um.out")
+grep -q "^device: *$gpu," "$tmp/report.out"
+ok $? "the trace names the device PyTorch ran on ($gpu)" || diag "$tmp/report.out"
+steps=$(sed -n 's/^steps: *\([0-9]*\) (kernel \([0-9]*\),.*/\1 \2/p' "$tmp/report.out")
+set -- $steps
+[ "${1:-0}" -gt 100 ] && [ "$1" = "${2:-}" ]
+ok $? "every step is a kernel launch, and a ResNet-50 iteration has hundreds ($steps)"
+
+[ "$failed" -eq 0 ]
