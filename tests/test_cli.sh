@@ -8,50 +8,9 @@
 # commit it) with:
 #     tests/test_cli.sh --regen        or   UMADV_REGEN_GOLDEN=1 make check
 # run from the build tree (or with top_srcdir and top_builddir set).
-set -u
-
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-srcdir=$(cd "$top_srcdir" && pwd) || exit 1
-builddir=$(cd "$top_builddir" && pwd) || exit 1
-umadv=$builddir/tools/umadv/umadv
-golden=$srcdir/tests/golden
+. "${top_srcdir:-.}/tests/tap.sh"
 traces=$srcdir/data/traces
-
-regen=0
-if [ "${1:-}" = "--regen" ] || [ -n "${UMADV_REGEN_GOLDEN:-}" ]; then
-    regen=1
-fi
-
-if [ ! -x "$umadv" ]; then
-    echo "Bail out! $umadv is not built"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-cli.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-# Only errors on stderr, whatever the caller's environment says.
-UMADV_LOG=error
-export UMADV_LOG
-unset UMADV_LOG_FILE
-
-n=0
-failed=0
-
-ok() { # STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
-
-diag() { # FILE [LINES]
-    head -n "${2:-40}" "$1" | sed 's/^/# /'
-}
+tap_require "$umadv"
 
 # run NAME ARGS...: umadv ARGS, from the traces folder so that the trace
 # paths it prints are the same everywhere; stdout, stderr and the exit
@@ -61,10 +20,6 @@ run() {
     shift
     (cd "$traces" && "$umadv" "$@") >"$tmp/$name.out" 2>"$tmp/$name.err"
     echo $? >"$tmp/$name.rc"
-}
-
-rc_of() {
-    cat "$tmp/$1.rc"
 }
 
 # Lines that measure this machine (planning time) are not part of a golden.
@@ -79,23 +34,7 @@ golden() {
     shift
     run "$name" "$@"
     filter_timing "$tmp/$name.out" >"$tmp/$name.filtered"
-    if [ "$regen" -eq 1 ] && [ "$(rc_of "$name")" -eq 0 ]; then
-        cp "$tmp/$name.filtered" "$golden/$name"
-        ok 0 "umadv $* (golden $name regenerated)"
-        return
-    fi
-    if [ "$(rc_of "$name")" -ne 0 ] || [ -s "$tmp/$name.err" ]; then
-        ok 1 "umadv $* exits 0 without messages"
-        echo "#   exit status $(rc_of "$name"), stderr:"
-        diag "$tmp/$name.err"
-        return
-    fi
-    if diff -u "$golden/$name" "$tmp/$name.filtered" >"$tmp/$name.diff" 2>&1; then
-        ok 0 "umadv $* matches golden $name"
-    else
-        ok 1 "umadv $* matches golden $name"
-        diag "$tmp/$name.diff" 60
-    fi
+    check_golden "$name" "$tmp/$name.filtered" "umadv $*"
 }
 
 # fails NAME STATUS PATTERN ARGS...: exit status STATUS and stderr has
@@ -104,15 +43,7 @@ fails() {
     name=$1 want=$2 pattern=$3
     shift 3
     run "$name" "$@"
-    got=$(rc_of "$name")
-    if [ "$got" -eq "$want" ] && grep -q -F -e "$pattern" "$tmp/$name.err" &&
-       [ ! -s "$tmp/$name.out" ]; then
-        ok 0 "umadv $* exits $want: $pattern"
-    else
-        ok 1 "umadv $* exits $want: $pattern"
-        echo "#   exit status $got, stderr:"
-        diag "$tmp/$name.err"
-    fi
+    check_fails "$name" "$want" "$pattern" "umadv $*"
 }
 
 # ------------------------------------------------------------- goldens
@@ -245,5 +176,4 @@ else
     diag "$tmp/make-traces.err"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -6,23 +6,10 @@
 # the default policy (plan): umadv never changes what the program computes.
 # Without a usable GPU the program exits 77 and the whole file is skipped.
 # The command-line checks (usage errors, --footprint) need no GPU.
-set -u
-
-top_builddir=${top_builddir:-.}
-builddir=$(cd "$top_builddir" && pwd) || exit 1
+. "${top_srcdir:-.}/tests/tap.sh"
 prog=$builddir/examples/mlp_train
-
-if [ ! -x "$prog" ]; then
-    echo "Bail out! $prog is not built"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-example.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-UMADV_LOG=error
-export UMADV_LOG
-unset UMADV_LOG_FILE UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
+tap_require "$prog"
+unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
 
 tiny="--batch 1024 --hidden 512 --layers 3 --iters 5 --profile-iter 1"
 
@@ -42,22 +29,6 @@ if [ "$rc" -eq 77 ]; then
 fi
 
 echo "1..12"
-n=0
-failed=0
-
-ok() { # STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
-
-diag() { # FILE
-    head -n 30 "$1" | sed 's/^/# /'
-}
 
 losses() { # NAME: the loss column, one line per iteration
     awk '$1 == "iter" && $3 == "loss" { print $4 }' "$tmp/$1.out"

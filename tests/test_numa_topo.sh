@@ -9,50 +9,11 @@
 # Regenerate the goldens deliberately (and review the diff) with:
 #     tests/test_numa_topo.sh --regen    or   UMADV_REGEN_GOLDEN=1 make check
 # run from the build tree (or with top_srcdir and top_builddir set).
-set -u
-
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-srcdir=$(cd "$top_srcdir" && pwd) || exit 1
-builddir=$(cd "$top_builddir" && pwd) || exit 1
-umadv=$builddir/tools/umadv/umadv
-golden=$srcdir/tests/golden
+. "${top_srcdir:-.}/tests/tap.sh"
 fixtures=$srcdir/tests/numa
-
-regen=0
-if [ "${1:-}" = "--regen" ] || [ -n "${UMADV_REGEN_GOLDEN:-}" ]; then
-    regen=1
-fi
-
-if [ ! -x "$umadv" ]; then
-    echo "Bail out! $umadv is not built"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-topo.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-# Only errors on stderr; the host's own settings must not leak in.
-UMADV_LOG=error
-export UMADV_LOG
-unset UMADV_LOG_FILE UMADV_HOST_NUMA HWLOC_XMLFILE
-
-n=0
-failed=0
-
-ok() { # STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
-
-diag() { # FILE [LINES]
-    head -n "${2:-40}" "$1" | sed 's/^/# /'
-}
+tap_require "$umadv"
+# The host's own settings must not leak in.
+unset UMADV_HOST_NUMA HWLOC_XMLFILE
 
 # run NAME MODE ARGS...: UMADV_HOST_NUMA=MODE ("" to leave it unset)
 # umadv ARGS, from the fixtures folder so paths print the same everywhere.
@@ -65,10 +26,6 @@ run() {
         (cd "$fixtures" && "$umadv" "$@") >"$tmp/$name.out" 2>"$tmp/$name.err"
     fi
     echo $? >"$tmp/$name.rc"
-}
-
-rc_of() {
-    cat "$tmp/$1.rc"
 }
 
 # "UMADV_HOST_NUMA=MODE umadv ARGS" as a user would type it.
@@ -87,23 +44,7 @@ golden() {
     name=$1 mode=$2
     shift 2
     run "$name" "$mode" "$@"
-    if [ "$regen" -eq 1 ] && [ "$(rc_of "$name")" -eq 0 ]; then
-        cp "$tmp/$name.out" "$golden/$name"
-        ok 0 "umadv $* (golden $name regenerated)"
-        return
-    fi
-    if [ "$(rc_of "$name")" -ne 0 ] || [ -s "$tmp/$name.err" ]; then
-        ok 1 "$(label "$mode" "$@") exits 0 without messages"
-        echo "#   exit status $(rc_of "$name"), stderr:"
-        diag "$tmp/$name.err"
-        return
-    fi
-    if diff -u "$golden/$name" "$tmp/$name.out" >"$tmp/$name.diff" 2>&1; then
-        ok 0 "$(label "$mode" "$@") matches golden $name"
-    else
-        ok 1 "$(label "$mode" "$@") matches golden $name"
-        diag "$tmp/$name.diff" 60
-    fi
+    check_golden "$name" "$tmp/$name.out" "$(label "$mode" "$@")"
 }
 
 # fails NAME MODE STATUS PATTERN ARGS...: exit STATUS, PATTERN (fixed
@@ -112,15 +53,7 @@ fails() {
     name=$1 mode=$2 want=$3 pattern=$4
     shift 4
     run "$name" "$mode" "$@"
-    got=$(rc_of "$name")
-    if [ "$got" -eq "$want" ] && grep -q -F -e "$pattern" "$tmp/$name.err" &&
-       [ ! -s "$tmp/$name.out" ]; then
-        ok 0 "$(label "$mode" "$@") exits $want: $pattern"
-    else
-        ok 1 "$(label "$mode" "$@") exits $want: $pattern"
-        echo "#   exit status $got, stderr:"
-        diag "$tmp/$name.err"
-    fi
+    check_fails "$name" "$want" "$pattern" "$(label "$mode" "$@")"
 }
 
 # ------------------------------------------------------------- goldens
@@ -170,5 +103,4 @@ unset HWLOC_XMLFILE
 grep -q -F "HWLOC_XMLFILE=" "$tmp/xmlfile.out" && grep -q -E '^numa nodes: 7$' "$tmp/xmlfile.out"
 ok $? "HWLOC_XMLFILE stands in for this machine"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -1,0 +1,99 @@
+# TAP for the shell tests, sourced as `. "${top_srcdir:-.}/tests/tap.sh"`:
+# the tree's paths, a scratch folder ($tmp, removed on exit), ok/diag, and
+# the checks of a command's run against a golden output or an expected
+# failure. A run named NAME leaves $tmp/NAME.out, .err and .rc.
+set -u
+
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+srcdir=$(cd "$top_srcdir" && pwd) || exit 1
+builddir=$(cd "$top_builddir" && pwd) || exit 1
+umadv=$builddir/tools/umadv/umadv
+golden=$srcdir/tests/golden
+
+# Goldens are regenerated only when asked: --regen or UMADV_REGEN_GOLDEN.
+regen=0
+if [ "${1:-}" = "--regen" ] || [ -n "${UMADV_REGEN_GOLDEN:-}" ]; then
+    regen=1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-test.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# Only errors on stderr, whatever the caller's environment says.
+UMADV_LOG=error
+export UMADV_LOG
+unset UMADV_LOG_FILE
+
+n=0
+failed=0
+
+ok() { # STATUS DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        failed=$((failed + 1))
+    fi
+}
+
+diag() { # FILE [LINES]
+    head -n "${2:-40}" "$1" | sed 's/^/# /'
+}
+
+rc_of() { # NAME
+    cat "$tmp/$1.rc"
+}
+
+# tap_require PROGRAM: bail out of the whole file if it is not built.
+tap_require() {
+    if [ ! -x "$1" ]; then
+        echo "Bail out! $1 is not built"
+        exit 1
+    fi
+}
+
+# tap_done: the plan, last, and the exit status.
+tap_done() {
+    echo "1..$n"
+    [ "$failed" -eq 0 ]
+}
+
+# check_golden NAME OUTPUT LABEL: run NAME exited 0 with nothing on stderr
+# and OUTPUT (its stdout, maybe filtered) equals tests/golden/NAME.
+check_golden() {
+    name=$1 output=$2 label=$3
+    if [ "$regen" -eq 1 ] && [ "$(rc_of "$name")" -eq 0 ]; then
+        cp "$output" "$golden/$name"
+        ok 0 "$label (golden $name regenerated)"
+        return
+    fi
+    if [ "$(rc_of "$name")" -ne 0 ] || [ -s "$tmp/$name.err" ]; then
+        ok 1 "$label exits 0 without messages"
+        echo "#   exit status $(rc_of "$name"), stderr:"
+        diag "$tmp/$name.err"
+        return
+    fi
+    if diff -u "$golden/$name" "$output" >"$tmp/$name.diff" 2>&1; then
+        ok 0 "$label matches golden $name"
+    else
+        ok 1 "$label matches golden $name"
+        diag "$tmp/$name.diff" 60
+    fi
+}
+
+# check_fails NAME STATUS PATTERN LABEL: run NAME exited STATUS with
+# PATTERN (a fixed string) on stderr and nothing on stdout.
+check_fails() {
+    name=$1 want=$2 pattern=$3 label=$4
+    got=$(rc_of "$name")
+    if [ "$got" -eq "$want" ] && grep -q -F -e "$pattern" "$tmp/$name.err" &&
+       [ ! -s "$tmp/$name.out" ]; then
+        ok 0 "$label exits $want: $pattern"
+    else
+        ok 1 "$label exits $want: $pattern"
+        echo "#   exit status $got, stderr:"
+        diag "$tmp/$name.err"
+    fi
+}
