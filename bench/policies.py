@@ -55,7 +55,9 @@ def parse_run(text):
 
 
 def run_example(args, name, policy, budget, trace=None):
-    env = dict(os.environ, UMADV_POLICY=policy, UMADV_BUDGET=str(budget))
+    # Count the faults of every iteration (umadv samples them otherwise).
+    env = dict(os.environ, UMADV_POLICY=policy, UMADV_BUDGET=str(budget),
+               UMADV_FAULT_PERIOD="1")
     cmd = [args.exe, "--batch", str(args.batch), "--hidden", str(args.hidden),
            "--layers", str(args.layers), "--iters", str(args.iters)]
     if trace:

@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
 """Train torchvision VGG-16 or ResNet-50 with its tensors in umadv managed memory.
 
-The model, its gradients, the optimizer state and the activations are
-allocated inside torch.cuda.use_mem_pool(pool), where pool is a
-torch.cuda.MemPool over umadv's PyTorch allocator entry points
-(CUDAPluggableAllocator on libumadv.so: umadv_torch_malloc/umadv_torch_free).
-PyTorch's caching allocator still sub-allocates tensors; umadv sees, places
-and traces its segments.
+The model, its gradients, the optimizer state and the activations live in
+umadv's managed memory through its PyTorch allocator entry points
+(CUDAPluggableAllocator on libumadv.so: umadv_torch_malloc/umadv_torch_free):
+  --alloc tensor (default): the pluggable allocator is the process's CUDA
+      allocator, so every tensor is one umadv allocation and the trace has
+      per-tensor accesses and lifetimes (transients, fresh populates).
+      PyTorch's caching allocator is bypassed: umadv's pool caches. Must be
+      set before any CUDA allocation, so --both runs native in a child.
+  --alloc pool: a torch.cuda.MemPool over the pluggable allocator; the
+      caching allocator sub-allocates tensors and umadv sees its segments
+      only (a kernel that touches one tensor touches its whole segment).
+      (PYTORCH_NO_CUDA_MEMORY_CACHING=1 does not help: uncached allocations
+      bypass the MemPool and go to cudaMalloc.)
 
 Iterations are marked through ctypes on the process's umadv context
 (umadv_torch_context); iteration --profile-iter is profiled (CUPTI: every
-kernel launch becomes a step), then planned under UMADV_POLICY/UMADV_BUDGET
-and the trace saved with --trace. --native runs the same training on
-PyTorch's own allocator; --both runs native first, then umadv, in one
-process, and compares the losses bit for bit.
+kernel launch becomes a step) and planned under UMADV_POLICY/UMADV_BUDGET;
+the iteration after it is umadv's timing pass (step durations measured
+without faults, then planned again), and the trace is saved with --trace
+once that is done. --native runs the same training on PyTorch's own
+allocator; --both runs native and umadv and compares the losses bit for
+bit.
 
 Synthetic data, fixed seeds, weights=None: no downloads. fp32 (PyTorch's
 default math modes: cuDNN may use TF32), SGD with momentum, cuDNN
@@ -25,8 +34,11 @@ deterministic and benchmark off so that both runs compute the same bits.
 import argparse
 import ctypes
 import gc
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -113,20 +125,40 @@ def step(torch, model, opt, x, y):
 
 
 def mark(um, it, args):
-    """umadv's side of iteration @it: plan once the profiled one is done."""
+    """umadv's side of iteration @it: plan once the profiled one is done;
+    save the trace once the timing pass after it has given the durations."""
     profile = not args.no_profile
     if profile and it == args.profile_iter + 1:
-        if args.trace:
-            um.call("umadv_trace_save", args.trace.encode())
         um.call("umadv_plan")
     if profile and it == args.profile_iter:
         um.call("umadv_profile_next_iteration")
     um.call("umadv_iteration_begin")
+    if profile and it == args.profile_iter + 2 and args.trace:
+        um.call("umadv_trace_save", args.trace.encode())
+
+
+def memory_report(torch):
+    """PyTorch's own counters; a pluggable allocator has none."""
+    try:
+        return "peak allocated %s, reserved %s" % (
+            gib(torch.cuda.max_memory_allocated()), gib(torch.cuda.max_memory_reserved()))
+    except RuntimeError:
+        return "peak allocated and reserved: not known (pluggable allocator)"
+
+
+def reserved(torch):
+    try:
+        return torch.cuda.memory_reserved()
+    except RuntimeError:
+        return None
 
 
 def train(torch, torchvision, args, um):
     """Run the iterations; returns (ms per iteration, losses, report lines)."""
-    torch.cuda.reset_peak_memory_stats()
+    try:
+        torch.cuda.reset_peak_memory_stats()
+    except RuntimeError:
+        pass  # pluggable allocator
     model, opt, x, y = build(torch, torchvision, args)
     times, losses = [], []
     for it in range(args.iters):
@@ -140,13 +172,16 @@ def train(torch, torchvision, args, um):
         print("  %-6s iter %2d  %8.1f ms  loss %.7f  %s" % (
             "umadv" if um else "native", it, times[-1], losses[-1], losses[-1].hex()),
             flush=True)
-    report = ["peak allocated %s, reserved %s" % (
-        gib(torch.cuda.max_memory_allocated()), gib(torch.cuda.max_memory_reserved()))]
+    report = [memory_report(torch)]
     if um is not None:
         s = um.stats()
-        outside = torch.cuda.memory_reserved() - s.managed_bytes
-        report.append("umadv: managed now %s (peak %s) in %d blocks; PyTorch memory outside "
-                      "umadv %d bytes; gpu peak used %s; faults %d; fetched %s, evicted %s; steps %d"
+        res = reserved(torch)
+        if res is None:  # every tensor is a umadv block: nothing can be outside
+            outside = "PyTorch memory outside umadv 0 bytes (one umadv block per tensor)"
+        else:
+            outside = "PyTorch memory outside umadv %d bytes" % (res - s.managed_bytes)
+        report.append("umadv: managed now %s (peak %s) in %d blocks; %s; gpu peak used %s; "
+                      "faults %d; fetched %s, evicted %s; steps %d"
                       % (gib(s.managed_bytes), gib(s.managed_peak), s.allocations, outside,
                          gib(s.gpu_peak_used), s.gpu_faults, gib(s.fetched_bytes),
                          gib(s.evicted_bytes), s.steps))
@@ -154,21 +189,55 @@ def train(torch, torchvision, args, um):
     return times, losses, report
 
 
+def steady_from(args):
+    """The first iteration of the steady state: after the warm-up ones, or
+    the profiled one, the timing pass, and the first on the plan made from
+    it."""
+    return 2 if args.no_profile else args.profile_iter + 3
+
+
 def steady(times, args):
-    tail = times[args.profile_iter + 2:] or times[-1:]
+    tail = times[steady_from(args):] or times[-1:]
     return sum(tail) / len(tail)
+
+
+def pluggable(torch, args):
+    return torch.cuda.memory.CUDAPluggableAllocator(
+        args.lib, "umadv_torch_malloc", "umadv_torch_free")
+
+
+def use_umadv_allocator(torch, args):
+    """--alloc tensor: umadv is the process's CUDA allocator (before any
+    CUDA allocation: PyTorch refuses to swap an initialized allocator)."""
+    args.lib = find_library(args.lib)
+    # Arenas that hold a whole iteration: an arena emptied by backward and
+    # returned would be mapped again, and populated again, every iteration.
+    os.environ.setdefault("UMADV_ARENA_SIZE", "16G")
+    torch.cuda.memory.change_current_allocator(pluggable(torch, args))
 
 
 def run_umadv(torch, torchvision, args):
     um = Umadv(args.lib)
-    alloc = torch.cuda.memory.CUDAPluggableAllocator(
-        args.lib, "umadv_torch_malloc", "umadv_torch_free")
-    pool = torch.cuda.MemPool(alloc.allocator())
+    if args.alloc == "tensor":
+        return train(torch, torchvision, args, um), None
+    pool = torch.cuda.MemPool(pluggable(torch, args).allocator())
     # The pool routes allocations of this thread only: backward must run
     # here, not on autograd's device threads, or gradients escape umadv.
     with torch.autograd.set_multithreading_enabled(False), torch.cuda.use_mem_pool(pool):
         result = train(torch, torchvision, args, um)
     return result, pool
+
+
+def run_native_child(args):
+    """The native run of --both --alloc tensor, in a process of its own."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        argv = [sys.executable, os.path.abspath(__file__), "--native", "--result-json",
+                out.name] + [a for a in sys.argv[1:] if a != "--both"]
+        if subprocess.run(argv).returncode != 0:
+            sys.exit("torch_train.py: the native run failed")
+        with open(out.name) as f:
+            r = json.load(f)
+    return r["times"], [float.fromhex(h) for h in r["losses"]], r["report"]
 
 
 def compare(native, umadv, args):
@@ -179,7 +248,7 @@ def compare(native, umadv, args):
             i, nt[i], ut[i], nl[i].hex(), ul[i].hex(), "" if nl[i] == ul[i] else "  DIFFER"))
     same = all(a.hex() == b.hex() for a, b in zip(nl, ul))
     print("\nsteady state (iterations >= %d): native %.1f ms/iter, umadv %.1f ms/iter (%.3fx)"
-          % (args.profile_iter + 2, steady(nt, args), steady(ut, args),
+          % (steady_from(args), steady(nt, args), steady(ut, args),
              steady(ut, args) / steady(nt, args)))
     print("losses bitwise identical: %s" % ("yes" if same else "NO"))
     return same
@@ -197,6 +266,10 @@ def parse_args():
                    help="iteration profiled; planned and replayed from the next")
     p.add_argument("--no-profile", action="store_true",
                    help="mark iterations only: no profile, no plan (to measure overheads)")
+    p.add_argument("--alloc", choices=("tensor", "pool"), default="tensor",
+                   help="tensor: every tensor a umadv block (default); pool: a MemPool "
+                   "whose segments are umadv blocks")
+    p.add_argument("--result-json", help=argparse.SUPPRESS)
     p.add_argument("--trace", help="write the profiled iteration here (umadv-trace(5))")
     p.add_argument("--lib", help="libumadv.so (default: $UMADV_LIBRARY)")
     p.add_argument("--policy", default="oracle", help="UMADV_POLICY unless already set")
@@ -206,8 +279,9 @@ def parse_args():
     mode.add_argument("--both", dest="mode", action="store_const", const="both")
     p.set_defaults(mode="both")
     args = p.parse_args()
-    if args.iters < args.profile_iter + 2:
-        p.error("--iters must exceed --profile-iter + 1 (the plan starts after the profile)")
+    if not args.no_profile and args.iters < args.profile_iter + 3:
+        p.error("--iters must exceed --profile-iter + 2 (the profile, the timing pass, "
+                "then the plan)")
     return args
 
 
@@ -218,6 +292,8 @@ def main():
 
     if not torch.cuda.is_available():
         sys.exit("torch_train.py: no CUDA device")
+    if args.mode in ("umadv", "both") and args.alloc == "tensor":
+        use_umadv_allocator(torch, args)  # before CUDA is initialized
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
     free, total = torch.cuda.mem_get_info()
@@ -229,11 +305,18 @@ def main():
         torch.__version__, args.model, args.batch, args.iters, gib(free), gib(total),
         os.environ["UMADV_POLICY"]), flush=True)
     native = umadv = None
-    if args.mode in ("native", "both"):
+    if args.mode == "both" and args.alloc == "tensor":
+        native = run_native_child(args)
+        print("native: %s" % "; ".join(native[2]), flush=True)
+    elif args.mode in ("native", "both"):
         native = train(torch, torchvision, args, None)
         print("native: %s" % "; ".join(native[2]), flush=True)
         gc.collect()
         torch.cuda.empty_cache()
+    if args.result_json:
+        with open(args.result_json, "w") as f:
+            json.dump({"times": native[0], "losses": [x.hex() for x in native[1]],
+                       "report": native[2]}, f)
     if args.mode in ("umadv", "both"):
         args.lib = find_library(args.lib)
         umadv, pool = run_umadv(torch, torchvision, args)

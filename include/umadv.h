@@ -273,13 +273,17 @@ UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *sta
 /**
  * @name PyTorch allocator entry points
  * For torch.cuda.memory.CUDAPluggableAllocator(path, "umadv_torch_malloc",
- * "umadv_torch_free"), best used as the allocator of a torch.cuda.MemPool
- * (swapping PyTorch's whole allocator breaks cudnn.benchmark), entered with
- * torch.cuda.use_mem_pool() under torch.autograd.set_multithreading_enabled(False):
- * the pool routes one thread's allocations only. They allocate
- * from one process-wide context, created from the UMADV_* environment on
- * first use (thread-safe); PyTorch's caching allocator asks them for whole
- * segments, so the segments are what umadv sees, places and traces. Python
+ * "umadv_torch_free"). Two ways to use them:
+ *  - as the process's allocator (torch.cuda.memory.change_current_allocator,
+ *    before any CUDA allocation): every tensor is one umadv allocation, so
+ *    traces and plans are per tensor, and umadv's pool does the caching
+ *    (cudnn.benchmark must stay off: PyTorch 2.11 cannot query it);
+ *  - as the allocator of a torch.cuda.MemPool, entered with
+ *    torch.cuda.use_mem_pool() under torch.autograd.set_multithreading_enabled(False)
+ *    (the pool routes one thread's allocations only): PyTorch's caching
+ *    allocator asks for whole segments, and segments are what umadv sees.
+ * They allocate from one process-wide context, created from the UMADV_*
+ * environment on first use (thread-safe). Python
  * gets the same context from umadv_torch_context() (ctypes) to mark
  * iterations, profile, plan and save the trace with the calls above.
  * @{

@@ -37,48 +37,56 @@ static const umadv_prof_launch_t *launch_find(const umadv_prof_launch_t *launche
     return bsearch(&key, launches, n, sizeof(*launches), launch_compare);
 }
 
-/* Kernel steps take the span of their kernels: one kernel, or a graph's. */
-static void kernel_durations(umadv_trace_t *trace, const umadv_prof_interval_t *iv, size_t n)
+/* @spans[s]: the span of step @s's kernels (one kernel, or a graph's). */
+static umadv_status_t interval_spans(const umadv_prof_interval_t *iv, size_t n,
+                                     uint32_t nsteps, uint64_t *spans)
 {
-    uint64_t *lo = NULL, *hi = NULL;
+    uint64_t *lo = calloc(nsteps ? nsteps : 1, sizeof(*lo));
 
-    lo = calloc(trace->nsteps, sizeof(*lo));
-    hi = calloc(trace->nsteps, sizeof(*hi));
-    if (lo == NULL || hi == NULL)
-        goto out; /* durations stay as measured by the recorder */
+    if (lo == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    memset(spans, 0, nsteps * sizeof(*spans));
     for (size_t i = 0; i < n; i++) {
         uint32_t s = iv[i].step;
+        uint64_t hi = lo[s] + spans[s];
         if (lo[s] == 0 || iv[i].start < lo[s])
             lo[s] = iv[i].start;
-        hi[s] = UMADV_MAX(hi[s], iv[i].end);
+        hi = UMADV_MAX(hi, iv[i].end);
+        spans[s] = hi - lo[s];
     }
-    for (uint32_t s = 0; s < trace->nsteps; s++) {
-        if (trace->steps[s].kind == UMADV_STEP_KERNEL && hi[s] > lo[s])
-            trace->steps[s].duration_ns = hi[s] - lo[s];
-    }
-out:
     free(lo);
-    free(hi);
+    return UMADV_OK;
 }
 
-umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launch_t *launches,
-                                          size_t nlaunches, const umadv_prof_kernel_t *kernels,
-                                          size_t nkernels, umadv_prof_interval_t **intervals_p,
-                                          size_t *nintervals_p,
-                                          umadv_prof_attrib_stats_t *stats)
+/* Kernel steps take the span of their kernels. */
+static void kernel_durations(umadv_trace_t *trace, const umadv_prof_interval_t *iv, size_t n)
 {
-    umadv_prof_interval_t *iv;
+    uint64_t *spans = calloc(trace->nsteps ? trace->nsteps : 1, sizeof(*spans));
+
+    if (spans == NULL || interval_spans(iv, n, trace->nsteps, spans) != UMADV_OK)
+        goto out; /* durations stay as measured by the recorder */
+    for (uint32_t s = 0; s < trace->nsteps; s++) {
+        if (trace->steps[s].kind == UMADV_STEP_KERNEL && spans[s] > 0)
+            trace->steps[s].duration_ns = spans[s];
+    }
+out:
+    free(spans);
+}
+
+/* Intervals of the kernels whose launches (sorted by correlation id)
+ * went to a step below @nsteps; unsorted. */
+static size_t kernel_intervals(const umadv_prof_launch_t *launches, size_t nlaunches,
+                               const umadv_prof_kernel_t *kernels, size_t nkernels,
+                               uint32_t nsteps, umadv_prof_interval_t *iv,
+                               umadv_prof_attrib_stats_t *stats)
+{
     size_t n = 0;
 
-    iv = malloc((nkernels ? nkernels : 1) * sizeof(*iv));
-    if (iv == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
     for (size_t i = 0; i < nkernels; i++) {
         const umadv_prof_launch_t *l = launch_find(launches, nlaunches,
                                                    kernels[i].correlation_id);
         stats->kernels++;
-        if (l == NULL || l->step >= trace->nsteps || kernels[i].end < kernels[i].start) {
+        if (l == NULL || l->step >= nsteps || kernels[i].end < kernels[i].start) {
             stats->kernels_unknown++;
             continue;
         }
@@ -88,6 +96,43 @@ umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launc
         iv[n].device = kernels[i].device;
         n++;
     }
+    return n;
+}
+
+umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nlaunches,
+                                        const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                        uint32_t nsteps, uint64_t *spans)
+{
+    umadv_prof_attrib_stats_t stats;
+    umadv_prof_interval_t *iv;
+    umadv_status_t status;
+    size_t n;
+
+    iv = malloc((nkernels ? nkernels : 1) * sizeof(*iv));
+    if (iv == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    memset(&stats, 0, sizeof(stats));
+    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    n = kernel_intervals(launches, nlaunches, kernels, nkernels, nsteps, iv, &stats);
+    status = interval_spans(iv, n, nsteps, spans);
+    free(iv);
+    return status;
+}
+
+umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launch_t *launches,
+                                          size_t nlaunches, const umadv_prof_kernel_t *kernels,
+                                          size_t nkernels, umadv_prof_interval_t **intervals_p,
+                                          size_t *nintervals_p,
+                                          umadv_prof_attrib_stats_t *stats)
+{
+    umadv_prof_interval_t *iv;
+    size_t n;
+
+    iv = malloc((nkernels ? nkernels : 1) * sizeof(*iv));
+    if (iv == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    n = kernel_intervals(launches, nlaunches, kernels, nkernels, trace->nsteps, iv, stats);
     qsort(iv, n, sizeof(*iv), interval_compare);
     kernel_durations(trace, iv, n);
     *intervals_p  = iv;

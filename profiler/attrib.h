@@ -81,6 +81,13 @@ umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launc
                                           size_t *nintervals_p,
                                           umadv_prof_attrib_stats_t *stats);
 
+/* @spans[s] (@nsteps entries): how long the kernels of step s ran, first
+ * start to last end, or 0 when none ran (@launches is sorted in place).
+ * The timing pass's durations. */
+umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nlaunches,
+                                        const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                        uint32_t nsteps, uint64_t *spans);
+
 /* The step index for a fault at @time on @device, or UMADV_STEP_NONE. */
 uint32_t umadv__prof_attrib_step(const umadv_prof_interval_t *intervals, size_t n,
                                  uint64_t max_duration, uint64_t time, uint32_t device);

@@ -70,23 +70,33 @@ umadv_status_t umadv__cupti_status(const umadv_cupti_ops_t *ops, CUptiResult res
 typedef CUresult (*func_param_info_fn)(CUfunction func, size_t index, size_t *offset,
                                        size_t *size);
 
-/* cuFuncGetParamInfo through the runtime, so libumadv needs no -lcuda
+/* A driver entry point through the runtime, so libumadv needs no -lcuda
  * (only the driver's stub exists at build time). NULL if unavailable. */
-static func_param_info_fn driver_param_info(void)
+static void *driver_entry(const char *name)
 {
-    static func_param_info_fn fn;
-    static int looked;
     enum cudaDriverEntryPointQueryResult found;
     void *ptr = NULL;
 
-    if (__atomic_load_n(&looked, __ATOMIC_ACQUIRE))
-        return fn;
-    if (cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &ptr, 12040, cudaEnableDefault,
-                                         &found) == cudaSuccess &&
-        found == cudaDriverEntryPointSuccess)
-        fn = (func_param_info_fn)ptr;
-    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
-    return fn;
+    if (cudaGetDriverEntryPointByVersion(name, &ptr, 12040, cudaEnableDefault, &found) !=
+            cudaSuccess || found != cudaDriverEntryPointSuccess)
+        return NULL;
+    return ptr;
+}
+
+/* cuFuncGetParamInfo, then cuKernelGetParamInfo: a library's kernel
+ * (CUkernel, cuLibraryGetKernel) may be launched cast to a CUfunction,
+ * which the first one does not know. */
+static func_param_info_fn driver_param_info(int kernel)
+{
+    static func_param_info_fn fn[2];
+    static int looked;
+
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        fn[0] = (func_param_info_fn)driver_entry("cuFuncGetParamInfo");
+        fn[1] = (func_param_info_fn)driver_entry("cuKernelGetParamInfo");
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    return fn[kernel];
 }
 
 static umadv_status_t runtime_param_info(const void *func, size_t index, size_t *offset_p,
@@ -107,19 +117,40 @@ static umadv_status_t runtime_param_info(const void *func, size_t index, size_t 
     return UMADV_OK;
 }
 
+/* Parameter @index of a driver launch's @func. Parameters are read in
+ * order from 0, so the query that answers index 0 (the function or the
+ * kernel one) is the one asked for the rest of that launch. */
+static umadv_status_t driver_param_query(const void *func, size_t index, size_t *offset_p,
+                                         size_t *size_p)
+{
+    static __thread int kernel;
+    func_param_info_fn fn;
+
+    if (index == 0) {
+        for (kernel = 0; kernel < 2; kernel++) {
+            fn = driver_param_info(kernel);
+            if (fn != NULL &&
+                fn((CUfunction)(uintptr_t)func, 0, offset_p, size_p) == CUDA_SUCCESS)
+                return UMADV_OK;
+        }
+        return UMADV_ERR_NOT_FOUND;
+    }
+    fn = kernel < 2 ? driver_param_info(kernel) : NULL;
+    if (fn == NULL || fn((CUfunction)(uintptr_t)func, index, offset_p, size_p) != CUDA_SUCCESS)
+        return UMADV_ERR_NOT_FOUND;
+    return UMADV_OK;
+}
+
 static umadv_status_t real_kernel_param_info(const void *func, int driver, size_t index,
                                              size_t *offset_p, size_t *size_p)
 {
-    func_param_info_fn fn;
     size_t offset, size;
 
     if (!driver) {
         if (runtime_param_info(func, index, &offset, &size) != UMADV_OK)
             return UMADV_ERR_NOT_FOUND;
-    } else {
-        fn = driver_param_info();
-        if (fn == NULL || fn((CUfunction)(uintptr_t)func, index, &offset, &size) != CUDA_SUCCESS)
-            return UMADV_ERR_NOT_FOUND;
+    } else if (driver_param_query(func, index, &offset, &size) != UMADV_OK) {
+        return UMADV_ERR_NOT_FOUND;
     }
     *offset_p = offset;
     *size_p   = size;

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,11 @@ struct umadv_profiler {
     CUpti_SubscriberHandle   subscriber;
     umadv_prof_launch_fn     launch;
     void                    *launch_arg;
-    int                      um_counters;   /* fault records enabled */
+    int                      um_counters;   /* fault records available */
+    int                      um_on;         /* the counters are enabled now */
+    int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
+    umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
 
     pthread_mutex_t          lock;          /* what follows */
     umadv_prof_result_t      rec;           /* the recording in progress */
@@ -168,18 +172,36 @@ static void launch_push(umadv_profiler_t *prof, uint32_t correlation_id, uint32_
     pthread_mutex_unlock(&prof->lock);
 }
 
-/* A launch the application made: number its step and scan it. */
+/* Count a launch's scan; remember the first kernel whose parameters
+ * could not be read (the report names it). */
+static void scan_count(umadv_profiler_t *prof, const CUpti_CallbackData *cb, int no_layout)
+{
+    pthread_mutex_lock(&prof->lock);
+    prof->rec.scanned++;
+    if (no_layout && prof->rec.no_layout++ == 0)
+        snprintf(prof->rec.no_layout_name, sizeof(prof->rec.no_layout_name), "%s",
+                 cb->symbolName != NULL ? cb->symbolName : "?");
+    pthread_mutex_unlock(&prof->lock);
+}
+
+/* A launch the application made: number its step and, in a full
+ * recording, scan it. */
 static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
                               const prof_launch_args_t *la)
 {
     umadv_prof_region_t regions[UMADV_PROF_MAX_PARAMS];
+    unsigned flags = la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0;
     size_t nregions = 0;
     uint32_t step;
 
-    if (!la->graph)
+    if (!la->graph && prof->mode == UMADV_PROF_RECORD_FULL) {
         nregions = umadv__prof_launch_regions(prof->ops, la->func, la->driver, la->args,
                                               la->extra, regions, UMADV_ARRAY_SIZE(regions));
-    step = prof->launch(prof->launch_arg, cb->symbolName, la->graph, regions, nregions);
+        if (nregions == 0 && (la->args != NULL || la->extra != NULL))
+            flags |= UMADV_PROF_LAUNCH_NO_LAYOUT;
+        scan_count(prof, cb, (flags & UMADV_PROF_LAUNCH_NO_LAYOUT) != 0);
+    }
+    step = prof->launch(prof->launch_arg, cb->symbolName, flags, regions, nregions);
     if (step != UMADV_STEP_NONE)
         launch_push(prof, cb->correlationId, step);
     return step;
@@ -288,7 +310,7 @@ static void fault_push(umadv_profiler_t *prof, const umadv_prof_fault_t *fault)
 {
     umadv_prof_result_t *rec = &prof->rec;
 
-    if (!prof->recording) {
+    if (!prof->recording || prof->mode != UMADV_PROF_RECORD_FULL) {
         prof->replay_faults += fault->groups;
         return;
     }
@@ -407,8 +429,30 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
                               (config, (uint32_t)UMADV_ARRAY_SIZE(config)));
     if (status != UMADV_OK)
         return status;
-    return UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
-                            (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+    /* Enabled once to learn whether they work, then off until needed. */
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
+                              (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+    if (status == UMADV_OK)
+        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    return status;
+}
+
+/* The counters on while recording or counting faults, off otherwise. */
+static void um_update(umadv_profiler_t *prof)
+{
+    int on = prof->um_counters && (prof->recording || prof->count_faults);
+
+    if (on == prof->um_on)
+        return;
+    if (on && UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
+                               (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)) != UMADV_OK)
+        return; /* logged; faults go unseen until the next try */
+    if (!on) {
+        /* Records of work already done still count. */
+        prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    }
+    prof->um_on = on;
 }
 
 /* ---- life cycle ------------------------------------------------------ */
@@ -500,7 +544,7 @@ void umadv__prof_close(umadv_profiler_t *prof)
         return;
     if (prof->recording)
         callbacks_enable(prof, 0);
-    if (prof->um_counters)
+    if (prof->um_on)
         prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
     prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -521,9 +565,12 @@ void umadv__prof_result_cleanup(umadv_prof_result_t *result)
     memset(result, 0, sizeof(*result));
 }
 
-umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof)
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode)
 {
     umadv_status_t status;
+
+    if (prof->recording)
+        return UMADV_ERR_STATE;
 
     /* Records of earlier work go to the replay count, not this recording. */
     prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -531,6 +578,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof)
     umadv__prof_result_cleanup(&prof->rec);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     prof->rec.um_counters = prof->um_counters;
+    prof->mode = mode;
     pthread_mutex_unlock(&prof->lock);
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -543,6 +591,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof)
         return status;
     }
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
+    um_update(prof);
     return UMADV_OK;
 }
 
@@ -562,10 +611,18 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     memset(&prof->rec, 0, sizeof(prof->rec));
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     pthread_mutex_unlock(&prof->lock);
+    um_update(prof);
     if (status != UMADV_OK)
         umadv_warn("the profiled iteration's work failed to complete: its kernel and fault "
                    "records may be incomplete");
     return UMADV_OK;
+}
+
+void umadv__prof_count_faults(umadv_profiler_t *prof, int on)
+{
+    prof->count_faults = on != 0;
+    if (!prof->recording)
+        um_update(prof);
 }
 
 uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)

@@ -9,10 +9,17 @@
  *     launch made by a runtime launch is the same launch) that, while
  *     recording, ask the owner which step a launch belongs to, passing the
  *     launch's argument regions for the parameter scan;
- *   - kernel activity records (while recording) and unified-memory counter
- *     records (always): GPU page faults, bytes each way by migration
- *     cause, thrashing. Outside a recording, faults are only counted, for
- *     replay validation.
+ *   - kernel activity records and unified-memory counter records (GPU
+ *     page faults, bytes each way by migration cause, thrashing).
+ * Nothing of this runs outside a recording, except the unified-memory
+ * counters while the owner asks for faults to be counted (replay
+ * validation): CUPTI's activity tracing costs every launch time on the
+ * host (measured on an H200: the unified-memory counters add 20-40 us to
+ * each kernel of a PyTorch VGG-16), so it is on only when needed.
+ *
+ * A recording is FULL (the profiling pass: launches numbered into steps,
+ * their parameters scanned, faults collected) or TIMING (the timing pass:
+ * launches numbered, no scan, faults only counted, as in replay).
  * A CUPTI that is taken or unsupported is a warning naming the reason;
  * the owner goes on without a profiler.
  */
@@ -30,12 +37,24 @@
 
 typedef struct umadv_profiler umadv_profiler_t;
 
-/* Called on the launching thread for each launch while recording: the
- * trace step the launch belongs to, or UMADV_STEP_NONE to leave it out.
- * @name may be NULL; @graph says a graph launch (no regions: its kernels
- * share the launch's correlation id). */
-typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, int graph,
+/* What the launch callback says of a launch. */
+#define UMADV_PROF_LAUNCH_GRAPH     1u /* a graph launch: its kernels share its
+                                        * correlation id, no regions */
+#define UMADV_PROF_LAUNCH_NO_LAYOUT 2u /* arguments whose layout CUDA does not
+                                        * give (full recordings): not scanned */
+
+/* Called on the launching thread for each launch while recording, before
+ * the launch is made: the trace step the launch belongs to, or
+ * UMADV_STEP_NONE to leave it out. @name may be NULL; @flags are
+ * UMADV_PROF_LAUNCH_*. */
+typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, unsigned flags,
                                          const umadv_prof_region_t *regions, size_t nregions);
+
+/* What a recording collects. */
+typedef enum umadv_prof_mode {
+    UMADV_PROF_RECORD_FULL,   /* steps, scanned parameters, kernels, faults */
+    UMADV_PROF_RECORD_TIMING  /* steps and kernels; faults counted, not kept */
+} umadv_prof_mode_t;
 
 /* Migration causes, as CUPTI numbers them (CUpti_ActivityUnifiedMemoryMigrationCause). */
 #define UMADV_PROF_CAUSES 6
@@ -54,6 +73,9 @@ typedef struct umadv_prof_result {
     uint64_t             thrashing;    /* thrashing records */
     uint64_t             um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT]; /* by kind */
     int                  um_counters;  /* fault records were available */
+    uint64_t             scanned;      /* launches whose parameters were scanned */
+    uint64_t             no_layout;    /* launches with arguments but no known layout */
+    char                 no_layout_name[96]; /* the first of them */
 } umadv_prof_result_t;
 
 /* Subscribe to CUPTI through @ops. UMADV_ERR_STATE when another context
@@ -67,13 +89,18 @@ umadv_status_t umadv__prof_open(const umadv_cupti_ops_t *ops, umadv_prof_launch_
 /* Unsubscribe; NULL is a no-op. */
 void umadv__prof_close(umadv_profiler_t *prof);
 
-/* Start collecting launches, kernels and faults (dropping earlier ones). */
-umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof);
+/* Start collecting what @mode says (dropping earlier records). */
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode);
 
 /* Wait for the device, flush CUPTI and hand over what was collected. */
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result);
 
 void umadv__prof_result_cleanup(umadv_prof_result_t *result);
+
+/* Count GPU faults outside recordings (@on) or not: the unified-memory
+ * counters stay on between recordings only while asked. A no-op without
+ * counters. */
+void umadv__prof_count_faults(umadv_profiler_t *prof, int on);
 
 /* GPU faults seen outside recordings since the last call: fault groups
  * of page-fault records plus one per migration to the GPU that faults

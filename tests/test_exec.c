@@ -35,10 +35,14 @@
 enum { CH_HOST, CH_ARRIVING, CH_RESIDENT, CH_LEAVING };
 
 typedef struct mock_call {
-    char      kind;    /* 'F' fetch, 'E' evict, 'A' advise */
+    char      kind;    /* 'F' fetch, 'E' evict, 'S' advice set, 'U' advice unset */
     uintptr_t ptr;
     uint64_t  len;
     uint64_t  start_ns, end_ns;
+    int       advice;  /* umadv_cuda_advice_t ('S', 'U') */
+    int       location;
+    size_t    batch;   /* 'F' of a batch call: its ranges; 0: a single prefetch */
+    int       cont;    /* a range of the same batch call as the record before */
 } mock_call_t;
 
 typedef struct mock_event {
@@ -133,14 +137,18 @@ static size_t call_log(char kind, void *ptr, uint64_t len)
 {
     size_t i = mock.ncalls < MAX_CALLS ? mock.ncalls++ : MAX_CALLS - 1;
 
-    mock.calls[i] = (mock_call_t){kind, (uintptr_t)ptr, len, umadv__now_ns(), 0};
+    mock.calls[i] = (mock_call_t){.kind = kind, .ptr = (uintptr_t)ptr, .len = len,
+                                  .start_ns = umadv__now_ns()};
     return i;
 }
 
-static umadv_status_t mock_prefetch(void *ptr, size_t size, int location, umadv_stream_t s)
+/* One call over @count ranges (a batch when @batch): logged range by
+ * range, one fixed cost of 20 us for the call. */
+static umadv_status_t mock_move(void **ptrs, size_t *sizes, size_t count, int location,
+                                int batch)
 {
-    int to_gpu = location != UMADV_CUDA_LOCATION_HOST, n;
-    size_t i;
+    int to_gpu = location != UMADV_CUDA_LOCATION_HOST, n = 0;
+    size_t first;
 
     pthread_mutex_lock(&mock.lock);
     if (mock.fail_at != 0 && ++mock.prefetches == mock.fail_at) {
@@ -148,33 +156,58 @@ static umadv_status_t mock_prefetch(void *ptr, size_t size, int location, umadv_
         umadv_error("mock: cudaMemPrefetchAsync failed: injected");
         return UMADV_ERR_CUDA;
     }
-    i = call_log(to_gpu ? 'F' : 'E', ptr, size);
-    n = to_gpu ? chunks_move((uintptr_t)ptr, size, CH_HOST, CH_ARRIVING, 0)
-               : chunks_move((uintptr_t)ptr, size, CH_RESIDENT, CH_LEAVING, 1);
+    first = mock.ncalls;
+    for (size_t r = 0; r < count; r++) {
+        size_t i = call_log(to_gpu ? 'F' : 'E', ptrs[r], sizes[r]);
+        mock.calls[i].location = location;
+        mock.calls[i].batch = batch ? count : 0;
+        mock.calls[i].cont = r > 0;
+        n += to_gpu ? chunks_move((uintptr_t)ptrs[r], sizes[r], CH_HOST, CH_ARRIVING, 0)
+                    : chunks_move((uintptr_t)ptrs[r], sizes[r], CH_RESIDENT, CH_LEAVING, 1);
+    }
     mock.in_flight++;
     mock.evicting += !to_gpu;
     pthread_mutex_unlock(&mock.lock);
     /* The real call blocks its caller for the whole migration. */
     sleep_ns(20000 + (uint64_t)n * (to_gpu ? mock.fetch_ns : mock.evict_ns));
     pthread_mutex_lock(&mock.lock);
-    if (to_gpu)
-        chunks_move((uintptr_t)ptr, size, CH_ARRIVING, CH_RESIDENT, 0);
-    else
-        chunks_move((uintptr_t)ptr, size, CH_LEAVING, CH_HOST, 0);
+    for (size_t r = 0; r < count; r++) {
+        if (to_gpu)
+            chunks_move((uintptr_t)ptrs[r], sizes[r], CH_ARRIVING, CH_RESIDENT, 0);
+        else
+            chunks_move((uintptr_t)ptrs[r], sizes[r], CH_LEAVING, CH_HOST, 0);
+        if (first + r < MAX_CALLS)
+            mock.calls[first + r].end_ns = umadv__now_ns();
+    }
     mock.in_flight--;
     mock.evicting -= !to_gpu;
-    mock.calls[i].end_ns = umadv__now_ns();
     pthread_mutex_unlock(&mock.lock);
     return UMADV_OK;
 }
 
+static umadv_status_t mock_prefetch(void *ptr, size_t size, int location, umadv_stream_t s)
+{
+    return mock_move(&ptr, &size, 1, location, 0);
+}
+
+static umadv_status_t mock_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                          int location, umadv_stream_t s)
+{
+    return mock_move(ptrs, sizes, count, location, 1);
+}
+
 static umadv_status_t mock_advise(void *ptr, size_t size, umadv_cuda_advice_t advice, int loc)
 {
+    int set = advice == UMADV_CUDA_ADVISE_SET_READ_MOSTLY ||
+              advice == UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION ||
+              advice == UMADV_CUDA_ADVISE_SET_ACCESSED_BY;
+    size_t i;
+
     pthread_mutex_lock(&mock.lock);
-    if (advice == UMADV_CUDA_ADVISE_SET_READ_MOSTLY)
-        call_log('A', ptr, size);
-    else
-        call_log('U', ptr, size);
+    i = call_log(set ? 'S' : 'U', ptr, size);
+    mock.calls[i].advice = advice;
+    mock.calls[i].location = loc;
+    mock.calls[i].end_ns = mock.calls[i].start_ns;
     pthread_mutex_unlock(&mock.lock);
     return UMADV_OK;
 }
@@ -251,6 +284,7 @@ static void mock_ops_init(void)
     mock_ops = umadv__cuda_ops_host;
     mock_ops.name              = "mock";
     mock_ops.prefetch          = mock_prefetch;
+    mock_ops.prefetch_batch    = mock_prefetch_batch;
     mock_ops.advise            = mock_advise;
     mock_ops.mem_get_info      = mock_mem_get_info;
     mock_ops.stream_create     = mock_stream_create;
@@ -408,7 +442,8 @@ static void run(workload_t *w, umadv_exec_t *e, int iters, uint64_t kernel_ns,
     }
 }
 
-/* The calls of the mock log as text: "F0 E0 F2" (kind, allocation). */
+/* The calls of the mock log as text: "F0 E0 F2" (kind, allocation);
+ * "F0+F2": one batch call over both. */
 static const char *calls_text(const workload_t *w, size_t from)
 {
     static char buf[1024];
@@ -422,7 +457,8 @@ static const char *calls_text(const workload_t *w, size_t from)
                 mock.calls[i].ptr < (uintptr_t)w->arena[k] + w->trace.allocs[k].size)
                 a = (int)k;
         }
-        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%c%d", used ? " " : "",
+        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%c%d",
+                                 used == 0 ? "" : mock.calls[i].cont ? "+" : " ",
                                  mock.calls[i].kind, a);
     }
     return buf;
@@ -491,7 +527,8 @@ static void test_oracle(void)
     e = exec_open(&w, UMADV_POLICY_ORACLE, 4 * SEC); /* the budget is ignored */
     run(&w, e, 2, 100000, &r);
     umadv__exec_destroy(e);
-    is_str(calls_text(&w, 0), "F0 F1 F2", "oracle: everything fetched once, never evicted");
+    is_str(calls_text(&w, 0), "F0+F1+F2",
+           "oracle: everything fetched once, in one batch call, never evicted");
     ok(r.faults[0] == 0 && r.faults[1] == 0, "oracle: no faults");
     workload_cleanup(&w);
 }
@@ -631,9 +668,10 @@ static void test_coalescing(void)
     umadv__exec_step_begin(e);
     umadv__exec_step_wait(e);
     ok(mock.ncalls == 2 && mock.calls[0].ptr == (uintptr_t)arena &&
-       mock.calls[0].len == 4 * SEC && mock.calls[1].ptr == (uintptr_t)w.arena[2],
-       "three fetches, two calls: adjacent blocks of one arena coalesced (%zu calls)",
-       mock.ncalls);
+       mock.calls[0].len == 4 * SEC && mock.calls[1].ptr == (uintptr_t)w.arena[2] &&
+       mock.calls[1].cont && mock.calls[0].batch == 2,
+       "three fetches, one batch call of two ranges: adjacent blocks of one arena "
+       "coalesced (%zu ranges)", mock.ncalls);
     umadv__exec_step_end(e, NULL);
     umadv__exec_destroy(e);
     mock_ops.free(arena, 4 * SEC);
@@ -740,12 +778,228 @@ static void test_reprofile_request(void)
     workload_cleanup(&w);
 }
 
+
+/* ---- host placement advice (plan.h, ADVISE) ----------------------------- */
+
+/* The first mock call of @kind with @advice on [ptr, ptr+len); its
+ * index, or -1. */
+static long find_advice(char kind, int advice, uintptr_t ptr, uint64_t len)
+{
+    for (size_t i = 0; i < mock.ncalls; i++) {
+        const mock_call_t *c = &mock.calls[i];
+        if (c->kind == kind && c->advice == advice && c->ptr == ptr && c->len == len)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int advice_on_whole(const workload_t *w, uint32_t alloc, size_t ncalls)
+{
+    for (size_t i = 0; i < ncalls; i++) {
+        if ((mock.calls[i].kind == 'S' || mock.calls[i].kind == 'U') &&
+            mock.calls[i].len == w->trace.allocs[alloc].size)
+            return 1;
+    }
+    return 0;
+}
+
+static long find_fetch(uintptr_t ptr, size_t ncalls)
+{
+    for (size_t i = 0; i < ncalls; i++) {
+        if (mock.calls[i].kind == 'F' && mock.calls[i].ptr == ptr)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Replay the advice workload's three steps; step 1's kernel runs 40 ms
+ * after its step_end returned. */
+static void advice_replay(umadv_exec_t *e, uintptr_t base, uint64_t *launch1_p,
+                          uint64_t *kernel1_end_p)
+{
+    umadv__exec_iteration_begin(e);
+    for (uint32_t j = 0; j < 3; j++) {
+        umadv__exec_step_begin(e);
+        umadv__exec_step_wait(e);
+        if (j == 1)
+            *launch1_p = umadv__now_ns();
+        mock_kernel(base, 4 * SEC, j == 1 ? 40000000 : 1000000);
+        if (j == 1)
+            *kernel1_end_p = mock.stream_busy_until;
+        umadv__exec_step_end(e, NULL);
+    }
+    mock_stream_drain();
+}
+
+/* One allocation of 4 sections. Setup: section 3 placed on the host for
+ * good. Step 1 accesses sections 1-2 remotely: the pair at its start,
+ * NONE at its end; step 2 fetches them. The unsets, and the fetch behind
+ * them, must wait for step 1's work. */
+static void test_advice_ranges(void)
+{
+    static const uint32_t uses[3] = {1u, 1u, 1u};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_PREFERRED_HOST, .alloc = 0,
+         .first = 1, .count = 2, .issue_step = 1, .need_step = 1},
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_ACCESSED_BY, .alloc = 0,
+         .first = 1, .count = 2, .issue_step = 1, .need_step = 1},
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_NONE, .alloc = 0,
+         .first = 1, .count = 2, .issue_step = 1, .need_step = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .first = 1, .count = 2, .issue_step = 2,
+         .need_step = 2},
+    };
+    umadv_op_t setup[2] = {
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_PREFERRED_HOST, .first = 3, .count = 1},
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_ACCESSED_BY, .first = 3, .count = 1},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    uintptr_t base, run;
+    uint64_t launch1 = 0, kernel1_end = 0;
+    long set_pref, set_acc, unset_pref, unset_acc, fetch, setup_pref, setup_acc, late;
+    size_t ncalls;
+
+    workload_init(&w, 1, 4, 3, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    w.schedule.setup = setup;
+    w.schedule.nsetup = 2;
+    mock_reset(0, 1000, 1000);
+    e = exec_open(&w, UMADV_POLICY_PLAN, 0);
+    base = (uintptr_t)w.arena[0];
+    run = base + SEC;
+    advice_replay(e, base, &launch1, &kernel1_end);
+    pthread_mutex_lock(&mock.lock);
+    ncalls = mock.ncalls;
+    pthread_mutex_unlock(&mock.lock);
+    setup_pref = find_advice('S', UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION, base + 3 * SEC, SEC);
+    setup_acc = find_advice('S', UMADV_CUDA_ADVISE_SET_ACCESSED_BY, base + 3 * SEC, SEC);
+    set_pref = find_advice('S', UMADV_CUDA_ADVISE_SET_PREFERRED_LOCATION, run, 2 * SEC);
+    set_acc = find_advice('S', UMADV_CUDA_ADVISE_SET_ACCESSED_BY, run, 2 * SEC);
+    unset_pref = find_advice('U', UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION, run, 2 * SEC);
+    unset_acc = find_advice('U', UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY, run, 2 * SEC);
+    late = find_advice('U', UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION, base + 3 * SEC, SEC);
+    fetch = find_fetch(run, ncalls);
+    ok(setup_pref >= 0 && setup_acc >= 0 &&
+       mock.calls[setup_pref].location == UMADV_CUDA_LOCATION_HOST &&
+       mock.calls[setup_acc].location == 0 && late < 0,
+       "setup: host placement of section 3 alone, never reverted in replay");
+    ok(set_pref >= 0 && set_acc >= 0 &&
+       mock.calls[set_pref].location == UMADV_CUDA_LOCATION_HOST &&
+       mock.calls[set_acc].location == 0 && !advice_on_whole(&w, 0, ncalls),
+       "the pair is set on the op's run (sections 1-2), not on the allocation: %s",
+       calls_text(&w, 0));
+    ok(set_pref >= 0 && set_acc >= 0 && mock.calls[set_pref].end_ns <= launch1 &&
+       mock.calls[set_acc].end_ns <= launch1, "the sets precede step 1's work");
+    ok(unset_pref >= 0 && unset_acc >= 0 && mock.calls[unset_acc].location == 0,
+       "NONE unsets preferred location and accessed-by on the run");
+    ok(unset_pref >= 0 && unset_acc >= 0 && mock.calls[unset_pref].start_ns >= kernel1_end &&
+       mock.calls[unset_acc].start_ns >= kernel1_end,
+       "the unsets wait for step 1's work to complete");
+    ok(fetch >= 0 && unset_acc >= 0 &&
+       mock.calls[fetch].start_ns >= mock.calls[unset_acc].end_ns,
+       "step 2's fetch of the run waits for the unsets");
+    umadv__exec_destroy(e);
+    w.schedule.setup = NULL; /* on the stack */
+    w.schedule.nsetup = 0;
+    workload_cleanup(&w);
+}
+
+/* ---- batches (plan.h, BATCHES) ------------------------------------------ */
+
+/* Four allocations in arenas of their own, all fetched for step 0: runs
+ * of 0 and 2 copy one section (small: the limit is 100 kB), 1 is FRESH
+ * (populated per range whatever the call), 3 copies two sections. */
+static const char *batch_run(int with_batch, umadv_exec_stats_t *st)
+{
+    static const uint32_t uses[1] = {0xf};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 2, .count = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 3, .count = 2},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    const char *text;
+
+    workload_init(&w, 4, 2, 1, uses);
+    w.trace.link.fetch_latency = 1e-4; /* small: up to 100000 bytes */
+    w.trace.link.fetch_bw = 1e9;
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 1000, 1000);
+    mock_ops.prefetch_batch = with_batch ? mock_prefetch_batch : NULL;
+    e = exec_open(&w, UMADV_POLICY_PLAN, 0);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    umadv__exec_step_end(e, NULL);
+    umadv__exec_get_stats(e, st);
+    umadv__exec_destroy(e);
+    mock_ops.prefetch_batch = mock_prefetch_batch;
+    text = calls_text(&w, 0);
+    workload_cleanup(&w);
+    return text;
+}
+
+static void test_fresh_batch(void)
+{
+    umadv_exec_stats_t st;
+
+    is_str(batch_run(1, &st), "F0+F2 F1 F3",
+           "the step's small copies go in one batch call; fresh and large runs alone");
+    ok(st.fetch_calls == 3 && st.batch_calls == 1 && st.fresh_bytes == 2 * SEC &&
+       st.fetched_bytes == 4 * SEC,
+       "stats: 3 calls, 1 batch, fresh and copied bytes apart (%llu %llu %llu %llu)",
+       (unsigned long long)st.fetch_calls, (unsigned long long)st.batch_calls,
+       (unsigned long long)st.fresh_bytes, (unsigned long long)st.fetched_bytes);
+    is_str(batch_run(0, &st), "F0 F1 F2 F3", "no batch entry: one call per run");
+    ok(st.fetch_calls == 4 && st.batch_calls == 0, "and no batch counted");
+}
+
+/* The host backend records a batch range by range. */
+static void test_host_batch(void)
+{
+    const umadv_cuda_ops_t *ops = &umadv__cuda_ops_host;
+    umadv_cuda_host_counters_t c0, c1;
+    const umadv_cuda_host_record_t *log;
+    char *p = NULL;
+    void *ptrs[3];
+    size_t sizes[3] = {SEC, 2 * SEC, SEC}, n;
+    int stack;
+
+    ops->malloc_managed(8 * SEC, SEC, (void **)&p);
+    ptrs[0] = p;
+    ptrs[1] = p + 2 * SEC;
+    ptrs[2] = p + 6 * SEC;
+    umadv__cuda_host_counters(&c0);
+    umadv__cuda_host_log_enable(1);
+    is(ops->prefetch_batch(ptrs, sizes, 3, 0, (umadv_stream_t)0x10), UMADV_OK,
+       "host: a batch of three ranges");
+    log = umadv__cuda_host_log(&n);
+    ok(n == 3 && log[0].call == UMADV_CUDA_CALL_PREFETCH_BATCH && log[2].batch == 3 &&
+       log[1].ptr == ptrs[1] && log[1].size == 2 * SEC && log[2].location == 0,
+       "host: recorded range by range, each with the call's size");
+    umadv__cuda_host_log_enable(1);
+    ptrs[2] = &stack;
+    sizes[2] = sizeof(stack);
+    is(ops->prefetch_batch(ptrs, sizes, 3, 0, (umadv_stream_t)0x10), UMADV_ERR_CUDA,
+       "host: a range outside managed memory fails the batch");
+    log = umadv__cuda_host_log(&n);
+    umadv__cuda_host_counters(&c1);
+    ok(n == 0 && c1.prefetch_batches == c0.prefetch_batches + 1 &&
+       c1.prefetches_to_device == c0.prefetches_to_device + 3 &&
+       c1.prefetch_bytes_to_device == c0.prefetch_bytes_to_device + 4 * SEC,
+       "host: nothing of the refused batch taken; counters count the good one's ranges");
+    umadv__cuda_host_log_enable(0);
+    ops->free(p, 8 * SEC);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
     mock_ops_init();
-    plan(32);
+    plan(32 + 6 + 4 + 4);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -755,6 +1009,9 @@ int main(void)
     test_drift_and_timeout();
     test_cuda_error();
     test_reprofile_request();
+    test_advice_ranges();
+    test_fresh_batch();
+    test_host_batch();
     log_capture_stop();
     return exit_status();
 }

@@ -3,7 +3,11 @@
  * failing or without unified-memory counters must leave a working context
  * with a warning that names the reason; a recorded iteration numbers the
  * launches into steps, scans their parameters, attributes synthetic kernel
- * and fault records, and replay counts faults.
+ * and fault records, and replay counts faults. CUPTI works only while it
+ * must: callbacks and kernel records while recording, unified-memory
+ * counters while recording or replaying. The timing pass after a
+ * recording replaces the step durations (which hold fault stalls) by
+ * those of the next iteration when its steps match, and plans again.
  */
 #include <umadv.h>
 
@@ -30,6 +34,9 @@ typedef union mock_record {
 static struct {
     CUptiResult         subscribe_result, configure_result;
     int                 subscribed, subscribe_calls;
+    int                 callbacks;      /* enabled now */
+    int                 um_on, kernels_on;
+    size_t              param_queries;
     CUpti_CallbackFunc  callback;
     void               *userdata;
     mock_record_t       queue[64];
@@ -59,6 +66,7 @@ static CUptiResult mock_unsubscribe(CUpti_SubscriberHandle s)
 static CUptiResult mock_enable_callback(uint32_t e, CUpti_SubscriberHandle s,
                                         CUpti_CallbackDomain d, CUpti_CallbackId id)
 {
+    mock.callbacks += e ? 1 : -1;
     return CUPTI_SUCCESS;
 }
 
@@ -73,8 +81,26 @@ static CUptiResult mock_configure(CUpti_ActivityUnifiedMemoryCounterConfig *c, u
     return mock.configure_result;
 }
 
-static CUptiResult mock_kind(CUpti_ActivityKind kind)
+static int *kind_state(CUpti_ActivityKind kind)
 {
+    static int other;
+
+    if (kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+        return &mock.um_on;
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        return &mock.kernels_on;
+    return &other;
+}
+
+static CUptiResult mock_enable(CUpti_ActivityKind kind)
+{
+    *kind_state(kind) = 1;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult mock_disable(CUpti_ActivityKind kind)
+{
+    *kind_state(kind) = 0;
     return CUPTI_SUCCESS;
 }
 
@@ -119,6 +145,7 @@ static umadv_status_t mock_param_info(const void *func, int driver, size_t index
 {
     size_t nparams = func == FUNC_RT ? 2 : func == FUNC_DRV ? 1 : 0;
 
+    mock.param_queries++;
     if (index >= nparams)
         return UMADV_ERR_NOT_FOUND;
     *offset_p = index * 8;
@@ -133,7 +160,7 @@ static umadv_status_t mock_sync(void)
 
 static const umadv_cupti_ops_t mock_ops = {
     "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
-    mock_configure, mock_kind, mock_kind, mock_flush, mock_next, mock_result_string,
+    mock_configure, mock_enable, mock_disable, mock_flush, mock_next, mock_result_string,
     mock_param_info, mock_sync,
 };
 
@@ -210,12 +237,17 @@ static void runtime_launch(const char *symbol, uint32_t corr, void **args, int n
          CUPTI_API_EXIT, &p, symbol, corr);
 }
 
-static void driver_launch(const char *symbol, uint32_t corr, void **args)
+static void driver_launch_of(const void *func, const char *symbol, uint32_t corr, void **args)
 {
-    cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)FUNC_DRV, .kernelParams = args};
+    cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)func, .kernelParams = args};
 
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
          &d, symbol, corr);
+}
+
+static void driver_launch(const char *symbol, uint32_t corr, void **args)
+{
+    driver_launch_of(FUNC_DRV, symbol, corr, args);
 }
 
 static void graph_launch(uint32_t corr)
@@ -348,7 +380,8 @@ static void test_recording(void)
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     umadv__cuda_host_counters(&counters);
-    is_u64(counters.prefetches_to_host, 3, "profiling begins by evicting every block");
+    ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host >= 7 * SECTION,
+       "profiling begins by evicting every block, in one call for their arena");
 
     a_mid = (char *)a + SECTION + 8;  /* an interior pointer */
     args2[0] = &a_mid;
@@ -425,14 +458,209 @@ out:
     umadv_context_destroy(ctx);
 }
 
+/* CUPTI's tracing costs every launch host time: on only while needed. */
+static void test_only_when_needed(void)
+{
+    void *a = NULL, *args[2];
+    int counted[40] = {0};
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = context_new();
+    umadv_malloc(ctx, SECTION, "a", &a);
+    args[0] = &a;
+    args[1] = &a;
+    umadv_iteration_begin(ctx);
+    runtime_launch("k", 10, args, 0);
+    ok(mock.callbacks == 0 && !mock.kernels_on && !mock.um_on,
+       "no recording: no launch callbacks, no kernel records, no unified-memory counters");
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    ok(mock.callbacks > 0 && mock.kernels_on && mock.um_on, "recording: all on");
+    runtime_launch("k", 20, args, 0);
+    queue_kernel(20, 1000, 2000);
+    umadv_iteration_begin(ctx);
+    ok(ctx->tpass.state == UMADV_CTX_TPASS_RUNNING && mock.callbacks > 0 && mock.kernels_on &&
+       mock.um_on, "the timing pass after it: launches, kernel records, fault counts");
+    runtime_launch("k", 30, args, 0);
+    queue_kernel(30, 3000, 3100);
+    umadv_iteration_begin(ctx);
+    ok(mock.callbacks == 0 && !mock.kernels_on && !mock.um_on,
+       "then all off: nothing replays, no fault needs counting");
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    ok(ctx->replay.exec != NULL && mock.callbacks == 0 && !mock.kernels_on && mock.um_on,
+       "replaying: the unified-memory counters alone, for replay validation");
+    for (int i = 1; i < 40; i++) {
+        umadv_iteration_begin(ctx);
+        counted[i] = mock.um_on;
+    }
+    ok(counted[1] && !counted[2] && !counted[31] && counted[32] && !counted[33],
+       "counted in the replay's first two iterations, then one in 32");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
+static size_t count_of(const char *haystack, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = haystack; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* One iteration of three steps: a kernel, a marked layer around a
+ * kernel (given @layer_ns), a driver kernel named @last; launches
+ * numbered from @corr. */
+static void three_steps(umadv_context_t ctx, void **args, uint32_t corr, uint64_t layer_ns,
+                        const char *last)
+{
+    runtime_launch("k1", corr, args, 1);
+    umadv_step_begin(ctx, "layer", NULL);
+    runtime_launch("k2", corr + 10, args, 0);
+    umadv_step_end(ctx, layer_ns);
+    driver_launch(last, corr + 20, args);
+}
+
+static void profile_three_steps(umadv_context_t ctx, void **args)
+{
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    three_steps(ctx, args, 10, 5000, "k3");
+    queue_kernel(11, 1000, 3000);   /* faulting: slow */
+    queue_kernel(20, 4000, 4100);
+    queue_kernel(30, 5000, 9000);
+    queue_fault(*(void **)args[0], 1500, 7);
+}
+
+static void test_timing_pass(void)
+{
+    void *a = NULL, *b = NULL, *args[2];
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+    size_t queries;
+    char *log;
+
+    mock_reset();
+    ctx = context_new();
+    umadv_malloc(ctx, 2 * SECTION, "a", &a);
+    umadv_malloc(ctx, SECTION, "b", &b);
+    args[0] = &a;
+    args[1] = &b;
+    profile_three_steps(ctx, args);
+    is(umadv_plan(ctx), UMADV_OK, "planned on the profiled durations");
+    t = &ctx->trace;
+    ok(t->nsteps == 3 && t->steps[0].duration_ns == 2000 && t->steps[2].duration_ns == 4000,
+       "profiled durations: the kernel records of the faulting iteration");
+    log_take();
+    umadv_iteration_begin(ctx);
+    queries = mock.param_queries;
+    three_steps(ctx, args, 110, 300, "k3");
+    queue_kernel(111, 20000, 20200);
+    queue_kernel(120, 20300, 20350);
+    queue_kernel(130, 20400, 20800);
+    queue_fault(a, 20100, 3);
+    umadv_iteration_begin(ctx);
+    is_u64(mock.param_queries, queries, "the timing pass scans no parameters");
+    ok(t->steps[0].duration_ns == 200 && t->steps[1].duration_ns == 300 &&
+       t->steps[2].duration_ns == 400,
+       "the next iteration's durations replace them: kernel records, the layer's own time");
+    ok(strstr(t->source, "step durations from a timing pass") != NULL, "the source says so");
+    is_u64(ctx->iteration_faults, 3, "its faults are counted for replay, not attributed");
+    log = log_take();
+    ok(strstr(log, "timing pass: 3 step durations measured") != NULL &&
+       strstr(strstr(log, "timing pass: 3 step"), "planned 3 steps") != NULL,
+       "logged, then planned again");
+    three_steps(ctx, args, 210, 300, "k3");
+    umadv_iteration_begin(ctx);
+    ok(count_of(log_take(), "planned") == 0 && ctx->tpass.state == UMADV_CTX_TPASS_IDLE,
+       "once: later iterations are not timed");
+
+    profile_three_steps(ctx, args);
+    umadv_iteration_begin(ctx);
+    three_steps(ctx, args, 310, 300, "k3-other");
+    queue_kernel(311, 30000, 30100);
+    queue_kernel(320, 30200, 30300);
+    queue_kernel(330, 30400, 30500);
+    log_take();
+    umadv_iteration_begin(ctx);
+    ok(t->steps[0].duration_ns == 2000 && t->steps[2].duration_ns == 4000,
+       "another kernel sequence: the profiled durations stay");
+    ok(strstr(log_take(), "ran other steps (3 steps, 3 profiled; first difference at step 2)")
+       != NULL, "logged at info, naming where they differ");
+
+    profile_three_steps(ctx, args);
+    umadv_iteration_begin(ctx);
+    runtime_launch("k1", 410, args, 0);
+    queue_kernel(410, 40000, 40100);
+    umadv_iteration_begin(ctx);
+    ok(t->steps[0].duration_ns == 2000 && strstr(log_take(), "ran other steps (1 steps") != NULL,
+       "a shorter iteration: kept, logged");
+
+    profile_three_steps(ctx, args);
+    umadv_iteration_begin(ctx);
+    three_steps(ctx, args, 510, 300, "k3");
+    queue_kernel(511, 50000, 50100);   /* k2 and k3's records lost */
+    umadv_iteration_begin(ctx);
+    ok(t->steps[2].duration_ns == 4000 && strstr(log_take(), "1 of 3 steps got no time") != NULL,
+       "a step with no kernel record: kept, logged");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
+/* Launches whose parameter layout CUDA does not give are counted and the
+ * first named; their steps have only faults to go by, so everything is
+ * evicted before each. */
+static void test_no_layout(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *args[1];
+    uint64_t evicted;
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = context_new();
+    umadv_malloc(ctx, SECTION, "a", &a);
+    args[0] = &a;
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    driver_launch("known", 10, args);
+    umadv__cuda_host_counters(&counters);
+    evicted = counters.prefetches_to_host;
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 20, args);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 30, args);
+    umadv__cuda_host_counters(&counters);
+    ok(evicted == 0 && counters.prefetches_to_host == 2,
+       "before each of them every live block is evicted, so that what it touches faults");
+    log_take();
+    umadv__cuda_host_reset();
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_device == 1 && counters.prefetch_bytes_to_device >= UMADV_GIB,
+       "after the recording its arena goes back to the gpu, free space too (new blocks of "
+       "the timing pass land there)");
+    ok(strstr(log_take(), "parameter scan: 2 of 3 launches have arguments whose layout cuda "
+                          "does not give (first: opaque_kernel)") != NULL,
+       "launches without a parameter layout are counted and the first named");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(28);
+    setenv("UMADV_LOG", "info", 1);
+    plan(49);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
+    test_only_when_needed();
+    test_timing_pass();
+    test_no_layout();
     test_recording();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

@@ -375,14 +375,74 @@ static void test_errors(void)
     umadv__trace_cleanup(&t);
 }
 
+
+/* ------------------------------------------------------------ batches */
+
+/* Four allocations used by step 1 alone, fetched at its start and
+ * evicted at its end (step 0 leaves time for the evictions): runs 0, 2
+ * and 3 copy one section, run 1 @big_sections (more than a call's latency
+ * is worth when 64). */
+static void batch_case(uint32_t big_sections, double *iter_s, uint64_t *fetched)
+{
+    umadv_op_t ops[8];
+    uint32_t step_ops[3] = {0, 0, 8}, id;
+    uint8_t resident[80] = {0};
+    umadv_schedule_t s = {.nsteps = 2, .ops = ops, .nops = 8, .step_ops = step_ops,
+                          .resident_at_start = resident};
+    umadv_trace_t t;
+    umadv_sim_result_t r;
+
+    umadv__trace_init(&t, SEC);
+    for (uint32_t a = 0; a < 4; a++)
+        umadv__trace_add_alloc(&t, 0, (a == 1 ? big_sections : 1) * (uint64_t)SEC,
+                               UMADV_ALLOC_WEIGHT, NULL, &id);
+    umadv__trace_add_step(&t, "idle", UMADV_STEP_LAYER, 0, 10000000, NULL);
+    umadv__trace_add_step(&t, "use", UMADV_STEP_LAYER, 0, 1000000, NULL);
+    for (uint32_t a = 0; a < 4; a++)
+        umadv__trace_add_access_sections(&t, a, 0, a == 1 ? big_sections : 1,
+                                         UMADV_ACCESS_READ, 0);
+    umadv__trace_finalize(&t, NULL, 0);
+    for (uint32_t a = 0; a < 4; a++) {
+        uint32_t n = a == 1 ? big_sections : 1;
+        ops[a] = (umadv_op_t){.kind = UMADV_OP_FETCH, .alloc = a, .count = n,
+                              .bytes = n * (uint64_t)SEC, .issue_step = 1, .need_step = 1};
+        ops[4 + a] = ops[a];
+        ops[4 + a].kind = UMADV_OP_EVICT;
+    }
+    simulate(&t, UMADV_POLICY_PLAN, 0, &s, NULL, &r);
+    *iter_s = r.iteration_s;
+    *fetched = r.fetched_bytes;
+    umadv__trace_cleanup(&t);
+}
+
+static void test_batch(void)
+{
+    umadv_link_model_t l;
+    double small, big, d = 11e-3;
+    uint64_t fetched;
+
+    umadv__link_model_default(&l);
+    ok(umadv__plan_batch_bytes(&l) >= SEC && umadv__plan_batch_bytes(&l) < 64 * SEC,
+       "batch: a section is small, 64 are not (limit %llu bytes)",
+       (unsigned long long)umadv__plan_batch_bytes(&l));
+    batch_case(1, &small, &fetched);
+    is_near(small, d + 2.5 * l.fetch_latency + 4.0 * SEC / l.fetch_bw, 1e-9,
+            "batch: four small copies of one step: one call, half a latency per further range");
+    ok(fetched == 4 * SEC, "batch: and every byte is counted");
+    batch_case(64, &big, &fetched);
+    is_near(big, d + 3 * l.fetch_latency + 67.0 * SEC / l.fetch_bw, 1e-9,
+            "batch: the large copy goes in a call of its own, the small ones together");
+}
+
 int main(void)
 {
-    plan(35);
+    plan(35 + 4);
     test_cost_model();
     test_no_pressure();
     test_oracle();
     test_random();
     test_starved_plan();
     test_errors();
+    test_batch();
     return exit_status();
 }

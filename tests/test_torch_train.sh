@@ -2,10 +2,12 @@
 # TAP: examples/torch_train.py, PyTorch training on umadv's allocator
 # entry points, on a GPU. A small ResNet-50 (batch 8, 64x64 images, 4
 # iterations) must give bitwise the same losses on umadv memory as on
-# PyTorch's own allocator, learn, keep every byte PyTorch holds in umadv
-# (backward too), and leave a trace that `umadv report` reads, recorded on
-# the device PyTorch saw, with one step per kernel. Skipped as a whole
-# without python3, torch, torchvision or a CUDA device.
+# PyTorch's own allocator, learn, make every tensor a umadv block (the
+# default --alloc tensor), and leave a trace that `umadv report` reads,
+# recorded on the device PyTorch saw, with one step per kernel and step
+# durations from the timing pass. --alloc pool (a MemPool of umadv
+# segments) must keep every byte PyTorch holds in umadv, backward too.
+# Skipped as a whole without python3, torch, torchvision or a CUDA device.
 set -u
 
 top_srcdir=${top_srcdir:-.}
@@ -33,7 +35,7 @@ unset UMADV_LOG_FILE UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
 
 small="--model resnet50 --batch 8 --image-size 64 --iters 4 --lib $lib"
 
-echo "1..8"
+echo "1..10"
 n=0
 failed=0
 ok() { # STATUS DESCRIPTION
@@ -62,8 +64,10 @@ first=$(sed -n 's/^ *umadv  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out"
 last=$(sed -n 's/^ *umadv  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(a != "" && b != "" && b < a) }'
 ok $? "the loss falls ($first -> $last)"
-grep -q 'PyTorch memory outside umadv 0 bytes' "$tmp/um.out"
-ok $? "every byte PyTorch reserved is umadv memory, backward included" || diag "$tmp/um.out"
+blocks=$(sed -n 's/.*umadv: managed now .* in \([0-9]*\) blocks.*/\1/p' "$tmp/um.out")
+[ "${blocks:-0}" -gt 300 ]
+ok $? "every tensor is a umadv block (${blocks:-?} live: weights, grads, momenta)" ||
+    diag "$tmp/um.out"
 
 "$umadv" report "$tmp/t.umt" >"$tmp/report.out" 2>"$tmp/report.err"
 ok $? "umadv report reads the trace" || diag "$tmp/report.err"
@@ -74,5 +78,13 @@ steps=$(sed -n 's/^steps: *\([0-9]*\) (kernel \([0-9]*\),.*/\1 \2/p' "$tmp/repor
 set -- $steps
 [ "${1:-0}" -gt 100 ] && [ "$1" = "${2:-}" ]
 ok $? "every step is a kernel launch, and a ResNet-50 iteration has hundreds ($steps)"
+grep -q '^trace .*source=".*step durations from a timing pass' "$tmp/t.umt"
+ok $? "its step durations come from the timing pass"
+
+# shellcheck disable=SC2086
+python3 "$script" $small --alloc pool --umadv >"$tmp/pool.out" 2>"$tmp/pool.err"
+grep -q 'PyTorch memory outside umadv 0 bytes' "$tmp/pool.out"
+ok $? "--alloc pool: every byte PyTorch reserved is umadv memory, backward included" ||
+    diag "$tmp/pool.out"
 
 [ "$failed" -eq 0 ]

@@ -2,9 +2,10 @@
 # TAP: the umadv command on the real traces that ship in data/traces
 # (h100-*.umt, h200-*.umt: PyTorch training recorded on a GPU by
 # examples/torch_train.py). For each: `umadv report` reads it, counts the
-# steps the file holds and names the GPU its name says; `umadv plan
-# --budget 50%` plans it, keeps the plan's peak within the budget, with no
-# faults, and no slower than demand paging.
+# steps the file holds and names the GPU its name says; its step
+# durations come from the timing pass (not the faulting profiled
+# iteration); `umadv plan --budget 50%` plans it, keeps the plan's peak
+# within the budget, with no faults, and no slower than demand paging.
 set -u
 
 top_srcdir=${top_srcdir:-.}
@@ -29,7 +30,7 @@ UMADV_LOG=error
 export UMADV_LOG
 unset UMADV_LOG_FILE
 
-echo "1..$(($# * 6))"
+echo "1..$(($# * 7))"
 n=0
 failed=0
 ok() { # STATUS DESCRIPTION
@@ -60,6 +61,8 @@ for trace in "$@"; do
     ok $? "$b: report counts the $want steps the file holds" || diag "$tmp/report"
     grep -q "^device: .*$gpu" "$tmp/report"
     ok $? "$b: recorded on an $gpu, as its name says" || diag "$tmp/report"
+    grep -q '^trace .*source=".*step durations from a timing pass' "$trace"
+    ok $? "$b: its step durations come from the timing pass"
 
     "$umadv" plan "$trace" --budget 50% >"$tmp/plan" 2>"$tmp/err"
     ok $? "$b: umadv plan --budget 50% plans it" || diag "$tmp/err"

@@ -64,6 +64,22 @@ typedef struct umadv_ctx_replay {
     umadv_exec_stats_t  last;          /* the last one that ended (its peaks) */
 } umadv_ctx_replay_t;
 
+/* The timing pass (api/profile.c): the iteration after a profiled one,
+ * timed with nothing evicted and no parameter scan, gives the trace its
+ * step durations (the profiled ones include fault stalls). */
+typedef enum umadv_ctx_tpass_state {
+    UMADV_CTX_TPASS_IDLE,
+    UMADV_CTX_TPASS_ARMED,    /* a profiled recording completed: time the next iteration */
+    UMADV_CTX_TPASS_RUNNING   /* the current iteration is being timed */
+} umadv_ctx_tpass_state_t;
+
+typedef struct umadv_ctx_tpass {
+    umadv_ctx_tpass_state_t state;
+    uint32_t                next;       /* steps of the timed iteration so far */
+    uint32_t                diverged;   /* first step unlike the trace's, or UMADV_STEP_NONE */
+    uint64_t               *durations;  /* measured, per trace step; 0: not yet */
+} umadv_ctx_tpass_t;
+
 typedef enum umadv_ctx_record_state {
     UMADV_CTX_REC_IDLE,       /* nothing recorded */
     UMADV_CTX_REC_RECORDING,  /* the current iteration is being recorded */
@@ -110,6 +126,9 @@ struct umadv_context {
     uint64_t                 iteration_faults; /* GPU faults of the last replayed iteration
                                                 * (umadv__prof_take_faults; lags while
                                                 * work runs) */
+    umadv_ctx_tpass_t        tpass;            /* the timing pass */
+    const void              *faults_exec;      /* the executor whose iterations... */
+    uint64_t                 faults_replayed;  /* ...were counted from here (sampling) */
 
     umadv_ctx_replay_t       replay;           /* api/replay.c */
 };
@@ -144,6 +163,25 @@ void umadv__ctx_profile_open(umadv_context_t ctx);
 void umadv__ctx_profile_close(umadv_context_t ctx);
 void umadv__ctx_profile_start(umadv_context_t ctx);
 void umadv__ctx_profile_finish(umadv_context_t ctx);
+
+/* profile.c: the timing pass. Start times the iteration beginning now if
+ * one is armed; step numbers the next step of the timed iteration (kind
+ * and name as in the trace, else the sequence has diverged): its trace
+ * index, or UMADV_STEP_NONE; finish stops it and, when every step
+ * matched and was timed, puts the measured durations into the trace and
+ * plans again if a schedule is in use. Reset drops any pass. */
+void umadv__ctx_tpass_start(umadv_context_t ctx);
+uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind);
+void umadv__ctx_tpass_finish(umadv_context_t ctx);
+void umadv__ctx_tpass_reset(umadv_context_t ctx);
+
+/* record.c: the step events of the timing pass, read into
+ * ctx->tpass.durations. */
+void umadv__ctx_timings_resolve(umadv_context_t ctx);
+
+/* profile.c: at each iteration's start, count GPU faults in it or not
+ * (only while a schedule is replayed: replay validation). */
+void umadv__ctx_profile_iteration(umadv_context_t ctx);
 
 /* GPU faults (fault groups and fault-caused migrations) seen since the last
  * call outside recordings (replay validation); added to ctx->stats.gpu_faults. */

@@ -125,6 +125,20 @@ static void event_put(umadv_context_t ctx, umadv_event_t event)
     ctx->spare_events[ctx->nspare_events++] = event;
 }
 
+/* A step's measured time goes to the trace while recording, to the
+ * timing pass's table while it runs. */
+static void step_duration_set(umadv_context_t ctx, uint32_t step, uint64_t ns)
+{
+    ns = ns ? ns : 1;
+    if (ctx->tpass.state == UMADV_CTX_TPASS_RUNNING) {
+        if (step < ctx->trace.nsteps)
+            ctx->tpass.durations[step] = ns;
+        return;
+    }
+    if (step < ctx->trace.nsteps)
+        ctx->trace.steps[step].duration_ns = ns;
+}
+
 /* Time the step on its stream, so the duration is the GPU's, not the
  * launch overhead the host sees. Falls back to the wall clock. */
 static void timing_start(umadv_context_t ctx, void *stream)
@@ -145,7 +159,7 @@ static void timing_end(umadv_context_t ctx)
     uint64_t wall = umadv__now_ns() - ctx->step_start_ns;
 
     ctx->step_start_event = NULL;
-    ctx->trace.steps[ctx->step].duration_ns = wall ? wall : 1;
+    step_duration_set(ctx, ctx->step, wall);
     if (timing.start == NULL)
         return;
     timing.end = event_get(ctx);
@@ -162,7 +176,7 @@ static void timing_end(umadv_context_t ctx)
 
 /* Read the event times once the steps are done; where an event failed the
  * wall-clock time recorded at step end stays. */
-static void timings_resolve(umadv_context_t ctx)
+void umadv__ctx_timings_resolve(umadv_context_t ctx)
 {
     for (size_t i = 0; i < ctx->ntimings; i++) {
         umadv_ctx_timing_t *t = &ctx->timings[i];
@@ -170,7 +184,7 @@ static void timings_resolve(umadv_context_t ctx)
 
         if (ctx->ops->event_synchronize(t->end) == UMADV_OK &&
             ctx->ops->event_elapsed_ns(t->start, t->end, &ns) == UMADV_OK)
-            ctx->trace.steps[t->step].duration_ns = ns ? ns : 1;
+            step_duration_set(ctx, t->step, ns);
         event_put(ctx, t->start);
         event_put(ctx, t->end);
     }
@@ -211,6 +225,7 @@ static void trace_describe_device(umadv_context_t ctx)
 
 static void record_discard(umadv_context_t ctx)
 {
+    umadv__ctx_tpass_reset(ctx); /* its durations are the old trace's */
     if (ctx->record != UMADV_CTX_REC_IDLE)
         umadv__trace_cleanup(&ctx->trace);
     pending_clear(ctx);
@@ -250,7 +265,7 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
 
     if (ctx->record != UMADV_CTX_REC_RECORDING)
         return UMADV_OK;
-    timings_resolve(ctx);
+    umadv__ctx_timings_resolve(ctx);
     umadv__ctx_profile_finish(ctx);
     pending_clear(ctx); /* made after the last step: not part of it */
     if (ctx->trace.nsteps == 0) {
@@ -265,6 +280,9 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
         return status;
     }
     ctx->record = UMADV_CTX_REC_DONE;
+    /* Profiled durations hold fault stalls: the next iteration is timed. */
+    if (ctx->profiler != NULL)
+        ctx->tpass.state = UMADV_CTX_TPASS_ARMED;
     umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
                ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
     return UMADV_OK;
@@ -272,7 +290,7 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
 
 void umadv__ctx_record_cleanup(umadv_context_t ctx)
 {
-    timings_resolve(ctx);
+    umadv__ctx_timings_resolve(ctx);
     event_put(ctx, ctx->step_start_event);
     ctx->step_start_event = NULL;
     for (size_t i = 0; i < ctx->nspare_events; i++)
@@ -297,15 +315,20 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     status = umadv__ctx_record_finish(ctx);
     if (status != UMADV_OK)
         return status;
+    /* Measured durations, and the plan made again with them, before the
+     * replay of the new iteration begins. */
+    umadv__ctx_tpass_finish(ctx);
     ctx->in_iteration = 1;
     ctx->stats.iterations++;
     /* Takes the faults of the iteration that ended (replay validation), may
      * arm a new recording, and stops the replay before one. */
     umadv__replay_iteration_begin(ctx);
+    umadv__ctx_profile_iteration(ctx);
     if (ctx->armed) {
         ctx->armed = 0;
         return record_start(ctx);
     }
+    umadv__ctx_tpass_start(ctx);
     return UMADV_OK;
 }
 
@@ -339,6 +362,10 @@ static umadv_status_t step_begin(umadv_context_t ctx, const char *name, void *st
             return status;
         ctx->step = step;
         timing_start(ctx, stream);
+    } else if (ctx->tpass.state == UMADV_CTX_TPASS_RUNNING) {
+        ctx->step = umadv__ctx_tpass_step(ctx, name, UMADV_STEP_LAYER);
+        if (ctx->step != UMADV_STEP_NONE)
+            timing_start(ctx, stream);
     }
     ctx->step_stream = stream;
     ctx->step_open = 1;
@@ -426,7 +453,8 @@ static umadv_status_t step_end(umadv_context_t ctx, uint64_t duration_ns)
     }
     ctx->step_open = 0;
     umadv__replay_step_end(ctx);
-    if (ctx->record != UMADV_CTX_REC_RECORDING)
+    if (ctx->record != UMADV_CTX_REC_RECORDING &&
+        (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING || ctx->step == UMADV_STEP_NONE))
         return UMADV_OK;
     if (duration_ns == 0) {
         timing_end(ctx);
@@ -434,7 +462,7 @@ static umadv_status_t step_end(umadv_context_t ctx, uint64_t duration_ns)
     }
     event_put(ctx, ctx->step_start_event);
     ctx->step_start_event = NULL;
-    ctx->trace.steps[ctx->step].duration_ns = duration_ns;
+    step_duration_set(ctx, ctx->step, duration_ns);
     return UMADV_OK;
 }
 

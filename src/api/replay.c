@@ -53,6 +53,7 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->fetched_bytes += x->fetched_bytes;
     sum->fresh_bytes   += x->fresh_bytes;
     sum->fetch_calls   += x->fetch_calls;
+    sum->batch_calls   += x->batch_calls;
     sum->evicted_bytes += x->evicted_bytes;
     sum->evict_calls   += x->evict_calls;
     sum->dropped_bytes += x->dropped_bytes;

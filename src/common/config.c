@@ -92,6 +92,12 @@ static const umadv_config_field_t config_fields[] = {
      "drifted from the profile: the next iteration is profiled again and "
      "replanned (logged at info). 0 never profiles again.",
      0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
+    {"UMADV_FAULT_PERIOD", UMADV_CONFIG_UINT, "32",
+     "Replay validation counts the GPU faults of a replay's first two "
+     "iterations, then of one iteration in this many: the unified-memory "
+     "counters cost every kernel launch 20-40 us of host time. 1 counts "
+     "every iteration (benchmarks); an iteration not counted reports 0.",
+     1, 1000000, 0, NULL, 0, FIELD(fault_period)},
     {"UMADV_HOST_NUMA", UMADV_CONFIG_NODE, "auto",
      "Host NUMA node that evicted pages and host-preferred advice target, "
      "and whose cores umadv's migration threads run on. auto: the node "

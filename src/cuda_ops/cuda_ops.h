@@ -73,6 +73,14 @@ typedef struct umadv_cuda_ops {
      * @stream. A host node the driver refuses becomes plain host, with
      * one warning (cudart). */
     umadv_status_t (*prefetch)(void *ptr, size_t size, int location, umadv_stream_t stream);
+    /* The @count ranges [ptrs[i], ptrs[i]+sizes[i]) to @location in one
+     * call (cudaMemPrefetchBatchAsync: one call's latency for all), ordered
+     * on @stream. cudart issues one prefetch per range instead where the
+     * batch call cannot be used: the legacy default stream (which it
+     * refuses), a host NUMA node, or a driver that does not support it
+     * (one warning). NULL in a table: the caller loops over prefetch. */
+    umadv_status_t (*prefetch_batch)(void **ptrs, size_t *sizes, size_t count, int location,
+                                     umadv_stream_t stream);
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
     umadv_status_t (*stream_create)(umadv_stream_t *stream_p);
     umadv_status_t (*stream_destroy)(umadv_stream_t stream);
@@ -113,6 +121,7 @@ typedef enum umadv_cuda_call {
     UMADV_CUDA_CALL_MALLOC,
     UMADV_CUDA_CALL_FREE,
     UMADV_CUDA_CALL_PREFETCH,
+    UMADV_CUDA_CALL_PREFETCH_BATCH, /* one record per range of the call */
     UMADV_CUDA_CALL_ADVISE,
     UMADV_CUDA_CALL_EVENT_RECORD
 } umadv_cuda_call_t;
@@ -124,6 +133,7 @@ typedef struct umadv_cuda_host_record {
     int                 location;  /* PREFETCH, ADVISE */
     umadv_cuda_advice_t advice;    /* ADVISE */
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
+    size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
 } umadv_cuda_host_record_t;
 
 typedef struct umadv_cuda_host_counters {
@@ -131,6 +141,8 @@ typedef struct umadv_cuda_host_counters {
     uint64_t managed_bytes;           /* live bytes from malloc_managed */
     uint64_t prefetches_to_device, prefetch_bytes_to_device;
     uint64_t prefetches_to_host, prefetch_bytes_to_host;
+                                      /* ranges: each range of a batch counts */
+    uint64_t prefetch_batches;        /* prefetch_batch calls */
     uint64_t advises[7];              /* by umadv_cuda_advice_t */
     uint64_t streams, events;         /* live handles */
 } umadv_cuda_host_counters_t;

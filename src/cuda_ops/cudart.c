@@ -212,6 +212,48 @@ static umadv_status_t cudart_prefetch(void *ptr, size_t size, int location,
                                          UMADV_LOG_ERROR));
 }
 
+static umadv_status_t prefetch_each(void **ptrs, size_t *sizes, size_t count, int location,
+                                    umadv_stream_t stream)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < count && status == UMADV_OK; i++)
+        status = cudart_prefetch(ptrs[i], sizes[i], location, stream);
+    return status;
+}
+
+/* Set once the driver refused a batch: single prefetches from then on. */
+static int batch_refused;
+
+static int batch_unsupported(cudaError_t err)
+{
+    return err == cudaErrorNotSupported || err == cudaErrorCallRequiresNewerDriver;
+}
+
+/* The legacy default stream is refused by the batch call, and a host node
+ * may need the plain-host retry of cudart_prefetch: both go one by one. */
+static umadv_status_t cudart_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                            int location, umadv_stream_t stream)
+{
+    struct cudaMemLocation loc = location_of(location);
+    size_t first = 0;
+    cudaError_t err;
+
+    if (count < 2 || stream == NULL || UMADV_CUDA_LOCATION_IS_HOST_NUMA(location) ||
+        __atomic_load_n(&batch_refused, __ATOMIC_RELAXED))
+        return prefetch_each(ptrs, sizes, count, location, stream);
+    err = cudaMemPrefetchBatchAsync(ptrs, sizes, count, &loc, &first, 1, 0,
+                                    (cudaStream_t)stream);
+    if (!batch_unsupported(err))
+        return umadv__cudart_status(err, UMADV_LOG_ERROR, "cudaMemPrefetchBatchAsync",
+                                    __FILE__, __LINE__);
+    (void)cudaGetLastError();
+    if (!__atomic_exchange_n(&batch_refused, 1, __ATOMIC_RELAXED))
+        umadv_warn("cudaMemPrefetchBatchAsync is not supported here (%s): one prefetch "
+                   "call per range from now on", cudaGetErrorName(err));
+    return prefetch_each(ptrs, sizes, count, location, stream);
+}
+
 static umadv_status_t cudart_advise(void *ptr, size_t size, umadv_cuda_advice_t advice,
                                     int location)
 {
@@ -305,6 +347,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .malloc_managed     = cudart_malloc_managed,
     .free               = cudart_free,
     .prefetch           = cudart_prefetch,
+    .prefetch_batch     = cudart_prefetch_batch,
     .advise             = cudart_advise,
     .stream_create      = cudart_stream_create,
     .stream_destroy     = cudart_stream_destroy,

@@ -298,6 +298,37 @@ static umadv_status_t host_prefetch(void *ptr, size_t size, int location,
     return UMADV_OK;
 }
 
+/* As CUDA would: every range is checked before any is taken. The legacy
+ * default stream, which cudaMemPrefetchBatchAsync refuses, is what
+ * cudart turns into single prefetches: so is it here. */
+static umadv_status_t host_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                          int location, umadv_stream_t stream)
+{
+    umadv_cuda_call_t call = stream != NULL ? UMADV_CUDA_CALL_PREFETCH_BATCH
+                                            : UMADV_CUDA_CALL_PREFETCH;
+    int to_host = UMADV_CUDA_LOCATION_IS_HOST(location);
+
+    pthread_mutex_lock(&host.lock);
+    for (size_t i = 0; i < count; i++) {
+        if (!request_valid("prefetch_batch", ptrs[i], sizes[i], location, 1)) {
+            pthread_mutex_unlock(&host.lock);
+            return UMADV_ERR_CUDA;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        *(to_host ? &host.counters.prefetches_to_host : &host.counters.prefetches_to_device) += 1;
+        *(to_host ? &host.counters.prefetch_bytes_to_host
+                  : &host.counters.prefetch_bytes_to_device) += sizes[i];
+        log_call(&(umadv_cuda_host_record_t){.call = call, .ptr = ptrs[i], .size = sizes[i],
+                                             .location = location, .stream = stream,
+                                             .batch = stream != NULL ? count : 0});
+    }
+    if (stream != NULL && count > 0)
+        host.counters.prefetch_batches++;
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
 static umadv_status_t host_advise(void *ptr, size_t size, umadv_cuda_advice_t advice,
                                   int location)
 {
@@ -422,6 +453,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .malloc_managed     = host_malloc_managed,
     .free               = host_free,
     .prefetch           = host_prefetch,
+    .prefetch_batch     = host_prefetch_batch,
     .advise             = host_advise,
     .stream_create      = host_stream_create,
     .stream_destroy     = host_stream_destroy,

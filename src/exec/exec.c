@@ -11,10 +11,15 @@
  *    come from whichever thread allocates or frees, serialised by the
  *    context's lock;
  *  - the fetch lane (worker.c), with its own stream: prefetches to the GPU
- *    and advice, earliest need first, only when they fit the budget;
- *  - the eviction lane, with its own stream: prefetches to the host in
- *    FIFO order, each after the event of the step that last used the
- *    data (cudaEventSynchronize on the lane's thread);
+ *    and advice sets, earliest need first, only when they fit the budget;
+ *    the small copies of one need step go as one batch call (plan.h,
+ *    BATCHES);
+ *  - the eviction lane, with its own stream: prefetches to the host and
+ *    advice unsets (plan.h, NONE) in FIFO order, each after the event of
+ *    the step that last used the data (cudaEventSynchronize on the
+ *    lane's thread). A fetch or a set over a section whose unset is
+ *    still queued waits for it, so advice is never undone after it was
+ *    set again, nor data fetched while the host is still preferred;
  *  - the monitor: samples cudaMemGetInfo every monitor_period_ns.
  * Two lanes because cudaMemPrefetchAsync blocks its caller for the whole
  * migration: one thread could not evict while it fetches.
@@ -62,6 +67,10 @@ void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, exec_sec_state_t t
     if (was_out != is_out)
         e->outgoing = is_out ? e->outgoing + size : e->outgoing - size;
     e->state[section] = (uint8_t)to;
+    if (e->lru_on && from == EXEC_SEC_RESIDENT && to != EXEC_SEC_RESIDENT)
+        umadv__exec_lru_remove(&e->lru, section);
+    else if (e->lru_on && from != EXEC_SEC_RESIDENT && to == EXEC_SEC_RESIDENT)
+        umadv__exec_lru_insert(&e->lru, section);
     e->stats.resident_peak = UMADV_MAX(e->stats.resident_peak, e->resident);
 }
 
@@ -102,8 +111,12 @@ static umadv_status_t arrays_alloc(umadv_exec_t *e)
     e->state    = calloc(nsections, sizeof(*e->state));
     e->last_use = calloc(nsections, sizeof(*e->last_use));
     e->stamp    = calloc(nsections, sizeof(*e->stamp));
-    if (e->binds == NULL || e->state == NULL || e->last_use == NULL || e->stamp == NULL)
+    e->unadvising = calloc(nsections, sizeof(*e->unadvising));
+    if (e->binds == NULL || e->state == NULL || e->last_use == NULL || e->stamp == NULL ||
+        e->unadvising == NULL)
         return UMADV_ERR_NO_MEMORY;
+    if (e->lru_on)
+        return umadv__exec_lru_init(&e->lru, e->last_use, nsections);
     return UMADV_OK;
 }
 
@@ -157,12 +170,21 @@ err:
     return UMADV_ERR_NO_MEMORY;
 }
 
+static void lane_free(exec_lane_t *lane)
+{
+    free(lane->queue.ops);
+    free(lane->pieces);
+    free(lane->batch_ptrs);
+    free(lane->batch_sizes);
+}
+
 static void exec_free(umadv_exec_t *e)
 {
-    free(e->fetch.queue.ops);
-    free(e->evict.queue.ops);
-    free(e->fetch.pieces);
-    free(e->evict.pieces);
+    lane_free(&e->fetch);
+    lane_free(&e->evict);
+    umadv__exec_lru_cleanup(&e->lru);
+    free(e->unadvising);
+    free(e->victims);
     free(e->binds);
     free(e->state);
     free(e->last_use);
@@ -190,6 +212,8 @@ umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_
     if (e->p.wait_timeout_ns == 0)
         e->p.wait_timeout_ns = EXEC_WAIT_TIMEOUT_DEFAULT;
     e->fetch.busy_need = e->evict.busy_need = EXEC_KEY_NONE;
+    e->lru_on = e->p.policy == UMADV_POLICY_DEMAND || e->p.policy == UMADV_POLICY_PREFETCH_ALL;
+    e->batch_bytes = umadv__plan_batch_bytes(&e->trace->link);
     status = arrays_alloc(e);
     if (status != UMADV_OK)
         goto err_free;
@@ -292,7 +316,7 @@ static void bind_setup_advice(umadv_exec_t *e, uint32_t alloc)
         return;
     for (size_t i = 0; i < s->nsetup; i++) {
         if (s->setup[i].kind == UMADV_OP_ADVISE && s->setup[i].alloc == alloc)
-            umadv__exec_enqueue_advice(e, alloc, s->setup[i].advice, need);
+            umadv__exec_enqueue_advice(e, &s->setup[i], need);
     }
 }
 

@@ -65,7 +65,9 @@ typedef struct umadv_exec_params {
 typedef struct umadv_exec_stats {
     uint64_t fetched_bytes;   /* copied to the GPU (fresh populations excluded) */
     uint64_t fresh_bytes;     /* populated on the GPU by FRESH fetches */
-    uint64_t fetch_calls;     /* prefetch calls to the GPU, after coalescing */
+    uint64_t fetch_calls;     /* prefetch calls to the GPU, after coalescing; a
+                               * batch call counts once */
+    uint64_t batch_calls;     /* of those, batch calls (plan.h, BATCHES) */
     uint64_t evicted_bytes;
     uint64_t evict_calls;
     uint64_t dropped_bytes;   /* released without a call (dead memory) */
@@ -79,7 +81,10 @@ typedef struct umadv_exec_stats {
     uint64_t faults;          /* unexpected GPU faults noted */
     uint64_t resident;        /* bytes accounted on the GPU now */
     uint64_t resident_peak;
-    uint64_t gpu_peak_used;   /* sampled peak of GPU memory in use, less the base */
+    uint64_t gpu_peak_used;   /* sampled peak of GPU memory in use, less the base:
+                               * a high-water mark (the driver keeps the memory
+                               * of evicted managed pages while nothing presses
+                               * for it); resident_peak is what the budget bounds */
     uint64_t gpu_samples;
 } umadv_exec_stats_t;
 

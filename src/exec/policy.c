@@ -37,19 +37,42 @@ static void enqueue_fetch(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint3
     push(e, &e->fetch, &op);
 }
 
-void umadv__exec_enqueue_advice(umadv_exec_t *e, uint32_t alloc, umadv_advice_t advice,
-                                uint64_t need)
+/* A set of @plan_op's advice on its run: on the fetch lane, in need
+ * order, so the step of @need waits for it before its work is launched. */
+void umadv__exec_enqueue_advice(umadv_exec_t *e, const umadv_op_t *plan_op, uint64_t need)
 {
-    exec_op_t op = {.kind = UMADV_OP_ADVISE, .advice = advice, .alloc = alloc, .first = 0,
-                    .count = e->trace->allocs[alloc].nsections, .need = need, .blocking = 1};
+    exec_op_t op = {.kind = UMADV_OP_ADVISE, .advice = plan_op->advice,
+                    .alloc = plan_op->alloc, .first = plan_op->first, .count = plan_op->count,
+                    .need = need, .blocking = 1};
 
-    if (advice == UMADV_ADVICE_NONE || op.count == 0)
+    if (op.advice == UMADV_ADVICE_NONE || op.count == 0)
         return;
-    if (!bound(e, alloc)) {
+    if (!bound(e, op.alloc)) {
         e->stats.drift_ops++;
         return;
     }
     push(e, &e->fetch, &op);
+}
+
+/* NONE on @plan_op's run: unset on the eviction lane once the step that
+ * ends now has completed (its kernels still access the run remotely).
+ * Until then fetches and sets over the run wait (unadvising). */
+static void enqueue_unadvise(umadv_exec_t *e, const umadv_op_t *plan_op)
+{
+    exec_op_t op = {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_NONE,
+                    .alloc = plan_op->alloc, .first = plan_op->first, .count = plan_op->count,
+                    .need = EXEC_KEY_NONE, .event = e->last_event};
+
+    if (!bound(e, op.alloc)) {
+        e->stats.drift_ops++;
+        return;
+    }
+    if (umadv__exec_queue_push(e, &e->evict, &op) != UMADV_OK) {
+        umadv_debug("executor: no memory to queue an advice unset: skipped");
+        return;
+    }
+    for (uint32_t i = 0; i < op.count; i++)
+        e->unadvising[exec_section_id(e, op.alloc, op.first + i)]++;
 }
 
 /* Resident sections of the run leave through the eviction lane once @ev
@@ -195,7 +218,7 @@ static void plan_step_begin(umadv_exec_t *e, uint32_t j)
             enqueue_fetch(e, op->alloc, op->first, op->count, op_need(e, op),
                           (op->flags & UMADV_OP_FLAG_FRESH) != 0);
         else if (op->kind == UMADV_OP_ADVISE)
-            umadv__exec_enqueue_advice(e, op->alloc, op->advice, op_need(e, op));
+            umadv__exec_enqueue_advice(e, op, op_need(e, op));
     }
 }
 
@@ -211,6 +234,8 @@ static void plan_step_end(umadv_exec_t *e, uint32_t j)
                           e->last_event);
         else if (op->kind == UMADV_OP_DROP)
             drop(e, op);
+        else if (op->kind == UMADV_OP_ADVISE && op->advice == UMADV_ADVICE_NONE)
+            enqueue_unadvise(e, op);
     }
 }
 
@@ -237,6 +262,8 @@ static umadv_status_t working_set(umadv_exec_t *e, uint32_t j, size_t *nmiss_p,
                 continue;
             e->stamp[s] = e->stamp_now;
             e->last_use[s] = e->key;
+            if (e->lru_on)
+                umadv__exec_lru_update(&e->lru, s);
             if (e->state[s] == EXEC_SEC_OUT_QUEUED)
                 umadv__exec_set_state(e, s, EXEC_SEC_RESIDENT);
             if (e->state[s] == EXEC_SEC_HOST || e->state[s] == EXEC_SEC_EVICTING) {
@@ -250,43 +277,40 @@ static umadv_status_t working_set(umadv_exec_t *e, uint32_t j, size_t *nmiss_p,
     return UMADV_OK;
 }
 
-typedef struct lru_entry {
-    uint64_t last_use;
-    uint32_t section;
-} lru_entry_t;
+typedef struct lru_pick {
+    umadv_exec_t *e;
+    uint32_t     *victims;
+    size_t        n;
+    uint64_t      need, freed;
+} lru_pick_t;
 
-static int lru_cmp(const void *a, const void *b)
+/* Members of the LRU set are the RESIDENT sections of bound blocks; the
+ * step's own are skipped. Stops once enough is freed. */
+static int lru_pick(void *arg, uint32_t s)
 {
-    const lru_entry_t *x = a, *y = b;
+    lru_pick_t *p = arg;
 
-    if (x->last_use != y->last_use)
-        return x->last_use < y->last_use ? -1 : 1;
-    return (x->section > y->section) - (x->section < y->section);
+    if (p->freed >= p->need)
+        return 1;
+    if (p->e->stamp[s] == p->e->stamp_now)
+        return 0;
+    p->victims[p->n++] = s;
+    p->freed += exec_section_size(p->e, s);
+    return p->freed >= p->need;
 }
 
-/* Resident sections not used by the step, least recently used first,
- * enough of them to free @need bytes: into victims[0..*n_p). */
+/* Resident sections not used by the step, least recently used first
+ * (ties: lower section first), enough of them to free @need bytes: into
+ * victims[0..*n_p). */
 static umadv_status_t lru_victims(umadv_exec_t *e, uint32_t *victims, uint64_t need,
                                   size_t *n_p)
 {
-    lru_entry_t *cand = malloc((e->trace->nsections + 1) * sizeof(*cand));
-    size_t ncand = 0, n = 0;
-    uint64_t freed = 0;
+    lru_pick_t pick = {.e = e, .victims = victims, .need = need};
+    umadv_status_t status = umadv__exec_lru_walk(&e->lru, lru_pick, &pick);
 
-    if (cand == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    for (uint32_t s = 0; s < e->trace->nsections; s++) {
-        if (e->state[s] == EXEC_SEC_RESIDENT && e->stamp[s] != e->stamp_now &&
-            bound(e, e->trace->sections[s].alloc))
-            cand[ncand++] = (lru_entry_t){e->last_use[s], s};
-    }
-    qsort(cand, ncand, sizeof(*cand), lru_cmp);
-    while (n < ncand && freed < need) {
-        victims[n] = cand[n].section;
-        freed += exec_section_size(e, victims[n++]);
-    }
-    free(cand);
-    *n_p = n;
+    if (status != UMADV_OK)
+        return status;
+    *n_p = pick.n;
     return UMADV_OK;
 }
 
@@ -307,17 +331,16 @@ static void step_fetch_run(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint
 static void make_room(umadv_exec_t *e, uint64_t miss_bytes)
 {
     uint64_t after = e->resident - e->outgoing + miss_bytes;
-    uint32_t *victims;
     size_t nvict;
 
     if (e->p.budget == 0 || after <= e->p.budget)
         return;
-    victims = malloc((e->trace->nsections + 1) * sizeof(*victims));
-    if (victims == NULL)
+    /* at most every resident section: the LRU set's size */
+    if (umadv__array_reserve((void **)&e->victims, &e->victims_cap, e->lru.n + 1,
+                             sizeof(*e->victims)) != UMADV_OK)
         return;
-    if (lru_victims(e, victims, after - e->p.budget, &nvict) == UMADV_OK)
-        for_runs(e, victims, nvict, lru_evict_run);
-    free(victims);
+    if (lru_victims(e, e->victims, after - e->p.budget, &nvict) == UMADV_OK)
+        for_runs(e, e->victims, nvict, lru_evict_run);
 }
 
 static void lru_step_begin(umadv_exec_t *e, uint32_t j)

@@ -90,6 +90,8 @@ void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane)
     for (size_t i = q->head; i < q->n; i++) {
         if (q->ops[i].kind == UMADV_OP_EVICT)
             op_unqueue(e, &q->ops[i]);
+        if (q->ops[i].kind == UMADV_OP_ADVISE && q->ops[i].advice == UMADV_ADVICE_NONE)
+            umadv__exec_unadvise_done(e, &q->ops[i]);
         if (q->ops[i].event != NULL)
             umadv__exec_event_put(e, q->ops[i].event);
     }

@@ -5,6 +5,9 @@
  * A lane takes the op at the head of its queue, turns it into pieces
  * (runs of sections that need the move), adds later ops that continue it
  * in memory, and issues the pieces as few calls as their addresses allow.
+ * The fetch lane also takes along the small copies of the same need step
+ * wherever they lie, and issues all its pieces as one batch call (plan.h,
+ * BATCHES).
  * The lock is dropped for every CUDA call; the blocks under a call are
  * marked busy so that nobody frees them meanwhile.
  */
@@ -127,30 +130,90 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
     return to;
 }
 
+/* One prefetch call over pieces [from, to), synchronised on the lane's
+ * stream, with the lock dropped. */
+static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t from,
+                                  uint64_t len, int location)
+{
+    umadv_status_t status;
+
+    pthread_mutex_unlock(&e->lock);
+    status = e->p.ops->prefetch((void *)lane->pieces[from].ptr, len, location, lane->stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
+    pthread_mutex_lock(&e->lock);
+    return status;
+}
+
+static void lane_call_done(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                           int to_gpu, umadv_status_t status)
+{
+    if (status != UMADV_OK)
+        umadv__exec_fail(e, to_gpu ? "prefetch to the gpu" : "prefetch to the host");
+    pieces_settle(e, lane, from, to, to_gpu, status == UMADV_OK && !e->broken);
+    if (status == UMADV_OK && !e->broken)
+        (to_gpu ? e->stats.fetch_calls++ : e->stats.evict_calls++);
+}
+
+/* The lane's pieces as ranges, adjacent ones merged (call_extent): how
+ * many, into batch_ptrs/batch_sizes. 0: no room for the arrays. */
+static size_t batch_ranges(umadv_exec_t *e, exec_lane_t *lane)
+{
+    size_t n = 0;
+
+    if (umadv__array_reserve((void **)&lane->batch_ptrs, &lane->batch_cap, lane->npieces,
+                             sizeof(*lane->batch_ptrs)) != UMADV_OK)
+        return 0;
+    if (umadv__array_reserve((void **)&lane->batch_sizes, &lane->batch_sizes_cap, lane->npieces,
+                             sizeof(*lane->batch_sizes)) != UMADV_OK)
+        return 0;
+    for (size_t from = 0, to; from < lane->npieces; from = to, n++) {
+        uint64_t len;
+
+        to = call_extent(e, lane, from, &len);
+        lane->batch_ptrs[n] = (void *)lane->pieces[from].ptr;
+        lane->batch_sizes[n] = len;
+    }
+    return n;
+}
+
+/* Every piece of the fetch lane in one batch call. 0: not possible here
+ * (one range, no batch entry, no memory): the caller goes call by call. */
+static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
+{
+    size_t n = e->p.ops->prefetch_batch != NULL ? batch_ranges(e, lane) : 0;
+    umadv_status_t status = UMADV_OK;
+
+    if (n < 2)
+        return 0;
+    if (!e->broken) {
+        pthread_mutex_unlock(&e->lock);
+        status = e->p.ops->prefetch_batch(lane->batch_ptrs, lane->batch_sizes, n,
+                                          e->p.device, lane->stream);
+        if (status == UMADV_OK)
+            status = e->p.ops->stream_synchronize(lane->stream);
+        pthread_mutex_lock(&e->lock);
+    }
+    lane_call_done(e, lane, 0, lane->npieces, 1, status);
+    if (status == UMADV_OK && !e->broken)
+        e->stats.batch_calls++;
+    return 1;
+}
+
 static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
     int location = to_gpu ? e->p.device : umadv__numa_host_location(e->p.numa);
     size_t from = 0;
 
     pieces_busy(e, lane, 0, lane->npieces, 1);
+    if (to_gpu && issue_batch(e, lane))
+        from = lane->npieces;
     while (from < lane->npieces) {
         uint64_t len;
         size_t to = call_extent(e, lane, from, &len);
-        void *ptr = (void *)lane->pieces[from].ptr;
-        umadv_status_t status = UMADV_OK;
+        umadv_status_t status = e->broken ? UMADV_OK : issue_range(e, lane, from, len, location);
 
-        if (!e->broken) {
-            pthread_mutex_unlock(&e->lock);
-            status = e->p.ops->prefetch(ptr, len, location, lane->stream);
-            if (status == UMADV_OK)
-                status = e->p.ops->stream_synchronize(lane->stream);
-            pthread_mutex_lock(&e->lock);
-        }
-        if (status != UMADV_OK)
-            umadv__exec_fail(e, to_gpu ? "prefetch to the gpu" : "prefetch to the host");
-        pieces_settle(e, lane, from, to, to_gpu, status == UMADV_OK && !e->broken);
-        if (status == UMADV_OK && !e->broken)
-            (to_gpu ? e->stats.fetch_calls++ : e->stats.evict_calls++);
+        lane_call_done(e, lane, from, to, to_gpu, status);
         from = to;
     }
     pieces_busy(e, lane, 0, lane->npieces, -1);
@@ -211,15 +274,55 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     pthread_cond_broadcast(&e->cond);
 }
 
+void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op)
+{
+    for (uint32_t i = 0; i < op->count; i++)
+        e->unadvising[exec_section_id(e, op->alloc, op->first + i)]--;
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* NONE (plan.h): back to the driver's default on the run, its step
+ * complete (the caller waited for its event). Both unsets, whatever is
+ * set: unsetting what is not set is harmless, and cheaper than tracking
+ * advice per section. */
+static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
+{
+    umadv_status_t status = UMADV_OK;
+    uintptr_t ptr;
+    uint64_t len;
+
+    if (!e->broken && bound(e, op->alloc)) {
+        run_range(e, op->alloc, op->first, op->count, &ptr, &len);
+        e->binds[op->alloc].busy++;
+        pthread_mutex_unlock(&e->lock);
+        status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION,
+                                  e->p.device);
+        if (status == UMADV_OK)
+            status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY,
+                                      e->p.device);
+        pthread_mutex_lock(&e->lock);
+        e->binds[op->alloc].busy--;
+        if (status == UMADV_OK)
+            e->stats.advise_calls += 2;
+        else
+            umadv__exec_fail(e, "advise (unset)");
+    }
+    umadv__exec_unadvise_done(e, op);
+    e->evict.busy_need = EXEC_KEY_NONE;
+}
+
 /* ---- the fetch lane ---------------------------------------------------- */
 
-static fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
+/* What @op's fetch can do now, without counting anything; *add_p: the
+ * bytes it would bring. */
+static fetch_verdict_t fetch_room(const umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
 {
     uint64_t add = 0;
 
     for (uint32_t i = 0; i < op->count; i++) {
         uint32_t s = exec_section_id(e, op->alloc, op->first + i);
-        if (e->state[s] == EXEC_SEC_OUT_QUEUED || e->state[s] == EXEC_SEC_EVICTING)
+        if (e->state[s] == EXEC_SEC_OUT_QUEUED || e->state[s] == EXEC_SEC_EVICTING ||
+            e->unadvising[s] > 0)
             return FETCH_WAIT;
         if (e->state[s] == EXEC_SEC_HOST)
             add += exec_section_size(e, s);
@@ -229,34 +332,54 @@ static fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_
         return FETCH_SKIP;
     if (e->p.budget == 0 || e->resident + add <= e->p.budget)
         return FETCH_GO;
-    if (e->outgoing > 0)
-        return FETCH_WAIT;
+    return e->outgoing > 0 ? FETCH_WAIT : FETCH_SKIP;
+}
+
+static fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
+{
+    fetch_verdict_t verdict = fetch_room(e, op, add_p);
+
+    if (verdict != FETCH_SKIP || *add_p == 0)
+        return verdict;
     e->stats.budget_skips++;
     umadv_debug("executor: fetch of %llu bytes for step key %llu skipped: over the budget "
-                "and nothing is being evicted", (unsigned long long)add,
+                "and nothing is being evicted", (unsigned long long)*add_p,
                 (unsigned long long)op->need);
     return FETCH_SKIP;
 }
 
-/* A queued fetch for the same step that continues the last piece in
- * memory and fits: its index, or 0 (never a candidate: head is taken). */
+/* May @op join the call being built for step key @need? It continues
+ * the last piece in memory within max_call_bytes (one range), or it
+ * copies little (not FRESH: populating costs per range, batched or not)
+ * and the batch has room for a range: plan.h, BATCHES. Either way it
+ * must fit the budget now. */
+static int fetch_joins(umadv_exec_t *e, const exec_op_t *op, uint64_t need, uint64_t total)
+{
+    const exec_piece_t *last = &e->fetch.pieces[e->fetch.npieces - 1];
+    uintptr_t ptr;
+    uint64_t len, add;
+    int adjacent;
+
+    if (op->kind != UMADV_OP_FETCH || op->need != need || !bound(e, op->alloc) ||
+        fetch_room(e, op, &add) != FETCH_GO)
+        return 0;
+    run_range(e, op->alloc, op->first, op->count, &ptr, &len);
+    adjacent = ptr == last->ptr + last->len &&
+               e->binds[op->alloc].arena == e->binds[last->alloc].arena;
+    if (adjacent && total + len <= e->p.max_call_bytes)
+        return 1;
+    return !op->fresh && add <= e->batch_bytes && e->fetch.npieces < EXEC_MAX_BATCH &&
+           e->p.ops->prefetch_batch != NULL;
+}
+
+/* A queued fetch that may join the call: its index + 1, or 0. The queue
+ * is sorted by need: the search stops past @need. */
 static size_t fetch_follower(umadv_exec_t *e, uint64_t need, uint64_t total)
 {
     const exec_queue_t *q = &e->fetch.queue;
-    const exec_piece_t *last = &e->fetch.pieces[e->fetch.npieces - 1];
 
     for (size_t i = q->head; i < q->n && q->ops[i].need <= need; i++) {
-        const exec_op_t *op = &q->ops[i];
-        uintptr_t ptr;
-        uint64_t len, add;
-
-        if (op->kind != UMADV_OP_FETCH || op->need != need || !bound(e, op->alloc) ||
-            e->binds[op->alloc].arena != e->binds[last->alloc].arena)
-            continue;
-        run_range(e, op->alloc, op->first, op->count, &ptr, &len);
-        if (ptr != last->ptr + last->len || total + len > e->p.max_call_bytes)
-            continue;
-        if (fetch_check(e, op, &add) == FETCH_GO)
+        if (fetch_joins(e, &q->ops[i], need, total))
             return i + 1;
     }
     return 0;
@@ -280,6 +403,16 @@ static void fetch_coalesce(umadv_exec_t *e, uint64_t need)
     }
 }
 
+/* An advice set waits for unsets still queued over its run. */
+static int advice_waits(const umadv_exec_t *e, const exec_op_t *op)
+{
+    for (uint32_t i = 0; i < op->count; i++) {
+        if (e->unadvising[exec_section_id(e, op->alloc, op->first + i)] > 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Serve the head of the fetch queue. 0: nothing can be done now. */
 static int fetch_one(umadv_exec_t *e)
 {
@@ -290,6 +423,8 @@ static int fetch_one(umadv_exec_t *e)
     if (head == NULL || e->broken)
         return 0;
     op = *head;
+    if (bound(e, op.alloc) && op.kind == UMADV_OP_ADVISE && advice_waits(e, &op))
+        return 0;
     if (!bound(e, op.alloc) || op.kind == UMADV_OP_ADVISE) {
         umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
         if (!bound(e, op.alloc))
@@ -340,7 +475,8 @@ static void evict_coalesce(umadv_exec_t *e, const exec_event_t *ev)
 {
     exec_op_t *next;
 
-    while ((next = umadv__exec_queue_peek(&e->evict)) != NULL && next->event == ev &&
+    while ((next = umadv__exec_queue_peek(&e->evict)) != NULL &&
+           next->kind == UMADV_OP_EVICT && next->event == ev &&
            next->blocking == e->evict.busy_blocking && next->need == e->evict.busy_need) {
         exec_op_t op = *next;
 
@@ -363,6 +499,10 @@ static int evict_one(umadv_exec_t *e)
     e->evict.busy_need = op.need;
     e->evict.busy_blocking = op.blocking;
     evict_wait_event(e, op.event);
+    if (op.kind == UMADV_OP_ADVISE) {
+        unadvise_issue(e, &op);
+        return 1;
+    }
     if (!e->broken && bound(e, op.alloc)) {
         op_pieces(e, &e->evict, &op, EXEC_SEC_OUT_QUEUED, EXEC_SEC_EVICTING);
         evict_coalesce(e, op.event);

@@ -74,6 +74,10 @@ UMADV_API void *umadv_torch_malloc(size_t size, int device, void *stream)
     void *ptr;
 
     (void)stream; /* managed memory is not stream-ordered */
+    /* An empty tensor: PyTorch's own allocator answers NULL too (its
+     * pluggable allocator passes every request on, size 0 included). */
+    if (size == 0)
+        return NULL;
     status = torch_get(device, &ctx);
     if (status != UMADV_OK) {
         umadv_error("umadv_torch_malloc(%zu bytes, device %d): no umadv context (%s; the "

@@ -149,7 +149,9 @@ static int fetch_needs(const sim_engine_t *e, const sim_lane_op_t *op, uint64_t 
     return 1;
 }
 
-static void fetch_claim(sim_engine_t *e, const sim_lane_op_t *op)
+/* The op's sections leave the queue; those on the host start moving in
+ * the call of @owner (the op it serves, for a batch). */
+static void fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
 {
     for (uint32_t i = 0; i < op->count; i++) {
         uint32_t x = section_id(e, op->alloc, op->first + i);
@@ -158,18 +160,68 @@ static void fetch_claim(sim_engine_t *e, const sim_lane_op_t *op)
         e->pending[x] = 0;
         if (e->state[x] == UMADV_SIM_HOST) {
             e->state[x] = UMADV_SIM_FETCHING;
-            e->owner[x] = op->id;
+            e->owner[x] = owner;
             umadv__sim_take(e, x);
         }
     }
 }
 
-/* Start the earliest-needed queued fetch if it fits; the lane serves one
- * at a time and never skips its head (which would take memory the head
- * is waiting for). */
+static int fb_add(sim_engine_t *e, const sim_lane_op_t *op)
+{
+    if (umadv__array_reserve((void **)&e->fb, &e->fb_cap, e->fb_len + 1, sizeof(*e->fb)) !=
+        UMADV_OK)
+        return 0;
+    e->fb[e->fb_len++] = *op;
+    return 1;
+}
+
+/* May @op ride along in the call of the same need? Small copies that fit
+ * and wait for no eviction of their own (not fresh memory: populating
+ * costs per range, batched or not); @copy_p: what it adds. */
+static int batch_joins(const sim_engine_t *e, const sim_lane_op_t *op, uint64_t *copy_p)
+{
+    uint64_t room;
+
+    return fetch_needs(e, op, &room, copy_p) && *copy_p > 0 && *copy_p == room &&
+           *copy_p <= e->batch_bytes && e->used + room <= e->budget;
+}
+
+/* The queued fetches of the head's need step join its call where
+ * batch_joins says so (plan.h, BATCHES); the rest go back to the queue.
+ * Returns the time they add to the call. */
+static double fetch_batch(sim_engine_t *e, const sim_lane_op_t *head)
+{
+    size_t nset = 0;
+    uint64_t copy;
+    double total = 0;
+
+    while (e->fq_len > 0 && e->fq[0].need == head->need &&
+           umadv__array_reserve((void **)&e->fset, &e->fset_cap, nset + 1,
+                                sizeof(*e->fset)) == UMADV_OK) {
+        e->fset[nset++] = e->fq[0];
+        fq_pop(e);
+    }
+    for (size_t i = 0; i < nset; i++) {
+        const sim_lane_op_t *op = &e->fset[i];
+
+        if (batch_joins(e, op, &copy) && fb_add(e, op)) {
+            fetch_claim(e, op, head->id);
+            total += umadv__link_time(e->link.fetch_latency / 2, e->link.fetch_bw, copy);
+            if (counting(e, e->f_cur.start))
+                e->r.fetched_bytes += copy;
+        } else if (fq_push(e, op) != UMADV_OK) {
+            fetch_claim(e, op, head->id); /* out of memory: it rides along */
+        }
+    }
+    return total;
+}
+
+/* Start the earliest-needed queued fetch if it fits, with its batch; the
+ * lane serves one call at a time and never skips its head (which would
+ * take memory the head is waiting for). */
 void umadv__sim_try_start_fetch(sim_engine_t *e, double now)
 {
-    while (!e->f_running && !e->f_hold && e->fq_len > 0) {
+    while (!e->f_running && !e->f_hold && !e->f_defer && e->fq_len > 0) {
         sim_lane_op_t op = e->fq[0];
         uint64_t room, copy;
 
@@ -177,30 +229,30 @@ void umadv__sim_try_start_fetch(sim_engine_t *e, double now)
             return;
         if (room == 0) {
             fq_pop(e);
-            fetch_claim(e, &op);
+            fetch_claim(e, &op, op.id);
             continue;
         }
         if (e->used + room > e->budget)
             return;
         fq_pop(e);
-        fetch_claim(e, &op);
+        fetch_claim(e, &op, op.id);
         op.start = now;
         e->f_cur = op;
         e->f_running = 1;
-        e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy);
+        e->fb_len = 0;
+        fb_add(e, &op);
         if (counting(e, now))
             e->r.fetched_bytes += copy;
+        e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy) +
+                   fetch_batch(e, &op);
     }
 }
 
-static void complete_fetch(sim_engine_t *e)
+static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
 {
-    const sim_lane_op_t *op = &e->f_cur;
-
-    e->f_running = 0;
     for (uint32_t i = 0; i < op->count; i++) {
         uint32_t x = section_id(e, op->alloc, op->first + i);
-        if (e->state[x] != UMADV_SIM_FETCHING || e->owner[x] != op->id)
+        if (e->state[x] != UMADV_SIM_FETCHING || e->owner[x] != owner)
             continue;
         if (e->dead[x]) {
             e->dead[x] = 0;
@@ -210,6 +262,17 @@ static void complete_fetch(sim_engine_t *e)
             umadv__sim_become_resident(e, x);
         }
     }
+}
+
+/* The call's runs land (fb; the head alone if fb could not grow). */
+static void complete_fetch(sim_engine_t *e)
+{
+    e->f_running = 0;
+    if (e->fb_len == 0)
+        complete_run(e, &e->f_cur, e->f_cur.id);
+    for (size_t i = 0; i < e->fb_len; i++)
+        complete_run(e, &e->fb[i], e->f_cur.id);
+    e->fb_len = 0;
 }
 
 void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,

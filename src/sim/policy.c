@@ -107,6 +107,7 @@ static void prefetch_all_begin(sim_engine_t *e, uint32_t j, double now, size_t c
 
 void umadv__sim_policy_begin(sim_engine_t *e, uint32_t j, double now, size_t count)
 {
+    e->f_defer = 1;
     switch (e->params->policy) {
     case UMADV_POLICY_PLAN:
         plan_begin(e, j, now);
@@ -117,6 +118,8 @@ void umadv__sim_policy_begin(sim_engine_t *e, uint32_t j, double now, size_t cou
     default:
         break;
     }
+    e->f_defer = 0;
+    umadv__sim_try_start_fetch(e, now);
 }
 
 void umadv__sim_policy_end(sim_engine_t *e, uint32_t j, double now)

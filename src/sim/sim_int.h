@@ -49,10 +49,18 @@ typedef struct sim_engine {
     /* fetch lane: queued ops in a heap by (need, id), one running */
     sim_lane_op_t *fq;
     size_t         fq_len, fq_cap;
-    sim_lane_op_t  f_cur;
+    sim_lane_op_t  f_cur;     /* the op the running call serves */
+    sim_lane_op_t *fb;        /* every op of that call (plan.h, BATCHES) */
+    size_t         fb_len, fb_cap;
+    sim_lane_op_t *fset;      /* scratch: same-need ops left in the queue */
+    size_t         fset_cap;
+    uint64_t       batch_bytes; /* umadv__plan_batch_bytes of the link */
     int            f_running;
     double         f_end;
     int            f_hold;    /* a step is making room for its faults */
+    int            f_defer;   /* a policy is queueing a step's fetches: the
+                               * lane starts once they all are (the executor
+                               * queues them under its lock) */
 
     /* eviction lane: FIFO, completion times known at enqueue */
     sim_lane_op_t *eq;
