@@ -519,8 +519,10 @@ static int count_faults_now(umadv_context_t ctx)
 {
     uint64_t n;
 
+    /* Without a replayed schedule nobody judges drift: count only when
+     * asked to count every iteration (benchmarks, plain managed memory). */
     if (ctx->replay.exec == NULL)
-        return 0;
+        return ctx->config.fault_period == 1;
     if (ctx->faults_exec != (const void *)ctx->replay.exec) {
         ctx->faults_exec = ctx->replay.exec;
         ctx->faults_replayed = 0;

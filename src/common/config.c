@@ -96,7 +96,8 @@ static const umadv_config_field_t config_fields[] = {
      "Replay validation counts the GPU faults of a replay's first two "
      "iterations, then of one iteration in this many: the unified-memory "
      "counters cost every kernel launch 20-40 us of host time. 1 counts "
-     "every iteration (benchmarks); an iteration not counted reports 0.",
+     "every iteration, with or without a replayed schedule (benchmarks); "
+     "an iteration not counted reports 0.",
      1, 1000000, 0, NULL, 0, FIELD(fault_period)},
     {"UMADV_HOST_NUMA", UMADV_CONFIG_NODE, "auto",
      "Host NUMA node that evicted pages and host-preferred advice target, "
