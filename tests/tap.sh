@@ -28,6 +28,7 @@ unset UMADV_LOG_FILE
 n=0
 failed=0
 
+# ok returns STATUS, so that "ok $? WHAT || diag FILE" explains a failure.
 ok() { # STATUS DESCRIPTION
     n=$((n + 1))
     if [ "$1" -eq 0 ]; then
@@ -36,6 +37,7 @@ ok() { # STATUS DESCRIPTION
         echo "not ok $n - $2"
         failed=$((failed + 1))
     fi
+    return "$1"
 }
 
 diag() { # FILE [LINES]

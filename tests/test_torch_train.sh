@@ -8,12 +8,8 @@
 # durations from the timing pass. --alloc pool (a MemPool of umadv
 # segments) must keep every byte PyTorch holds in umadv, backward too.
 # Skipped as a whole without python3, torch, torchvision or a CUDA device.
-set -u
-
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-builddir=$(cd "$top_builddir" && pwd) || exit 1
-script=$top_srcdir/examples/torch_train.py
+. "${top_srcdir:-.}/tests/tap.sh"
+script=$srcdir/examples/torch_train.py
 lib=$builddir/.libs/libumadv.so
 umadv=$builddir/tools/umadv/umadv
 
@@ -27,26 +23,12 @@ if [ ! -f "$lib" ] || [ ! -x "$umadv" ]; then
     exit 1
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-torch.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-UMADV_LOG=error
-export UMADV_LOG
-unset UMADV_LOG_FILE UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
+unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
 
 small="--model resnet50 --batch 8 --image-size 64 --iters 4 --lib $lib"
 
 echo "1..10"
-n=0
-failed=0
-ok() { # STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
+# Python's errors end its output: show the end.
 diag() { # FILE
     tail -n 30 "$1" | sed 's/^/# /'
 }

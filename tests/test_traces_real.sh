@@ -6,45 +6,15 @@
 # durations come from the timing pass (not the faulting profiled
 # iteration); `umadv plan --budget 50%` plans it, keeps the plan's peak
 # within the budget, with no faults, and no slower than demand paging.
-set -u
-
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-srcdir=$(cd "$top_srcdir" && pwd) || exit 1
-builddir=$(cd "$top_builddir" && pwd) || exit 1
-umadv=$builddir/tools/umadv/umadv
-
-if [ ! -x "$umadv" ]; then
-    echo "Bail out! $umadv is not built"
-    exit 1
-fi
+. "${top_srcdir:-.}/tests/tap.sh"
+tap_require "$umadv"
 set -- "$srcdir"/data/traces/h[0-9]*-*.umt
 if [ ! -f "$1" ]; then
     echo "1..0 # SKIP no real traces in data/traces"
     exit 0
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/umadv-real.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-UMADV_LOG=error
-export UMADV_LOG
-unset UMADV_LOG_FILE
-
 echo "1..$(($# * 7))"
-n=0
-failed=0
-ok() { # STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
-diag() { # FILE
-    head -n 30 "$1" | sed 's/^/# /'
-}
 
 # column NAME COLUMN FILE: a column of a policy's row in umadv plan's table
 column() {
