@@ -333,15 +333,6 @@ static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv
     return t;
 }
 
-static double compute_seconds(const umadv_window_t *w)
-{
-    uint64_t ns = 0;
-
-    for (uint32_t j = 0; j < w->n; j++)
-        ns += w->trace->steps[w->first + j].duration_ns;
-    return (double)ns * 1e-9;
-}
-
 /*
  * Evictions are split at the fetch limit too, but only where the
  * eviction lane has time to spare: a fetch that waits for room waits for
@@ -356,7 +347,7 @@ static int split_evictions(const umadv_window_t *w, const umadv_plan_params_t *p
 {
     double lane = evict_lane_seconds(split, nsplit, &params->link);
 
-    return lane <= 0.75 * (compute_seconds(w) + remote_s);
+    return lane <= 0.75 * (umadv__window_compute_seconds(w) + remote_s);
 }
 
 /* The timing's ops and the placement's advice, as one list. */

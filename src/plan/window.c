@@ -244,3 +244,12 @@ void umadv__touches_cleanup(umadv_touches_t *touches)
     free(touches->step);
     memset(touches, 0, sizeof(*touches));
 }
+
+double umadv__window_compute_seconds(const umadv_window_t *window)
+{
+    uint64_t ns = 0;
+
+    for (uint32_t j = 0; j < window->n; j++)
+        ns += window->trace->steps[window->first + j].duration_ns;
+    return (double)ns * 1e-9;
+}

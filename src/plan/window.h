@@ -76,6 +76,9 @@ umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *t
 
 void umadv__window_cleanup(umadv_window_t *window);
 
+/* Seconds of compute in the window: the sum of its steps' durations. */
+double umadv__window_compute_seconds(const umadv_window_t *window);
+
 /* UMADV_ERR_BUDGET_TOO_SMALL, logged with the step's index (global),
  * name, working set and the budget, when a step alone exceeds @budget. */
 umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t budget);

@@ -142,15 +142,6 @@ static umadv_status_t footprint(const umadv_window_t *w, uint64_t *peak_p)
     return UMADV_OK;
 }
 
-static double compute_seconds(const umadv_window_t *w)
-{
-    uint64_t ns = 0;
-
-    for (uint32_t j = 0; j < w->n; j++)
-        ns += w->trace->steps[w->first + j].duration_ns;
-    return (double)ns * 1e-9;
-}
-
 static umadv_status_t check_params(const umadv_trace_t *trace, const umadv_sim_params_t *params,
                                    uint32_t first, uint32_t count)
 {
@@ -238,7 +229,7 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
     } else {
         status = run_engine(&w, params, &r);
     }
-    r.compute_s = compute_seconds(&w);
+    r.compute_s = umadv__window_compute_seconds(&w);
     if (params->policy == UMADV_POLICY_ORACLE)
         r.iteration_s = r.compute_s;
     umadv__window_cleanup(&w);
