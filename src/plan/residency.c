@@ -286,6 +286,15 @@ static umadv_status_t free_allocs(res_state_t *st, umadv_residency_t *res, uint3
     return UMADV_OK;
 }
 
+/* Section @x leaves the GPU right after its last use: dropped if it is
+ * read-mostly (the host copy is current), evicted otherwise. */
+static umadv_status_t leave_after_last_use(res_state_t *st, umadv_residency_t *res,
+                                           uint32_t x, uint64_t base)
+{
+    q_remove(st, x);
+    return depart(st, res, x, st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT,
+                  (int64_t)st->last_use[x] + 1 - (int64_t)base, base);
+}
 /* BORN allocations leave at the end of the window, data copied to the
  * host (where the next replay's FREED role finds it). The eviction is
  * issued after the last use, as any other. */
@@ -298,10 +307,7 @@ static umadv_status_t hand_over(res_state_t *st, umadv_residency_t *res, uint64_
 
         for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
             if (st->res[x]) {
-                umadv_status_t status;
-                q_remove(st, x);
-                status = depart(st, res, x, st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT,
-                                (int64_t)st->last_use[x] + 1 - (int64_t)base, base);
+                umadv_status_t status = leave_after_last_use(st, res, x, base);
                 if (status != UMADV_OK)
                     return status;
             }
@@ -326,10 +332,7 @@ static umadv_status_t remote_touches(res_state_t *st, umadv_residency_t *res, ui
         if (!is_remote(st, k))
             continue;
         if (st->res[x]) {
-            umadv_status_t status;
-            q_remove(st, x);
-            status = depart(st, res, x, st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT,
-                            (int64_t)st->last_use[x] + 1 - (int64_t)base, base);
+            umadv_status_t status = leave_after_last_use(st, res, x, base);
             if (status != UMADV_OK)
                 return status;
         }
