@@ -22,6 +22,8 @@ struct umadv_profiler {
     CUpti_SubscriberHandle   subscriber;
     umadv_prof_launch_fn     launch;
     void                    *launch_arg;
+    umadv_prof_follow_fn     follow;        /* outside recordings: umadv__prof_follow */
+    void                    *follow_arg;
     int                      um_counters;   /* fault records available */
     int                      um_on;         /* the counters are enabled now */
     int                      count_faults;  /* keep them on between recordings */
@@ -91,6 +93,7 @@ typedef struct prof_launch_args {
     int          graph;
     void *const *args;
     void *const *extra;
+    void        *stream;
 } prof_launch_args_t;
 
 static int runtime_launch_args(CUpti_CallbackId cbid, const void *params,
@@ -105,20 +108,23 @@ static int runtime_launch_args(CUpti_CallbackId cbid, const void *params,
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
         /* The cooperative and __cudaLaunchKernel params share this layout. */
         const prof_cuda_launch_kernel_params_t *p = params;
-        la->func = p->func;
-        la->args = p->args;
+        la->func   = p->func;
+        la->args   = p->args;
+        la->stream = p->stream;
         return 1;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
         const cudaLaunchKernelExC_v11060_params *p = params;
-        la->func = p->func;
-        la->args = p->args;
+        la->func   = p->func;
+        la->args   = p->args;
+        la->stream = p->config != NULL ? p->config->stream : NULL;
         return 1;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-        la->graph = 1;
+        la->graph  = 1;
+        la->stream = ((const cudaGraphLaunch_v10000_params *)params)->stream;
         return 1;
     default:
         return 0;
@@ -133,29 +139,33 @@ static int driver_launch_args(CUpti_CallbackId cbid, const void *params,
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         const cuLaunchKernel_params *p = params;
-        la->func  = p->f;
-        la->args  = p->kernelParams;
-        la->extra = p->extra;
+        la->func   = p->f;
+        la->args   = p->kernelParams;
+        la->extra  = p->extra;
+        la->stream = p->hStream;
         return 1;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
         const cuLaunchKernelEx_params *p = params;
-        la->func  = p->f;
-        la->args  = p->kernelParams;
-        la->extra = p->extra;
+        la->func   = p->f;
+        la->args   = p->kernelParams;
+        la->extra  = p->extra;
+        la->stream = p->config != NULL ? p->config->hStream : NULL;
         return 1;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
         const cuLaunchCooperativeKernel_params *p = params;
-        la->func = p->f;
-        la->args = p->kernelParams;
+        la->func   = p->f;
+        la->args   = p->kernelParams;
+        la->stream = p->hStream;
         return 1;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-        la->graph = 1;
+        la->graph  = 1;
+        la->stream = ((const cuGraphLaunch_params *)params)->hStream;
         return 1;
     default:
         return 0;
@@ -207,6 +217,17 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     return step;
 }
 
+/* A launch outside recordings, while followed: told at entry and exit. */
+static void launch_follow(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
+                          const prof_launch_args_t *la)
+{
+    umadv_prof_follow_fn follow = __atomic_load_n(&prof->follow, __ATOMIC_ACQUIRE);
+
+    if (follow != NULL && !__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE))
+        follow(prof->follow_arg, cb->symbolName, la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0,
+               cb->callbackSite == CUPTI_API_EXIT, la->stream);
+}
+
 static void runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
                              const CUpti_CallbackData *cb)
 {
@@ -218,12 +239,15 @@ static void runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
         /* An exit whose entry came before the callbacks were enabled. */
         if (prof_tls.depth > 0)
             prof_tls.depth--;
+        launch_follow(prof, cb, &la);
         return;
     }
     prof_tls.depth++;
     prof_tls.step = UMADV_STEP_NONE;
     if (__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE))
         prof_tls.step = launch_record(prof, cb, &la);
+    else
+        launch_follow(prof, cb, &la);
 }
 
 static void driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
@@ -231,9 +255,14 @@ static void driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
 {
     prof_launch_args_t la = {0};
 
-    if (cb->callbackSite != CUPTI_API_ENTER || !driver_launch_args(cbid, cb->functionParams, &la))
+    if (!driver_launch_args(cbid, cb->functionParams, &la))
         return;
-    if (!__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE)) {
+        if (prof_tls.depth == 0) /* inside a runtime launch: followed there */
+            launch_follow(prof, cb, &la);
+        return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER)
         return;
     if (prof_tls.depth > 0) {
         /* Inside a runtime launch: its kernel may carry either id. */
@@ -582,7 +611,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     pthread_mutex_unlock(&prof->lock);
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    if (status == UMADV_OK)
+    if (status == UMADV_OK && prof->follow == NULL) /* else on already */
         status = callbacks_enable(prof, 1);
     if (status != UMADV_OK) {
         umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
@@ -602,7 +631,8 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     if (!prof->recording)
         return UMADV_ERR_STATE;
     status = prof->ops->device_synchronize();
-    callbacks_enable(prof, 0);
+    if (prof->follow == NULL)
+        callbacks_enable(prof, 0);
     prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     pthread_mutex_lock(&prof->lock);
@@ -616,6 +646,26 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
         umadv_warn("the profiled iteration's work failed to complete: its kernel and fault "
                    "records may be incomplete");
     return UMADV_OK;
+}
+
+umadv_status_t umadv__prof_follow(umadv_profiler_t *prof, umadv_prof_follow_fn follow,
+                                  void *arg)
+{
+    umadv_status_t status = UMADV_OK;
+
+    if (follow == prof->follow && arg == prof->follow_arg)
+        return UMADV_OK;
+    prof->follow_arg = arg;
+    __atomic_store_n(&prof->follow, follow, __ATOMIC_RELEASE);
+    /* A recording holds the callbacks on and turns them off at its end
+     * only when nobody follows. */
+    if (!prof->recording)
+        status = callbacks_enable(prof, follow != NULL);
+    if (status != UMADV_OK) {
+        __atomic_store_n(&prof->follow, NULL, __ATOMIC_RELEASE);
+        callbacks_enable(prof, 0);
+    }
+    return status;
 }
 
 void umadv__prof_count_faults(umadv_profiler_t *prof, int on)

@@ -50,6 +50,13 @@ typedef struct umadv_profiler umadv_profiler_t;
 typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, unsigned flags,
                                          const umadv_prof_region_t *regions, size_t nregions);
 
+/* Called on the launching thread for each launch outside recordings while
+ * followed (umadv__prof_follow): at the launch call's entry, before the
+ * kernel is enqueued (@exit 0), and at its exit (@exit 1). @stream is the
+ * launch's stream (cudaStream_t; NULL for the default one). */
+typedef void (*umadv_prof_follow_fn)(void *arg, const char *name, unsigned flags, int exit,
+                                     void *stream);
+
 /* What a recording collects. */
 typedef enum umadv_prof_mode {
     UMADV_PROF_RECORD_FULL,   /* steps, scanned parameters, kernels, faults */
@@ -96,6 +103,12 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result);
 
 void umadv__prof_result_cleanup(umadv_prof_result_t *result);
+
+/* Follow launches outside recordings with @follow (NULL: stop). Only the
+ * launch callbacks: no parameter scan, no kernel records, so a followed
+ * launch costs the host little. A failure to enable them is warned. */
+umadv_status_t umadv__prof_follow(umadv_profiler_t *prof, umadv_prof_follow_fn follow,
+                                  void *arg);
 
 /* Count GPU faults outside recordings (@on) or not: the unified-memory
  * counters stay on between recordings only while asked. A no-op without

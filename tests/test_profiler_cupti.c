@@ -16,6 +16,7 @@
 
 #include "api/context.h"
 #include "common/util.h"
+#include "exec/exec_int.h"
 #include "profiler/cupti_ops.h"
 #include "profiler/profiler.h"
 #include "tap.h"
@@ -242,6 +243,8 @@ static void driver_launch_of(const void *func, const char *symbol, uint32_t corr
     cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)func, .kernelParams = args};
 
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
+         &d, symbol, corr);
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT,
          &d, symbol, corr);
 }
 
@@ -489,8 +492,9 @@ static void test_only_when_needed(void)
        "then all off: nothing replays, no fault needs counting");
     umadv_plan(ctx);
     umadv_iteration_begin(ctx);
-    ok(ctx->replay.exec != NULL && mock.callbacks == 0 && !mock.kernels_on && mock.um_on,
-       "replaying: the unified-memory counters alone, for replay validation");
+    ok(ctx->replay.exec != NULL && mock.callbacks > 0 && !mock.kernels_on && mock.um_on,
+       "replaying kernel steps: launch callbacks to follow them and the unified-memory "
+       "counters for replay validation, no kernel records");
     for (int i = 1; i < 40; i++) {
         umadv_iteration_begin(ctx);
         counted[i] = mock.um_on;
@@ -610,6 +614,129 @@ static void test_timing_pass(void)
     umadv_context_destroy(ctx);
 }
 
+/* ---- automatic steps in replay ------------------------------------------ */
+
+/* The executor's step ends: events recorded, and on which stream. */
+static const umadv_cuda_ops_t *spy_real;
+static struct {
+    unsigned       events;
+    umadv_stream_t stream;
+} spy;
+
+static umadv_status_t spy_event_record(umadv_event_t event, umadv_stream_t stream)
+{
+    spy.events++;
+    spy.stream = stream;
+    return spy_real->event_record(event, stream);
+}
+
+static umadv_cuda_ops_t spy_ops;
+
+static void spy_install(umadv_context_t ctx)
+{
+    spy_real = ctx->ops;
+    spy_ops = *ctx->ops;
+    spy_ops.event_record = spy_event_record;
+    ctx->ops = &spy_ops;
+}
+
+#define STREAM_A ((void *)(uintptr_t)0xa000)
+#define STREAM_B ((void *)(uintptr_t)0xb000)
+
+static void launch_site(const char *symbol, uint32_t corr, void **args, void *stream,
+                        CUpti_ApiCallbackSite site)
+{
+    cudaLaunchKernel_v7000_params p = {.func = FUNC_RT, .args = args, .stream = stream};
+
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, site,
+         &p, symbol, corr);
+}
+
+/* Profiled and timed, then replayed under the plan policy. */
+static void follow_setup(umadv_context_t ctx, void **args, int marked)
+{
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
+        if (i == 0)
+            umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx);
+        if (marked)
+            three_steps(ctx, args, 10 + 100 * i, 300, "k3");
+        else
+            for (uint32_t k = 0; k < 3; k++)
+                runtime_launch(k == 1 ? "k2" : k == 2 ? "k3" : "k1", 10 + 100 * i + k, args, 1);
+        for (uint32_t k = 0; k < 3; k++)
+            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
+        if (i == 0)
+            umadv_plan(ctx);
+    }
+    umadv_iteration_begin(ctx);
+}
+
+static void test_follow(void)
+{
+    void *a = NULL, *args[2];
+    umadv_stats_t st;
+    umadv_context_t ctx;
+    umadv_exec_t *e;
+    size_t queries;
+    unsigned ev;
+    int begun_at_entry;
+
+    mock_reset();
+    ctx = context_new();
+    spy_install(ctx);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    args[0] = &a;
+    args[1] = &a;
+    follow_setup(ctx, args, 0);
+    e = ctx->replay.exec;
+    queries = mock.param_queries;
+    ev = spy.events;
+    launch_site("k1", 500, args, STREAM_A, CUPTI_API_ENTER);
+    begun_at_entry = e != NULL && e->step == 1 && spy.events == ev;
+    launch_site("k1", 500, args, STREAM_A, CUPTI_API_EXIT);
+    ok(begun_at_entry && spy.events == ev + 1 && spy.stream == STREAM_A,
+       "replay: step 0 begins at its launch's entry, ends at its exit on the launch's stream");
+    runtime_launch("k2", 501, args, 1);
+    driver_launch("k3", 503, args);
+    ok(e != NULL && e->step == 3 && spy.events == ev + 3,
+       "each matching launch is a step, runtime or driver, nested launches once");
+    is_u64(mock.param_queries, queries, "no parameter scan while following");
+    ok(!mock.kernels_on, "no kernel records while following");
+
+    log_take();
+    umadv_iteration_begin(ctx);
+    ev = spy.events;
+    runtime_launch("k1", 600, args, 0);
+    runtime_launch("kX", 601, args, 0);
+    runtime_launch("k3", 602, args, 0);
+    ok(e->step == 1 && spy.events == ev + 1, "after a divergence: no step for the iteration");
+    umadv_iteration_begin(ctx);
+    runtime_launch("kY", 700, args, 0);
+    runtime_launch("k2", 701, args, 0);
+    umadv_get_stats(ctx, &st);
+    ok(e->step == 0 && count_of(log_take(), "(drift)") == 1 && st.drift_ops >= 2,
+       "counted as drift every time, logged once");
+    umadv_iteration_begin(ctx);
+    runtime_launch("k1", 800, args, 0);
+    ok(e->step == 1, "the next iteration follows again");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    ctx = context_new();
+    spy_install(ctx);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    follow_setup(ctx, args, 1);
+    e = ctx->replay.exec;
+    runtime_launch("k1", 900, args, 0);
+    ok(e != NULL && e->step == 0 && mock.callbacks == 0,
+       "steps marked through the api: launches are not followed");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* Launches whose parameter layout CUDA does not give are counted and the
  * first named; their steps have only faults to go by, so everything is
  * evicted before each. */
@@ -654,7 +781,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(49);
+    plan(57);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -662,6 +789,7 @@ int main(void)
     test_timing_pass();
     test_no_layout();
     test_recording();
+    test_follow();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();
     return exit_status();

@@ -28,6 +28,14 @@
  * iteration had more than UMADV_REPROFILE_FAULTS, the next iteration is
  * profiled and, once it completes, planned and replayed.
  *
+ * AUTOMATIC STEPS. When the trace's steps are kernel launches (no step
+ * marked through the API), the replay follows the launches (CUPTI launch
+ * callbacks only): the j-th launch of an iteration, when it is the trace's
+ * step j (same kernel, in order), begins step j at the launch call's entry,
+ * so that its fetches complete before the kernel is enqueued, and ends it
+ * at the call's exit, with the event on the launch's stream. The first
+ * launch that differs stops this for the rest of the iteration (drift).
+ *
  * Called with ctx->lock held, except where said.
  */
 #include "api/context.h"
@@ -37,8 +45,20 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "profiler/profiler.h"
 
 #define REPLAY_MONITOR_PERIOD_NS (UINT64_C(2) * 1000000u)
+
+/* The launches followed in this iteration: one profiler per process, so
+ * one followed context. */
+static struct replay_follow {
+    umadv_context_t ctx;      /* followed now, or NULL */
+    uint32_t        next;     /* launches of the iteration so far */
+    uint32_t        open;     /* the step begun at a launch's entry */
+    int             diverged; /* in this iteration */
+    int             logged;   /* a divergence, in this replay */
+    uint64_t        drift;    /* iterations that diverged */
+} follow = {NULL, 0, UMADV_STEP_NONE, 0, 0, 0};
 
 void umadv__replay_init(umadv_context_t ctx)
 {
@@ -66,12 +86,15 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->cuda_errors   += x->cuda_errors;
 }
 
+static void follow_stop(umadv_context_t ctx);
+
 void umadv__replay_stop(umadv_context_t ctx)
 {
     umadv_ctx_replay_t *r = &ctx->replay;
 
     if (r->exec == NULL)
         return;
+    follow_stop(ctx);
     umadv__exec_get_stats(r->exec, &r->last);
     stats_add(&r->done, &r->last);
     umadv__exec_destroy(r->exec);
@@ -170,6 +193,96 @@ umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_all
     return UMADV_OK;
 }
 
+/* ---- automatic steps ---------------------------------------------------- */
+
+static int steps_from_launches(const umadv_trace_t *t)
+{
+    for (uint32_t s = 0; s < t->nsteps; s++) {
+        if (t->steps[s].kind != UMADV_STEP_KERNEL)
+            return 0;
+    }
+    return t->nsteps > 0;
+}
+
+static int launch_is_step(const umadv_trace_t *t, uint32_t j, const char *name, unsigned flags)
+{
+    const char *want = j < t->nsteps ? t->steps[j].name : NULL;
+
+    /* Unnamed launches were recorded under these names (profile.c). */
+    if (name == NULL)
+        name = (flags & UMADV_PROF_LAUNCH_GRAPH) ? "graph" : "kernel";
+    return want != NULL && strcmp(want, name) == 0;
+}
+
+/* A launch call's entry: the step it is, begun; else the iteration's
+ * following ends. Returns the executor to wait on, or NULL. */
+static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigned flags)
+{
+    uint32_t j = follow.next++;
+
+    if (follow.diverged)
+        return NULL;
+    if (follow.open != UMADV_STEP_NONE || !launch_is_step(&ctx->trace, j, name, flags)) {
+        follow.diverged = 1;
+        follow.drift++;
+        if (!follow.logged++)
+            umadv_info("replay: launch %u of the iteration is %s, the profiled step was %s: "
+                       "no automatic steps for the rest of the iteration (drift)", j,
+                       name != NULL ? name : "unnamed",
+                       j < ctx->trace.nsteps && ctx->trace.steps[j].name != NULL
+                           ? ctx->trace.steps[j].name : "none");
+        return NULL;
+    }
+    follow.open = j;
+    umadv__replay_step_begin(ctx);
+    return ctx->replay.exec;
+}
+
+static void follow_launch(void *arg, const char *name, unsigned flags, int exit, void *stream)
+{
+    umadv_context_t ctx = arg;
+    umadv_exec_t *exec = NULL;
+
+    pthread_mutex_lock(&ctx->lock);
+    /* A step marked through the API, or a recording, owns the launch. */
+    if (ctx->replay.exec != NULL && ctx->in_iteration && !ctx->step_open &&
+        ctx->record != UMADV_CTX_REC_RECORDING) {
+        if (!exit) {
+            exec = follow_enter(ctx, name, flags);
+        } else if (follow.open != UMADV_STEP_NONE) {
+            follow.open = UMADV_STEP_NONE;
+            umadv__exec_step_end(ctx->replay.exec, stream);
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    /* The step's data before its kernel, without the lock (as
+     * umadv_step_begin). */
+    if (exec != NULL)
+        umadv__exec_step_wait(exec);
+}
+
+static void follow_start(umadv_context_t ctx)
+{
+    if (ctx->profiler == NULL || !steps_from_launches(&ctx->trace) ||
+        (follow.ctx != NULL && follow.ctx != ctx))
+        return;
+    follow = (struct replay_follow){NULL, 0, UMADV_STEP_NONE, 0, 0, follow.drift};
+    if (umadv__prof_follow(ctx->profiler, follow_launch, ctx) == UMADV_OK)
+        follow.ctx = ctx;
+    else
+        umadv_warn("replay: cannot follow kernel launches: the schedule's steps are not "
+                   "replayed");
+}
+
+static void follow_stop(umadv_context_t ctx)
+{
+    if (follow.ctx != ctx)
+        return;
+    if (ctx->profiler != NULL)
+        umadv__prof_follow(ctx->profiler, NULL, NULL);
+    follow.ctx = NULL;
+}
+
 /* ---- starting ----------------------------------------------------------- */
 
 static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
@@ -212,6 +325,7 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
     }
     umadv__pool_foreach(ctx->pool, bind_identity, ctx);
     umadv__exec_start(r->exec, ctx->step_stream);
+    follow_start(ctx);
     umadv_debug("replay: %s policy started", umadv_policy_name(ctx->config.policy));
     return UMADV_OK;
 }
@@ -224,6 +338,9 @@ void umadv__replay_iteration_begin(umadv_context_t ctx)
     uint64_t faults = umadv__ctx_profile_faults(ctx);
 
     r->mallocs = 0;
+    follow.next     = 0;
+    follow.open     = UMADV_STEP_NONE;
+    follow.diverged = 0;
     if (r->replan && ctx->record == UMADV_CTX_REC_DONE) {
         r->replan = 0;
         umadv__ctx_plan(ctx); /* logged either way */
@@ -270,7 +387,7 @@ void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
     s->evict_ops     = sum.evict_calls;
     s->waits         = sum.waits;
     s->wait_ns       = sum.wait_ns;
-    s->drift_ops     = sum.drift_ops;
+    s->drift_ops     = sum.drift_ops + (follow.ctx == ctx ? follow.drift : 0);
     s->resident_peak = now.resident_peak;
     s->gpu_peak_used = now.gpu_peak_used;
 }
