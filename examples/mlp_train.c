@@ -99,13 +99,19 @@ typedef struct mlp {
 
 /* ---- errors ---------------------------------------------------------- */
 
+/* "mlp_train: message", without the line's end. */
+static void vreport(const char *fmt, va_list ap)
+{
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, PROG ": ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     exit(EXIT_FAILURE);
@@ -174,9 +180,8 @@ static void usage_error(const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, PROG ": ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport(fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
     exit(EXIT_USAGE);
