@@ -2,11 +2,14 @@
 """Run examples/mlp_train under every umadv policy and several budgets, side
 by side, and print one table of ratios.
 
-For the GPU machine. The oracle run (no budget) comes first: it gives the
-footprint, the reference loss sequence and checksum, and the link model the
-profiler measured. Every budget is a share of that footprint. Each policy
-runs in its own process, the same binary and flags, so the only difference
-is UMADV_POLICY and UMADV_BUDGET.
+For the GPU machine. A short oracle run (no budget) comes first: it gives
+the footprint (umadv's managed peak), the link model the profiler measured,
+and the trace. Every budget is a share of that footprint and runs in one
+process: oracle, demand, prefetch-all and plan one after another
+(mlp_train --policies, umadv_set_policy), each from the same initial
+weights, so they share the allocations, the profile and the GPU state, and
+the only difference is the policy. Oracle ignores the budget: it is the
+reference each budget's rows are compared with.
 
   bench/policies.py [--exe PATH] [--batch N] [--hidden N] [--layers N]
                     [--iters N] [--budgets 25,50,75] [--out DIR]
@@ -22,7 +25,7 @@ import sys
 import time
 
 GIB = float(1 << 30)
-POLICIES = ("demand", "prefetch-all", "plan")
+POLICIES = ("oracle", "demand", "prefetch-all", "plan")
 
 
 def parse_args():
@@ -39,10 +42,20 @@ def parse_args():
     return p.parse_args()
 
 
-def parse_run(text):
-    """The example's key/value lines -> dict."""
-    run = {"loss": {}}
+def parse_runs(text):
+    """The example's key/value lines -> {policy: dict}, one per 'run' line."""
+    runs, run = {}, None
     for line in text.splitlines():
+        m = re.match(r"run (\S+)$", line)
+        if m:
+            run = runs[m.group(1)] = {"loss": {}}
+            continue
+        if run is None:
+            continue
+        m = re.match(r"run_skipped (.*)$", line)
+        if m:
+            run["too_small"] = m.group(1)
+            continue
         m = re.match(r"iter (\d+) loss (\S+)$", line)
         if m:
             run["loss"][int(m.group(1))] = m.group(2)
@@ -51,32 +64,36 @@ def parse_run(text):
                      r"managed_peak) (\S+)", line)
         if m:
             run[m.group(1)] = m.group(2)
-    return run
+    return runs
 
 
-def run_example(args, name, policy, budget, trace=None):
+def run_example(args, name, policies, budget, iters, trace=None):
+    """One process, one run per policy; returns {policy: dict}."""
     # Count the faults of every iteration (umadv samples them otherwise).
-    env = dict(os.environ, UMADV_POLICY=policy, UMADV_BUDGET=str(budget),
-               UMADV_FAULT_PERIOD="1")
+    env = dict(os.environ, UMADV_BUDGET=str(budget), UMADV_FAULT_PERIOD="1")
     cmd = [args.exe, "--batch", str(args.batch), "--hidden", str(args.hidden),
-           "--layers", str(args.layers), "--iters", str(args.iters)]
+           "--layers", str(args.layers), "--iters", str(iters),
+           "--policies", ",".join(policies)]
     if trace:
         cmd += ["--save-trace", trace]
     t0 = time.time()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=args.timeout)
     with open(os.path.join(args.out, name + ".log"), "w") as log:
-        log.write("$ UMADV_POLICY=%s UMADV_BUDGET=%s %s\n" % (policy, budget, " ".join(cmd)))
+        log.write("$ UMADV_BUDGET=%s UMADV_FAULT_PERIOD=1 %s\n" % (budget, " ".join(cmd)))
         log.write(proc.stdout)
     if proc.returncode != 0:
         sys.exit("bench: %s failed (exit %d); see %s.log:\n%s"
                  % (name, proc.returncode, name, proc.stdout[-2000:]))
-    run = parse_run(proc.stdout)
-    run["wall_s"] = time.time() - t0
+    runs = parse_runs(proc.stdout)
+    if sorted(runs) != sorted(policies):
+        sys.exit("bench: %s ran %s, not %s; see %s.log" % (name, sorted(runs), policies, name))
     m = re.search(r"^umadv: error: (step .* more than the budget.*)$", proc.stdout, re.M)
-    if m:
-        run["too_small"] = m.group(1)  # umadv degraded to plain managed memory
-    return run
+    for run in runs.values():
+        run["wall_s"] = time.time() - t0
+        if m and "too_small" in run:
+            run["too_small"] = m.group(1)  # the step that did not fit
+    return runs
 
 
 def link_model(trace):
@@ -90,9 +107,9 @@ def link_model(trace):
 
 
 def row(budget_pct, budget, policy, run, oracle, bound_ms):
-    if "too_small" in run:
+    if "ms_per_iter" not in run:
         return {"budget_pct": budget_pct, "budget": budget, "policy": policy,
-                "too_small": run["too_small"]}
+                "too_small": run.get("too_small", "no result")}
     ms = float(run["ms_per_iter"])
     same = run["loss"] == oracle["loss"] and run["checksum"] == oracle["checksum"]
     return {
@@ -106,7 +123,8 @@ def row(budget_pct, budget, policy, run, oracle, bound_ms):
         "gpu_peak_used": int(run.get("gpu_peak_used", 0)),
         # umadv's accounted residency is what the budget caps; the driver's
         # used memory stays at its high-water mark (see umadv(7)).
-        "resident_over_budget": int(run.get("resident_peak", 0)) / budget if budget else None,
+        "resident_over_budget": (int(run.get("resident_peak", 0)) / budget
+                                 if policy != "oracle" else None),
         "bitwise_identical": same,
     }
 
@@ -116,7 +134,7 @@ def print_table(rows):
             "fetch GiB/it", "evict GiB/it", "resident pk", "pk/budget", "gpu peak", "identical")
     print("%-14s %-13s %9s %8s %8s %10s %12s %12s %11s %9s %9s %9s" % head)
     for r in rows:
-        budget = "none" if r["budget"] == 0 else "%d%% %.2fG" % (r["budget_pct"], r["budget"] / GIB)
+        budget = "%d%% %.2fG" % (r["budget_pct"], r["budget"] / GIB)
         if "too_small" in r:
             print("%-14s %-13s budget too small: %s" % (budget, r["policy"], r["too_small"]))
             continue
@@ -133,32 +151,35 @@ def print_table(rows):
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
-    trace = os.path.join(args.out, "oracle.umt")
-    oracle = run_example(args, "oracle", "oracle", 0, trace)
-    footprint = int(oracle["managed_peak"])
+    trace = os.path.join(args.out, "mlp.umt")
+    # The profile, the timing pass and one replay: enough for the footprint
+    # and a trace with measured durations.
+    first = run_example(args, "footprint", ["oracle"], 0, 4, trace)["oracle"]
+    footprint = int(first["managed_peak"])
     fetch_bw, evict_bw = link_model(trace)
-    rows = [row(100, 0, "oracle", oracle, oracle, None)]
+    rows = []
     for pct in (int(p) for p in args.budgets.split(",")):
         budget = footprint * pct // 100 >> 20 << 20
-        runs = {p: run_example(args, "%s-%d" % (p, pct), p, budget) for p in POLICIES}
-        plan = runs["plan"]
-        if "too_small" in plan:
-            rows += [row(pct, budget, p, runs[p], oracle, None) for p in POLICIES]
-            continue
-        # DESIGN.md's bound, with the plan's own volumes (the smallest of the
-        # three policies'): max(compute, fetched/fetch_bw, evicted/evict_bw).
-        bound_ms = max(float(oracle["ms_per_iter"]),
-                       int(plan.get("steady_fetched_per_iter", 0)) / fetch_bw * 1e3,
-                       int(plan.get("steady_evicted_per_iter", 0)) / evict_bw * 1e3)
-        rows += [row(pct, budget, p, runs[p], oracle, bound_ms) for p in POLICIES]
+        runs = run_example(args, "budget-%d" % pct, POLICIES, budget, args.iters)
+        oracle, plan = runs["oracle"], runs["plan"]
+        bound_ms = None
+        if "ms_per_iter" in plan:
+            # DESIGN.md's bound, with the plan's own volumes (the smallest
+            # of the three policies'): max(compute, fetched/fetch_bw,
+            # evicted/evict_bw).
+            bound_ms = max(float(oracle["ms_per_iter"]),
+                           int(plan.get("steady_fetched_per_iter", 0)) / fetch_bw * 1e3,
+                           int(plan.get("steady_evicted_per_iter", 0)) / evict_bw * 1e3)
+        rows += [row(pct, budget, p, runs[p], oracle,
+                     None if p == "oracle" else bound_ms) for p in POLICIES]
     result = {"config": vars(args), "footprint": footprint, "fetch_bw": fetch_bw,
               "evict_bw": evict_bw, "rows": rows}
     with open(os.path.join(args.out, "policies.json"), "w") as f:
         json.dump(result, f, indent=1)
     print("mlp_train batch %d hidden %d layers %d, %d iterations; footprint %.2f GiB; "
-          "link fetch %.1f GB/s evict %.1f GB/s" % (args.batch, args.hidden, args.layers,
-                                                    args.iters, footprint / GIB,
-                                                    fetch_bw / 1e9, evict_bw / 1e9))
+          "link fetch %.1f GB/s evict %.1f GB/s; one process per budget" % (
+              args.batch, args.hidden, args.layers, args.iters, footprint / GIB,
+              fetch_bw / 1e9, evict_bw / 1e9))
     print_table(rows)
 
 

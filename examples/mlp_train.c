@@ -53,6 +53,7 @@
 #define BIAS_CHUNKS 64
 #define DEFAULT_SECTION (UINT64_C(2) << 20)
 #define DEFAULT_ARENA (UINT64_C(1) << 30)
+#define MAX_RUNS 16
 
 #define CUDA_CHECK(_call) check_cuda((_call), #_call, __LINE__)
 #define BLAS_CHECK(_call) check_blas((_call), #_call, __LINE__)
@@ -64,6 +65,8 @@ typedef struct mlp_opts {
     uint64_t    seed;
     int         footprint_only;
     const char *trace_path;
+    umadv_policy_t policies[MAX_RUNS]; /* --policies; none: one run, UMADV_POLICY's */
+    int         npolicies;
 } mlp_opts_t;
 
 typedef struct mlp_layer {
@@ -93,6 +96,7 @@ typedef struct mlp {
     float          *partial;  /* bias-gradient partial sums */
     double         *loss;     /* per iteration, mapped host memory */
     double         *iter_ms;
+    int             run;         /* runs so far: the first one profiles */
     int             steady_from; /* first iteration measured as steady state */
     umadv_stats_t   steady_start;/* counters when it began */
 } mlp_t;
@@ -166,14 +170,19 @@ static void usage(FILE *out)
         "  --lr X             learning rate (default 0.45/sqrt(hidden))\n"
         "  --momentum X       SGD momentum (default 0.9)\n"
         "  --seed N           seed of the data set and the initial weights (default 1)\n"
-        "  --save-trace PATH  write the profiled iteration as an umadv trace\n"
+        "  --policies LIST    train once per policy of the comma-separated LIST, in this\n"
+        "                     process, from the same initial weights: the first run\n"
+        "                     profiles, the others switch with umadv_set_policy()\n"
+        "                     (e.g. oracle,demand,prefetch-all,plan)\n"
+        "  --save-trace PATH  write the profiled iteration as an umadv trace (once the\n"
+        "                     timing pass after it has measured the step durations)\n"
         "  --footprint        print the managed-memory footprint and exit (no GPU needed)\n"
         "  --help             show this help and exit\n\n"
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
         "prefetch-all, plan), UMADV_BUDGET (e.g. 8G); see umadv(7).\n"
-        "Prints 'iter N loss X' per iteration, then the checksum of the final\n"
-        "weights, ms/iteration and umadv's counters. Exit status: 0 done, 1 failed,\n"
-        "2 usage error, 77 no CUDA device.\n");
+        "Prints 'run POLICY', then 'iter N loss X' per iteration, the checksum of\n"
+        "the final weights, ms/iteration and umadv's counters, for every run.\n"
+        "Exit status: 0 done, 1 failed, 2 usage error, 77 no CUDA device.\n");
 }
 
 static void usage_error(const char *fmt, ...)
@@ -213,7 +222,7 @@ static double parse_real(const char *flag, const char *text, double min, double 
 }
 
 enum { OPT_BATCH = 256, OPT_HIDDEN, OPT_LAYERS, OPT_CLASSES, OPT_ITERS, OPT_PROFILE,
-       OPT_LR, OPT_MOMENTUM, OPT_SEED, OPT_TRACE, OPT_FOOTPRINT, OPT_HELP };
+       OPT_LR, OPT_MOMENTUM, OPT_SEED, OPT_POLICIES, OPT_TRACE, OPT_FOOTPRINT, OPT_HELP };
 
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -225,6 +234,7 @@ static const struct option long_opts[] = {
     {"lr", required_argument, NULL, OPT_LR},
     {"momentum", required_argument, NULL, OPT_MOMENTUM},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"policies", required_argument, NULL, OPT_POLICIES},
     {"save-trace", required_argument, NULL, OPT_TRACE},
     {"footprint", no_argument, NULL, OPT_FOOTPRINT},
     {"help", no_argument, NULL, OPT_HELP},
@@ -246,6 +256,29 @@ static void opts_default(mlp_opts_t *o)
     o->seed         = 1;
 }
 
+static void parse_policies(mlp_opts_t *o, const char *flag, const char *text)
+{
+    char name[64];
+    const char *p = text;
+
+    o->npolicies = 0;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+
+        if (o->npolicies == MAX_RUNS)
+            usage_error("invalid value '%s' for --%s: at most %d policies", text, flag,
+                        MAX_RUNS);
+        snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : 0), p);
+        if (umadv_policy_parse(name, &o->policies[o->npolicies]) != UMADV_OK)
+            usage_error("invalid value '%s' for --%s: '%.*s' is not a policy (oracle, demand, "
+                        "prefetch-all, plan)", text, flag, (int)len, p);
+        o->npolicies++;
+        if (p[len] == '\0')
+            return;
+        p += len + 1;
+    }
+}
+
 /* One option; the flag's name for messages is long_opts[index]. */
 static void opt_apply(mlp_opts_t *o, int c, const char *flag, const char *arg)
 {
@@ -259,6 +292,7 @@ static void opt_apply(mlp_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_LR:        o->lr = parse_real(flag, arg, 1e-12, 1e3); break;
     case OPT_MOMENTUM:  o->momentum = parse_real(flag, arg, 0.0, 1.0); break;
     case OPT_SEED:      o->seed = (uint64_t)parse_int(flag, arg, 0, LLONG_MAX); break;
+    case OPT_POLICIES:  parse_policies(o, flag, arg); break;
     case OPT_TRACE:     o->trace_path = arg; break;
     case OPT_FOOTPRINT: o->footprint_only = 1; break;
     }
@@ -712,11 +746,19 @@ static void plan_after_profile(mlp_t *m)
     if (status != UMADV_OK)
         fprintf(stderr, PROG ": umadv_plan: %s: training goes on without a plan\n",
                 umadv_status_string(status));
-    if (m->opt.trace_path != NULL) {
-        status = umadv_trace_save(m->ctx, m->opt.trace_path);
-        if (status != UMADV_OK)
-            die("umadv_trace_save(%s): %s", m->opt.trace_path, umadv_status_string(status));
-    }
+}
+
+/* After the first run: by then the timing pass has replaced the profiled
+ * durations (fault stalls included) with measured ones. */
+static void save_trace(mlp_t *m)
+{
+    umadv_status_t status;
+
+    if (m->opt.trace_path == NULL || m->run != 0)
+        return;
+    status = umadv_trace_save(m->ctx, m->opt.trace_path);
+    if (status != UMADV_OK)
+        die("umadv_trace_save(%s): %s", m->opt.trace_path, umadv_status_string(status));
 }
 
 /* GPU memory in use (all processes) at the end of the iteration. */
@@ -729,24 +771,29 @@ static uint64_t gpu_used(void)
 }
 
 /* Steady state starts one iteration after the first replayed one: that
- * first replay still moves the data from where profiling left it. */
-static int steady_first(const mlp_opts_t *o)
+ * first replay still moves the data from where profiling (or the previous
+ * policy) left it. A run after the first replays from its iteration 0. */
+static int steady_first(const mlp_t *m)
 {
-    int first = o->profile_iter + 2;
+    const mlp_opts_t *o = &m->opt;
+    int first = m->run == 0 ? o->profile_iter + 2 : 1;
 
-    return first < o->iters ? first : o->profile_iter + 1;
+    if (first < o->iters)
+        return first;
+    return m->run == 0 ? o->profile_iter + 1 : 0;
 }
 
 static void train(mlp_t *m, uint64_t *used_peak_p)
 {
     uint64_t used_peak = 0, used;
+    int profile_iter = m->run == 0 ? m->opt.profile_iter : -1;
 
-    m->steady_from = steady_first(&m->opt);
+    m->steady_from = steady_first(m);
     m->steady_start.size = sizeof(m->steady_start);
     for (int it = 0; it < m->opt.iters; it++) {
         double start;
 
-        if (it == m->opt.profile_iter)
+        if (it == profile_iter)
             UMADV_CHECK(umadv_profile_next_iteration(m->ctx));
         if (it == m->steady_from)
             UMADV_CHECK(umadv_get_stats(m->ctx, &m->steady_start));
@@ -758,7 +805,7 @@ static void train(mlp_t *m, uint64_t *used_peak_p)
         used_peak = used > used_peak ? used : used_peak;
         printf("iter %d loss %.9f\n", it, m->loss[it]);
         fflush(stdout);
-        if (it == m->opt.profile_iter)
+        if (it == profile_iter)
             plan_after_profile(m);
     }
     *used_peak_p = used_peak;
@@ -813,10 +860,12 @@ static void print_times(const mlp_t *m)
     int first = m->steady_from, n = m->opt.iters - first;
     double *sorted;
 
+    int profiled = m->run == 0 ? m->opt.profile_iter : -1;
+
     printf("iter_ms");
     for (int it = 0; it < m->opt.iters; it++)
-        printf(" %.3f%s", m->iter_ms[it], it == m->opt.profile_iter ? "*" : "");
-    printf(" (* profiled)\n");
+        printf(" %.3f%s", m->iter_ms[it], it == profiled ? "*" : "");
+    printf("%s\n", profiled >= 0 ? " (* profiled)" : "");
     if (n <= 0) {
         printf("ms_per_iter n/a (no iteration after the profiled one)\n");
         return;
@@ -839,13 +888,12 @@ static void print_bytes(const char *key, uint64_t bytes, const char *note)
     printf("%s %" PRIu64 " (%s%s)\n", key, bytes, size_str(bytes, s, sizeof(s)), note);
 }
 
+/* Counters are the context's, since it began; print_steady has the run's. */
 static void print_stats(const mlp_t *m, uint64_t used_base, uint64_t used_peak)
 {
     umadv_stats_t st = {.size = sizeof(st)};
-    const char *policy = getenv("UMADV_POLICY");
 
     UMADV_CHECK(umadv_get_stats(m->ctx, &st));
-    printf("policy %s\n", policy != NULL ? policy : "default (UMADV_POLICY unset)");
     print_bytes("budget", env_size("UMADV_BUDGET", 0), ", UMADV_BUDGET; 0: none");
     print_bytes("managed_peak", st.managed_peak, ", allocated through umadv");
     print_bytes("fetched_bytes", st.fetched_bytes, ", prefetched to the GPU");
@@ -896,11 +944,56 @@ static void print_device(uint64_t cap)
            size_str(free_b, s1, 32), size_str(total_b, s2, 32), size_str(cap, s3, 32));
 }
 
+/* Run @m->run under the policy --policies gives it: the first sets it
+ * before the profile; later ones switch, which plans again. Returns 0 when
+ * umadv refuses the policy (the budget too small for it): no run. */
+static int run_policy(mlp_t *m)
+{
+    umadv_policy_t policy;
+    umadv_status_t status;
+    const char *env = getenv("UMADV_POLICY");
+
+    if (m->opt.npolicies == 0) {
+        printf("run %s\n", env != NULL ? env : "default");
+        return 1;
+    }
+    policy = m->opt.policies[m->run];
+    printf("run %s\n", umadv_policy_name(policy));
+    status = umadv_set_policy(m->ctx, policy);
+    if (status == UMADV_ERR_BUDGET_TOO_SMALL) {
+        printf("run_skipped %s\n", umadv_status_string(status));
+        return 0;
+    }
+    if (status != UMADV_OK)
+        die("umadv_set_policy(%s): %s", umadv_policy_name(policy), umadv_status_string(status));
+    return 1;
+}
+
+/* One training from the initial weights, and its results. */
+static void run(mlp_t *m, uint64_t used_base)
+{
+    uint64_t used_peak = 0;
+
+    if (run_policy(m)) {
+        if (m->run > 0)
+            model_init(m);
+        train(m, &used_peak);
+        save_trace(m);
+        printf("checksum 0x%016" PRIx64 "\n", checksum(m));
+        print_times(m);
+        print_stats(m, used_base, used_peak);
+        print_steady(m);
+    }
+    fflush(stdout);
+    m->run++;
+}
+
 int main(int argc, char **argv)
 {
     mlp_t m = {0};
     mlp_footprint_t fp;
-    uint64_t cap, used_base, used_peak = 0;
+    uint64_t cap, used_base;
+    int runs;
 
     opts_parse(argc, argv, &m.opt);
     footprint_compute(&m.opt, &fp);
@@ -915,11 +1008,9 @@ int main(int argc, char **argv)
     context_open(&m, cap);
     model_alloc(&m);
     model_init(&m);
-    train(&m, &used_peak);
-    printf("checksum 0x%016" PRIx64 "\n", checksum(&m));
-    print_times(&m);
-    print_stats(&m, used_base, used_peak);
-    print_steady(&m);
+    runs = m.opt.npolicies > 0 ? m.opt.npolicies : 1;
+    while (m.run < runs)
+        run(&m, used_base);
     model_free(&m);
     umadv_context_destroy(m.ctx);
     BLAS_CHECK(cublasDestroy(m.blas));

@@ -22,7 +22,13 @@ the iteration after it is umadv's timing pass (step durations measured
 without faults, then planned again), and the trace is saved with --trace
 once that is done. --native runs the same training on PyTorch's own
 allocator; --both runs native and umadv and compares the losses bit for
-bit.
+bit. --policies LIST trains once per policy of LIST in the same process,
+each from the same initial weights (restored in place, so the tensors stay
+the blocks the profile saw): the first run profiles, the others switch
+with umadv_set_policy(), all under UMADV_BUDGET; a table compares them.
+Timed iterations are ones whose GPU faults umadv does not count (counting
+costs every launch host time, see UMADV_FAULT_PERIOD): the faults shown
+are those of the last counted replayed iteration before them.
 
 Synthetic data, fixed seeds, weights=None: no downloads. fp32 (PyTorch's
 default math modes: cuDNN may use TF32), SGD with momentum, cuDNN
@@ -40,6 +46,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+UMADV_ERR_BUDGET_TOO_SMALL = -5  # include/umadv.h
 
 
 class Stats(ctypes.Structure):
@@ -62,6 +71,8 @@ class Umadv:
         lib.umadv_torch_context.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         for name in ("umadv_iteration_begin", "umadv_profile_next_iteration", "umadv_plan"):
             getattr(lib, name).argtypes = [ctypes.c_void_p]
+        lib.umadv_set_policy.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.umadv_policy_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
         lib.umadv_trace_save.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.umadv_get_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(Stats)]
         self.ctx = None
@@ -79,6 +90,17 @@ class Umadv:
 
     def call(self, name, *args):
         self.check(name, getattr(self.lib, name)(self.context(), *args))
+
+    def set_policy(self, name):
+        """umadv_set_policy; False when the budget is too small for it."""
+        policy = ctypes.c_int()
+        self.check("umadv_policy_parse(%s)" % name,
+                   self.lib.umadv_policy_parse(name.encode(), ctypes.byref(policy)))
+        status = self.lib.umadv_set_policy(self.context(), policy)
+        if status == UMADV_ERR_BUDGET_TOO_SMALL:
+            return False
+        self.check("umadv_set_policy(%s)" % name, status)
+        return True
 
     def stats(self):
         s = Stats()
@@ -124,10 +146,9 @@ def step(torch, model, opt, x, y):
     return loss
 
 
-def mark(um, it, args):
+def mark(um, it, args, profile):
     """umadv's side of iteration @it: plan once the profiled one is done;
     save the trace once the timing pass after it has given the durations."""
-    profile = not args.no_profile
     if profile and it == args.profile_iter + 1:
         um.call("umadv_plan")
     if profile and it == args.profile_iter:
@@ -153,52 +174,123 @@ def reserved(torch):
         return None
 
 
+COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops")
+
+
+def counters(um):
+    s = um.stats()
+    return {k: getattr(s, k) for k in COUNTERS}
+
+
+def umadv_report(torch, um):
+    s = um.stats()
+    res = reserved(torch)
+    if res is None:  # every tensor is a umadv block: nothing can be outside
+        outside = "PyTorch memory outside umadv 0 bytes (one umadv block per tensor)"
+    else:
+        outside = "PyTorch memory outside umadv %d bytes" % (res - s.managed_bytes)
+    return ("umadv: managed now %s (peak %s) in %d blocks; %s; gpu peak used %s; "
+            "resident peak %s; faults %d; fetched %s, evicted %s; steps %d; waits %d (%.1f ms); "
+            "drift ops %d" % (gib(s.managed_bytes), gib(s.managed_peak), s.allocations, outside,
+                              gib(s.gpu_peak_used), gib(s.resident_peak), s.gpu_faults,
+                              gib(s.fetched_bytes), gib(s.evicted_bytes), s.steps, s.waits,
+                              s.wait_ns / 1e6, s.drift_ops))
+
+
+def snapshot(model):
+    """The initial parameters and buffers, on the host (no umadv block)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def reset(torch, model, opt, init):
+    """Back to the initial weights, in place: the tensors (umadv blocks)
+    stay the ones the profile saw. A zero momentum buffer gives the bits
+    of SGD's first step (0 * momentum + grad)."""
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            v.copy_(init[k])
+        for state in opt.state.values():
+            if state.get("momentum_buffer") is not None:
+                state["momentum_buffer"].zero_()
+    torch.cuda.synchronize()
+
+
+def iterate(torch, model, opt, x, y, args, um, run):
+    """One training run: times, losses and umadv's counters per iteration."""
+    profile = um is not None and run["index"] == 0 and not args.no_profile
+    label = run["policy"] or "native"
+    for it in range(args.iters):
+        t0 = time.perf_counter()
+        before = counters(um) if um is not None else None
+        if um is not None:
+            mark(um, it, args, profile)
+        loss = step(torch, model, opt, x, y)
+        torch.cuda.synchronize()
+        run["times"].append((time.perf_counter() - t0) * 1e3)
+        run["losses"].append(loss.item())
+        extra = ""
+        if um is not None:
+            after = counters(um)
+            delta = {k: after[k] - before[k] for k in COUNTERS}
+            run["counters"].append(delta)
+            extra = "  faults %d waits %d (%.1f ms) fetched %s evicted %s" % (
+                delta["gpu_faults"], delta["waits"], delta["wait_ns"] / 1e6,
+                gib(delta["fetched_bytes"]), gib(delta["evicted_bytes"]))
+        print("  %-12s iter %2d  %8.1f ms  loss %.7f  %s%s" % (
+            label, it, run["times"][-1], run["losses"][-1], run["losses"][-1].hex(), extra),
+            flush=True)
+
+
 def train(torch, torchvision, args, um):
-    """Run the iterations; returns (ms per iteration, losses, report lines)."""
+    """Train once natively (um None), or once per policy of --policies in
+    this process from the same initial weights: the first run profiles,
+    the others switch with umadv_set_policy. Returns the runs."""
     try:
         torch.cuda.reset_peak_memory_stats()
     except RuntimeError:
         pass  # pluggable allocator
     model, opt, x, y = build(torch, torchvision, args)
-    times, losses = [], []
-    for it in range(args.iters):
-        t0 = time.perf_counter()
+    policies = args.policies if um is not None else [None]
+    init = snapshot(model) if len(policies) > 1 else None
+    runs = []
+    for index, policy in enumerate(policies):
+        run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": []}
+        runs.append(run)
+        if index > 0:
+            if not um.set_policy(policy):
+                run["skipped"] = "the budget is too small for a step"
+                print("  %s: skipped: %s" % (policy, run["skipped"]), flush=True)
+                continue
+            reset(torch, model, opt, init)
+        iterate(torch, model, opt, x, y, args, um, run)
+        run["report"] = [memory_report(torch)] + ([umadv_report(torch, um)] if um else [])
         if um is not None:
-            mark(um, it, args)
-        loss = step(torch, model, opt, x, y)
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-        losses.append(loss.item())
-        print("  %-6s iter %2d  %8.1f ms  loss %.7f  %s" % (
-            "umadv" if um else "native", it, times[-1], losses[-1], losses[-1].hex()),
-            flush=True)
-    report = [memory_report(torch)]
-    if um is not None:
-        s = um.stats()
-        res = reserved(torch)
-        if res is None:  # every tensor is a umadv block: nothing can be outside
-            outside = "PyTorch memory outside umadv 0 bytes (one umadv block per tensor)"
-        else:
-            outside = "PyTorch memory outside umadv %d bytes" % (res - s.managed_bytes)
-        report.append("umadv: managed now %s (peak %s) in %d blocks; %s; gpu peak used %s; "
-                      "faults %d; fetched %s, evicted %s; steps %d"
-                      % (gib(s.managed_bytes), gib(s.managed_peak), s.allocations, outside,
-                         gib(s.gpu_peak_used), s.gpu_faults, gib(s.fetched_bytes),
-                         gib(s.evicted_bytes), s.steps))
+            stats = um.stats()
+            run["managed_peak"], run["resident_peak"] = stats.managed_peak, stats.resident_peak
     del model, opt, x, y
-    return times, losses, report
+    return runs
 
 
-def steady_from(args):
-    """The first iteration of the steady state: after the warm-up ones, or
-    the profiled one, the timing pass, and the first on the plan made from
-    it."""
-    return 2 if args.no_profile else args.profile_iter + 3
+def steady_from(args, run):
+    """The first iteration of the steady state. The profiling run: after
+    the profiled iteration, the timing pass, and the first two on the plan
+    made from it (umadv counts their faults, which costs every launch host
+    time: UMADV_FAULT_PERIOD). A later run: after its first two."""
+    if run["index"] > 0:
+        return 2
+    return 2 if args.no_profile else args.profile_iter + 4
 
 
-def steady(times, args):
-    tail = times[steady_from(args):] or times[-1:]
+def steady(run, args):
+    tail = run["times"][steady_from(args, run):] or run["times"][-1:]
     return sum(tail) / len(tail)
+
+
+def steady_faults(run, args):
+    """Faults of the last counted iteration before the steady state."""
+    first = steady_from(args, run)
+    counted = run["counters"][:first]
+    return counted[-1]["gpu_faults"] if counted else None
 
 
 def pluggable(torch, args):
@@ -231,27 +323,57 @@ def run_umadv(torch, torchvision, args):
 def run_native_child(args):
     """The native run of --both --alloc tensor, in a process of its own."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        mine, skip = [], False
+        for a in sys.argv[1:]:  # the parent's flags, less --both and --json PATH
+            if not skip and a not in ("--both", "--json") and not a.startswith("--json="):
+                mine.append(a)
+            skip = a == "--json"
         argv = [sys.executable, os.path.abspath(__file__), "--native", "--result-json",
-                out.name] + [a for a in sys.argv[1:] if a != "--both"]
+                out.name] + mine
         if subprocess.run(argv).returncode != 0:
             sys.exit("torch_train.py: the native run failed")
         with open(out.name) as f:
             r = json.load(f)
-    return r["times"], [float.fromhex(h) for h in r["losses"]], r["report"]
+    r["losses"] = [float.fromhex(h) for h in r["losses"]]
+    return r
 
 
-def compare(native, umadv, args):
-    (nt, nl, _), (ut, ul, _) = native, umadv
-    print("\n  iter  native ms   umadv ms   native loss        umadv loss")
-    for i in range(len(nt)):
-        print("  %4d  %9.1f  %9.1f   %-17s  %-17s%s" % (
-            i, nt[i], ut[i], nl[i].hex(), ul[i].hex(), "" if nl[i] == ul[i] else "  DIFFER"))
-    same = all(a.hex() == b.hex() for a, b in zip(nl, ul))
-    print("\nsteady state (iterations >= %d): native %.1f ms/iter, umadv %.1f ms/iter (%.3fx)"
-          % (steady_from(args), steady(nt, args), steady(ut, args),
-             steady(ut, args) / steady(nt, args)))
-    print("losses bitwise identical: %s" % ("yes" if same else "NO"))
-    return same
+def summarize(run, native, args):
+    """A run's figures for the table and --json."""
+    if "skipped" in run:
+        return {"policy": run["policy"], "skipped": run["skipped"]}
+    ms = steady(run, args)
+    first = steady_from(args, run)
+    tail = run["counters"][first:] or run["counters"][-1:]
+    n = max(len(tail), 1)
+    out = {"policy": run["policy"] or "native", "ms_per_iter": ms, "steady_from": first,
+           "times": run["times"], "losses": [x.hex() for x in run["losses"]]}
+    if native is not None:
+        out["x_native"] = ms / steady(native, args)
+        out["identical"] = out["losses"] == [x.hex() for x in native["losses"]]
+    if run["counters"]:
+        out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
+        out["faults_counted"] = steady_faults(run, args)
+        for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops"):
+            out[k + "_per_iter"] = sum(c[k] for c in tail) / n
+    return out
+
+
+def print_summary(rows, native):
+    print("\n  %-13s %9s %9s %10s %12s %12s %7s %9s %9s" % (
+        "policy", "ms/iter", "x native", "faults(1)", "fetch GiB/it", "evict GiB/it",
+        "waits", "wait ms", "identical"))
+    for r in rows:
+        if "skipped" in r:
+            print("  %-13s skipped: %s" % (r["policy"], r["skipped"]))
+            continue
+        print("  %-13s %9.1f %9s %10s %12.2f %12.2f %7.0f %9.1f %9s" % (
+            r["policy"], r["ms_per_iter"], "%.2f" % r["x_native"] if native else "-",
+            "-" if r.get("faults_counted") is None else r["faults_counted"],
+            r.get("fetched_bytes_per_iter", 0) / 2**30, r.get("evicted_bytes_per_iter", 0) / 2**30,
+            r.get("waits_per_iter", 0), r.get("wait_ns_per_iter", 0) / 1e6,
+            ("yes" if r["identical"] else "NO") if native else "-"))
+    print("  (1) GPU fault groups of the last iteration counted before the steady state")
 
 
 def parse_args():
@@ -270,9 +392,12 @@ def parse_args():
                    help="tensor: every tensor a umadv block (default); pool: a MemPool "
                    "whose segments are umadv blocks")
     p.add_argument("--result-json", help=argparse.SUPPRESS)
+    p.add_argument("--json", help="write every run's times, losses and counters here")
     p.add_argument("--trace", help="write the profiled iteration here (umadv-trace(5))")
     p.add_argument("--lib", help="libumadv.so (default: $UMADV_LIBRARY)")
     p.add_argument("--policy", default="oracle", help="UMADV_POLICY unless already set")
+    p.add_argument("--policies", help="train once per policy of this comma-separated list "
+                   "in one process (the first profiles; e.g. oracle,demand,prefetch-all,plan)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--umadv", dest="mode", action="store_const", const="umadv")
     mode.add_argument("--native", dest="mode", action="store_const", const="native")
@@ -282,6 +407,9 @@ def parse_args():
     if not args.no_profile and args.iters < args.profile_iter + 3:
         p.error("--iters must exceed --profile-iter + 2 (the profile, the timing pass, "
                 "then the plan)")
+    if args.policies and args.no_profile:
+        p.error("--policies needs the profile (no --no-profile)")
+    args.policies = args.policies.split(",") if args.policies else None
     return args
 
 
@@ -299,32 +427,48 @@ def main():
     free, total = torch.cuda.mem_get_info()
     # Never more managed memory than the card has free (shared GPUs).
     os.environ.setdefault("UMADV_MAX_MANAGED", str(int(free * 0.8)))
+    if args.policies:
+        os.environ["UMADV_POLICY"] = args.policies[0]
     os.environ.setdefault("UMADV_POLICY", args.policy)
-    print("%s, %s, torch %s, %s batch %d, %d iterations, free %s of %s, UMADV_POLICY=%s" % (
-        torch.cuda.get_device_name(), "cudnn %s" % torch.backends.cudnn.version(),
-        torch.__version__, args.model, args.batch, args.iters, gib(free), gib(total),
-        os.environ["UMADV_POLICY"]), flush=True)
-    native = umadv = None
+    args.policies = args.policies or [os.environ["UMADV_POLICY"]]
+    print("%s, %s, torch %s, %s batch %d, %d iterations, free %s of %s, policies %s, "
+          "UMADV_BUDGET=%s" % (
+              torch.cuda.get_device_name(), "cudnn %s" % torch.backends.cudnn.version(),
+              torch.__version__, args.model, args.batch, args.iters, gib(free), gib(total),
+              ",".join(args.policies), os.environ.get("UMADV_BUDGET", "none")), flush=True)
+    native, runs = None, []
     if args.mode == "both" and args.alloc == "tensor":
         native = run_native_child(args)
-        print("native: %s" % "; ".join(native[2]), flush=True)
     elif args.mode in ("native", "both"):
-        native = train(torch, torchvision, args, None)
-        print("native: %s" % "; ".join(native[2]), flush=True)
+        native = train(torch, torchvision, args, None)[0]
         gc.collect()
         torch.cuda.empty_cache()
+    if native is not None:
+        print("native: %s; %.1f ms/iter in steady state" % ("; ".join(native["report"]),
+                                                            steady(native, args)), flush=True)
     if args.result_json:
         with open(args.result_json, "w") as f:
-            json.dump({"times": native[0], "losses": [x.hex() for x in native[1]],
-                       "report": native[2]}, f)
+            json.dump({"index": 0, "policy": None, "times": native["times"],
+                       "losses": [x.hex() for x in native["losses"]],
+                       "report": native["report"], "counters": []}, f)
     if args.mode in ("umadv", "both"):
         args.lib = find_library(args.lib)
-        umadv, pool = run_umadv(torch, torchvision, args)
-        print("umadv: %s" % "; ".join(umadv[2]), flush=True)
-    for name, result in (("native", native), ("umadv", umadv)):
-        if result is not None:
-            print("%s: %.1f ms/iter in steady state" % (name, steady(result[0], args)))
-    ok = compare(native, umadv, args) if native and umadv else True
+        runs, pool = run_umadv(torch, torchvision, args)
+        for run in runs:
+            if "report" in run:
+                print("%s: %s" % (run["policy"], "; ".join(run["report"])), flush=True)
+    rows = [summarize(r, native, args) for r in runs]
+    if rows:
+        print_summary(rows, native)
+    ok = all(r.get("identical", True) for r in rows)
+    if native is not None and rows:
+        print("losses bitwise identical: %s" % ("yes" if ok else "NO"))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.model, "batch": args.batch, "iters": args.iters,
+                       "budget": os.environ.get("UMADV_BUDGET"),
+                       "native": summarize(native, None, args) if native else None,
+                       "runs": rows}, f, indent=1)
     sys.stdout.flush()
     # The umadv context lives to the end of the process, its migration
     # threads and CUPTI subscription too: leave without running PyTorch's

@@ -4,8 +4,9 @@
 # learn (the loss falls), give bitwise the same losses and final weights
 # when run twice, and the same again under UMADV_POLICY=oracle as under
 # the default policy (plan): umadv never changes what the program computes.
-# Without a usable GPU the program exits 77 and the whole file is skipped.
-# The command-line checks (usage errors, --footprint) need no GPU.
+# --policies trains once per policy in one process, bitwise the same each
+# time. Without a usable GPU the program exits 77 and the GPU checks are
+# skipped; the command-line checks (usage errors, --footprint) need none.
 . "${top_srcdir:-.}/tests/tap.sh"
 prog=$builddir/examples/mlp_train
 tap_require "$prog"
@@ -21,15 +22,6 @@ train() {
     echo $? >"$tmp/$name.rc"
 }
 
-train first
-rc=$(cat "$tmp/first.rc")
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no CUDA device"
-    exit 0
-fi
-
-echo "1..12"
-
 losses() { # NAME: the loss column, one line per iteration
     awk '$1 == "iter" && $3 == "loss" { print $4 }' "$tmp/$1.out"
 }
@@ -37,6 +29,46 @@ losses() { # NAME: the loss column, one line per iteration
 field() { # NAME KEY: the first value after KEY
     awk -v k="$2" '$1 == k { print $2; exit }' "$tmp/$1.out"
 }
+
+# ---- the command line (no GPU needed) -------------------------------
+
+"$prog" --batch 0 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--batch" "$tmp/usage.err"
+ok $? "--batch 0 is a usage error naming the flag (exit $rc)"
+
+"$prog" --layers 3 --frobnicate >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--frobnicate" "$tmp/usage.err"
+ok $? "an unknown flag is a usage error naming it (exit $rc)"
+
+# The footprint is arithmetic: check it against the shapes. hidden 512,
+# batch 1024, 3 layers, 10 classes: activations 2 x 512 x 1024 + 10 x 1024
+# floats.
+"$prog" $tiny --footprint >"$tmp/fp.out" 2>"$tmp/fp.err"
+rc=$?
+act=$(awk '$1 == "footprint" && $2 == "activations" { print $3 }' "$tmp/fp.out")
+[ "$rc" -eq 0 ] && [ "$act" = $(( (2 * 512 * 1024 + 10 * 1024) * 4 )) ] &&
+    ! grep -q '^iter' "$tmp/fp.out"
+ok $? "--footprint prints the footprint and trains nothing (activations $act bytes)"
+
+"$prog" --policies oracle,sideways >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "'sideways' is not a policy" "$tmp/usage.err"
+ok $? "--policies with an unknown policy is a usage error naming it (exit $rc)"
+
+train first
+rc=$(cat "$tmp/first.rc")
+if [ "$rc" -eq 77 ]; then
+    for what in "trains" "one loss per iteration" "first loss log(classes)" "loss falls" \
+                "checksum" "ms per iteration" "second run" "oracle run" "another seed" \
+                "--policies runs" "--policies losses"; do
+        n=$((n + 1))
+        echo "ok $n # SKIP no CUDA device: $what"
+    done
+    tap_done
+    exit
+fi
 
 ok "$rc" "the tiny network trains (exit $rc)"
 [ "$rc" -eq 0 ] || { diag "$tmp/first.err"; diag "$tmp/first.out"; }
@@ -78,26 +110,27 @@ ok $? "oracle and the default policy give bitwise the same losses and checksum"
 [ $? -eq 0 ] && [ "$(field seed checksum)" != "$sum" ]
 ok $? "another seed gives another checksum"
 
-# ---- the command line (no GPU needed) -------------------------------
-
-"$prog" --batch 0 >"$tmp/usage.out" 2>"$tmp/usage.err"
+# One process, three policies under a budget of 60% of the footprint
+# (umadv's managed peak): each run trains from the same weights, so all
+# give the single run's losses.
+budget=$(( $(field first managed_peak) * 6 / 10 ))
+UMADV_BUDGET=$budget "$prog" $tiny --policies oracle,demand,plan >"$tmp/multi.out" \
+    2>"$tmp/multi.err"
 rc=$?
-[ "$rc" -eq 2 ] && grep -q -- "--batch" "$tmp/usage.err"
-ok $? "--batch 0 is a usage error naming the flag (exit $rc)"
+runs=$(awk '$1 == "run" { printf "%s ", $2 }' "$tmp/multi.out")
+[ "$rc" -eq 0 ] && [ "$runs" = "oracle demand plan " ] &&
+    [ "$(grep -c '^checksum' "$tmp/multi.out")" -eq 3 ]
+ok $? "--policies oracle,demand,plan: three runs in one process ($runs)" ||
+    diag "$tmp/multi.err"
+same=yes
+for p in oracle demand plan; do
+    awk -v p="$p" '$1 == "run" { on = ($2 == p) } on && $1 == "iter" && $3 == "loss" { print $4 }' \
+        "$tmp/multi.out" >"$tmp/multi-$p.loss"
+    cmp -s "$tmp/first.loss" "$tmp/multi-$p.loss" || same=no
+    [ "$(awk -v p="$p" '$1 == "run" { on = ($2 == p) } on && $1 == "checksum" { print $2 }' \
+        "$tmp/multi.out")" = "$sum" ] || same=no
+done
+[ "$same" = yes ]
+ok $? "every run of --policies gives the single run's losses and checksum"
 
-"$prog" --layers 3 --frobnicate >"$tmp/usage.out" 2>"$tmp/usage.err"
-rc=$?
-[ "$rc" -eq 2 ] && grep -q -- "--frobnicate" "$tmp/usage.err"
-ok $? "an unknown flag is a usage error naming it (exit $rc)"
-
-# The footprint is arithmetic: check it against the shapes. hidden 512,
-# batch 1024, 3 layers, 10 classes: activations 2 x 512 x 1024 + 10 x 1024
-# floats.
-"$prog" $tiny --footprint >"$tmp/fp.out" 2>"$tmp/fp.err"
-rc=$?
-act=$(awk '$1 == "footprint" && $2 == "activations" { print $3 }' "$tmp/fp.out")
-[ "$rc" -eq 0 ] && [ "$act" = $(( (2 * 512 * 1024 + 10 * 1024) * 4 )) ] &&
-    ! grep -q '^iter' "$tmp/fp.out"
-ok $? "--footprint prints the footprint and trains nothing (activations $act bytes)"
-
-exit $((failed > 0))
+tap_done

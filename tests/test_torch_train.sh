@@ -27,7 +27,7 @@ unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
 
 small="--model resnet50 --batch 8 --image-size 64 --iters 4 --lib $lib"
 
-echo "1..10"
+echo "1..12"
 # Python's errors end its output: show the end.
 diag() { # FILE
     tail -n 30 "$1" | sed 's/^/# /'
@@ -42,8 +42,8 @@ ok $? "losses are bitwise identical with and without umadv" || diag "$tmp/both.o
 # shellcheck disable=SC2086
 python3 "$script" $small --umadv --trace "$tmp/t.umt" >"$tmp/um.out" 2>"$tmp/um.err"
 ok $? "umadv alone, with a trace, runs" || diag "$tmp/um.err"
-first=$(sed -n 's/^ *umadv  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
-last=$(sed -n 's/^ *umadv  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+first=$(sed -n 's/^ *oracle  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+last=$(sed -n 's/^ *oracle  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(a != "" && b != "" && b < a) }'
 ok $? "the loss falls ($first -> $last)"
 blocks=$(sed -n 's/.*umadv: managed now .* in \([0-9]*\) blocks.*/\1/p' "$tmp/um.out")
@@ -62,6 +62,22 @@ set -- $steps
 ok $? "every step is a kernel launch, and a ResNet-50 iteration has hundreds ($steps)"
 grep -q '^trace .*source=".*step durations from a timing pass' "$tmp/t.umt"
 ok $? "its step durations come from the timing pass"
+
+# Policies one after another in one process, under a budget of 60% of
+# the footprint: the plan replays automatic (kernel-launch) steps, demand
+# faults; both from the same weights, so both give native's losses.
+peak=$(sed -n 's/.*umadv: managed now .* (peak \([0-9.]*\) GiB).*/\1/p' "$tmp/um.out")
+budget=$(awk -v g="${peak:-0}" 'BEGIN { printf "%d", g * 1073741824 * 0.6 }')
+# shellcheck disable=SC2086
+UMADV_BUDGET=$budget python3 "$script" $small --iters 6 --both --policies oracle,demand,plan \
+    >"$tmp/pol.out" 2>"$tmp/pol.err"
+ok $? "--policies oracle,demand,plan under a budget of $budget bytes runs" ||
+    diag "$tmp/pol.err"
+runs=$(awk '$1 == "oracle" || $1 == "demand" || $1 == "plan" { if ($2 ~ /^[0-9.]+$/) n++ }
+            END { print n + 0 }' "$tmp/pol.out")
+grep -q '^losses bitwise identical: yes$' "$tmp/pol.out" && [ "$runs" -eq 3 ]
+ok $? "every policy's losses are native's, bit for bit ($runs runs in the table)" ||
+    diag "$tmp/pol.out"
 
 # shellcheck disable=SC2086
 python3 "$script" $small --alloc pool --umadv >"$tmp/pool.out" 2>"$tmp/pool.err"

@@ -370,11 +370,42 @@ static int reprofile_due(umadv_exec_t *e)
     return 1;
 }
 
+/* What the iteration that ended cost (UMADV_LOG=debug): where a replay
+ * loses time shows here first. */
+static void log_iteration(umadv_exec_t *e)
+{
+    const umadv_exec_stats_t *a = &e->iter_start, *b = &e->stats;
+    uint64_t now = umadv__now_ns();
+
+    if (e->begun)
+        umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
+                    "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
+                    "evicted %.1f MiB in %llu calls; dropped %.1f MiB; %llu advice calls; "
+                    "%llu budget skips; %llu drift ops; %llu faults",
+                    (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
+                    e->step, (unsigned long long)(b->waits - a->waits),
+                    (double)(b->wait_ns - a->wait_ns) / 1e6,
+                    (double)(b->fetched_bytes - a->fetched_bytes) / 1048576.0,
+                    (unsigned long long)(b->fetch_calls - a->fetch_calls),
+                    (unsigned long long)(b->batch_calls - a->batch_calls),
+                    (double)(b->fresh_bytes - a->fresh_bytes) / 1048576.0,
+                    (double)(b->evicted_bytes - a->evicted_bytes) / 1048576.0,
+                    (unsigned long long)(b->evict_calls - a->evict_calls),
+                    (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
+                    (unsigned long long)(b->advise_calls - a->advise_calls),
+                    (unsigned long long)(b->budget_skips - a->budget_skips),
+                    (unsigned long long)(b->drift_ops - a->drift_ops),
+                    (unsigned long long)e->iter_faults);
+    e->iter_start = *b;
+    e->iter_start_ns = now;
+}
+
 int umadv__exec_iteration_begin(umadv_exec_t *e)
 {
     int due;
 
     pthread_mutex_lock(&e->lock);
+    log_iteration(e);
     due = reprofile_due(e);
     e->iteration = e->begun ? e->iteration + 1 : 0;
     e->begun = 1;

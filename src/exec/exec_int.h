@@ -139,6 +139,8 @@ struct umadv_exec {
     uint64_t                key;       /* key of the open or last step */
     uint64_t                abandoned; /* ops needed at keys <= this no longer block */
     uint64_t                iter_faults;
+    uint64_t                iter_start_ns;
+    umadv_exec_stats_t      iter_start; /* counters when the iteration began */
     int                     warned_budget;
 
     exec_event_t          **events;    /* every event object */

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""PyTorch VGG-16 and ResNet-50 under every umadv policy and budget, side by
+side, with kernel-launch steps (no step marked by the program).
+
+For the GPU machine. Per model, a short run on umadv's allocator (oracle)
+gives the footprint (umadv's managed peak); then every budget runs in one
+process: native PyTorch in a child for reference, and oracle, demand,
+prefetch-all and plan one after another (examples/torch_train.py
+--policies), each from the same initial weights. Prints one table.
+
+  bench/torch_policies.py [--lib PATH] [--models resnet50,vgg16] [--batch N]
+                          [--iters N] [--budgets 50] [--out DIR]
+
+Writes DIR/torch_policies.json and one log per process.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
+POLICIES = "oracle,demand,prefetch-all,plan"
+GIB = float(1 << 30)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
+    p.add_argument("--models", default="resnet50,vgg16")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--iters", type=int, default=6,
+                   help="iterations per policy (the first run has the profile too)")
+    p.add_argument("--budgets", default="50", help="percentages of the footprint")
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--timeout", type=int, default=400, help="seconds per process")
+    return p.parse_args()
+
+
+def torch_train(args, name, model, extra, budget=None):
+    out = os.path.join(args.out, name + ".json")
+    cmd = [sys.executable, SCRIPT, "--lib", args.lib, "--model", model, "--batch",
+           str(args.batch), "--json", out] + extra
+    env = dict(os.environ)
+    env.pop("UMADV_BUDGET", None)
+    if budget:
+        env["UMADV_BUDGET"] = str(budget)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=args.timeout)
+    with open(os.path.join(args.out, name + ".log"), "w") as log:
+        log.write("$ UMADV_BUDGET=%s %s\n%s" % (budget or "", " ".join(cmd), proc.stdout))
+    if not os.path.exists(out):
+        sys.exit("bench: %s failed (exit %d):\n%s" % (name, proc.returncode,
+                                                      proc.stdout[-3000:]))
+    with open(out) as f:
+        return json.load(f)
+
+
+def footprint(args, model):
+    r = torch_train(args, model + "-footprint", model,
+                    ["--umadv", "--iters", "4", "--policies", "oracle"])
+    return r["runs"][0]["managed_peak"]
+
+
+def print_table(rows):
+    print("%-9s %-13s %-13s %9s %9s %9s %10s %10s %7s %9s %10s %9s" % (
+        "model", "budget", "policy", "ms/iter", "x native", "x oracle", "faults(1)",
+        "fetch G/it", "evict G/it", "wait ms", "res pk/bud", "identical"))
+    for r in rows:
+        label = "%d%% %.2fG" % (r["pct"], r["budget"] / GIB)
+        if "skipped" in r:
+            print("%-9s %-13s %-13s skipped: %s" % (r["model"], label, r["policy"],
+                                                   r["skipped"]))
+            continue
+        ratio = "-" if r["policy"] == "oracle" else "%.3f" % (r["resident_peak"] / r["budget"])
+        print("%-9s %-13s %-13s %9.1f %9.2f %9.2f %10s %10.2f %10.2f %9.1f %10s %9s" % (
+            r["model"], label, r["policy"], r["ms_per_iter"], r["x_native"], r["x_oracle"],
+            "-" if r.get("faults_counted") is None else r["faults_counted"],
+            r["fetched_bytes_per_iter"] / GIB, r["evicted_bytes_per_iter"] / GIB,
+            r["wait_ns_per_iter"] / 1e6, ratio, "yes" if r["identical"] else "NO"))
+    print("(1) GPU fault groups of the last counted replayed iteration before the timed ones")
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows, native = [], {}
+    for model in args.models.split(","):
+        peak = footprint(args, model)
+        for pct in (int(p) for p in args.budgets.split(",")):
+            budget = peak * pct // 100 >> 20 << 20
+            r = torch_train(args, "%s-%d" % (model, pct), model,
+                            ["--both", "--iters", str(args.iters), "--policies", POLICIES],
+                            budget)
+            native[model] = r["native"]["ms_per_iter"]
+            oracle = next(x for x in r["runs"] if x["policy"] == "oracle")
+            for run in r["runs"]:
+                run.update(model=model, pct=pct, budget=budget, footprint=peak)
+                if "ms_per_iter" in run:
+                    run["x_oracle"] = run["ms_per_iter"] / oracle["ms_per_iter"]
+                rows.append(run)
+    with open(os.path.join(args.out, "torch_policies.json"), "w") as f:
+        json.dump({"config": vars(args), "native_ms": native, "rows": rows}, f, indent=1)
+    print("torch_train.py batch %d, %d iterations per policy; native ms/iter: %s" % (
+        args.batch, args.iters, ", ".join("%s %.1f" % kv for kv in native.items())))
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
