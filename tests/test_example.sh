@@ -110,10 +110,10 @@ ok $? "oracle and the default policy give bitwise the same losses and checksum"
 [ $? -eq 0 ] && [ "$(field seed checksum)" != "$sum" ]
 ok $? "another seed gives another checksum"
 
-# One process, three policies under a budget of 60% of the footprint
+# One process, three policies under a budget of 75% of the footprint
 # (umadv's managed peak): each run trains from the same weights, so all
 # give the single run's losses.
-budget=$(( $(field first managed_peak) * 6 / 10 ))
+budget=$(( $(field first managed_peak) * 3 / 4 ))
 UMADV_BUDGET=$budget "$prog" $tiny --policies oracle,demand,plan >"$tmp/multi.out" \
     2>"$tmp/multi.err"
 rc=$?

@@ -778,6 +778,28 @@ static void test_reprofile_request(void)
     workload_cleanup(&w);
 }
 
+/* Demand faults by design: however many, they never ask for a profile. */
+static void test_reprofile_not_demand(void)
+{
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    int due = 0;
+
+    workload_init(&w, 3, 2, 3, rotate_uses);
+    mock_reset(0, 1000, 1000);
+    p = exec_params(&w, UMADV_POLICY_DEMAND, 4 * SEC);
+    p.reprofile_faults = 10;
+    umadv__exec_create(&p, &e);
+    for (int it = 0; it < 4; it++) {
+        due |= umadv__exec_iteration_begin(e);
+        umadv__exec_note_faults(e, 1000);
+    }
+    ok(!due, "demand: 1000 faults per iteration never ask for a re-profile");
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
 
 /* ---- host placement advice (plan.h, ADVISE) ----------------------------- */
 
@@ -999,7 +1021,7 @@ int main(void)
     log_capture_start();
     env_clear();
     mock_ops_init();
-    plan(32 + 6 + 4 + 4);
+    plan(32 + 6 + 4 + 4 + 1);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1009,6 +1031,7 @@ int main(void)
     test_drift_and_timeout();
     test_cuda_error();
     test_reprofile_request();
+    test_reprofile_not_demand();
     test_advice_ranges();
     test_fresh_batch();
     test_host_batch();

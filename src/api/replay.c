@@ -58,7 +58,9 @@ static struct replay_follow {
     int             diverged; /* in this iteration */
     int             logged;   /* a divergence, in this replay */
     uint64_t        drift;    /* iterations that diverged */
-} follow = {NULL, 0, UMADV_STEP_NONE, 0, 0, 0};
+    uint64_t        entry_ns; /* the open step's launch call began */
+    uint64_t        launch_ns;/* in followed launch calls, this iteration */
+} follow = {NULL, 0, UMADV_STEP_NONE, 0, 0, 0, 0, 0};
 
 void umadv__replay_init(umadv_context_t ctx)
 {
@@ -234,6 +236,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
         return NULL;
     }
     follow.open = j;
+    follow.entry_ns = umadv__now_ns();
     umadv__replay_step_begin(ctx);
     return ctx->replay.exec;
 }
@@ -251,6 +254,7 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
             exec = follow_enter(ctx, name, flags);
         } else if (follow.open != UMADV_STEP_NONE) {
             follow.open = UMADV_STEP_NONE;
+            follow.launch_ns += umadv__now_ns() - follow.entry_ns;
             umadv__exec_step_end(ctx->replay.exec, stream);
         }
     }
@@ -266,7 +270,7 @@ static void follow_start(umadv_context_t ctx)
     if (ctx->profiler == NULL || !steps_from_launches(&ctx->trace) ||
         (follow.ctx != NULL && follow.ctx != ctx))
         return;
-    follow = (struct replay_follow){NULL, 0, UMADV_STEP_NONE, 0, 0, follow.drift};
+    follow = (struct replay_follow){NULL, 0, UMADV_STEP_NONE, 0, 0, follow.drift, 0, 0};
     if (umadv__prof_follow(ctx->profiler, follow_launch, ctx) == UMADV_OK)
         follow.ctx = ctx;
     else
@@ -338,9 +342,13 @@ void umadv__replay_iteration_begin(umadv_context_t ctx)
     uint64_t faults = umadv__ctx_profile_faults(ctx);
 
     r->mallocs = 0;
-    follow.next     = 0;
-    follow.open     = UMADV_STEP_NONE;
-    follow.diverged = 0;
+    if (follow.ctx == ctx && follow.next > 0)
+        umadv_debug("replay: %u launches followed, %.3f ms inside them (waiting for data "
+                    "included)", follow.next, (double)follow.launch_ns / 1e6);
+    follow.next      = 0;
+    follow.open      = UMADV_STEP_NONE;
+    follow.diverged  = 0;
+    follow.launch_ns = 0;
     if (r->replan && ctx->record == UMADV_CTX_REC_DONE) {
         r->replan = 0;
         umadv__ctx_plan(ctx); /* logged either way */

@@ -357,11 +357,12 @@ umadv_status_t umadv__exec_start(umadv_exec_t *e, umadv_stream_t stream)
     return UMADV_OK;
 }
 
-/* Steady state is every replayed iteration after the first. */
+/* Steady state is every replayed iteration after the first. Demand
+ * faults by design: its faults say nothing of the profile. */
 static int reprofile_due(umadv_exec_t *e)
 {
     if (!e->begun || e->iteration == 0 || e->p.reprofile_faults == 0 ||
-        e->iter_faults <= e->p.reprofile_faults)
+        e->p.policy == UMADV_POLICY_DEMAND || e->iter_faults <= e->p.reprofile_faults)
         return 0;
     umadv_info("executor: %llu unexpected gpu faults in replayed iteration %llu (threshold "
                "%llu, UMADV_REPROFILE_FAULTS): the pattern drifted, profiling again",
@@ -381,7 +382,8 @@ static void log_iteration(umadv_exec_t *e)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
                     "evicted %.1f MiB in %llu calls; dropped %.1f MiB; %llu advice calls; "
-                    "%llu budget skips; %llu drift ops; %llu faults",
+                    "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
+                    "evict %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
                     e->step, (unsigned long long)(b->waits - a->waits),
                     (double)(b->wait_ns - a->wait_ns) / 1e6,
@@ -395,7 +397,9 @@ static void log_iteration(umadv_exec_t *e)
                     (unsigned long long)(b->advise_calls - a->advise_calls),
                     (unsigned long long)(b->budget_skips - a->budget_skips),
                     (unsigned long long)(b->drift_ops - a->drift_ops),
-                    (unsigned long long)e->iter_faults);
+                    (unsigned long long)e->iter_faults,
+                    (double)(b->fetch_busy_ns - a->fetch_busy_ns) / 1e6,
+                    (double)(b->evict_busy_ns - a->evict_busy_ns) / 1e6);
     e->iter_start = *b;
     e->iter_start_ns = now;
 }

@@ -78,6 +78,9 @@ typedef struct umadv_exec_stats {
     uint64_t drift_ops;       /* ops on unbound allocations, skipped */
     uint64_t budget_skips;    /* fetches dropped: no room, nothing being evicted */
     uint64_t cuda_errors;
+    uint64_t fetch_busy_ns;   /* the fetch lane inside CUDA calls */
+    uint64_t evict_busy_ns;   /* the eviction lane inside CUDA calls (not waiting
+                               * for step ends) */
     uint64_t faults;          /* unexpected GPU faults noted */
     uint64_t resident;        /* bytes accounted on the GPU now */
     uint64_t resident_peak;

@@ -130,18 +130,33 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
     return to;
 }
 
+/* The time since @start, in a lane's CUDA calls: where the lanes spend
+ * an iteration (exec.c logs it). */
+static void lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start)
+{
+    uint64_t ns = umadv__now_ns() - start;
+
+    if (lane == &e->fetch)
+        e->stats.fetch_busy_ns += ns;
+    else
+        e->stats.evict_busy_ns += ns;
+}
+
 /* One prefetch call over pieces [from, to), synchronised on the lane's
  * stream, with the lock dropped. */
 static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t from,
                                   uint64_t len, int location)
 {
     umadv_status_t status;
+    uint64_t start;
 
     pthread_mutex_unlock(&e->lock);
+    start = umadv__now_ns();
     status = e->p.ops->prefetch((void *)lane->pieces[from].ptr, len, location, lane->stream);
     if (status == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     pthread_mutex_lock(&e->lock);
+    lane_busy(e, lane, start);
     return status;
 }
 
@@ -187,12 +202,16 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
     if (n < 2)
         return 0;
     if (!e->broken) {
+        uint64_t start;
+
         pthread_mutex_unlock(&e->lock);
+        start = umadv__now_ns();
         status = e->p.ops->prefetch_batch(lane->batch_ptrs, lane->batch_sizes, n,
                                           e->p.device, lane->stream);
         if (status == UMADV_OK)
             status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
+        lane_busy(e, lane, start);
     }
     lane_call_done(e, lane, 0, lane->npieces, 1, status);
     if (status == UMADV_OK && !e->broken)
@@ -252,7 +271,7 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     umadv_cuda_advice_t advice;
     umadv_status_t status;
     uintptr_t ptr;
-    uint64_t len;
+    uint64_t len, start;
     int location;
 
     advice_to_cuda(e, op->advice, &advice, &location);
@@ -261,8 +280,10 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     e->fetch.busy_need = op->need;
     e->fetch.busy_blocking = op->blocking;
     pthread_mutex_unlock(&e->lock);
+    start = umadv__now_ns();
     status = e->p.ops->advise((void *)ptr, len, advice, location);
     pthread_mutex_lock(&e->lock);
+    lane_busy(e, &e->fetch, start);
     e->binds[op->alloc].busy--;
     e->fetch.busy_need = EXEC_KEY_NONE;
     if (status != UMADV_OK) {
@@ -289,18 +310,20 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
 {
     umadv_status_t status = UMADV_OK;
     uintptr_t ptr;
-    uint64_t len;
+    uint64_t len, start;
 
     if (!e->broken && bound(e, op->alloc)) {
         run_range(e, op->alloc, op->first, op->count, &ptr, &len);
         e->binds[op->alloc].busy++;
         pthread_mutex_unlock(&e->lock);
+        start = umadv__now_ns();
         status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION,
                                   e->p.device);
         if (status == UMADV_OK)
             status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY,
                                       e->p.device);
         pthread_mutex_lock(&e->lock);
+        lane_busy(e, &e->evict, start);
         e->binds[op->alloc].busy--;
         if (status == UMADV_OK)
             e->stats.advise_calls += 2;
