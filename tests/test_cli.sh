@@ -58,6 +58,8 @@ golden plan-gpt2.out plan gpt2-bs8.umt --budget 50%,4G
 golden plan-resnet-deep.out plan resnet-deep-1001.umt --budget 50% --policy demand,plan
 golden plan-options.out plan resnet50-bs256.umt -b 40% --policy plan,prefetch-all \
     --lookahead 4 --no-read-mostly
+# Host placement is opt-in: with it, the same budget places runs on the host.
+golden plan-vgg16-host.out plan vgg16-bs256.umt --budget 16G --policy plan --host-placement
 for t in vgg16-bs256 resnet50-bs256 gpt2-bs8 resnet-deep-1001; do
     golden "report-$t.out" report "$t.umt"
 done

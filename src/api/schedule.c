@@ -32,6 +32,7 @@ umadv_status_t umadv__ctx_plan(umadv_context_t ctx)
     params.iteration   = 0;
     params.lookahead   = ctx->config.lookahead;
     params.read_mostly = ctx->config.read_mostly;
+    params.host_placement = ctx->config.host_placement;
     status = umadv__plan_build(&ctx->trace, &params, &schedule);
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */

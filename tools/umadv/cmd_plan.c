@@ -16,7 +16,7 @@
 
 enum {
     OPT_BUDGET, OPT_POLICY, OPT_ITERATION, OPT_LOOKAHEAD, OPT_JSON, OPT_OPS,
-    OPT_NO_READ_MOSTLY, OPT_NO_HOST_PLACEMENT
+    OPT_NO_READ_MOSTLY, OPT_HOST_PLACEMENT
 };
 
 const umadv_cli_option_t umadv__cli_plan_options[] = {
@@ -31,8 +31,8 @@ const umadv_cli_option_t umadv__cli_plan_options[] = {
     [OPT_OPS]       = {"ops", 0, NULL, "also print the schedule's operations"},
     [OPT_NO_READ_MOSTLY] = {"no-read-mostly", 0, NULL,
                             "never advise read-mostly"},
-    [OPT_NO_HOST_PLACEMENT] = {"no-host-placement", 0, NULL,
-                               "never place data on the host for remote access"},
+    [OPT_HOST_PLACEMENT] = {"host-placement", 0, NULL,
+                            "let the plan place data on the host for remote access"},
     {NULL, 0, NULL, NULL}
 };
 
@@ -143,8 +143,8 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
     case OPT_OPS:
         args->ops = 1;
         return 0;
-    case OPT_NO_HOST_PLACEMENT:
-        args->host_placement = 0;
+    case OPT_HOST_PLACEMENT:
+        args->host_placement = 1;
         return 0;
     default:
         args->read_mostly = 0;
@@ -167,7 +167,7 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv,
     memcpy(args->policies, all, sizeof(all));
     args->npolicies = UMADV_ARRAY_SIZE(all);
     args->read_mostly = 1;
-    args->host_placement = 1;
+    args->host_placement = 0; /* as UMADV_HOST_PLACEMENT's default */
     umadv__cli_parser_init(&parser, cmd, argc, argv);
     for (;;) {
         switch (umadv__cli_next(&parser, &opt, &value)) {
