@@ -58,14 +58,26 @@ def torch_train(args, name, model, extra, budget=None):
 
 
 def footprint(args, model):
+    """umadv's managed peak, and the trace (with the link probe's numbers)."""
+    trace = os.path.join(args.out, model + ".umt")
     r = torch_train(args, model + "-footprint", model,
-                    ["--umadv", "--iters", "4", "--policies", "oracle"])
-    return r["runs"][0]["managed_peak"]
+                    ["--umadv", "--iters", "4", "--policies", "oracle", "--trace", trace])
+    return r["runs"][0]["managed_peak"], trace
+
+
+def link_model(trace):
+    """fetch_bw and evict_bw (bytes/s) from the trace's link record."""
+    with open(trace) as f:
+        for line in f:
+            if line.startswith("link "):
+                fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+                return float(fields["fetch_bw"]), float(fields["evict_bw"])
+    sys.exit("bench: no link record in " + trace)
 
 
 def print_table(rows):
-    print("%-9s %-13s %-13s %9s %9s %9s %10s %10s %7s %9s %10s %9s" % (
-        "model", "budget", "policy", "ms/iter", "x native", "x oracle", "faults(1)",
+    print("%-9s %-13s %-13s %9s %9s %9s %8s %10s %10s %7s %9s %10s %9s" % (
+        "model", "budget", "policy", "ms/iter", "x native", "x oracle", "x bound", "faults(1)",
         "fetch G/it", "evict G/it", "wait ms", "res pk/bud", "identical"))
     for r in rows:
         label = "%d%% %.2fG" % (r["pct"], r["budget"] / GIB)
@@ -74,12 +86,15 @@ def print_table(rows):
                                                    r["skipped"]))
             continue
         ratio = "-" if r["policy"] == "oracle" else "%.3f" % (r["resident_peak"] / r["budget"])
-        print("%-9s %-13s %-13s %9.1f %9.2f %9.2f %10s %10.2f %10.2f %9.1f %10s %9s" % (
+        print("%-9s %-13s %-13s %9.1f %9.2f %9.2f %8s %10s %10.2f %10.2f %9.1f %10s %9s" % (
             r["model"], label, r["policy"], r["ms_per_iter"], r["x_native"], r["x_oracle"],
+            "-" if r.get("x_bound") is None else "%.2f" % r["x_bound"],
             "-" if r.get("faults_counted") is None else r["faults_counted"],
             r["fetched_bytes_per_iter"] / GIB, r["evicted_bytes_per_iter"] / GIB,
             r["wait_ns_per_iter"] / 1e6, ratio, "yes" if r["identical"] else "NO"))
     print("(1) GPU fault groups of the last counted replayed iteration before the timed ones")
+    print("bound: max(oracle, plan's fetched bytes / fetch bw, plan's evicted bytes / evict bw),"
+          " the link probe's bandwidths")
 
 
 def main():
@@ -87,18 +102,28 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     rows, native = [], {}
     for model in args.models.split(","):
-        peak = footprint(args, model)
+        peak, trace = footprint(args, model)
+        fetch_bw, evict_bw = link_model(trace)
         for pct in (int(p) for p in args.budgets.split(",")):
             budget = peak * pct // 100 >> 20 << 20
             r = torch_train(args, "%s-%d" % (model, pct), model,
                             ["--both", "--iters", str(args.iters), "--policies", POLICIES],
                             budget)
             native[model] = r["native"]["ms_per_iter"]
-            oracle = next(x for x in r["runs"] if x["policy"] == "oracle")
+            by = {x["policy"]: x for x in r["runs"]}
+            oracle, plan = by["oracle"], by["plan"]
+            bound = None
+            if "ms_per_iter" in plan:
+                bound = max(oracle["ms_per_iter"],
+                            plan["fetched_bytes_per_iter"] / fetch_bw * 1e3,
+                            plan["evicted_bytes_per_iter"] / evict_bw * 1e3)
             for run in r["runs"]:
-                run.update(model=model, pct=pct, budget=budget, footprint=peak)
+                run.update(model=model, pct=pct, budget=budget, footprint=peak,
+                           bound_ms=bound, fetch_bw=fetch_bw, evict_bw=evict_bw)
                 if "ms_per_iter" in run:
                     run["x_oracle"] = run["ms_per_iter"] / oracle["ms_per_iter"]
+                    if bound and run["policy"] != "oracle":
+                        run["x_bound"] = run["ms_per_iter"] / bound
                 rows.append(run)
     with open(os.path.join(args.out, "torch_policies.json"), "w") as f:
         json.dump({"config": vars(args), "native_ms": native, "rows": rows}, f, indent=1)

@@ -778,6 +778,47 @@ static void test_reprofile_request(void)
     workload_cleanup(&w);
 }
 
+/* Whether @alloc starts resident, all of it, once bound at @base. */
+static int bound_resident(umadv_exec_t *e, workload_t *w, uint32_t alloc, void *base)
+{
+    uint64_t size = w->trace.allocs[alloc].size;
+    umadv_exec_stats_t before, after;
+
+    umadv__exec_get_stats(e, &before);
+    umadv__exec_bind(e, alloc, base, size, base, 0);
+    umadv__exec_get_stats(e, &after);
+    return after.resident == before.resident + size;
+}
+
+/* A block bound where a fetch left pages on the GPU starts resident (the
+ * pool reuses freed blocks); where an eviction took them, or with the
+ * budget full, it starts on the host. */
+static void test_pages_reused(void)
+{
+    static const uint32_t uses[2] = {1u << 0, 1u << 1};
+    workload_t w;
+    run_result_t r;
+    umadv_exec_t *e;
+    int on_gpu, on_host, no_room;
+
+    workload_init(&w, 2, 2, 2, uses);
+    mock_reset(2 * SEC, 10000, 10000);
+    e = exec_open(&w, UMADV_POLICY_PREFETCH_ALL, 2 * SEC);
+    run(&w, e, 1, 100000, &r); /* A fetched, evicted for B; B fetched */
+    is_str(calls_text(&w, 0), "F0 E0 F1", "A fetched, evicted for B, B fetched");
+    umadv__exec_unbind(e, 0);
+    umadv__exec_unbind(e, 1);
+    on_host = bound_resident(e, &w, 1, w.arena[0]);
+    umadv__exec_unbind(e, 1);
+    on_gpu = bound_resident(e, &w, 0, w.arena[1]);
+    no_room = bound_resident(e, &w, 1, w.arena[1]);
+    ok(on_gpu && !on_host, "bound where B's fetch left pages: resident; where A was "
+       "evicted from: not");
+    ok(!no_room, "the budget full: a block over pages on the GPU starts on the host");
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
 /* Demand faults by design: however many, they never ask for a profile. */
 static void test_reprofile_not_demand(void)
 {
@@ -1021,7 +1062,7 @@ int main(void)
     log_capture_start();
     env_clear();
     mock_ops_init();
-    plan(32 + 6 + 4 + 4 + 1);
+    plan(32 + 6 + 4 + 4 + 1 + 3);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1032,6 +1073,7 @@ int main(void)
     test_cuda_error();
     test_reprofile_request();
     test_reprofile_not_demand();
+    test_pages_reused();
     test_advice_ranges();
     test_fresh_batch();
     test_host_batch();

@@ -183,6 +183,7 @@ static void exec_free(umadv_exec_t *e)
     lane_free(&e->fetch);
     lane_free(&e->evict);
     umadv__exec_lru_cleanup(&e->lru);
+    umadv__exec_pages_cleanup(&e->pages);
     free(e->unadvising);
     free(e->victims);
     free(e->binds);
@@ -320,6 +321,18 @@ static void bind_setup_advice(umadv_exec_t *e, uint32_t alloc)
     }
 }
 
+/* Section @s of a block just bound lies where a fetch left pages on the
+ * GPU and nothing evicted them since (pages.c): it is there, if the
+ * budget has room for it. */
+static int left_on_gpu(const umadv_exec_t *e, uint32_t s)
+{
+    const umadv_trace_section_t *sec = &e->trace->sections[s];
+    uintptr_t addr = e->binds[sec->alloc].base + sec->offset;
+
+    return (e->p.budget == 0 || e->resident + sec->size <= e->p.budget) &&
+           umadv__exec_pages_on_gpu(&e->pages, addr, sec->size);
+}
+
 umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uint64_t size,
                                 void *arena, int maybe_resident)
 {
@@ -336,7 +349,7 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
                                     .arena = (uintptr_t)arena};
     for (uint32_t i = 0; i < t->nsections; i++) {
         e->last_use[t->first_section + i] = 0;
-        if (maybe_resident)
+        if (maybe_resident || left_on_gpu(e, t->first_section + i))
             umadv__exec_set_state(e, t->first_section + i, EXEC_SEC_RESIDENT);
     }
     bind_setup_advice(e, alloc);

@@ -99,6 +99,18 @@ typedef struct exec_lane {
     int            busy_blocking;
 } exec_lane_t;
 
+/* pages.c: where the pages of a section-sized range last went. */
+typedef struct exec_page {
+    uintptr_t addr;   /* 0: an empty slot */
+    uint64_t  len;
+    uint8_t   on_gpu;
+} exec_page_t;
+
+typedef struct exec_pages {
+    exec_page_t *slots; /* open addressing, cap a power of two */
+    size_t       cap, count;
+} exec_pages_t;
+
 struct umadv_exec {
     umadv_exec_params_t     p;
     const umadv_trace_t    *trace;
@@ -125,6 +137,7 @@ struct umadv_exec {
     uint64_t                batch_bytes; /* umadv__plan_batch_bytes of the link */
     uint64_t               *stamp;     /* per trace section: scratch marks */
     uint64_t                stamp_now;
+    exec_pages_t            pages;     /* where freed blocks left their pages */
     uint64_t                resident;  /* bytes in every state but HOST */
     uint64_t                outgoing;  /* bytes OUT_QUEUED or EVICTING */
     uint32_t               *scratch;   /* section lists of the policies */
@@ -202,6 +215,12 @@ exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream);
 void umadv__exec_event_ref(exec_event_t *ev);
 void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
 void umadv__exec_events_destroy(umadv_exec_t *e);
+
+/* pages.c: note where the range went (a fetch or an eviction done);
+ * whether it is on the GPU, recorded so for at least @len bytes. */
+void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu);
+int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len);
+void umadv__exec_pages_cleanup(exec_pages_t *m);
 
 /* policy.c */
 void umadv__exec_enqueue_advice(umadv_exec_t *e, const umadv_op_t *op, uint64_t need);

@@ -98,9 +98,14 @@ static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_
 
     for (size_t i = from; i < to; i++) {
         const exec_piece_t *p = &lane->pieces[i];
-        for (uint32_t k = 0; k < p->count; k++)
-            umadv__exec_set_state(e, exec_section_id(e, p->alloc, p->first + k),
-                                  ok ? done : undone);
+        for (uint32_t k = 0; k < p->count; k++) {
+            uint32_t s = exec_section_id(e, p->alloc, p->first + k);
+            umadv__exec_set_state(e, s, ok ? done : undone);
+            if (ok)
+                umadv__exec_pages_note(&e->pages, e->binds[p->alloc].base +
+                                       e->trace->sections[s].offset, exec_section_size(e, s),
+                                       to_gpu);
+        }
         if (!ok)
             continue;
         if (!to_gpu)
