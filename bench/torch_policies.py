@@ -30,7 +30,7 @@ def parse_args():
     p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
     p.add_argument("--models", default="resnet50,vgg16")
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--iters", type=int, default=6,
+    p.add_argument("--iters", type=int, default=8,
                    help="iterations per policy (the first run has the profile too)")
     p.add_argument("--budgets", default="50", help="percentages of the footprint")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))

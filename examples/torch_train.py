@@ -197,9 +197,11 @@ def umadv_report(torch, um):
                               s.wait_ns / 1e6, s.drift_ops))
 
 
-def snapshot(model):
-    """The initial parameters and buffers, on the host (no umadv block)."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+def snapshot(torch, model):
+    """The initial parameters, buffers and random states (dropout draws
+    from them), on the host (no umadv block)."""
+    state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+    return {"model": state, "rng": torch.get_rng_state(), "rng_cuda": torch.cuda.get_rng_state()}
 
 
 def reset(torch, model, opt, init):
@@ -208,10 +210,12 @@ def reset(torch, model, opt, init):
     of SGD's first step (0 * momentum + grad)."""
     with torch.no_grad():
         for k, v in model.state_dict().items():
-            v.copy_(init[k])
+            v.copy_(init["model"][k])
         for state in opt.state.values():
             if state.get("momentum_buffer") is not None:
                 state["momentum_buffer"].zero_()
+    torch.set_rng_state(init["rng"])
+    torch.cuda.set_rng_state(init["rng_cuda"])
     torch.cuda.synchronize()
 
 
@@ -251,7 +255,7 @@ def train(torch, torchvision, args, um):
         pass  # pluggable allocator
     model, opt, x, y = build(torch, torchvision, args)
     policies = args.policies if um is not None else [None]
-    init = snapshot(model) if len(policies) > 1 else None
+    init = snapshot(torch, model) if len(policies) > 1 else None
     runs = []
     for index, policy in enumerate(policies):
         run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": []}

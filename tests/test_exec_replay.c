@@ -209,14 +209,46 @@ static void test_reprofile(void)
     umadv_context_destroy(ctx);
 }
 
+/* The threshold grows to 1% of the profile's fault groups: 60 stray
+ * faults in an iteration whose profile saw 10,000 groups are no drift;
+ * 150 are. */
+static void test_reprofile_scaled(void)
+{
+    umadv_context_t ctx;
+    void *w;
+    int quiet;
+
+    setenv("UMADV_REPROFILE_FAULTS", "5", 1);
+    ctx = context_open();
+    unsetenv("UMADV_REPROFILE_FAULTS");
+    umadv_malloc(ctx, 4 * SEC, "w", &w);
+    umadv_profile_next_iteration(ctx);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ctx->profile_fault_groups = 10000; /* what CUPTI would have counted */
+    umadv_plan(ctx);
+    for (int i = 0; i < 3; i++) {
+        umadv__replay_note_faults(ctx, 60);
+        iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    }
+    quiet = ctx->record == UMADV_CTX_REC_DONE && ctx->replay.exec != NULL;
+    umadv__replay_note_faults(ctx, 150);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ok(quiet && ctx->record == UMADV_CTX_REC_RECORDING,
+       "threshold max(UMADV_REPROFILE_FAULTS=5, 1%% of 10000 profiled groups): 60 faults "
+       "replay on, 150 profile again");
+    umadv_free(ctx, w);
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(23);
+    plan(24);
     test_mapping();
     test_set_policy();
     test_reprofile();
+    test_reprofile_scaled();
     log_capture_stop();
     return exit_status();
 }

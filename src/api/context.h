@@ -126,6 +126,8 @@ struct umadv_context {
     uint64_t                 iteration_faults; /* GPU faults of the last replayed iteration
                                                 * (umadv__prof_take_faults; lags while
                                                 * work runs) */
+    uint64_t                 profile_fault_groups; /* the last profile's (replay.c
+                                                * scales the re-profile threshold) */
     umadv_ctx_tpass_t        tpass;            /* the timing pass */
     const void              *faults_exec;      /* the executor whose iterations... */
     uint64_t                 faults_replayed;  /* ...were counted from here (sampling) */

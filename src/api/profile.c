@@ -341,8 +341,10 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
                                            &nacc, &cap, &st);
     if (status == UMADV_OK && nacc > 0)
         status = umadv__prof_trace_merge(&ctx->trace, acc, nacc);
-    if (status == UMADV_OK)
+    if (status == UMADV_OK) {
         profile_report(r, &st);
+        ctx->profile_fault_groups = st.fault_groups;
+    }
     free(iv);
     free(acc);
     return status;

@@ -95,9 +95,10 @@ static const umadv_config_field_t config_fields[] = {
      0, 1, 0, NULL, 0, FIELD(link_probe)},
     {"UMADV_REPROFILE_FAULTS", UMADV_CONFIG_UINT, "64",
      "Replay validation: when a replayed iteration after the first has more "
-     "unexpected GPU page-fault groups than this, the access pattern has "
+     "unexpected GPU page-fault groups than this, or than 1% of the groups "
+     "the profiled iteration had if that is more, the access pattern has "
      "drifted from the profile: the next iteration is profiled again and "
-     "replanned (logged at info). 0 never profiles again.",
+     "replanned (logged at info). Demand never does. 0 never profiles again.",
      0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
     {"UMADV_FAULT_PERIOD", UMADV_CONFIG_UINT, "32",
      "Replay validation counts the GPU faults of a replay's first two "
