@@ -776,18 +776,74 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 }
 
+/* One recording with an opaque kernel (everything evicted before it)
+ * under @policy and a budget of three sections over two blocks of two:
+ * the prefetches to the GPU after it, and to the host once the replay
+ * planned from it has started (its first step waits for that). */
+static void budget_recording(const char *policy, size_t *restored_p, size_t *evicted_p)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *b = NULL, *args[1];
+    umadv_context_t ctx;
+
+    mock_reset();
+    setenv("UMADV_BUDGET", "192K", 1);
+    setenv("UMADV_POLICY", policy, 1);
+    ctx = context_new();
+    unsetenv("UMADV_BUDGET");
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, 2 * SECTION, "a", &a);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    args[0] = &a;
+    driver_launch("known_a", 40, args);
+    args[0] = &b;
+    driver_launch("known_b", 41, args);
+    driver_launch_of((const void *)0xdead, "opaque_b", 42, args);
+    umadv__cuda_host_reset();
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_counters(&counters);
+    *restored_p = counters.prefetches_to_device;
+    umadv__cuda_host_reset();
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    args[0] = &a;
+    driver_launch("known_a", 43, args); /* step 0 waits for the replay's start */
+    umadv_context_destroy(ctx); /* the blocks go with it */
+    umadv__cuda_host_counters(&counters);
+    *evicted_p = counters.prefetches_to_host;
+}
+
+/* What the recording evicted comes back for the timing pass where the
+ * budget (none under oracle) has room. Where it stays on the host, the
+ * replay knows: no eviction of what is not on the GPU. */
+static void test_restore_under_budget(void)
+{
+    size_t restored, evicted;
+
+    budget_recording("demand", &restored, &evicted);
+    ok(restored == 0 && evicted == 0,
+       "demand, 2 blocks of 2 sections over a budget of 3: left on the host, and the replay "
+       "evicts nothing at its start (%zu prefetches back, %zu out)", restored, evicted);
+    budget_recording("oracle", &restored, &evicted);
+    ok(restored > 0 && evicted == 0,
+       "oracle ignores the budget: brought back (%zu prefetches), never evicted", restored);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(57);
+    plan(59);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
     test_only_when_needed();
     test_timing_pass();
     test_no_layout();
+    test_restore_under_budget();
     test_recording();
     test_follow();
     umadv__cupti_ops_install(NULL);

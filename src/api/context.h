@@ -128,6 +128,8 @@ struct umadv_context {
                                                 * work runs) */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c
                                                 * scales the re-profile threshold) */
+    int                      live_on_host;     /* the profile left live blocks on the
+                                                * host: the next replay starts so */
     umadv_ctx_tpass_t        tpass;            /* the timing pass */
     const void              *faults_exec;      /* the executor whose iterations... */
     uint64_t                 faults_replayed;  /* ...were counted from here (sampling) */

@@ -140,7 +140,7 @@ static void bind_identity(void *arg, void *base, uint64_t size, uint64_t user)
 
     if (alloc->trace_id < ctx->trace.nallocs &&
         ctx->trace.allocs[alloc->trace_id].size == alloc->size)
-        bind(ctx, alloc, alloc->trace_id, 1);
+        bind(ctx, alloc, alloc->trace_id, !ctx->live_on_host);
 }
 
 void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
@@ -342,6 +342,7 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
         return status;
     }
     umadv__pool_foreach(ctx->pool, bind_identity, ctx);
+    ctx->live_on_host = 0; /* the executor places them from now on */
     umadv__exec_start(r->exec, ctx->step_stream);
     follow_start(ctx);
     umadv_debug("replay: %s policy started", umadv_policy_name(ctx->config.policy));
