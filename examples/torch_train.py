@@ -237,12 +237,17 @@ def iterate(torch, model, opt, x, y, args, um, run):
             after = counters(um)
             delta = {k: after[k] - before[k] for k in COUNTERS}
             run["counters"].append(delta)
-            extra = "  faults %d waits %d (%.1f ms) fetched %s evicted %s" % (
+            # umadv reads an iteration's faults when the next one begins
+            extra = "  faults(it-1) %d waits %d (%.1f ms) fetched %s evicted %s" % (
                 delta["gpu_faults"], delta["waits"], delta["wait_ns"] / 1e6,
                 gib(delta["fetched_bytes"]), gib(delta["evicted_bytes"]))
         print("  %-12s iter %2d  %8.1f ms  loss %.7f  %s%s" % (
             label, it, run["times"][-1], run["losses"][-1], run["losses"][-1].hex(), extra),
             flush=True)
+    # Faults to the iteration they happened in: read at the next begin.
+    faults = [c["gpu_faults"] for c in run["counters"]]
+    for k, c in enumerate(run["counters"]):
+        c["gpu_faults"] = faults[k + 1] if k + 1 < len(faults) else None
 
 
 def train(torch, torchvision, args, um):
@@ -295,6 +300,10 @@ def steady_faults(run, args):
     first = steady_from(args, run)
     counted = run["counters"][:first]
     return counted[-1]["gpu_faults"] if counted else None
+
+
+def summed(counters, key):
+    return sum(c[key] for c in counters if c[key] is not None)
 
 
 def pluggable(torch, args):
@@ -359,7 +368,7 @@ def summarize(run, native, args):
         out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
         out["faults_counted"] = steady_faults(run, args)
         for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops"):
-            out[k + "_per_iter"] = sum(c[k] for c in tail) / n
+            out[k + "_per_iter"] = summed(tail, k) / n
     return out
 
 
