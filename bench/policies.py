@@ -22,6 +22,8 @@ import os
 import re
 import subprocess
 import sys
+
+from benchlib import link_model
 import time
 
 GIB = float(1 << 30)
@@ -96,16 +98,6 @@ def run_example(args, name, policies, budget, iters, trace=None):
     return runs
 
 
-def link_model(trace):
-    """fetch_bw and evict_bw (bytes/s) from the trace's link record."""
-    with open(trace) as f:
-        for line in f:
-            if line.startswith("link "):
-                fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-                return float(fields["fetch_bw"]), float(fields["evict_bw"])
-    sys.exit("bench: no link record in " + trace)
-
-
 def row(budget_pct, budget, policy, run, oracle, bound_ms):
     if "ms_per_iter" not in run:
         return {"budget_pct": budget_pct, "budget": budget, "policy": policy,
@@ -136,7 +128,7 @@ def print_table(rows):
     for r in rows:
         budget = "%d%% %.2fG" % (r["budget_pct"], r["budget"] / GIB)
         if "too_small" in r:
-            print("%-14s %-13s budget too small: %s" % (budget, r["policy"], r["too_small"]))
+            print("%-14s %-13s refused: %s" % (budget, r["policy"], r["too_small"]))
             continue
         print("%-14s %-13s %9.1f %8.2f %8s %10.1f %12.2f %12.2f %11.2f %9s %9.2f %9s" % (
             budget, r["policy"], r["ms_per_iter"], r["x_oracle"],

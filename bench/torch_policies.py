@@ -19,6 +19,8 @@ import os
 import subprocess
 import sys
 
+from benchlib import link_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
 POLICIES = "oracle,demand,prefetch-all,plan"
@@ -63,16 +65,6 @@ def footprint(args, model):
     r = torch_train(args, model + "-footprint", model,
                     ["--umadv", "--iters", "4", "--policies", "oracle", "--trace", trace])
     return r["runs"][0]["managed_peak"], trace
-
-
-def link_model(trace):
-    """fetch_bw and evict_bw (bytes/s) from the trace's link record."""
-    with open(trace) as f:
-        for line in f:
-            if line.startswith("link "):
-                fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-                return float(fields["fetch_bw"]), float(fields["evict_bw"])
-    sys.exit("bench: no link record in " + trace)
 
 
 def print_table(rows):

@@ -172,18 +172,28 @@ static void test_set_policy(void)
        "destroy with a replay running leaves no stream, event or memory");
 }
 
+/* A context with UMADV_REPROFILE_FAULTS=5 and block *w_p, one iteration
+ * recorded, not yet planned. */
+static umadv_context_t context_profiled(void **w_p)
+{
+    umadv_context_t ctx;
+
+    setenv("UMADV_REPROFILE_FAULTS", "5", 1);
+    ctx = context_open();
+    unsetenv("UMADV_REPROFILE_FAULTS");
+    umadv_malloc(ctx, 4 * SEC, "w", w_p);
+    umadv_profile_next_iteration(ctx);
+    iteration(ctx, *w_p, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    return ctx;
+}
+
 static void test_reprofile(void)
 {
     umadv_context_t ctx;
     umadv_stats_t st = {.size = sizeof(st)};
     void *w;
 
-    setenv("UMADV_REPROFILE_FAULTS", "5", 1);
-    ctx = context_open();
-    unsetenv("UMADV_REPROFILE_FAULTS");
-    umadv_malloc(ctx, 4 * SEC, "w", &w);
-    umadv_profile_next_iteration(ctx);
-    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ctx = context_profiled(&w);
     umadv_plan(ctx);
     iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
     umadv__replay_note_faults(ctx, 6); /* the first replayed iteration: warm-up */
@@ -218,12 +228,7 @@ static void test_reprofile_scaled(void)
     void *w;
     int quiet;
 
-    setenv("UMADV_REPROFILE_FAULTS", "5", 1);
-    ctx = context_open();
-    unsetenv("UMADV_REPROFILE_FAULTS");
-    umadv_malloc(ctx, 4 * SEC, "w", &w);
-    umadv_profile_next_iteration(ctx);
-    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ctx = context_profiled(&w);
     ctx->profile_fault_groups = 10000; /* what CUPTI would have counted */
     umadv_plan(ctx);
     for (int i = 0; i < 3; i++) {

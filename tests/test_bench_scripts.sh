@@ -1,0 +1,48 @@
+#!/bin/sh
+# TAP: bench/policies.py without a GPU, over tests/bench/fake_mlp_train.py
+# (mlp_train's output with made-up numbers): one process per budget with
+# every policy in it, budgets as shares of the footprint, ratios to that
+# process's oracle and to the bound from the trace's link record, a
+# policy umadv refused shown as such, and a loss or checksum that differs
+# from oracle's flagged. Skipped without python3.
+. "${top_srcdir:-.}/tests/tap.sh"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "1..0 # SKIP no python3"
+    exit 0
+fi
+
+python3 "$srcdir/bench/policies.py" --exe "$srcdir/tests/bench/fake_mlp_train.py" \
+    --budgets 20,50 --out "$tmp/out" >"$tmp/table" 2>"$tmp/err"
+ok $? "policies.py runs over the stand-in" || diag "$tmp/err"
+
+# field POLICY PCT KEY: a row's value in policies.json
+field() {
+    python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+r = [r for r in rows if r["policy"] == sys.argv[2] and r["budget_pct"] == int(sys.argv[3])]
+print(r[0].get(sys.argv[4]) if r else "missing")' "$tmp/out/policies.json" "$@"
+}
+
+runs=$(grep -c '^\$ ' "$tmp/out"/budget-*.log | awk -F: '{ n += $2 } END { print n }')
+[ "$(ls "$tmp/out"/budget-*.log | wc -l)" -eq 2 ] && [ "$runs" -eq 2 ] &&
+    grep -q -- '--policies oracle,demand,prefetch-all,plan' "$tmp/out/budget-50.log"
+ok $? "one process per budget, all four policies in it"
+
+# 4 GiB footprint: 50% is 2 GiB, 20% 819 MiB (rounded down to MiB).
+[ "$(field plan 50 budget)" = $((2 << 30)) ] && [ "$(field plan 20 budget)" = $((819 << 20)) ]
+ok $? "budgets are shares of the managed peak, in whole MiB"
+
+# plan 125 ms against oracle 100; bound max(100, 2 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.4
+[ "$(field plan 50 x_oracle)" = 1.25 ] &&
+    awk -v b="$(field plan 50 bound_ms)" 'BEGIN { exit !(b > 107.37 && b < 107.38) }'
+ok $? "x oracle against the same process's oracle; the bound from the link record"
+
+[ "$(field prefetch-all 20 too_small)" = "budget too small" ] &&
+    grep -q 'prefetch-all *refused: budget too small' "$tmp/table"
+ok $? "a policy umadv refused is shown as refused"
+
+[ "$(field demand 50 bitwise_identical)" = False ] && [ "$(field plan 50 bitwise_identical)" = True ]
+ok $? "a checksum that differs from oracle's is flagged, an equal one is not"
+
+tap_done
