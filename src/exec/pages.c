@@ -71,11 +71,17 @@ static umadv_status_t grow(exec_pages_t *m)
 void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu)
 {
     exec_page_t entry = {.addr = addr, .len = len, .on_gpu = (uint8_t)(on_gpu != 0)};
+    exec_page_t *known = find(m, addr);
 
     if (addr == 0)
         return;
-    /* Out of memory: the entry is missing, which only costs a fetch. */
-    if (2 * (m->count + 1) > m->cap && find(m, addr) == NULL && grow(m) != UMADV_OK)
+    if (known != NULL) {
+        *known = entry;
+        return;
+    }
+    /* Out of memory: the entry is missing, which only costs a fetch (and
+     * the table never fills, so a probe always ends). */
+    if (2 * (m->count + 1) > m->cap && grow(m) != UMADV_OK)
         return;
     put(m, &entry);
 }
