@@ -140,6 +140,21 @@ static double move(const bench_opts_t *o, char *buf, umadv_stream_t *streams, in
     return (double)(umadv__now_ns() - start) / 1e9;
 }
 
+/* One move with one thread, and what the driver says is free around it:
+ * a move that frees or takes no GPU memory did not happen. */
+static void report_move(const bench_opts_t *o, char *buf, umadv_stream_t *streams,
+                        const char *what, int location)
+{
+    uint64_t free0 = 0, free1 = 0, total = 0;
+    double s;
+
+    ops->mem_get_info(&free0, &total);
+    s = move(o, buf, streams, 1, location);
+    ops->mem_get_info(&free1, &total);
+    printf("%s: %.1f ms (%.2f GB/s), free GPU memory %.2f -> %.2f GiB\n", what, s * 1e3,
+           (double)o->size / s / 1e9, (double)free0 / (1 << 30), (double)free1 / (1 << 30));
+}
+
 /* Best of @repeat evictions and fetches with @n threads, in GB/s. */
 static void measure(const bench_opts_t *o, char *buf, umadv_stream_t *streams, int n,
                     double *evict_p, double *fetch_p)
@@ -190,7 +205,9 @@ int main(int argc, char **argv)
     if (ops->malloc_managed(o.size, UINT64_C(2) << 20, (void **)&buf) != UMADV_OK)
         die("cudaMallocManaged failed");
     memset(buf, 1, o.size); /* host pages exist: warm */
-    move(&o, buf, streams, 1, 0);
+    report_move(&o, buf, streams, "warm-up fetch", 0);
+    report_move(&o, buf, streams, "warm-up eviction", UMADV_CUDA_LOCATION_HOST);
+    report_move(&o, buf, streams, "warm-up fetch", 0);
     printf("evict_lanes: %.2f GiB, calls of %.0f MiB, best of %d\n",
            (double)o.size / (1 << 30), (double)o.call / (1 << 20), o.repeat);
     printf("%7s %12s %8s %12s %8s\n", "threads", "evict GB/s", "x 1", "fetch GB/s", "x 1");
