@@ -162,8 +162,12 @@ static void measure(const bench_opts_t *o, char *buf, umadv_stream_t *streams, i
     double best_e = 1e30, best_f = 1e30;
 
     for (int r = 0; r < o->repeat; r++) {
-        best_e = UMADV_MIN(best_e, move(o, buf, streams, n, UMADV_CUDA_LOCATION_HOST));
-        best_f = UMADV_MIN(best_f, move(o, buf, streams, n, 0));
+        /* UMADV_MIN evaluates its arguments twice: one move each. */
+        double e = move(o, buf, streams, n, UMADV_CUDA_LOCATION_HOST);
+        double f = move(o, buf, streams, n, 0);
+
+        best_e = UMADV_MIN(best_e, e);
+        best_f = UMADV_MIN(best_f, f);
     }
     *evict_p = (double)o->size / best_e / 1e9;
     *fetch_p = (double)o->size / best_f / 1e9;
