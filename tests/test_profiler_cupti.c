@@ -721,6 +721,11 @@ static void test_follow(void)
     umadv_iteration_begin(ctx);
     runtime_launch("k1", 800, args, 0);
     ok(e->step == 1, "the next iteration follows again");
+    umadv_set_policy(ctx, UMADV_POLICY_ORACLE);
+    ok(mock.callbacks == 0 && ctx->replay.exec != NULL,
+       "oracle replays without following: no launch callback stays on");
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    ok(mock.callbacks > 0, "plan again: launches followed again");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
@@ -836,7 +841,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(59);
+    plan(61);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -30,7 +30,7 @@
  *
  * AUTOMATIC STEPS. When the trace's steps are kernel launches (no step
  * marked through the API), the replay follows the launches (CUPTI launch
- * callbacks only): the j-th launch of an iteration, when it is the trace's
+ * callbacks only; not under oracle, which has nothing to order): the j-th launch of an iteration, when it is the trace's
  * step j (same kernel, in order), begins step j at the launch call's entry,
  * so that its fetches complete before the kernel is enqueued, and ends it
  * at the call's exit, with the event on the launch's stream. The first
@@ -265,9 +265,14 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
         umadv__exec_step_wait(exec);
 }
 
+/* Oracle moves nothing once everything is on the GPU (the profile puts
+ * back what it evicted, pages.c keeps reused blocks resident): following
+ * its launches would only cost CUPTI's callbacks, 1.4-1.55x a PyTorch
+ * ResNet-50 iteration (737 launches) in bench/RESULTS.md. */
 static void follow_start(umadv_context_t ctx)
 {
     if (ctx->profiler == NULL || !steps_from_launches(&ctx->trace) ||
+        ctx->config.policy == UMADV_POLICY_ORACLE ||
         (follow.ctx != NULL && follow.ctx != ctx))
         return;
     follow = (struct replay_follow){NULL, 0, UMADV_STEP_NONE, 0, 0, follow.drift, 0, 0};
