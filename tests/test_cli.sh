@@ -111,6 +111,39 @@ fails small-budget 1 "the largest step needs 15.56 GiB" plan vgg16-bs256.umt --b
 grep -q -F "try --budget" "$tmp/small-budget.err"
 ok $? "a budget too small suggests one that fits"
 fails missing 1 "no-such-trace.umt" plan no-such-trace.umt --budget 16G
+
+# --timeline: the simulated iterations as a Chrome trace. The tables do
+# not change; each policy is a track of its 44 steps; the plan track ends
+# where the table says its iteration does.
+run timeline plan vgg16-bs256.umt --budget 16G --policy oracle,plan --timeline "$tmp/tl.json"
+run no-timeline plan vgg16-bs256.umt --budget 16G --policy oracle,plan
+filter_timing "$tmp/timeline.out" >"$tmp/timeline.cut"
+filter_timing "$tmp/no-timeline.out" >"$tmp/no-timeline.cut"
+[ "$(rc_of timeline)" -eq 0 ] && [ ! -s "$tmp/timeline.err" ] &&
+    cmp -s "$tmp/timeline.cut" "$tmp/no-timeline.cut"
+ok $? "plan --timeline FILE prints the same tables" || diag "$tmp/timeline.err"
+tracks=$(grep -c '"name": "process_name"' "$tmp/tl.json")
+steps=$(grep -c '"ph": "X", "pid": 2, "tid": 1,' "$tmp/tl.json")
+[ "$tracks" -eq 2 ] && [ "$steps" -eq 44 ] && grep -q '"plan, budget 16.00 GiB"' "$tmp/tl.json"
+ok $? "one track per policy ($tracks), the plan's with its 44 steps ($steps)"
+end=$(awk -F'"ts": |, "dur": |, "args"' '/"ph": "X", "pid": 2, "tid": 1,/ {
+          e = $2 + $3; if (e > m) m = e } END { printf "%.2f", m / 1000 }' "$tmp/tl.json")
+want=$(awk '$1 == "plan" { print $2 }' "$tmp/timeline.out")
+[ -n "$want" ] && [ "$end" = "$want" ]
+ok $? "the plan track ends at the table's ms/iter ($end ms, table $want)"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/tl.json"
+    ok $? "the timeline is valid JSON"
+else
+    n=$((n + 1))
+    echo "ok $n # SKIP no python3 to parse the timeline"
+fi
+fails timeline-dir 1 "cannot create the timeline $tmp/none/tl.json" \
+    plan vgg16-bs256.umt --budget 16G --timeline "$tmp/none/tl.json"
+fails timeline-small 1 "the largest step needs" \
+    plan vgg16-bs256.umt --budget 8G --timeline "$tmp/small.json"
+[ ! -e "$tmp/small.json" ]
+ok $? "a plan that fails leaves no half-written timeline"
 fails report-missing 1 "no-such-trace.umt" report no-such-trace.umt
 fails report-none 2 "needs a TRACE" report
 

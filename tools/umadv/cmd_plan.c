@@ -16,7 +16,7 @@
 
 enum {
     OPT_BUDGET, OPT_POLICY, OPT_ITERATION, OPT_LOOKAHEAD, OPT_JSON, OPT_OPS,
-    OPT_NO_READ_MOSTLY, OPT_HOST_PLACEMENT
+    OPT_NO_READ_MOSTLY, OPT_HOST_PLACEMENT, OPT_TIMELINE
 };
 
 const umadv_cli_option_t umadv__cli_plan_options[] = {
@@ -33,6 +33,9 @@ const umadv_cli_option_t umadv__cli_plan_options[] = {
                             "never advise read-mostly"},
     [OPT_HOST_PLACEMENT] = {"host-placement", 0, NULL,
                             "let the plan place data on the host for remote access"},
+    [OPT_TIMELINE]  = {"timeline", 0, "FILE",
+                       "write every simulated iteration to FILE as a Chrome trace "
+                       "(Perfetto)"},
     {NULL, 0, NULL, NULL}
 };
 
@@ -145,6 +148,9 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
         return 0;
     case OPT_HOST_PLACEMENT:
         args->host_placement = 1;
+        return 0;
+    case OPT_TIMELINE:
+        args->timeline = value;
         return 0;
     default:
         args->read_mostly = 0;
@@ -264,8 +270,27 @@ static int select_iteration(umadv_plan_run_t *run)
     return 0;
 }
 
+/* The simulation's track in --timeline, "plan, budget 2.71 GiB": the
+ * simulator's steps, or oracle's back to back (it is not simulated). */
+static void timeline_track(const umadv_plan_run_t *run, umadv_policy_t policy, uint64_t budget,
+                           umadv_sim_params_t *params)
+{
+    char name[96], size[32];
+
+    if (policy == UMADV_POLICY_ORACLE) {
+        umadv__timeline_steps(run->timeline, "oracle, no budget", run->first_step,
+                              run->nsteps);
+        return;
+    }
+    snprintf(name, sizeof(name), "%s, budget %s", umadv_policy_name(policy),
+             umadv__size_format(budget, size, sizeof(size)));
+    umadv__timeline_track(run->timeline, name, params);
+}
+
+/* @tracked: the run has a track in --timeline (the reference oracle run
+ * that gives the footprint has none). */
 static int simulate(const umadv_plan_run_t *run, umadv_policy_t policy, uint64_t budget,
-                    const umadv_schedule_t *schedule, umadv_sim_result_t *result)
+                    const umadv_schedule_t *schedule, int tracked, umadv_sim_result_t *result)
 {
     umadv_sim_params_t params;
     umadv_status_t status;
@@ -274,6 +299,8 @@ static int simulate(const umadv_plan_run_t *run, umadv_policy_t policy, uint64_t
     params.iteration = run->iteration;
     params.link = run->link;
     params.schedule = schedule;
+    if (tracked && run->timeline != NULL)
+        timeline_track(run, policy, budget, &params);
     status = umadv__sim_run(&run->trace, &params, result);
     if (status == UMADV_ERR_BUDGET_TOO_SMALL)
         return budget_too_small(run, budget);
@@ -327,7 +354,7 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
                                             block->schedule.fetch_bytes,
                                             block->schedule.evict_bytes, &run->link);
     for (unsigned i = 0; i < run->args->npolicies; i++) {
-        rc = simulate(run, run->args->policies[i], block->budget, &block->schedule,
+        rc = simulate(run, run->args->policies[i], block->budget, &block->schedule, 1,
                       &block->results[i]);
         if (rc != 0)
             return rc;
@@ -341,7 +368,7 @@ static int compute(umadv_plan_run_t *run)
 
     if ((rc = select_iteration(run)) != 0)
         return rc;
-    if ((rc = simulate(run, UMADV_POLICY_ORACLE, 0, NULL, &run->oracle)) != 0)
+    if ((rc = simulate(run, UMADV_POLICY_ORACLE, 0, NULL, 0, &run->oracle)) != 0)
         return rc;
     for (unsigned i = 0; i < run->args->nbudgets; i++) {
         if ((rc = run_block(run, &run->args->budgets[i], &run->blocks[run->nblocks])) != 0)
@@ -352,9 +379,33 @@ static int compute(umadv_plan_run_t *run)
 
 /* ------------------------------------------------------------ the command */
 
+static int timeline_open(umadv_plan_run_t *run, umadv_timeline_t *timeline)
+{
+    int rc;
+
+    if (run->args->timeline == NULL)
+        return 0;
+    rc = umadv__timeline_open(timeline, run->args->timeline, &run->trace);
+    if (rc == 0)
+        run->timeline = timeline;
+    return rc;
+}
+
+/* A timeline of a run that failed is removed: half a document helps no
+ * one. Returns @rc, or the closing's error. */
+static int timeline_close(umadv_plan_run_t *run, int rc)
+{
+    int closed = umadv__timeline_close(run->timeline);
+
+    if (rc != 0 || closed != 0)
+        remove(run->args->timeline);
+    return rc != 0 ? rc : closed;
+}
+
 int umadv__cmd_plan(const umadv_cli_command_t *cmd, int argc, char **argv)
 {
     umadv_plan_args_t args;
+    umadv_timeline_t timeline;
     umadv_plan_run_t *run;
     int rc = parse_args(cmd, argc, argv, &args);
 
@@ -368,7 +419,12 @@ int umadv__cmd_plan(const umadv_cli_command_t *cmd, int argc, char **argv)
     run->args = &args;
     if ((rc = read_trace(args.trace_path, &run->trace)) != 0)
         goto out_free_run;
-    if ((rc = compute(run)) == 0) {
+    if ((rc = timeline_open(run, &timeline)) != 0)
+        goto out_free_trace;
+    rc = compute(run);
+    if (run->timeline != NULL)
+        rc = timeline_close(run, rc);
+    if (rc == 0) {
         if (args.json)
             umadv__plan_print_json(run);
         else
@@ -378,6 +434,7 @@ int umadv__cmd_plan(const umadv_cli_command_t *cmd, int argc, char **argv)
     }
     for (unsigned b = 0; b < run->nblocks; b++)
         umadv__schedule_cleanup(&run->blocks[b].schedule);
+out_free_trace:
     umadv__trace_cleanup(&run->trace);
 out_free_run:
     free(run);

@@ -9,6 +9,7 @@
 
 #include "plan/plan.h"
 #include "sim/sim.h"
+#include "timeline.h"
 #include "trace/trace.h"
 
 #define PLAN_MAX_BUDGETS 16
@@ -31,6 +32,7 @@ typedef struct umadv_plan_args {
     uint32_t            lookahead;
     int                 lookahead_set;
     int                 json, ops, read_mostly, host_placement;
+    const char         *timeline;    /* --timeline FILE, or NULL */
 } umadv_plan_args_t;
 
 typedef struct umadv_plan_block {
@@ -49,6 +51,7 @@ typedef struct umadv_plan_run {
     umadv_sim_result_t       oracle; /* unconstrained: footprint and compute */
     umadv_plan_block_t       blocks[PLAN_MAX_BUDGETS];
     unsigned                 nblocks;
+    umadv_timeline_t        *timeline;  /* every simulation's track, or NULL */
 } umadv_plan_run_t;
 
 /* Print the results of a run that succeeded, on standard output. */

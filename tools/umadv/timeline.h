@@ -1,0 +1,41 @@
+/*
+ * umadv plan --timeline: the simulated iteration of every policy as a
+ * Chrome trace (the JSON that Perfetto and chrome://tracing open): one
+ * process per policy and budget, with the steps, what each step waited
+ * for, and the GPU memory in use. Format: umadv-plan(1), TIMELINE.
+ */
+#ifndef UMADV_TOOLS_TIMELINE_H
+#define UMADV_TOOLS_TIMELINE_H
+
+#include "json.h"
+#include "sim/sim.h"
+#include "trace/trace.h"
+
+typedef struct umadv_timeline {
+    FILE                *out;
+    const char          *path;
+    umadv_json_t         json;
+    const umadv_trace_t *trace;
+    uint32_t             pid;      /* the track being written */
+    uint32_t             measured; /* the replay the simulator measures */
+    double               origin_s; /* its start: time 0 of the track; < 0 unset */
+} umadv_timeline_t;
+
+/* Create @path and begin the document. Returns 0, or an exit status after
+ * an error message that names the file. */
+int umadv__timeline_open(umadv_timeline_t *tl, const char *path, const umadv_trace_t *trace);
+
+/* Begin the track of one simulation named @name (a process in the viewer)
+ * and point @params' observer at it. */
+void umadv__timeline_track(umadv_timeline_t *tl, const char *name, umadv_sim_params_t *params);
+
+/* A track named @name of steps [@first, @first + @count) back to back,
+ * each its trace duration: an iteration with nothing to wait for. */
+void umadv__timeline_steps(umadv_timeline_t *tl, const char *name, uint32_t first,
+                           uint32_t count);
+
+/* End the document and close the file. Returns 0, or an exit status after
+ * an error message (a short write is an error). */
+int umadv__timeline_close(umadv_timeline_t *tl);
+
+#endif
