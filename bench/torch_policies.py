@@ -37,12 +37,13 @@ def parse_args():
     p.add_argument("--budgets", default="50", help="percentages of the footprint")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("--timeout", type=int, default=400, help="seconds per process")
+    p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
     return p.parse_args()
 
 
 def torch_train(args, name, model, extra, budget=None):
     out = os.path.join(args.out, name + ".json")
-    cmd = [sys.executable, SCRIPT, "--lib", args.lib, "--model", model, "--batch",
+    cmd = [sys.executable, args.script, "--lib", args.lib, "--model", model, "--batch",
            str(args.batch), "--json", out] + extra
     env = dict(os.environ)
     env.pop("UMADV_BUDGET", None)

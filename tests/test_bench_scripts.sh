@@ -1,10 +1,13 @@
 #!/bin/sh
-# TAP: bench/policies.py without a GPU, over tests/bench/fake_mlp_train.py
-# (mlp_train's output with made-up numbers): one process per budget with
-# every policy in it, budgets as shares of the footprint, ratios to that
-# process's oracle and to the bound from the trace's link record, a
-# policy umadv refused shown as such, and a loss or checksum that differs
-# from oracle's flagged. Skipped without python3.
+# TAP: the benchmark scripts without a GPU, over stand-ins that print or
+# write what the real programs do, with made-up numbers.
+# bench/policies.py over tests/bench/fake_mlp_train.py: one process per
+# budget with every policy in it, budgets as shares of the footprint,
+# ratios to that process's oracle and to the bound from the trace's link
+# record, a policy umadv refused shown as such, and a loss or checksum
+# that differs from oracle's flagged. bench/torch_policies.py over
+# tests/bench/fake_torch_train.py: the same arithmetic for PyTorch runs,
+# losses compared with native PyTorch's. Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP no python3"
@@ -44,5 +47,34 @@ ok $? "a policy umadv refused is shown as refused"
 
 [ "$(field demand 50 bitwise_identical)" = False ] && [ "$(field plan 50 bitwise_identical)" = True ]
 ok $? "a checksum that differs from oracle's is flagged, an equal one is not"
+
+# ---- bench/torch_policies.py ----------------------------------------
+
+python3 "$srcdir/bench/torch_policies.py" --script "$srcdir/tests/bench/fake_torch_train.py" \
+    --budgets 50 --out "$tmp/torch" >"$tmp/torch.table" 2>"$tmp/torch.err"
+ok $? "torch_policies.py runs over the stand-in" || diag "$tmp/torch.err"
+
+# tfield MODEL POLICY KEY: a row's value in torch_policies.json
+tfield() {
+    python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+r = [r for r in rows if r["model"] == sys.argv[2] and r["policy"] == sys.argv[3]]
+print(r[0].get(sys.argv[4]) if r else "missing")' "$tmp/torch/torch_policies.json" "$@"
+}
+
+[ "$(tfield resnet50 plan budget)" = $((2 << 30)) ] &&
+    grep -q -- '--policies oracle,demand,prefetch-all,plan' "$tmp/torch/resnet50-50.log" &&
+    grep -q -- '--trace' "$tmp/torch/resnet50-footprint.log"
+ok $? "per model: a footprint run that keeps the trace, then one process at 50% (2 GiB)"
+
+# plan 300 ms, oracle 40; bound max(40, 2.5 GiB / 50 GB/s, 2.5 GiB / 10 GB/s) = 268.4
+[ "$(tfield resnet50 plan x_oracle)" = 7.5 ] &&
+    awk -v x="$(tfield resnet50 plan x_bound)" 'BEGIN { exit !(x > 1.1175 && x < 1.1178) }'
+ok $? "x oracle, and x bound from the recorded link (plan $(tfield resnet50 plan x_bound))"
+
+[ "$(tfield vgg16 demand identical)" = False ] && [ "$(tfield vgg16 plan identical)" = True ] &&
+    grep -q 'vgg16 .* demand .* NO$' "$tmp/torch.table"
+ok $? "losses that differ from native PyTorch's are flagged"
 
 tap_done
