@@ -11,3 +11,11 @@ def link_model(trace):
                 fields = dict(kv.split("=", 1) for kv in line.split()[1:])
                 return float(fields["fetch_bw"]), float(fields["evict_bw"])
     sys.exit("bench: no link record in " + trace)
+
+
+def bound_ms(compute_ms, fetched, evicted, link):
+    """DESIGN.md's lower bound of an iteration under a budget, in ms:
+    max(compute, bytes fetched / fetch bw, bytes evicted / evict bw), with
+    @link = (fetch_bw, evict_bw) in bytes/s."""
+    fetch_bw, evict_bw = link
+    return max(compute_ms, fetched / fetch_bw * 1e3, evicted / evict_bw * 1e3)

@@ -23,8 +23,7 @@ import re
 import subprocess
 import sys
 
-from benchlib import link_model
-import time
+from benchlib import bound_ms, link_model
 
 GIB = float(1 << 30)
 POLICIES = ("oracle", "demand", "prefetch-all", "plan")
@@ -78,7 +77,6 @@ def run_example(args, name, policies, budget, iters, trace=None):
            "--policies", ",".join(policies)]
     if trace:
         cmd += ["--save-trace", trace]
-    t0 = time.time()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=args.timeout)
     with open(os.path.join(args.out, name + ".log"), "w") as log:
@@ -92,13 +90,12 @@ def run_example(args, name, policies, budget, iters, trace=None):
         sys.exit("bench: %s ran %s, not %s; see %s.log" % (name, sorted(runs), policies, name))
     m = re.search(r"^umadv: error: (step .* more than the budget.*)$", proc.stdout, re.M)
     for run in runs.values():
-        run["wall_s"] = time.time() - t0
         if m and "too_small" in run:
             run["too_small"] = m.group(1)  # the step that did not fit
     return runs
 
 
-def row(budget_pct, budget, policy, run, oracle, bound_ms):
+def row(budget_pct, budget, policy, run, oracle, bound):
     if "ms_per_iter" not in run:
         return {"budget_pct": budget_pct, "budget": budget, "policy": policy,
                 "too_small": run.get("too_small", "no result")}
@@ -107,7 +104,7 @@ def row(budget_pct, budget, policy, run, oracle, bound_ms):
     return {
         "budget_pct": budget_pct, "budget": budget, "policy": policy,
         "ms_per_iter": ms, "x_oracle": ms / float(oracle["ms_per_iter"]),
-        "x_bound": ms / bound_ms if bound_ms else None, "bound_ms": bound_ms,
+        "x_bound": ms / bound if bound else None, "bound_ms": bound,
         "faults_per_iter": float(run.get("steady_faults_per_iter", "nan")),
         "fetched_per_iter": int(run.get("steady_fetched_per_iter", 0)),
         "evicted_per_iter": int(run.get("steady_evicted_per_iter", 0)),
@@ -148,22 +145,20 @@ def main():
     # and a trace with measured durations.
     first = run_example(args, "footprint", ["oracle"], 0, 4, trace)["oracle"]
     footprint = int(first["managed_peak"])
-    fetch_bw, evict_bw = link_model(trace)
+    link = fetch_bw, evict_bw = link_model(trace)
     rows = []
     for pct in (int(p) for p in args.budgets.split(",")):
         budget = footprint * pct // 100 >> 20 << 20
         runs = run_example(args, "budget-%d" % pct, POLICIES, budget, args.iters)
         oracle, plan = runs["oracle"], runs["plan"]
-        bound_ms = None
+        bound = None
         if "ms_per_iter" in plan:
-            # DESIGN.md's bound, with the plan's own volumes (the smallest
-            # of the three policies'): max(compute, fetched/fetch_bw,
-            # evicted/evict_bw).
-            bound_ms = max(float(oracle["ms_per_iter"]),
-                           int(plan.get("steady_fetched_per_iter", 0)) / fetch_bw * 1e3,
-                           int(plan.get("steady_evicted_per_iter", 0)) / evict_bw * 1e3)
+            # With the plan's own volumes, the smallest of the three policies'.
+            bound = bound_ms(float(oracle["ms_per_iter"]),
+                             int(plan.get("steady_fetched_per_iter", 0)),
+                             int(plan.get("steady_evicted_per_iter", 0)), link)
         rows += [row(pct, budget, p, runs[p], oracle,
-                     None if p == "oracle" else bound_ms) for p in POLICIES]
+                     None if p == "oracle" else bound) for p in POLICIES]
     result = {"config": vars(args), "footprint": footprint, "fetch_bw": fetch_bw,
               "evict_bw": evict_bw, "rows": rows}
     with open(os.path.join(args.out, "policies.json"), "w") as f:

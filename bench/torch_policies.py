@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-from benchlib import link_model
+from benchlib import bound_ms, link_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -107,9 +107,8 @@ def main():
             oracle, plan = by["oracle"], by["plan"]
             bound = None
             if "ms_per_iter" in plan:
-                bound = max(oracle["ms_per_iter"],
-                            plan["fetched_bytes_per_iter"] / fetch_bw * 1e3,
-                            plan["evicted_bytes_per_iter"] / evict_bw * 1e3)
+                bound = bound_ms(oracle["ms_per_iter"], plan["fetched_bytes_per_iter"],
+                                 plan["evicted_bytes_per_iter"], (fetch_bw, evict_bw))
             for run in r["runs"]:
                 run.update(model=model, pct=pct, budget=budget, footprint=peak,
                            bound_ms=bound, fetch_bw=fetch_bw, evict_bw=evict_bw)

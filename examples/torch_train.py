@@ -304,9 +304,6 @@ def steady_faults(run, args):
     return counted[-1]["gpu_faults"] if counted else None
 
 
-def summed(counters, key):
-    return sum(c[key] for c in counters if c[key] is not None)
-
 
 def pluggable(torch, args):
     return torch.cuda.memory.CUDAPluggableAllocator(
@@ -370,7 +367,7 @@ def summarize(run, native, args):
         out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
         out["faults_counted"] = steady_faults(run, args)
         for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops"):
-            out[k + "_per_iter"] = summed(tail, k) / n
+            out[k + "_per_iter"] = sum(c[k] for c in tail) / n
     return out
 
 

@@ -18,13 +18,19 @@ python3 "$srcdir/bench/policies.py" --exe "$srcdir/tests/bench/fake_mlp_train.py
     --budgets 20,50 --out "$tmp/out" >"$tmp/table" 2>"$tmp/err"
 ok $? "policies.py runs over the stand-in" || diag "$tmp/err"
 
-# field POLICY PCT KEY: a row's value in policies.json
-field() {
+# row_value FILE KEY FIELD=VALUE...: KEY of the first row of FILE's
+# "rows" whose FIELDs read VALUE
+row_value() {
     python3 -c '
 import json, sys
-rows = json.load(open(sys.argv[1]))["rows"]
-r = [r for r in rows if r["policy"] == sys.argv[2] and r["budget_pct"] == int(sys.argv[3])]
-print(r[0].get(sys.argv[4]) if r else "missing")' "$tmp/out/policies.json" "$@"
+want = dict(a.split("=", 1) for a in sys.argv[3:])
+rows = [r for r in json.load(open(sys.argv[1]))["rows"]
+        if all(str(r.get(k)) == v for k, v in want.items())]
+print(rows[0].get(sys.argv[2]) if rows else "missing")' "$@"
+}
+
+field() { # POLICY PCT KEY: in policies.json
+    row_value "$tmp/out/policies.json" "$3" policy="$1" budget_pct="$2"
 }
 
 runs=$(grep -c '^\$ ' "$tmp/out"/budget-*.log | awk -F: '{ n += $2 } END { print n }')
@@ -54,13 +60,8 @@ python3 "$srcdir/bench/torch_policies.py" --script "$srcdir/tests/bench/fake_tor
     --budgets 50 --out "$tmp/torch" >"$tmp/torch.table" 2>"$tmp/torch.err"
 ok $? "torch_policies.py runs over the stand-in" || diag "$tmp/torch.err"
 
-# tfield MODEL POLICY KEY: a row's value in torch_policies.json
-tfield() {
-    python3 -c '
-import json, sys
-rows = json.load(open(sys.argv[1]))["rows"]
-r = [r for r in rows if r["model"] == sys.argv[2] and r["policy"] == sys.argv[3]]
-print(r[0].get(sys.argv[4]) if r else "missing")' "$tmp/torch/torch_policies.json" "$@"
+tfield() { # MODEL POLICY KEY: in torch_policies.json
+    row_value "$tmp/torch/torch_policies.json" "$3" model="$1" policy="$2"
 }
 
 [ "$(tfield resnet50 plan budget)" = $((2 << 30)) ] &&
