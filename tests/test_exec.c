@@ -464,6 +464,21 @@ static const char *calls_text(const workload_t *w, size_t from)
     return buf;
 }
 
+/* Counters once the monitor has sampled again after the run (its data
+ * still resident): on a loaded machine its thread may not have run during
+ * so short a run. At most 2 s. */
+static void monitor_sampled_after(umadv_exec_t *e, umadv_exec_stats_t *st)
+{
+    uint64_t deadline = umadv__now_ns() + UINT64_C(2000000000), samples;
+
+    umadv__exec_get_stats(e, st);
+    samples = st->gpu_samples;
+    while (st->gpu_samples == samples && umadv__now_ns() < deadline) {
+        sleep_ns(100000);
+        umadv__exec_get_stats(e, st);
+    }
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 /* Three allocations of 2 sections, one per step; room for two. */
@@ -480,7 +495,7 @@ static void test_prefetch_all_sequence(void)
     mock_reset(4 * SEC, 10000, 10000);
     e = exec_open(&w, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
     run(&w, e, 2, 200000, &r);
-    umadv__exec_get_stats(e, &st);
+    monitor_sampled_after(e, &st);
     umadv__exec_destroy(e); /* the lanes are joined: the mock is quiet */
     is_str(calls_text(&w, 0), "F0 F1 E0 F2 E1 F0 E2 F1 E0 F2",
            "prefetch-all: fetch each step's data, evict the least recently used first");
