@@ -283,10 +283,37 @@ static void test_print(void)
     env_clear();
 }
 
+/* Runs first: the warning about unknown UMADV_* variables comes once
+ * per process, at the first load. */
+static void test_unknown_variables(void)
+{
+    umadv_config_t c;
+    const char *log;
+
+    env_clear();
+    setenv("UMADV_BUDGT", "8G", 1);
+    setenv("UMADV_XYZZY", "1", 1);
+    log_take();
+    is(umadv__config_load(&c), UMADV_OK, "unknown UMADV_* variables are not errors");
+    log = log_take();
+    ok(strstr(log, "UMADV_BUDGT is not a umadv setting and is ignored; did you mean "
+                   "UMADV_BUDGET?") != NULL,
+       "a misspelled knob is named with the closest one");
+    ok(strstr(log, "UMADV_XYZZY is not a umadv setting and is ignored ('umadv info -c' "
+                   "lists them)") != NULL,
+       "an unknown variable close to no knob points to the list");
+    is(c.budget, 0, "the misspelled budget is not taken");
+    umadv__config_load(&c);
+    ok(strstr(log_take(), "not a umadv setting") == NULL, "warned once per process");
+    unsetenv("UMADV_BUDGT");
+    unsetenv("UMADV_XYZZY");
+}
+
 int main(void)
 {
     log_capture_start();
-    plan(105);
+    plan(110);
+    test_unknown_variables();
     test_defaults();
     test_sizes();
     test_uints();

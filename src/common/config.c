@@ -1,6 +1,7 @@
 #include "common/config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -359,9 +360,62 @@ void umadv__config_defaults(umadv_config_t *config)
     }
 }
 
+#define UMADV_KNOB_PREFIX "UMADV_"
+
+static int config_field_known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {
+        if (strlen(config_fields[i].name) == len && strncmp(config_fields[i].name, name, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void warn_unknown_knob(const char *name, size_t len)
+{
+    const char *names[UMADV_ARRAY_SIZE(config_fields) + 1];
+    char word[UMADV_CONFIG_STRING_MAX];
+    const char *hint;
+
+    /* Compared without the common prefix, so that only the part that
+     * differs counts towards "close enough". */
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++)
+        names[i] = config_fields[i].name + strlen(UMADV_KNOB_PREFIX);
+    names[UMADV_ARRAY_SIZE(config_fields)] = NULL;
+    snprintf(word, sizeof(word), "%.*s", (int)len, name);
+    hint = umadv__suggest(word + strlen(UMADV_KNOB_PREFIX), names, sizeof(names[0]));
+    if (hint != NULL)
+        umadv_warn("%s is not a umadv setting and is ignored; did you mean %s%s?", word,
+                   UMADV_KNOB_PREFIX, hint);
+    else
+        umadv_warn("%s is not a umadv setting and is ignored ('umadv info -c' lists them)",
+                   word);
+}
+
+/* A misspelled knob (UMADV_BUDGT=8G) would otherwise be ignored silently
+ * and the job run with the default. Warned once per process: contexts and
+ * commands may load the configuration more than once. */
+static void warn_unknown_knobs(void)
+{
+    extern char **environ;
+    static int warned;
+
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        return;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        size_t len = strcspn(*e, "=");
+
+        if (strncmp(*e, UMADV_KNOB_PREFIX, strlen(UMADV_KNOB_PREFIX)) == 0 &&
+            !config_field_known(*e, len))
+            warn_unknown_knob(*e, len);
+    }
+}
+
 umadv_status_t umadv__config_load(umadv_config_t *config)
 {
     umadv_config_t loaded;
+
+    warn_unknown_knobs();
 
     umadv__config_defaults(&loaded);
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(config_fields); i++) {

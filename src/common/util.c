@@ -176,3 +176,48 @@ uint64_t umadv__now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+unsigned umadv__edit_distance(const char *a, const char *b)
+{
+    enum { MAXLEN = 64 };
+    unsigned d[MAXLEN + 1][MAXLEN + 1];
+    size_t n = UMADV_MIN(strlen(a), (size_t)MAXLEN), m = UMADV_MIN(strlen(b), (size_t)MAXLEN);
+
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            unsigned cost = a[i - 1] != b[j - 1];
+            unsigned best = UMADV_MIN(d[i - 1][j] + 1, d[i][j - 1] + 1);
+            best = UMADV_MIN(best, d[i - 1][j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                best = UMADV_MIN(best, d[i - 2][j - 2] + 1);
+            d[i][j] = best;
+        }
+    }
+    return d[n][m];
+}
+
+const char *umadv__suggest(const char *word, const void *candidates, size_t stride)
+{
+    const char *best = NULL;
+    unsigned best_distance = UINT32_MAX;
+
+    for (const char *p = candidates;; p += stride) {
+        const char *name = *(const char *const *)(const void *)p;
+        if (name == NULL)
+            break;
+        unsigned distance = umadv__edit_distance(word, name);
+        if (distance < best_distance) {
+            best = name;
+            best_distance = distance;
+        }
+    }
+    /* Close enough that the user plausibly meant it: a typo or two, fewer
+     * for short words so "-x" does not suggest every one-letter name. */
+    if (best == NULL || best_distance > 3 || 3 * best_distance > strlen(word) + 2)
+        return NULL;
+    return best;
+}

@@ -40,6 +40,13 @@ uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len);
  * byte past the @avail is read. */
 size_t umadv__utf8_valid_len(const unsigned char *p, size_t avail);
 
+/* Optimal string alignment distance: edits, with transpositions as one. */
+unsigned umadv__edit_distance(const char *a, const char *b);
+
+/* Closest of @candidates (NULL-terminated, stride @stride bytes between
+ * name pointers) to @word, or NULL when none is close enough to suggest. */
+const char *umadv__suggest(const char *word, const void *candidates, size_t stride);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t umadv__now_ns(void);
 

@@ -88,12 +88,6 @@ int umadv__cli_bad_value(const umadv_cli_command_t *cmd, const umadv_cli_option_
 /* Failure of the work itself: "umadv: <message>"; returns UMADV_EXIT_FAILURE. */
 int umadv__cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Closest of @candidates (NULL-terminated, stride @stride bytes between
- * name pointers) to @word, or NULL when none is close enough to suggest. */
-const char *umadv__cli_suggest(const char *word, const void *candidates, size_t stride);
-
-/* Optimal string alignment distance: edits, with transpositions as one. */
-unsigned umadv__cli_edit_distance(const char *a, const char *b);
 
 int umadv__cli_parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *value_p);
 

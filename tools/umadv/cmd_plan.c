@@ -88,7 +88,7 @@ static int parse_budgets(const umadv_cli_command_t *cmd, const char *value,
 static int bad_policy(const umadv_cli_command_t *cmd, const char *value, const char *name)
 {
     static const char *const names[] = {"oracle", "demand", "prefetch-all", "plan", NULL};
-    const char *hint = umadv__cli_suggest(name, names, sizeof(names[0]));
+    const char *hint = umadv__suggest(name, names, sizeof(names[0]));
     char expected[160];
 
     snprintf(expected, sizeof(expected), "unknown policy '%s'%s%s%s (oracle, demand, "

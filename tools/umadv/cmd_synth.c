@@ -39,7 +39,7 @@ static int check_model(const umadv_cli_command_t *cmd, const char *model)
         if (strcmp(*m, model) == 0)
             return 0;
     }
-    hint = umadv__cli_suggest(model, models, sizeof(models[0]));
+    hint = umadv__suggest(model, models, sizeof(models[0]));
     if (hint != NULL)
         return umadv__cli_usage_error(cmd, "unknown model '%s'; did you mean '%s'?", model,
                                       hint);

@@ -85,7 +85,7 @@ static void print_version(void)
 
 static int unknown_command(const char *name)
 {
-    const char *hint = umadv__cli_suggest(name, umadv__cli_commands,
+    const char *hint = umadv__suggest(name, umadv__cli_commands,
                                           sizeof(umadv_cli_command_t));
 
     if (hint != NULL)
@@ -97,7 +97,7 @@ static int unknown_command(const char *name)
 static int unknown_top_option(const char *arg)
 {
     const char *word = arg + strspn(arg, "-");
-    const char *hint = umadv__cli_suggest(word, top_options, sizeof(top_options[0]));
+    const char *hint = umadv__suggest(word, top_options, sizeof(top_options[0]));
 
     if (hint != NULL && arg[1] == '-')
         return umadv__cli_usage_error(NULL, "unknown option '%s'; did you mean '--%s'?", arg,
