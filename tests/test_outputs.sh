@@ -225,6 +225,11 @@ run_env tl-is-log "UMADV_LOG_FILE=$tmp/run.log" "$umadv" plan "$trace" \
 [ "$(rc_of tl-is-log)" -eq 1 ] && stderr_has tl-is-log "it is the log file"
 ok $? "an output naming the log file is refused" || diag "$tmp/tl-is-log.err"
 
+"$umadv" report "$trace" >>"$trace" 2>"$tmp/report-append.err"
+[ $? -eq 1 ] && cmp -s "$trace" "$tmp/in.orig" &&
+    stderr_has report-append "standard output is the input $trace"
+ok $? "report TRACE >> TRACE is refused, the trace unchanged" || diag "$tmp/report-append.err"
+
 # ---- the log on a full device is not lost without a word ------------------
 if [ -n "$full" ]; then
     run_env log-full "UMADV_LOG_FILE=$full" "$umadv" plan "$trace" --budget $bad_budget

@@ -66,7 +66,8 @@ umadv_status_t umadv__outfile_write(const char *path, const char *what, const vo
 /* Register @path ("-": standard input) as an input of this process:
  * later outputs naming the same regular file are refused. When it is the
  * log file, the log goes back to stderr and UMADV_ERR_INVALID_PARAM is
- * returned with both names in @why: call this before reading anything.
+ * returned with both names in @why; so it is when it is standard output
+ * (the shell's >>). Call this before reading or writing anything.
  * A path that does not exist is no error here (the reader reports it). */
 umadv_status_t umadv__outfile_add_input(const char *path, char *why, size_t why_len);
 

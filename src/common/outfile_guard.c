@@ -66,7 +66,7 @@ umadv_status_t umadv__outfile_add_input(const char *path, char *why, size_t why_
 {
     int is_stdin = strcmp(path, "-") == 0;
     char log_path[PATH_MAX];
-    struct stat st;
+    struct stat st, out;
 
     if ((is_stdin ? fstat(STDIN_FILENO, &st) : stat(path, &st)) != 0 || !S_ISREG(st.st_mode))
         return UMADV_OK; /* missing: the reader says so; a stream cannot be destroyed */
@@ -75,6 +75,13 @@ umadv_status_t umadv__outfile_add_input(const char *path, char *why, size_t why_
         umadv__log_set_file(NULL);
         snprintf(why, why_len, "the log file UMADV_LOG_FILE=%s is the input %s: refusing to "
                  "append the log to it", log_path, is_stdin ? "(standard input)" : path);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (fstat(STDOUT_FILENO, &out) == 0 && S_ISREG(out.st_mode) &&
+        same_file(&st, out.st_dev, out.st_ino)) {
+        /* `umadv report t.umt >> t.umt`: the shell opened it, we refuse it */
+        snprintf(why, why_len, "standard output is the input %s: refusing to write into it",
+                 is_stdin ? "(standard input)" : path);
         return UMADV_ERR_INVALID_PARAM;
     }
     if (remember_input(&st, is_stdin ? "(standard input)" : path) != UMADV_OK) {
