@@ -190,7 +190,7 @@ ok $? "a --timeline symbolic link to nothing is refused" || diag "$tmp/tl-dangli
 # ---- 6. killed mid-write (file size limit): the old timeline stays ---------
 # ulimit -f counts 512- or 1024-byte blocks: 40 is far below a timeline.
 cp "$tmp/tl.json.orig" "$tmp/tl6.json"
-(ulimit -f 40 && exec "$umadv" plan "$trace" --budget $good_budget --timeline "$tmp/tl6.json") \
+(ulimit -c 0 && ulimit -f 40 && exec "$umadv" plan "$trace" --budget $good_budget --timeline "$tmp/tl6.json") \
     >/dev/null 2>"$tmp/tl-limit.err"
 echo $? >"$tmp/tl-limit.rc"
 died_of_signal tl-limit && cmp -s "$tmp/tl6.json" "$tmp/tl.json.orig" && no_temps "$tmp"
@@ -200,7 +200,7 @@ ok $? "6. plan killed by a file size limit leaves the old timeline intact, no te
 # ---- 7. synth killed mid-write leaves no temporary file -------------------
 mkdir "$tmp/synth7"
 echo "old trace" >"$tmp/synth7/t.umt"
-(ulimit -f 10 && exec "$umadv" synth vgg16 -o "$tmp/synth7/t.umt") \
+(ulimit -c 0 && ulimit -f 10 && exec "$umadv" synth vgg16 -o "$tmp/synth7/t.umt") \
     >/dev/null 2>"$tmp/synth-limit.err"
 echo $? >"$tmp/synth-limit.rc"
 died_of_signal synth-limit && [ "$(cat "$tmp/synth7/t.umt")" = "old trace" ] &&

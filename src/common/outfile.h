@@ -75,9 +75,11 @@ umadv_status_t umadv__outfile_add_input(const char *path, char *why, size_t why_
 void umadv__outfile_clear_inputs(void);
 
 /* Remove pending temporary files on SIGHUP, SIGINT, SIGQUIT, SIGTERM,
- * SIGPIPE, SIGXCPU and SIGXFSZ (a file size limit), then die of the same
- * signal. A signal the caller ignores stays ignored. For programs, not
- * the library: it takes over process-wide signal dispositions. */
+ * SIGPIPE, SIGXCPU, SIGXFSZ (a file size limit) and on crashes (SIGABRT,
+ * SIGBUS, SIGFPE, SIGILL, SIGSEGV), then die of the same signal. A
+ * signal the caller ignores or handles (a sanitizer's) is left alone.
+ * For programs, not the library: it takes over process-wide signal
+ * dispositions. */
 void umadv__outfile_guard_signals(void);
 
 #endif

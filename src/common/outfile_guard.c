@@ -139,8 +139,10 @@ static struct {
     char       path[PATH_MAX];
 } guard[GUARD_SLOTS];
 
-static const int guarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGXCPU,
-                                      SIGXFSZ};
+/* Kills, limits, and crashes too: a crash (the plan of a bad trace) must
+ * not leave a temporary file behind either. */
+static const int guarded_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGXCPU,
+                                      SIGXFSZ, SIGABRT, SIGBUS,  SIGFPE,  SIGILL,  SIGSEGV};
 
 int umadv__outfile_arm(const char *tmp)
 {
@@ -182,7 +184,9 @@ void umadv__outfile_unblock(const sigset_t *old)
 }
 
 /* Async-signal-safe: unlink, then the signal again under its default
- * action (SA_RESETHAND restored it; it is delivered when we return). */
+ * action (SA_RESETHAND restored it; it is delivered when we return, and
+ * a fault would recur anyway), so the exit status and any core dump are
+ * what they would have been. */
 static void remove_pending(int sig)
 {
     int saved_errno = errno;
