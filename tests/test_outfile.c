@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <umadv.h>
+
 #include "common/log.h"
 #include "common/outfile.h"
 #include "tap.h"
@@ -305,6 +307,60 @@ static void test_log_full(void)
     umadv__log_set_file(NULL);
 }
 
+/* umadv_trace_save() (the library's writer, used by the MLP example and
+ * the PyTorch path) under the same rules: a device node is written
+ * through, never replaced (test_cuda_gpu saves to /dev/null); a failed
+ * save keeps the old file; the log file is refused. */
+static void test_trace_save(void)
+{
+    umadv_context_params_t p = {
+        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS,
+        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
+    };
+    const char *node = in_dir("save-null"), *old = in_dir("saved.umt");
+    struct rlimit saved, small;
+    umadv_context_t ctx;
+    umadv_status_t status;
+    void *buf;
+
+    if (umadv_context_create(&p, &ctx) != UMADV_OK) {
+        diag("no host context");
+        abort();
+    }
+    umadv_malloc(ctx, 4096, "buf", &buf);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv_step_begin(ctx, "step", NULL);
+    umadv_step_access(ctx, buf, 4096, UMADV_ACCESS_RW);
+    umadv_step_end(ctx, 1000);
+    if (geteuid() == 0 && mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0)
+        ok(umadv_trace_save(ctx, node) == UMADV_OK && S_ISCHR(mode_of(node)),
+           "umadv_trace_save onto a device node keeps the node");
+    else
+        skip("mknod needs root", "umadv_trace_save onto a device node keeps the node");
+
+    put(old, "old trace\n");
+    getrlimit(RLIMIT_FSIZE, &saved);
+    small = saved;
+    small.rlim_cur = 100;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &small);
+    status = umadv_trace_save(ctx, old);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, SIG_DFL);
+    ok(status == UMADV_ERR_IO && strcmp(get(old), "old trace\n") == 0 && temps() == 0,
+       "a failed umadv_trace_save keeps the old file, no temporary file");
+
+    umadv__log_set_file(in_dir("lib.log"));
+    is(umadv_trace_save(ctx, in_dir("lib.log")), UMADV_ERR_INVALID_PARAM,
+       "umadv_trace_save onto the log file is refused");
+    umadv__log_set_file(NULL);
+    ok(umadv_trace_save(ctx, old) == UMADV_OK && strncmp(get(old), "umadv-trace", 11) == 0,
+       "and a good save replaces the file");
+    umadv_free(ctx, buf);
+    umadv_context_destroy(ctx);
+}
+
 /* In a child: guard the signals (@ignore: @sig ignored before), open an
  * output over @path, write, then be killed by @sig. Returns the signal
  * that ended the child, or minus its exit status. */
@@ -375,7 +431,7 @@ static void test_signals(void)
 
 int main(void)
 {
-    plan(50);
+    plan(54);
     if (mkdtemp(dir) == NULL) {
         diag("mkdtemp: %s", strerror(errno));
         return 1;
@@ -387,6 +443,7 @@ int main(void)
     test_inputs();
     test_log();
     test_log_full();
+    test_trace_save();
     test_signals();
     remove_all();
     return exit_status();
