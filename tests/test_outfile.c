@@ -143,6 +143,8 @@ static void test_regular(void)
     ok(inode_of(path) != before, "by a rename of a new inode over it");
     is((int)(mode_of(path) & 07777), 0600, "a replaced file keeps its mode (0600)");
     is(temps(), 0, "no temporary file is left");
+    ok(write_text("", "x") == UMADV_ERR_IO && strstr(why, strerror(ENOENT)) != NULL,
+       "an empty path is an error");
 
     ok(umadv__outfile_open(&of, path, "the file", why, sizeof(why)) == UMADV_OK &&
        of.tmp != NULL && strncmp(of.tmp, path, strlen(path)) == 0,
@@ -449,7 +451,7 @@ static void test_signals(void)
 
 int main(void)
 {
-    plan(54);
+    plan(55);
     if (mkdtemp(dir) == NULL) {
         diag("mkdtemp: %s", strerror(errno));
         return 1;

@@ -91,6 +91,8 @@ static int names_descriptor(const char *path)
 static umadv_status_t place_fail(const char *path, const char *what, int err, char *why,
                                  size_t why_len)
 {
+    if (path[0] == '\0')
+        err = ENOENT; /* what open("") says */
     snprintf(why, why_len, "cannot create %s %s: %s", what, path, strerror(err));
     return err == ENOMEM ? UMADV_ERR_NO_MEMORY : UMADV_ERR_IO;
 }
@@ -134,8 +136,8 @@ static umadv_status_t place_of(const char *path, const char *what, out_place_t *
         place->exists = fstat(STDOUT_FILENO, &place->st) == 0;
         return UMADV_OK;
     }
-    if (lstat(path, &lst) != 0) {
-        if (errno != ENOENT)
+    if (path[0] == '\0' || lstat(path, &lst) != 0) {
+        if (path[0] == '\0' || errno != ENOENT)
             return place_fail(path, what, errno, why, why_len);
         place->kind = OUT_REPLACE; /* a new file; a missing folder fails at creation */
     } else if (S_ISLNK(lst.st_mode)) {
