@@ -252,7 +252,15 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
 
 /**
  * @brief Write the recorded trace to @a path in the umadv-trace(5) format.
- * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded; ::UMADV_ERR_IO.
+ *
+ * A regular file is replaced atomically once the whole trace is written
+ * (a temporary file beside it, synced, renamed); on failure it stays as
+ * it was. "-", devices and FIFOs are written as streams, never unlinked.
+ * See umadv(1), OUTPUT FILES.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded;
+ *         ::UMADV_ERR_INVALID_PARAM when @a path is the log file
+ *         (UMADV_LOG_FILE) or a symbolic link to nothing; ::UMADV_ERR_IO
+ *         when it cannot be written (logged with the path and the reason).
  */
 UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path);
 

@@ -3,14 +3,18 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* Warnings and errors by default: a library must stay quiet in a healthy
  * application, yet say why it degraded. */
 umadv_log_level_t umadv__log_level = UMADV_LOG_WARN;
 
 static FILE *log_stream;          /* NULL means stderr */
+static char *log_path;            /* UMADV_LOG_FILE, when log_stream is set */
+static struct stat log_st;        /* what it is: outputs and inputs must differ */
 static const char *log_prefix = "umadv";
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -34,22 +38,52 @@ int umadv__log_level_parse(const char *name, umadv_log_level_t *level_p)
     return -1;
 }
 
+/* Replace the log stream (NULL: stderr); call with log_lock held. */
+static void set_stream(FILE *stream, char *path)
+{
+    if (log_stream != NULL)
+        fclose(log_stream);
+    free(log_path);
+    log_stream = stream;
+    log_path   = path;
+    if (stream == NULL || fstat(fileno(stream), &log_st) != 0)
+        memset(&log_st, 0, sizeof(log_st));
+}
+
 int umadv__log_set_file(const char *path)
 {
     FILE *stream = NULL;
+    char *copy = NULL;
 
     if (path != NULL && path[0] != '\0' && strcmp(path, "stderr") != 0) {
-        stream = fopen(path, "a");
-        if (stream == NULL)
+        copy = strdup(path);
+        if (copy == NULL)
             return -1;
+        stream = fopen(path, "a");
+        if (stream == NULL) {
+            free(copy);
+            return -1;
+        }
         setvbuf(stream, NULL, _IOLBF, 0);
     }
     pthread_mutex_lock(&log_lock);
-    if (log_stream != NULL)
-        fclose(log_stream);
-    log_stream = stream;
+    set_stream(stream, copy);
     pthread_mutex_unlock(&log_lock);
     return 0;
+}
+
+int umadv__log_file(struct stat *st_p, char *path, size_t len)
+{
+    int is_file;
+
+    pthread_mutex_lock(&log_lock);
+    is_file = log_stream != NULL;
+    if (is_file) {
+        *st_p = log_st;
+        snprintf(path, len, "%s", log_path);
+    }
+    pthread_mutex_unlock(&log_lock);
+    return is_file;
 }
 
 void umadv__log_set_prefix(const char *prefix)
@@ -57,23 +91,58 @@ void umadv__log_set_prefix(const char *prefix)
     log_prefix = prefix;
 }
 
+/* One message on @out; returns 0, or the errno of the write that failed. */
+static int write_message(FILE *out, umadv_log_level_t level, const char *file, int line,
+                         int saved_errno, const char *fmt, va_list ap)
+{
+    int err = 0;
+
+    if (umadv__log_level >= UMADV_LOG_DEBUG) {
+        if (fprintf(out, "%s: %s: %s:%d: ", log_prefix, level_names[level], file, line) < 0)
+            err = errno;
+    } else if (fprintf(out, "%s: %s: ", log_prefix, level_names[level]) < 0) {
+        err = errno;
+    }
+    errno = saved_errno; /* keep %m meaningful for the caller's format */
+    if (vfprintf(out, fmt, ap) < 0 && err == 0)
+        err = errno;
+    if (fputc('\n', out) == EOF && err == 0)
+        err = errno;
+    if (fflush(out) == EOF && err == 0)
+        err = errno;
+    if (err == 0 && ferror(out))
+        err = EIO;
+    return err;
+}
+
+/* The log file failed (/dev/full, a full disk): say so once, naming the
+ * file and the reason, and log to stderr from now on, so that neither
+ * this message nor the next is lost without a word. Lock held. */
+static void log_file_failed(int err)
+{
+    fprintf(stderr, "%s: error: cannot write the log file UMADV_LOG_FILE=%s: %s; logging to "
+            "stderr from now on\n", log_prefix, log_path, strerror(err));
+    set_stream(NULL, NULL);
+}
+
 void umadv__log_emit(umadv_log_level_t level, const char *file, int line,
                      const char *fmt, ...)
 {
-    int saved_errno = errno; /* keep %m meaningful for the caller's format */
-    va_list ap;
+    int saved_errno = errno;
+    va_list ap, again;
+    int err;
 
-    pthread_mutex_lock(&log_lock);
-    FILE *out = log_stream != NULL ? log_stream : stderr;
-    if (umadv__log_level >= UMADV_LOG_DEBUG)
-        fprintf(out, "%s: %s: %s:%d: ", log_prefix, level_names[level], file, line);
-    else
-        fprintf(out, "%s: %s: ", log_prefix, level_names[level]);
-    errno = saved_errno;
     va_start(ap, fmt);
-    vfprintf(out, fmt, ap);
-    va_end(ap);
-    fputc('\n', out);
+    va_copy(again, ap);
+    pthread_mutex_lock(&log_lock);
+    err = write_message(log_stream != NULL ? log_stream : stderr, level, file, line,
+                        saved_errno, fmt, ap);
+    if (err != 0 && log_stream != NULL) {
+        log_file_failed(err);
+        write_message(stderr, level, file, line, saved_errno, fmt, again);
+    }
     pthread_mutex_unlock(&log_lock);
+    va_end(again);
+    va_end(ap);
     errno = saved_errno;
 }

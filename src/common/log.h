@@ -6,6 +6,8 @@
 #define UMADV_COMMON_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
 
 typedef enum umadv_log_level {
     UMADV_LOG_ERROR = 0,
@@ -38,8 +40,14 @@ int umadv__log_level_parse(const char *name, umadv_log_level_t *level_p);
 const char *umadv__log_level_name(umadv_log_level_t level);
 
 /* Send messages to @path (appended) instead of stderr; NULL or "" or
- * "stderr" means stderr. Returns 0, or -1 with errno set. */
+ * "stderr" means stderr. Returns 0, or -1 with errno set. A write error
+ * on the file is reported once on stderr, naming the file and the
+ * reason, and the log goes on on stderr. */
 int umadv__log_set_file(const char *path);
+
+/* Whether messages go to a file (UMADV_LOG_FILE): then what it is in
+ * *@st_p (fstat of the open stream) and its name in @path. */
+int umadv__log_file(struct stat *st_p, char *path, size_t len);
 
 /* The program name printed before each message ("umadv" by default). */
 void umadv__log_set_prefix(const char *prefix);

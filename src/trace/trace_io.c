@@ -1,23 +1,22 @@
 /*
  * The on-disk trace format, umadv-trace(5): the writer, re-sealing, and
- * atomic file output. The reader is in trace_read.c. Text, one record per
- * line, so traces diff, grep and survive hand editing; a CRC-32 over
- * everything before the 'end' line catches truncation and bit rot.
+ * file output (through common/outfile.h). The reader is in trace_read.c.
+ * Text, one record per line, so traces diff, grep and survive hand
+ * editing; a CRC-32 over everything before the 'end' line catches
+ * truncation and bit rot.
  */
 #include "trace/trace_io.h"
 #include "trace/trace_io_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/log.h"
+#include "common/outfile.h"
 #include "common/util.h"
 
 /* --- shared with the reader (trace_io_int.h) -------------------------------- */
@@ -319,100 +318,6 @@ umadv_status_t umadv__trace_reseal_buffer(const char *buf, size_t len, char **ou
 
 /* --- files ----------------------------------------------------------------- */
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Make the rename itself durable; some file systems refuse to fsync a
- * directory, and the data is already safe by then, so errors are ignored. */
-static void sync_parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    int fd;
-
-    if (slash == NULL) {
-        dir = strdup(".");
-    } else {
-        dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-    }
-    if (dir == NULL)
-        return;
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-/* Write, fsync and close @fd, then rename @tmp over @path. */
-static umadv_status_t commit_temp(int fd, const char *tmp, const char *path,
-                                  const char *buf, size_t len, char *why, size_t why_len)
-{
-    const char *what = "write";
-
-    if (fchmod(fd, 0644) != 0)
-        what = "set the mode of";
-    else if (write_all(fd, buf, len) != 0)
-        what = "write";
-    else if (fsync(fd) != 0)
-        what = "sync";
-    else
-        what = NULL;
-    if (what != NULL) {
-        snprintf(why, why_len, "cannot %s %s (writing %s): %s", what, tmp, path,
-                 strerror(errno));
-        close(fd);
-        return UMADV_ERR_IO;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        snprintf(why, why_len, "cannot write %s: %s", path, strerror(errno));
-        return UMADV_ERR_IO;
-    }
-    return UMADV_OK;
-}
-
-static umadv_status_t write_atomic(const char *path, const char *buf, size_t len,
-                                   char *why, size_t why_len)
-{
-    umadv_status_t status;
-    char *tmp;
-    int fd;
-
-    tmp = malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
-    if (tmp == NULL) {
-        snprintf(why, why_len, "cannot write %s: out of memory", path);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    strcpy(tmp, path);
-    strcat(tmp, ".tmp.XXXXXX");
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(why, why_len, "cannot create a temporary file for %s: %s", path,
-                 strerror(errno));
-        free(tmp);
-        return UMADV_ERR_IO;
-    }
-    status = commit_temp(fd, tmp, path, buf, len, why, why_len);
-    if (status != UMADV_OK)
-        unlink(tmp);
-    else
-        sync_parent_dir(path);
-    free(tmp);
-    return status;
-}
-
 umadv_status_t umadv__trace_write_file(const umadv_trace_t *trace, const char *path,
                                        char *why, size_t why_len)
 {
@@ -431,13 +336,7 @@ umadv_status_t umadv__trace_write_file(const umadv_trace_t *trace, const char *p
         snprintf(why, why_len, "cannot write %s: %s", path, umadv_status_string(status));
         return status;
     }
-    if (strcmp(path, "-") == 0) {
-        status = write_all(STDOUT_FILENO, buf, len) == 0 ? UMADV_OK : UMADV_ERR_IO;
-        if (status != UMADV_OK)
-            snprintf(why, why_len, "cannot write to standard output: %s", strerror(errno));
-    } else {
-        status = write_atomic(path, buf, len, why, why_len);
-    }
+    status = umadv__outfile_write(path, "the trace", buf, len, why, why_len);
     free(buf);
     return status;
 }

@@ -51,10 +51,13 @@ umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_
 umadv_status_t umadv__trace_reseal_buffer(const char *buf, size_t len, char **out_p,
                                           size_t *out_len_p);
 
-/* Write to @path atomically (temporary file in the same directory, fsync,
- * rename; "-" is standard output): a failed write never destroys an
- * existing trace and leaves no temporary file. UMADV_ERR_IO with the path
- * and the system's reason in @why. The new file has mode 0644. */
+/* Write to @path through common/outfile.h: a regular file is replaced
+ * atomically once the whole trace is written (a failed write never
+ * destroys an existing trace and leaves no temporary file); "-",
+ * devices and FIFOs are streams, never unlinked; an input or the log
+ * file is refused (UMADV_ERR_INVALID_PARAM). UMADV_ERR_IO with the path
+ * and the system's reason in @why. A new file has mode 0666 less the
+ * umask; a replaced one keeps its mode. */
 umadv_status_t umadv__trace_write_file(const umadv_trace_t *trace, const char *path,
                                        char *why, size_t why_len);
 

@@ -99,6 +99,12 @@ const umadv_cli_command_t *umadv__cli_find_command(const char *name);
 /* Format @bytes as GiB with two decimals, without the unit: "19.56". */
 char *umadv__cli_gib(uint64_t bytes, char *buf, size_t len);
 
+/* Register @path ("-": standard input) as an input before reading it:
+ * an output (--timeline, -o) or the log file (UMADV_LOG_FILE) that is the
+ * same file is then refused, before anything is written. Returns 0, or an
+ * exit status after an error that names both files. */
+int umadv__cli_input(const char *path);
+
 /* The trace plan and report read when none is named: the shipped VGG-16.
  * Returns a static path. */
 const char *umadv__cli_default_trace(void);

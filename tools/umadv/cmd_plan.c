@@ -250,6 +250,8 @@ static int read_trace(const char *path, umadv_trace_t *trace)
 {
     char why[512];
 
+    if (umadv__cli_input(path) != 0)
+        return UMADV_EXIT_FAILURE;
     if (umadv__trace_read_file(path, trace, why, sizeof(why)) != UMADV_OK)
         return umadv__cli_fail("%s", why);
     return 0;
@@ -391,15 +393,16 @@ static int timeline_open(umadv_plan_run_t *run, umadv_timeline_t *timeline)
     return rc;
 }
 
-/* A timeline of a run that failed is removed: half a document helps no
- * one. Returns @rc, or the closing's error. */
+/* The timeline of a run that failed is given up: half a document helps
+ * no one, and an older timeline stays as it was. Returns @rc, or the
+ * closing's error. */
 static int timeline_close(umadv_plan_run_t *run, int rc)
 {
-    int closed = umadv__timeline_close(run->timeline);
-
-    if (rc != 0 || closed != 0)
-        remove(run->args->timeline);
-    return rc != 0 ? rc : closed;
+    if (rc != 0) {
+        umadv__timeline_discard(run->timeline);
+        return rc;
+    }
+    return umadv__timeline_close(run->timeline);
 }
 
 int umadv__cmd_plan(const umadv_cli_command_t *cmd, int argc, char **argv)

@@ -288,6 +288,8 @@ int umadv__cmd_report(const umadv_cli_command_t *cmd, int argc, char **argv)
     memset(&rep, 0, sizeof(rep));
     if ((rc = parse_args(cmd, argc, argv, &rep.path)) != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
+    if (umadv__cli_input(rep.path) != 0)
+        return UMADV_EXIT_FAILURE;
     if (umadv__trace_read_file(rep.path, &rep.trace, why, sizeof(why)) != UMADV_OK)
         return umadv__cli_fail("%s", why);
     if ((rc = compute_steps(&rep)) == 0) {

@@ -364,6 +364,8 @@ int umadv__cmd_topo(const umadv_cli_command_t *cmd, int argc, char **argv)
     if (umadv__config_load(&config) != UMADV_OK)
         return UMADV_EXIT_FAILURE;
     t.mode = config.host_numa;
+    if (t.xml != NULL && umadv__cli_input(t.xml) != 0)
+        return UMADV_EXIT_FAILURE;
     if (umadv__numa_load(t.xml, &t.topology) != UMADV_OK)
         return UMADV_EXIT_FAILURE; /* logged, with hwloc's reason */
     rc = mode_check(&t);

@@ -4,12 +4,14 @@
  */
 #include "cli.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/outfile.h"
 #include "common/util.h"
 
 #ifndef UMADV_DATADIR
@@ -144,6 +146,15 @@ static int load_config(const umadv_cli_command_t *cmd)
     return 0;
 }
 
+int umadv__cli_input(const char *path)
+{
+    char why[PATH_MAX + 512];
+
+    if (umadv__outfile_add_input(path, why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
+    return 0;
+}
+
 const char *umadv__cli_default_trace(void)
 {
     static char installed[4096], source[4096];
@@ -162,6 +173,8 @@ int main(int argc, char **argv)
     const umadv_cli_command_t *cmd;
     const char *arg;
 
+    /* No PATH.tmp.XXXXXX outlives a ^C, a kill or a file size limit. */
+    umadv__outfile_guard_signals();
     if (argc < 2) {
         print_top_help(stderr);
         return UMADV_EXIT_USAGE;

@@ -6,7 +6,6 @@
  */
 #include "timeline.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "cli.h"
@@ -17,13 +16,13 @@
 
 int umadv__timeline_open(umadv_timeline_t *tl, const char *path, const umadv_trace_t *trace)
 {
+    char why[512];
+
     memset(tl, 0, sizeof(*tl));
-    tl->out = fopen(path, "w");
-    if (tl->out == NULL)
-        return umadv__cli_fail("cannot create the timeline %s: %s", path, strerror(errno));
-    tl->path  = path;
+    if (umadv__outfile_open(&tl->file, path, "the timeline", why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
     tl->trace = trace;
-    umadv__json_init(&tl->json, tl->out);
+    umadv__json_init(&tl->json, tl->file.stream);
     umadv__json_begin_object(&tl->json, NULL);
     umadv__json_string(&tl->json, "displayTimeUnit", "ms");
     umadv__json_begin_array(&tl->json, "traceEvents");
@@ -177,14 +176,16 @@ void umadv__timeline_steps(umadv_timeline_t *tl, const char *name, uint32_t firs
 
 int umadv__timeline_close(umadv_timeline_t *tl)
 {
-    int failed;
+    char why[512];
 
     umadv__json_end_array(&tl->json);
     umadv__json_end_object(&tl->json);
-    failed = ferror(tl->out) != 0;
-    failed |= fclose(tl->out) != 0;
-    tl->out = NULL;
-    if (failed)
-        return umadv__cli_fail("writing the timeline %s: %s", tl->path, strerror(errno));
+    if (umadv__outfile_commit(&tl->file, why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
     return 0;
+}
+
+void umadv__timeline_discard(umadv_timeline_t *tl)
+{
+    umadv__outfile_discard(&tl->file);
 }

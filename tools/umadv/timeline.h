@@ -7,13 +7,13 @@
 #ifndef UMADV_TOOLS_TIMELINE_H
 #define UMADV_TOOLS_TIMELINE_H
 
+#include "common/outfile.h"
 #include "json.h"
 #include "sim/sim.h"
 #include "trace/trace.h"
 
 typedef struct umadv_timeline {
-    FILE                *out;
-    const char          *path;
+    umadv_outfile_t      file;
     umadv_json_t         json;
     const umadv_trace_t *trace;
     uint32_t             pid;      /* the track being written */
@@ -21,8 +21,10 @@ typedef struct umadv_timeline {
     double               origin_s; /* its start: time 0 of the track; < 0 unset */
 } umadv_timeline_t;
 
-/* Create @path and begin the document. Returns 0, or an exit status after
- * an error message that names the file. */
+/* Open @path (common/outfile.h: a regular file is replaced only by
+ * umadv__timeline_close; "-", devices and FIFOs are streams; the input
+ * trace and the log file are refused) and begin the document. Returns 0,
+ * or an exit status after an error message that names the file. */
 int umadv__timeline_open(umadv_timeline_t *tl, const char *path, const umadv_trace_t *trace);
 
 /* Begin the track of one simulation named @name (a process in the viewer)
@@ -34,8 +36,13 @@ void umadv__timeline_track(umadv_timeline_t *tl, const char *name, umadv_sim_par
 void umadv__timeline_steps(umadv_timeline_t *tl, const char *name, uint32_t first,
                            uint32_t count);
 
-/* End the document and close the file. Returns 0, or an exit status after
- * an error message (a short write is an error). */
+/* End the document and commit the file. Returns 0, or an exit status
+ * after an error message (a short write, ENOSPC are errors; a regular
+ * file then stays as it was). */
 int umadv__timeline_close(umadv_timeline_t *tl);
+
+/* Give the timeline up (the run failed): a replaced file stays exactly as
+ * it was, no temporary file is left; a stream keeps what it got. */
+void umadv__timeline_discard(umadv_timeline_t *tl);
 
 #endif
