@@ -388,16 +388,100 @@ static void test_policy_names(void)
     is(umadv_policy_parse(NULL, &policy), UMADV_ERR_INVALID_PARAM, "NULL refused");
 }
 
+/* One iteration of NW steps, step i reading and writing all of w[i];
+ * w[2] is the largest. */
+#define NW 4
+#define W_BYTES(i) ((i) == 2 ? 5 * SECTION : 4 * SECTION)
+#define W_TOTAL (17 * SECTION)
+
+static void budget_iteration(umadv_context_t ctx, void *const *w)
+{
+    umadv_iteration_begin(ctx);
+    for (int i = 0; i < NW; i++) {
+        umadv_step_begin(ctx, i == 2 ? "layer2" : "layer", NULL);
+        umadv_step_access(ctx, w[i], W_BYTES(i), UMADV_ACCESS_RW);
+        umadv_step_end(ctx, 1000);
+    }
+}
+
+/* The resident peak (accounted by the executor) of @iters iterations
+ * replayed after the one that starts the replay. */
+static uint64_t budget_peak(umadv_context_t ctx, void *const *w, int iters)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+
+    for (int it = 0; it < iters; it++)
+        budget_iteration(ctx, w);
+    umadv_get_stats(ctx, &s);
+    return s.resident_peak;
+}
+
+static void test_set_budget(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_context_t ctx;
+    const uint64_t small = 6 * SECTION; /* the largest step and one section */
+    uint64_t peak;
+    void *w[NW];
+    char *log;
+
+    p.field_mask |= UMADV_CONTEXT_FIELD_POLICY;
+    p.policy = UMADV_POLICY_PLAN;
+    umadv_context_create(&p, &ctx);
+    for (int i = 0; i < NW; i++)
+        umadv_malloc(ctx, W_BYTES(i), "w", &w[i]);
+    is(umadv_set_budget(NULL, small), UMADV_ERR_INVALID_PARAM, "set_budget: NULL context");
+    is(umadv_set_budget(ctx, SECTION), UMADV_OK,
+       "set_budget: before any recording the budget is kept, not checked");
+    is_u64(ctx->config.budget, SECTION, "set_budget: kept");
+    is(umadv_set_budget(ctx, 0), UMADV_OK, "set_budget: 0 means no budget");
+    umadv_profile_next_iteration(ctx);
+    budget_iteration(ctx, w);
+    is(umadv_plan(ctx), UMADV_OK, "set_budget: planned without a budget");
+    peak = budget_peak(ctx, w, 3);
+    ok(peak == W_TOTAL, "set_budget: no budget keeps all of w resident (peak %llu KiB)",
+       (unsigned long long)(peak >> 10));
+
+    is(umadv_set_budget(ctx, small), UMADV_OK, "set_budget: a smaller budget");
+    ok(ctx->have_schedule && ctx->schedule.budget == ctx->props.total_memory,
+       "set_budget: the iteration under way keeps its schedule");
+    peak = budget_peak(ctx, w, 3);
+    ok(ctx->have_schedule && ctx->schedule.budget == small,
+       "set_budget: the next iteration plans again for the new budget");
+    ok(peak > 0 && peak <= small, "set_budget: the executor keeps the new budget (peak %llu "
+       "KiB of %llu)", (unsigned long long)(peak >> 10), (unsigned long long)(small >> 10));
+
+    log_take();
+    is(umadv_set_budget(ctx, 4 * SECTION), UMADV_ERR_BUDGET_TOO_SMALL,
+       "set_budget: a budget under one step's working set is refused");
+    log = log_take();
+    ok(strstr(log, "step 2 (layer2)") != NULL && strstr(log, "320.00 KiB") != NULL &&
+       strstr(log, "stays 384.00 KiB") != NULL,
+       "set_budget: the error names the step, the bytes it needs and the budget kept: %s", log);
+    is_u64(ctx->config.budget, small, "set_budget: the old budget stays");
+    peak = budget_peak(ctx, w, 3);
+    ok(ctx->schedule.budget == small && peak > 0 && peak <= small,
+       "set_budget: the replay goes on under the old budget (peak %llu KiB)",
+       (unsigned long long)(peak >> 10));
+
+    is(umadv_set_budget(ctx, W_TOTAL), UMADV_OK, "set_budget: back to room for all");
+    umadv_set_policy(ctx, UMADV_POLICY_DEMAND);
+    ok(ctx->schedule.budget == W_TOTAL && !ctx->replay.replan,
+       "set_budget: a plan made before the boundary (set_policy) takes the new budget");
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(84);
+    plan(100);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
     test_stats();
+    test_set_budget();
     test_policy_names();
     log_capture_stop();
     return exit_status();
