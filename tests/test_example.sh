@@ -57,12 +57,23 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q -- "'sideways' is not a policy" "$tmp/usage.err"
 ok $? "--policies with an unknown policy is a usage error naming it (exit $rc)"
 
+"$prog" --budget-range 0.5,0.2 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--budget-range" "$tmp/usage.err"
+ok $? "--budget-range with LO > HI is a usage error naming the flag (exit $rc)"
+
+"$prog" --budget-change -1 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--budget-change" "$tmp/usage.err"
+ok $? "--budget-change -1 is a usage error naming the flag (exit $rc)"
+
 train first
 rc=$(cat "$tmp/first.rc")
 if [ "$rc" -eq 77 ]; then
     for what in "trains" "one loss per iteration" "first loss log(classes)" "loss falls" \
                 "checksum" "ms per iteration" "second run" "oracle run" "another seed" \
-                "--policies runs" "--policies losses"; do
+                "--policies runs" "--policies losses" "budget changes" \
+                "budget changes: bitwise" "budget changes: within" "nothing left"; do
         n=$((n + 1))
         echo "ok $n # SKIP no CUDA device: $what"
     done
@@ -132,5 +143,23 @@ for p in oracle demand plan; do
 done
 [ "$same" = yes ]
 ok $? "every run of --policies gives the single run's losses and checksum"
+
+# A small long run: 12 iterations, a new budget every 3 (25% to 100% of
+# the footprint), under every policy; the same budgets for each.
+"$prog" --batch 1024 --hidden 512 --layers 6 --iters 12 --budget-change 3 --budget-seed 5 \
+    --policies oracle,demand,prefetch-all,plan >"$tmp/long.out" 2>"$tmp/long.err"
+rc=$?
+seqs=$(for p in oracle demand prefetch-all plan; do
+    awk -v p="$p" '$1 == "run" { on = ($2 == p) } on && $1 == "budget_block" { printf "%s ", $4 }' \
+        "$tmp/long.out"; echo; done | sort -u | wc -l)
+[ "$rc" -eq 0 ] && [ "$(grep -c '^budget_block' "$tmp/long.out")" -eq 16 ] && [ "$seqs" -eq 1 ]
+ok $? "budget changes: 4 blocks a policy, the same budgets under each (exit $rc)" ||
+    diag "$tmp/long.err"
+[ "$(awk '$1 == "checksum" { print $2 }' "$tmp/long.out" | sort -u | wc -l)" -eq 1 ]
+ok $? "budget changes: every policy's weights bitwise equal to oracle's"
+! grep -q '^budget_block.*OVER' "$tmp/long.out" && grep -q '^budgets set [1-9]' "$tmp/long.out"
+ok $? "budget changes: every block's resident peak within its budget"
+grep -q '^managed_left 0 bytes in 0 blocks' "$tmp/long.out"
+ok $? "nothing left in umadv's pool once the model is freed"
 
 tap_done
