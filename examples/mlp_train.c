@@ -836,7 +836,8 @@ static int steady_first(const mlp_t *m)
 
 /* ---- budget changes ---------------------------------------------------- */
 
-/* splitmix64: a fixed, portable sequence (bench/longrun.py documents it). */
+/* splitmix64: a fixed, portable sequence (examples/torch_train.py draws the
+ * same way; tests/test_bench_scripts.sh compares the two). */
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -901,6 +902,15 @@ static void budget_step(mlp_t *m, int it)
     m->budget_now = want;
     m->budgets_set++;
     printf("budget_set %d %" PRIu64 " at iter %d\n", k, want, it);
+}
+
+/* --footprint with --budget-change: the budgets a run would draw. */
+static void budget_draws(const mlp_t *m)
+{
+    int n = m->opt.budget_change;
+
+    for (int k = 0; n > 0 && k <= (m->opt.iters - 1) / n; k++)
+        printf("budget_draw %d %" PRIu64 "\n", k, block_budget(m, k));
 }
 
 static void train(mlp_t *m, uint64_t *used_peak_p)
@@ -1156,13 +1166,15 @@ int main(int argc, char **argv)
     footprint_compute(&m.opt, &fp);
     print_header(&m.opt);
     footprint_print(&m.opt, &fp);
-    if (m.opt.footprint_only)
+    m.footprint = fp.total;
+    if (m.opt.footprint_only) {
+        budget_draws(&m);
         return EXIT_SUCCESS;
+    }
     device_open(&m);
     cap = memory_check(&fp, env_device(), &used_base);
     print_device(cap);
     fflush(stdout);
-    m.footprint = fp.total;
     context_open(&m, cap);
     model_alloc(&m);
     model_init(&m);

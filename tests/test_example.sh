@@ -67,6 +67,30 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q -- "--budget-change" "$tmp/usage.err"
 ok $? "--budget-change -1 is a usage error naming the flag (exit $rc)"
 
+# The budget draws: a fixed sequence, the same in examples/torch_train.py.
+"$prog" $tiny --iters 100 --budget-change 20 --budget-seed 7 --footprint >"$tmp/draw.out" 2>&1
+rc=$?
+fp=$(awk '$1 == "footprint" && $2 == "total" { print $3 }' "$tmp/draw.out")
+awk '$1 == "budget_draw" { print $2, $3 }' "$tmp/draw.out" >"$tmp/draw.c"
+[ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/draw.c")" -eq 5 ] &&
+    awk -v fp="$fp" '$2 % 1048576 || $2 < fp / 4 - 1048576 || $2 > fp { bad = 1 }
+        END { exit bad }' "$tmp/draw.c"
+ok $? "--footprint with --budget-change prints 5 draws, whole MiB in 25%..100% of $fp"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch_train as t
+for k in range(5):
+    print(k, t.block_budget(7, k, 0.25, 1.0, int(sys.argv[2])))' \
+        "${top_srcdir:-.}/examples" "$fp" >"$tmp/draw.py" 2>&1
+    cmp -s "$tmp/draw.c" "$tmp/draw.py"
+    ok $? "torch_train.py draws the same budgets as mlp_train" || diag "$tmp/draw.py"
+else
+    n=$((n + 1))
+    echo "ok $n # SKIP no python3: torch_train.py's budget draws"
+fi
+
 train first
 rc=$(cat "$tmp/first.rc")
 if [ "$rc" -eq 77 ]; then
