@@ -168,9 +168,10 @@ done
 [ "$same" = yes ]
 ok $? "every run of --policies gives the single run's losses and checksum"
 
-# A small long run: 12 iterations, a new budget every 3 (25% to 100% of
+# A small long run: 12 iterations, a new budget every 3 (40% to 100% of
 # the footprint), under every policy; the same budgets for each.
 "$prog" --batch 1024 --hidden 512 --layers 6 --iters 12 --budget-change 3 --budget-seed 5 \
+    --budget-range 0.4,1 \
     --policies oracle,demand,prefetch-all,plan >"$tmp/long.out" 2>"$tmp/long.err"
 rc=$?
 seqs=$(for p in oracle demand prefetch-all plan; do
