@@ -100,7 +100,8 @@ lfield() { # NAME WORKLOAD POLICY KEY: in NAME/longrun.json
 }
 
 longrun lr
-[ "$(cat "$tmp/lr.rc")" -eq 0 ] && grep -q '^long run: every policy bitwise equal' "$tmp/lr.table"
+[ "$(cat "$tmp/lr.rc")" -eq 0 ] && grep -q '^long run: every run complete' "$tmp/lr.table" &&
+    grep -q "^budgets: every block's resident peak within" "$tmp/lr.table"
 ok $? "longrun.py runs both workloads over the stand-ins and passes them" || diag "$tmp/lr.err"
 
 grep -q -- '--budget-change 3' "$tmp/lr/mlp.log" && grep -q -- '--policies oracle,demand,prefetch-all,plan' "$tmp/lr/mlp.log" &&
@@ -117,8 +118,9 @@ longrun sum FAKE_BREAK=checksum
 ok $? "weights unlike oracle's fail the long run"
 
 longrun over FAKE_BREAK=over
-[ "$(cat "$tmp/over.rc")" -eq 1 ] && [ "$(lfield over mlp plan blocks_over)" = 1 ]
-ok $? "a block over its budget fails the long run"
+[ "$(cat "$tmp/over.rc")" -eq 1 ] && [ "$(lfield over mlp plan blocks_over)" = 1 ] &&
+    grep -q '^budgets: OVER in mlp plan (1 blocks)' "$tmp/over.table"
+ok $? "a block over its budget fails the long run, named apart from bitwise equality"
 
 longrun left FAKE_BREAK=left
 [ "$(cat "$tmp/left.rc")" -eq 1 ] && [ "$(lfield left mlp plan managed_left)" = $((8 << 20)) ]
