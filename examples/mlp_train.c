@@ -1101,6 +1101,9 @@ static int run_policy(mlp_t *m)
     policy = m->opt.policies[m->run];
     m->policy = policy;
     printf("run %s\n", umadv_policy_name(policy));
+    /* The first block's budget before the switch, which plans with it. */
+    if (m->run > 0)
+        budget_step(m, 0);
     status = umadv_set_policy(m->ctx, policy);
     if (status == UMADV_ERR_BUDGET_TOO_SMALL) {
         printf("run_skipped %s\n", umadv_status_string(status));
@@ -1117,9 +1120,6 @@ static void run(mlp_t *m, uint64_t used_base)
     uint64_t used_peak = 0;
 
     m->budgets_set = m->budgets_refused = m->blocks_over = 0;
-    /* The first block's budget before the switch, which plans with it. */
-    if (m->run > 0)
-        budget_step(m, 0);
     if (run_policy(m)) {
         if (m->run > 0)
             model_init(m);

@@ -6,6 +6,7 @@
  */
 #include <umadv.h>
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,17 +472,80 @@ static void test_set_budget(void)
     umadv_context_destroy(ctx);
 }
 
+/* A known bug as TAP's TODO (tap.h has none): reported, an XFAIL, not a
+ * failure of the program; the description must carry "# TODO why". Once
+ * fixed, tap-driver reports an XPASS, which fails the suite: make it ok(). */
+static void todo(int pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void todo(int pass, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (!tap_result(pass, __FILE__, __LINE__, fmt, ap))
+        tap_failed--;
+    va_end(ap);
+}
+
+/* demand under a budget, with a block allocated inside a step (as an
+ * activation gradient is): the executor's accounted residency must stay
+ * within the budget. */
+static void demand_iteration(umadv_context_t ctx, void *const *w)
+{
+    void *g;
+
+    umadv_iteration_begin(ctx);
+    for (int i = 0; i < NW; i++) {
+        umadv_step_begin(ctx, "layer", NULL);
+        umadv_step_access(ctx, w[i], W_BYTES(i), UMADV_ACCESS_RW);
+        if (i == 1) {
+            umadv_malloc(ctx, 2 * SECTION, "grad", &g);
+            umadv_step_access(ctx, g, 2 * SECTION, UMADV_ACCESS_WRITE);
+        }
+        umadv_step_end(ctx, 1000);
+        if (i == 2)
+            umadv_free(ctx, g);
+    }
+}
+
+static void test_demand_in_step_alloc(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_stats_t s = {.size = sizeof(s)};
+    umadv_context_t ctx;
+    const uint64_t budget = 7 * SECTION;
+    void *w[NW];
+
+    p.field_mask |= UMADV_CONTEXT_FIELD_POLICY | UMADV_CONTEXT_FIELD_BUDGET;
+    p.policy = UMADV_POLICY_DEMAND;
+    p.budget = budget;
+    umadv_context_create(&p, &ctx);
+    for (int i = 0; i < NW; i++)
+        umadv_malloc(ctx, W_BYTES(i), "w", &w[i]);
+    umadv_profile_next_iteration(ctx);
+    demand_iteration(ctx, w);
+    umadv_plan(ctx);
+    for (int it = 0; it < 4; it++)
+        demand_iteration(ctx, w);
+    umadv_get_stats(ctx, &s);
+    todo(s.resident_peak > 0 && s.resident_peak <= budget,
+         "demand keeps the budget with a block allocated inside a step (peak %llu KiB of "
+         "%llu) # TODO exec/policy.c makes room at the step's begin, before the block exists",
+         (unsigned long long)(s.resident_peak >> 10), (unsigned long long)(budget >> 10));
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(100);
+    plan(101);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
     test_stats();
     test_set_budget();
+    test_demand_in_step_alloc();
     test_policy_names();
     log_capture_stop();
     return exit_status();
