@@ -77,7 +77,7 @@ awk '$1 == "budget_draw" { print $2, $3 }' "$tmp/draw.out" >"$tmp/draw.c"
         END { exit bad }' "$tmp/draw.c"
 ok $? "--footprint with --budget-change prints 5 draws, whole MiB in 25%..100% of $fp"
 if command -v python3 >/dev/null 2>&1; then
-    python3 -c '
+    python3 -B -c '
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch_train as t
