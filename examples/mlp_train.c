@@ -24,6 +24,15 @@
  * UMADV_BUDGET. Every kernel is deterministic (no atomics, fixed reduction
  * orders, FP32 cuBLAS without TF32), so the loss sequence and the checksum
  * of the final weights are bitwise the same under every policy.
+ *
+ * A long run (--budget-change N): every N iterations the budget changes,
+ * through umadv_set_budget(), to a fraction of the footprint drawn at
+ * random in --budget-range; the draws depend on --budget-seed and the
+ * block of N iterations only, so every policy of --policies sees the same
+ * sequence. After each block the program prints the executor's resident
+ * peak against the budget in force; at the end, the managed bytes umadv
+ * still holds after the model is freed and the GPU memory left in use
+ * once the context is destroyed.
  */
 #include <umadv.h>
 
@@ -67,6 +76,9 @@ typedef struct mlp_opts {
     const char *trace_path;
     umadv_policy_t policies[MAX_RUNS]; /* --policies; none: one run, UMADV_POLICY's */
     int         npolicies;
+    int         budget_change;           /* iterations between budgets; 0: none */
+    uint64_t    budget_seed;
+    double      budget_lo, budget_hi;    /* fractions of the footprint */
 } mlp_opts_t;
 
 typedef struct mlp_layer {
@@ -99,6 +111,10 @@ typedef struct mlp {
     int             run;         /* runs so far: the first one profiles */
     int             steady_from; /* first iteration measured as steady state */
     umadv_stats_t   steady_start;/* counters when it began */
+    uint64_t        footprint;   /* bytes the budget fractions are of */
+    umadv_policy_t  policy;      /* of the run under way */
+    uint64_t        budget_now;  /* set through umadv_set_budget(); 0: none */
+    int             budgets_set, budgets_refused, blocks_over;
 } mlp_t;
 
 /* ---- errors ---------------------------------------------------------- */
@@ -174,6 +190,11 @@ static void usage(FILE *out)
         "                     process, from the same initial weights: the first run\n"
         "                     profiles, the others switch with umadv_set_policy()\n"
         "                     (e.g. oracle,demand,prefetch-all,plan)\n"
+        "  --budget-change N  every N iterations, a new budget through umadv_set_budget():\n"
+        "                     a fraction of the footprint drawn from --budget-range, the\n"
+        "                     same sequence for every policy (0: never, the default)\n"
+        "  --budget-seed N    seed of those draws (default: --seed)\n"
+        "  --budget-range LO,HI  the fractions drawn from (default 0.25,1)\n"
         "  --save-trace PATH  write the profiled iteration as an umadv trace (once the\n"
         "                     timing pass after it has measured the step durations)\n"
         "  --footprint        print the managed-memory footprint and exit (no GPU needed)\n"
@@ -222,7 +243,8 @@ static double parse_real(const char *flag, const char *text, double min, double 
 }
 
 enum { OPT_BATCH = 256, OPT_HIDDEN, OPT_LAYERS, OPT_CLASSES, OPT_ITERS, OPT_PROFILE,
-       OPT_LR, OPT_MOMENTUM, OPT_SEED, OPT_POLICIES, OPT_TRACE, OPT_FOOTPRINT, OPT_HELP };
+       OPT_LR, OPT_MOMENTUM, OPT_SEED, OPT_POLICIES, OPT_TRACE, OPT_FOOTPRINT, OPT_HELP,
+       OPT_BUDGET_CHANGE, OPT_BUDGET_SEED, OPT_BUDGET_RANGE };
 
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -237,6 +259,9 @@ static const struct option long_opts[] = {
     {"policies", required_argument, NULL, OPT_POLICIES},
     {"save-trace", required_argument, NULL, OPT_TRACE},
     {"footprint", no_argument, NULL, OPT_FOOTPRINT},
+    {"budget-change", required_argument, NULL, OPT_BUDGET_CHANGE},
+    {"budget-seed", required_argument, NULL, OPT_BUDGET_SEED},
+    {"budget-range", required_argument, NULL, OPT_BUDGET_RANGE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}
 };
@@ -254,6 +279,9 @@ static void opts_default(mlp_opts_t *o)
     o->momentum     = 0.9;
     o->separation   = 10.0;
     o->seed         = 1;
+    o->budget_seed  = UINT64_MAX; /* --seed's, once parsed */
+    o->budget_lo    = 0.25;
+    o->budget_hi    = 1.0;
 }
 
 static void parse_policies(mlp_opts_t *o, const char *flag, const char *text)
@@ -279,6 +307,24 @@ static void parse_policies(mlp_opts_t *o, const char *flag, const char *text)
     }
 }
 
+/* LO,HI with 0 < LO <= HI <= 1. */
+static void parse_range(mlp_opts_t *o, const char *flag, const char *text)
+{
+    char *end;
+
+    errno = 0;
+    o->budget_lo = strtod(text, &end);
+    if (errno == 0 && end != text && *end == ',') {
+        const char *hi = end + 1;
+        o->budget_hi = strtod(hi, &end);
+        if (errno == 0 && end != hi && *end == '\0' && o->budget_lo > 0.0 &&
+            o->budget_lo <= o->budget_hi && o->budget_hi <= 1.0)
+            return;
+    }
+    usage_error("invalid value '%s' for --%s: LO,HI, fractions of the footprint with "
+                "0 < LO <= HI <= 1", text, flag);
+}
+
 /* One option; the flag's name for messages is long_opts[index]. */
 static void opt_apply(mlp_opts_t *o, int c, const char *flag, const char *arg)
 {
@@ -295,6 +341,9 @@ static void opt_apply(mlp_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_POLICIES:  parse_policies(o, flag, arg); break;
     case OPT_TRACE:     o->trace_path = arg; break;
     case OPT_FOOTPRINT: o->footprint_only = 1; break;
+    case OPT_BUDGET_CHANGE: o->budget_change = (int)parse_int(flag, arg, 0, 1 << 24); break;
+    case OPT_BUDGET_SEED:   o->budget_seed = (uint64_t)parse_int(flag, arg, 0, LLONG_MAX); break;
+    case OPT_BUDGET_RANGE:  parse_range(o, flag, arg); break;
     }
 }
 
@@ -320,6 +369,8 @@ static void opts_parse(int argc, char **argv, mlp_opts_t *o)
     if (o->profile_iter >= o->iters)
         usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
                     o->profile_iter, o->iters);
+    if (o->budget_seed == UINT64_MAX)
+        o->budget_seed = o->seed;
     /* Measured: 0.02 learns at width 512, 0.01 at 4096, 0.03 diverges there. */
     if (o->lr == 0.0)
         o->lr = 0.45 / sqrt((double)o->hidden);
@@ -783,6 +834,85 @@ static int steady_first(const mlp_t *m)
     return m->run == 0 ? o->profile_iter + 1 : 0;
 }
 
+/* ---- budget changes ---------------------------------------------------- */
+
+/* splitmix64: a fixed, portable sequence (examples/torch_train.py draws the
+ * same way; tests/test_bench_scripts.sh compares the two). */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The budget of block @k: a fraction of the footprint drawn uniformly
+ * from the range, whole MiB. Depends on the seed and @k only. */
+static uint64_t block_budget(const mlp_t *m, int k)
+{
+    const mlp_opts_t *o = &m->opt;
+    double u = (double)(mix64(o->budget_seed * 1000003u + (uint64_t)k) >> 11) * 0x1p-53;
+    double frac = o->budget_lo + u * (o->budget_hi - o->budget_lo);
+    uint64_t mib = (uint64_t)(frac * (double)m->footprint) >> 20;
+
+    return (mib > 0 ? mib : 1) << 20;
+}
+
+/* The executor's resident peak against the budget of the block that ends
+ * (its executor began with the block; oracle keeps no budget). */
+static void block_report(mlp_t *m, int k)
+{
+    umadv_stats_t st = {.size = sizeof(st)};
+    int within;
+
+    UMADV_CHECK(umadv_get_stats(m->ctx, &st));
+    within = st.resident_peak <= m->budget_now;
+    if (!within && m->policy != UMADV_POLICY_ORACLE)
+        m->blocks_over++;
+    printf("budget_block %d budget %" PRIu64 " resident_peak %" PRIu64 " %s\n", k,
+           m->budget_now, st.resident_peak,
+           m->policy == UMADV_POLICY_ORACLE ? "oracle" : within ? "within" : "OVER");
+}
+
+/* At the start of iteration @it: a new block, a new budget. A refused one
+ * (a step needs more) leaves the old budget in force. */
+static void budget_step(mlp_t *m, int it)
+{
+    int n = m->opt.budget_change, k;
+    uint64_t want;
+    umadv_status_t status;
+
+    if (n == 0 || it % n != 0)
+        return;
+    k = it / n;
+    if (it > 0)
+        block_report(m, k - 1);
+    want = block_budget(m, k);
+    if (want == m->budget_now)
+        return;
+    status = umadv_set_budget(m->ctx, want);
+    if (status == UMADV_ERR_BUDGET_TOO_SMALL) {
+        m->budgets_refused++;
+        printf("budget_refused %d %" PRIu64 " (budget stays %" PRIu64 ")\n", k, want,
+               m->budget_now);
+        return;
+    }
+    if (status != UMADV_OK)
+        die("umadv_set_budget(%" PRIu64 "): %s", want, umadv_status_string(status));
+    m->budget_now = want;
+    m->budgets_set++;
+    printf("budget_set %d %" PRIu64 " at iter %d\n", k, want, it);
+}
+
+/* --footprint with --budget-change: the budgets a run would draw. */
+static void budget_draws(const mlp_t *m)
+{
+    int n = m->opt.budget_change;
+
+    for (int k = 0; n > 0 && k <= (m->opt.iters - 1) / n; k++)
+        printf("budget_draw %d %" PRIu64 "\n", k, block_budget(m, k));
+}
+
 static void train(mlp_t *m, uint64_t *used_peak_p)
 {
     uint64_t used_peak = 0, used;
@@ -797,6 +927,7 @@ static void train(mlp_t *m, uint64_t *used_peak_p)
             UMADV_CHECK(umadv_profile_next_iteration(m->ctx));
         if (it == m->steady_from)
             UMADV_CHECK(umadv_get_stats(m->ctx, &m->steady_start));
+        budget_step(m, it);
         start = now_ms();
         iteration(m, it);
         CUDA_CHECK(cudaStreamSynchronize(m->stream));
@@ -808,6 +939,8 @@ static void train(mlp_t *m, uint64_t *used_peak_p)
         if (it == profile_iter)
             plan_after_profile(m);
     }
+    if (m->opt.budget_change > 0)
+        block_report(m, (m->opt.iters - 1) / m->opt.budget_change);
     *used_peak_p = used_peak;
 }
 
@@ -878,6 +1011,12 @@ static void print_times(const mlp_t *m)
     printf("ms_per_iter %.3f (median of %d steady-state iteration%s)\n",
            n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0, n,
            n == 1 ? "" : "s");
+    {
+        double sum = 0.0;
+        for (int i = 0; i < n; i++)
+            sum += sorted[i];
+        printf("ms_mean %.3f (mean of the same)\n", sum / n);
+    }
     free(sorted);
 }
 
@@ -955,10 +1094,16 @@ static int run_policy(mlp_t *m)
 
     if (m->opt.npolicies == 0) {
         printf("run %s\n", env != NULL ? env : "default");
+        if (env == NULL || umadv_policy_parse(env, &m->policy) != UMADV_OK)
+            m->policy = UMADV_POLICY_PLAN; /* umadv's default (umadv(7)) */
         return 1;
     }
     policy = m->opt.policies[m->run];
+    m->policy = policy;
     printf("run %s\n", umadv_policy_name(policy));
+    /* The first block's budget before the switch, which plans with it. */
+    if (m->run > 0)
+        budget_step(m, 0);
     status = umadv_set_policy(m->ctx, policy);
     if (status == UMADV_ERR_BUDGET_TOO_SMALL) {
         printf("run_skipped %s\n", umadv_status_string(status));
@@ -974,6 +1119,7 @@ static void run(mlp_t *m, uint64_t used_base)
 {
     uint64_t used_peak = 0;
 
+    m->budgets_set = m->budgets_refused = m->blocks_over = 0;
     if (run_policy(m)) {
         if (m->run > 0)
             model_init(m);
@@ -983,9 +1129,30 @@ static void run(mlp_t *m, uint64_t used_base)
         print_times(m);
         print_stats(m, used_base, used_peak);
         print_steady(m);
+        if (m->opt.budget_change > 0)
+            printf("budgets set %d refused %d blocks_over %d\n", m->budgets_set,
+                   m->budgets_refused, m->blocks_over);
     }
     fflush(stdout);
     m->run++;
+}
+
+/* What umadv still holds once every block is freed (its counters), then
+ * the GPU memory in use above the start once the context is destroyed
+ * (cudaMemGetInfo; cuBLAS's workspace, made at the first product, stays). */
+static void exit_report(mlp_t *m, uint64_t used_base)
+{
+    umadv_stats_t st = {.size = sizeof(st)};
+    uint64_t used;
+
+    UMADV_CHECK(umadv_get_stats(m->ctx, &st));
+    printf("managed_left %" PRIu64 " bytes in %" PRIu64 " blocks (after freeing the model)\n",
+           st.managed_bytes, st.allocations);
+    umadv_context_destroy(m->ctx);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    used = gpu_used();
+    printf("gpu_used_after_destroy %" PRId64 " bytes above the start\n",
+           (int64_t)(used - used_base));
 }
 
 int main(int argc, char **argv)
@@ -999,8 +1166,11 @@ int main(int argc, char **argv)
     footprint_compute(&m.opt, &fp);
     print_header(&m.opt);
     footprint_print(&m.opt, &fp);
-    if (m.opt.footprint_only)
+    m.footprint = fp.total;
+    if (m.opt.footprint_only) {
+        budget_draws(&m);
         return EXIT_SUCCESS;
+    }
     device_open(&m);
     cap = memory_check(&fp, env_device(), &used_base);
     print_device(cap);
@@ -1012,7 +1182,7 @@ int main(int argc, char **argv)
     while (m.run < runs)
         run(&m, used_base);
     model_free(&m);
-    umadv_context_destroy(m.ctx);
+    exit_report(&m, used_base);
     BLAS_CHECK(cublasDestroy(m.blas));
     CUDA_CHECK(cudaStreamDestroy(m.stream));
     return EXIT_SUCCESS;

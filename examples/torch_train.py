@@ -26,6 +26,14 @@ bit. --policies LIST trains once per policy of LIST in the same process,
 each from the same initial weights (restored in place, so the tensors stay
 the blocks the profile saw): the first run profiles, the others switch
 with umadv_set_policy(), all under UMADV_BUDGET; a table compares them.
+--budget-change N makes it a long run: every N iterations the budget
+changes (umadv_set_budget through ctypes) to a fraction of the footprint
+drawn from --budget-range (splitmix64 of --budget-seed and the block, as
+examples/mlp_train.c draws), the same sequence for every policy; each
+block's resident peak is checked against its budget, every parameter and
+buffer of the final model is compared bit for bit with the first run's
+(put oracle first), and the managed bytes umadv still holds once the
+model is gone are reported.
 Timed iterations are ones whose GPU faults umadv does not count (counting
 costs every launch host time, see UMADV_FAULT_PERIOD): the faults shown
 are those of the last counted replayed iteration before them.
@@ -40,6 +48,7 @@ deterministic and benchmark off so that both runs compute the same bits.
 import argparse
 import ctypes
 import gc
+import hashlib
 import json
 import os
 import subprocess
@@ -72,6 +81,7 @@ class Umadv:
         for name in ("umadv_iteration_begin", "umadv_profile_next_iteration", "umadv_plan"):
             getattr(lib, name).argtypes = [ctypes.c_void_p]
         lib.umadv_set_policy.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.umadv_set_budget.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
         lib.umadv_policy_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
         lib.umadv_trace_save.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.umadv_get_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(Stats)]
@@ -102,11 +112,105 @@ class Umadv:
         self.check("umadv_set_policy(%s)" % name, status)
         return True
 
+    def set_budget(self, nbytes):
+        """umadv_set_budget; False when a step needs more (the old budget stays)."""
+        status = self.lib.umadv_set_budget(self.context(), nbytes)
+        if status == UMADV_ERR_BUDGET_TOO_SMALL:
+            return False
+        self.check("umadv_set_budget(%d)" % nbytes, status)
+        return True
+
     def stats(self):
         s = Stats()
         s.size = ctypes.sizeof(Stats)
         self.check("umadv_get_stats", self.lib.umadv_get_stats(self.context(), ctypes.byref(s)))
         return s
+
+
+def mix64(x):
+    """splitmix64, as examples/mlp_train.c."""
+    m = 2**64 - 1
+    x = (x + 0x9e3779b97f4a7c15) & m
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & m
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & m
+    return x ^ (x >> 31)
+
+
+def block_budget(seed, k, lo, hi, footprint):
+    """The budget of block @k: a fraction of @footprint in [lo, hi), whole MiB."""
+    u = (mix64((seed * 1000003 + k) & (2**64 - 1)) >> 11) * 2.0**-53
+    mib = int((lo + u * (hi - lo)) * footprint) >> 20
+    return max(mib, 1) << 20
+
+
+class Budgets:
+    """The budget changes of one run (--budget-change): which block is in
+    force, what was set or refused, each block's resident peak."""
+
+    def __init__(self, args, um, run):
+        self.args, self.um, self.run = args, um, run
+        self.block = None
+        run.update({"budgets": [], "refused": 0, "blocks": [], "blocks_over": 0})
+
+    def footprint(self):
+        """--footprint, else umadv's managed peak once an iteration ran."""
+        if self.args.footprint:
+            return self.args.footprint
+        if self.args.base is None and self.um.stats().iterations > 0:
+            self.args.base = self.um.stats().managed_peak
+        return self.args.base
+
+    def report(self):
+        """The block that ends: its executor's resident peak against its budget."""
+        if self.block is None:
+            return
+        peak = self.um.stats().resident_peak
+        budget = self.args.budget_now
+        state = "oracle" if self.run["policy"] == "oracle" else (
+            "within" if budget and peak <= budget else "OVER")
+        if state == "OVER":
+            self.run["blocks_over"] += 1
+        self.run["blocks"].append({"block": self.block, "budget": budget,
+                                   "resident_peak": peak, "state": state})
+        print("  budget_block %d budget %s resident_peak %d %s" % (
+            self.block, budget, peak, state), flush=True)
+
+    def step(self, it):
+        """At the start of iteration @it (before umadv marks it)."""
+        n, base = self.args.budget_change, self.footprint()
+        if not n or base is None or it // n == self.block:
+            return
+        self.report()
+        self.block = it // n
+        want = block_budget(self.args.budget_seed, self.block, self.args.budget_lo,
+                            self.args.budget_hi, base)
+        if want == self.args.budget_now:
+            return
+        if not self.um.set_budget(want):
+            self.run["refused"] += 1
+            print("  budget_refused %d %d (stays %s)" % (self.block, want, self.args.budget_now),
+                  flush=True)
+            return
+        self.args.budget_now = want
+        self.run["budgets"].append(want)
+        print("  budget_set %d %d at iter %d" % (self.block, want, it), flush=True)
+
+
+def param_digests(model):
+    """sha256 of the bits of every parameter and buffer, by name."""
+    return {k: hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+            for k, v in model.state_dict().items()}
+
+
+def compare_to_first(runs):
+    """Each run's parameters and losses against the first run's, bit for bit."""
+    ref = next((r for r in runs if "params" in r), None)
+    for r in runs:
+        if ref is None or "params" not in r:
+            continue
+        r["params_differ"] = sorted(k for k in ref["params"] if r["params"].get(k) != ref["params"][k])
+        r["params_equal"] = not r["params_differ"] and len(r["params"]) == len(ref["params"])
+        r["losses_equal"] = [x.hex() for x in r["losses"]] == [x.hex() for x in ref["losses"]]
 
 
 def lib_str(b):
@@ -223,9 +327,12 @@ def iterate(torch, model, opt, x, y, args, um, run):
     """One training run: times, losses and umadv's counters per iteration."""
     profile = um is not None and run["index"] == 0 and not args.no_profile
     label = run["policy"] or "native"
+    budgets = run.get("budget_ctl")
     for it in range(args.iters):
         t0 = time.perf_counter()
         before = counters(um) if um is not None else None
+        if budgets is not None:
+            budgets.step(it)
         if um is not None:
             mark(um, it, args, profile)
         loss = step(torch, model, opt, x, y)
@@ -244,6 +351,8 @@ def iterate(torch, model, opt, x, y, args, um, run):
         print("  %-12s iter %2d  %8.1f ms  loss %.7f  %s%s" % (
             label, it, run["times"][-1], run["losses"][-1], run["losses"][-1].hex(), extra),
             flush=True)
+    if budgets is not None:
+        budgets.report()
     # Faults to the iteration they happened in: read at the next begin.
     faults = [c["gpu_faults"] for c in run["counters"]]
     for k, c in enumerate(run["counters"]):
@@ -265,6 +374,10 @@ def train(torch, torchvision, args, um):
     for index, policy in enumerate(policies):
         run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": []}
         runs.append(run)
+        if um is not None and args.budget_change:
+            run["budget_ctl"] = Budgets(args, um, run)
+            if index > 0:  # the first block's budget before the switch plans with it
+                run["budget_ctl"].step(0)
         if index > 0:
             if not um.set_policy(policy):
                 run["skipped"] = "the budget is too small for a step"
@@ -276,8 +389,30 @@ def train(torch, torchvision, args, um):
         if um is not None:
             stats = um.stats()
             run["managed_peak"], run["resident_peak"] = stats.managed_peak, stats.resident_peak
+        if args.budget_change:
+            run.pop("budget_ctl", None)
+            run["params"] = param_digests(model)
     del model, opt, x, y
+    if um is not None and args.budget_change:
+        compare_to_first(runs)
+        args.left = managed_left(torch, um)
     return runs
+
+
+def managed_left(torch, um):
+    """What umadv still holds once the model, optimizer and data are gone:
+    cuBLAS's workspaces (PyTorch keeps one per handle and stream) are
+    returned first."""
+    gc.collect()
+    torch.cuda.synchronize()
+    try:
+        torch._C._cuda_clearCublasWorkspaces()
+    except AttributeError:
+        pass
+    s = um.stats()
+    print("managed_left %d bytes in %d blocks (model, optimizer, data and cuBLAS "
+          "workspaces freed)" % (s.managed_bytes, s.allocations), flush=True)
+    return {"managed_bytes": s.managed_bytes, "blocks": s.allocations}
 
 
 def steady_from(args, run):
@@ -359,7 +494,12 @@ def summarize(run, native, args):
     tail = run["counters"][first:] or run["counters"][-1:]
     n = max(len(tail), 1)
     out = {"policy": run["policy"] or "native", "ms_per_iter": ms, "steady_from": first,
+           "iterations": len(run["times"]),
            "times": run["times"], "losses": [x.hex() for x in run["losses"]]}
+    for k in ("budgets", "refused", "blocks", "blocks_over", "params_equal", "params_differ",
+              "losses_equal"):
+        if k in run:
+            out[k] = run[k]
     if native is not None:
         out["x_native"] = ms / steady(native, args)
         out["identical"] = out["losses"] == [x.hex() for x in native["losses"]]
@@ -388,6 +528,23 @@ def print_summary(rows, native):
     print("  (1) GPU fault groups of the last iteration counted before the steady state")
 
 
+def print_longrun(rows, args):
+    """The long run's table: each policy against the first run."""
+    print("\n  %-13s %6s %8s %8s %9s %8s %8s %6s" % (
+        "policy", "iters", "budgets", "refused", "ms mean", "params", "losses", "over"))
+    for r in rows:
+        if "skipped" in r:
+            continue
+        tail = r["times"][r["steady_from"]:] or r["times"][-1:]
+        print("  %-13s %6d %8d %8d %9.1f %8s %8s %6d" % (
+            r["policy"], r["iterations"], len(r.get("budgets", [])), r.get("refused", 0),
+            sum(tail) / len(tail), "equal" if r.get("params_equal") else "DIFFER",
+            "equal" if r.get("losses_equal") else "DIFFER", r.get("blocks_over", 0)))
+    if args.left is not None:
+        print("  managed bytes left: %d in %d blocks" % (args.left["managed_bytes"],
+                                                          args.left["blocks"]))
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=("vgg16", "resnet50"), default="vgg16")
@@ -410,6 +567,15 @@ def parse_args():
     p.add_argument("--policy", default="oracle", help="UMADV_POLICY unless already set")
     p.add_argument("--policies", help="train once per policy of this comma-separated list "
                    "in one process (the first profiles; e.g. oracle,demand,prefetch-all,plan)")
+    p.add_argument("--budget-change", type=int, default=0, metavar="N",
+                   help="every N iterations a new budget (umadv_set_budget), drawn from "
+                   "--budget-range, the same sequence for every policy (0: never)")
+    p.add_argument("--budget-seed", type=int, help="seed of the draws (default: --seed)")
+    p.add_argument("--budget-range", default="0.25,1", metavar="LO,HI",
+                   help="fractions of the footprint the budgets are drawn from")
+    p.add_argument("--footprint", type=int, metavar="BYTES",
+                   help="what the fractions are of (default: umadv's managed peak after "
+                   "the first iteration)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--umadv", dest="mode", action="store_const", const="umadv")
     mode.add_argument("--native", dest="mode", action="store_const", const="native")
@@ -422,6 +588,19 @@ def parse_args():
     if args.policies and args.no_profile:
         p.error("--policies needs the profile (no --no-profile)")
     args.policies = args.policies.split(",") if args.policies else None
+    try:
+        args.budget_lo, args.budget_hi = (float(x) for x in args.budget_range.split(","))
+    except ValueError:
+        args.budget_lo = args.budget_hi = -1.0
+    if not 0 < args.budget_lo <= args.budget_hi <= 1:
+        p.error("--budget-range: LO,HI, fractions of the footprint with 0 < LO <= HI <= 1")
+    if args.budget_change < 0:
+        p.error("--budget-change: a number of iterations, 0 for none")
+    if args.budget_change and args.mode != "umadv":
+        p.error("--budget-change needs --umadv (the budget is umadv's)")
+    if args.budget_seed is None:
+        args.budget_seed = args.seed
+    args.base, args.budget_now, args.left = None, None, None
     return args
 
 
@@ -473,6 +652,10 @@ def main():
     if rows:
         print_summary(rows, native)
     ok = all(r.get("identical", True) for r in rows)
+    if args.budget_change and rows:
+        print_longrun(rows, args)
+        ok = ok and all(r.get("params_equal", False) and r.get("blocks_over", 1) == 0
+                        for r in rows if "skipped" not in r)
     if native is not None and rows:
         print("losses bitwise identical: %s" % ("yes" if ok else "NO"))
     if args.json:
@@ -480,6 +663,9 @@ def main():
             json.dump({"model": args.model, "batch": args.batch, "iters": args.iters,
                        "budget": os.environ.get("UMADV_BUDGET"),
                        "native": summarize(native, None, args) if native else None,
+                       "budget_change": args.budget_change, "budget_seed": args.budget_seed,
+                       "budget_range": [args.budget_lo, args.budget_hi],
+                       "footprint": args.footprint or args.base, "managed_left": args.left,
                        "runs": rows}, f, indent=1)
     sys.stdout.flush()
     # The umadv context lives to the end of the process, its migration

@@ -275,6 +275,25 @@ UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path)
  */
 UMADV_API umadv_status_t umadv_set_policy(umadv_context_t ctx, umadv_policy_t policy);
 
+/**
+ * @brief Change the GPU memory budget at run time (what UMADV_BUDGET and
+ * params.budget set at creation; the same rules: bytes, 0 = no budget).
+ *
+ * With an iteration already recorded, the budget is checked against its
+ * steps now, and the schedule is planned again from that trace (no new
+ * profile) at the next umadv_iteration_begin(), where the replay restarts
+ * under the new budget: the iteration under way keeps the old one. Without
+ * a recording yet, the budget is kept for umadv_plan(), which checks it.
+ * The oracle policy ignores the budget, but it is checked and kept all the
+ * same, for the policies that follow. May be called with a step open.
+ * @return ::UMADV_OK;
+ *         ::UMADV_ERR_BUDGET_TOO_SMALL when one recorded step alone needs
+ *         more than @a bytes (logged with the step's index, name and the
+ *         bytes it needs); the previous budget then stays;
+ *         ::UMADV_ERR_INVALID_PARAM for a NULL context.
+ */
+UMADV_API umadv_status_t umadv_set_budget(umadv_context_t ctx, uint64_t bytes);
+
 /** @brief Read counters into @a stats (set stats->size first). */
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats);
 

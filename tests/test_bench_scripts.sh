@@ -7,7 +7,10 @@
 # record, a policy umadv refused shown as such, and a loss or checksum
 # that differs from oracle's flagged. bench/torch_policies.py over
 # tests/bench/fake_torch_train.py: the same arithmetic for PyTorch runs,
-# losses compared with native PyTorch's. Skipped without python3.
+# losses compared with native PyTorch's. bench/longrun.py over
+# tests/bench/fake_longrun_{mlp,torch}.py: its table, its JSON, and its
+# verdict failing on weights unlike oracle's, a block over its budget,
+# or managed bytes left. Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP no python3"
@@ -77,5 +80,54 @@ ok $? "x oracle, and x bound from the recorded link (plan $(tfield resnet50 plan
 [ "$(tfield vgg16 demand identical)" = False ] && [ "$(tfield vgg16 plan identical)" = True ] &&
     grep -q 'vgg16 .* demand .* NO$' "$tmp/torch.table"
 ok $? "losses that differ from native PyTorch's are flagged"
+
+
+# ---- bench/longrun.py -------------------------------------------------
+
+# longrun NAME [ENV=VALUE...]: the long run over the stand-ins into
+# $tmp/NAME; NAME.table, NAME.rc
+longrun() {
+    name=$1
+    shift
+    env "$@" python3 "$srcdir/bench/longrun.py" --mlp "$srcdir/tests/bench/fake_longrun_mlp.py" \
+        --torch-script "$srcdir/tests/bench/fake_longrun_torch.py" --lib /dev/null \
+        --iters 10 --budget-change 3 --out "$tmp/$name" >"$tmp/$name.table" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+
+lfield() { # NAME WORKLOAD POLICY KEY: in NAME/longrun.json
+    row_value "$tmp/$1/longrun.json" "$4" workload="$2" policy="$3"
+}
+
+longrun lr
+[ "$(cat "$tmp/lr.rc")" -eq 0 ] && grep -q '^long run: every run complete' "$tmp/lr.table" &&
+    grep -q "^budgets: every block's resident peak within" "$tmp/lr.table"
+ok $? "longrun.py runs both workloads over the stand-ins and passes them" || diag "$tmp/lr.err"
+
+grep -q -- '--budget-change 3' "$tmp/lr/mlp.log" && grep -q -- '--policies oracle,demand,prefetch-all,plan' "$tmp/lr/mlp.log" &&
+    grep -q -- '--umadv' "$tmp/lr/torch.log" && grep -q -- '--budget-seed 1' "$tmp/lr/torch.log"
+ok $? "each workload is one process with every policy, the budget changes and the seed"
+
+[ "$(lfield lr mlp plan iterations)" = 10 ] && [ "$(lfield lr mlp plan refused)" = 1 ] &&
+    grep -q '^mlp  *plan  *10 3 (1.00-1.25 GiB), 1 refused  *100.0  *yes  *0  *0 B$' "$tmp/lr.table"
+ok $? "a row per policy: iterations, budgets set and refused, ms/iter, bitwise, managed left"
+
+longrun sum FAKE_BREAK=checksum
+[ "$(cat "$tmp/sum.rc")" -eq 1 ] && [ "$(lfield sum mlp demand bitwise_equal)" = False ] &&
+    [ "$(lfield sum mlp plan bitwise_equal)" = True ] && grep -q 'FAILED' "$tmp/sum.table"
+ok $? "weights unlike oracle's fail the long run"
+
+longrun over FAKE_BREAK=over
+[ "$(cat "$tmp/over.rc")" -eq 1 ] && [ "$(lfield over mlp plan blocks_over)" = 1 ] &&
+    grep -q '^budgets: OVER in mlp plan (1 blocks)' "$tmp/over.table"
+ok $? "a block over its budget fails the long run, named apart from bitwise equality"
+
+longrun left FAKE_BREAK=left
+[ "$(cat "$tmp/left.rc")" -eq 1 ] && [ "$(lfield left mlp plan managed_left)" = $((8 << 20)) ]
+ok $? "managed bytes left at exit fail the long run"
+
+longrun params FAKE_BREAK=params
+[ "$(cat "$tmp/params.rc")" -eq 1 ] && [ "$(lfield params resnet50 prefetch-all bitwise_equal)" = False ]
+ok $? "PyTorch parameters unlike oracle's fail the long run"
 
 tap_done

@@ -6,6 +6,7 @@
  */
 #include <umadv.h>
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,16 +389,163 @@ static void test_policy_names(void)
     is(umadv_policy_parse(NULL, &policy), UMADV_ERR_INVALID_PARAM, "NULL refused");
 }
 
+/* One iteration of NW steps, step i reading and writing all of w[i];
+ * w[2] is the largest. */
+#define NW 4
+#define W_BYTES(i) ((i) == 2 ? 5 * SECTION : 4 * SECTION)
+#define W_TOTAL (17 * SECTION)
+
+static void budget_iteration(umadv_context_t ctx, void *const *w)
+{
+    umadv_iteration_begin(ctx);
+    for (int i = 0; i < NW; i++) {
+        umadv_step_begin(ctx, i == 2 ? "layer2" : "layer", NULL);
+        umadv_step_access(ctx, w[i], W_BYTES(i), UMADV_ACCESS_RW);
+        umadv_step_end(ctx, 1000);
+    }
+}
+
+/* The resident peak (accounted by the executor) of @iters iterations
+ * replayed after the one that starts the replay. */
+static uint64_t budget_peak(umadv_context_t ctx, void *const *w, int iters)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+
+    for (int it = 0; it < iters; it++)
+        budget_iteration(ctx, w);
+    umadv_get_stats(ctx, &s);
+    return s.resident_peak;
+}
+
+static void test_set_budget(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_context_t ctx;
+    const uint64_t small = 6 * SECTION; /* the largest step and one section */
+    uint64_t peak;
+    void *w[NW];
+    char *log;
+
+    p.field_mask |= UMADV_CONTEXT_FIELD_POLICY;
+    p.policy = UMADV_POLICY_PLAN;
+    umadv_context_create(&p, &ctx);
+    for (int i = 0; i < NW; i++)
+        umadv_malloc(ctx, W_BYTES(i), "w", &w[i]);
+    is(umadv_set_budget(NULL, small), UMADV_ERR_INVALID_PARAM, "set_budget: NULL context");
+    is(umadv_set_budget(ctx, SECTION), UMADV_OK,
+       "set_budget: before any recording the budget is kept, not checked");
+    is_u64(ctx->config.budget, SECTION, "set_budget: kept");
+    is(umadv_set_budget(ctx, 0), UMADV_OK, "set_budget: 0 means no budget");
+    umadv_profile_next_iteration(ctx);
+    budget_iteration(ctx, w);
+    is(umadv_plan(ctx), UMADV_OK, "set_budget: planned without a budget");
+    peak = budget_peak(ctx, w, 3);
+    ok(peak == W_TOTAL, "set_budget: no budget keeps all of w resident (peak %llu KiB)",
+       (unsigned long long)(peak >> 10));
+
+    is(umadv_set_budget(ctx, small), UMADV_OK, "set_budget: a smaller budget");
+    ok(ctx->have_schedule && ctx->schedule.budget == ctx->props.total_memory,
+       "set_budget: the iteration under way keeps its schedule");
+    peak = budget_peak(ctx, w, 3);
+    ok(ctx->have_schedule && ctx->schedule.budget == small,
+       "set_budget: the next iteration plans again for the new budget");
+    ok(peak > 0 && peak <= small, "set_budget: the executor keeps the new budget (peak %llu "
+       "KiB of %llu)", (unsigned long long)(peak >> 10), (unsigned long long)(small >> 10));
+
+    log_take();
+    is(umadv_set_budget(ctx, 4 * SECTION), UMADV_ERR_BUDGET_TOO_SMALL,
+       "set_budget: a budget under one step's working set is refused");
+    log = log_take();
+    ok(strstr(log, "step 2 (layer2)") != NULL && strstr(log, "320.00 KiB") != NULL &&
+       strstr(log, "stays 384.00 KiB") != NULL,
+       "set_budget: the error names the step, the bytes it needs and the budget kept: %s", log);
+    is_u64(ctx->config.budget, small, "set_budget: the old budget stays");
+    peak = budget_peak(ctx, w, 3);
+    ok(ctx->schedule.budget == small && peak > 0 && peak <= small,
+       "set_budget: the replay goes on under the old budget (peak %llu KiB)",
+       (unsigned long long)(peak >> 10));
+
+    is(umadv_set_budget(ctx, W_TOTAL), UMADV_OK, "set_budget: back to room for all");
+    umadv_set_policy(ctx, UMADV_POLICY_DEMAND);
+    ok(ctx->schedule.budget == W_TOTAL && !ctx->replay.replan,
+       "set_budget: a plan made before the boundary (set_policy) takes the new budget");
+    umadv_context_destroy(ctx);
+}
+
+/* A known bug as TAP's TODO (tap.h has none): reported, an XFAIL, not a
+ * failure of the program; the description must carry "# TODO why". Once
+ * fixed, tap-driver reports an XPASS, which fails the suite: make it ok(). */
+static void todo(int pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void todo(int pass, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (!tap_result(pass, __FILE__, __LINE__, fmt, ap))
+        tap_failed--;
+    va_end(ap);
+}
+
+/* demand under a budget, with a block allocated inside a step (as an
+ * activation gradient is): the executor's accounted residency must stay
+ * within the budget. */
+static void demand_iteration(umadv_context_t ctx, void *const *w)
+{
+    void *g;
+
+    umadv_iteration_begin(ctx);
+    for (int i = 0; i < NW; i++) {
+        umadv_step_begin(ctx, "layer", NULL);
+        umadv_step_access(ctx, w[i], W_BYTES(i), UMADV_ACCESS_RW);
+        if (i == 1) {
+            umadv_malloc(ctx, 2 * SECTION, "grad", &g);
+            umadv_step_access(ctx, g, 2 * SECTION, UMADV_ACCESS_WRITE);
+        }
+        umadv_step_end(ctx, 1000);
+        if (i == 2)
+            umadv_free(ctx, g);
+    }
+}
+
+static void test_demand_in_step_alloc(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_stats_t s = {.size = sizeof(s)};
+    umadv_context_t ctx;
+    const uint64_t budget = 7 * SECTION;
+    void *w[NW];
+
+    p.field_mask |= UMADV_CONTEXT_FIELD_POLICY | UMADV_CONTEXT_FIELD_BUDGET;
+    p.policy = UMADV_POLICY_DEMAND;
+    p.budget = budget;
+    umadv_context_create(&p, &ctx);
+    for (int i = 0; i < NW; i++)
+        umadv_malloc(ctx, W_BYTES(i), "w", &w[i]);
+    umadv_profile_next_iteration(ctx);
+    demand_iteration(ctx, w);
+    umadv_plan(ctx);
+    for (int it = 0; it < 4; it++)
+        demand_iteration(ctx, w);
+    umadv_get_stats(ctx, &s);
+    todo(s.resident_peak > 0 && s.resident_peak <= budget,
+         "demand keeps the budget with a block allocated inside a step (peak %llu KiB of "
+         "%llu) # TODO exec/policy.c makes room at the step's begin, before the block exists",
+         (unsigned long long)(s.resident_peak >> 10), (unsigned long long)(budget >> 10));
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(84);
+    plan(101);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
     test_stats();
+    test_set_budget();
+    test_demand_in_step_alloc();
     test_policy_names();
     log_capture_stop();
     return exit_status();

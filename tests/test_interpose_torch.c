@@ -108,6 +108,9 @@ static void test_single(umadv_context_t ctx)
 
     ok(umadv_torch_context(&got) == UMADV_OK && got == ctx,
        "umadv_torch_context returns the process's context");
+    ok(umadv_set_budget(got, 8 * UMADV_MIB) == UMADV_OK && got->config.budget == 8 * UMADV_MIB &&
+       umadv_set_budget(got, 0) == UMADV_OK && got->config.budget == 0,
+       "its budget changes through umadv_set_budget (what Python calls through ctypes)");
     p = umadv_torch_malloc(UMADV_MIB, 0, NULL);
     ok(p != NULL && live_blocks(ctx) == 1, "malloc makes one umadv block");
     if (p != NULL)
@@ -220,7 +223,7 @@ int main(void)
 
     log_capture_start();
     env_clear();
-    plan(21);
+    plan(22);
     test_lazy_failure();
 
     ctx = host_context(0);
