@@ -242,7 +242,9 @@ static void plan_step_end(umadv_exec_t *e, uint32_t j)
 /* ---- working sets and LRU (oracle, demand, prefetch-all) ------------------ */
 
 /* Stamp the step's sections as used now; queued evictions of them are
- * called off. The sections not on the GPU go to scratch[0..*nmiss_p). */
+ * called off. The sections not on the GPU go to scratch[0..*nmiss_p);
+ * *miss_bytes_p also counts the blocks the step allocates, which are
+ * not bound yet but will be on the GPU when it ends. */
 static umadv_status_t working_set(umadv_exec_t *e, uint32_t j, size_t *nmiss_p,
                                   uint64_t *miss_bytes_p)
 {
@@ -256,11 +258,16 @@ static umadv_status_t working_set(umadv_exec_t *e, uint32_t j, size_t *nmiss_p,
     for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
         const umadv_trace_access_t *acc = &e->trace->accesses[a];
 
-        for (uint32_t i = 0; bound(e, acc->alloc) && i < acc->count; i++) {
+        for (uint32_t i = 0; i < acc->count; i++) {
             uint32_t s = exec_section_id(e, acc->alloc, acc->first + i);
             if (e->stamp[s] == e->stamp_now)
                 continue;
             e->stamp[s] = e->stamp_now;
+            if (!bound(e, acc->alloc)) {
+                /* Allocated inside the step: its kernels will fault it in. */
+                bytes += exec_section_size(e, s);
+                continue;
+            }
             e->last_use[s] = e->key;
             if (e->lru_on)
                 umadv__exec_lru_update(&e->lru, s);
