@@ -604,6 +604,30 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
     return status;
 }
 
+/* Figures the planner's arithmetic stays finite with: at most 2^64 bytes
+ * over at most 2^40 calls. Wider than the trace format's plausibility
+ * rule (trace.h) on purpose: tests model a free link with 1e15 B/s. The
+ * planner does not run on what it cannot compute (a subnormal bandwidth
+ * made every time infinite and tripped its internal checks). */
+static umadv_status_t check_link(const umadv_link_model_t *link)
+{
+    size_t count;
+    const umadv_link_figure_t *figures = umadv__link_figures(&count);
+
+    for (size_t i = 0; i < count; i++) {
+        double v = *(const double *)((const char *)link + figures[i].offset);
+        int good = figures[i].is_bw ? v >= 1 && isfinite(v) : v >= 0 && v <= 1e6;
+
+        /* a zero remote bandwidth is "no remote access", as before */
+        if (!good && !(figures[i].offset == offsetof(umadv_link_model_t, remote_bw) && v == 0)) {
+            umadv_error("planner: link figure %s=%g cannot be planned with (bandwidths from 1 "
+                        "byte/s, latencies up to 1e6 s)", figures[i].key, v);
+            return UMADV_ERR_INVALID_PARAM;
+        }
+    }
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_params_t *params,
                                  umadv_schedule_t *schedule)
 {
@@ -615,6 +639,9 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
 
     if (trace == NULL || params == NULL || schedule == NULL || !trace->finalized)
         return UMADV_ERR_INVALID_PARAM;
+    status = check_link(&params->link);
+    if (status != UMADV_OK)
+        return status;
     status = umadv__trace_iteration_require(trace, params->iteration, &first, &count);
     if (status != UMADV_OK)
         return status;

@@ -587,7 +587,7 @@ static umadv_status_t parse_device(reader_t *r)
     if (status == UMADV_OK)
         status = get_fixed_string(r, "pci_bus_id", d.pci_bus_id, sizeof(d.pci_bus_id));
     if (status == UMADV_OK)
-        status = get_u64(r, "memory", UINT64_MAX, &d.memory);
+        status = get_u64(r, "memory", UMADV_TRACE_IO_MAX_MEMORY, &d.memory);
     if (status == UMADV_OK)
         status = get_cc(r, &d);
     if (status == UMADV_OK)
@@ -600,37 +600,37 @@ static umadv_status_t parse_device(reader_t *r)
     return UMADV_OK;
 }
 
-static umadv_status_t get_link_value(reader_t *r, const char *key, int is_bw, double *v_p)
+/* Each figure within the one plausibility rule of trace.h: a subnormal
+ * bandwidth or a latency of 1e308 would make every modelled time
+ * infinite. */
+static umadv_status_t get_link_value(reader_t *r, const umadv_link_figure_t *fig,
+                                     double *v_p)
 {
-    umadv_status_t status = get_double(r, key, v_p);
+    char what[96];
+    umadv_status_t status = get_double(r, fig->key, v_p);
 
-    if (status != UMADV_OK)
+    if (status != UMADV_OK || umadv__link_figure_plausible(fig->is_bw, *v_p))
         return status;
-    if (is_bw ? *v_p <= 0 : *v_p < 0)
-        return fail_value(r, field_find(r, key),
-                          is_bw ? "must be positive" : "must not be negative");
-    return UMADV_OK;
+    if (fig->is_bw)
+        snprintf(what, sizeof(what), "is out of range (%g to %g bytes/s)", UMADV_LINK_BW_MIN,
+                 UMADV_LINK_BW_MAX);
+    else
+        snprintf(what, sizeof(what), "is out of range (0 to %g seconds)",
+                 UMADV_LINK_LATENCY_MAX);
+    return fail_value(r, field_find(r, fig->key), what);
 }
 
 static umadv_status_t parse_link(reader_t *r)
 {
     umadv_link_model_t l;
-    const struct {
-        const char *key;
-        double     *value;
-        int         is_bw;
-    } figures[] = {
-        {"fetch_bw", &l.fetch_bw, 1}, {"fetch_latency", &l.fetch_latency, 0},
-        {"evict_bw", &l.evict_bw, 1}, {"evict_latency", &l.evict_latency, 0},
-        {"fault_bw", &l.fault_bw, 1}, {"fault_latency", &l.fault_latency, 0},
-        {"remote_bw", &l.remote_bw, 1},
-    };
+    size_t count;
+    const umadv_link_figure_t *figures = umadv__link_figures(&count);
 
     if (!(r->have & HAVE_TRACE) || (r->have & HAVE_LINK))
         return fail_record(r, "must come once, after the 'trace' record");
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(figures); i++) {
-        umadv_status_t status = get_link_value(r, figures[i].key, figures[i].is_bw,
-                                               figures[i].value);
+    for (size_t i = 0; i < count; i++) {
+        umadv_status_t status = get_link_value(r, &figures[i],
+                                               (double *)((char *)&l + figures[i].offset));
         if (status != UMADV_OK)
             return status;
     }
@@ -784,7 +784,7 @@ static umadv_status_t parse_step(reader_t *r)
     if (status == UMADV_OK)
         status = get_step_kind(r, &kind);
     if (status == UMADV_OK)
-        status = get_u64(r, "dur_ns", UINT64_MAX, &duration);
+        status = get_u64(r, "dur_ns", UMADV_TRACE_IO_MAX_STEP_NS, &duration);
     if (status == UMADV_OK)
         status = get_string(r, "name", &name);
     if (status != UMADV_OK)
