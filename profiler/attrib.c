@@ -112,7 +112,8 @@ umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nl
     if (iv == NULL)
         return UMADV_ERR_NO_MEMORY;
     memset(&stats, 0, sizeof(stats));
-    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    if (nlaunches > 1) /* launches may be NULL when empty: qsort's pointer must not be */
+        qsort(launches, nlaunches, sizeof(*launches), launch_compare);
     n = kernel_intervals(launches, nlaunches, kernels, nkernels, nsteps, iv, &stats);
     status = interval_spans(iv, n, nsteps, spans);
     free(iv);
@@ -131,7 +132,8 @@ umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launc
     iv = malloc((nkernels ? nkernels : 1) * sizeof(*iv));
     if (iv == NULL)
         return UMADV_ERR_NO_MEMORY;
-    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    if (nlaunches > 1) /* launches may be NULL when empty: qsort's pointer must not be */
+        qsort(launches, nlaunches, sizeof(*launches), launch_compare);
     n = kernel_intervals(launches, nlaunches, kernels, nkernels, trace->nsteps, iv, stats);
     qsort(iv, n, sizeof(*iv), interval_compare);
     kernel_durations(trace, iv, n);

@@ -195,6 +195,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->read_mostly = 1;
     params->host_placement = 1;
     params->refine      = 1;
+    params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -309,7 +310,8 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
         /* a fetch for the next replay is needed after this one's steps */
         ops1[i].need_order = ops1[i].need + (ops1[i].issue < 0 ? n : 0);
     }
-    qsort(ops1, n1, sizeof(*ops1), op1_compare);
+    if (n1 > 1) /* ops1 may be NULL when empty: qsort's pointer must not be */
+        qsort(ops1, n1, sizeof(*ops1), op1_compare);
     for (size_t i = 0; i < n1; i++) {
         if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, lim)) {
             out[nops - 1].count++;
@@ -588,6 +590,7 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
         sp.warmup    = 1; /* the replay starts in the plan's steady state */
         sp.quiet     = 1;
         sp.schedule  = &s;
+        sp.max_touches = params->max_touches;
         status = umadv__sim_run(trace, &sp, &r);
         if (status == UMADV_OK && r.iteration_s < best_s) {
             best_s = r.iteration_s;
@@ -643,6 +646,9 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
     if (status != UMADV_OK)
         return status;
     status = umadv__trace_iteration_require(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__window_check_cost(trace, first, count, params->max_touches);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_init(&w, trace, first, count);

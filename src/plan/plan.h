@@ -143,6 +143,9 @@ typedef struct umadv_plan_params {
     int                refine;     /* with host placement: plan each way of
                                     * estimating it (and none), simulate each,
                                     * keep the fastest (plan.c, REFINE) */
+    uint64_t           max_touches; /* the iteration's section touches plus steps
+                                     * at most (window.h, COST); 0 = no limit;
+                                     * default UMADV_PLAN_MAX_TOUCHES_DEFAULT */
 } umadv_plan_params_t;
 
 typedef struct umadv_schedule {

@@ -99,6 +99,7 @@ void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy
     params->iteration = trace->niterations ? trace->niterations - 1 : 0;
     params->link      = trace->link;
     params->warmup    = SIM_WARMUP_DEFAULT;
+    params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
 }
 
 double umadv__sim_lower_bound(double compute_s, uint64_t fetched, uint64_t evicted,
@@ -233,6 +234,8 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
     if (status != UMADV_OK)
         return status;
     status = check_params(trace, params, first, count);
+    if (status == UMADV_OK && params->policy != UMADV_POLICY_ORACLE)
+        status = umadv__window_check_cost(trace, first, count, params->max_touches);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_init(&w, trace, first, count);

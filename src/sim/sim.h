@@ -80,6 +80,9 @@ typedef struct umadv_sim_params {
     void                   *observer_arg;
     int                     quiet;       /* no per-step stall log (sim.c, STALL
                                           * ATTRIBUTION): the planner's trials */
+    uint64_t                max_touches; /* as the planner's (window.h, COST); 0 =
+                                          * no limit; the oracle, which only sums,
+                                          * is not bounded */
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
