@@ -349,13 +349,15 @@ static umadv_status_t copy_step(umadv_trace_t *to, const umadv_trace_t *from, ui
 umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t *extra,
                                        size_t nextra)
 {
-    const umadv_prof_access_t *next = extra, *end = extra + nextra;
+    /* no offset on a NULL extra (nothing to merge): that is UB too */
+    const umadv_prof_access_t *next = extra, *end = nextra ? extra + nextra : extra;
     umadv_trace_t merged;
     umadv_status_t status;
 
     if (trace->finalized)
         return UMADV_ERR_STATE;
-    qsort(extra, nextra, sizeof(*extra), access_step_compare);
+    if (nextra > 1) /* extra may be NULL when empty: qsort's pointer must not be */
+        qsort(extra, nextra, sizeof(*extra), access_step_compare);
     status = umadv__trace_init(&merged, trace->section_size);
     if (status != UMADV_OK)
         return status;
