@@ -529,6 +529,28 @@ static void test_writer_refuses(const umadv_trace_t *sample)
     t.link.fault_bw = 0;
     ok(umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM && buf == NULL,
        "writer refuses a link figure the reader would refuse");
+    t = *sample;
+    t.link.fetch_latency = 10.5;
+    ok(umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM && buf == NULL,
+       "writer refuses a latency past the plausible range");
+    {
+        char *name = malloc(UMADV_TRACE_IO_MAX_LINE);
+
+        if (name != NULL) {
+            memset(name, 'k', UMADV_TRACE_IO_MAX_LINE - 1);
+            name[UMADV_TRACE_IO_MAX_LINE - 1] = '\0';
+        }
+        t = *sample;
+        t.steps = malloc(sizeof(*t.steps) * t.nsteps);
+        if (t.steps != NULL)
+            memcpy(t.steps, sample->steps, sizeof(*t.steps) * t.nsteps);
+        ok(name != NULL && t.steps != NULL && (t.steps[0].name = name, 1) &&
+               umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM &&
+               buf == NULL,
+           "writer refuses a line the reader would stop at (a 64 KiB step name)");
+        free(t.steps);
+        free(name);
+    }
 }
 
 /* Output must not depend on LC_NUMERIC (a German locale writes "0,1"). */
@@ -563,7 +585,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(42 + 11);
+    plan(42 + 11 + 2);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;

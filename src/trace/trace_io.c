@@ -246,6 +246,28 @@ static umadv_status_t write_check(const umadv_trace_t *trace)
     return UMADV_OK;
 }
 
+/* The reader stops at a line longer than UMADV_TRACE_IO_MAX_LINE (a name
+ * or a tag of tens of KiB, escaped): refuse to write what would not read. */
+static umadv_status_t check_line_lengths(const strbuf_t *sb)
+{
+    size_t start = 0, line = 1;
+
+    while (start < sb->len) {
+        const char *nl = memchr(sb->data + start, '\n', sb->len - start);
+        size_t end = nl != NULL ? (size_t)(nl - sb->data) : sb->len;
+
+        if (end - start > UMADV_TRACE_IO_MAX_LINE) {
+            umadv_error("cannot write trace: line %zu would be %zu bytes long, more than the "
+                        "format's %llu (a name or tag too long)", line, end - start,
+                        (unsigned long long)UMADV_TRACE_IO_MAX_LINE);
+            return UMADV_ERR_INVALID_PARAM;
+        }
+        start = end + 1;
+        line++;
+    }
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_p,
                                          size_t *len_p)
 {
@@ -260,6 +282,10 @@ umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_
     write_allocs(&sb, trace);
     write_steps(&sb, trace);
     umadv__numeric_locale_leave(&nl);
+    if (!sb.failed && check_line_lengths(&sb) != UMADV_OK) {
+        free(sb.data);
+        return UMADV_ERR_INVALID_PARAM;
+    }
     return sb_seal(&sb, buf_p, len_p);
 }
 
