@@ -44,7 +44,10 @@ umadv_status_t umadv__trace_read_buffer(const char *name, const char *buf, size_
                                         umadv_trace_t *trace, char *why, size_t why_len);
 
 /* Read a file ("-" is standard input). UMADV_ERR_IO when it cannot be
- * read (why names the path and errno), UMADV_ERR_CORRUPT when malformed. */
+ * read (why names the path and errno), UMADV_ERR_CORRUPT when malformed,
+ * or as soon as the input passes a bound above (a line too long, no
+ * header, more bytes than its counts allow): a device or a pipe that
+ * never ends is refused quickly. */
 umadv_status_t umadv__trace_read_file(const char *path, umadv_trace_t *trace,
                                       char *why, size_t why_len);
 
@@ -56,7 +59,8 @@ umadv_status_t umadv__trace_write_stream(const umadv_trace_t *trace, FILE *strea
  * umadv__trace_write_stream would write). *@buf_p and *@len_p are set only
  * on success; UMADV_ERR_INVALID_PARAM (logged) for a trace the format
  * cannot hold: unfinalized, implausible link figures (trace.h), too
- * many sections. */
+ * many sections, a number past its bound above, a line longer than
+ * UMADV_TRACE_IO_MAX_LINE. */
 umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_p,
                                          size_t *len_p);
 
