@@ -416,7 +416,8 @@ double umadv__sim_next_event(const sim_engine_t *e)
  * lane goes is decided by what is there, never by times alone: with
  * absurd link figures an event can fall at infinity (or NaN), and
  * @until may be infinity too; every pass completes one event, so the
- * loop ends whatever the times. */
+ * loop ends whatever the times, and a caller waiting for an event (one
+ * is pending) always gets it, even at a NaN time. */
 void umadv__sim_advance(sim_engine_t *e, double until)
 {
     while (umadv__sim_lanes_busy(e)) {
@@ -424,7 +425,7 @@ void umadv__sim_advance(sim_engine_t *e, double until)
         double tf = e->f_running ? e->f_end : SIM_INF;
         int evict_first = e->eq_len > 0 && (!e->f_running || !(te > tf));
 
-        if (!(UMADV_MIN(te, tf) <= until))
+        if (UMADV_MIN(te, tf) > until) /* NaN compares false: processed, no stall */
             return;
         if (evict_first) {
             complete_evict(e);
