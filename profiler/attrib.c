@@ -112,7 +112,8 @@ umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nl
     if (iv == NULL)
         return UMADV_ERR_NO_MEMORY;
     memset(&stats, 0, sizeof(stats));
-    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    if (nlaunches > 1) /* launches may be NULL when empty: qsort's pointer must not be */
+        qsort(launches, nlaunches, sizeof(*launches), launch_compare);
     n = kernel_intervals(launches, nlaunches, kernels, nkernels, nsteps, iv, &stats);
     status = interval_spans(iv, n, nsteps, spans);
     free(iv);
@@ -131,7 +132,8 @@ umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launc
     iv = malloc((nkernels ? nkernels : 1) * sizeof(*iv));
     if (iv == NULL)
         return UMADV_ERR_NO_MEMORY;
-    qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    if (nlaunches > 1) /* launches may be NULL when empty: qsort's pointer must not be */
+        qsort(launches, nlaunches, sizeof(*launches), launch_compare);
     n = kernel_intervals(launches, nlaunches, kernels, nkernels, trace->nsteps, iv, stats);
     qsort(iv, n, sizeof(*iv), interval_compare);
     kernel_durations(trace, iv, n);
@@ -347,13 +349,15 @@ static umadv_status_t copy_step(umadv_trace_t *to, const umadv_trace_t *from, ui
 umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t *extra,
                                        size_t nextra)
 {
-    const umadv_prof_access_t *next = extra, *end = extra + nextra;
+    /* no offset on a NULL extra (nothing to merge): that is UB too */
+    const umadv_prof_access_t *next = extra, *end = nextra ? extra + nextra : extra;
     umadv_trace_t merged;
     umadv_status_t status;
 
     if (trace->finalized)
         return UMADV_ERR_STATE;
-    qsort(extra, nextra, sizeof(*extra), access_step_compare);
+    if (nextra > 1) /* extra may be NULL when empty: qsort's pointer must not be */
+        qsort(extra, nextra, sizeof(*extra), access_step_compare);
     status = umadv__trace_init(&merged, trace->section_size);
     if (status != UMADV_OK)
         return status;

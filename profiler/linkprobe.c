@@ -17,8 +17,6 @@
 #define PROBE_REPEATS    3
 #define PROBE_PAGE       4096u
 
-#define BW_MIN 1e8
-#define BW_MAX 1e13
 
 /* Touch one word of every page: read, add one, write back. Hand-written
  * PTX for sm_70 and later, JIT-compiled by the driver, so the library
@@ -58,9 +56,11 @@ static const char touch_ptx[] =
 
 /* ---- fitting (pure) --------------------------------------------------- */
 
+/* The trace format's plausibility rule (trace.h): a measured figure
+ * outside it is a broken timer, and the trace would not read back. */
 static int bw_believable(double bw)
 {
-    return bw >= BW_MIN && bw <= BW_MAX;
+    return umadv__link_figure_plausible(1, bw);
 }
 
 /* One direction: T = latency + bytes / bw for the big call and for each
@@ -79,6 +79,8 @@ static int fit_direction(const umadv_link_sample_t *s, double big, double pieces
     if (!bw_believable(bw))
         return -1;
     latency = big - (double)s->big_bytes / bw;
+    if (!umadv__link_figure_plausible(0, latency > 0 ? latency : 0))
+        return -1;
     *bw_p      = bw;
     *latency_p = latency > 0 ? latency : 0;
     return 0;

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "plan/plan.h"
+#include "plan/victimq.h"
 #include "sim/sim.h"
 #include "tap.h"
 #include "plan_util.h"
@@ -463,9 +464,62 @@ static void test_no_budget(void)
     umadv__trace_cleanup(&t);
 }
 
+/* The victim queue against a brute-force maximum over a ring large
+ * enough to use every level of its bitmap (keys up to 2^20 apart), with
+ * the time moving on as the planner's does. */
+static void test_victimq_levels(void)
+{
+    const uint32_t nsec = 4096, ring = 1u << 20;
+    umadv_victimq_t q;
+    uint64_t rng = 7, now = 0, *keys = calloc(nsec, sizeof(*keys));
+    uint8_t *in = calloc(nsec, 1);
+    int bad = 0;
+
+    if (keys == NULL || in == NULL || umadv__victimq_init(&q, nsec, ring) != UMADV_OK) {
+        printf("Bail out! out of memory\n");
+        exit(1);
+    }
+    for (uint32_t round = 0; round < 200000 && !bad; round++) {
+        uint32_t x = tp_below(&rng, nsec), got;
+        uint64_t best = 0;
+        int any = 0;
+
+        if (in[x]) {
+            umadv__victimq_remove(&q, x);
+            in[x] = 0;
+        } else {
+            keys[x] = now + tp_below(&rng, tp_below(&rng, 2) ? 64 : ring);
+            umadv__victimq_insert(&q, x, keys[x], 0);
+            in[x] = 1;
+        }
+        if (round % 64 == 0) { /* time moves on: drop the members it passed */
+            now += tp_below(&rng, 4096);
+            for (uint32_t y = 0; y < nsec; y++)
+                if (in[y] && keys[y] < now) {
+                    umadv__victimq_remove(&q, y);
+                    in[y] = 0;
+                }
+        }
+        for (uint32_t y = 0; y < nsec; y++)
+            if (in[y] && (!any || keys[y] > best)) {
+                best = keys[y];
+                any = 1;
+            }
+        got = umadv__victimq_peek_max(&q, now);
+        bad = any ? got == UMADV_VICTIMQ_NIL || keys[got] != best : got != UMADV_VICTIMQ_NIL;
+        if (bad)
+            diag("round %u: got %u, wanted key %llu", round, got, (unsigned long long)best);
+    }
+    ok(!bad, "victim queue: the farthest next use over a 2^20 ring, 200000 operations");
+    umadv__victimq_cleanup(&q);
+    free(keys);
+    free(in);
+}
+
 int main(void)
 {
-    plan(55);
+    plan(55 + 1);
+    test_victimq_levels();
     test_coalescing();
     test_hoisting();
     test_eviction_order();

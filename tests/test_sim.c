@@ -376,6 +376,66 @@ static void test_errors(void)
 }
 
 
+/* Link figures past any plausible range (the reader refuses them, a
+ * caller of the library may not): every policy ends, each with a result
+ * or a clean error, and never a crash. Issue 9: a subnormal eviction
+ * bandwidth put an eviction at infinity and umadv__sim_advance(inf)
+ * completed one from an empty queue. */
+static void test_absurd_link(void)
+{
+    static const struct {
+        size_t      offset;
+        double      value;
+        const char *what;
+    } cases[] = {
+        {offsetof(umadv_link_model_t, evict_bw), 4.9e-324, "evict_bw subnormal"},
+        {offsetof(umadv_link_model_t, fetch_bw), 4.9e-324, "fetch_bw subnormal"},
+        {offsetof(umadv_link_model_t, fault_bw), 4.9e-324, "fault_bw subnormal"},
+        {offsetof(umadv_link_model_t, evict_latency), 1e308, "evict_latency 1e308"},
+        {offsetof(umadv_link_model_t, fault_latency), 1e308, "fault_latency 1e308"},
+        {offsetof(umadv_link_model_t, fetch_bw), 1e308, "fetch_bw 1e308"},
+    };
+    static const umadv_policy_t policies[] = {UMADV_POLICY_DEMAND, UMADV_POLICY_PREFETCH_ALL,
+                                              UMADV_POLICY_PLAN};
+    umadv__log_set_file("/dev/null");
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+        umadv_schedule_t s;
+        umadv_sim_result_t r;
+        umadv_status_t st;
+        int good = 1;
+
+        memset(&s, 0, sizeof(s));
+        build_alternating(&t, SEC, 1000000);
+        *(double *)((char *)&t.link + cases[c].offset) = cases[c].value;
+        umadv__plan_params_default(&t, SEC, &pp);
+        st = umadv__plan_build(&t, &pp, &s);
+        if (st != UMADV_OK) {
+            good = st == UMADV_ERR_INVALID_PARAM;
+            diag("%s: the planner says %s", cases[c].what, umadv_status_string(st));
+        }
+        for (size_t p = 0; good && p < sizeof(policies) / sizeof(policies[0]); p++) {
+            if (policies[p] == UMADV_POLICY_PLAN && st != UMADV_OK)
+                continue;
+            st = simulate(&t, policies[p], SEC, policies[p] == UMADV_POLICY_PLAN ? &s : NULL,
+                          NULL, &r);
+            if (st == UMADV_OK)
+                good = isfinite(r.iteration_s) && isfinite(r.lower_bound_s);
+            else
+                good = st == UMADV_ERR_INVALID_PARAM;
+            if (!good)
+                diag("policy %s: %s, iteration %g s", umadv_policy_name(policies[p]),
+                     umadv_status_string(st), r.iteration_s);
+        }
+        ok(good, "%s: planned and simulated, a finite result or a clean error",
+           cases[c].what);
+        umadv__schedule_cleanup(&s);
+        umadv__trace_cleanup(&t);
+    }
+    umadv__log_set_file(NULL);
+}
+
 /* ------------------------------------------------------------ batches */
 
 /* Four allocations used by step 1 alone, fetched at its start and
@@ -436,13 +496,14 @@ static void test_batch(void)
 
 int main(void)
 {
-    plan(35 + 4);
+    plan(35 + 4 + 6);
     test_cost_model();
     test_no_pressure();
     test_oracle();
     test_random();
     test_starved_plan();
     test_errors();
+    test_absurd_link();
     test_batch();
     return exit_status();
 }

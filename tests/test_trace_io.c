@@ -335,6 +335,46 @@ static void test_errors_syntax(const lines_t *base)
 }
 
 /* Well-formed records that break the rules between records. */
+/* Every number out of its plausible range, reported with line, record,
+ * field and the range (issue 9: a subnormal bandwidth crashed the
+ * simulator, a latency of 1e308 overflowed a cast). */
+static void test_errors_range(const lines_t *base)
+{
+    static const struct {
+        const char *record, *key, *value, *want;
+    } cases[] = {
+        {"link ", "fetch_bw", "4.9e-324", "link: fetch_bw: \"4.9e-324\" is out of range "
+                                          "(1e+06 to 1e+14 bytes/s)"},
+        {"link ", "evict_bw", "0", "link: evict_bw: \"0\" is out of range"},
+        {"link ", "fault_bw", "999999", "link: fault_bw: \"999999\" is out of range"},
+        {"link ", "remote_bw", "1.0000001e14", "link: remote_bw: \"1.0000001e14\" is out of "
+                                               "range"},
+        {"link ", "fetch_bw", "1e308", "link: fetch_bw: \"1e308\" is out of range"},
+        {"link ", "evict_latency", "1e308", "link: evict_latency: \"1e308\" is out of range "
+                                            "(0 to 10 seconds)"},
+        {"link ", "fault_latency", "-1e-9", "link: fault_latency: \"-1e-9\" is out of range"},
+        {"link ", "fetch_latency", "10.5", "link: fetch_latency: \"10.5\" is out of range"},
+        {"step id=2 ", "dur_ns", "3600000000001", "step: dur_ns: \"3600000000001\" is out of "
+                                                  "range (at most 3600000000000)"},
+        {"device ", "memory", "1125899906842625", "device: memory: \"1125899906842625\" is "
+                                                  "out of range"},
+        {"trace ", "section_size", "4096", "trace: section_size: \"4096\" is not a power of "
+                                           "two between 65536 and 1073741824"},
+    };
+    lines_t l;
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t i;
+        char what[96];
+
+        lines_copy(base, &l);
+        i = lines_find(&l, cases[c].record, 0);
+        lines_set_field(&l, i, cases[c].key, cases[c].value);
+        snprintf(what, sizeof(what), "%s=%s", cases[c].key, cases[c].value);
+        expect_error(&l, 1, i + 1, cases[c].want, what);
+    }
+}
+
 static void test_errors_structure(const lines_t *base)
 {
     lines_t l;
@@ -489,6 +529,28 @@ static void test_writer_refuses(const umadv_trace_t *sample)
     t.link.fault_bw = 0;
     ok(umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM && buf == NULL,
        "writer refuses a link figure the reader would refuse");
+    t = *sample;
+    t.link.fetch_latency = 10.5;
+    ok(umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM && buf == NULL,
+       "writer refuses a latency past the plausible range");
+    {
+        char *name = malloc(UMADV_TRACE_IO_MAX_LINE);
+
+        if (name != NULL) {
+            memset(name, 'k', UMADV_TRACE_IO_MAX_LINE - 1);
+            name[UMADV_TRACE_IO_MAX_LINE - 1] = '\0';
+        }
+        t = *sample;
+        t.steps = malloc(sizeof(*t.steps) * t.nsteps);
+        if (t.steps != NULL)
+            memcpy(t.steps, sample->steps, sizeof(*t.steps) * t.nsteps);
+        ok(name != NULL && t.steps != NULL && (t.steps[0].name = name, 1) &&
+               umadv__trace_write_buffer(&t, &buf, &len) == UMADV_ERR_INVALID_PARAM &&
+               buf == NULL,
+           "writer refuses a line the reader would stop at (a 64 KiB step name)");
+        free(t.steps);
+        free(name);
+    }
 }
 
 /* Output must not depend on LC_NUMERIC (a German locale writes "0,1"). */
@@ -523,7 +585,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(42);
+    plan(42 + 11 + 2);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;
@@ -534,6 +596,7 @@ int main(void)
     test_tolerated(&base, &sample);
     test_errors_file(&base);
     test_errors_syntax(&base);
+    test_errors_range(&base);
     test_errors_structure(&base);
     test_untouched(&base);
     test_files(&sample);

@@ -53,7 +53,7 @@ static int sample_add_steps(umadv_trace_t *t)
                                               UMADV_STEP_COPY, UMADV_STEP_KERNEL,
                                               UMADV_STEP_LAYER};
     static const uint32_t iters[] = {0, 0, 0, 1, 1};
-    static const uint64_t durations[] = {1234567, 0, UINT64_MAX, 42, 1000000000000ull};
+    static const uint64_t durations[] = {1234567, 0, UMADV_TRACE_IO_MAX_STEP_NS, 42, 1000000000000ull};
     static const uint32_t acc[][6] = { /* step, alloc, first, count, mode, faults */
         {0, 0, 0, 4, UMADV_ACCESS_READ, 3}, {0, 1, 0, 1, UMADV_ACCESS_WRITE, 0},
         {0, 2, 2, 3, UMADV_ACCESS_RW, 4000000000u}, {0, 6, 4, 1, UMADV_ACCESS_READ, 1},
@@ -89,14 +89,15 @@ static int sample_build(umadv_trace_t *t)
     d->cc_major = 9;
     d->cc_minor = 0;
     d->driver_version = 13000;
-    /* Doubles that %.6g would not round-trip, a subnormal and a zero. */
+    /* Doubles that %.6g would not round-trip, a subnormal and a zero,
+     * and both ends of the plausible bandwidths (trace.h). */
     t->link.fetch_bw = 52e9 / 3.0;
     t->link.fetch_latency = 0.1;
-    t->link.evict_bw = 1.0000000000000002;
+    t->link.evict_bw = 1000000.0000000001;
     t->link.evict_latency = 4.9406564584124654e-324;
-    t->link.fault_bw = 3.8e9;
+    t->link.fault_bw = UMADV_LINK_BW_MIN;
     t->link.fault_latency = 0.0;
-    t->link.remote_bw = 1.7976931348623157e308;
+    t->link.remote_bw = UMADV_LINK_BW_MAX;
     if (sample_add_allocs(t) != 0 || sample_add_steps(t) != 0)
         return -1;
     return umadv__trace_finalize(t, NULL, 0) == 0 ? 0 : -1;

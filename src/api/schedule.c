@@ -37,6 +37,7 @@ umadv_status_t umadv__ctx_plan(umadv_context_t ctx)
     umadv__plan_params_default(&ctx->trace, plan_budget(ctx), &params);
     params.iteration   = 0;
     params.lookahead   = ctx->config.lookahead;
+    params.max_touches = ctx->config.plan_max_touches;
     params.read_mostly = ctx->config.read_mostly;
     params.host_placement = ctx->config.host_placement;
     status = umadv__plan_build(&ctx->trace, &params, &schedule);

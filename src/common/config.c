@@ -7,7 +7,12 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "plan/window.h"
 #include "trace/trace.h"
+
+/* A default written once, as a number in its module's header. */
+#define CONFIG_STR_(_x) #_x
+#define CONFIG_STR(_x)  CONFIG_STR_(_x)
 
 static const char *policy_enum_name(unsigned value)
 {
@@ -108,6 +113,13 @@ static const umadv_config_field_t config_fields[] = {
      "every iteration, with or without a replayed schedule (benchmarks); "
      "an iteration not counted reports 0.",
      1, 1000000, 0, NULL, 0, FIELD(fault_period)},
+    {"UMADV_PLAN_MAX_TOUCHES", UMADV_CONFIG_UINT, CONFIG_STR(UMADV_PLAN_MAX_TOUCHES_DEFAULT),
+     "Most section touches (a step touching a run of n sections makes n) plus "
+     "steps of the iteration that the planner and the simulator take; beyond "
+     "it they refuse, naming this knob. Their time and memory are linear in "
+     "it: about 1 us and 200 bytes each, so the default costs at most a few "
+     "seconds and under 1 GB. 0 means no limit.",
+     0, UINT32_MAX, 0, NULL, 0, FIELD(plan_max_touches)},
     {"UMADV_HOST_NUMA", UMADV_CONFIG_NODE, "auto",
      "Host NUMA node that evicted pages and host-preferred advice target, "
      "and whose cores umadv's migration threads run on. auto: the node "

@@ -33,6 +33,7 @@ typedef struct umadv_config {
     int               link_probe;    /* UMADV_LINK_PROBE */
     uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
     uint32_t          fault_period;     /* UMADV_FAULT_PERIOD, >= 1 */
+    uint32_t          plan_max_touches; /* UMADV_PLAN_MAX_TOUCHES, 0 = no limit */
     int               host_numa;     /* UMADV_HOST_NUMA: a node, or _AUTO, _NONE below */
 } umadv_config_t;
 

@@ -395,7 +395,8 @@ static void cost_group(const place_state_t *st, candidate_t *c)
  * (remote_s untouched). */
 static umadv_status_t build_candidates(place_state_t *st, estimate_t *est)
 {
-    qsort(st->segs, st->nsegs, sizeof(*st->segs), segment_compare);
+    if (st->nsegs > 1) /* no segments may mean no array: qsort(NULL) is UB */
+        qsort(st->segs, st->nsegs, sizeof(*st->segs), segment_compare);
     st->ncands = 0;
     memset(est->fetch_s, 0, sizeof(est->fetch_s));
     memset(est->evict_s, 0, sizeof(est->evict_s));
@@ -448,7 +449,8 @@ static size_t choose(place_state_t *st, estimate_t *est, uint8_t *remote)
             c->remote_s > 0)
             st->cands[nc++] = *c;
     }
-    qsort(st->cands, nc, sizeof(*st->cands), candidate_compare);
+    if (nc > 1)
+        qsort(st->cands, nc, sizeof(*st->cands), candidate_compare);
     for (size_t i = 0; i < nc; i++) {
         const candidate_t *c = &st->cands[i];
         estimate_t next = *est;

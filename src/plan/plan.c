@@ -195,6 +195,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->read_mostly = 1;
     params->host_placement = 1;
     params->refine      = 1;
+    params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -309,7 +310,8 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
         /* a fetch for the next replay is needed after this one's steps */
         ops1[i].need_order = ops1[i].need + (ops1[i].issue < 0 ? n : 0);
     }
-    qsort(ops1, n1, sizeof(*ops1), op1_compare);
+    if (n1 > 1) /* ops1 may be NULL when empty: qsort's pointer must not be */
+        qsort(ops1, n1, sizeof(*ops1), op1_compare);
     for (size_t i = 0; i < n1; i++) {
         if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, lim)) {
             out[nops - 1].count++;
@@ -588,6 +590,7 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
         sp.warmup    = 1; /* the replay starts in the plan's steady state */
         sp.quiet     = 1;
         sp.schedule  = &s;
+        sp.max_touches = params->max_touches;
         status = umadv__sim_run(trace, &sp, &r);
         if (status == UMADV_OK && r.iteration_s < best_s) {
             best_s = r.iteration_s;
@@ -604,6 +607,30 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
     return status;
 }
 
+/* Figures the planner's arithmetic stays finite with: at most 2^64 bytes
+ * over at most 2^40 calls. Wider than the trace format's plausibility
+ * rule (trace.h) on purpose: tests model a free link with 1e15 B/s. The
+ * planner does not run on what it cannot compute (a subnormal bandwidth
+ * made every time infinite and tripped its internal checks). */
+static umadv_status_t check_link(const umadv_link_model_t *link)
+{
+    size_t count;
+    const umadv_link_figure_t *figures = umadv__link_figures(&count);
+
+    for (size_t i = 0; i < count; i++) {
+        double v = *(const double *)((const char *)link + figures[i].offset);
+        int good = figures[i].is_bw ? v >= 1 && isfinite(v) : v >= 0 && v <= 1e6;
+
+        /* a zero remote bandwidth is "no remote access", as before */
+        if (!good && !(figures[i].offset == offsetof(umadv_link_model_t, remote_bw) && v == 0)) {
+            umadv_error("planner: link figure %s=%g cannot be planned with (bandwidths from 1 "
+                        "byte/s, latencies up to 1e6 s)", figures[i].key, v);
+            return UMADV_ERR_INVALID_PARAM;
+        }
+    }
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_params_t *params,
                                  umadv_schedule_t *schedule)
 {
@@ -615,7 +642,13 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
 
     if (trace == NULL || params == NULL || schedule == NULL || !trace->finalized)
         return UMADV_ERR_INVALID_PARAM;
+    status = check_link(&params->link);
+    if (status != UMADV_OK)
+        return status;
     status = umadv__trace_iteration_require(trace, params->iteration, &first, &count);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__window_check_cost(trace, first, count, params->max_touches);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_init(&w, trace, first, count);

@@ -143,6 +143,9 @@ typedef struct umadv_plan_params {
     int                refine;     /* with host placement: plan each way of
                                     * estimating it (and none), simulate each,
                                     * keep the fastest (plan.c, REFINE) */
+    uint64_t           max_touches; /* the iteration's section touches plus steps
+                                     * at most (window.h, COST); 0 = no limit;
+                                     * default UMADV_PLAN_MAX_TOUCHES_DEFAULT */
 } umadv_plan_params_t;
 
 typedef struct umadv_schedule {
@@ -199,7 +202,10 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
  * Build a schedule. @trace must be finalized.
  * Returns UMADV_ERR_BUDGET_TOO_SMALL (logged with the step's name and
  * working set) when one step alone needs more than the budget;
- * UMADV_ERR_NOT_FOUND when the iteration does not exist.
+ * UMADV_ERR_NOT_FOUND when the iteration does not exist;
+ * UMADV_ERR_INVALID_PARAM (logged, naming the figure) for link figures
+ * its arithmetic cannot stay finite with (a bandwidth below 1 byte/s, a
+ * latency above 1e6 s, anything not finite).
  */
 umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_params_t *params,
                                  umadv_schedule_t *schedule);
@@ -223,9 +229,12 @@ umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t
  * bytes; 0 (no batches) without a link model. */
 static inline uint64_t umadv__plan_batch_bytes(const umadv_link_model_t *link)
 {
-    if (link->fetch_latency <= 0 || link->fetch_bw <= 0)
+    double bytes = link->fetch_latency * link->fetch_bw;
+
+    /* NaN fails the test; past 2^62 a batch is anything (no cast overflow) */
+    if (!(bytes >= 1))
         return 0;
-    return (uint64_t)(link->fetch_latency * link->fetch_bw);
+    return bytes < 0x1p62 ? (uint64_t)bytes : UINT64_C(1) << 62;
 }
 
 const char *umadv__op_kind_name(umadv_op_kind_t kind);

@@ -332,7 +332,8 @@ static umadv_status_t order_and_hoist(timing_state_t *st, const int64_t *occ, ar
         return status;
     for (size_t i = 0; i < narr; i++)
         arr[i].order = (arr[i].need + st->n - tight - 1) % st->n;
-    qsort(arr, narr, sizeof(*arr), arrival_compare);
+    if (narr > 1) /* none may mean no array: qsort(NULL) is UB */
+        qsort(arr, narr, sizeof(*arr), arrival_compare);
     for (size_t i = 0, k; i < narr; i += k) {
         k = group_length(st, &arr[i], narr - i, max_op_bytes);
         hoist(st, &arr[i], k, lookahead);

@@ -10,21 +10,34 @@ static uint32_t bucket_of(const umadv_victimq_t *q, uint64_t key)
     return key == UMADV_VICTIMQ_NEVER ? q->ring : (uint32_t)(key % q->ring);
 }
 
+/* Words of bitmap level @l (level 0 has a bit per bucket). */
+static size_t level_words(const umadv_victimq_t *q, int l)
+{
+    size_t bits = q->ring;
+
+    for (int i = 0; i <= l; i++)
+        bits = bits / WORD_BITS + 1;
+    return bits;
+}
+
 umadv_status_t umadv__victimq_init(umadv_victimq_t *q, uint32_t nsections, uint32_t ring)
 {
     size_t n = nsections ? nsections : 1;
-    size_t words = ring / WORD_BITS + 1;
+    int levels_ok = 1;
 
     memset(q, 0, sizeof(*q));
     q->ring = ring ? ring : 1;
     q->head = malloc(((size_t)q->ring + 1) * 2 * sizeof(*q->head));
     q->tail = malloc(((size_t)q->ring + 1) * 2 * sizeof(*q->tail));
-    q->bits = calloc(words, sizeof(*q->bits));
+    for (int l = 0; l < UMADV_VICTIMQ_LEVELS; l++) {
+        q->bits[l] = calloc(level_words(q, l), sizeof(*q->bits[l]));
+        levels_ok = levels_ok && q->bits[l] != NULL;
+    }
     q->prev = malloc(n * sizeof(*q->prev));
     q->next = malloc(n * sizeof(*q->next));
     q->key  = malloc(n * sizeof(*q->key));
     q->cls  = malloc(n);
-    if (q->head == NULL || q->tail == NULL || q->bits == NULL || q->prev == NULL || q->next == NULL ||
+    if (q->head == NULL || q->tail == NULL || !levels_ok || q->prev == NULL || q->next == NULL ||
         q->key == NULL || q->cls == NULL) {
         umadv__victimq_cleanup(q);
         return UMADV_ERR_NO_MEMORY;
@@ -37,7 +50,8 @@ void umadv__victimq_cleanup(umadv_victimq_t *q)
 {
     free(q->head);
     free(q->tail);
-    free(q->bits);
+    for (int l = 0; l < UMADV_VICTIMQ_LEVELS; l++)
+        free(q->bits[l]);
     free(q->prev);
     free(q->next);
     free(q->key);
@@ -49,8 +63,26 @@ void umadv__victimq_clear(umadv_victimq_t *q)
 {
     for (size_t i = 0; i < ((size_t)q->ring + 1) * 2; i++)
         q->head[i] = q->tail[i] = UMADV_VICTIMQ_NIL;
-    memset(q->bits, 0, (q->ring / WORD_BITS + 1) * sizeof(*q->bits));
+    for (int l = 0; l < UMADV_VICTIMQ_LEVELS; l++)
+        memset(q->bits[l], 0, level_words(q, l) * sizeof(*q->bits[l]));
     q->count = 0;
+}
+
+static void bucket_mark(umadv_victimq_t *q, uint64_t b)
+{
+    for (int l = 0; l < UMADV_VICTIMQ_LEVELS; l++, b /= WORD_BITS)
+        q->bits[l][b / WORD_BITS] |= UINT64_C(1) << (b % WORD_BITS);
+}
+
+/* Clear bucket @b's bit, and a word's bit one level up when the word is
+ * left empty. */
+static void bucket_unmark(umadv_victimq_t *q, uint64_t b)
+{
+    for (int l = 0; l < UMADV_VICTIMQ_LEVELS; l++, b /= WORD_BITS) {
+        q->bits[l][b / WORD_BITS] &= ~(UINT64_C(1) << (b % WORD_BITS));
+        if (q->bits[l][b / WORD_BITS] != 0)
+            return;
+    }
 }
 
 void umadv__victimq_insert(umadv_victimq_t *q, uint32_t section, uint64_t key, int cls)
@@ -68,7 +100,7 @@ void umadv__victimq_insert(umadv_victimq_t *q, uint32_t section, uint64_t key, i
         q->head[list] = section;
     q->tail[list] = section;
     if (b < q->ring)
-        q->bits[b / WORD_BITS] |= UINT64_C(1) << (b % WORD_BITS);
+        bucket_mark(q, b);
     q->count++;
 }
 
@@ -88,7 +120,7 @@ void umadv__victimq_remove(umadv_victimq_t *q, uint32_t section)
         q->tail[list] = p;
     if (b < q->ring && q->head[b * 2] == UMADV_VICTIMQ_NIL &&
         q->head[b * 2 + 1] == UMADV_VICTIMQ_NIL)
-        q->bits[b / WORD_BITS] &= ~(UINT64_C(1) << (b % WORD_BITS));
+        bucket_unmark(q, b);
     q->count--;
 }
 
@@ -111,6 +143,26 @@ static int64_t bits_find_last(const uint64_t *bits, int64_t lo, int64_t hi)
     return -1;
 }
 
+/* Highest set bit in [lo, hi] of level @l, or -1: the word of hi
+ * itself, then the level above names the highest non-empty word below
+ * it; the top level is scanned. */
+static int64_t level_find_last(const umadv_victimq_t *q, int l, int64_t lo, int64_t hi)
+{
+    int64_t b, w, w_lo = lo / WORD_BITS, w_hi = hi / WORD_BITS - 1;
+
+    if (hi < lo || l == UMADV_VICTIMQ_LEVELS - 1)
+        return bits_find_last(q->bits[l], lo, hi);
+    b = bits_find_last(q->bits[l], hi - hi % WORD_BITS > lo ? hi - hi % WORD_BITS : lo, hi);
+    if (b >= 0 || w_hi < w_lo)
+        return b;
+    w = level_find_last(q, l + 1, w_lo, w_hi);
+    if (w < 0)
+        return -1;
+    /* word w is not empty and every word above it, up to hi's, is */
+    b = bits_find_last(q->bits[l], w * WORD_BITS, w * WORD_BITS + WORD_BITS - 1);
+    return b >= lo ? b : -1;
+}
+
 static uint32_t bucket_first(const umadv_victimq_t *q, uint32_t b)
 {
     uint32_t section = q->head[b * 2 + 1];
@@ -130,9 +182,9 @@ uint32_t umadv__victimq_peek_max(const umadv_victimq_t *q, uint64_t now)
         return section;
     /* Keys run from now (bucket lo) up to now + ring - 1 (bucket lo - 1,
      * wrapped): search [0, lo) downwards, then [lo, ring). */
-    b = bits_find_last(q->bits, 0, lo - 1);
+    b = level_find_last(q, 0, 0, lo - 1);
     if (b < 0)
-        b = bits_find_last(q->bits, lo, (int64_t)q->ring - 1);
+        b = level_find_last(q, 0, lo, (int64_t)q->ring - 1);
     return b < 0 ? UMADV_VICTIMQ_NIL : bucket_first(q, (uint32_t)b);
 }
 

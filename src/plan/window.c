@@ -120,6 +120,37 @@ static void measure_steps(umadv_window_t *w)
         w->total_bytes += w->trace->allocs[a].size;
 }
 
+uint64_t umadv__window_touches(const umadv_trace_t *trace, uint32_t first, uint32_t count)
+{
+    uint64_t touches = count;
+
+    for (uint32_t s = first; s < first + count; s++) {
+        const umadv_trace_step_t *step = &trace->steps[s];
+        for (uint32_t i = 0; i < step->naccesses; i++)
+            touches += trace->accesses[step->first_access + i].count;
+    }
+    return touches;
+}
+
+umadv_status_t umadv__window_check_cost(const umadv_trace_t *trace, uint32_t first,
+                                        uint32_t count, uint64_t max_touches)
+{
+    uint64_t touches;
+
+    if (max_touches == 0)
+        return UMADV_OK;
+    touches = umadv__window_touches(trace, first, count);
+    if (touches <= max_touches)
+        return UMADV_OK;
+    umadv_error("iteration %u has %llu section touches and steps (%u steps of %llu-byte "
+                "sections), more than the planner takes: %llu (UMADV_PLAN_MAX_TOUCHES; each "
+                "costs about 1 us and 200 bytes); raise UMADV_PLAN_MAX_TOUCHES, or record "
+                "with a larger section size", trace->steps[first].iteration,
+                (unsigned long long)touches, count, (unsigned long long)trace->section_size,
+                (unsigned long long)max_touches);
+    return UMADV_ERR_INVALID_PARAM;
+}
+
 umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *trace,
                                   uint32_t first, uint32_t n)
 {

@@ -191,9 +191,9 @@ static double wait_ready(sim_engine_t *e, size_t count, double now)
             i++;
             continue;
         }
-        tn = umadv__sim_next_event(e);
-        if (tn == SIM_INF)
+        if (!umadv__sim_lanes_busy(e))
             break;
+        tn = umadv__sim_next_event(e); /* may be INF: an absurd link, still an event */
         cause = wait_cause(e, e->touch[i]);
         if (tn > now) {
             e->wait[cause] += tn - now;
@@ -234,9 +234,9 @@ static double make_room_sync(sim_engine_t *e, uint64_t need, double *now_p)
             umadv__sim_release(e, v);
             continue;
         }
-        tn = umadv__sim_next_event(e);
-        if (tn == SIM_INF)
+        if (!umadv__sim_lanes_busy(e))
             return -1;
+        tn = umadv__sim_next_event(e);
         umadv__sim_advance(e, tn);
         *now_p = UMADV_MAX(*now_p, tn);
     }

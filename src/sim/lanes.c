@@ -398,6 +398,11 @@ void umadv__sim_advise(sim_engine_t *e, const umadv_op_t *op)
 
 /* ------------------------------------------------------------ time */
 
+int umadv__sim_lanes_busy(const sim_engine_t *e)
+{
+    return e->eq_len > 0 || e->f_running;
+}
+
 double umadv__sim_next_event(const sim_engine_t *e)
 {
     double te = e->eq_len ? e->eq[e->eq_head].end : SIM_INF;
@@ -407,16 +412,22 @@ double umadv__sim_next_event(const sim_engine_t *e)
 }
 
 /* Process lane events up to @until, in time order; at a tie the eviction
- * first, so that its memory is free for the fetch that follows. */
+ * first, so that its memory is free for the fetch that follows. Which
+ * lane goes is decided by what is there, never by times alone: with
+ * absurd link figures an event can fall at infinity (or NaN), and
+ * @until may be infinity too; every pass completes one event, so the
+ * loop ends whatever the times, and a caller waiting for an event (one
+ * is pending) always gets it, even at a NaN time. */
 void umadv__sim_advance(sim_engine_t *e, double until)
 {
-    for (;;) {
+    while (umadv__sim_lanes_busy(e)) {
         double te = e->eq_len ? e->eq[e->eq_head].end : SIM_INF;
         double tf = e->f_running ? e->f_end : SIM_INF;
+        int evict_first = e->eq_len > 0 && (!e->f_running || !(te > tf));
 
-        if (UMADV_MIN(te, tf) > until)
+        if (UMADV_MIN(te, tf) > until) /* NaN compares false: processed, no stall */
             return;
-        if (te <= tf) {
+        if (evict_first) {
             complete_evict(e);
             umadv__sim_try_start_fetch(e, te);
         } else {

@@ -79,6 +79,7 @@
  */
 #include "sim/sim.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,7 @@ void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy
     params->iteration = trace->niterations ? trace->niterations - 1 : 0;
     params->link      = trace->link;
     params->warmup    = SIM_WARMUP_DEFAULT;
+    params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
 }
 
 double umadv__sim_lower_bound(double compute_s, uint64_t fetched, uint64_t evicted,
@@ -142,6 +144,21 @@ static umadv_status_t footprint(const umadv_window_t *w, uint64_t *peak_p)
     return UMADV_OK;
 }
 
+/* The engine copes with any figures that pass (a subnormal bandwidth
+ * makes times infinite, never a crash); these keep NaN out of its clock:
+ * sums of non-negative terms are never NaN. Plausibility is the trace
+ * reader's business (trace.h), not the simulator's. */
+static int link_usable(const umadv_link_model_t *l, int remote)
+{
+    const double bw[] = {l->fetch_bw, l->evict_bw, l->fault_bw};
+    const double lat[] = {l->fetch_latency, l->evict_latency, l->fault_latency};
+
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(bw); i++)
+        if (!(bw[i] > 0 && isfinite(bw[i])) || !(lat[i] >= 0 && isfinite(lat[i])))
+            return 0;
+    return !remote || (l->remote_bw > 0 && isfinite(l->remote_bw));
+}
+
 static umadv_status_t check_params(const umadv_trace_t *trace, const umadv_sim_params_t *params,
                                    uint32_t first, uint32_t count)
 {
@@ -159,9 +176,8 @@ static umadv_status_t check_params(const umadv_trace_t *trace, const umadv_sim_p
                     first + count - 1);
         return UMADV_ERR_INVALID_PARAM;
     }
-    if (params->link.fetch_bw <= 0 || params->link.evict_bw <= 0 || params->link.fault_bw <= 0 ||
-        (s != NULL && s->remote_bytes > 0 && !(params->link.remote_bw > 0))) {
-        umadv_error("the link model needs positive bandwidths");
+    if (!link_usable(&params->link, s != NULL && s->remote_bytes > 0)) {
+        umadv_error("the link model needs finite positive bandwidths and finite latencies");
         return UMADV_ERR_INVALID_PARAM;
     }
     return UMADV_OK;
@@ -218,6 +234,8 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
     if (status != UMADV_OK)
         return status;
     status = check_params(trace, params, first, count);
+    if (status == UMADV_OK && params->policy != UMADV_POLICY_ORACLE)
+        status = umadv__window_check_cost(trace, first, count, params->max_touches);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_init(&w, trace, first, count);
@@ -236,6 +254,12 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
     if (status != UMADV_OK)
         return status;
     finish(params, &r);
+    if (!isfinite(r.iteration_s) || !isfinite(r.lower_bound_s)) {
+        umadv_error("the link model gives an infinite iteration time (fetch %g B/s, evict %g "
+                    "B/s, fault %g B/s)", params->link.fetch_bw, params->link.evict_bw,
+                    params->link.fault_bw);
+        return UMADV_ERR_INVALID_PARAM;
+    }
     *result = r;
     return UMADV_OK;
 }

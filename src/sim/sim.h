@@ -80,6 +80,9 @@ typedef struct umadv_sim_params {
     void                   *observer_arg;
     int                     quiet;       /* no per-step stall log (sim.c, STALL
                                           * ATTRIBUTION): the planner's trials */
+    uint64_t                max_touches; /* as the planner's (window.h, COST); 0 =
+                                          * no limit; the oracle, which only sums,
+                                          * is not bounded */
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
@@ -117,7 +120,9 @@ void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy
                                uint64_t budget, umadv_sim_params_t *params);
 
 /* Run one policy. UMADV_ERR_INVALID_PARAM without a schedule for PLAN, or
- * with one for another iteration; UMADV_ERR_NOT_FOUND when the iteration
+ * with one for another iteration, or (logged) for link figures that are
+ * not finite and positive or that make the iteration time infinite (any
+ * such figures run to the end without a crash); UMADV_ERR_NOT_FOUND when the iteration
  * does not exist; UMADV_ERR_BUDGET_TOO_SMALL (logged) when a step does not
  * fit the budget. Counters cover the measured iteration. */
 umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params_t *params,

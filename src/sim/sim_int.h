@@ -108,6 +108,9 @@ void umadv__sim_lru_touch(sim_engine_t *e, uint32_t x);
  * next lane event (INFINITY if none); process lane events up to @until. */
 void umadv__sim_try_start_fetch(sim_engine_t *e, double now);
 double umadv__sim_next_event(const sim_engine_t *e);
+/* Whether a lane event is pending. Ask this, not whether the next event's
+ * time is INFINITY: with absurd link figures an event can lie there. */
+int umadv__sim_lanes_busy(const sim_engine_t *e);
 void umadv__sim_advance(sim_engine_t *e, double until);
 
 /* Lane and memory operations, for the policies. */

@@ -108,6 +108,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "trace/trace_io.h"
 
 #define SYNTH_NONE          UINT32_MAX
 #define SYNTH_FP32          4
@@ -121,8 +122,8 @@
 #define SYNTH_WS_MAX        (256 * UMADV_MIB)
 /* Past this one tensor is absurd; it also keeps every product in range. */
 #define SYNTH_TENSOR_MAX    (UINT64_C(1) << 44)
-#define SYNTH_BATCH_MAX     (UINT32_C(1) << 20)
-#define SYNTH_ITER_MAX      10000
+#define SYNTH_BATCH_MAX     UMADV_SYNTH_BATCH_MAX
+#define SYNTH_ITER_MAX      UMADV_SYNTH_ITER_MAX
 
 #define GPT2_D     768
 #define GPT2_SEQ   1024
@@ -924,10 +925,42 @@ static umadv_status_t synth_net_build(const synth_model_t *m, uint32_t batch, ui
     return net->status;
 }
 
+static uint64_t sections_so_far(const umadv_trace_t *trace)
+{
+    uint64_t n = 0;
+
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        n += UMADV_DIV_ROUND_UP(trace->allocs[a].size, trace->section_size);
+    return n;
+}
+
+/* Every iteration allocates what the first did: after it, the whole
+ * trace's sections are known, and a trace a file cannot hold (issue 9:
+ * resnet-deep at 64K sections over 100 iterations took 1.5 GB and 10 s
+ * before the writer refused it) is refused before it is built. */
+static umadv_status_t check_sections(const synth_emit_t *em, const umadv_synth_params_t *params,
+                                     uint64_t persistent, uint64_t after_first)
+{
+    uint64_t per_iter = after_first - persistent;
+    uint64_t total = persistent + per_iter * params->iterations;
+    uint64_t fit = per_iter ? (UMADV_TRACE_IO_MAX_SECTIONS - UMADV_MIN(persistent,
+                                   UMADV_TRACE_IO_MAX_SECTIONS)) / per_iter : 0;
+
+    if (total <= UMADV_TRACE_IO_MAX_SECTIONS)
+        return UMADV_OK;
+    umadv_error("%s with %llu-byte sections: %u iterations make %llu sections, more than a "
+                "trace holds (%u); use at most %llu iterations or a larger section size",
+                em->model->name, (unsigned long long)params->section_size,
+                params->iterations, (unsigned long long)total, UMADV_TRACE_IO_MAX_SECTIONS,
+                (unsigned long long)fit);
+    return UMADV_ERR_INVALID_PARAM;
+}
+
 static umadv_status_t synth_emit(synth_emit_t *em, const umadv_synth_params_t *params,
                                  uint32_t depth)
 {
     umadv_trace_t *trace = em->trace;
+    uint64_t persistent;
     char source[160];
 
     snprintf(source, sizeof(source), "synthetic %s batch=%u depth=%u iterations=%u",
@@ -939,8 +972,13 @@ static umadv_status_t synth_emit(synth_emit_t *em, const umadv_synth_params_t *p
     trace->device.cc_minor = 0;
     trace->device.driver_version = 13000;
     emit_persistent(em);
-    for (em->iteration = 0; em->iteration < params->iterations; em->iteration++)
+    persistent = sections_so_far(trace);
+    for (em->iteration = 0; em->iteration < params->iterations && em->status == UMADV_OK;
+         em->iteration++) {
         emit_iteration(em);
+        if (em->iteration == 0 && em->status == UMADV_OK)
+            em->status = check_sections(em, params, persistent, sections_so_far(trace));
+    }
     return em->status;
 }
 

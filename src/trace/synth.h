@@ -13,6 +13,13 @@
 
 #include "trace/trace.h"
 
+/* The limits of the fields below, stated once: the command's option
+ * parser and umadv(1) use them too. A synthetic trace must also fit the
+ * trace format (UMADV_TRACE_IO_MAX_SECTIONS): that bounds iterations
+ * times sections per iteration, checked after the first iteration. */
+#define UMADV_SYNTH_BATCH_MAX (UINT32_C(1) << 20)
+#define UMADV_SYNTH_ITER_MAX  10000u
+
 typedef struct umadv_synth_params {
     const char *model;        /* "vgg16", "resnet50", "gpt2", "resnet-deep" */
     uint32_t    batch;        /* samples per iteration, >= 1 */
@@ -34,8 +41,11 @@ const char *const *umadv__synth_models(void);
 
 /* Build a finalized trace; the same params always give the same trace.
  * UMADV_ERR_INVALID_PARAM, logged with the field's name, for an unknown
- * model or an out-of-range field (batch 1..2^20, iterations 1..10000);
- * UMADV_ERR_NO_MEMORY. @trace is written only on success. */
+ * model or an out-of-range field (batch 1..UMADV_SYNTH_BATCH_MAX,
+ * iterations 1..UMADV_SYNTH_ITER_MAX), and when the trace would have
+ * more sections than a trace file holds (found after one iteration,
+ * before the others are built); UMADV_ERR_NO_MEMORY. @trace
+ * is written only on success. */
 umadv_status_t umadv__synth_build(const umadv_synth_params_t *params, umadv_trace_t *trace);
 
 #endif

@@ -78,6 +78,41 @@ void umadv__link_model_default(umadv_link_model_t *link)
     link->remote_bw     = 42e9;
 }
 
+#define LINK_FIGURE(_key, _is_bw) {#_key, offsetof(umadv_link_model_t, _key), _is_bw}
+
+static const umadv_link_figure_t link_figures[] = {
+    LINK_FIGURE(fetch_bw, 1), LINK_FIGURE(fetch_latency, 0),
+    LINK_FIGURE(evict_bw, 1), LINK_FIGURE(evict_latency, 0),
+    LINK_FIGURE(fault_bw, 1), LINK_FIGURE(fault_latency, 0),
+    LINK_FIGURE(remote_bw, 1),
+};
+
+const umadv_link_figure_t *umadv__link_figures(size_t *count_p)
+{
+    *count_p = UMADV_ARRAY_SIZE(link_figures);
+    return link_figures;
+}
+
+/* Written so that NaN fails every comparison and is refused. */
+int umadv__link_figure_plausible(int is_bw, double value)
+{
+    if (is_bw)
+        return value >= UMADV_LINK_BW_MIN && value <= UMADV_LINK_BW_MAX;
+    return value >= 0 && value <= UMADV_LINK_LATENCY_MAX;
+}
+
+const char *umadv__link_model_implausible(const umadv_link_model_t *link)
+{
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(link_figures); i++) {
+        const umadv_link_figure_t *f = &link_figures[i];
+        double value = *(const double *)((const char *)link + f->offset);
+
+        if (!umadv__link_figure_plausible(f->is_bw, value))
+            return f->key;
+    }
+    return NULL;
+}
+
 /* Sections covering @size bytes, without the wrap of (size + ss - 1) / ss
  * near 2^64. */
 static uint64_t sections_for(uint64_t size, uint64_t section_size)

@@ -117,6 +117,36 @@ typedef struct umadv_trace {
 /* The link as DESIGN.md measured it on an H200 over PCIe (2026-11). */
 void umadv__link_model_default(umadv_link_model_t *link);
 
+/*
+ * Physically plausible link figures: one rule for the trace reader, the
+ * trace writer and the link probe. Generous both ways (a USB-attached
+ * toy to ten times NVLink-C2C; a call may stall for seconds under a
+ * loaded driver), tight enough that every time the model computes stays
+ * finite and every byte count it derives fits an integer.
+ */
+#define UMADV_LINK_BW_MIN      1e6   /* bytes/s: 1 MB/s */
+#define UMADV_LINK_BW_MAX      1e14  /* bytes/s: 100 TB/s */
+#define UMADV_LINK_LATENCY_MAX 10.0  /* seconds per call; 0 is allowed */
+
+/* One figure of umadv_link_model_t: its on-disk key and whether it is a
+ * bandwidth (else a latency). */
+typedef struct umadv_link_figure {
+    const char *key;
+    size_t      offset;  /* of the double in umadv_link_model_t */
+    int         is_bw;
+} umadv_link_figure_t;
+
+/* The seven figures, in the order the trace format writes them. */
+const umadv_link_figure_t *umadv__link_figures(size_t *count_p);
+
+/* Whether @value is plausible for a figure of that kind (finite, in
+ * [UMADV_LINK_BW_MIN, UMADV_LINK_BW_MAX] or [0, UMADV_LINK_LATENCY_MAX]). */
+int umadv__link_figure_plausible(int is_bw, double value);
+
+/* The key of the first implausible figure of @link, or NULL if all are
+ * plausible. */
+const char *umadv__link_model_implausible(const umadv_link_model_t *link);
+
 /* Seconds for one call moving @bytes at @bw with @latency. */
 static inline double umadv__link_time(double latency, double bw, uint64_t bytes)
 {

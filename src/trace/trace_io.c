@@ -206,43 +206,63 @@ static void write_steps(strbuf_t *sb, const umadv_trace_t *trace)
     }
 }
 
-static int link_valid(const umadv_link_model_t *l)
-{
-    const double bw[] = {l->fetch_bw, l->evict_bw, l->fault_bw, l->remote_bw};
-    const double lat[] = {l->fetch_latency, l->evict_latency, l->fault_latency};
-
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(bw); i++)
-        if (!isfinite(bw[i]) || bw[i] <= 0)
-            return 0;
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(lat); i++)
-        if (!isfinite(lat[i]) || lat[i] < 0)
-            return 0;
-    return 1;
-}
-
 /* Refuse what the reader would refuse, so that every written file reads. */
 static umadv_status_t write_check(const umadv_trace_t *trace)
 {
     const umadv_device_desc_t *d = &trace->device;
+    const char *bad;
 
     if (!trace->finalized) {
         umadv_error("cannot write a trace that is not finalized");
         return UMADV_ERR_INVALID_PARAM;
     }
-    if (!link_valid(&trace->link)) {
-        umadv_error("cannot write trace: link figures must be finite, bandwidths positive");
+    bad = umadv__link_model_implausible(&trace->link);
+    if (bad != NULL) {
+        umadv_error("cannot write trace: link figure %s is out of range (bandwidths %g to %g "
+                    "bytes/s, latencies 0 to %g s)", bad, UMADV_LINK_BW_MIN, UMADV_LINK_BW_MAX,
+                    UMADV_LINK_LATENCY_MAX);
         return UMADV_ERR_INVALID_PARAM;
     }
     if (memchr(d->name, '\0', sizeof(d->name)) == NULL ||
         memchr(d->pci_bus_id, '\0', sizeof(d->pci_bus_id)) == NULL || d->cc_major < 0 ||
-        d->cc_minor < 0 || d->driver_version < 0) {
+        d->cc_minor < 0 || d->driver_version < 0 || d->memory > UMADV_TRACE_IO_MAX_MEMORY) {
         umadv_error("cannot write trace: malformed device description");
         return UMADV_ERR_INVALID_PARAM;
+    }
+    for (uint32_t i = 0; i < trace->nsteps; i++) {
+        if (trace->steps[i].duration_ns > UMADV_TRACE_IO_MAX_STEP_NS) {
+            umadv_error("cannot write trace: step %u lasts %llu ns, more than the format's "
+                        "%llu", i, (unsigned long long)trace->steps[i].duration_ns,
+                        (unsigned long long)UMADV_TRACE_IO_MAX_STEP_NS);
+            return UMADV_ERR_INVALID_PARAM;
+        }
     }
     if (trace->nsections > UMADV_TRACE_IO_MAX_SECTIONS) {
         umadv_error("cannot write trace: %u sections, the format allows %u; use a larger "
                     "section size", trace->nsections, UMADV_TRACE_IO_MAX_SECTIONS);
         return UMADV_ERR_INVALID_PARAM;
+    }
+    return UMADV_OK;
+}
+
+/* The reader stops at a line longer than UMADV_TRACE_IO_MAX_LINE (a name
+ * or a tag of tens of KiB, escaped): refuse to write what would not read. */
+static umadv_status_t check_line_lengths(const strbuf_t *sb)
+{
+    size_t start = 0, line = 1;
+
+    while (start < sb->len) {
+        const char *nl = memchr(sb->data + start, '\n', sb->len - start);
+        size_t end = nl != NULL ? (size_t)(nl - sb->data) : sb->len;
+
+        if (end - start > UMADV_TRACE_IO_MAX_LINE) {
+            umadv_error("cannot write trace: line %zu would be %zu bytes long, more than the "
+                        "format's %llu (a name or tag too long)", line, end - start,
+                        (unsigned long long)UMADV_TRACE_IO_MAX_LINE);
+            return UMADV_ERR_INVALID_PARAM;
+        }
+        start = end + 1;
+        line++;
     }
     return UMADV_OK;
 }
@@ -261,6 +281,10 @@ umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_
     write_allocs(&sb, trace);
     write_steps(&sb, trace);
     umadv__numeric_locale_leave(&nl);
+    if (!sb.failed && check_line_lengths(&sb) != UMADV_OK) {
+        free(sb.data);
+        return UMADV_ERR_INVALID_PARAM;
+    }
     return sb_seal(&sb, buf_p, len_p);
 }
 

@@ -20,6 +20,23 @@
  * writer refuses traces beyond it, so every file it writes reads back. */
 #define UMADV_TRACE_IO_MAX_SECTIONS (UINT32_C(1) << 24)
 
+/* Plausibility bounds of the other numbers a trace file holds (the link
+ * figures have theirs in trace.h): a step longer than an hour or a GPU
+ * of more than 1 PiB is a broken file, and these keep every sum the
+ * planner makes of them inside its integers. */
+#define UMADV_TRACE_IO_MAX_STEP_NS (UINT64_C(3600) * 1000000000) /* 1 hour */
+#define UMADV_TRACE_IO_MAX_MEMORY  (UINT64_C(1) << 50)           /* 1 PiB */
+
+/* What the reader reads before it gives up, so that a device or a pipe
+ * that never ends (/dev/zero, /dev/urandom) is refused quickly: a line
+ * longer than UMADV_TRACE_IO_MAX_LINE bytes; more than
+ * UMADV_TRACE_IO_MAX_HEADER bytes before the 'trace' record; more than
+ * that plus UMADV_TRACE_IO_MAX_LINE per record the 'trace' record
+ * declares (allocations, steps and accesses, with the 'device', 'link'
+ * and 'end' lines). */
+#define UMADV_TRACE_IO_MAX_LINE   (UINT64_C(64) << 10)
+#define UMADV_TRACE_IO_MAX_HEADER (UINT64_C(1) << 20)
+
 /* Parse @len bytes of @buf (not NUL-terminated) named @name in messages.
  * On success *@trace is initialised and finalized; on failure it is left
  * untouched and @why holds "name:line: reason". */
@@ -27,7 +44,10 @@ umadv_status_t umadv__trace_read_buffer(const char *name, const char *buf, size_
                                         umadv_trace_t *trace, char *why, size_t why_len);
 
 /* Read a file ("-" is standard input). UMADV_ERR_IO when it cannot be
- * read (why names the path and errno), UMADV_ERR_CORRUPT when malformed. */
+ * read (why names the path and errno), UMADV_ERR_CORRUPT when malformed,
+ * or as soon as the input passes a bound above (a line too long, no
+ * header, more bytes than its counts allow): a device or a pipe that
+ * never ends is refused quickly. */
 umadv_status_t umadv__trace_read_file(const char *path, umadv_trace_t *trace,
                                       char *why, size_t why_len);
 
@@ -38,8 +58,9 @@ umadv_status_t umadv__trace_write_stream(const umadv_trace_t *trace, FILE *strea
 /* Serialise a finalized trace into a malloc'ed buffer (the bytes
  * umadv__trace_write_stream would write). *@buf_p and *@len_p are set only
  * on success; UMADV_ERR_INVALID_PARAM (logged) for a trace the format
- * cannot hold: unfinalized, non-finite or non-positive link figures, too
- * many sections. */
+ * cannot hold: unfinalized, implausible link figures (trace.h), too
+ * many sections, a number past its bound above, a line longer than
+ * UMADV_TRACE_IO_MAX_LINE. */
 umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_p,
                                          size_t *len_p);
 

@@ -587,7 +587,7 @@ static umadv_status_t parse_device(reader_t *r)
     if (status == UMADV_OK)
         status = get_fixed_string(r, "pci_bus_id", d.pci_bus_id, sizeof(d.pci_bus_id));
     if (status == UMADV_OK)
-        status = get_u64(r, "memory", UINT64_MAX, &d.memory);
+        status = get_u64(r, "memory", UMADV_TRACE_IO_MAX_MEMORY, &d.memory);
     if (status == UMADV_OK)
         status = get_cc(r, &d);
     if (status == UMADV_OK)
@@ -600,37 +600,37 @@ static umadv_status_t parse_device(reader_t *r)
     return UMADV_OK;
 }
 
-static umadv_status_t get_link_value(reader_t *r, const char *key, int is_bw, double *v_p)
+/* Each figure within the one plausibility rule of trace.h: a subnormal
+ * bandwidth or a latency of 1e308 would make every modelled time
+ * infinite. */
+static umadv_status_t get_link_value(reader_t *r, const umadv_link_figure_t *fig,
+                                     double *v_p)
 {
-    umadv_status_t status = get_double(r, key, v_p);
+    char what[96];
+    umadv_status_t status = get_double(r, fig->key, v_p);
 
-    if (status != UMADV_OK)
+    if (status != UMADV_OK || umadv__link_figure_plausible(fig->is_bw, *v_p))
         return status;
-    if (is_bw ? *v_p <= 0 : *v_p < 0)
-        return fail_value(r, field_find(r, key),
-                          is_bw ? "must be positive" : "must not be negative");
-    return UMADV_OK;
+    if (fig->is_bw)
+        snprintf(what, sizeof(what), "is out of range (%g to %g bytes/s)", UMADV_LINK_BW_MIN,
+                 UMADV_LINK_BW_MAX);
+    else
+        snprintf(what, sizeof(what), "is out of range (0 to %g seconds)",
+                 UMADV_LINK_LATENCY_MAX);
+    return fail_value(r, field_find(r, fig->key), what);
 }
 
 static umadv_status_t parse_link(reader_t *r)
 {
     umadv_link_model_t l;
-    const struct {
-        const char *key;
-        double     *value;
-        int         is_bw;
-    } figures[] = {
-        {"fetch_bw", &l.fetch_bw, 1}, {"fetch_latency", &l.fetch_latency, 0},
-        {"evict_bw", &l.evict_bw, 1}, {"evict_latency", &l.evict_latency, 0},
-        {"fault_bw", &l.fault_bw, 1}, {"fault_latency", &l.fault_latency, 0},
-        {"remote_bw", &l.remote_bw, 1},
-    };
+    size_t count;
+    const umadv_link_figure_t *figures = umadv__link_figures(&count);
 
     if (!(r->have & HAVE_TRACE) || (r->have & HAVE_LINK))
         return fail_record(r, "must come once, after the 'trace' record");
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(figures); i++) {
-        umadv_status_t status = get_link_value(r, figures[i].key, figures[i].is_bw,
-                                               figures[i].value);
+    for (size_t i = 0; i < count; i++) {
+        umadv_status_t status = get_link_value(r, &figures[i],
+                                               (double *)((char *)&l + figures[i].offset));
         if (status != UMADV_OK)
             return status;
     }
@@ -784,7 +784,7 @@ static umadv_status_t parse_step(reader_t *r)
     if (status == UMADV_OK)
         status = get_step_kind(r, &kind);
     if (status == UMADV_OK)
-        status = get_u64(r, "dur_ns", UINT64_MAX, &duration);
+        status = get_u64(r, "dur_ns", UMADV_TRACE_IO_MAX_STEP_NS, &duration);
     if (status == UMADV_OK)
         status = get_string(r, "name", &name);
     if (status != UMADV_OK)
@@ -1113,11 +1113,125 @@ umadv_status_t umadv__trace_read_buffer(const char *name, const char *buf, size_
 
 /* --- files ----------------------------------------------------------------- */
 
+/* --- files: reading with a bound ------------------------------------------ */
+
+/*
+ * A file is read whole (the checksum covers it), but a device or a pipe
+ * may never end, and a big file need not be read to be refused: reading
+ * stops at a line longer than UMADV_TRACE_IO_MAX_LINE, at a first line
+ * that cannot be the version line, at a header in error, and at more
+ * bytes than the header's counts allow (trace_io.h).
+ */
+typedef struct read_guard {
+    const char *name;
+    size_t      scanned;     /* bytes whose line ends are counted */
+    size_t      line_start;  /* where the current line starts */
+    size_t      lines_end;   /* end of the last complete line */
+    uint32_t    line;        /* number of the current line */
+    uint64_t    limit;       /* most bytes: header limit until the counts are known */
+    int         have_counts;
+    char       *why;
+    size_t      why_len;
+} read_guard_t;
+
+/* The header alone: version line, then records up to the 'trace' one,
+ * parsed by the reader's own code (so its errors are the reader's).
+ * UMADV_OK with *@counts_p set once the 'trace' record is read;
+ * UMADV_ERR_NOT_FOUND when more lines are needed; UMADV_ERR_CORRUPT. */
+static umadv_status_t peek_header(read_guard_t *g, const char *buf, size_t len,
+                                  uint64_t *counts_p)
+{
+    const size_t magic_len = sizeof(UMADV_TRACE_MAGIC);  /* with its space */
+    umadv_status_t status = UMADV_ERR_NOT_FOUND;
+    reader_t *r;
+
+    if (g->lines_end == 0 && (len < magic_len || memcmp(buf, UMADV_TRACE_MAGIC " ", magic_len) == 0))
+        return UMADV_ERR_NOT_FOUND;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    r->name = g->name;
+    r->buf = buf;
+    r->len = g->lines_end > 0 ? g->lines_end : len;
+    r->why = g->why;
+    r->why_len = g->why_len;
+    status = check_version(r);
+    while (status == UMADV_OK && !(r->have & HAVE_TRACE) && next_line(r)) {
+        if (is_blank_or_comment(r))
+            continue;
+        status = line_check_bytes(r);
+        if (status == UMADV_OK)
+            status = split_line(r);
+        if (status == UMADV_OK)
+            status = parse_record(r);
+    }
+    if (status == UMADV_OK && (r->have & HAVE_TRACE))
+        *counts_p = (uint64_t)r->decl_allocs + r->decl_steps + r->decl_accesses;
+    else if (status == UMADV_OK)
+        status = UMADV_ERR_NOT_FOUND;
+    umadv__trace_cleanup(&r->trace);
+    free(r);
+    return status;
+}
+
+/* Count the lines of the bytes read since the last call; refuse one
+ * that is too long (a file of NUL bytes has no line end at all). */
+static umadv_status_t guard_lines(read_guard_t *g, const char *buf, size_t len)
+{
+    for (; g->scanned < len; g->scanned++) {
+        if (buf[g->scanned] != '\n')
+            continue;
+        if (g->scanned - g->line_start > UMADV_TRACE_IO_MAX_LINE)
+            break;
+        g->line_start = g->scanned + 1;
+        g->lines_end = g->line_start;
+        g->line++;
+    }
+    if (len - g->line_start <= UMADV_TRACE_IO_MAX_LINE)
+        return UMADV_OK;
+    snprintf(g->why, g->why_len, "%s:%u: line longer than %llu bytes: not a umadv trace",
+             g->name, g->line, (unsigned long long)UMADV_TRACE_IO_MAX_LINE);
+    return UMADV_ERR_CORRUPT;
+}
+
+static umadv_status_t guard(read_guard_t *g, const char *buf, size_t len)
+{
+    uint64_t counts;
+    umadv_status_t status = guard_lines(g, buf, len);
+
+    if (status != UMADV_OK)
+        return status;
+    if (!g->have_counts) {
+        status = peek_header(g, buf, len, &counts);
+        if (status == UMADV_OK) {
+            g->have_counts = 1;
+            /* the records, the 'device', 'link' and 'end' lines */
+            g->limit = UMADV_TRACE_IO_MAX_HEADER + (counts + 3) * UMADV_TRACE_IO_MAX_LINE;
+        } else if (status != UMADV_ERR_NOT_FOUND) {
+            return status;
+        }
+    }
+    if (len <= g->limit)
+        return UMADV_OK;
+    if (!g->have_counts)
+        snprintf(g->why, g->why_len, "%s: no 'trace' record in the first %llu bytes: not a "
+                 "umadv trace", g->name, (unsigned long long)g->limit);
+    else
+        snprintf(g->why, g->why_len, "%s: more than %llu bytes, more than the counts of its "
+                 "'trace' record allow (%llu bytes a record): not a umadv trace, or a "
+                 "wrong header", g->name, (unsigned long long)g->limit,
+                 (unsigned long long)UMADV_TRACE_IO_MAX_LINE);
+    return UMADV_ERR_CORRUPT;
+}
+
 static umadv_status_t read_fd(int fd, const char *path, char **buf_p, size_t *len_p,
                               char *why, size_t why_len)
 {
+    read_guard_t g = {.name = path, .line = 1, .limit = UMADV_TRACE_IO_MAX_HEADER,
+                      .why = why, .why_len = why_len};
     size_t len = 0, cap = 0;
     char *buf = NULL;
+    umadv_status_t status;
     ssize_t n;
 
     for (;;) {
@@ -1137,6 +1251,11 @@ static umadv_status_t read_fd(int fd, const char *path, char **buf_p, size_t *le
             return UMADV_ERR_IO;
         }
         len += (size_t)n;
+        status = guard(&g, buf, len);
+        if (status != UMADV_OK) {
+            free(buf);
+            return status;
+        }
     }
     *buf_p = buf;
     *len_p = len;

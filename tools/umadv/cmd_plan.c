@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "cmd_plan.h"
+#include "common/config.h"
 #include "common/util.h"
+#include "plan/window.h"
 #include "trace/trace_io.h"
 
 enum {
@@ -52,8 +54,10 @@ static int parse_budget(const char *text, umadv_plan_budget_t *spec)
     if (len > 1 && text[len - 1] == '%') {
         if (strchr("0123456789.", text[0]) == NULL)
             return -1;
+        /* 100% already needs no eviction: a larger share plans the same
+         * and, past 2^64 bytes, would not fit the budget's integer */
         spec->percent = strtod(text, &end);
-        return (end == text + len - 1 && spec->percent > 0 && isfinite(spec->percent)) ? 0 : -1;
+        return (end == text + len - 1 && spec->percent > 0 && spec->percent <= 100) ? 0 : -1;
     }
     if (umadv_size_parse(text, &spec->bytes) != UMADV_OK || spec->bytes == 0)
         return -1;
@@ -78,7 +82,8 @@ static int parse_budgets(const umadv_cli_command_t *cmd, const char *value,
         if (parse_budget(item, &args->budgets[args->nbudgets++]) != 0)
             return umadv__cli_bad_value(cmd, opt, item,
                                         "expected a size above 0 (8G, 512M, 1.5GiB) "
-                                        "or a percentage of the footprint (50%)");
+                                        "or a percentage of the footprint above 0 and at "
+                                        "most 100 (50%)");
     }
     if (args->nbudgets == 0)
         return umadv__cli_bad_value(cmd, opt, value, "expected at least one budget");
@@ -257,6 +262,24 @@ static int read_trace(const char *path, umadv_trace_t *trace)
     return 0;
 }
 
+/* Refused before the first simulation, with the planner's own rule and
+ * message (window.h, COST), rather than after minutes of work. */
+static int check_cost(umadv_plan_run_t *run)
+{
+    umadv_config_t config;
+
+    umadv__config_defaults(&config);
+    if (umadv__config_load(&config) != UMADV_OK) /* main() reported it already */
+        return umadv__cli_fail("bad UMADV_* setting");
+    run->max_touches = config.plan_max_touches;
+    if (umadv__window_check_cost(&run->trace, run->first_step, run->nsteps,
+                                 run->max_touches) != UMADV_OK)
+        return umadv__cli_fail("%s: iteration %u is too large to plan (UMADV_PLAN_MAX_TOUCHES=%llu)",
+                               run->args->trace_path, run->iteration,
+                               (unsigned long long)run->max_touches);
+    return 0;
+}
+
 static int select_iteration(umadv_plan_run_t *run)
 {
     const umadv_trace_t *trace = &run->trace;
@@ -269,7 +292,7 @@ static int select_iteration(umadv_plan_run_t *run)
                                      &run->nsteps) != UMADV_OK)
         return umadv__cli_fail("%s has no iteration %u (it has %u, numbered from 0)",
                                run->args->trace_path, run->iteration, trace->niterations);
-    return 0;
+    return check_cost(run);
 }
 
 /* The simulation's track in --timeline, "plan, budget 2.71 GiB": the
@@ -301,6 +324,7 @@ static int simulate(const umadv_plan_run_t *run, umadv_policy_t policy, uint64_t
     params.iteration = run->iteration;
     params.link = run->link;
     params.schedule = schedule;
+    params.max_touches = run->max_touches;
     if (tracked && run->timeline != NULL)
         timeline_track(run, policy, budget, &params);
     status = umadv__sim_run(&run->trace, &params, result);
@@ -328,6 +352,7 @@ static int build_schedule(const umadv_plan_run_t *run, umadv_plan_block_t *block
         return umadv__cli_fail("budget %s is 0 bytes for this trace", block->spec->text);
     umadv__plan_params_default(&run->trace, block->budget, &params);
     params.iteration = run->iteration;
+    params.max_touches = run->max_touches;
     params.read_mostly = run->args->read_mostly;
     params.host_placement = run->args->host_placement;
     if (run->args->lookahead_set)

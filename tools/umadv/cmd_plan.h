@@ -52,6 +52,7 @@ typedef struct umadv_plan_run {
     umadv_plan_block_t       blocks[PLAN_MAX_BUDGETS];
     unsigned                 nblocks;
     umadv_timeline_t        *timeline;  /* every simulation's track, or NULL */
+    uint64_t                 max_touches; /* UMADV_PLAN_MAX_TOUCHES */
 } umadv_plan_run_t;
 
 /* Print the results of a run that succeeded, on standard output. */

@@ -62,7 +62,8 @@ static int parse_section_size(const umadv_cli_command_t *cmd, const umadv_cli_op
 static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
                        const char *value, synth_args_t *args)
 {
-    uint32_t *number = NULL;
+    uint32_t *number = NULL, max = 1000000; /* depth: the model checks its own range */
+    char expected[64];
 
     switch (opt - umadv__cli_synth_options) {
     case OPT_OUTPUT:
@@ -72,16 +73,20 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
         return parse_section_size(cmd, opt, value, &args->section_size);
     case OPT_BATCH:
         number = &args->batch;
+        max = UMADV_SYNTH_BATCH_MAX;
         break;
     case OPT_DEPTH:
         number = &args->depth;
         break;
     default:
         number = &args->iterations;
+        max = UMADV_SYNTH_ITER_MAX; /* the model's limit, stated once (synth.h) */
         break;
     }
-    if (umadv__cli_parse_u32(value, 1, 1000000, number) != 0)
-        return umadv__cli_bad_value(cmd, opt, value, "expected a whole number from 1 to 1000000");
+    if (umadv__cli_parse_u32(value, 1, max, number) != 0) {
+        snprintf(expected, sizeof(expected), "expected a whole number from 1 to %u", max);
+        return umadv__cli_bad_value(cmd, opt, value, expected);
+    }
     return 0;
 }
 
