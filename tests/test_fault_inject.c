@@ -1,0 +1,1003 @@
+/*
+ * Fault injection through the CUDA and CUPTI call tables (jemalloc's JET
+ * model: the mock points exist in the test build only). A wrapping CUDA
+ * table forwards to the host backend and fails the n-th call of one entry;
+ * a CUPTI mock feeds launches and activity records the way CUPTI does and
+ * fails the n-th call of one of its entries. A realistic run (context,
+ * blocks written by the application, a profiled iteration with launches,
+ * a plan, replays under a budget for every policy, a saved trace, frees,
+ * destroy) is made once to count the calls, then once per entry and call
+ * index with that call failing, each in a child process under alarm().
+ * Every case checks that:
+ *   - the run ends (no crash, no hang) and every failed API call returned
+ *     a status that names a CUDA/CUPTI failure (or the run went on);
+ *   - the failure is logged with the CUDA/CUPTI call and its error string;
+ *   - every managed allocation, stream and event made through the table
+ *     is released, CUPTI is unsubscribed with no activity left enabled;
+ *     the heap is checked too when built with -fsanitize=address;
+ *   - the bytes the application wrote read back the same.
+ * A failed release call (cudaFree, cudaStreamDestroy, cudaEventDestroy)
+ * is modelled as CUDA reports an error of earlier asynchronous work: the
+ * handle is released and the error returned.
+ */
+#include <umadv.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
+#include "cuda_ops/cudart_util.h"
+#include "profiler/cupti_ops.h"
+#include "profiler/profiler.h"
+#include "tap.h"
+#include "testutil.h"
+
+#define SEC        (64 * 1024)
+#define NBLOCKS    5
+#define CASE_ALARM 20 /* seconds a case may take */
+
+/* ---- the entries that can fail ----------------------------------------- */
+
+typedef enum entry {
+    E_DEVICE_COUNT, E_DEVICE_PROPS, E_DRIVER_VERSION, E_SET_DEVICE, E_MEM_GET_INFO,
+    E_MALLOC, E_FREE, E_PREFETCH, E_PREFETCH_BATCH, E_ADVISE,
+    E_STREAM_CREATE, E_STREAM_DESTROY, E_STREAM_SYNC,
+    E_EVENT_CREATE, E_EVENT_DESTROY, E_EVENT_RECORD, E_STREAM_WAIT_EVENT, E_EVENT_SYNC,
+    E_EVENT_ELAPSED,
+    /* CUPTI */
+    E_SUBSCRIBE, E_UNSUBSCRIBE, E_ENABLE_CALLBACK, E_REGISTER_BUFFERS, E_CONFIGURE_UM,
+    E_ACTIVITY_ENABLE, E_ACTIVITY_DISABLE, E_FLUSH, E_NEXT_RECORD, E_RESULT_STRING,
+    E_PARAM_INFO, E_DEVICE_SYNC, E_BUFFER_COMPLETE,
+    E_COUNT
+} entry_t;
+
+#define E_FIRST_CUPTI E_SUBSCRIBE
+
+static const struct entry_desc {
+    const char *name;  /* the CUDA/CUPTI call as the log names it */
+    int         error; /* cudaError_t or CUptiResult it fails with */
+} entries[E_COUNT] = {
+    [E_DEVICE_COUNT]      = {"cudaGetDeviceCount", cudaErrorNoDevice},
+    [E_DEVICE_PROPS]      = {"cudaGetDeviceProperties", cudaErrorInvalidDevice},
+    [E_DRIVER_VERSION]    = {"cudaDriverGetVersion", cudaErrorInvalidValue},
+    [E_SET_DEVICE]        = {"cudaSetDevice", cudaErrorInvalidDevice},
+    [E_MEM_GET_INFO]      = {"cudaMemGetInfo", cudaErrorInvalidValue},
+    [E_MALLOC]            = {"cudaMallocManaged", cudaErrorMemoryAllocation},
+    [E_FREE]              = {"cudaFree", cudaErrorLaunchFailure},
+    [E_PREFETCH]          = {"cudaMemPrefetchAsync", cudaErrorInvalidValue},
+    [E_PREFETCH_BATCH]    = {"cudaMemPrefetchBatchAsync", cudaErrorInvalidValue},
+    [E_ADVISE]            = {"cudaMemAdvise", cudaErrorInvalidValue},
+    [E_STREAM_CREATE]     = {"cudaStreamCreateWithFlags", cudaErrorMemoryAllocation},
+    [E_STREAM_DESTROY]    = {"cudaStreamDestroy", cudaErrorLaunchFailure},
+    [E_STREAM_SYNC]       = {"cudaStreamSynchronize", cudaErrorLaunchFailure},
+    [E_EVENT_CREATE]      = {"cudaEventCreateWithFlags", cudaErrorMemoryAllocation},
+    [E_EVENT_DESTROY]     = {"cudaEventDestroy", cudaErrorLaunchFailure},
+    [E_EVENT_RECORD]      = {"cudaEventRecord", cudaErrorInvalidResourceHandle},
+    [E_STREAM_WAIT_EVENT] = {"cudaStreamWaitEvent", cudaErrorInvalidResourceHandle},
+    [E_EVENT_SYNC]        = {"cudaEventSynchronize", cudaErrorLaunchFailure},
+    [E_EVENT_ELAPSED]     = {"cudaEventElapsedTime", cudaErrorInvalidResourceHandle},
+    [E_SUBSCRIBE]         = {"cuptiSubscribe", CUPTI_ERROR_NOT_INITIALIZED},
+    [E_UNSUBSCRIBE]       = {"unsubscribe", CUPTI_ERROR_INVALID_PARAMETER},
+    [E_ENABLE_CALLBACK]   = {"enable_callback", CUPTI_ERROR_INVALID_PARAMETER},
+    [E_REGISTER_BUFFERS]  = {"activity_register_callbacks", CUPTI_ERROR_NOT_INITIALIZED},
+    [E_CONFIGURE_UM]      = {"activity_configure_um", CUPTI_ERROR_UNKNOWN},
+    [E_ACTIVITY_ENABLE]   = {"activity_enable", CUPTI_ERROR_UNKNOWN},
+    [E_ACTIVITY_DISABLE]  = {"activity_disable", CUPTI_ERROR_UNKNOWN},
+    [E_FLUSH]             = {"activity_flush_all", CUPTI_ERROR_UNKNOWN},
+    [E_NEXT_RECORD]       = {"activity_get_next_record", CUPTI_ERROR_INVALID_KIND},
+    [E_RESULT_STRING]     = {"get_result_string", CUPTI_ERROR_INVALID_PARAMETER},
+    [E_PARAM_INFO]        = {"kernel_param_info", 0},
+    [E_DEVICE_SYNC]       = {"cudaDeviceSynchronize", cudaErrorLaunchFailure},
+    [E_BUFFER_COMPLETE]   = {"buffer_completed", 0},
+};
+
+/* The CUPTI mock's error string: what the log must carry. */
+#define MOCK_CUPTI_STRING "injected cupti failure"
+
+static struct {
+    int      target;              /* entry to fail, or -1 */
+    uint64_t nth;                 /* its call to fail, from 1 */
+    int      sticky;              /* fail every call from the nth on (a lost device) */
+    int      fired;               /* the failing call was made */
+    uint64_t calls[E_COUNT];
+    int64_t  live_managed, live_streams, live_events;
+    pthread_mutex_t lock;
+} inj = {.target = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Count a call of @e; whether it is the one to fail. */
+static int inject_now(entry_t e)
+{
+    int fail;
+
+    pthread_mutex_lock(&inj.lock);
+    ++inj.calls[e];
+    fail = (int)e == inj.target &&
+           (inj.calls[e] == inj.nth || (inj.sticky && inj.calls[e] > inj.nth));
+    if (fail)
+        inj.fired = 1;
+    pthread_mutex_unlock(&inj.lock);
+    return fail;
+}
+
+static void live_add(int64_t *counter, int64_t delta)
+{
+    pthread_mutex_lock(&inj.lock);
+    *counter += delta;
+    pthread_mutex_unlock(&inj.lock);
+}
+
+/* What cudart does with a failed call: log it with its name and CUDA's
+ * string, and map it to a status. */
+static umadv_status_t cuda_fail(entry_t e)
+{
+    return umadv__cudart_status((cudaError_t)entries[e].error, UMADV_LOG_ERROR,
+                                entries[e].name, __FILE__, __LINE__);
+}
+
+#define HOST umadv__cuda_ops_host
+#define INJECT(_e) \
+    do { \
+        if (inject_now(_e)) \
+            return cuda_fail(_e); \
+    } while (0)
+
+/* ---- the wrapping CUDA table ------------------------------------------- */
+
+static umadv_status_t w_device_count(int *c)
+{
+    INJECT(E_DEVICE_COUNT);
+    return HOST.device_count(c);
+}
+
+static umadv_status_t w_device_props(int d, umadv_device_props_t *p)
+{
+    INJECT(E_DEVICE_PROPS);
+    return HOST.get_device_props(d, p);
+}
+
+static umadv_status_t w_driver_version(int *v)
+{
+    INJECT(E_DRIVER_VERSION);
+    return HOST.driver_version(v);
+}
+
+static umadv_status_t w_set_device(int d)
+{
+    INJECT(E_SET_DEVICE);
+    return HOST.set_device(d);
+}
+
+static umadv_status_t w_mem_get_info(uint64_t *f, uint64_t *t)
+{
+    INJECT(E_MEM_GET_INFO);
+    return HOST.mem_get_info(f, t);
+}
+
+static umadv_status_t w_malloc(size_t size, size_t align, void **p)
+{
+    umadv_status_t status;
+
+    INJECT(E_MALLOC);
+    status = HOST.malloc_managed(size, align, p);
+    if (status == UMADV_OK)
+        live_add(&inj.live_managed, 1);
+    return status;
+}
+
+static umadv_status_t w_free(void *ptr, size_t size)
+{
+    int fail = inject_now(E_FREE);
+    umadv_status_t status = HOST.free(ptr, size);
+
+    if (status == UMADV_OK)
+        live_add(&inj.live_managed, -1);
+    return fail ? cuda_fail(E_FREE) : status;
+}
+
+static umadv_status_t w_prefetch(void *p, size_t s, int loc, umadv_stream_t st)
+{
+    INJECT(E_PREFETCH);
+    return HOST.prefetch(p, s, loc, st);
+}
+
+static umadv_status_t w_prefetch_batch(void **p, size_t *s, size_t n, int loc,
+                                       umadv_stream_t st)
+{
+    INJECT(E_PREFETCH_BATCH);
+    return HOST.prefetch_batch(p, s, n, loc, st);
+}
+
+static umadv_status_t w_advise(void *p, size_t s, umadv_cuda_advice_t a, int loc)
+{
+    INJECT(E_ADVISE);
+    return HOST.advise(p, s, a, loc);
+}
+
+static umadv_status_t w_stream_create(umadv_stream_t *s)
+{
+    umadv_status_t status;
+
+    INJECT(E_STREAM_CREATE);
+    status = HOST.stream_create(s);
+    if (status == UMADV_OK)
+        live_add(&inj.live_streams, 1);
+    return status;
+}
+
+static umadv_status_t w_stream_destroy(umadv_stream_t s)
+{
+    int fail = inject_now(E_STREAM_DESTROY);
+    umadv_status_t status = HOST.stream_destroy(s);
+
+    if (status == UMADV_OK)
+        live_add(&inj.live_streams, -1);
+    return fail ? cuda_fail(E_STREAM_DESTROY) : status;
+}
+
+static umadv_status_t w_stream_sync(umadv_stream_t s)
+{
+    INJECT(E_STREAM_SYNC);
+    return HOST.stream_synchronize(s);
+}
+
+static umadv_status_t w_event_create(umadv_event_t *e)
+{
+    umadv_status_t status;
+
+    INJECT(E_EVENT_CREATE);
+    status = HOST.event_create(e);
+    if (status == UMADV_OK)
+        live_add(&inj.live_events, 1);
+    return status;
+}
+
+static umadv_status_t w_event_destroy(umadv_event_t e)
+{
+    int fail = inject_now(E_EVENT_DESTROY);
+    umadv_status_t status = HOST.event_destroy(e);
+
+    if (status == UMADV_OK)
+        live_add(&inj.live_events, -1);
+    return fail ? cuda_fail(E_EVENT_DESTROY) : status;
+}
+
+static umadv_status_t w_event_record(umadv_event_t e, umadv_stream_t s)
+{
+    INJECT(E_EVENT_RECORD);
+    return HOST.event_record(e, s);
+}
+
+static umadv_status_t w_stream_wait_event(umadv_stream_t s, umadv_event_t e)
+{
+    INJECT(E_STREAM_WAIT_EVENT);
+    return HOST.stream_wait_event(s, e);
+}
+
+static umadv_status_t w_event_sync(umadv_event_t e)
+{
+    INJECT(E_EVENT_SYNC);
+    return HOST.event_synchronize(e);
+}
+
+static umadv_status_t w_event_elapsed(umadv_event_t a, umadv_event_t b, uint64_t *ns)
+{
+    INJECT(E_EVENT_ELAPSED);
+    return HOST.event_elapsed_ns(a, b, ns);
+}
+
+static const umadv_cuda_ops_t inject_cuda_ops = {
+    .name               = "inject",
+    .device_count       = w_device_count,
+    .get_device_props   = w_device_props,
+    .driver_version     = w_driver_version,
+    .set_device         = w_set_device,
+    .mem_get_info       = w_mem_get_info,
+    .malloc_managed     = w_malloc,
+    .free               = w_free,
+    .prefetch           = w_prefetch,
+    .prefetch_batch     = w_prefetch_batch,
+    .advise             = w_advise,
+    .stream_create      = w_stream_create,
+    .stream_destroy     = w_stream_destroy,
+    .stream_synchronize = w_stream_sync,
+    .event_create       = w_event_create,
+    .event_destroy      = w_event_destroy,
+    .event_record       = w_event_record,
+    .stream_wait_event  = w_stream_wait_event,
+    .event_synchronize  = w_event_sync,
+    .event_elapsed_ns   = w_event_elapsed,
+};
+
+/* ---- the CUPTI mock ------------------------------------------------------ */
+
+typedef union mock_record {
+    CUpti_Activity                      any;
+    CUpti_ActivityKernel10              kernel;
+    CUpti_ActivityUnifiedMemoryCounter3 um;
+} mock_record_t;
+
+static struct {
+    int                subscribed;
+    int                callbacks;       /* enabled now */
+    int                kinds_on;        /* activity kinds enabled now */
+    int                um_on, kernels_on;
+    CUpti_CallbackFunc callback;
+    void              *userdata;
+    mock_record_t      queue[256];
+    size_t             nqueue;
+} cupti;
+
+#define CUPTI_INJECT(_e) \
+    do { \
+        if (inject_now(_e)) \
+            return (CUptiResult)entries[_e].error; \
+    } while (0)
+
+static CUptiResult m_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
+{
+    CUPTI_INJECT(E_SUBSCRIBE);
+    if (cupti.subscribed)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    cupti.subscribed = 1;
+    cupti.callback   = cb;
+    cupti.userdata   = ud;
+    *s = (CUpti_SubscriberHandle)&cupti;
+    return CUPTI_SUCCESS;
+}
+
+/* As CUPTI: unsubscribing drops the subscriber's callbacks, even when it
+ * then reports an error. */
+static CUptiResult m_unsubscribe(CUpti_SubscriberHandle s)
+{
+    cupti.subscribed = 0;
+    cupti.callbacks  = 0;
+    CUPTI_INJECT(E_UNSUBSCRIBE);
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_enable_callback(uint32_t on, CUpti_SubscriberHandle s,
+                                     CUpti_CallbackDomain d, CUpti_CallbackId id)
+{
+    CUPTI_INJECT(E_ENABLE_CALLBACK);
+    cupti.callbacks += on ? 1 : -1;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_register(CUpti_BuffersCallbackRequestFunc r,
+                              CUpti_BuffersCallbackCompleteFunc c)
+{
+    CUPTI_INJECT(E_REGISTER_BUFFERS);
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_configure(CUpti_ActivityUnifiedMemoryCounterConfig *c, uint32_t n)
+{
+    CUPTI_INJECT(E_CONFIGURE_UM);
+    return CUPTI_SUCCESS;
+}
+
+static int *kind_state(CUpti_ActivityKind kind)
+{
+    static int other;
+
+    if (kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+        return &cupti.um_on;
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        return &cupti.kernels_on;
+    return &other;
+}
+
+static CUptiResult m_enable(CUpti_ActivityKind kind)
+{
+    CUPTI_INJECT(E_ACTIVITY_ENABLE);
+    *kind_state(kind) = 1;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_disable(CUpti_ActivityKind kind)
+{
+    CUPTI_INJECT(E_ACTIVITY_DISABLE);
+    *kind_state(kind) = 0;
+    return CUPTI_SUCCESS;
+}
+
+/* Deliver the queued records in one buffer, as CUPTI does on a flush. A
+ * failed completion is a buffer CUPTI hands back with nothing valid in
+ * it (records it dropped). */
+static CUptiResult m_flush(uint32_t flag)
+{
+    uint8_t *buffer;
+    size_t size, max, valid;
+
+    CUPTI_INJECT(E_FLUSH);
+    if (cupti.nqueue == 0)
+        return CUPTI_SUCCESS;
+    umadv__prof_buffer_requested(&buffer, &size, &max);
+    if (buffer == NULL) {
+        cupti.nqueue = 0; /* CUPTI drops the records */
+        return CUPTI_SUCCESS;
+    }
+    valid = cupti.nqueue * sizeof(mock_record_t);
+    if (valid > size)
+        valid = size / sizeof(mock_record_t) * sizeof(mock_record_t);
+    memcpy(buffer, cupti.queue, valid);
+    cupti.nqueue = 0;
+    if (inject_now(E_BUFFER_COMPLETE))
+        valid = 0;
+    umadv__prof_buffer_completed(NULL, 0, buffer, size, valid);
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_next(uint8_t *buffer, size_t valid, CUpti_Activity **record)
+{
+    mock_record_t *next = *record == NULL ? (mock_record_t *)buffer
+                                          : (mock_record_t *)*record + 1;
+
+    if ((uint8_t *)(next + 1) > buffer + valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    CUPTI_INJECT(E_NEXT_RECORD);
+    *record = &next->any;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult m_result_string(CUptiResult r, const char **s)
+{
+    CUPTI_INJECT(E_RESULT_STRING);
+    *s = MOCK_CUPTI_STRING;
+    return CUPTI_SUCCESS;
+}
+
+#define KERNEL_FUNC ((const void *)0x1234) /* two pointer parameters */
+
+/* The layout is not an error CUPTI reports: a failure is "not known". */
+static umadv_status_t m_param_info(const void *func, int driver, size_t index,
+                                   size_t *offset_p, size_t *size_p)
+{
+    if (inject_now(E_PARAM_INFO) || func != KERNEL_FUNC || index >= 2)
+        return UMADV_ERR_NOT_FOUND;
+    *offset_p = index * sizeof(void *);
+    *size_p   = sizeof(void *);
+    return UMADV_OK;
+}
+
+static umadv_status_t m_device_sync(void)
+{
+    INJECT(E_DEVICE_SYNC);
+    return UMADV_OK;
+}
+
+static const umadv_cupti_ops_t inject_cupti_ops = {
+    "inject", m_subscribe, m_unsubscribe, m_enable_callback, m_register, m_configure,
+    m_enable, m_disable, m_flush, m_next, m_result_string, m_param_info, m_device_sync,
+};
+
+static mock_record_t *queue_slot(void)
+{
+    mock_record_t *r;
+
+    if (cupti.nqueue == UMADV_ARRAY_SIZE(cupti.queue))
+        return NULL;
+    r = &cupti.queue[cupti.nqueue++];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static void queue_kernel(uint32_t corr, uint64_t start)
+{
+    mock_record_t *r = queue_slot();
+
+    if (r == NULL)
+        return;
+    r->kernel.kind          = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r->kernel.correlationId = corr;
+    r->kernel.start         = start;
+    r->kernel.end           = start + 1000;
+}
+
+/* A fault on @addr and the migration it caused, as the driver reports. */
+static void queue_fault(const void *addr, uint64_t start)
+{
+    mock_record_t *f = queue_slot(), *m;
+
+    if (f == NULL)
+        return;
+    f->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+    f->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    f->um.address     = (uintptr_t)addr;
+    f->um.start       = start;
+    f->um.end         = start + 10;
+    f->um.value       = 2;
+    f->um.flags       = CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE;
+    m = queue_slot();
+    if (m == NULL)
+        return;
+    *m = *f;
+    m->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
+    m->um.value       = SEC;
+    m->um.flags       = CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE;
+}
+
+/* A runtime launch of KERNEL_FUNC(a, b), its kernel record and a fault,
+ * while CUPTI's callbacks are on (else the launch goes unseen, as on a
+ * GPU). */
+static void launch(void *a, void *b, uint32_t corr)
+{
+    void *args[2] = {&a, &b};
+    cudaLaunchKernel_v7000_params p = {.func = KERNEL_FUNC, .args = args};
+    CUpti_CallbackData cb;
+
+    memset(&cb, 0, sizeof(cb));
+    cb.functionParams = &p;
+    cb.symbolName     = "kernel";
+    cb.correlationId  = corr;
+    if (cupti.subscribed && cupti.callbacks > 0) {
+        cb.callbackSite = CUPTI_API_ENTER;
+        cupti.callback(cupti.userdata, CUPTI_CB_DOMAIN_RUNTIME_API,
+                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
+        cb.callbackSite = CUPTI_API_EXIT;
+        cupti.callback(cupti.userdata, CUPTI_CB_DOMAIN_RUNTIME_API,
+                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
+    }
+    if (cupti.kernels_on)
+        queue_kernel(corr, (uint64_t)corr * 10000);
+    if (cupti.um_on)
+        queue_fault(b, (uint64_t)corr * 10000 + 100);
+}
+
+/* ---- the application ----------------------------------------------------- */
+
+/* What one run saw; the child sends it to the parent. */
+typedef struct outcome {
+    uint64_t calls[E_COUNT];
+    int      fired;
+    int      data_ok;          /* every byte written read back */
+    int      bad_status;       /* an API call returned an unclear status */
+    char     bad_call[64];     /* the first such call, and its status */
+    int      bad_code;
+    int      api_failures;     /* API calls that returned an error */
+    int64_t  live_managed, live_streams, live_events;
+    int      cupti_left;       /* subscribed, callbacks or activity kinds left on */
+    int      logged;           /* the failed call and its error string are in the log */
+    int      log_lines;        /* lines the run logged */
+} outcome_t;
+
+static const size_t block_sizes[NBLOCKS] = {
+    3 * SEC / 2 * 10, 11 * SEC, 5 * SEC + 123, 2 * SEC, 700 * 1024,
+};
+
+typedef struct app {
+    umadv_context_t ctx;
+    void           *blocks[NBLOCKS];
+    unsigned char  *shadow[NBLOCKS]; /* what each block must hold */
+    outcome_t      *out;
+    uint32_t        corr;
+} app_t;
+
+/* The statuses a failing CUDA/CUPTI call may surface as. */
+static int status_clear(umadv_status_t s)
+{
+    return s == UMADV_OK || s == UMADV_ERR_CUDA || s == UMADV_ERR_CUPTI ||
+           s == UMADV_ERR_NO_DEVICE || s == UMADV_ERR_UNSUPPORTED;
+}
+
+/* Note an API call's status: failures are allowed, unclear ones are not. */
+static umadv_status_t noted(app_t *app, const char *call, umadv_status_t s)
+{
+    if (s != UMADV_OK)
+        app->out->api_failures++;
+    if (!status_clear(s) && !app->out->bad_status) {
+        app->out->bad_status = 1;
+        app->out->bad_code   = s;
+        snprintf(app->out->bad_call, sizeof(app->out->bad_call), "%s", call);
+    }
+    return s;
+}
+
+#define API(_app, _call) noted((_app), #_call, (_call))
+
+/* The application's own work in a step: change every byte of block @b,
+ * in umadv memory and in its shadow. */
+static void app_write(app_t *app, int b, unsigned seed)
+{
+    unsigned char *p = app->blocks[b];
+
+    for (size_t i = 0; i < block_sizes[b]; i += 97) {
+        p[i] = (unsigned char)(p[i] * 31 + seed + i);
+        app->shadow[b][i] = p[i];
+    }
+}
+
+static int data_intact(const app_t *app)
+{
+    for (int b = 0; b < NBLOCKS; b++) {
+        if (app->blocks[b] != NULL &&
+            memcmp(app->blocks[b], app->shadow[b], block_sizes[b]) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Three passes over the blocks, as forward, backward and update: step
+ * s reads block s % NBLOCKS and writes the next. Under a lost device
+ * (sticky) each step also computes for a while, so that what fails on a
+ * timer (the monitor) fails many times. */
+#define PASSES 3
+
+static void iteration(app_t *app, unsigned seed)
+{
+    API(app, umadv_iteration_begin(app->ctx));
+    for (int s = 0; s < PASSES * NBLOCKS; s++) {
+        int r = s % NBLOCKS, w = (s + 1) % NBLOCKS;
+        char name[16];
+
+        snprintf(name, sizeof(name), "layer%d", s);
+        API(app, umadv_step_begin(app->ctx, name, NULL));
+        API(app, umadv_step_access(app->ctx, app->blocks[r], block_sizes[r],
+                                   UMADV_ACCESS_READ));
+        API(app, umadv_step_access(app->ctx, app->blocks[w], block_sizes[w],
+                                   UMADV_ACCESS_RW));
+        launch(app->blocks[r], app->blocks[w], ++app->corr);
+        app_write(app, w, seed + (unsigned)s);
+        if (inj.sticky)
+            usleep(500);
+        API(app, umadv_step_end(app->ctx, 0));
+    }
+}
+
+static umadv_status_t app_alloc(app_t *app)
+{
+    for (int b = 0; b < NBLOCKS; b++) {
+        char tag[16];
+        umadv_status_t s;
+
+        snprintf(tag, sizeof(tag), "block%d", b);
+        s = API(app, umadv_malloc(app->ctx, block_sizes[b], tag, &app->blocks[b]));
+        if (s != UMADV_OK)
+            return s;
+        app->shadow[b] = malloc(block_sizes[b]);
+        for (size_t i = 0; i < block_sizes[b]; i++)
+            ((unsigned char *)app->blocks[b])[i] = app->shadow[b][i] =
+                (unsigned char)(i * 7 + (size_t)b);
+    }
+    return UMADV_OK;
+}
+
+static void app_free(app_t *app)
+{
+    for (int b = 0; b < NBLOCKS; b++) {
+        if (app->blocks[b] != NULL)
+            API(app, umadv_free(app->ctx, app->blocks[b]));
+        free(app->shadow[b]);
+    }
+}
+
+/* Profile, plan, then two iterations under each policy. */
+static void app_train(app_t *app, const char *trace_path)
+{
+    static const umadv_policy_t policies[] = {
+        UMADV_POLICY_ORACLE, UMADV_POLICY_DEMAND, UMADV_POLICY_PREFETCH_ALL, UMADV_POLICY_PLAN,
+    };
+    unsigned seed = 1;
+
+    API(app, umadv_profile_next_iteration(app->ctx));
+    iteration(app, seed++);
+    iteration(app, seed++); /* ends the recording; the timing pass */
+    API(app, umadv_plan(app->ctx));
+    for (size_t p = 0; p < UMADV_ARRAY_SIZE(policies); p++) {
+        API(app, umadv_set_policy(app->ctx, policies[p]));
+        iteration(app, seed++);
+        iteration(app, seed++);
+    }
+    API(app, umadv_iteration_begin(app->ctx));
+    API(app, umadv_trace_save(app->ctx, trace_path));
+}
+
+static umadv_status_t app_context(app_t *app)
+{
+    umadv_context_params_t params = {
+        .field_mask   = UMADV_CONTEXT_FIELD_SECTION_SIZE | UMADV_CONTEXT_FIELD_BUDGET,
+        .section_size = SEC,
+        .budget       = 40 * SEC, /* less than the blocks' 53 sections */
+    };
+
+    return API(app, umadv_context_create(&params, &app->ctx));
+}
+
+static void app_run(outcome_t *out, const char *trace_path)
+{
+    app_t app = {.out = out};
+
+    out->data_ok = 1;
+    if (app_context(&app) != UMADV_OK)
+        return;
+    if (app_alloc(&app) == UMADV_OK)
+        app_train(&app, trace_path);
+    out->data_ok = data_intact(&app);
+    app_free(&app);
+    umadv_context_destroy(app.ctx);
+}
+
+/* ---- one case, in a child ------------------------------------------------ */
+
+static char *file_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf;
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    n = (long)fread(buf, 1, (size_t)n, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The log names the failed call and its error string. */
+static int log_lines(const char *log_path)
+{
+    char *log = file_read(log_path);
+    int n = 0;
+
+    for (const char *p = log; p != NULL && *p != '\0'; p++)
+        n += *p == '\n';
+    free(log);
+    return n;
+}
+
+static int log_names_failure(const char *log_path)
+{
+    char *log = file_read(log_path);
+    const char *want;
+    int found;
+
+    if (log == NULL)
+        return 0;
+    if (inj.target >= E_FIRST_CUPTI && inj.target != E_DEVICE_SYNC)
+        want = inj.target == E_RESULT_STRING ? "unknown cupti error" : MOCK_CUPTI_STRING;
+    else
+        want = cudaGetErrorString((cudaError_t)entries[inj.target].error);
+    found = strstr(log, entries[inj.target].name) != NULL && strstr(log, want) != NULL;
+    free(log);
+    return found;
+}
+
+/* Calls whose failure is silent by design: the layout query is "not
+ * known" (the launch is then treated as unscanned), the result string
+ * is only for messages, a buffer with no valid records is what CUPTI
+ * hands back after dropping records, and a failed release is released. */
+static int failure_needs_log(entry_t e)
+{
+    return e != E_PARAM_INFO && e != E_BUFFER_COMPLETE;
+}
+
+static void case_child(int fd, const char *dir)
+{
+    char log_path[512], trace_path[512];
+    outcome_t out;
+
+    memset(&out, 0, sizeof(out));
+    snprintf(log_path, sizeof(log_path), "%s/log", dir);
+    snprintf(trace_path, sizeof(trace_path), "%s/trace.umt", dir);
+    setenv("UMADV_LOG_FILE", log_path, 1);
+    alarm(CASE_ALARM);
+    app_run(&out, trace_path);
+    memcpy(out.calls, inj.calls, sizeof(out.calls));
+    out.fired        = inj.fired;
+    out.live_managed = inj.live_managed;
+    out.live_streams = inj.live_streams;
+    out.live_events  = inj.live_events;
+    out.cupti_left   = cupti.subscribed || cupti.callbacks != 0 || cupti.um_on ||
+                       cupti.kernels_on;
+    out.logged = inj.fired && failure_needs_log((entry_t)inj.target)
+                     ? log_names_failure(log_path) : 1;
+    out.log_lines = log_lines(log_path);
+    umadv__log_set_file(NULL);
+    if (getenv("INJECT_SHOW") != NULL) /* debugging: the case's log */
+        fprintf(stderr, "%s", file_read(log_path));
+    unlink(log_path);
+    unlink(trace_path);
+    if (write(fd, &out, sizeof(out)) != (ssize_t)sizeof(out))
+        _exit(3);
+    close(fd);
+    exit(0); /* not _exit: LeakSanitizer checks the heap at exit */
+}
+
+/* Run one case: 0 and *out filled when the child ended well, else a
+ * description of how it ended in @why. */
+static int case_run(int target, uint64_t nth, int sticky, outcome_t *out, char *why, size_t len)
+{
+    char dir[] = "/tmp/umadv-inject-XXXXXX";
+    int fds[2], wstatus;
+    ssize_t got;
+    pid_t pid;
+
+    if (mkdtemp(dir) == NULL || pipe(fds) != 0) {
+        snprintf(why, len, "cannot set up the case: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        inj.target = target;
+        inj.nth    = nth;
+        inj.sticky = sticky;
+        case_child(fds[1], dir);
+    }
+    close(fds[1]);
+    got = read(fds[0], out, sizeof(*out));
+    close(fds[0]);
+    waitpid(pid, &wstatus, 0);
+    rmdir(dir);
+    if (WIFSIGNALED(wstatus)) {
+        snprintf(why, len, "killed by signal %d%s", WTERMSIG(wstatus),
+                 WTERMSIG(wstatus) == SIGALRM ? " (hung)" : "");
+        return -1;
+    }
+    if (got != (ssize_t)sizeof(*out) || WEXITSTATUS(wstatus) != 0) {
+        snprintf(why, len, "exit status %d (a leak under the sanitizer?)",
+                 WEXITSTATUS(wstatus));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the cases ------------------------------------------------------------ */
+
+/* Calls of one entry beyond this are sampled (every k-th), so that the
+ * calls a timer makes (the monitor's cudaMemGetInfo) keep the run short. */
+#define MAX_CASES_PER_ENTRY 16
+
+/* A failing call is logged where it fails, and what it stops is said
+ * once: a device that fails every call must not flood the log. */
+#define MAX_LOG_LINES 24
+
+/* Failures the library does not handle yet: reported as TODO (expected
+ * to fail) until fixed. */
+static const struct known_bug {
+    entry_t     entry;
+    int         sticky;  /* -1: both ways */
+    const char *what;
+} known_bugs[] = {
+    {E_MEM_GET_INFO, 1, "the gpu memory monitor logs every failed sample"},
+    {E_EVENT_RECORD, 1, "step timing logs a failed event at every step"},
+    {E_EVENT_SYNC, 1, "step timing logs a failed event at every step"},
+    {E_EVENT_ELAPSED, 1, "step timing logs a failed event at every step"},
+    {E_UNSUBSCRIBE, -1, "cuptiUnsubscribe's result is not checked"},
+    {E_ACTIVITY_DISABLE, -1, "cuptiActivityDisable's result is not checked"},
+    {E_FLUSH, -1, "cuptiActivityFlushAll's result is not checked"},
+    {E_NEXT_RECORD, -1, "a cuptiActivityGetNextRecord error drops records unsaid"},
+};
+
+static const char *known_bug(int target, int sticky)
+{
+    for (size_t i = 0; i < UMADV_ARRAY_SIZE(known_bugs); i++) {
+        if ((int)known_bugs[i].entry == target &&
+            (known_bugs[i].sticky < 0 || known_bugs[i].sticky == sticky))
+            return known_bugs[i].what;
+    }
+    return NULL;
+}
+
+/* Releases fail once per handle: bounded by the handles, not the run. */
+static int log_bounded(int target, int sticky, int lines)
+{
+    return lines <= MAX_LOG_LINES || target == E_FREE || target == E_STREAM_DESTROY ||
+           target == E_EVENT_DESTROY;
+}
+
+static void case_check(int target, uint64_t nth, int sticky)
+{
+    const char *name = entries[target].name, *bug = known_bug(target, sticky);
+    outcome_t out;
+    char why[128];
+    int pass;
+
+    if (case_run(target, nth, sticky, &out, why, sizeof(why)) != 0) {
+        ok(0, "%s #%llu%s: the run ends: %s", name, (unsigned long long)nth,
+           sticky ? " and every later call" : "", why);
+        return;
+    }
+    pass = !out.bad_status && out.logged && out.data_ok && out.live_managed == 0 &&
+           out.live_streams == 0 && out.live_events == 0 &&
+           (!out.cupti_left || (sticky && target == E_ACTIVITY_DISABLE)) &&
+           log_bounded(target, sticky, out.log_lines);
+    ok(pass, "%s #%llu%s fails%s: clear status, logged, all released, data intact%s%s",
+       name, (unsigned long long)nth, sticky ? " and every later call" : "",
+       out.fired ? "" : " (not reached)", bug ? " # TODO " : "", bug ? bug : "");
+    if (!pass && bug != NULL)
+        tap_failed--; /* expected to fail: not a failure of the program */
+    if (!pass) {
+        if (out.bad_status)
+            diag("  %s returned %s", out.bad_call,
+                 umadv_status_string((umadv_status_t)out.bad_code));
+        diag("  %d log lines, logged %d, data %s, live managed %lld streams %lld events %lld, "
+             "cupti %s", out.log_lines, out.logged, out.data_ok ? "intact" : "WRONG",
+             (long long)out.live_managed, (long long)out.live_streams,
+             (long long)out.live_events, out.cupti_left ? "left on" : "off");
+    }
+}
+
+/* INJECT_SHOW=NAME:N runs that case alone and shows its log (debugging). */
+static int show_case(const char *spec)
+{
+    for (int e = 0; e < E_COUNT; e++) {
+        size_t len = strlen(entries[e].name);
+        if (strncmp(spec, entries[e].name, len) == 0 && spec[len] == ':') {
+            plan(1);
+            case_check(e, strtoull(spec + len + 1, NULL, 10), getenv("INJECT_STICKY") != NULL);
+            return exit_status();
+        }
+    }
+    return 2;
+}
+
+static uint64_t case_step(uint64_t calls)
+{
+    return calls <= MAX_CASES_PER_ENTRY ? 1 : (calls + MAX_CASES_PER_ENTRY - 1) /
+                                                  MAX_CASES_PER_ENTRY;
+}
+
+int main(void)
+{
+    outcome_t base;
+    char why[128];
+    int ncases = 1;
+
+    env_clear();
+    setenv("UMADV_LINK_PROBE", "0", 1); /* cudart directly: not through the table */
+    setenv("UMADV_ARENA_SIZE", "2M", 1); /* several arenas */
+    setenv("UMADV_HOST_PLACEMENT", "1", 1); /* advice too */
+    setenv("UMADV_HOST_NUMA", "none", 1); /* no topology to read per case */
+    umadv__cuda_ops_install(&inject_cuda_ops);
+    umadv__cupti_ops_install(&inject_cupti_ops);
+
+    if (case_run(-1, 0, 0, &base, why, sizeof(why)) != 0) {
+        plan(1);
+        ok(0, "the run without failures ends: %s", why);
+        return exit_status();
+    }
+    for (int e = 0; e < E_COUNT; e++)
+        ncases += (int)((base.calls[e] + case_step(base.calls[e]) - 1) /
+                        case_step(base.calls[e]));
+    if (getenv("INJECT_SHOW") != NULL)
+        return show_case(getenv("INJECT_SHOW"));
+    for (int e = 0; e < E_COUNT; e++)
+        ncases += base.calls[e] > 1;
+    plan(ncases + E_COUNT - 1);
+    ok(base.api_failures == 0 && base.data_ok && base.live_managed == 0 &&
+           base.live_streams == 0 && base.live_events == 0 && !base.cupti_left,
+       "the run without failures: no error, data intact, all released");
+    for (int e = 0; e < E_COUNT; e++) {
+        diag("%s: %llu calls", entries[e].name, (unsigned long long)base.calls[e]);
+        if (e == E_RESULT_STRING) /* for messages of failures only */
+            continue;
+        ok(base.calls[e] > 0 || e == E_STREAM_WAIT_EVENT, "%s is reached%s", entries[e].name,
+           base.calls[e] > 0 ? "" : " # SKIP not used by the library");
+    }
+    for (int e = 0; e < E_COUNT; e++) {
+        uint64_t step = case_step(base.calls[e]);
+        for (uint64_t n = 1; n <= base.calls[e]; n += step)
+            case_check(e, n, 0);
+    }
+    /* A device lost: every call of the entry fails, from the first. */
+    for (int e = 0; e < E_COUNT; e++) {
+        if (base.calls[e] > 1)
+            case_check(e, 1, 1);
+    }
+    return exit_status();
+}
