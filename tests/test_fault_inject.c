@@ -874,9 +874,6 @@ static const struct known_bug {
     const char *what;
 } known_bugs[] = {
     {E_MEM_GET_INFO, 1, "the gpu memory monitor logs every failed sample"},
-    {E_EVENT_RECORD, 1, "step timing logs a failed event at every step"},
-    {E_EVENT_SYNC, 1, "step timing logs a failed event at every step"},
-    {E_EVENT_ELAPSED, 1, "step timing logs a failed event at every step"},
     {E_UNSUBSCRIBE, -1, "cuptiUnsubscribe's result is not checked"},
     {E_ACTIVITY_DISABLE, -1, "cuptiActivityDisable's result is not checked"},
     {E_FLUSH, -1, "cuptiActivityFlushAll's result is not checked"},
