@@ -545,17 +545,17 @@ static int evict_one(umadv_exec_t *e)
  * once the thread runs on the GPU's cores (its first pages land there). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 {
-    umadv_status_t status;
+    const char *failed = NULL;
 
     umadv__numa_bind_thread(e->p.numa);
-    status = e->p.ops->set_device(e->p.device);
-
-    if (status == UMADV_OK)
-        status = e->p.ops->stream_create(&lane->stream);
-    if (status != UMADV_OK) {
+    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
+        failed = "set_device";
+    else if (e->p.ops->stream_create(&lane->stream) != UMADV_OK)
+        failed = "stream_create";
+    if (failed != NULL) {
         pthread_mutex_lock(&e->lock);
         lane->stream = NULL;
-        umadv__exec_fail(e, "stream_create");
+        umadv__exec_fail(e, failed);
         pthread_mutex_unlock(&e->lock);
     }
 }
