@@ -288,10 +288,20 @@ static umadv_status_t w_event_sync(umadv_event_t e)
     return HOST.event_synchronize(e);
 }
 
+/* Every step's work takes the same GPU time, as the same kernels do:
+ * the host backend's clock would make the plan (and the calls it makes)
+ * differ from run to run. */
+#define STEP_GPU_NS 1000000
+
 static umadv_status_t w_event_elapsed(umadv_event_t a, umadv_event_t b, uint64_t *ns)
 {
+    umadv_status_t status;
+
     INJECT(E_EVENT_ELAPSED);
-    return HOST.event_elapsed_ns(a, b, ns);
+    status = HOST.event_elapsed_ns(a, b, ns);
+    if (status == UMADV_OK)
+        *ns = STEP_GPU_NS;
+    return status;
 }
 
 static const umadv_cuda_ops_t inject_cuda_ops = {
@@ -571,7 +581,7 @@ typedef struct outcome {
 } outcome_t;
 
 static const size_t block_sizes[NBLOCKS] = {
-    3 * SEC / 2 * 10, 11 * SEC, 5 * SEC + 123, 2 * SEC, 700 * 1024,
+    4 * SEC + 100, 11 * SEC, 5 * SEC + 123, 2 * SEC, 700 * 1024,
 };
 
 typedef struct app {
@@ -626,31 +636,38 @@ static int data_intact(const app_t *app)
     return 1;
 }
 
-/* Three passes over the blocks, as forward, backward and update: step
- * s reads block s % NBLOCKS and writes the next. Under a lost device
- * (sticky) each step also computes for a while, so that what fails on a
- * timer (the monitor) fails many times. */
+/* Three passes over the blocks, as forward, backward and update: every
+ * fourth step reads block 0 (weights: never written, read-mostly advice),
+ * every step reads one other block and writes the next. Under a lost device (sticky) each
+ * step also computes for a while, so that what fails on a timer (the
+ * monitor) fails many times. */
 #define PASSES 3
+#define NSTEPS (PASSES * (NBLOCKS - 1))
+
+static void step(app_t *app, int s, unsigned seed)
+{
+    int r = 1 + s % (NBLOCKS - 1), w = 1 + (s + 1) % (NBLOCKS - 1);
+    char name[16];
+
+    snprintf(name, sizeof(name), "layer%d", s);
+    API(app, umadv_step_begin(app->ctx, name, NULL));
+    if (s % 4 == 0)
+        API(app, umadv_step_access(app->ctx, app->blocks[0], block_sizes[0],
+                                   UMADV_ACCESS_READ));
+    API(app, umadv_step_access(app->ctx, app->blocks[r], block_sizes[r], UMADV_ACCESS_READ));
+    API(app, umadv_step_access(app->ctx, app->blocks[w], block_sizes[w], UMADV_ACCESS_RW));
+    launch(app->blocks[r], app->blocks[w], ++app->corr);
+    app_write(app, w, seed + (unsigned)s);
+    if (inj.sticky)
+        usleep(1000);
+    API(app, umadv_step_end(app->ctx, 0));
+}
 
 static void iteration(app_t *app, unsigned seed)
 {
     API(app, umadv_iteration_begin(app->ctx));
-    for (int s = 0; s < PASSES * NBLOCKS; s++) {
-        int r = s % NBLOCKS, w = (s + 1) % NBLOCKS;
-        char name[16];
-
-        snprintf(name, sizeof(name), "layer%d", s);
-        API(app, umadv_step_begin(app->ctx, name, NULL));
-        API(app, umadv_step_access(app->ctx, app->blocks[r], block_sizes[r],
-                                   UMADV_ACCESS_READ));
-        API(app, umadv_step_access(app->ctx, app->blocks[w], block_sizes[w],
-                                   UMADV_ACCESS_RW));
-        launch(app->blocks[r], app->blocks[w], ++app->corr);
-        app_write(app, w, seed + (unsigned)s);
-        if (inj.sticky)
-            usleep(500);
-        API(app, umadv_step_end(app->ctx, 0));
-    }
+    for (int s = 0; s < NSTEPS; s++)
+        step(app, s, seed);
 }
 
 static umadv_status_t app_alloc(app_t *app)
@@ -706,7 +723,7 @@ static umadv_status_t app_context(app_t *app)
     umadv_context_params_t params = {
         .field_mask   = UMADV_CONTEXT_FIELD_SECTION_SIZE | UMADV_CONTEXT_FIELD_BUDGET,
         .section_size = SEC,
-        .budget       = 40 * SEC, /* less than the blocks' 53 sections */
+        .budget       = 28 * SEC, /* less than the blocks' 33 sections */
     };
 
     return API(app, umadv_context_create(&params, &app->ctx));
@@ -867,7 +884,7 @@ static int case_run(int target, uint64_t nth, int sticky, outcome_t *out, char *
 
 /* A failing call is logged where it fails, and what it stops is said
  * once: a device that fails every call must not flood the log. */
-#define MAX_LOG_LINES 24
+#define MAX_LOG_LINES 40
 
 /* Failures the library does not handle yet: reported as TODO (expected
  * to fail) until fixed. */
@@ -876,7 +893,6 @@ static const struct known_bug {
     int         sticky;  /* -1: both ways */
     const char *what;
 } known_bugs[] = {
-    {E_MEM_GET_INFO, 1, "the gpu memory monitor logs every failed sample"},
     {E_UNSUBSCRIBE, -1, "cuptiUnsubscribe's result is not checked"},
     {E_ACTIVITY_DISABLE, -1, "cuptiActivityDisable's result is not checked"},
     {E_FLUSH, -1, "cuptiActivityFlushAll's result is not checked"},
