@@ -28,6 +28,8 @@ struct umadv_profiler {
     int                      um_on;         /* the counters are enabled now */
     int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
+    int                      flush_failed;  /* warned once; later failures at debug */
+    int                      disable_failed;/* likewise */
     umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
 
     pthread_mutex_t          lock;          /* what follows */
@@ -435,6 +437,42 @@ void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t
     free(buffer);
 }
 
+/* ---- activity control ------------------------------------------------ */
+
+/* Deliver the records CUPTI holds. A failure is warned once (records may
+ * then come late, or be lost: counts and attribution are short), later
+ * ones only at debug level, so a CUPTI that fails every flush does not
+ * fill the log. */
+static void activity_flush(umadv_profiler_t *prof)
+{
+    umadv_log_level_t level = prof->flush_failed ? UMADV_LOG_DEBUG : UMADV_LOG_WARN;
+
+    if (UMADV_CUPTI_CALL(prof->ops, level, activity_flush_all,
+                         (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) == UMADV_OK ||
+        prof->flush_failed)
+        return;
+    prof->flush_failed = 1;
+    umadv_warn("cupti records may come late or be lost: fault counts and attribution can "
+               "fall short");
+}
+
+/* Stop collecting @kind. A failure is warned once, later ones at debug
+ * level: the records keep coming, and cost launches time, until a later
+ * call succeeds. */
+static umadv_status_t activity_off(umadv_profiler_t *prof, CUpti_ActivityKind kind)
+{
+    umadv_log_level_t level = prof->disable_failed ? UMADV_LOG_DEBUG : UMADV_LOG_WARN;
+    const char *call = kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER
+                           ? "activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)"
+                           : "activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)";
+    umadv_status_t status = umadv__cupti_status(prof->ops, prof->ops->activity_disable(kind),
+                                                level, call, __FILE__, __LINE__);
+
+    if (status != UMADV_OK)
+        prof->disable_failed = 1;
+    return status;
+}
+
 /* ---- unified memory counters ----------------------------------------- */
 
 static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
@@ -461,8 +499,10 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
     /* Enabled once to learn whether they work, then off until needed. */
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
-    if (status == UMADV_OK)
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    /* Still on if they would not go off: um_update tries again. */
+    if (status == UMADV_OK &&
+        activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
+        prof->um_on = 1;
     return status;
 }
 
@@ -478,8 +518,9 @@ static void um_update(umadv_profiler_t *prof)
         return; /* logged; faults go unseen until the next try */
     if (!on) {
         /* Records of work already done still count. */
-        prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+        activity_flush(prof);
+        if (activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
+            return; /* logged; still on: tried again next time */
     }
     prof->um_on = on;
 }
@@ -527,7 +568,7 @@ static umadv_status_t prof_start(umadv_profiler_t *prof)
     return UMADV_OK;
 
 err_unsubscribe:
-    prof->ops->unsubscribe(prof->subscriber);
+    UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, unsubscribe, (prof->subscriber));
     return status;
 }
 
@@ -574,10 +615,10 @@ void umadv__prof_close(umadv_profiler_t *prof)
     if (prof->recording)
         callbacks_enable(prof, 0);
     if (prof->um_on)
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
-    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    prof->ops->unsubscribe(prof->subscriber);
+        activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    activity_flush(prof);
+    UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, unsubscribe, (prof->subscriber));
     pthread_mutex_lock(&the_profiler_lock);
     the_profiler = NULL;
     pthread_mutex_unlock(&the_profiler_lock);
@@ -602,7 +643,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
         return UMADV_ERR_STATE;
 
     /* Records of earlier work go to the replay count, not this recording. */
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     umadv__prof_result_cleanup(&prof->rec);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
@@ -616,7 +657,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     if (status != UMADV_OK) {
         umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
                    "accesses only");
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
         return status;
     }
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
@@ -633,8 +674,8 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     status = prof->ops->device_synchronize();
     if (prof->follow == NULL)
         callbacks_enable(prof, 0);
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    activity_flush(prof);
+    activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     pthread_mutex_lock(&prof->lock);
     __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
     *result = prof->rec;
@@ -681,7 +722,7 @@ uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
 
     if (!prof->um_counters)
         return 0;
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     faults = prof->replay_faults;
     prof->replay_faults = 0;

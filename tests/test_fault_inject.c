@@ -893,9 +893,6 @@ static const struct known_bug {
     int         sticky;  /* -1: both ways */
     const char *what;
 } known_bugs[] = {
-    {E_UNSUBSCRIBE, -1, "cuptiUnsubscribe's result is not checked"},
-    {E_ACTIVITY_DISABLE, -1, "cuptiActivityDisable's result is not checked"},
-    {E_FLUSH, -1, "cuptiActivityFlushAll's result is not checked"},
     {E_NEXT_RECORD, -1, "a cuptiActivityGetNextRecord error drops records unsaid"},
 };
 
