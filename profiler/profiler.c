@@ -403,25 +403,40 @@ static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryC
     }
 }
 
+static void record_process(umadv_profiler_t *prof, const CUpti_Activity *record)
+{
+    switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+        kernel_record(prof, (const CUpti_ActivityKernel10 *)record);
+        break;
+    case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+        um_record(prof, (const CUpti_ActivityUnifiedMemoryCounter3 *)record);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Every record of a completed buffer. CUPTI ends a buffer with
+ * MAX_LIMIT_REACHED; any other result loses the rest of it: said, since
+ * counts and attribution then fall short. */
 static void buffer_process(umadv_profiler_t *prof, uint8_t *buffer, size_t valid)
 {
     CUpti_Activity *record = NULL;
+    CUptiResult result;
 
     pthread_mutex_lock(&prof->lock);
-    while (prof->ops->activity_get_next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
-        switch (record->kind) {
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-        case CUPTI_ACTIVITY_KIND_KERNEL:
-            kernel_record(prof, (const CUpti_ActivityKernel10 *)record);
-            break;
-        case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
-            um_record(prof, (const CUpti_ActivityUnifiedMemoryCounter3 *)record);
-            break;
-        default:
-            break;
-        }
-    }
+    while ((result = prof->ops->activity_get_next_record(buffer, valid, &record)) ==
+           CUPTI_SUCCESS)
+        record_process(prof, record);
     pthread_mutex_unlock(&prof->lock);
+    if (result != CUPTI_ERROR_MAX_LIMIT_REACHED) {
+        umadv__cupti_status(prof->ops, result, UMADV_LOG_WARN, "activity_get_next_record",
+                            __FILE__, __LINE__);
+        umadv_warn("the rest of a cupti activity buffer is lost: fault counts and "
+                   "attribution can fall short");
+    }
 }
 
 void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
