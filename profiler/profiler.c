@@ -286,18 +286,43 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
         driver_callback(prof, cbid, cbdata);
 }
 
+static umadv_status_t callback_set(umadv_profiler_t *prof, uint32_t enable,
+                                   CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   umadv_log_level_t level)
+{
+    return UMADV_CUPTI_CALL(prof->ops, level, enable_callback,
+                            (enable, prof->subscriber, domain, cbid));
+}
+
+/* Every launch callback on (stopping at the first failure) or off (each
+ * one tried: a callback left on costs every launch), the first failure
+ * logged at warning level and the others at debug. */
+static umadv_status_t callbacks_set(umadv_profiler_t *prof, uint32_t enable)
+{
+    umadv_status_t status = UMADV_OK, one;
+    size_t nrt = UMADV_ARRAY_SIZE(runtime_launch_cbids);
+
+    for (size_t i = 0; i < nrt + UMADV_ARRAY_SIZE(driver_launch_cbids); i++) {
+        one = callback_set(prof, enable,
+                           i < nrt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+                           i < nrt ? runtime_launch_cbids[i] : driver_launch_cbids[i - nrt],
+                           status == UMADV_OK ? UMADV_LOG_WARN : UMADV_LOG_DEBUG);
+        if (status == UMADV_OK)
+            status = one;
+        if (status != UMADV_OK && enable)
+            break;
+    }
+    return status;
+}
+
+/* All launch callbacks on or off; enabling that fails part way turns
+ * off again those it turned on. */
 static umadv_status_t callbacks_enable(umadv_profiler_t *prof, uint32_t enable)
 {
-    umadv_status_t status = UMADV_OK;
+    umadv_status_t status = callbacks_set(prof, enable);
 
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(runtime_launch_cbids) && status == UMADV_OK; i++)
-        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
-                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                   runtime_launch_cbids[i]));
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(driver_launch_cbids) && status == UMADV_OK; i++)
-        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
-                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                                   driver_launch_cbids[i]));
+    if (status != UMADV_OK && enable)
+        callbacks_set(prof, 0);
     return status;
 }
 

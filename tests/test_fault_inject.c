@@ -338,6 +338,9 @@ typedef union mock_record {
 static struct {
     int                subscribed;
     int                callbacks;       /* enabled now */
+    int                callbacks_idle;  /* still enabled while nothing recorded (a launch
+                                         * then costs a callback for nothing) */
+    int                off_failed;      /* turning one off failed */
     int                kinds_on;        /* activity kinds enabled now */
     int                um_on, kernels_on;
     CUpti_CallbackFunc callback;
@@ -368,6 +371,8 @@ static CUptiResult m_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
  * then reports an error. */
 static CUptiResult m_unsubscribe(CUpti_SubscriberHandle s)
 {
+    if (cupti.callbacks != 0)
+        cupti.callbacks_idle = 1;
     cupti.subscribed = 0;
     cupti.callbacks  = 0;
     CUPTI_INJECT(E_UNSUBSCRIBE);
@@ -377,8 +382,20 @@ static CUptiResult m_unsubscribe(CUpti_SubscriberHandle s)
 static CUptiResult m_enable_callback(uint32_t on, CUpti_SubscriberHandle s,
                                      CUpti_CallbackDomain d, CUpti_CallbackId id)
 {
-    CUPTI_INJECT(E_ENABLE_CALLBACK);
-    cupti.callbacks += on ? 1 : -1;
+    static unsigned char state[2][4096]; /* runtime, driver: on or off */
+    unsigned char *cb;
+
+    if (inject_now(E_ENABLE_CALLBACK)) {
+        cupti.off_failed |= !on; /* that callback stays on: nothing more to do */
+        return (CUptiResult)entries[E_ENABLE_CALLBACK].error;
+    }
+    if (id >= 4096)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (!cupti.subscribed || cupti.callbacks == 0) /* unsubscribing cleared them */
+        memset(state, 0, sizeof(state));
+    cb = &state[d == CUPTI_CB_DOMAIN_DRIVER_API][id];
+    cupti.callbacks += (on != 0) - *cb;
+    *cb = on != 0;
     return CUPTI_SUCCESS;
 }
 
@@ -574,6 +591,8 @@ typedef struct outcome {
     char     bad_call[64];     /* the first such call, and its status */
     int      bad_code;
     int      api_failures;     /* API calls that returned an error */
+    char     first_failure[64];/* the first of them, and its status */
+    int      first_code;
     int64_t  live_managed, live_streams, live_events;
     int      cupti_left;       /* subscribed, callbacks or activity kinds left on */
     int      logged;           /* the failed call and its error string are in the log */
@@ -602,8 +621,10 @@ static int status_clear(umadv_status_t s)
 /* Note an API call's status: failures are allowed, unclear ones are not. */
 static umadv_status_t noted(app_t *app, const char *call, umadv_status_t s)
 {
-    if (s != UMADV_OK)
-        app->out->api_failures++;
+    if (s != UMADV_OK && app->out->api_failures++ == 0) {
+        snprintf(app->out->first_failure, sizeof(app->out->first_failure), "%s", call);
+        app->out->first_code = s;
+    }
     if (!status_clear(s) && !app->out->bad_status) {
         app->out->bad_status = 1;
         app->out->bad_code   = s;
@@ -821,7 +842,7 @@ static void case_child(int fd, const char *dir)
     out.live_streams = inj.live_streams;
     out.live_events  = inj.live_events;
     out.cupti_left   = cupti.subscribed || cupti.callbacks != 0 || cupti.um_on ||
-                       cupti.kernels_on;
+                       cupti.kernels_on || (cupti.callbacks_idle && !cupti.off_failed);
     out.logged = inj.fired && failure_needs_log((entry_t)inj.target)
                      ? log_names_failure(log_path) : 1;
     out.log_lines = log_lines(log_path);
@@ -912,6 +933,9 @@ static void case_check(int target, uint64_t nth, int sticky)
     ok(pass, "%s #%llu%s fails%s: clear status, logged, all released, data intact",
        name, (unsigned long long)nth, sticky ? " and every later call" : "",
        out.fired ? "" : " (not reached)");
+    if (out.api_failures > 0 && getenv("INJECT_SURVEY") != NULL)
+        diag("  %d api calls failed, the first %s: %s", out.api_failures, out.first_failure,
+             umadv_status_string((umadv_status_t)out.first_code));
     if (!pass) {
         if (out.bad_status)
             diag("  %s returned %s", out.bad_call,
