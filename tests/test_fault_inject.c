@@ -587,6 +587,7 @@ typedef struct outcome {
     uint64_t calls[E_COUNT];
     int      fired;
     int      data_ok;          /* every byte written read back */
+    int      act_wrong;        /* an activation lost its bytes within an iteration */
     int      bad_status;       /* an API call returned an unclear status */
     char     bad_call[64];     /* the first such call, and its status */
     int      bad_code;
@@ -603,12 +604,18 @@ static const size_t block_sizes[NBLOCKS] = {
     4 * SEC + 100, 11 * SEC, 5 * SEC + 123, 2 * SEC, 700 * 1024,
 };
 
+/* An activation: made at each iteration's start, written by its first
+ * step, read back by its last, freed at its end. */
+#define ACT_SIZE (3 * SEC)
+
 typedef struct app {
     umadv_context_t ctx;
     void           *blocks[NBLOCKS];
     unsigned char  *shadow[NBLOCKS]; /* what each block must hold */
     outcome_t      *out;
     uint32_t        corr;
+    void           *act;             /* this iteration's activation, or NULL */
+    unsigned char   act_shadow[ACT_SIZE];
 } app_t;
 
 /* The statuses a failing CUDA/CUPTI call may surface as. */
@@ -659,17 +666,37 @@ static int data_intact(const app_t *app)
 
 /* Three passes over the blocks, as forward, backward and update: every
  * fourth step reads block 0 (weights: never written, read-mostly advice),
- * every step reads one other block and writes the next. Under a lost device (sticky) each
- * step also computes for a while, so that what fails on a timer (the
- * monitor) fails many times. */
+ * every step reads one other block and writes the next. Under a lost
+ * device (sticky) each step also computes for a while, so that what fails
+ * on a timer (the monitor) fails many times. */
 #define PASSES 3
 #define NSTEPS (PASSES * (NBLOCKS - 1))
+
+static void act_use(app_t *app, int s, unsigned seed);
+
+/* The second scenario: an application that marks no steps (PyTorch's
+ * way): its kernel launches are the steps, seen through CUPTI. */
+static int launches_only;
+
+static void step_launched(app_t *app, int s, unsigned seed)
+{
+    int r = 1 + s % (NBLOCKS - 1), w = 1 + (s + 1) % (NBLOCKS - 1);
+
+    launch(app->blocks[r], app->blocks[w], ++app->corr);
+    app_write(app, w, seed + (unsigned)s);
+    if (inj.sticky)
+        usleep(1000);
+}
 
 static void step(app_t *app, int s, unsigned seed)
 {
     int r = 1 + s % (NBLOCKS - 1), w = 1 + (s + 1) % (NBLOCKS - 1);
     char name[16];
 
+    if (launches_only) {
+        step_launched(app, s, seed);
+        return;
+    }
     snprintf(name, sizeof(name), "layer%d", s);
     API(app, umadv_step_begin(app->ctx, name, NULL));
     if (s % 4 == 0)
@@ -677,6 +704,7 @@ static void step(app_t *app, int s, unsigned seed)
                                    UMADV_ACCESS_READ));
     API(app, umadv_step_access(app->ctx, app->blocks[r], block_sizes[r], UMADV_ACCESS_READ));
     API(app, umadv_step_access(app->ctx, app->blocks[w], block_sizes[w], UMADV_ACCESS_RW));
+    act_use(app, s, seed);
     launch(app->blocks[r], app->blocks[w], ++app->corr);
     app_write(app, w, seed + (unsigned)s);
     if (inj.sticky)
@@ -684,9 +712,32 @@ static void step(app_t *app, int s, unsigned seed)
     API(app, umadv_step_end(app->ctx, 0));
 }
 
+/* The activation's bytes, written in the first step: still there in the
+ * last? */
+static void act_use(app_t *app, int s, unsigned seed)
+{
+    unsigned char *p = app->act;
+
+    if (p == NULL || (s != 0 && s != NSTEPS - 1))
+        return;
+    API(app, umadv_step_access(app->ctx, p, ACT_SIZE, s == 0 ? UMADV_ACCESS_WRITE
+                                                             : UMADV_ACCESS_READ));
+    if (s == 0) {
+        for (size_t i = 0; i < ACT_SIZE; i++)
+            p[i] = app->act_shadow[i] = (unsigned char)(i * 13 + seed);
+    } else if (memcmp(p, app->act_shadow, ACT_SIZE) != 0) {
+        app->out->act_wrong = 1;
+    }
+}
+
 static void iteration(app_t *app, unsigned seed)
 {
     API(app, umadv_iteration_begin(app->ctx));
+    if (app->act != NULL)
+        API(app, umadv_free(app->ctx, app->act));
+    app->act = NULL;
+    if (API(app, umadv_malloc(app->ctx, ACT_SIZE, "act", &app->act)) != UMADV_OK)
+        app->act = NULL; /* an application would stop; this one goes on without */
     for (int s = 0; s < NSTEPS; s++)
         step(app, s, seed);
 }
@@ -699,6 +750,8 @@ static umadv_status_t app_alloc(app_t *app)
 
         snprintf(tag, sizeof(tag), "block%d", b);
         s = API(app, umadv_malloc(app->ctx, block_sizes[b], tag, &app->blocks[b]));
+        if (s == UMADV_ERR_CUDA) /* as PyTorch does: free its cache, try again */
+            s = API(app, umadv_malloc(app->ctx, block_sizes[b], tag, &app->blocks[b]));
         if (s != UMADV_OK)
             return s;
         app->shadow[b] = malloc(block_sizes[b]);
@@ -759,7 +812,9 @@ static void app_run(outcome_t *out, const char *trace_path)
         return;
     if (app_alloc(&app) == UMADV_OK)
         app_train(&app, trace_path);
-    out->data_ok = data_intact(&app);
+    out->data_ok = data_intact(&app) && !out->act_wrong;
+    if (app.act != NULL)
+        API(&app, umadv_free(app.ctx, app.act));
     app_free(&app);
     umadv_context_destroy(app.ctx);
 }
@@ -857,33 +912,57 @@ static void case_child(int fd, const char *dir)
     exit(0); /* not _exit: LeakSanitizer checks the heap at exit */
 }
 
-/* Run one case: 0 and *out filled when the child ended well, else a
- * description of how it ended in @why. */
-static int case_run(int target, uint64_t nth, int sticky, outcome_t *out, char *why, size_t len)
-{
-    char dir[] = "/tmp/umadv-inject-XXXXXX";
-    int fds[2], wstatus;
-    ssize_t got;
-    pid_t pid;
+/* A case: which call fails, in which scenario. */
+typedef struct case_spec {
+    int      target;   /* entry_t, or -1 for none */
+    uint64_t nth;
+    int      sticky;
+    int      launches; /* the launches-only scenario */
+} case_spec_t;
 
-    if (mkdtemp(dir) == NULL || pipe(fds) != 0) {
+/* A case running in a child process. */
+typedef struct case_proc {
+    case_spec_t spec;
+    pid_t       pid;
+    int         fd;
+    char        dir[32];
+} case_proc_t;
+
+static int case_start(const case_spec_t *spec, case_proc_t *proc, char *why, size_t len)
+{
+    int fds[2];
+
+    proc->spec = *spec;
+    snprintf(proc->dir, sizeof(proc->dir), "/tmp/umadv-inject-XXXXXX");
+    if (mkdtemp(proc->dir) == NULL || pipe(fds) != 0) {
         snprintf(why, len, "cannot set up the case: %s", strerror(errno));
         return -1;
     }
     fflush(stdout);
-    pid = fork();
-    if (pid == 0) {
+    proc->pid = fork();
+    if (proc->pid == 0) {
         close(fds[0]);
-        inj.target = target;
-        inj.nth    = nth;
-        inj.sticky = sticky;
-        case_child(fds[1], dir);
+        inj.target    = spec->target;
+        inj.nth       = spec->nth;
+        inj.sticky    = spec->sticky;
+        launches_only = spec->launches;
+        case_child(fds[1], proc->dir);
     }
     close(fds[1]);
-    got = read(fds[0], out, sizeof(*out));
-    close(fds[0]);
-    waitpid(pid, &wstatus, 0);
-    rmdir(dir);
+    proc->fd = fds[0];
+    return 0;
+}
+
+/* 0 and *out filled when the child ended well, else a description of
+ * how it ended in @why. */
+static int case_finish(case_proc_t *proc, outcome_t *out, char *why, size_t len)
+{
+    ssize_t got = read(proc->fd, out, sizeof(*out));
+    int wstatus;
+
+    close(proc->fd);
+    waitpid(proc->pid, &wstatus, 0);
+    rmdir(proc->dir);
     if (WIFSIGNALED(wstatus)) {
         snprintf(why, len, "killed by signal %d%s", WTERMSIG(wstatus),
                  WTERMSIG(wstatus) == SIGALRM ? " (hung)" : "");
@@ -897,81 +976,170 @@ static int case_run(int target, uint64_t nth, int sticky, outcome_t *out, char *
     return 0;
 }
 
+static int case_run(const case_spec_t *spec, outcome_t *out, char *why, size_t len)
+{
+    case_proc_t proc;
+
+    if (case_start(spec, &proc, why, len) != 0)
+        return -1;
+    return case_finish(&proc, out, why, len);
+}
+
 /* ---- the cases ------------------------------------------------------------ */
 
-/* Calls of one entry beyond this are sampled (every k-th), so that the
- * calls a timer makes (the monitor's cudaMemGetInfo) keep the run short. */
-#define MAX_CASES_PER_ENTRY 16
+/* Calls of one entry beyond this are sampled (every k-th, the first
+ * always), in the marked-steps scenario and in the launches-only one,
+ * whose calls are mostly the same: the test stays within seconds. */
+#define MAX_CASES_PER_ENTRY    10
+#define MAX_CASES_PER_ENTRY_LO 4
+
+/* Cases run at once: a case mostly waits (threads starting and
+ * stopping, the monitor's period), so they overlap well. */
+#define CASES_AT_ONCE 6
 
 /* A failing call is logged where it fails, and what it stops is said
  * once: a device that fails every call must not flood the log. */
 #define MAX_LOG_LINES 40
 
 /* Releases fail once per handle: bounded by the handles, not the run. */
-static int log_bounded(int target, int sticky, int lines)
+static int log_bounded(int target, int lines)
 {
     return lines <= MAX_LOG_LINES || target == E_FREE || target == E_STREAM_DESTROY ||
            target == E_EVENT_DESTROY;
 }
 
-static void case_check(int target, uint64_t nth, int sticky)
+static void case_diag(const outcome_t *out)
 {
-    const char *name = entries[target].name;
-    outcome_t out;
-    char why[128];
+    if (out->bad_status)
+        diag("  %s returned %s", out->bad_call,
+             umadv_status_string((umadv_status_t)out->bad_code));
+    diag("  %d log lines, logged %d, data %s, live managed %lld streams %lld events %lld, "
+         "cupti %s", out->log_lines, out->logged, out->data_ok ? "intact" : "WRONG",
+         (long long)out->live_managed, (long long)out->live_streams,
+         (long long)out->live_events, out->cupti_left ? "left on" : "off");
+}
+
+/* Report a case that ended (@ended: case_finish's result). */
+static void case_report(const case_spec_t *c, int ended, const outcome_t *out,
+                        const char *why)
+{
+    const char *scenario = c->launches ? "launches only: " : "";
+    const char *name = entries[c->target].name, *when = c->sticky ? " and every later call" : "";
     int pass;
 
-    if (case_run(target, nth, sticky, &out, why, sizeof(why)) != 0) {
-        ok(0, "%s #%llu%s: the run ends: %s", name, (unsigned long long)nth,
-           sticky ? " and every later call" : "", why);
+    if (ended != 0) {
+        ok(0, "%s%s #%llu%s: the run ends: %s", scenario, name, (unsigned long long)c->nth,
+           when, why);
         return;
     }
-    pass = !out.bad_status && out.logged && out.data_ok && out.live_managed == 0 &&
-           out.live_streams == 0 && out.live_events == 0 &&
-           (!out.cupti_left || (sticky && target == E_ACTIVITY_DISABLE)) &&
-           log_bounded(target, sticky, out.log_lines);
-    ok(pass, "%s #%llu%s fails%s: clear status, logged, all released, data intact",
-       name, (unsigned long long)nth, sticky ? " and every later call" : "",
-       out.fired ? "" : " (not reached)");
-    if (out.api_failures > 0 && getenv("INJECT_SURVEY") != NULL)
-        diag("  %d api calls failed, the first %s: %s", out.api_failures, out.first_failure,
-             umadv_status_string((umadv_status_t)out.first_code));
-    if (!pass) {
-        if (out.bad_status)
-            diag("  %s returned %s", out.bad_call,
-                 umadv_status_string((umadv_status_t)out.bad_code));
-        diag("  %d log lines, logged %d, data %s, live managed %lld streams %lld events %lld, "
-             "cupti %s", out.log_lines, out.logged, out.data_ok ? "intact" : "WRONG",
-             (long long)out.live_managed, (long long)out.live_streams,
-             (long long)out.live_events, out.cupti_left ? "left on" : "off");
+    pass = !out->bad_status && out->logged && out->data_ok && out->live_managed == 0 &&
+           out->live_streams == 0 && out->live_events == 0 &&
+           (!out->cupti_left || (c->sticky && c->target == E_ACTIVITY_DISABLE)) &&
+           log_bounded(c->target, out->log_lines);
+    ok(pass, "%s%s #%llu%s fails%s: clear status, logged, all released, data intact",
+       scenario, name, (unsigned long long)c->nth, when, out->fired ? "" : " (not reached)");
+    if (out->api_failures > 0 && getenv("INJECT_SURVEY") != NULL)
+        diag("  %d api calls failed, the first %s: %s", out->api_failures, out->first_failure,
+             umadv_status_string((umadv_status_t)out->first_code));
+    if (!pass)
+        case_diag(out);
+}
+
+/* Run @n cases, CASES_AT_ONCE at a time, reporting them in order. */
+static void cases_run(const case_spec_t *cases, size_t n)
+{
+    for (size_t first = 0; first < n; first += CASES_AT_ONCE) {
+        size_t count = UMADV_MIN(n - first, (size_t)CASES_AT_ONCE);
+        case_proc_t procs[CASES_AT_ONCE];
+        int started[CASES_AT_ONCE];
+        char why[CASES_AT_ONCE][128];
+
+        for (size_t i = 0; i < count; i++)
+            started[i] = case_start(&cases[first + i], &procs[i], why[i], sizeof(why[i]));
+        for (size_t i = 0; i < count; i++) {
+            outcome_t out;
+            int ended = started[i] != 0 ? -1
+                                        : case_finish(&procs[i], &out, why[i], sizeof(why[i]));
+            case_report(&cases[first + i], ended, &out, why[i]);
+        }
     }
 }
 
-/* INJECT_SHOW=NAME:N runs that case alone and shows its log (debugging). */
+/* INJECT_SHOW=NAME:N runs that case alone and shows its log (debugging);
+ * INJECT_STICKY and INJECT_LAUNCHES choose the mode and the scenario. */
 static int show_case(const char *spec)
 {
     for (int e = 0; e < E_COUNT; e++) {
         size_t len = strlen(entries[e].name);
         if (strncmp(spec, entries[e].name, len) == 0 && spec[len] == ':') {
+            case_spec_t c = {e, strtoull(spec + len + 1, NULL, 10),
+                             getenv("INJECT_STICKY") != NULL, getenv("INJECT_LAUNCHES") != NULL};
             plan(1);
-            case_check(e, strtoull(spec + len + 1, NULL, 10), getenv("INJECT_STICKY") != NULL);
+            cases_run(&c, 1);
             return exit_status();
         }
     }
     return 2;
 }
 
-static uint64_t case_step(uint64_t calls)
+static uint64_t case_step(uint64_t calls, int launches)
 {
-    return calls <= MAX_CASES_PER_ENTRY ? 1 : (calls + MAX_CASES_PER_ENTRY - 1) /
-                                                  MAX_CASES_PER_ENTRY;
+    uint64_t max = launches ? MAX_CASES_PER_ENTRY_LO : MAX_CASES_PER_ENTRY;
+
+    return calls <= max ? 1 : (calls + max - 1) / max;
+}
+
+/* The cases of a scenario whose run without failures made @base's calls:
+ * each entry's calls one at a time (sampled), then each entry failing
+ * from its first call on (a device lost). Appended to *cases_p. */
+static size_t cases_plan(const outcome_t *base, int launches, case_spec_t **cases_p, size_t n)
+{
+    case_spec_t *cases = *cases_p;
+
+    for (int e = 0; e < E_COUNT; e++) {
+        uint64_t step = case_step(base->calls[e], launches);
+        for (uint64_t k = 1; k <= base->calls[e]; k += step)
+            cases[n++] = (case_spec_t){e, k, 0, launches};
+    }
+    for (int e = 0; e < E_COUNT; e++) {
+        if (base->calls[e] > 1)
+            cases[n++] = (case_spec_t){e, 1, 1, launches};
+    }
+    return n;
+}
+
+/* The run without failures of a scenario: 0, or -1 when it failed. */
+static int baseline(int launches, outcome_t *base, char *why, size_t len)
+{
+    case_spec_t none = {-1, 0, 0, launches};
+
+    return case_run(&none, base, why, len);
+}
+
+static void baseline_check(const outcome_t *base, int launches)
+{
+    ok(base->api_failures == 0 && base->data_ok && base->live_managed == 0 &&
+           base->live_streams == 0 && base->live_events == 0 && !base->cupti_left,
+       "%s: the run without failures: no error, data intact, all released",
+       launches ? "launches only" : "marked steps");
+    for (int e = 0; e < E_COUNT; e++) {
+        diag("%s: %llu calls", entries[e].name, (unsigned long long)base->calls[e]);
+        if (e == E_RESULT_STRING) /* for messages of failures only */
+            continue;
+        /* Launches alone are timed by their kernel records, not events. */
+        ok(base->calls[e] > 0 || e == E_STREAM_WAIT_EVENT ||
+               (launches && (e == E_ADVISE || e == E_EVENT_ELAPSED)),
+           "%s is reached%s", entries[e].name,
+           base->calls[e] > 0 ? "" : " # SKIP not called in this scenario");
+    }
 }
 
 int main(void)
 {
-    outcome_t base;
+    size_t ncases = 0, cap = 2 * E_COUNT * (MAX_CASES_PER_ENTRY + 2);
+    case_spec_t *cases = calloc(cap, sizeof(*cases));
+    outcome_t base[2];
     char why[128];
-    int ncases = 1;
 
     env_clear();
     setenv("UMADV_LINK_PROBE", "0", 1); /* cudart directly: not through the table */
@@ -981,38 +1149,20 @@ int main(void)
     umadv__cuda_ops_install(&inject_cuda_ops);
     umadv__cupti_ops_install(&inject_cupti_ops);
 
-    if (case_run(-1, 0, 0, &base, why, sizeof(why)) != 0) {
-        plan(1);
-        ok(0, "the run without failures ends: %s", why);
-        return exit_status();
-    }
-    for (int e = 0; e < E_COUNT; e++)
-        ncases += (int)((base.calls[e] + case_step(base.calls[e]) - 1) /
-                        case_step(base.calls[e]));
     if (getenv("INJECT_SHOW") != NULL)
         return show_case(getenv("INJECT_SHOW"));
-    for (int e = 0; e < E_COUNT; e++)
-        ncases += base.calls[e] > 1;
-    plan(ncases + E_COUNT - 1);
-    ok(base.api_failures == 0 && base.data_ok && base.live_managed == 0 &&
-           base.live_streams == 0 && base.live_events == 0 && !base.cupti_left,
-       "the run without failures: no error, data intact, all released");
-    for (int e = 0; e < E_COUNT; e++) {
-        diag("%s: %llu calls", entries[e].name, (unsigned long long)base.calls[e]);
-        if (e == E_RESULT_STRING) /* for messages of failures only */
-            continue;
-        ok(base.calls[e] > 0 || e == E_STREAM_WAIT_EVENT, "%s is reached%s", entries[e].name,
-           base.calls[e] > 0 ? "" : " # SKIP not used by the library");
+    for (int launches = 0; launches < 2; launches++) {
+        if (baseline(launches, &base[launches], why, sizeof(why)) != 0) {
+            plan(1);
+            ok(0, "the run without failures ends: %s", why);
+            return exit_status();
+        }
+        ncases = cases_plan(&base[launches], launches, &cases, ncases);
     }
-    for (int e = 0; e < E_COUNT; e++) {
-        uint64_t step = case_step(base.calls[e]);
-        for (uint64_t n = 1; n <= base.calls[e]; n += step)
-            case_check(e, n, 0);
-    }
-    /* A device lost: every call of the entry fails, from the first. */
-    for (int e = 0; e < E_COUNT; e++) {
-        if (base.calls[e] > 1)
-            case_check(e, 1, 1);
-    }
+    plan((int)(2 * (E_COUNT - 1) + 2 + ncases));
+    for (int launches = 0; launches < 2; launches++)
+        baseline_check(&base[launches], launches);
+    cases_run(cases, ncases);
+    free(cases);
     return exit_status();
 }

@@ -286,7 +286,8 @@ static umadv_status_t record_start(umadv_context_t ctx)
         record_discard(ctx);
         return status;
     }
-    umadv__ctx_profile_start(ctx);
+    ctx->record_lost   = UMADV_OK;
+    ctx->record_blind  = umadv__ctx_profile_start(ctx);
     return UMADV_OK;
 }
 
@@ -301,7 +302,12 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
     umadv__ctx_profile_finish(ctx);
     pending_clear(ctx); /* made after the last step: not part of it */
     if (ctx->trace.nsteps == 0) {
-        umadv_warn("the profiled iteration had no steps: nothing recorded");
+        /* Without CUPTI an application that marks no steps records
+         * nothing: the plan's failure must say so. */
+        ctx->record_lost = ctx->record_blind ? UMADV_ERR_CUPTI : UMADV_OK;
+        umadv_warn("the profiled iteration had no steps: nothing recorded%s",
+                   ctx->record_blind ? " (no step was marked, and cupti could not trace "
+                                       "kernel launches)" : "");
         record_discard(ctx);
         return UMADV_OK;
     }
@@ -531,6 +537,11 @@ umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller
     status = umadv__ctx_record_finish(ctx);
     if (status != UMADV_OK)
         return status;
+    if (ctx->record != UMADV_CTX_REC_DONE && ctx->record_lost != UMADV_OK) {
+        umadv_error("%s: no profiled iteration: it marked no steps, and cupti could not "
+                    "trace its kernel launches (see the warning above)", caller);
+        return ctx->record_lost;
+    }
     if (ctx->record != UMADV_CTX_REC_DONE) {
         umadv_error("%s: no profiled iteration: call umadv_profile_next_iteration(), then "
                     "run one iteration of steps", caller);
