@@ -788,7 +788,10 @@ static void app_train(app_t *app, const char *trace_path)
         iteration(app, seed++);
         iteration(app, seed++);
     }
-    API(app, umadv_iteration_begin(app->ctx));
+    /* Saving completes a recording in progress. (An iteration begun here
+     * with no steps would leave nothing to save when a re-profile, which
+     * replay validation starts on faults that late CUPTI records make,
+     * began with it: a re-profile drops the last profile as it starts.) */
     API(app, umadv_trace_save(app->ctx, trace_path));
 }
 
