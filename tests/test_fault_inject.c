@@ -122,6 +122,9 @@ static int inject_now(entry_t e)
     ++inj.calls[e];
     fail = (int)e == inj.target &&
            (inj.calls[e] == inj.nth || (inj.sticky && inj.calls[e] > inj.nth));
+    /* CUPTI's strings are asked for only on a failure: the first flush
+     * fails too when they are the target. */
+    fail |= e == E_FLUSH && inj.target == E_RESULT_STRING && inj.calls[e] == 1;
     if (fail)
         inj.fired = 1;
     pthread_mutex_unlock(&inj.lock);
@@ -885,7 +888,7 @@ static int log_lines(const char *log_path)
 static int log_names_failure(const char *log_path)
 {
     char *log = file_read(log_path);
-    const char *want;
+    const char *want, *name;
     int found;
 
     if (log == NULL)
@@ -894,7 +897,8 @@ static int log_names_failure(const char *log_path)
         want = inj.target == E_RESULT_STRING ? "unknown cupti error" : MOCK_CUPTI_STRING;
     else
         want = cudaGetErrorString((cudaError_t)entries[inj.target].error);
-    found = strstr(log, entries[inj.target].name) != NULL && strstr(log, want) != NULL;
+    name = inj.target == E_RESULT_STRING ? entries[E_FLUSH].name : entries[inj.target].name;
+    found = strstr(log, name) != NULL && strstr(log, want) != NULL;
     /* What the failure stops names the call that failed, not another. */
     if (inj.target != E_STREAM_CREATE && strstr(log, "stream_create failed") != NULL)
         found = 0;
@@ -1141,6 +1145,8 @@ static size_t cases_plan(const outcome_t *base, int launches, case_spec_t **case
         if (base->calls[e] > 1)
             cases[n++] = (case_spec_t){e, 1, 1, launches};
     }
+    /* CUPTI's error strings failing, with a flush that fails. */
+    cases[n++] = (case_spec_t){E_RESULT_STRING, 1, 1, launches};
     return n;
 }
 
@@ -1187,7 +1193,7 @@ static int device_usable(void)
 
 /* Every case to run (a global: reachable in the children, for the leak
  * checker). */
-static case_spec_t cases[2 * E_COUNT * (MAX_CASES_PER_ENTRY + 2)];
+static case_spec_t cases[2 * (E_COUNT * (MAX_CASES_PER_ENTRY + 1) + 1)];
 
 int main(void)
 {
