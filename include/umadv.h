@@ -245,14 +245,17 @@ UMADV_API umadv_status_t umadv_profile_next_iteration(umadv_context_t ctx);
  * @brief Build the schedule from the recorded iteration for the context's
  * budget and policy.
  * @return ::UMADV_OK; ::UMADV_ERR_STATE when no complete iteration is
- *         recorded; ::UMADV_ERR_BUDGET_TOO_SMALL when a step alone needs
+ *         recorded; ::UMADV_ERR_CUPTI when nothing was recorded because
+ *         the iteration marked no steps and CUPTI could not trace its
+ *         launches; ::UMADV_ERR_BUDGET_TOO_SMALL when a step alone needs
  *         more than the budget (logged with the step's name and size).
  */
 UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
 
 /**
  * @brief Write the recorded trace to @a path in the umadv-trace(5) format.
- * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded; ::UMADV_ERR_IO.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded
+ *         (::UMADV_ERR_CUPTI as umadv_plan()); ::UMADV_ERR_IO.
  */
 UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path);
 
