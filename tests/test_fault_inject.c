@@ -5,20 +5,27 @@
  * a CUPTI mock feeds launches and activity records the way CUPTI does and
  * fails the n-th call of one of its entries. A realistic run (context,
  * blocks written by the application, a profiled iteration with launches,
- * a plan, replays under a budget for every policy, a saved trace, frees,
- * destroy) is made once to count the calls, then once per entry and call
- * index with that call failing, each in a child process under alarm().
- * Every case checks that:
+ * a plan, replays under a budget for every policy, an activation made and
+ * freed every iteration, a saved trace, frees, destroy) is made once to
+ * count the calls, then once per entry and call index (sampled beyond
+ * MAX_CASES_PER_ENTRY) with that call failing, and once with every call
+ * of the entry failing from the first (a device lost), each in a child
+ * process under alarm(). Two scenarios: steps marked through the API, and
+ * steps that are kernel launches only (PyTorch's way). Every case checks:
  *   - the run ends (no crash, no hang) and every failed API call returned
  *     a status that names a CUDA/CUPTI failure (or the run went on);
- *   - the failure is logged with the CUDA/CUPTI call and its error string;
+ *   - the failure is logged with the CUDA/CUPTI call and its error string,
+ *     and the log stays short (no message per step or per sample);
  *   - every managed allocation, stream and event made through the table
- *     is released, CUPTI is unsubscribed with no activity left enabled;
- *     the heap is checked too when built with -fsanitize=address;
+ *     is released, CUPTI is unsubscribed with no activity or callback left
+ *     enabled; the heap is checked too when built with -fsanitize=address;
  *   - the bytes the application wrote read back the same.
  * A failed release call (cudaFree, cudaStreamDestroy, cudaEventDestroy)
  * is modelled as CUDA reports an error of earlier asynchronous work: the
  * handle is released and the error returned.
+ *
+ * Debugging: INJECT_SHOW=NAME:N runs one case and prints its log
+ * (INJECT_STICKY=1: from call N on; INJECT_LAUNCHES=1: launches only).
  */
 #include <umadv.h>
 
