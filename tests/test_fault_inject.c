@@ -29,6 +29,7 @@
  */
 #include <umadv.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1000,6 +1001,25 @@ static int case_start(const case_spec_t *spec, case_proc_t *proc, char *why, siz
     return 0;
 }
 
+/* The case's directory and what is in it (its log, the trace, any
+ * temporary file a writer that died left). */
+static void dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    char path[512];
+
+    while (d != NULL && (ent = readdir(d)) != NULL) {
+        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+        unlink(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(dir);
+}
+
 /* 0 and *out filled when the child ended well, else a description of
  * how it ended in @why. */
 static int case_finish(case_proc_t *proc, outcome_t *out, char *why, size_t len)
@@ -1009,7 +1029,7 @@ static int case_finish(case_proc_t *proc, outcome_t *out, char *why, size_t len)
 
     close(proc->fd);
     waitpid(proc->pid, &wstatus, 0);
-    rmdir(proc->dir);
+    dir_remove(proc->dir); /* what a child that died left */
     if (WIFSIGNALED(wstatus)) {
         snprintf(why, len, "killed by signal %d%s", WTERMSIG(wstatus),
                  WTERMSIG(wstatus) == SIGALRM ? " (hung)" : "");
