@@ -326,14 +326,22 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
     return UMADV_OK;
 }
 
+static void spare_events_destroy(umadv_context_t ctx)
+{
+    umadv_cuda_release_t release = {"event_destroy", 0};
+
+    for (size_t i = 0; i < ctx->nspare_events; i++)
+        umadv__cuda_release_note(&release, ctx->ops->event_destroy(ctx->spare_events[i]));
+    umadv__cuda_release_end(&release);
+    free(ctx->spare_events);
+}
+
 void umadv__ctx_record_cleanup(umadv_context_t ctx)
 {
     umadv__ctx_timings_resolve(ctx);
     event_put(ctx, ctx->step_start_event);
     ctx->step_start_event = NULL;
-    for (size_t i = 0; i < ctx->nspare_events; i++)
-        ctx->ops->event_destroy(ctx->spare_events[i]);
-    free(ctx->spare_events);
+    spare_events_destroy(ctx);
     free(ctx->timings);
     record_discard(ctx);
     free(ctx->pending);
