@@ -245,7 +245,9 @@ UMADV_API umadv_status_t umadv_profile_next_iteration(umadv_context_t ctx);
  * @brief Build the schedule from the recorded iteration for the context's
  * budget and policy.
  * @return ::UMADV_OK; ::UMADV_ERR_STATE when no complete iteration is
- *         recorded; ::UMADV_ERR_BUDGET_TOO_SMALL when a step alone needs
+ *         recorded; ::UMADV_ERR_CUPTI when nothing was recorded because
+ *         the iteration marked no steps and CUPTI could not trace its
+ *         launches; ::UMADV_ERR_BUDGET_TOO_SMALL when a step alone needs
  *         more than the budget (logged with the step's name and size).
  */
 UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
@@ -258,9 +260,11 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx);
  * it was. "-", devices and FIFOs are written as streams, never unlinked.
  * See umadv(1), OUTPUT FILES.
  * @return ::UMADV_OK; ::UMADV_ERR_STATE with nothing recorded;
- *         ::UMADV_ERR_INVALID_PARAM when @a path is the log file
- *         (UMADV_LOG_FILE) or a symbolic link to nothing; ::UMADV_ERR_IO
- *         when it cannot be written (logged with the path and the reason).
+ *         ::UMADV_ERR_CUPTI when the profile could not be recorded (as
+ *         umadv_plan()); ::UMADV_ERR_INVALID_PARAM when @a path is the log
+ *         file (UMADV_LOG_FILE) or a symbolic link to nothing;
+ *         ::UMADV_ERR_IO when it cannot be written (logged with the path
+ *         and the reason).
  */
 UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path);
 

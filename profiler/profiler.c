@@ -28,6 +28,8 @@ struct umadv_profiler {
     int                      um_on;         /* the counters are enabled now */
     int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
+    int                      flush_failed;  /* warned once; later failures at debug */
+    int                      disable_failed;/* likewise */
     umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
 
     pthread_mutex_t          lock;          /* what follows */
@@ -284,18 +286,43 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
         driver_callback(prof, cbid, cbdata);
 }
 
+static umadv_status_t callback_set(umadv_profiler_t *prof, uint32_t enable,
+                                   CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   umadv_log_level_t level)
+{
+    return UMADV_CUPTI_CALL(prof->ops, level, enable_callback,
+                            (enable, prof->subscriber, domain, cbid));
+}
+
+/* Every launch callback on (stopping at the first failure) or off (each
+ * one tried: a callback left on costs every launch), the first failure
+ * logged at warning level and the others at debug. */
+static umadv_status_t callbacks_set(umadv_profiler_t *prof, uint32_t enable)
+{
+    umadv_status_t status = UMADV_OK, one;
+    size_t nrt = UMADV_ARRAY_SIZE(runtime_launch_cbids);
+
+    for (size_t i = 0; i < nrt + UMADV_ARRAY_SIZE(driver_launch_cbids); i++) {
+        one = callback_set(prof, enable,
+                           i < nrt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+                           i < nrt ? runtime_launch_cbids[i] : driver_launch_cbids[i - nrt],
+                           status == UMADV_OK ? UMADV_LOG_WARN : UMADV_LOG_DEBUG);
+        if (status == UMADV_OK)
+            status = one;
+        if (status != UMADV_OK && enable)
+            break;
+    }
+    return status;
+}
+
+/* All launch callbacks on or off; enabling that fails part way turns
+ * off again those it turned on. */
 static umadv_status_t callbacks_enable(umadv_profiler_t *prof, uint32_t enable)
 {
-    umadv_status_t status = UMADV_OK;
+    umadv_status_t status = callbacks_set(prof, enable);
 
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(runtime_launch_cbids) && status == UMADV_OK; i++)
-        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
-                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                   runtime_launch_cbids[i]));
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(driver_launch_cbids) && status == UMADV_OK; i++)
-        status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_callback,
-                                  (enable, prof->subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                                   driver_launch_cbids[i]));
+    if (status != UMADV_OK && enable)
+        callbacks_set(prof, 0);
     return status;
 }
 
@@ -401,25 +428,40 @@ static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryC
     }
 }
 
+static void record_process(umadv_profiler_t *prof, const CUpti_Activity *record)
+{
+    switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+        kernel_record(prof, (const CUpti_ActivityKernel10 *)record);
+        break;
+    case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+        um_record(prof, (const CUpti_ActivityUnifiedMemoryCounter3 *)record);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Every record of a completed buffer. CUPTI ends a buffer with
+ * MAX_LIMIT_REACHED; any other result loses the rest of it: said, since
+ * counts and attribution then fall short. */
 static void buffer_process(umadv_profiler_t *prof, uint8_t *buffer, size_t valid)
 {
     CUpti_Activity *record = NULL;
+    CUptiResult result;
 
     pthread_mutex_lock(&prof->lock);
-    while (prof->ops->activity_get_next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
-        switch (record->kind) {
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-        case CUPTI_ACTIVITY_KIND_KERNEL:
-            kernel_record(prof, (const CUpti_ActivityKernel10 *)record);
-            break;
-        case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
-            um_record(prof, (const CUpti_ActivityUnifiedMemoryCounter3 *)record);
-            break;
-        default:
-            break;
-        }
-    }
+    while ((result = prof->ops->activity_get_next_record(buffer, valid, &record)) ==
+           CUPTI_SUCCESS)
+        record_process(prof, record);
     pthread_mutex_unlock(&prof->lock);
+    if (result != CUPTI_ERROR_MAX_LIMIT_REACHED) {
+        umadv__cupti_status(prof->ops, result, UMADV_LOG_WARN, "activity_get_next_record",
+                            __FILE__, __LINE__);
+        umadv_warn("the rest of a cupti activity buffer is lost: fault counts and "
+                   "attribution can fall short");
+    }
 }
 
 void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
@@ -433,6 +475,42 @@ void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t
         buffer_process(prof, buffer, valid);
     pthread_mutex_unlock(&the_profiler_lock);
     free(buffer);
+}
+
+/* ---- activity control ------------------------------------------------ */
+
+/* Deliver the records CUPTI holds. A failure is warned once (records may
+ * then come late, or be lost: counts and attribution are short), later
+ * ones only at debug level, so a CUPTI that fails every flush does not
+ * fill the log. */
+static void activity_flush(umadv_profiler_t *prof)
+{
+    umadv_log_level_t level = prof->flush_failed ? UMADV_LOG_DEBUG : UMADV_LOG_WARN;
+
+    if (UMADV_CUPTI_CALL(prof->ops, level, activity_flush_all,
+                         (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) == UMADV_OK ||
+        prof->flush_failed)
+        return;
+    prof->flush_failed = 1;
+    umadv_warn("cupti records may come late or be lost: fault counts and attribution can "
+               "fall short");
+}
+
+/* Stop collecting @kind. A failure is warned once, later ones at debug
+ * level: the records keep coming, and cost launches time, until a later
+ * call succeeds. */
+static umadv_status_t activity_off(umadv_profiler_t *prof, CUpti_ActivityKind kind)
+{
+    umadv_log_level_t level = prof->disable_failed ? UMADV_LOG_DEBUG : UMADV_LOG_WARN;
+    const char *call = kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER
+                           ? "activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)"
+                           : "activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)";
+    umadv_status_t status = umadv__cupti_status(prof->ops, prof->ops->activity_disable(kind),
+                                                level, call, __FILE__, __LINE__);
+
+    if (status != UMADV_OK)
+        prof->disable_failed = 1;
+    return status;
 }
 
 /* ---- unified memory counters ----------------------------------------- */
@@ -461,8 +539,10 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
     /* Enabled once to learn whether they work, then off until needed. */
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
-    if (status == UMADV_OK)
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    /* Still on if they would not go off: um_update tries again. */
+    if (status == UMADV_OK &&
+        activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
+        prof->um_on = 1;
     return status;
 }
 
@@ -478,8 +558,9 @@ static void um_update(umadv_profiler_t *prof)
         return; /* logged; faults go unseen until the next try */
     if (!on) {
         /* Records of work already done still count. */
-        prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+        activity_flush(prof);
+        if (activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
+            return; /* logged; still on: tried again next time */
     }
     prof->um_on = on;
 }
@@ -527,7 +608,7 @@ static umadv_status_t prof_start(umadv_profiler_t *prof)
     return UMADV_OK;
 
 err_unsubscribe:
-    prof->ops->unsubscribe(prof->subscriber);
+    UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, unsubscribe, (prof->subscriber));
     return status;
 }
 
@@ -574,10 +655,10 @@ void umadv__prof_close(umadv_profiler_t *prof)
     if (prof->recording)
         callbacks_enable(prof, 0);
     if (prof->um_on)
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
-    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    prof->ops->unsubscribe(prof->subscriber);
+        activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+    activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    activity_flush(prof);
+    UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, unsubscribe, (prof->subscriber));
     pthread_mutex_lock(&the_profiler_lock);
     the_profiler = NULL;
     pthread_mutex_unlock(&the_profiler_lock);
@@ -602,7 +683,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
         return UMADV_ERR_STATE;
 
     /* Records of earlier work go to the replay count, not this recording. */
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     umadv__prof_result_cleanup(&prof->rec);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
@@ -616,7 +697,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     if (status != UMADV_OK) {
         umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
                    "accesses only");
-        prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
         return status;
     }
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
@@ -633,8 +714,8 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     status = prof->ops->device_synchronize();
     if (prof->follow == NULL)
         callbacks_enable(prof, 0);
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    prof->ops->activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    activity_flush(prof);
+    activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     pthread_mutex_lock(&prof->lock);
     __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
     *result = prof->rec;
@@ -681,7 +762,7 @@ uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
 
     if (!prof->um_counters)
         return 0;
-    prof->ops->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     faults = prof->replay_faults;
     prof->replay_faults = 0;

@@ -115,6 +115,10 @@ struct umadv_context {
     umadv_event_t           *spare_events;
     size_t                   nspare_events, spare_events_cap;
     int                      events_broken;  /* stop retrying failed events */
+    int                      record_blind;   /* CUPTI failed the recording: its kernel
+                                              * launches go unseen */
+    umadv_status_t           record_lost;    /* why the last recording holds nothing, when
+                                              * not the application's doing (UMADV_OK) */
 
     umadv_schedule_t         schedule;
     int                      have_schedule;
@@ -122,6 +126,7 @@ struct umadv_context {
 
     /* profiling pass (api/profile.c) */
     struct umadv_profiler   *profiler;         /* NULL: declared accesses only */
+    int                      profiler_lost;    /* asked for, but CUPTI could not give it */
     umadv_link_model_t       link;             /* this machine's, or the defaults */
     uint64_t                 iteration_faults; /* GPU faults of the last replayed iteration
                                                 * (umadv__prof_take_faults; lags while
@@ -165,7 +170,9 @@ umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *na
  * into ctx->trace before it is finalized. */
 void umadv__ctx_profile_open(umadv_context_t ctx);
 void umadv__ctx_profile_close(umadv_context_t ctx);
-void umadv__ctx_profile_start(umadv_context_t ctx);
+/* Returns 1 when a profiler was asked for but CUPTI fails the recording
+ * (its kernel launches go unseen), else 0. */
+int umadv__ctx_profile_start(umadv_context_t ctx);
 void umadv__ctx_profile_finish(umadv_context_t ctx);
 
 /* profile.c: the timing pass. Start times the iteration beginning now if

@@ -128,8 +128,10 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
         return;
     ops = umadv__cupti_ops_select(host_only);
     if (ops != NULL &&
-        umadv__prof_open(ops, profile_launch, ctx, &ctx->profiler) != UMADV_OK)
+        umadv__prof_open(ops, profile_launch, ctx, &ctx->profiler) != UMADV_OK) {
         ctx->profiler = NULL; /* warned: declared accesses only */
+        ctx->profiler_lost = 1;
+    }
 }
 
 void umadv__ctx_profile_close(umadv_context_t ctx)
@@ -274,22 +276,23 @@ static void evict_all(umadv_context_t ctx)
                 (unsigned long long)stats.blocks, calls);
 }
 
-void umadv__ctx_profile_start(umadv_context_t ctx)
+int umadv__ctx_profile_start(umadv_context_t ctx)
 {
     char source[160];
 
     ctx->trace.link = ctx->link;
     if (ctx->profiler == NULL)
-        return;
+        return ctx->profiler_lost;
     if (ctx->config.profile_evict)
         evict_all(ctx);
     if (umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_FULL) != UMADV_OK)
-        return; /* warned: declared accesses only */
+        return 1; /* warned: declared accesses only */
     snprintf(source, sizeof(source), "umadv cupti profile: %s%sdeclared accesses, %s backend",
              "kernel parameters, ",
              umadv__prof_has_um_counters(ctx->profiler) ? "gpu faults, " : "",
              ctx->ops->name);
     umadv__trace_set_source(&ctx->trace, source);
+    return 0;
 }
 
 static void profile_report(const umadv_prof_result_t *r, const umadv_prof_attrib_stats_t *st)

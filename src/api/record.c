@@ -100,14 +100,27 @@ void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 
 /* ---- step timing ----------------------------------------------------- */
 
+/* An event call failed (logged by the backend): time steps by the host
+ * clock from now on, so that a broken device costs one message, not one
+ * per step. */
+static void events_fail(umadv_context_t ctx, const char *call)
+{
+    if (ctx->events_broken)
+        return;
+    ctx->events_broken = 1;
+    umadv_warn("step timing: %s failed: steps are timed by the host clock from now on", call);
+}
+
 static umadv_event_t event_get(umadv_context_t ctx)
 {
     umadv_event_t event;
 
+    if (ctx->events_broken)
+        return NULL;
     if (ctx->nspare_events > 0)
         return ctx->spare_events[--ctx->nspare_events];
-    if (ctx->events_broken || ctx->ops->event_create(&event) != UMADV_OK) {
-        ctx->events_broken = 1; /* logged once by the backend; the clock will do */
+    if (ctx->ops->event_create(&event) != UMADV_OK) {
+        events_fail(ctx, "event_create");
         return NULL;
     }
     return event;
@@ -146,6 +159,7 @@ static void timing_start(umadv_context_t ctx, void *stream)
     umadv_event_t event = event_get(ctx);
 
     if (event != NULL && ctx->ops->event_record(event, stream) != UMADV_OK) {
+        events_fail(ctx, "event_record");
         event_put(ctx, event);
         event = NULL;
     }
@@ -163,8 +177,9 @@ static void timing_end(umadv_context_t ctx)
     if (timing.start == NULL)
         return;
     timing.end = event_get(ctx);
-    if (timing.end == NULL ||
-        ctx->ops->event_record(timing.end, ctx->step_stream) != UMADV_OK ||
+    if (timing.end != NULL && ctx->ops->event_record(timing.end, ctx->step_stream) != UMADV_OK)
+        events_fail(ctx, "event_record");
+    if (timing.end == NULL || ctx->events_broken ||
         umadv__array_reserve((void **)&ctx->timings, &ctx->timings_cap, ctx->ntimings + 1,
                              sizeof(*ctx->timings)) != UMADV_OK) {
         event_put(ctx, timing.start);
@@ -174,16 +189,33 @@ static void timing_end(umadv_context_t ctx)
     ctx->timings[ctx->ntimings++] = timing;
 }
 
+/* The GPU time of a timed step, or 0 (events broken now). */
+static uint64_t timing_read(umadv_context_t ctx, const umadv_ctx_timing_t *t)
+{
+    uint64_t ns;
+
+    if (ctx->events_broken)
+        return 0;
+    if (ctx->ops->event_synchronize(t->end) != UMADV_OK) {
+        events_fail(ctx, "event_synchronize");
+        return 0;
+    }
+    if (ctx->ops->event_elapsed_ns(t->start, t->end, &ns) != UMADV_OK) {
+        events_fail(ctx, "event_elapsed_ns");
+        return 0;
+    }
+    return ns ? ns : 1;
+}
+
 /* Read the event times once the steps are done; where an event failed the
  * wall-clock time recorded at step end stays. */
 void umadv__ctx_timings_resolve(umadv_context_t ctx)
 {
     for (size_t i = 0; i < ctx->ntimings; i++) {
         umadv_ctx_timing_t *t = &ctx->timings[i];
-        uint64_t ns;
+        uint64_t ns = timing_read(ctx, t);
 
-        if (ctx->ops->event_synchronize(t->end) == UMADV_OK &&
-            ctx->ops->event_elapsed_ns(t->start, t->end, &ns) == UMADV_OK)
+        if (ns != 0)
             step_duration_set(ctx, t->step, ns);
         event_put(ctx, t->start);
         event_put(ctx, t->end);
@@ -254,7 +286,8 @@ static umadv_status_t record_start(umadv_context_t ctx)
         record_discard(ctx);
         return status;
     }
-    umadv__ctx_profile_start(ctx);
+    ctx->record_lost   = UMADV_OK;
+    ctx->record_blind  = umadv__ctx_profile_start(ctx);
     return UMADV_OK;
 }
 
@@ -269,7 +302,12 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
     umadv__ctx_profile_finish(ctx);
     pending_clear(ctx); /* made after the last step: not part of it */
     if (ctx->trace.nsteps == 0) {
-        umadv_warn("the profiled iteration had no steps: nothing recorded");
+        /* Without CUPTI an application that marks no steps records
+         * nothing: the plan's failure must say so. */
+        ctx->record_lost = ctx->record_blind ? UMADV_ERR_CUPTI : UMADV_OK;
+        umadv_warn("the profiled iteration had no steps: nothing recorded%s",
+                   ctx->record_blind ? " (no step was marked, and cupti could not trace "
+                                       "kernel launches)" : "");
         record_discard(ctx);
         return UMADV_OK;
     }
@@ -288,14 +326,22 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
     return UMADV_OK;
 }
 
+static void spare_events_destroy(umadv_context_t ctx)
+{
+    umadv_cuda_release_t release = {"event_destroy", 0};
+
+    for (size_t i = 0; i < ctx->nspare_events; i++)
+        umadv__cuda_release_note(&release, ctx->ops->event_destroy(ctx->spare_events[i]));
+    umadv__cuda_release_end(&release);
+    free(ctx->spare_events);
+}
+
 void umadv__ctx_record_cleanup(umadv_context_t ctx)
 {
     umadv__ctx_timings_resolve(ctx);
     event_put(ctx, ctx->step_start_event);
     ctx->step_start_event = NULL;
-    for (size_t i = 0; i < ctx->nspare_events; i++)
-        ctx->ops->event_destroy(ctx->spare_events[i]);
-    free(ctx->spare_events);
+    spare_events_destroy(ctx);
     free(ctx->timings);
     record_discard(ctx);
     free(ctx->pending);
@@ -499,6 +545,11 @@ umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller
     status = umadv__ctx_record_finish(ctx);
     if (status != UMADV_OK)
         return status;
+    if (ctx->record != UMADV_CTX_REC_DONE && ctx->record_lost != UMADV_OK) {
+        umadv_error("%s: no profiled iteration: it marked no steps, and cupti could not "
+                    "trace its kernel launches (see the warning above)", caller);
+        return ctx->record_lost;
+    }
     if (ctx->record != UMADV_CTX_REC_DONE) {
         umadv_error("%s: no profiled iteration: call umadv_profile_next_iteration(), then "
                     "run one iteration of steps", caller);

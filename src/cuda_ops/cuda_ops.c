@@ -2,6 +2,9 @@
 
 #include <stdio.h>
 
+#include "common/log.h"
+#include "cuda_ops/cudart_util.h"
+
 /* Written by tests before they create contexts; read at context creation. */
 static const umadv_cuda_ops_t *installed_ops;
 
@@ -17,6 +20,20 @@ const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only)
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops)
 {
     __atomic_store_n(&installed_ops, ops, __ATOMIC_RELEASE);
+}
+
+void umadv__cuda_release_note(umadv_cuda_release_t *release, umadv_status_t status)
+{
+    if (status != UMADV_OK && release->failed++ == 0)
+        umadv__cudart_quiet(1);
+}
+
+void umadv__cuda_release_end(umadv_cuda_release_t *release)
+{
+    umadv__cudart_quiet(0);
+    if (release->failed > 1)
+        umadv_warn("%zu %s calls failed (the first is logged above, the others at debug "
+                   "level)", release->failed, release->call);
 }
 
 const char *umadv__cuda_location_name(int location, char *buf, size_t len)

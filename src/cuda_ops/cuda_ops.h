@@ -110,6 +110,18 @@ const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
  * restores cudart. */
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops);
 
+/* Releasing many handles in a row (events, arenas): the first failure is
+ * logged as usual, the others at debug level only, and the end counts
+ * them in one warning. A device with a sticky error fails every release,
+ * and a context holds two events per step. */
+typedef struct umadv_cuda_release {
+    const char *call;   /* what is released, for the warning: "event_destroy" */
+    size_t      failed;
+} umadv_cuda_release_t;
+
+void umadv__cuda_release_note(umadv_cuda_release_t *release, umadv_status_t status);
+void umadv__cuda_release_end(umadv_cuda_release_t *release);
+
 /* Map a location to text: "host", "host numa 1", "gpu 0". */
 const char *umadv__cuda_location_name(int location, char *buf, size_t len);
 

@@ -9,6 +9,13 @@
 
 #include "cuda_ops/cudart_util.h"
 
+static __thread int cudart_quiet;
+
+void umadv__cudart_quiet(int quiet)
+{
+    cudart_quiet = quiet;
+}
+
 umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
                                     const char *call, const char *file, int line)
 {
@@ -28,6 +35,8 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
         status = UMADV_ERR_CUDA;
         break;
     }
+    if (cudart_quiet)
+        level = UMADV_LOG_DEBUG;
     if (level <= umadv__log_level)
         umadv__log_emit(level, file, line, "%s failed: %s (%s)", call,
                         cudaGetErrorString(err), cudaGetErrorName(err));

@@ -29,4 +29,9 @@
 umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
                                     const char *call, const char *file, int line);
 
+/* While @quiet, failures on the calling thread are logged at debug level
+ * only (umadv__cuda_release_note: a release loop that fails for every
+ * handle says so once). */
+void umadv__cudart_quiet(int quiet);
+
 #endif

@@ -80,8 +80,8 @@ void umadv__exec_fail(umadv_exec_t *e, const char *what)
         return;
     e->broken = 1;
     e->stats.cuda_errors++;
-    umadv_warn("executor: %s failed: umadv stops migrating, plain managed memory from now on",
-               what);
+    umadv_warn("executor: %s failed: umadv stops migrating, plain managed memory until the "
+               "next umadv_set_policy() or plan", what);
     umadv__exec_queue_clear(e, &e->fetch);
     umadv__exec_queue_clear(e, &e->evict);
     pthread_cond_broadcast(&e->cond);

@@ -191,10 +191,13 @@ void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev)
 
 void umadv__exec_events_destroy(umadv_exec_t *e)
 {
+    umadv_cuda_release_t release = {"event_destroy", 0};
+
     for (size_t i = 0; i < e->nevents; i++) {
-        e->p.ops->event_destroy(e->events[i]->event);
+        umadv__cuda_release_note(&release, e->p.ops->event_destroy(e->events[i]->event));
         free(e->events[i]);
     }
+    umadv__cuda_release_end(&release);
     free(e->events);
     free(e->spare);
     e->events = e->spare = NULL;

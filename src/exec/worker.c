@@ -545,17 +545,17 @@ static int evict_one(umadv_exec_t *e)
  * once the thread runs on the GPU's cores (its first pages land there). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 {
-    umadv_status_t status;
+    const char *failed = NULL;
 
     umadv__numa_bind_thread(e->p.numa);
-    status = e->p.ops->set_device(e->p.device);
-
-    if (status == UMADV_OK)
-        status = e->p.ops->stream_create(&lane->stream);
-    if (status != UMADV_OK) {
+    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
+        failed = "set_device";
+    else if (e->p.ops->stream_create(&lane->stream) != UMADV_OK)
+        failed = "stream_create";
+    if (failed != NULL) {
         pthread_mutex_lock(&e->lock);
         lane->stream = NULL;
-        umadv__exec_fail(e, "stream_create");
+        umadv__exec_fail(e, failed);
         pthread_mutex_unlock(&e->lock);
     }
 }
@@ -589,18 +589,30 @@ void *umadv__exec_evict_main(void *arg)
     return NULL;
 }
 
-static void monitor_sample(umadv_exec_t *e)
+/* The monitor cannot sample (@call failed, logged by the backend): say
+ * so once and stop, rather than fail again every period. */
+static void monitor_fail(const char *call)
+{
+    umadv_warn("gpu memory monitor: %s failed: gpu_peak_used is not measured in this "
+               "policy run", call);
+}
+
+/* One sample of GPU memory in use; 0 when it cannot be read. */
+static int monitor_sample(umadv_exec_t *e)
 {
     uint64_t free_b, total_b, used;
 
-    if (e->p.ops->mem_get_info(&free_b, &total_b) != UMADV_OK)
-        return;
+    if (e->p.ops->mem_get_info(&free_b, &total_b) != UMADV_OK) {
+        monitor_fail("mem_get_info");
+        return 0;
+    }
     used = total_b - free_b;
     pthread_mutex_lock(&e->lock);
     if (used > e->p.gpu_used_base)
         e->stats.gpu_peak_used = UMADV_MAX(e->stats.gpu_peak_used, used - e->p.gpu_used_base);
     e->stats.gpu_samples++;
     pthread_mutex_unlock(&e->lock);
+    return 1;
 }
 
 /* Samples GPU memory in use every monitor_period_ns; mon_cond (on the
@@ -610,15 +622,20 @@ void *umadv__exec_monitor_main(void *arg)
     umadv_exec_t *e = arg;
 
     umadv__numa_bind_thread(e->p.numa);
-    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
+    if (e->p.ops->set_device(e->p.device) != UMADV_OK) {
+        monitor_fail("set_device");
         return NULL;
+    }
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
         struct timespec until = exec_deadline(e->p.monitor_period_ns);
+        int sampled;
 
         pthread_mutex_unlock(&e->lock);
-        monitor_sample(e);
+        sampled = monitor_sample(e);
         pthread_mutex_lock(&e->lock);
+        if (!sampled)
+            break;
         while (!e->stop &&
                pthread_cond_timedwait(&e->mon_cond, &e->lock, &until) != ETIMEDOUT)
             ;
