@@ -264,9 +264,10 @@ static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
     status = probe_round(&p, &warm);
     for (int r = 0; r < PROBE_REPEATS && status == UMADV_OK; r++)
         status = probe_round(&p, s);
+    /* Failing to release costs memory, not the probe's figures. */
     if (p.lib != NULL)
-        cudaLibraryUnload(p.lib);
-    cudaFree(p.buf);
+        (void)UMADV_CUDART_FUNC_LOG(cudaLibraryUnload(p.lib), UMADV_LOG_WARN);
+    (void)UMADV_CUDART_FUNC_LOG(cudaFree(p.buf), UMADV_LOG_WARN);
     return status;
 }
 
@@ -301,8 +302,12 @@ umadv_status_t umadv__link_probe(int device, umadv_link_model_t *link)
         status = UMADV_CUDART_FUNC(cudaSetDevice(device));
     if (status == UMADV_OK) {
         status = probe_run(device, &sample);
-        if (current != device)
-            cudaSetDevice(current);
+        /* The application's thread must get its device back; if it cannot,
+         * the probe has failed whatever it measured. */
+        if (current != device) {
+            umadv_status_t restored = UMADV_CUDART_FUNC(cudaSetDevice(current));
+            status = status == UMADV_OK ? restored : status;
+        }
     }
     if (status == UMADV_OK) {
         umadv__link_fit(&sample, &fitted); /* unbelievable parts keep defaults */
