@@ -230,11 +230,47 @@ def gib(n):
     return "%.2f GiB" % (n / 2**30)
 
 
+def transformer(torch, image_size, dim=512, heads=8, layers=6, patch=16):
+    """A transformer from torch.nn over image patches (no torchvision part):
+    patch embedding, TransformerEncoder, mean pooling, 1000 classes."""
+    nn = torch.nn
+    tokens = (image_size // patch) ** 2
+
+    class PatchTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+            self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+            layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                                               batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.head = nn.Linear(dim, 1000)
+
+        def forward(self, x):
+            x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+            return self.head(self.encoder(x).mean(dim=1))
+
+    return PatchTransformer()
+
+
+def build_model(torch, torchvision, args):
+    """--model: "transformer" (torch.nn), or any torchvision classifier."""
+    if args.model == "transformer":
+        # The memory-efficient and flash attention backwards are not
+        # deterministic (native differs from native): compare on the math one.
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_flash_sdp(False)
+        return transformer(torch, args.image_size)
+    if args.model not in torchvision.models.list_models(module=torchvision.models):
+        sys.exit("torch_train.py: --model %s: not 'transformer' nor a torchvision "
+                 "classification model (torchvision.models.list_models())" % args.model)
+    return torchvision.models.get_model(args.model, weights=None)
+
+
 def build(torch, torchvision, args):
     """Model, optimizer, one synthetic batch: identical for every run."""
     torch.manual_seed(args.seed)
-    ctor = {"vgg16": torchvision.models.vgg16, "resnet50": torchvision.models.resnet50}
-    model = ctor[args.model](weights=None).cuda()
+    model = build_model(torch, torchvision, args).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + 1)
     x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).cuda()
@@ -547,7 +583,9 @@ def print_longrun(rows, args):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=("vgg16", "resnet50"), default="vgg16")
+    p.add_argument("--model", default="vgg16",
+                   help="a torchvision classification model (vgg16, resnet50, densenet121, "
+                        "mobilenet_v3_large, vit_b_16, ...) or 'transformer' (torch.nn)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--image-size", type=int, default=224)
