@@ -5,17 +5,20 @@
  * (`plan --budget`), policy lists, counts. An input is the argument list,
  * one argument per line.
  *
- * `plan`, `report` and `help` run in full, inside a private directory that
- * holds one small trace under the default trace's name (so that any
- * argument naming a file meets that trace or nothing). Arguments that
- * could reach beyond it are skipped: a '/', or --timeline (it writes a
- * file). `synth`, `info` and `topo` write files, load the machine's
- * topology or the CUDA runtime: for them only the option parser and the
- * value parsers run.
+ * `plan`, `report` and `help` run in full; the default trace they read is
+ * a small one in a private folder (so a run plans in microseconds).
+ * Arguments that could reach beyond the current folder or write are
+ * skipped: a '/', or --timeline (it writes a file). `synth`, `info` and
+ * `topo` write files, load the machine's topology or the CUDA runtime: for
+ * them only the option parser and the value parsers run. The current
+ * folder stays the caller's, so libFuzzer's relative corpus and artifact
+ * paths mean what they say.
  */
+static char fuzz_datadir[] = "/tmp/umadv-fuzz-cli.XXXXXX";
 #define main umadv__fuzz_cli_main
-#define UMADV_DATADIR     "."
-#define UMADV_SRC_DATADIR "."
+#define UMADV_DATADIR     fuzz_datadir
+#define UMADV_SRC_DATADIR fuzz_datadir
+int main(int argc, char **argv);
 #include "../tools/umadv/main.c"
 #undef main
 
@@ -48,6 +51,14 @@ static const char fuzz_trace[] =
     "step id=3 iter=1 kind=kernel dur_ns=200000\n"
     "  a alloc=2 first=0 count=3 mode=rw faults=0\n";
 
+static char fuzz_fixture[sizeof(fuzz_datadir) + 64];
+
+static void remove_fixture(void)
+{
+    remove(fuzz_fixture);
+    remove(fuzz_datadir);
+}
+
 static void write_fixture(const char *path)
 {
     umadv_trace_t trace;
@@ -67,13 +78,12 @@ static void write_fixture(const char *path)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char dir[] = "/tmp/umadv-fuzz-cli.XXXXXX";
-
     (void)argc;
     (void)argv;
-    UMADV_FUZZ_CHECK(mkdtemp(dir) != NULL && chdir(dir) == 0);
-    write_fixture(UMADV_DEFAULT_TRACE);
-    write_fixture("t.umt");
+    UMADV_FUZZ_CHECK(mkdtemp(fuzz_datadir) != NULL);
+    snprintf(fuzz_fixture, sizeof(fuzz_fixture), "%s/%s", fuzz_datadir, UMADV_DEFAULT_TRACE);
+    atexit(remove_fixture);
+    write_fixture(fuzz_fixture);
     umadv_fuzz_quiet();
     return 0;
 }

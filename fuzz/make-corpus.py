@@ -94,12 +94,12 @@ def main():
             write("fuzz/corpus/plan/%s-b%d-f%d" % (name, budget, flags),
                   bytes([budget, flags]) + data)
     cli = [
-        "plan\nt.umt\n--budget\n50%", "plan\nt.umt\n-b\n8G,512M,1.5GiB,25%",
-        "plan\n--budget=10M\n--policy\noracle,demand\n--json\nt.umt",
-        "plan\nt.umt\n-b\n75%\n-p\nplan\n--ops\n--lookahead\n3\n-i\n1",
-        "plan\nt.umt\n-b\n4M\n--host-placement\n--no-read-mostly",
-        "plan\n-b\n1e300%", "plan\nt.umt\n-b\n0.5%,200%,16K", "plan\nt.umt\n--budget\n8",
-        "report\nt.umt", "report\n-", "help\nplan", "help", "--version", "-h", "plann",
+        "plan\n--budget\n50%", "plan\n-b\n8G,512M,1.5GiB,25%",
+        "plan\n--budget=10M\n--policy\noracle,demand\n--json",
+        "plan\n-b\n75%\n-p\nplan\n--ops\n--lookahead\n3\n-i\n1",
+        "plan\n-b\n4M\n--host-placement\n--no-read-mostly",
+        "plan\n-b\n1e300%", "plan\n-b\n0.5%,200%,16K", "plan\n--budget\n8",
+        "report", "report\n-", "help\nplan", "help", "--version", "-h", "plann",
         "synth\nvgg16\n-o\n-\n-n\n2\n-s\n64K", "synth\nresnet-deep\n-s\n2M\n-n\n10000",
         "info\n-c", "topo\n--json\n--xml\nx.xml", "plan\n--", "plan\n-bb", "plan\n-xyz",
     ]
@@ -108,7 +108,7 @@ def main():
     sizes = ["8G", "512M", "1.5GiB", "1T", "0", "18446744073709551615", "1e30G", "-1K",
              "0x10M", "1.0000000000000001G", "16EiB", "nan", "inf", "4096", "2 M", "3k"]
     for i, size in enumerate(sizes):
-        write("fuzz/corpus/cli/size-%02d" % i, "plan\nt.umt\n-b\n" + size)
+        write("fuzz/corpus/cli/size-%02d" % i, "plan\n-b\n" + size)
 
 
 if __name__ == "__main__":

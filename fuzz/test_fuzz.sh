@@ -2,15 +2,16 @@
 # TAP: each libFuzzer target (fuzz/) for FUZZ_SECONDS seconds (default 20),
 # starting from its committed corpus (fuzz/corpus/TARGET) and every earlier
 # finding (fuzz/findings/TARGET, regression inputs). A crash, a sanitizer
-# report, a leak, an input slower than FUZZ_TIMEOUT seconds (default 10)
-# or more memory than 2 GB is a failure that prints the reproducer. The
+# report, a leak, an input slower than FUZZ_TIMEOUT seconds (default 30: a
+# trace at the reader's section cap takes seconds under the sanitizers) or
+# more memory than 2 GB is a failure that prints the reproducer. The
 # targets exist only in a build configured with --enable-sanitizers and
 # clang with libFuzzer: elsewhere the whole file is skipped. `make fuzz`
 # runs this with FUZZ_SECONDS=60 (or as given); FUZZ_TARGETS picks some.
 . "${top_srcdir:-.}/tests/tap.sh"
 
 seconds=${FUZZ_SECONDS:-20}
-timeout=${FUZZ_TIMEOUT:-10}
+timeout=${FUZZ_TIMEOUT:-30}
 targets=${FUZZ_TARGETS:-trace plan cli}
 
 if [ ! -x "$builddir/fuzz/fuzz_trace" ]; then
