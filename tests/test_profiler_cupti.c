@@ -676,7 +676,7 @@ static void follow_setup(umadv_context_t ctx, void **args, int marked)
 static void test_follow(void)
 {
     void *a = NULL, *args[2];
-    umadv_stats_t st;
+    umadv_stats_t st = {.size = sizeof(st)};
     umadv_context_t ctx;
     umadv_exec_t *e;
     size_t queries;
