@@ -33,8 +33,11 @@ run_target() {
     seeds="$srcdir/fuzz/corpus/$name"
     [ -d "$srcdir/fuzz/findings/$name" ] && seeds="$seeds $srcdir/fuzz/findings/$name"
     tap_require "$exe"
+    # The words of the input's language (fuzz_plan reads traces too).
+    dict=$srcdir/fuzz/$name.dict
+    [ "$name" = plan ] && dict=$srcdir/fuzz/trace.dict
     # shellcheck disable=SC2086 # seeds is a list of folders
-    "$exe" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+    "$exe" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -dict="$dict" \
         -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
         "$work/corpus" $seeds >"$work/log" 2>&1
     rc=$?
