@@ -687,7 +687,7 @@ static umadv_status_t check_alloc_range(reader_t *r, uint64_t base, uint64_t siz
         return fail_record(r, "size must not be 0");
     if (base + size < base)
         return fail_record(r, "base + size wraps around the address space");
-    /* Past the first test both terms are at most 2^24: the sum cannot wrap. */
+    /* Past the first test both terms are at most 2^22: the sum cannot wrap. */
     if (nsections > UMADV_TRACE_IO_MAX_SECTIONS ||
         r->nsections + nsections > UMADV_TRACE_IO_MAX_SECTIONS)
         return fail_record(r, "more than %u sections in all; use a larger section size",
