@@ -46,6 +46,7 @@ deterministic and benchmark off so that both runs compute the same bits.
       --model vgg16 --batch 64 --iters 8 --both --trace vgg16.umt
 """
 import argparse
+import contextlib
 import ctypes
 import gc
 import hashlib
@@ -224,6 +225,39 @@ def find_library(given):
         if path and os.path.exists(path):
             return os.path.abspath(path)
     sys.exit("torch_train.py: libumadv.so not found: pass --lib PATH (e.g. BUILD/.libs/libumadv.so)")
+
+
+@contextlib.contextmanager
+def output_file(path):
+    """Write @path as umadv's own outputs are written (umadv(1), OUTPUT
+    FILES): a regular file (or a new one) is replaced only once the whole
+    output is written, through a temporary file beside it; "-", devices and
+    FIFOs are written as streams, never replaced."""
+    if path == "-":
+        yield sys.stdout
+        return
+    real = os.path.realpath(path)
+    if os.path.exists(real) and not os.path.isfile(real):
+        with open(real, "a") as f:
+            yield f
+        return
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(real) + ".tmp.",
+                               dir=os.path.dirname(real))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        # mkstemp's 0600 is not what a plain create gives: the old file's
+        # mode, or the umask's.
+        os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real)
+                 else 0o666 & ~umask)
+        with os.fdopen(fd, "w") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, real)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def gib(n):
@@ -676,7 +710,7 @@ def main():
         print("native: %s; %.1f ms/iter in steady state" % ("; ".join(native["report"]),
                                                             steady(native, args)), flush=True)
     if args.result_json:
-        with open(args.result_json, "w") as f:
+        with output_file(args.result_json) as f:
             json.dump({"index": 0, "policy": None, "times": native["times"],
                        "losses": [x.hex() for x in native["losses"]],
                        "report": native["report"], "counters": []}, f)
@@ -697,7 +731,7 @@ def main():
     if native is not None and rows:
         print("losses bitwise identical: %s" % ("yes" if ok else "NO"))
     if args.json:
-        with open(args.json, "w") as f:
+        with output_file(args.json) as f:
             json.dump({"model": args.model, "batch": args.batch, "iters": args.iters,
                        "budget": os.environ.get("UMADV_BUDGET"),
                        "native": summarize(native, None, args) if native else None,
