@@ -1037,19 +1037,29 @@ static umadv_status_t check_complete(reader_t *r)
     return UMADV_OK;
 }
 
+/* The line next_line() found: skipped if blank or a comment, else checked
+ * and parsed as a record. */
+static umadv_status_t read_line(reader_t *r)
+{
+    umadv_status_t status;
+
+    if (is_blank_or_comment(r))
+        return UMADV_OK;
+    status = line_check_bytes(r);
+    if (status == UMADV_OK)
+        status = split_line(r);
+    if (status == UMADV_OK)
+        status = parse_record(r);
+    return status;
+}
+
 static umadv_status_t read_body(reader_t *r, uint32_t end_line)
 {
     char reason[256];
     umadv_status_t status;
 
     while (next_line(r) && r->line < end_line) {
-        if (is_blank_or_comment(r))
-            continue;
-        status = line_check_bytes(r);
-        if (status == UMADV_OK)
-            status = split_line(r);
-        if (status == UMADV_OK)
-            status = parse_record(r);
+        status = read_line(r);
         if (status != UMADV_OK)
             return status;
     }
@@ -1156,15 +1166,8 @@ static umadv_status_t peek_header(read_guard_t *g, const char *buf, size_t len,
     r->why = g->why;
     r->why_len = g->why_len;
     status = check_version(r);
-    while (status == UMADV_OK && !(r->have & HAVE_TRACE) && next_line(r)) {
-        if (is_blank_or_comment(r))
-            continue;
-        status = line_check_bytes(r);
-        if (status == UMADV_OK)
-            status = split_line(r);
-        if (status == UMADV_OK)
-            status = parse_record(r);
-    }
+    while (status == UMADV_OK && !(r->have & HAVE_TRACE) && next_line(r))
+        status = read_line(r);
     if (status == UMADV_OK && (r->have & HAVE_TRACE))
         *counts_p = (uint64_t)r->decl_allocs + r->decl_steps + r->decl_accesses;
     else if (status == UMADV_OK)
