@@ -80,7 +80,8 @@ static const umadv_config_field_t config_fields[] = {
      0, 0, 0, log_enum_name, UMADV_LOG_TRACE + 1, FIELD(log_level)},
     {"UMADV_LOG_FILE", UMADV_CONFIG_STRING, "",
      "Append log messages to this file instead of standard error. Empty "
-     "(the default) or \"stderr\" means standard error.",
+     "(the default) or \"stderr\" means standard error. A write error on "
+     "the file is reported once on standard error, where the log goes on.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(log_file)},
     {"UMADV_PROFILER", UMADV_CONFIG_BOOL, "1",
      "Trace the profiling iteration with CUPTI: kernel launches become steps "
