@@ -8,21 +8,33 @@
 
 #include "cuda_ops/cudart_util.h"
 
+#ifdef UMADV_TEST_HOOKS
 /* Written by tests before they create contexts. */
 static const umadv_cupti_ops_t *installed_ops;
-
-const umadv_cupti_ops_t *umadv__cupti_ops_select(int host_only)
-{
-    const umadv_cupti_ops_t *ops = __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
-
-    if (ops != NULL)
-        return ops;
-    return host_only ? NULL : &umadv__cupti_ops_real;
-}
 
 void umadv__cupti_ops_install(const umadv_cupti_ops_t *ops)
 {
     __atomic_store_n(&installed_ops, ops, __ATOMIC_RELEASE);
+}
+
+static const umadv_cupti_ops_t *cupti_ops_installed(void)
+{
+    return __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
+}
+#else
+static const umadv_cupti_ops_t *cupti_ops_installed(void)
+{
+    return NULL;
+}
+#endif
+
+const umadv_cupti_ops_t *umadv__cupti_ops_select(int host_only)
+{
+    const umadv_cupti_ops_t *ops = cupti_ops_installed();
+
+    if (ops != NULL)
+        return ops;
+    return host_only ? NULL : &umadv__cupti_ops_real;
 }
 
 int umadv__cupti_is_taken(CUptiResult result)

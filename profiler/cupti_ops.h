@@ -56,7 +56,8 @@ extern const umadv_cupti_ops_t umadv__cupti_ops_real;
 const umadv_cupti_ops_t *umadv__cupti_ops_select(int host_only);
 
 /* Test mock point: make @ops what umadv__cupti_ops_select() returns; NULL
- * restores the real table. */
+ * restores the real table. Defined only in the test build
+ * (UMADV_TEST_HOOKS, libumadv_core_test). */
 void umadv__cupti_ops_install(const umadv_cupti_ops_t *ops);
 
 /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and kin: another tool

@@ -5,21 +5,33 @@
 #include "common/log.h"
 #include "cuda_ops/cudart_util.h"
 
+#ifdef UMADV_TEST_HOOKS
 /* Written by tests before they create contexts; read at context creation. */
 static const umadv_cuda_ops_t *installed_ops;
-
-const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only)
-{
-    const umadv_cuda_ops_t *ops = __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
-
-    if (host_only)
-        return &umadv__cuda_ops_host;
-    return ops != NULL ? ops : &umadv__cuda_ops_cudart;
-}
 
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops)
 {
     __atomic_store_n(&installed_ops, ops, __ATOMIC_RELEASE);
+}
+
+static const umadv_cuda_ops_t *cuda_ops_installed(void)
+{
+    return __atomic_load_n(&installed_ops, __ATOMIC_ACQUIRE);
+}
+#else
+static const umadv_cuda_ops_t *cuda_ops_installed(void)
+{
+    return NULL;
+}
+#endif
+
+const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only)
+{
+    const umadv_cuda_ops_t *ops = cuda_ops_installed();
+
+    if (host_only)
+        return &umadv__cuda_ops_host;
+    return ops != NULL ? ops : &umadv__cuda_ops_cudart;
 }
 
 void umadv__cuda_release_note(umadv_cuda_release_t *release, umadv_status_t status)

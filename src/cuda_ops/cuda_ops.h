@@ -5,8 +5,9 @@
  * managed memory with host memory and records prefetches and advice in
  * counters and an optional call log, so the pool, the context and the
  * executor can be tested on machines without a GPU. Tests may install a
- * table of their own (umadv__cuda_ops_install) to inject failures; the
- * installed library exports none of this (visibility hidden).
+ * table of their own (umadv__cuda_ops_install) to inject failures: only
+ * the test build of the runtime has that hook; the installed library
+ * exports none of the rest (visibility hidden).
  *
  * Every function returns a umadv_status_t and writes its outputs only on
  * success. CUDA errors are logged once, where they occur, with the call and
@@ -107,7 +108,8 @@ extern const umadv_cuda_ops_t umadv__cuda_ops_host;
 const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
 
 /* Test mock point: make @ops what umadv__cuda_ops_select(0) returns; NULL
- * restores cudart. */
+ * restores cudart. Defined only in the test build (UMADV_TEST_HOOKS,
+ * libumadv_core_test): anything else that calls it does not link. */
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops);
 
 /* Releasing many handles in a row (events, arenas): the first failure is
