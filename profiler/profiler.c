@@ -1,7 +1,7 @@
 /*
  * The CUPTI tracer: subscription, launch callbacks, activity buffers.
  */
-#include "profiler/profiler.h"
+#include "profiler/profiler_int.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -385,6 +385,14 @@ static void fault_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemo
     fault_push(prof, &f);
 }
 
+/* Migrations that page faults caused: coherence ones, and the driver's
+ * speculative prefetch around them. */
+static int um_on_fault(const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    return u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE ||
+           u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH;
+}
+
 /* A migration to the GPU that a fault caused (coherence) or that the
  * driver added around one (speculative prefetch). Fault records proper
  * come only for a page's first faults (measured on an H200, driver 580:
@@ -397,33 +405,33 @@ static void demand_migration_record(umadv_profiler_t *prof,
         .address = u->address, .bytes = u->value, .start = u->start, .device = u->dstId,
         .groups = 1, .mode = UMADV_ACCESS_RW};
 
-    if (u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE ||
-        u->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+    if (um_on_fault(u))
         fault_push(prof, &f);
 }
 
 static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryCounter3 *u)
 {
-    uint32_t cause = u->flags < UMADV_PROF_CAUSES ? u->flags : 0;
-
-    if ((unsigned)u->counterKind < CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT)
-        prof->rec.um_records[u->counterKind]++;
-
     switch (u->counterKind) {
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+        prof->rec.um_records[UMADV_PROF_UM_GPU_FAULT]++;
         fault_record(prof, u);
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
-        prof->rec.htod_bytes[cause] += u->value;
+        prof->rec.um_records[UMADV_PROF_UM_HTOD]++;
+        prof->rec.htod_bytes += u->value;
+        if (um_on_fault(u))
+            prof->rec.htod_fault_bytes += u->value;
         demand_migration_record(prof, u);
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
-        prof->rec.dtoh_bytes[cause] += u->value;
+        prof->rec.um_records[UMADV_PROF_UM_DTOH]++;
+        prof->rec.dtoh_bytes += u->value;
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
-        prof->rec.thrashing++;
+        prof->rec.um_records[UMADV_PROF_UM_THRASHING]++;
         break;
     default:
+        prof->rec.um_records[UMADV_PROF_UM_OTHER]++;
         break;
     }
 }
@@ -612,12 +620,17 @@ err_unsubscribe:
     return status;
 }
 
-umadv_status_t umadv__prof_open(const umadv_cupti_ops_t *ops, umadv_prof_launch_fn launch,
-                                void *arg, umadv_profiler_t **prof_p)
+umadv_status_t umadv__prof_open(int host_only, umadv_prof_launch_fn launch, void *arg,
+                                umadv_profiler_t **prof_p)
 {
+    const umadv_cupti_ops_t *ops = umadv__cupti_ops_select(host_only);
     umadv_profiler_t *prof;
     umadv_status_t status;
 
+    if (ops == NULL) {
+        *prof_p = NULL; /* host memory: no GPU to trace, and nothing lost */
+        return UMADV_OK;
+    }
     prof = calloc(1, sizeof(*prof));
     if (prof == NULL)
         return UMADV_ERR_NO_MEMORY;

@@ -32,7 +32,6 @@
 #include <umadv.h>
 
 #include "profiler/attrib.h"
-#include "profiler/cupti_ops.h"
 #include "profiler/scan.h"
 
 typedef struct umadv_profiler umadv_profiler_t;
@@ -63,8 +62,16 @@ typedef enum umadv_prof_mode {
     UMADV_PROF_RECORD_TIMING  /* steps and kernels; faults counted, not kept */
 } umadv_prof_mode_t;
 
-/* Migration causes, as CUPTI numbers them (CUpti_ActivityUnifiedMemoryMigrationCause). */
-#define UMADV_PROF_CAUSES 6
+/* Unified-memory records by what they are, in umadv's own terms: callers
+ * never see CUPTI's numbering (profiler.c maps it). */
+typedef enum umadv_prof_um_kind {
+    UMADV_PROF_UM_HTOD,       /* bytes moved to the GPU */
+    UMADV_PROF_UM_DTOH,       /* bytes moved to the host */
+    UMADV_PROF_UM_GPU_FAULT,  /* GPU page-fault groups */
+    UMADV_PROF_UM_THRASHING,  /* the driver saw a range thrash */
+    UMADV_PROF_UM_OTHER,      /* every other kind CUPTI reports */
+    UMADV_PROF_UM_KINDS
+} umadv_prof_um_kind_t;
 
 /* What a recording collected; the arrays belong to the caller after
  * umadv__prof_record_stop (umadv__prof_result_cleanup frees them). */
@@ -75,23 +82,25 @@ typedef struct umadv_prof_result {
     size_t               nkernels;
     umadv_prof_fault_t  *faults;
     size_t               nfaults;
-    uint64_t             htod_bytes[UMADV_PROF_CAUSES]; /* by migration cause */
-    uint64_t             dtoh_bytes[UMADV_PROF_CAUSES];
-    uint64_t             thrashing;    /* thrashing records */
-    uint64_t             um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT]; /* by kind */
+    uint64_t             htod_bytes;        /* moved to the GPU, every cause */
+    uint64_t             htod_fault_bytes;  /* of which page faults caused */
+    uint64_t             dtoh_bytes;        /* moved to the host */
+    uint64_t             um_records[UMADV_PROF_UM_KINDS]; /* records by kind */
     int                  um_counters;  /* fault records were available */
     uint64_t             scanned;      /* launches whose parameters were scanned */
     uint64_t             no_layout;    /* launches with arguments but no known layout */
     char                 no_layout_name[96]; /* the first of them */
 } umadv_prof_result_t;
 
-/* Subscribe to CUPTI through @ops. UMADV_ERR_STATE when another context
+/* Subscribe to CUPTI through the table umadv__cupti_ops_select(@host_only)
+ * gives; where there is none (host memory, no test table), *@prof_p is
+ * NULL and UMADV_OK: nothing to trace. UMADV_ERR_STATE when another context
  * owns the profiler, UMADV_ERR_CUPTI or UMADV_ERR_UNSUPPORTED when CUPTI
  * cannot be used: each logged as a warning that names the reason. Unified
  * memory counters that are unsupported only lose the fault records (a
  * warning); the launch callbacks still work. */
-umadv_status_t umadv__prof_open(const umadv_cupti_ops_t *ops, umadv_prof_launch_fn launch,
-                                void *arg, umadv_profiler_t **prof_p);
+umadv_status_t umadv__prof_open(int host_only, umadv_prof_launch_fn launch, void *arg,
+                                umadv_profiler_t **prof_p);
 
 /* Unsubscribe; NULL is a no-op. */
 void umadv__prof_close(umadv_profiler_t *prof);
@@ -122,16 +131,5 @@ uint64_t umadv__prof_take_faults(umadv_profiler_t *prof);
 
 /* Whether fault records are available. */
 int umadv__prof_has_um_counters(const umadv_profiler_t *prof);
-
-/* ---- for tests: what CUPTI hands the callbacks ------------------------ */
-
-/* The subscriber callback (CUpti_CallbackFunc). */
-void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                          const void *cbdata);
-
-/* The buffer callbacks (CUpti_BuffersCallbackRequestFunc / CompleteFunc). */
-void umadv__prof_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
-void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
-                                  size_t size, size_t valid);
 
 #endif

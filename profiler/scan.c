@@ -1,7 +1,7 @@
 /*
  * Scanning kernel parameters for pointers into the pool.
  */
-#include "profiler/scan.h"
+#include "profiler/profiler_int.h"
 
 #include <cuda.h>
 #include <string.h>

@@ -16,7 +16,6 @@
 #include <umadv.h>
 
 #include "pool/pool.h"
-#include "profiler/cupti_ops.h"
 
 /* Bytes holding kernel arguments on the host. */
 typedef struct umadv_prof_region {
@@ -32,14 +31,5 @@ typedef struct umadv_prof_region {
 size_t umadv__prof_scan(const umadv_pool_t *pool, const umadv_prof_region_t *regions,
                         size_t nregions,
                         void (*fn)(void *arg, const umadv_pool_loc_t *loc), void *arg);
-
-/* The argument regions of a launch of @func (a CUfunction if @driver, a
- * runtime function otherwise): @args[i] for each parameter the layout
- * query knows, with its size; or, without @args, the packed buffer of
- * @extra (CU_LAUNCH_PARAM_BUFFER_POINTER). At most @cap regions go to
- * @regions; returns how many. */
-size_t umadv__prof_launch_regions(const umadv_cupti_ops_t *ops, const void *func, int driver,
-                                  void *const *args, void *const *extra,
-                                  umadv_prof_region_t *regions, size_t cap);
 
 #endif

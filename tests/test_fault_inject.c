@@ -45,7 +45,7 @@
 #include "cuda_ops/cuda_ops.h"
 #include "cuda_ops/cudart_util.h"
 #include "profiler/cupti_ops.h"
-#include "profiler/profiler.h"
+#include "profiler/profiler_int.h"
 #include "tap.h"
 #include "testutil.h"
 

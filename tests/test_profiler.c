@@ -14,7 +14,7 @@
 #include "pool/pool.h"
 #include "profiler/attrib.h"
 #include "profiler/linkprobe.h"
-#include "profiler/scan.h"
+#include "profiler/profiler_int.h"
 #include "tap.h"
 #include "testutil.h"
 

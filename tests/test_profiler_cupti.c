@@ -18,7 +18,7 @@
 #include "common/util.h"
 #include "exec/exec_int.h"
 #include "profiler/cupti_ops.h"
-#include "profiler/profiler.h"
+#include "profiler/profiler_int.h"
 #include "tap.h"
 #include "testutil.h"
 

@@ -118,7 +118,6 @@ static uint32_t profile_launch(void *arg, const char *name, unsigned flags,
 void umadv__ctx_profile_open(umadv_context_t ctx)
 {
     int host_only = (ctx->flags & UMADV_CONTEXT_FLAG_HOST_ONLY) != 0;
-    const umadv_cupti_ops_t *ops;
 
     umadv__link_model_default(&ctx->link);
     if (!host_only && ctx->config.link_probe &&
@@ -126,9 +125,7 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
         umadv_warn("link probe failed: planning with the built-in link figures");
     if (!ctx->config.profiler)
         return;
-    ops = umadv__cupti_ops_select(host_only);
-    if (ops != NULL &&
-        umadv__prof_open(ops, profile_launch, ctx, &ctx->profiler) != UMADV_OK) {
+    if (umadv__prof_open(host_only, profile_launch, ctx, &ctx->profiler) != UMADV_OK) {
         ctx->profiler = NULL; /* warned: declared accesses only */
         ctx->profiler_lost = 1;
     }
@@ -298,17 +295,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
 static void profile_report(const umadv_prof_result_t *r, const umadv_prof_attrib_stats_t *st)
 {
     char in[32], faulted[32], out[32];
-    uint64_t htod = 0, dtoh = 0;
 
-    for (int i = 0; i < UMADV_PROF_CAUSES; i++) {
-        htod += r->htod_bytes[i];
-        dtoh += r->dtoh_bytes[i];
-    }
-    /* Coherence migrations are the ones page faults caused; speculative
-     * ones are the driver's prefetch around them. */
-    umadv__size_format(r->htod_bytes[CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE] +
-                       r->htod_bytes[CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH],
-                       faulted, sizeof(faulted));
     umadv_info("profiled iteration: %llu kernels (%llu not launched in it), %llu fault "
                "records (%llu groups): %llu attributed, %llu with no kernel, %llu outside "
                "umadv memory; %s to the gpu (%s on faults), %s to the host, %llu thrashing",
@@ -317,8 +304,10 @@ static void profile_report(const umadv_prof_result_t *r, const umadv_prof_attrib
                (unsigned long long)st->faults_attributed,
                (unsigned long long)st->faults_no_kernel,
                (unsigned long long)st->faults_no_alloc,
-               umadv__size_format(htod, in, sizeof(in)), faulted,
-               umadv__size_format(dtoh, out, sizeof(out)), (unsigned long long)r->thrashing);
+               umadv__size_format(r->htod_bytes, in, sizeof(in)),
+               umadv__size_format(r->htod_fault_bytes, faulted, sizeof(faulted)),
+               umadv__size_format(r->dtoh_bytes, out, sizeof(out)),
+               (unsigned long long)r->um_records[UMADV_PROF_UM_THRASHING]);
     if (r->no_layout > 0)
         umadv_info("parameter scan: %llu of %llu launches have arguments whose layout cuda "
                    "does not give (first: %s): their steps rely on faults and declarations",
@@ -326,12 +315,11 @@ static void profile_report(const umadv_prof_result_t *r, const umadv_prof_attrib
                    r->no_layout_name);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
-                (unsigned long long)r->um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD],
-                (unsigned long long)r->um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH],
-                (unsigned long long)r->um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT],
-                (unsigned long long)r->um_records[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING],
-                (unsigned long long)(r->um_records[0] + r->um_records[3] + r->um_records[6] +
-                                     r->um_records[7] + r->um_records[8]));
+                (unsigned long long)r->um_records[UMADV_PROF_UM_HTOD],
+                (unsigned long long)r->um_records[UMADV_PROF_UM_DTOH],
+                (unsigned long long)r->um_records[UMADV_PROF_UM_GPU_FAULT],
+                (unsigned long long)r->um_records[UMADV_PROF_UM_THRASHING],
+                (unsigned long long)r->um_records[UMADV_PROF_UM_OTHER]);
 }
 
 /* Kernel durations and fault accesses into the trace. */

@@ -1,0 +1,34 @@
+/*
+ * The profiler's CUPTI side, for profiler/ and its tests only: what CUPTI
+ * hands the callbacks, and the launch-argument query. Everything outside
+ * profiler/ goes through profiler.h, which holds no CUPTI type.
+ */
+#ifndef UMADV_PROFILER_PROFILER_INT_H
+#define UMADV_PROFILER_PROFILER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profiler/cupti_ops.h"
+#include "profiler/profiler.h"
+#include "profiler/scan.h"
+
+/* The argument regions of a launch of @func (a CUfunction if @driver, a
+ * runtime function otherwise): @args[i] for each parameter the layout
+ * query knows, with its size; or, without @args, the packed buffer of
+ * @extra (CU_LAUNCH_PARAM_BUFFER_POINTER). At most @cap regions go to
+ * @regions; returns how many. */
+size_t umadv__prof_launch_regions(const umadv_cupti_ops_t *ops, const void *func, int driver,
+                                  void *const *args, void *const *extra,
+                                  umadv_prof_region_t *regions, size_t cap);
+
+/* The subscriber callback (CUpti_CallbackFunc). */
+void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void *cbdata);
+
+/* The buffer callbacks (CUpti_BuffersCallbackRequestFunc / CompleteFunc). */
+void umadv__prof_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
+void umadv__prof_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
+                                  size_t size, size_t valid);
+
+#endif
