@@ -201,6 +201,11 @@ uint64_t umadv__ctx_profile_faults(umadv_context_t ctx);
 /* schedule.c: drop the schedule umadv_plan() built, if any. */
 void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
 
+/* schedule.c: the budget the context enforces now: 0 when there is none,
+ * or under the oracle policy, which ignores it by definition. The one
+ * rule the planner, the executor and the profiling pass follow. */
+uint64_t umadv__ctx_budget(const umadv_context_t ctx);
+
 /* schedule.c: umadv_plan() with the lock held; starts the replay. */
 umadv_status_t umadv__ctx_plan(umadv_context_t ctx);
 

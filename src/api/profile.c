@@ -239,15 +239,14 @@ static void restore_arenas(umadv_context_t ctx)
  * of "compute" for 31). */
 static void restore_live(umadv_context_t ctx)
 {
-    uint64_t free_b = 0, total_b = 0, room;
+    uint64_t free_b = 0, total_b = 0, room, budget = umadv__ctx_budget(ctx);
     umadv_pool_stats_t stats;
 
     umadv__pool_get_stats(ctx->pool, &stats);
     ctx->live_on_host = 1;
     if (ctx->ops->mem_get_info(&free_b, &total_b) != UMADV_OK)
         return;
-    room = ctx->config.budget != 0 && ctx->config.policy != UMADV_POLICY_ORACLE
-               ? UMADV_MIN(ctx->config.budget, free_b) : free_b;
+    room = budget != 0 ? UMADV_MIN(budget, free_b) : free_b;
     if (stats.arena_bytes <= room)
         restore_arenas(ctx);
     else if (stats.span_in_use <= room)

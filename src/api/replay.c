@@ -314,7 +314,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->ops               = ctx->ops;
     p->device            = ctx->config.device;
     p->policy            = ctx->config.policy;
-    p->budget            = ctx->config.budget;
+    p->budget            = umadv__ctx_budget(ctx);
     p->trace             = &ctx->trace;
     p->first_step        = ctx->schedule.first_step;
     p->nsteps            = ctx->schedule.nsteps;

@@ -4,9 +4,10 @@
  * on the new schedule. umadv_set_budget(): a new budget, checked against
  * the recorded steps, planned at the next iteration boundary.
  *
- * ctx->config.budget is the one budget: the planner (plan_budget below),
- * the executor (replay.c) and the profiling pass (profile.c) read it when
- * they start, so changing it and planning again is all a change needs.
+ * ctx->config.budget is the one budget, and umadv__ctx_budget() the one
+ * rule of what it means: the planner (plan_budget below), the executor
+ * (replay.c) and the profiling pass (profile.c) read it when they start,
+ * so changing it and planning again is all a change needs.
  */
 #include "api/context.h"
 
@@ -14,14 +15,18 @@
 #include "common/util.h"
 #include "plan/window.h"
 
+uint64_t umadv__ctx_budget(const umadv_context_t ctx)
+{
+    return ctx->config.policy == UMADV_POLICY_ORACLE ? 0 : ctx->config.budget;
+}
+
 /* The bytes the plan may keep on the GPU: the budget, or the whole device
- * when there is none (and always under the oracle policy, which ignores
- * the budget by definition). */
+ * when there is none. */
 static uint64_t plan_budget(const umadv_context_t ctx)
 {
-    if (ctx->config.budget == 0 || ctx->config.policy == UMADV_POLICY_ORACLE)
-        return ctx->props.total_memory;
-    return ctx->config.budget;
+    uint64_t budget = umadv__ctx_budget(ctx);
+
+    return budget != 0 ? budget : ctx->props.total_memory;
 }
 
 umadv_status_t umadv__ctx_plan(umadv_context_t ctx)
