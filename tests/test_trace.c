@@ -114,9 +114,53 @@ static void test_iterations(void)
     umadv__trace_cleanup(&t);
 }
 
+typedef struct runs_seen {
+    uint32_t alloc[8], first[8], count[8];
+    size_t   n;
+} runs_seen_t;
+
+static void see_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    runs_seen_t *r = arg;
+
+    if (r->n < 8) {
+        r->alloc[r->n] = alloc;
+        r->first[r->n] = first;
+        r->count[r->n] = count;
+    }
+    r->n++;
+}
+
+/* Runs are what the executor issues as one call and the simulator costs
+ * as one: adjacent sections, never across an allocation's end. */
+static void test_runs(void)
+{
+    umadv_trace_t t;
+    uint32_t a, b, ids[] = {4, 0, 2, 1, 3};
+    runs_seen_t r = {.n = 0};
+
+    umadv__trace_init(&t, 2 * MIB);
+    umadv__trace_add_alloc(&t, 0, 6 * MIB, UMADV_ALLOC_WEIGHT, NULL, &a);
+    umadv__trace_add_alloc(&t, 0, 4 * MIB, UMADV_ALLOC_ACTIVATION, NULL, &b);
+    umadv__trace_add_step(&t, "s0", UMADV_STEP_KERNEL, 0, 1000, NULL);
+    umadv__trace_add_access(&t, a, 0, 6 * MIB, UMADV_ACCESS_READ, 0);
+    umadv__trace_finalize(&t, NULL, 0);
+    is(umadv__trace_for_runs(&t, ids, 5, see_run, &r), 2, "five sections in two runs");
+    ok(r.n == 2 && r.alloc[0] == a && r.first[0] == 0 && r.count[0] == 3,
+       "sorted, then a run ends at its allocation's last section");
+    ok(r.n == 2 && r.alloc[1] == b && r.first[1] == 0 && r.count[1] == 2,
+       "the next allocation's sections start a run of their own");
+    r.n = 0;
+    ids[0] = 0, ids[1] = 2;
+    is(umadv__trace_for_runs(&t, ids, 2, see_run, &r), 2, "a gap splits a run");
+    is(umadv__trace_for_runs(&t, ids, 0, see_run, &r), 0, "no sections, no runs");
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(29);
+    plan(34);
+    test_runs();
     test_sections();
     test_merge_fixed_point();
     test_rejections();

@@ -119,31 +119,27 @@ static void drop(umadv_exec_t *e, const umadv_op_t *op)
 
 /* ---- runs of sections --------------------------------------------------- */
 
-static int section_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+typedef void (*exec_run_fn)(umadv_exec_t *e, uint32_t alloc, uint32_t first, uint32_t count);
 
-    return (x > y) - (x < y);
+typedef struct exec_run_call {
+    umadv_exec_t *e;
+    exec_run_fn   fn;
+} exec_run_call_t;
+
+static void exec_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    exec_run_call_t *c = arg;
+
+    c->fn(c->e, alloc, first, count);
 }
 
 /* Call @fn for each run of consecutive sections of one allocation in
- * list[0..n), which is sorted here. */
-static void for_runs(umadv_exec_t *e, uint32_t *list, size_t n,
-                     void (*fn)(umadv_exec_t *, uint32_t alloc, uint32_t first, uint32_t count))
+ * list[0..n), which is sorted here (the simulator groups the same way). */
+static void for_runs(umadv_exec_t *e, uint32_t *list, size_t n, exec_run_fn fn)
 {
-    size_t i = 0;
+    exec_run_call_t call = {e, fn};
 
-    qsort(list, n, sizeof(*list), section_cmp);
-    while (i < n) {
-        const umadv_trace_section_t *s = &e->trace->sections[list[i]];
-        size_t j = i + 1;
-
-        while (j < n && list[j] == list[j - 1] + 1 &&
-               e->trace->sections[list[j]].alloc == s->alloc)
-            j++;
-        fn(e, s->alloc, s->index, (uint32_t)(j - i));
-        i = j;
-    }
+    umadv__trace_for_runs(e->trace, list, n, exec_run, &call);
 }
 
 static umadv_status_t scratch_reserve(umadv_exec_t *e, size_t n)

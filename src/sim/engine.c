@@ -450,11 +450,17 @@ void umadv__sim_engine_cleanup(sim_engine_t *e)
     memset(e, 0, sizeof(*e));
 }
 
-static int u32_compare(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+typedef struct sim_run_call {
+    sim_engine_t *e;
+    void (*fn)(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t n, void *arg);
+    void         *arg;
+} sim_run_call_t;
 
-    return x < y ? -1 : x > y;
+static void sim_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    sim_run_call_t *c = arg;
+
+    c->fn(c->e, alloc, first, count, c->arg);
 }
 
 size_t umadv__sim_for_runs(sim_engine_t *e, uint32_t *sections, size_t count,
@@ -462,21 +468,7 @@ size_t umadv__sim_for_runs(sim_engine_t *e, uint32_t *sections, size_t count,
                                       uint32_t n, void *arg),
                            void *arg)
 {
-    size_t runs = 0;
+    sim_run_call_t call = {e, fn, arg};
 
-    if (count == 0)
-        return 0;
-    qsort(sections, count, sizeof(*sections), u32_compare);
-    for (size_t i = 0; i < count;) {
-        const umadv_trace_section_t *sec = &e->trace->sections[sections[i]];
-        size_t k = i + 1;
-
-        while (k < count && sections[k] == sections[k - 1] + 1 &&
-               e->trace->sections[sections[k]].alloc == sec->alloc)
-            k++;
-        fn(e, sec->alloc, sec->index, (uint32_t)(k - i), arg);
-        runs++;
-        i = k;
-    }
-    return runs;
+    return umadv__trace_for_runs(e->trace, sections, count, sim_run, &call);
 }

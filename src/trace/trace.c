@@ -500,3 +500,32 @@ uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
 
     return end > start ? end - start : 0;
 }
+
+static int section_id_compare(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+size_t umadv__trace_for_runs(const umadv_trace_t *trace, uint32_t *sections, size_t count,
+                             umadv_trace_run_fn fn, void *arg)
+{
+    size_t runs = 0;
+
+    if (count == 0)
+        return 0;
+    qsort(sections, count, sizeof(*sections), section_id_compare);
+    for (size_t i = 0; i < count;) {
+        const umadv_trace_section_t *sec = &trace->sections[sections[i]];
+        size_t k = i + 1;
+
+        while (k < count && sections[k] == sections[k - 1] + 1 &&
+               trace->sections[sections[k]].alloc == sec->alloc)
+            k++;
+        fn(arg, sec->alloc, sec->index, (uint32_t)(k - i));
+        runs++;
+        i = k;
+    }
+    return runs;
+}

@@ -206,6 +206,14 @@ umadv_status_t umadv__trace_iteration_require(const umadv_trace_t *trace, uint32
 uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
                                 uint32_t first, uint32_t count);
 
+/* Sort the section ids @sections[0..@count) and call @fn once for each
+ * run of adjacent sections of one allocation (one prefetch or eviction
+ * call each, for the executor and the simulator alike); returns the
+ * number of runs. */
+typedef void (*umadv_trace_run_fn)(void *arg, uint32_t alloc, uint32_t first, uint32_t count);
+size_t umadv__trace_for_runs(const umadv_trace_t *trace, uint32_t *sections, size_t count,
+                             umadv_trace_run_fn fn, void *arg);
+
 /* Global section index of section @index of @alloc. */
 static inline uint32_t umadv__trace_section_id(const umadv_trace_t *trace, uint32_t alloc,
                                                uint32_t index)
