@@ -359,8 +359,10 @@ static umadv_status_t commit_replace(umadv_outfile_t *of, char *why, size_t why_
         umadv__outfile_block(&old);
         failed = rename(of->tmp, of->target) != 0;
         err = errno;
-        if (!failed)
-            umadv__outfile_disarm(of->guard), of->guard = -1;
+        if (!failed) {
+            umadv__outfile_disarm(of->guard);
+            of->guard = -1;
+        }
         umadv__outfile_unblock(&old);
     }
     if (failed) {
