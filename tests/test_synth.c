@@ -462,15 +462,17 @@ static void test_iterations(void)
     umadv__trace_cleanup(&t);
 }
 
-static void test_speed(void)
+/* The full-depth model builds (its time is a diagnostic, not a check:
+ * speed is measured by bench/, never by a timed test). */
+static void test_full_depth(void)
 {
     umadv_trace_t t;
-    uint64_t start = umadv__now_ns(), ns;
+    uint64_t start = umadv__now_ns();
     umadv_status_t status = build("resnet-deep", 256, 0, 1, &t);
 
-    ns = umadv__now_ns() - start;
-    ok(status == UMADV_OK && ns < 100 * 1000 * 1000, "resnet-deep 1517 layers in %.1f ms",
-       ns / 1e6);
+    ok(status == UMADV_OK && t.nsteps == 2 * (1517 + 2) + 2,
+       "resnet-deep 1517 layers builds, %u steps", status == UMADV_OK ? t.nsteps : 0);
+    diag("resnet-deep 1517 layers built in %.1f ms", (umadv__now_ns() - start) / 1e6);
     if (status == UMADV_OK)
         umadv__trace_cleanup(&t);
 }
@@ -544,7 +546,7 @@ int main(void)
     test_calibration();
     test_flops_param();
     test_iterations();
-    test_speed();
+    test_full_depth();
     test_bad_params();
     return exit_status();
 }
