@@ -1,7 +1,7 @@
 /*
  * Helpers for the planner and simulator tests: a seeded PRNG, a random
  * trace generator, and a schedule checker written independently of the
- * planner (it does not use src/plan/window.h) that replays a schedule at
+ * planner (it does not use src/schedule/window.h) that replays a schedule at
  * step granularity and checks what plan.h promises.
  */
 #ifndef UMADV_TESTS_PLAN_UTIL_H

@@ -482,9 +482,9 @@ static void test_batch(void)
     uint64_t fetched;
 
     umadv__link_model_default(&l);
-    ok(umadv__plan_batch_bytes(&l) >= SEC && umadv__plan_batch_bytes(&l) < 64 * SEC,
+    ok(umadv__schedule_batch_bytes(&l) >= SEC && umadv__schedule_batch_bytes(&l) < 64 * SEC,
        "batch: a section is small, 64 are not (limit %llu bytes)",
-       (unsigned long long)umadv__plan_batch_bytes(&l));
+       (unsigned long long)umadv__schedule_batch_bytes(&l));
     batch_case(1, &small, &fetched);
     is_near(small, d + 2.5 * l.fetch_latency + 4.0 * SEC / l.fetch_bw, 1e-9,
             "batch: four small copies of one step: one call, half a latency per further range");

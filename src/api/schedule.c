@@ -13,7 +13,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "plan/window.h"
+#include "schedule/window.h"
 
 uint64_t umadv__ctx_budget(const umadv_context_t ctx)
 {

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "common/util.h"
-#include "plan/window.h"
+#include "schedule/window.h"
 #include "trace/trace.h"
 
 /* A default written once, as a number in its module's header. */

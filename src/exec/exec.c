@@ -53,27 +53,6 @@
 
 #define EXEC_WAIT_TIMEOUT_DEFAULT (UINT64_C(10) * 1000000000u)
 
-void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, exec_sec_state_t to)
-{
-    exec_sec_state_t from = (exec_sec_state_t)e->state[section];
-    uint64_t size = exec_section_size(e, section);
-    int was_out = from == EXEC_SEC_OUT_QUEUED || from == EXEC_SEC_EVICTING;
-    int is_out = to == EXEC_SEC_OUT_QUEUED || to == EXEC_SEC_EVICTING;
-
-    if (from == EXEC_SEC_HOST && to != EXEC_SEC_HOST)
-        e->resident += size;
-    else if (from != EXEC_SEC_HOST && to == EXEC_SEC_HOST)
-        e->resident -= size;
-    if (was_out != is_out)
-        e->outgoing = is_out ? e->outgoing + size : e->outgoing - size;
-    e->state[section] = (uint8_t)to;
-    if (e->lru_on && from == EXEC_SEC_RESIDENT && to != EXEC_SEC_RESIDENT)
-        umadv__exec_lru_remove(&e->lru, section);
-    else if (e->lru_on && from != EXEC_SEC_RESIDENT && to == EXEC_SEC_RESIDENT)
-        umadv__exec_lru_insert(&e->lru, section);
-    e->stats.resident_peak = UMADV_MAX(e->stats.resident_peak, e->resident);
-}
-
 void umadv__exec_fail(umadv_exec_t *e, const char *what)
 {
     if (e->broken)
@@ -89,35 +68,23 @@ void umadv__exec_fail(umadv_exec_t *e, const char *what)
 
 /* ---- life cycle ------------------------------------------------------- */
 
-static umadv_status_t params_check(const umadv_exec_params_t *p)
+/* The replay core checks the trace, the steps, the policy and the
+ * schedule (UMADV_ERR_INVALID_PARAM). */
+static umadv_status_t core_init(umadv_exec_t *e)
 {
-    const umadv_trace_t *t = p->trace;
+    umadv_core_params_t cp = {.trace = e->p.trace, .first_step = e->p.first_step,
+                              .nsteps = e->p.nsteps, .policy = e->p.policy,
+                              .budget = e->p.budget, .schedule = e->p.schedule};
 
-    if (p->ops == NULL || t == NULL || !t->finalized || p->nsteps == 0 ||
-        p->first_step > t->nsteps || p->nsteps > t->nsteps - p->first_step ||
-        (unsigned)p->policy >= UMADV_POLICY_COUNT)
+    if (e->p.ops == NULL)
         return UMADV_ERR_INVALID_PARAM;
-    if (p->policy == UMADV_POLICY_PLAN &&
-        (p->schedule == NULL || p->schedule->nsteps != p->nsteps))
-        return UMADV_ERR_INVALID_PARAM;
-    return UMADV_OK;
+    return umadv__core_init(&e->core, &cp);
 }
 
 static umadv_status_t arrays_alloc(umadv_exec_t *e)
 {
-    size_t nallocs = e->trace->nallocs + 1, nsections = e->trace->nsections + 1;
-
-    e->binds    = calloc(nallocs, sizeof(*e->binds));
-    e->state    = calloc(nsections, sizeof(*e->state));
-    e->last_use = calloc(nsections, sizeof(*e->last_use));
-    e->stamp    = calloc(nsections, sizeof(*e->stamp));
-    e->unadvising = calloc(nsections, sizeof(*e->unadvising));
-    if (e->binds == NULL || e->state == NULL || e->last_use == NULL || e->stamp == NULL ||
-        e->unadvising == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    if (e->lru_on)
-        return umadv__exec_lru_init(&e->lru, e->last_use, nsections);
-    return UMADV_OK;
+    e->binds = calloc(e->trace->nallocs + 1, sizeof(*e->binds));
+    return e->binds != NULL ? UMADV_OK : UMADV_ERR_NO_MEMORY;
 }
 
 static void sync_init(umadv_exec_t *e)
@@ -182,39 +149,33 @@ static void exec_free(umadv_exec_t *e)
 {
     lane_free(&e->fetch);
     lane_free(&e->evict);
-    umadv__exec_lru_cleanup(&e->lru);
+    umadv__core_cleanup(&e->core);
     umadv__exec_pages_cleanup(&e->pages);
-    free(e->unadvising);
-    free(e->victims);
     free(e->binds);
-    free(e->state);
-    free(e->last_use);
-    free(e->stamp);
-    free(e->scratch);
     free(e);
 }
 
 umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_t **exec_p)
 {
     umadv_exec_t *e;
-    umadv_status_t status = params_check(params);
+    umadv_status_t status;
 
-    if (status != UMADV_OK)
-        return status;
     e = calloc(1, sizeof(*e));
     if (e == NULL)
         return UMADV_ERR_NO_MEMORY;
     e->p = *params;
     e->trace = params->trace;
-    if (e->p.policy == UMADV_POLICY_ORACLE)
-        e->p.budget = 0;
+    status = core_init(e);
+    if (status != UMADV_OK) {
+        free(e);
+        return status;
+    }
+    e->p.budget = e->core.p.budget; /* resolved: none under oracle */
     if (e->p.max_call_bytes == 0)
         e->p.max_call_bytes = EXEC_MAX_CALL_DEFAULT;
     if (e->p.wait_timeout_ns == 0)
         e->p.wait_timeout_ns = EXEC_WAIT_TIMEOUT_DEFAULT;
     e->fetch.busy_need = e->evict.busy_need = EXEC_KEY_NONE;
-    e->lru_on = e->p.policy == UMADV_POLICY_DEMAND || e->p.policy == UMADV_POLICY_PREFETCH_ALL;
-    e->batch_bytes = umadv__plan_batch_bytes(&e->trace->link);
     status = arrays_alloc(e);
     if (status != UMADV_OK)
         goto err_free;
@@ -277,7 +238,6 @@ static void advice_undo(umadv_exec_t *e, uintptr_t base, uint64_t size, uint32_t
 static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
 {
     exec_bind_t *b = &e->binds[alloc];
-    const umadv_trace_alloc_t *t = &e->trace->allocs[alloc];
     exec_bind_t old;
 
     while (b->base != 0 && b->busy > 0)
@@ -287,8 +247,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
     old = *b;
     b->base = 0;
     b->advised = 0;
-    for (uint32_t i = 0; i < t->nsections; i++)
-        umadv__exec_set_state(e, t->first_section + i, EXEC_SEC_HOST);
+    umadv__core_unbind(&e->core, alloc);
     pthread_cond_broadcast(&e->cond);
     if (old.advised != 0) {
         pthread_mutex_unlock(&e->lock);
@@ -306,21 +265,6 @@ void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* The plan's one-time advice (schedule->setup) goes on every block that
- * plays the allocation, before the next step. */
-static void bind_setup_advice(umadv_exec_t *e, uint32_t alloc)
-{
-    const umadv_schedule_t *s = e->p.schedule;
-    uint64_t need = e->begun ? e->key + 1 : 0;
-
-    if (e->p.policy != UMADV_POLICY_PLAN)
-        return;
-    for (size_t i = 0; i < s->nsetup; i++) {
-        if (s->setup[i].kind == UMADV_OP_ADVISE && s->setup[i].alloc == alloc)
-            umadv__exec_enqueue_advice(e, &s->setup[i], need);
-    }
-}
-
 /* Section @s of a block just bound lies where a fetch left pages on the
  * GPU and nothing evicted them since (pages.c): it is there, if the
  * budget has room for it. */
@@ -329,7 +273,7 @@ static int left_on_gpu(const umadv_exec_t *e, uint32_t s)
     const umadv_trace_section_t *sec = &e->trace->sections[s];
     uintptr_t addr = e->binds[sec->alloc].base + sec->offset;
 
-    return (e->p.budget == 0 || e->resident + sec->size <= e->p.budget) &&
+    return umadv__core_fits(&e->core, sec->size) &&
            umadv__exec_pages_on_gpu(&e->pages, addr, sec->size);
 }
 
@@ -347,12 +291,12 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     unbind_locked(e, alloc);
     e->binds[alloc] = (exec_bind_t){.base = (uintptr_t)base, .size = size,
                                     .arena = (uintptr_t)arena};
+    umadv__core_bind(&e->core, alloc); /* decides the plan's setup advice */
+    umadv__exec_queue_decisions(e);
     for (uint32_t i = 0; i < t->nsections; i++) {
-        e->last_use[t->first_section + i] = 0;
         if (maybe_resident || left_on_gpu(e, t->first_section + i))
-            umadv__exec_set_state(e, t->first_section + i, EXEC_SEC_RESIDENT);
+            umadv__core_set_state(&e->core, t->first_section + i, UMADV_SEC_RESIDENT);
     }
-    bind_setup_advice(e, alloc);
     pthread_mutex_unlock(&e->lock);
     return UMADV_OK;
 }
@@ -364,8 +308,10 @@ umadv_status_t umadv__exec_start(umadv_exec_t *e, umadv_stream_t stream)
     pthread_mutex_lock(&e->lock);
     if (e->p.policy != UMADV_POLICY_ORACLE && !e->broken)
         e->last_event = umadv__exec_event_record(e, stream);
-    if (!e->broken)
-        umadv__exec_policy_start(e);
+    if (!e->broken) {
+        umadv__core_start(&e->core);
+        umadv__exec_queue_decisions(e);
+    }
     pthread_mutex_unlock(&e->lock);
     return UMADV_OK;
 }
@@ -384,13 +330,26 @@ static int reprofile_due(umadv_exec_t *e)
     return 1;
 }
 
+/* The counters: the lanes' own and the replay core's. */
+static void stats_now(const umadv_exec_t *e, umadv_exec_stats_t *stats)
+{
+    *stats = e->stats;
+    stats->resident = e->core.resident;
+    stats->resident_peak = e->core.peak;
+    stats->drift_ops += e->core.drift_ops;
+    stats->dropped_bytes += e->core.dropped_bytes;
+}
+
 /* What the iteration that ended cost (UMADV_LOG=debug): where a replay
  * loses time shows here first. */
 static void log_iteration(umadv_exec_t *e)
 {
-    const umadv_exec_stats_t *a = &e->iter_start, *b = &e->stats;
+    const umadv_exec_stats_t *a = &e->iter_start;
+    umadv_exec_stats_t now_stats;
+    const umadv_exec_stats_t *b = &now_stats;
     uint64_t now = umadv__now_ns();
 
+    stats_now(e, &now_stats);
     if (e->begun)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
@@ -413,7 +372,7 @@ static void log_iteration(umadv_exec_t *e)
                     (unsigned long long)e->iter_faults,
                     (double)(b->fetch_busy_ns - a->fetch_busy_ns) / 1e6,
                     (double)(b->evict_busy_ns - a->evict_busy_ns) / 1e6);
-    e->iter_start = *b;
+    e->iter_start = now_stats;
     e->iter_start_ns = now;
 }
 
@@ -437,9 +396,11 @@ void umadv__exec_step_begin(umadv_exec_t *e)
     pthread_mutex_lock(&e->lock);
     if (e->begun) {
         /* Steps past the profiled count replay nothing (the last key). */
+        if (!e->broken) {
+            umadv__core_step_begin(&e->core, e->iteration, e->step);
+            umadv__exec_queue_decisions(e);
+        }
         e->key = e->iteration * e->p.nsteps + UMADV_MIN(e->step, e->p.nsteps - 1);
-        if (e->step < e->p.nsteps && !e->broken)
-            umadv__exec_policy_step_begin(e);
         e->step++;
     }
     pthread_mutex_unlock(&e->lock);
@@ -480,7 +441,7 @@ void umadv__exec_step_wait(umadv_exec_t *e)
      * then, and is not this policy's. */
     if (e->begun && e->iteration == 0 && e->step == 1) {
         e->stats.gpu_peak_used = 0;
-        e->stats.resident_peak = e->resident;
+        e->core.peak = e->core.resident;
     }
     pthread_mutex_unlock(&e->lock);
 }
@@ -495,8 +456,10 @@ void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)
             umadv__exec_event_put(e, e->last_event);
             e->last_event = ev;
         }
-        if (!e->broken)
-            umadv__exec_policy_step_end(e);
+        if (!e->broken) {
+            umadv__core_step_end(&e->core);
+            umadv__exec_queue_decisions(e);
+        }
     }
     pthread_mutex_unlock(&e->lock);
 }
@@ -512,8 +475,7 @@ void umadv__exec_note_faults(umadv_exec_t *e, uint64_t n)
 void umadv__exec_get_stats(umadv_exec_t *e, umadv_exec_stats_t *stats)
 {
     pthread_mutex_lock(&e->lock);
-    *stats = e->stats;
-    stats->resident = e->resident;
+    stats_now(e, stats);
     pthread_mutex_unlock(&e->lock);
 }
 

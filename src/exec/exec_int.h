@@ -12,35 +12,11 @@
 
 #include "common/util.h"
 #include "exec/exec.h"
+#include "schedule/core.h"
 
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
-#define EXEC_KEY_NONE         UINT64_MAX
+#define EXEC_KEY_NONE         UMADV_CORE_KEY_NONE
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
-
-/* Where a section is, as the executor accounts it. Every state but HOST
- * counts against the budget: data on its way out still occupies the GPU. */
-typedef enum exec_sec_state {
-    EXEC_SEC_HOST      = 0, /* not on the GPU (or fresh: never touched) */
-    EXEC_SEC_RESIDENT  = 1,
-    EXEC_SEC_FETCHING  = 2, /* a prefetch to the GPU is in flight */
-    EXEC_SEC_OUT_QUEUED= 3, /* an eviction is queued */
-    EXEC_SEC_EVICTING  = 4  /* a prefetch to the host is in flight */
-} exec_sec_state_t;
-
-/* A set of sections ordered by (key[s], s), the order in which the
- * LRU policies evict; key is the executor's last_use. A binary heap with
- * each member's position, so that changes cost O(log n), and the
- * victims are read in order without a scan of every section. */
-typedef struct exec_lru {
-    const uint64_t *key;
-    uint32_t       *heap;   /* members */
-    uint32_t       *pos;    /* per section: index in heap, EXEC_LRU_OUT if absent */
-    size_t          n;
-    uint32_t       *walk;   /* scratch of umadv__exec_lru_walk */
-    size_t          walk_cap;
-} exec_lru_t;
-
-#define EXEC_LRU_OUT UINT32_MAX
 
 typedef struct exec_bind {
     uintptr_t base;     /* 0: no live block plays this allocation */
@@ -56,15 +32,12 @@ typedef struct exec_event {
     uint32_t      refs;
 } exec_event_t;
 
+/* A queued op: one of the replay core's decisions, with what the lanes
+ * need to order it. */
 typedef struct exec_op {
-    umadv_op_kind_t kind;
-    umadv_advice_t  advice;
-    uint32_t        alloc, first, count;
-    uint64_t        need;     /* step key (iteration * nsteps + step) it serves */
+    umadv_core_op_t d;
     uint64_t        seq;      /* order of queueing, to keep sorting stable */
-    int             blocking; /* the step of key @need waits for it */
-    int             fresh;    /* FETCH of memory not touched yet: no copy */
-    exec_event_t   *event;    /* EVICT/DROP: the step end to wait for */
+    exec_event_t   *event;    /* d.after_step: the step end to wait for */
 } exec_op_t;
 
 /* Fetch lane: FETCH ops and advice sets, sorted by (need, seq).
@@ -125,25 +98,11 @@ struct umadv_exec {
     int                     monitor_started;
     uint64_t                seq;
 
+    umadv_core_t            core;      /* the replay core (schedule/core.h):
+                                        * section states, the budget's
+                                        * accounting, what each policy decides */
     exec_bind_t            *binds;     /* per trace allocation */
-    uint8_t                *state;     /* per trace section, exec_sec_state_t */
-    uint64_t               *last_use;  /* per trace section: step key (LRU) */
-    exec_lru_t              lru;       /* RESIDENT sections by last use (lru.c);
-                                        * demand and prefetch-all only */
-    int                     lru_on;
-    uint16_t               *unadvising;/* per trace section: queued or running
-                                        * advice unsets over it; fetches and
-                                        * sets wait for them (plan.h, NONE) */
-    uint64_t                batch_bytes; /* umadv__plan_batch_bytes of the link */
-    uint64_t               *stamp;     /* per trace section: scratch marks */
-    uint64_t                stamp_now;
     exec_pages_t            pages;     /* where freed blocks left their pages */
-    uint64_t                resident;  /* bytes in every state but HOST */
-    uint64_t                outgoing;  /* bytes OUT_QUEUED or EVICTING */
-    uint32_t               *scratch;   /* section lists of the policies */
-    size_t                  scratch_cap;
-    uint32_t               *victims;   /* make_room's list */
-    size_t                  victims_cap;
 
     /* the application's position (its thread only) */
     int                     begun;     /* an iteration has begun */
@@ -190,19 +149,7 @@ static inline struct timespec exec_deadline(uint64_t ns)
 
 /* exec.c */
 void umadv__exec_fail(umadv_exec_t *e, const char *what);
-void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, exec_sec_state_t to);
-
-/* lru.c: @nsections sections, keyed by @key (which outlives it). Insert
- * a section not in the set, remove one (or nothing), re-place one whose
- * key changed. walk calls @visit on members in order until it returns
- * nonzero; O(visited log visited). */
-umadv_status_t umadv__exec_lru_init(exec_lru_t *lru, const uint64_t *key, size_t nsections);
-void umadv__exec_lru_cleanup(exec_lru_t *lru);
-void umadv__exec_lru_insert(exec_lru_t *lru, uint32_t s);
-void umadv__exec_lru_remove(exec_lru_t *lru, uint32_t s);
-void umadv__exec_lru_update(exec_lru_t *lru, uint32_t s);
-umadv_status_t umadv__exec_lru_walk(exec_lru_t *lru, int (*visit)(void *arg, uint32_t s),
-                                    void *arg);
+void umadv__exec_set_state(umadv_exec_t *e, uint32_t section, umadv_sec_state_t to);
 
 /* queue.c */
 umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op);
@@ -222,11 +169,9 @@ void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int o
 int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len);
 void umadv__exec_pages_cleanup(exec_pages_t *m);
 
-/* policy.c */
-void umadv__exec_enqueue_advice(umadv_exec_t *e, const umadv_op_t *op, uint64_t need);
-void umadv__exec_policy_start(umadv_exec_t *e);
-void umadv__exec_policy_step_begin(umadv_exec_t *e);
-void umadv__exec_policy_step_end(umadv_exec_t *e);
+/* policy.c: queue the replay core's decisions (e->core.out) on the
+ * lanes; evictions and unsets behind the latest step end. */
+void umadv__exec_queue_decisions(umadv_exec_t *e);
 
 /* worker.c */
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op);

@@ -36,7 +36,7 @@ umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const 
         return status;
     i = q->n;
     if (lane == &e->fetch) {
-        while (i > q->head && q->ops[i - 1].need > op->need)
+        while (i > q->head && q->ops[i - 1].d.need > op->d.need)
             i--;
         memmove(q->ops + i + 1, q->ops + i, (q->n - i) * sizeof(*q->ops));
     }
@@ -76,10 +76,10 @@ void umadv__exec_queue_remove(exec_lane_t *lane, size_t index)
  * stays where it is. */
 static void op_unqueue(umadv_exec_t *e, const exec_op_t *op)
 {
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t s = exec_section_id(e, op->alloc, op->first + i);
-        if (e->state[s] == EXEC_SEC_OUT_QUEUED)
-            umadv__exec_set_state(e, s, EXEC_SEC_RESIDENT);
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t s = exec_section_id(e, op->d.alloc, op->d.first + i);
+        if (e->core.state[s] == UMADV_SEC_OUT_QUEUED)
+            umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
     }
 }
 
@@ -88,9 +88,9 @@ void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane)
     exec_queue_t *q = &lane->queue;
 
     for (size_t i = q->head; i < q->n; i++) {
-        if (q->ops[i].kind == UMADV_OP_EVICT)
+        if (q->ops[i].d.kind == UMADV_OP_EVICT)
             op_unqueue(e, &q->ops[i]);
-        if (q->ops[i].kind == UMADV_OP_ADVISE && q->ops[i].advice == UMADV_ADVICE_NONE)
+        if (q->ops[i].d.kind == UMADV_OP_ADVISE && q->ops[i].d.advice == UMADV_ADVICE_NONE)
             umadv__exec_unadvise_done(e, &q->ops[i]);
         if (q->ops[i].event != NULL)
             umadv__exec_event_put(e, q->ops[i].event);
@@ -115,9 +115,9 @@ int umadv__exec_pending(const umadv_exec_t *e, uint64_t key)
         if (blocks(e, lanes[l]->busy_need, lanes[l]->busy_blocking, key))
             return 1;
         for (size_t i = q->head; i < q->n; i++) {
-            if (blocks(e, q->ops[i].need, q->ops[i].blocking, key))
+            if (blocks(e, q->ops[i].d.need, q->ops[i].d.blocking, key))
                 return 1;
-            if (lanes[l] == &e->fetch && q->ops[i].need > key)
+            if (lanes[l] == &e->fetch && q->ops[i].d.need > key)
                 break; /* sorted by need */
         }
     }
@@ -132,7 +132,7 @@ void umadv__exec_abandon(umadv_exec_t *e, uint64_t key)
     exec_queue_t *q = &e->fetch.queue;
 
     e->abandoned = key + 1;
-    while (q->head < q->n && q->ops[q->head].need <= key)
+    while (q->head < q->n && q->ops[q->head].d.need <= key)
         umadv__exec_queue_remove(&e->fetch, q->head);
 }
 

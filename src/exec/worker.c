@@ -18,12 +18,6 @@
 #include "common/log.h"
 #include "numa/numa.h"
 
-typedef enum fetch_verdict {
-    FETCH_GO,
-    FETCH_WAIT,  /* an eviction in flight must finish first */
-    FETCH_SKIP   /* nothing to do, or no room and nothing will free any */
-} fetch_verdict_t;
-
 static int bound(const umadv_exec_t *e, uint32_t alloc)
 {
     return e->binds[alloc].base != 0;
@@ -57,25 +51,25 @@ static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, uint32_t all
 
 /* Pieces of @op's run: its sections in state @from, moved to @to. */
 static void op_pieces(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op,
-                      exec_sec_state_t from, exec_sec_state_t to)
+                      umadv_sec_state_t from, umadv_sec_state_t to)
 {
     uint32_t i = 0;
 
-    while (i < op->count) {
+    while (i < op->d.count) {
         uint32_t start = i;
         uint64_t bytes = 0;
 
-        while (i < op->count && e->state[exec_section_id(e, op->alloc, op->first + i)] == from)
-            bytes += exec_section_size(e, exec_section_id(e, op->alloc, op->first + i++));
+        while (i < op->d.count && e->core.state[exec_section_id(e, op->d.alloc, op->d.first + i)] == from)
+            bytes += exec_section_size(e, exec_section_id(e, op->d.alloc, op->d.first + i++));
         if (i == start) {
             i++;
             continue;
         }
-        if (piece_add(e, lane, op->alloc, op->first + start, i - start, bytes, op->fresh) !=
+        if (piece_add(e, lane, op->d.alloc, op->d.first + start, i - start, bytes, op->d.fresh) !=
             UMADV_OK)
             return; /* the rest stays where it is: a hint less */
         for (uint32_t k = start; k < i; k++)
-            umadv__exec_set_state(e, exec_section_id(e, op->alloc, op->first + k), to);
+            umadv__core_set_state(&e->core, exec_section_id(e, op->d.alloc, op->d.first + k), to);
     }
 }
 
@@ -93,14 +87,14 @@ static void pieces_busy(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t 
 static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                           int to_gpu, int ok)
 {
-    exec_sec_state_t done = to_gpu ? EXEC_SEC_RESIDENT : EXEC_SEC_HOST;
-    exec_sec_state_t undone = to_gpu ? EXEC_SEC_HOST : EXEC_SEC_RESIDENT;
+    umadv_sec_state_t done = to_gpu ? UMADV_SEC_RESIDENT : UMADV_SEC_HOST;
+    umadv_sec_state_t undone = to_gpu ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT;
 
     for (size_t i = from; i < to; i++) {
         const exec_piece_t *p = &lane->pieces[i];
         for (uint32_t k = 0; k < p->count; k++) {
             uint32_t s = exec_section_id(e, p->alloc, p->first + k);
-            umadv__exec_set_state(e, s, ok ? done : undone);
+            umadv__core_set_state(&e->core, s, ok ? done : undone);
             if (ok)
                 umadv__exec_pages_note(&e->pages, e->binds[p->alloc].base +
                                        e->trace->sections[s].offset, exec_section_size(e, s),
@@ -279,22 +273,22 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     uint64_t len, start;
     int location;
 
-    advice_to_cuda(e, op->advice, &advice, &location);
-    run_range(e, op->alloc, op->first, op->count, &ptr, &len);
-    e->binds[op->alloc].busy++;
-    e->fetch.busy_need = op->need;
-    e->fetch.busy_blocking = op->blocking;
+    advice_to_cuda(e, op->d.advice, &advice, &location);
+    run_range(e, op->d.alloc, op->d.first, op->d.count, &ptr, &len);
+    e->binds[op->d.alloc].busy++;
+    e->fetch.busy_need = op->d.need;
+    e->fetch.busy_blocking = op->d.blocking;
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
     status = e->p.ops->advise((void *)ptr, len, advice, location);
     pthread_mutex_lock(&e->lock);
     lane_busy(e, &e->fetch, start);
-    e->binds[op->alloc].busy--;
+    e->binds[op->d.alloc].busy--;
     e->fetch.busy_need = EXEC_KEY_NONE;
     if (status != UMADV_OK) {
         umadv__exec_fail(e, "advise");
     } else {
-        e->binds[op->alloc].advised |= 1u << op->advice;
+        e->binds[op->d.alloc].advised |= 1u << op->d.advice;
         e->stats.advise_calls++;
     }
     pthread_cond_broadcast(&e->cond);
@@ -302,8 +296,7 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
 
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op)
 {
-    for (uint32_t i = 0; i < op->count; i++)
-        e->unadvising[exec_section_id(e, op->alloc, op->first + i)]--;
+    umadv__core_unadvise_done(&e->core, &op->d);
     pthread_cond_broadcast(&e->cond);
 }
 
@@ -317,9 +310,9 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
     uintptr_t ptr;
     uint64_t len, start;
 
-    if (!e->broken && bound(e, op->alloc)) {
-        run_range(e, op->alloc, op->first, op->count, &ptr, &len);
-        e->binds[op->alloc].busy++;
+    if (!e->broken && bound(e, op->d.alloc)) {
+        run_range(e, op->d.alloc, op->d.first, op->d.count, &ptr, &len);
+        e->binds[op->d.alloc].busy++;
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
         status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_PREFERRED_LOCATION,
@@ -329,7 +322,7 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
                                       e->p.device);
         pthread_mutex_lock(&e->lock);
         lane_busy(e, &e->evict, start);
-        e->binds[op->alloc].busy--;
+        e->binds[op->d.alloc].busy--;
         if (status == UMADV_OK)
             e->stats.advise_calls += 2;
         else
@@ -341,46 +334,25 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
 
 /* ---- the fetch lane ---------------------------------------------------- */
 
-/* What @op's fetch can do now, without counting anything; *add_p: the
- * bytes it would bring. */
-static fetch_verdict_t fetch_room(const umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
+/* The core's verdict on @op; a fetch given up for room is counted. */
+static umadv_fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
 {
-    uint64_t add = 0;
+    umadv_fetch_verdict_t verdict = umadv__core_fetch_verdict(&e->core, &op->d, add_p);
 
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t s = exec_section_id(e, op->alloc, op->first + i);
-        if (e->state[s] == EXEC_SEC_OUT_QUEUED || e->state[s] == EXEC_SEC_EVICTING ||
-            e->unadvising[s] > 0)
-            return FETCH_WAIT;
-        if (e->state[s] == EXEC_SEC_HOST)
-            add += exec_section_size(e, s);
-    }
-    *add_p = add;
-    if (add == 0)
-        return FETCH_SKIP;
-    if (e->p.budget == 0 || e->resident + add <= e->p.budget)
-        return FETCH_GO;
-    return e->outgoing > 0 ? FETCH_WAIT : FETCH_SKIP;
-}
-
-static fetch_verdict_t fetch_check(umadv_exec_t *e, const exec_op_t *op, uint64_t *add_p)
-{
-    fetch_verdict_t verdict = fetch_room(e, op, add_p);
-
-    if (verdict != FETCH_SKIP || *add_p == 0)
+    if (verdict != UMADV_FETCH_SKIP || *add_p == 0)
         return verdict;
     e->stats.budget_skips++;
     umadv_debug("executor: fetch of %llu bytes for step key %llu skipped: over the budget "
                 "and nothing is being evicted", (unsigned long long)*add_p,
-                (unsigned long long)op->need);
-    return FETCH_SKIP;
+                (unsigned long long)op->d.need);
+    return UMADV_FETCH_SKIP;
 }
 
 /* May @op join the call being built for step key @need? It continues
- * the last piece in memory within max_call_bytes (one range), or it
- * copies little (not FRESH: populating costs per range, batched or not)
- * and the batch has room for a range: plan.h, BATCHES. Either way it
- * must fit the budget now. */
+ * the last piece in memory within max_call_bytes (one range: no cost of
+ * its own), or the core lets it ride in the batch (schedule.h, BATCHES)
+ * and the batch has room for a range. Either way it must be able to go
+ * now. */
 static int fetch_joins(umadv_exec_t *e, const exec_op_t *op, uint64_t need, uint64_t total)
 {
     const exec_piece_t *last = &e->fetch.pieces[e->fetch.npieces - 1];
@@ -388,16 +360,16 @@ static int fetch_joins(umadv_exec_t *e, const exec_op_t *op, uint64_t need, uint
     uint64_t len, add;
     int adjacent;
 
-    if (op->kind != UMADV_OP_FETCH || op->need != need || !bound(e, op->alloc) ||
-        fetch_room(e, op, &add) != FETCH_GO)
+    if (op->d.kind != UMADV_OP_FETCH || op->d.need != need || !bound(e, op->d.alloc) ||
+        umadv__core_fetch_verdict(&e->core, &op->d, &add) != UMADV_FETCH_GO)
         return 0;
-    run_range(e, op->alloc, op->first, op->count, &ptr, &len);
+    run_range(e, op->d.alloc, op->d.first, op->d.count, &ptr, &len);
     adjacent = ptr == last->ptr + last->len &&
-               e->binds[op->alloc].arena == e->binds[last->alloc].arena;
+               e->binds[op->d.alloc].arena == e->binds[last->alloc].arena;
     if (adjacent && total + len <= e->p.max_call_bytes)
         return 1;
-    return !op->fresh && add <= e->batch_bytes && e->fetch.npieces < EXEC_MAX_BATCH &&
-           e->p.ops->prefetch_batch != NULL;
+    return umadv__core_batch_joins(&e->core, &op->d, need, add) &&
+           e->fetch.npieces < EXEC_MAX_BATCH && e->p.ops->prefetch_batch != NULL;
 }
 
 /* A queued fetch that may join the call: its index + 1, or 0. The queue
@@ -406,7 +378,7 @@ static size_t fetch_follower(umadv_exec_t *e, uint64_t need, uint64_t total)
 {
     const exec_queue_t *q = &e->fetch.queue;
 
-    for (size_t i = q->head; i < q->n && q->ops[i].need <= need; i++) {
+    for (size_t i = q->head; i < q->n && q->ops[i].d.need <= need; i++) {
         if (fetch_joins(e, &q->ops[i], need, total))
             return i + 1;
     }
@@ -425,7 +397,7 @@ static void fetch_coalesce(umadv_exec_t *e, uint64_t need)
         size_t before = e->fetch.npieces;
 
         umadv__exec_queue_remove(&e->fetch, index - 1);
-        op_pieces(e, &e->fetch, &op, EXEC_SEC_HOST, EXEC_SEC_FETCHING);
+        op_pieces(e, &e->fetch, &op, UMADV_SEC_HOST, UMADV_SEC_FETCHING);
         for (size_t i = before; i < e->fetch.npieces; i++)
             total += e->fetch.pieces[i].len;
     }
@@ -434,8 +406,8 @@ static void fetch_coalesce(umadv_exec_t *e, uint64_t need)
 /* An advice set waits for unsets still queued over its run. */
 static int advice_waits(const umadv_exec_t *e, const exec_op_t *op)
 {
-    for (uint32_t i = 0; i < op->count; i++) {
-        if (e->unadvising[exec_section_id(e, op->alloc, op->first + i)] > 0)
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        if (e->core.unadvising[exec_section_id(e, op->d.alloc, op->d.first + i)] > 0)
             return 1;
     }
     return 0;
@@ -451,11 +423,11 @@ static int fetch_one(umadv_exec_t *e)
     if (head == NULL || e->broken)
         return 0;
     op = *head;
-    if (bound(e, op.alloc) && op.kind == UMADV_OP_ADVISE && advice_waits(e, &op))
+    if (bound(e, op.d.alloc) && op.d.kind == UMADV_OP_ADVISE && advice_waits(e, &op))
         return 0;
-    if (!bound(e, op.alloc) || op.kind == UMADV_OP_ADVISE) {
+    if (!bound(e, op.d.alloc) || op.d.kind == UMADV_OP_ADVISE) {
         umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
-        if (!bound(e, op.alloc))
+        if (!bound(e, op.d.alloc))
             e->stats.drift_ops++;
         else
             advise_issue(e, &op);
@@ -463,20 +435,20 @@ static int fetch_one(umadv_exec_t *e)
         return 1;
     }
     switch (fetch_check(e, &op, &add)) {
-    case FETCH_WAIT:
+    case UMADV_FETCH_WAIT:
         return 0;
-    case FETCH_SKIP:
+    case UMADV_FETCH_SKIP:
         umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
         pthread_cond_broadcast(&e->cond);
         return 1;
-    case FETCH_GO:
+    case UMADV_FETCH_GO:
         break;
     }
     umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
-    e->fetch.busy_need = op.need;
-    e->fetch.busy_blocking = op.blocking;
-    op_pieces(e, &e->fetch, &op, EXEC_SEC_HOST, EXEC_SEC_FETCHING);
-    fetch_coalesce(e, op.need);
+    e->fetch.busy_need = op.d.need;
+    e->fetch.busy_blocking = op.d.blocking;
+    op_pieces(e, &e->fetch, &op, UMADV_SEC_HOST, UMADV_SEC_FETCHING);
+    fetch_coalesce(e, op.d.need);
     lane_issue(e, &e->fetch, 1);
     return 1;
 }
@@ -504,13 +476,13 @@ static void evict_coalesce(umadv_exec_t *e, const exec_event_t *ev)
     exec_op_t *next;
 
     while ((next = umadv__exec_queue_peek(&e->evict)) != NULL &&
-           next->kind == UMADV_OP_EVICT && next->event == ev &&
-           next->blocking == e->evict.busy_blocking && next->need == e->evict.busy_need) {
+           next->d.kind == UMADV_OP_EVICT && next->event == ev &&
+           next->d.blocking == e->evict.busy_blocking && next->d.need == e->evict.busy_need) {
         exec_op_t op = *next;
 
         umadv__exec_queue_remove(&e->evict, e->evict.queue.head);
-        if (bound(e, op.alloc))
-            op_pieces(e, &e->evict, &op, EXEC_SEC_OUT_QUEUED, EXEC_SEC_EVICTING);
+        if (bound(e, op.d.alloc))
+            op_pieces(e, &e->evict, &op, UMADV_SEC_OUT_QUEUED, UMADV_SEC_EVICTING);
         umadv__exec_event_put(e, op.event);
     }
 }
@@ -524,15 +496,15 @@ static int evict_one(umadv_exec_t *e)
         return 0;
     op = *head;
     umadv__exec_queue_remove(&e->evict, e->evict.queue.head);
-    e->evict.busy_need = op.need;
-    e->evict.busy_blocking = op.blocking;
+    e->evict.busy_need = op.d.need;
+    e->evict.busy_blocking = op.d.blocking;
     evict_wait_event(e, op.event);
-    if (op.kind == UMADV_OP_ADVISE) {
+    if (op.d.kind == UMADV_OP_ADVISE) {
         unadvise_issue(e, &op);
         return 1;
     }
-    if (!e->broken && bound(e, op.alloc)) {
-        op_pieces(e, &e->evict, &op, EXEC_SEC_OUT_QUEUED, EXEC_SEC_EVICTING);
+    if (!e->broken && bound(e, op.d.alloc)) {
+        op_pieces(e, &e->evict, &op, UMADV_SEC_OUT_QUEUED, UMADV_SEC_EVICTING);
         evict_coalesce(e, op.event);
     }
     lane_issue(e, &e->evict, 0);

@@ -169,21 +169,6 @@
 #define PLAN_MIN_OP_SPLIT       (64 * UMADV_MIB)
 #define PLAN_LATENCY_SHARE      0.02
 
-const char *umadv__op_kind_name(umadv_op_kind_t kind)
-{
-    static const char *const names[] = {"fetch", "evict", "drop", "advise"};
-
-    return (unsigned)kind < UMADV_ARRAY_SIZE(names) ? names[kind] : "?";
-}
-
-const char *umadv__advice_name(umadv_advice_t advice)
-{
-    static const char *const names[] = {"none", "read-mostly", "preferred-host",
-                                        "preferred-device", "accessed-by"};
-
-    return (unsigned)advice < UMADV_ARRAY_SIZE(names) ? names[advice] : "?";
-}
-
 void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
                                 umadv_plan_params_t *params)
 {
@@ -666,15 +651,6 @@ umadv_status_t umadv__plan_build(const umadv_trace_t *trace, const umadv_plan_pa
     s.plan_seconds = (double)(umadv__now_ns() - t0) * 1e-9;
     *schedule = s;
     return UMADV_OK;
-}
-
-void umadv__schedule_cleanup(umadv_schedule_t *schedule)
-{
-    free(schedule->setup);
-    free(schedule->ops);
-    free(schedule->step_ops);
-    free(schedule->resident_at_start);
-    memset(schedule, 0, sizeof(*schedule));
 }
 
 umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t first,

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "plan/plan.h"
-#include "plan/window.h"
+#include "schedule/window.h"
 
 typedef enum umadv_res_kind {
     UMADV_RES_ARRIVE = 0, /* loaded for a use (fetch, or fresh pages) */

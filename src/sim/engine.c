@@ -404,7 +404,7 @@ umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
     e->params = params;
     e->link = params->link;
     e->budget = budget;
-    e->batch_bytes = umadv__plan_batch_bytes(&params->link);
+    e->batch_bytes = umadv__schedule_batch_bytes(&params->link);
     e->next_id = 1;
     e->lru_head = e->lru_tail = SIM_NIL;
     e->state = calloc(ns, 1);

@@ -85,7 +85,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "plan/window.h"
+#include "schedule/window.h"
 #include "sim/sim_int.h"
 
 #define SIM_WARMUP_DEFAULT 2

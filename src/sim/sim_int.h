@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan/window.h"
+#include "schedule/window.h"
 #include "sim/sim.h"
 
 #define SIM_NIL UINT32_MAX
@@ -54,7 +54,7 @@ typedef struct sim_engine {
     size_t         fb_len, fb_cap;
     sim_lane_op_t *fset;      /* scratch: same-need ops left in the queue */
     size_t         fset_cap;
-    uint64_t       batch_bytes; /* umadv__plan_batch_bytes of the link */
+    uint64_t       batch_bytes; /* umadv__schedule_batch_bytes of the link */
     int            f_running;
     double         f_end;
     int            f_hold;    /* a step is making room for its faults */

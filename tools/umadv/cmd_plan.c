@@ -13,7 +13,7 @@
 #include "cmd_plan.h"
 #include "common/config.h"
 #include "common/util.h"
-#include "plan/window.h"
+#include "schedule/window.h"
 #include "trace/trace_io.h"
 
 enum {

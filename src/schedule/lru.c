@@ -7,24 +7,26 @@
  * the frontier), visiting only what it takes and what it skips: no scan
  * of every section, no sort, at each step.
  */
-#include "exec/exec_int.h"
+#include "schedule/core.h"
 
 #include <stdlib.h>
 
-static int lru_less(const exec_lru_t *lru, uint32_t a, uint32_t b)
+#include "common/util.h"
+
+static int lru_less(const umadv_core_lru_t *lru, uint32_t a, uint32_t b)
 {
     if (lru->key[a] != lru->key[b])
         return lru->key[a] < lru->key[b];
     return a < b;
 }
 
-static void lru_place(exec_lru_t *lru, size_t i, uint32_t s)
+static void lru_place(umadv_core_lru_t *lru, size_t i, uint32_t s)
 {
     lru->heap[i] = s;
     lru->pos[s] = (uint32_t)i;
 }
 
-static void sift_up(exec_lru_t *lru, size_t i)
+static void sift_up(umadv_core_lru_t *lru, size_t i)
 {
     uint32_t s = lru->heap[i];
 
@@ -35,7 +37,7 @@ static void sift_up(exec_lru_t *lru, size_t i)
     lru_place(lru, i, s);
 }
 
-static void sift_down(exec_lru_t *lru, size_t i)
+static void sift_down(umadv_core_lru_t *lru, size_t i)
 {
     uint32_t s = lru->heap[i];
 
@@ -54,56 +56,56 @@ static void sift_down(exec_lru_t *lru, size_t i)
     lru_place(lru, i, s);
 }
 
-umadv_status_t umadv__exec_lru_init(exec_lru_t *lru, const uint64_t *key, size_t nsections)
+umadv_status_t umadv__core_lru_init(umadv_core_lru_t *lru, const uint64_t *key, size_t nsections)
 {
     size_t n = nsections ? nsections : 1;
 
-    *lru = (exec_lru_t){.key = key};
+    *lru = (umadv_core_lru_t){.key = key};
     lru->heap = malloc(n * sizeof(*lru->heap));
     lru->pos = malloc(n * sizeof(*lru->pos));
     if (lru->heap == NULL || lru->pos == NULL) {
-        umadv__exec_lru_cleanup(lru);
+        umadv__core_lru_cleanup(lru);
         return UMADV_ERR_NO_MEMORY;
     }
     for (size_t s = 0; s < n; s++)
-        lru->pos[s] = EXEC_LRU_OUT;
+        lru->pos[s] = UMADV_CORE_LRU_OUT;
     return UMADV_OK;
 }
 
-void umadv__exec_lru_cleanup(exec_lru_t *lru)
+void umadv__core_lru_cleanup(umadv_core_lru_t *lru)
 {
     free(lru->heap);
     free(lru->pos);
     free(lru->walk);
-    *lru = (exec_lru_t){0};
+    *lru = (umadv_core_lru_t){0};
 }
 
-void umadv__exec_lru_insert(exec_lru_t *lru, uint32_t s)
+void umadv__core_lru_insert(umadv_core_lru_t *lru, uint32_t s)
 {
-    if (lru->pos[s] != EXEC_LRU_OUT)
+    if (lru->pos[s] != UMADV_CORE_LRU_OUT)
         return;
     lru_place(lru, lru->n++, s);
     sift_up(lru, lru->n - 1);
 }
 
-void umadv__exec_lru_remove(exec_lru_t *lru, uint32_t s)
+void umadv__core_lru_remove(umadv_core_lru_t *lru, uint32_t s)
 {
     size_t i = lru->pos[s];
 
-    if (i == EXEC_LRU_OUT)
+    if (i == UMADV_CORE_LRU_OUT)
         return;
-    lru->pos[s] = EXEC_LRU_OUT;
+    lru->pos[s] = UMADV_CORE_LRU_OUT;
     if (i == --lru->n)
         return;
     lru_place(lru, i, lru->heap[lru->n]);
-    umadv__exec_lru_update(lru, lru->heap[i]);
+    umadv__core_lru_update(lru, lru->heap[i]);
 }
 
-void umadv__exec_lru_update(exec_lru_t *lru, uint32_t s)
+void umadv__core_lru_update(umadv_core_lru_t *lru, uint32_t s)
 {
     size_t i = lru->pos[s];
 
-    if (i == EXEC_LRU_OUT)
+    if (i == UMADV_CORE_LRU_OUT)
         return;
     sift_up(lru, i);
     sift_down(lru, lru->pos[s]);
@@ -113,12 +115,12 @@ void umadv__exec_lru_update(exec_lru_t *lru, uint32_t s)
 
 /* The frontier: heap indices whose parents were visited, a min-heap by
  * their sections' order. */
-static int walk_less(const exec_lru_t *lru, uint32_t i, uint32_t j)
+static int walk_less(const umadv_core_lru_t *lru, uint32_t i, uint32_t j)
 {
     return lru_less(lru, lru->heap[i], lru->heap[j]);
 }
 
-static umadv_status_t walk_push(exec_lru_t *lru, size_t *n, uint32_t index)
+static umadv_status_t walk_push(umadv_core_lru_t *lru, size_t *n, uint32_t index)
 {
     size_t i = *n;
 
@@ -134,7 +136,7 @@ static umadv_status_t walk_push(exec_lru_t *lru, size_t *n, uint32_t index)
     return UMADV_OK;
 }
 
-static uint32_t walk_pop(exec_lru_t *lru, size_t *n)
+static uint32_t walk_pop(umadv_core_lru_t *lru, size_t *n)
 {
     uint32_t top = lru->walk[0], last = lru->walk[--*n];
     size_t i = 0;
@@ -156,7 +158,7 @@ static uint32_t walk_pop(exec_lru_t *lru, size_t *n)
     return top;
 }
 
-umadv_status_t umadv__exec_lru_walk(exec_lru_t *lru, int (*visit)(void *arg, uint32_t s),
+umadv_status_t umadv__core_lru_walk(umadv_core_lru_t *lru, int (*visit)(void *arg, uint32_t s),
                                     void *arg)
 {
     size_t nfront = 0;

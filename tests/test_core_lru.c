@@ -1,6 +1,6 @@
 /*
  * The LRU order of the executor's demand and prefetch-all policies
- * (src/exec/lru.c) against the scan-and-sort it replaced: random inserts,
+ * (src/schedule/lru.c) against the scan-and-sort it replaced: random inserts,
  * removals and key changes, with many ties (keys are step numbers), and
  * after each batch of changes a walk in order, whole and cut short, that
  * must list the members exactly as sorting them by (key, section) does.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_int.h"
+#include "schedule/core.h"
 #include "tap.h"
 
 #define NSEC   600
@@ -54,25 +54,25 @@ static size_t reference(uint32_t *out)
 
 /* One random change: a section becomes resident, leaves, or is used at
  * step @now (its key grows, as the executor's last_use does). */
-static void change(exec_lru_t *lru, uint64_t now)
+static void change(umadv_core_lru_t *lru, uint64_t now)
 {
     uint32_t s = (uint32_t)(rand() % NSEC);
     int what = rand() % 3;
 
     if (what == 0 && !member[s]) {
         key[s] = rand() % 4 == 0 ? 0 : now - (uint64_t)(rand() % 5);
-        umadv__exec_lru_insert(lru, s);
+        umadv__core_lru_insert(lru, s);
         member[s] = 1;
     } else if (what == 1) {
-        umadv__exec_lru_remove(lru, s);
+        umadv__core_lru_remove(lru, s);
         member[s] = 0;
     } else {
         key[s] = now;
-        umadv__exec_lru_update(lru, s);
+        umadv__core_lru_update(lru, s);
     }
 }
 
-static int walk_matches(exec_lru_t *lru, size_t limit)
+static int walk_matches(umadv_core_lru_t *lru, size_t limit)
 {
     static uint32_t ref[NSEC];
     static collect_t c;
@@ -80,7 +80,7 @@ static int walk_matches(exec_lru_t *lru, size_t limit)
 
     c.n = 0;
     c.limit = limit ? limit : NSEC + 1;
-    if (umadv__exec_lru_walk(lru, collect_visit, &c) != UMADV_OK)
+    if (umadv__core_lru_walk(lru, collect_visit, &c) != UMADV_OK)
         return 0;
     if (limit && n > limit)
         n = limit;
@@ -90,13 +90,13 @@ static int walk_matches(exec_lru_t *lru, size_t limit)
 
 int main(void)
 {
-    exec_lru_t lru;
+    umadv_core_lru_t lru;
     int whole = 1, cut = 1, nonempty = 0;
     uint64_t now = 10;
 
     plan(4);
     srand(7);
-    is(umadv__exec_lru_init(&lru, key, NSEC), UMADV_OK, "an LRU set over 600 sections");
+    is(umadv__core_lru_init(&lru, key, NSEC), UMADV_OK, "an LRU set over 600 sections");
     for (int r = 0; r < ROUNDS; r++, now++) {
         for (int k = 0; k < 40; k++)
             change(&lru, now);
@@ -108,10 +108,10 @@ int main(void)
        "a whole walk lists the members in (last use, section) order, every round");
     ok(cut, "a walk stopped early lists the same first ones");
     for (uint32_t s = 0; s < NSEC; s++) {
-        umadv__exec_lru_remove(&lru, s);
+        umadv__core_lru_remove(&lru, s);
         member[s] = 0;
     }
     ok(lru.n == 0 && walk_matches(&lru, 0), "removing everything leaves it empty");
-    umadv__exec_lru_cleanup(&lru);
+    umadv__core_lru_cleanup(&lru);
     return exit_status();
 }

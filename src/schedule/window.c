@@ -1,4 +1,4 @@
-#include "plan/window.h"
+#include "schedule/window.h"
 
 #include <stdlib.h>
 #include <string.h>

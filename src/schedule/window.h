@@ -5,8 +5,8 @@
  * working set. Shared so that the plan and its simulation agree on what
  * is fresh, what is dead and what must be kept.
  */
-#ifndef UMADV_PLAN_WINDOW_H
-#define UMADV_PLAN_WINDOW_H
+#ifndef UMADV_SCHEDULE_WINDOW_H
+#define UMADV_SCHEDULE_WINDOW_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,198 @@
+/*
+ * The replay core's state: sections, their accounting under the budget,
+ * binding, fetch admission and the LRU choice (core.h). What each policy
+ * decides at the start and at each step is core_policy.c.
+ */
+#include "schedule/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "schedule/core_int.h"
+
+static umadv_status_t params_check(const umadv_core_params_t *p)
+{
+    const umadv_trace_t *t = p->trace;
+
+    if (t == NULL || !t->finalized || p->nsteps == 0 || p->first_step > t->nsteps ||
+        p->nsteps > t->nsteps - p->first_step || (unsigned)p->policy >= UMADV_POLICY_COUNT)
+        return UMADV_ERR_INVALID_PARAM;
+    if (p->policy == UMADV_POLICY_PLAN &&
+        (p->schedule == NULL || p->schedule->nsteps != p->nsteps))
+        return UMADV_ERR_INVALID_PARAM;
+    return UMADV_OK;
+}
+
+umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
+{
+    umadv_status_t status = params_check(params);
+    size_t nallocs, nsections;
+
+    memset(c, 0, sizeof(*c));
+    if (status != UMADV_OK)
+        return status;
+    c->p = *params;
+    if (c->p.policy == UMADV_POLICY_ORACLE)
+        c->p.budget = 0;
+    c->batch_bytes = umadv__schedule_batch_bytes(&c->p.trace->link);
+    c->lru_on = c->p.policy == UMADV_POLICY_DEMAND || c->p.policy == UMADV_POLICY_PREFETCH_ALL;
+    nallocs = c->p.trace->nallocs + 1;
+    nsections = c->p.trace->nsections + 1;
+    c->bound = calloc(nallocs, sizeof(*c->bound));
+    c->state = calloc(nsections, sizeof(*c->state));
+    c->last_use = calloc(nsections, sizeof(*c->last_use));
+    c->unadvising = calloc(nsections, sizeof(*c->unadvising));
+    c->stamp = calloc(nsections, sizeof(*c->stamp));
+    if (c->bound == NULL || c->state == NULL || c->last_use == NULL || c->unadvising == NULL ||
+        c->stamp == NULL || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
+                                                                nsections) != UMADV_OK)) {
+        umadv__core_cleanup(c);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    return UMADV_OK;
+}
+
+void umadv__core_cleanup(umadv_core_t *c)
+{
+    umadv__core_lru_cleanup(&c->lru);
+    free(c->bound);
+    free(c->state);
+    free(c->last_use);
+    free(c->unadvising);
+    free(c->stamp);
+    free(c->out);
+    free(c->scratch);
+    free(c->victims);
+    memset(c, 0, sizeof(*c));
+}
+
+/* ---- accounting ----------------------------------------------------------- */
+
+static int is_out(umadv_sec_state_t s)
+{
+    return s == UMADV_SEC_OUT_QUEUED || s == UMADV_SEC_EVICTING;
+}
+
+void umadv__core_set_state(umadv_core_t *c, uint32_t section, umadv_sec_state_t to)
+{
+    umadv_sec_state_t from = (umadv_sec_state_t)c->state[section];
+    uint64_t size = c->p.trace->sections[section].size;
+
+    if (from == UMADV_SEC_HOST && to != UMADV_SEC_HOST)
+        c->resident += size;
+    else if (from != UMADV_SEC_HOST && to == UMADV_SEC_HOST)
+        c->resident -= size;
+    if (is_out(from) != is_out(to))
+        c->outgoing = is_out(to) ? c->outgoing + size : c->outgoing - size;
+    c->state[section] = (uint8_t)to;
+    if (c->lru_on && from == UMADV_SEC_RESIDENT && to != UMADV_SEC_RESIDENT)
+        umadv__core_lru_remove(&c->lru, section);
+    else if (c->lru_on && from != UMADV_SEC_RESIDENT && to == UMADV_SEC_RESIDENT)
+        umadv__core_lru_insert(&c->lru, section);
+    c->peak = UMADV_MAX(c->peak, c->resident);
+}
+
+int umadv__core_fits(const umadv_core_t *c, uint64_t bytes)
+{
+    return c->p.budget == 0 || c->resident + bytes <= c->p.budget;
+}
+
+void umadv__core_bind(umadv_core_t *c, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *a = &c->p.trace->allocs[alloc];
+
+    umadv__core_unbind(c, alloc);
+    c->bound[alloc] = 1;
+    for (uint32_t i = 0; i < a->nsections; i++)
+        c->last_use[a->first_section + i] = 0;
+    umadv__core_setup_advice(c, alloc);
+}
+
+void umadv__core_unbind(umadv_core_t *c, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *a = &c->p.trace->allocs[alloc];
+
+    c->bound[alloc] = 0;
+    for (uint32_t i = 0; i < a->nsections; i++)
+        umadv__core_set_state(c, a->first_section + i, UMADV_SEC_HOST);
+}
+
+/* ---- admission ------------------------------------------------------------ */
+
+umadv_fetch_verdict_t umadv__core_fetch_verdict(const umadv_core_t *c, const umadv_core_op_t *op,
+                                                uint64_t *add_p)
+{
+    uint64_t add = 0;
+
+    *add_p = 0;
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = umadv__core_section(c, op->alloc, op->first + i);
+        if (is_out((umadv_sec_state_t)c->state[s]) || c->unadvising[s] > 0)
+            return UMADV_FETCH_WAIT;
+        if (c->state[s] == UMADV_SEC_HOST)
+            add += c->p.trace->sections[s].size;
+    }
+    *add_p = add;
+    if (add == 0)
+        return UMADV_FETCH_SKIP;
+    if (umadv__core_fits(c, add))
+        return UMADV_FETCH_GO;
+    return c->outgoing > 0 ? UMADV_FETCH_WAIT : UMADV_FETCH_SKIP;
+}
+
+int umadv__core_batch_joins(const umadv_core_t *c, const umadv_core_op_t *op, uint64_t need,
+                            uint64_t add)
+{
+    return op->kind == UMADV_OP_FETCH && op->need == need && !op->fresh && add > 0 &&
+           add <= c->batch_bytes && umadv__core_fits(c, add);
+}
+
+void umadv__core_unadvise_done(umadv_core_t *c, const umadv_core_op_t *op)
+{
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = umadv__core_section(c, op->alloc, op->first + i);
+        if (c->unadvising[s] > 0)
+            c->unadvising[s]--;
+    }
+}
+
+/* ---- the LRU choice ----------------------------------------------------- */
+
+typedef struct lru_pick {
+    umadv_core_t *c;
+    size_t        n;
+    uint64_t      need, freed;
+} lru_pick_t;
+
+/* Members are the RESIDENT sections of bound allocations; the open
+ * step's own (stamped) are skipped. Stops once enough is freed. */
+static int lru_pick(void *arg, uint32_t s)
+{
+    lru_pick_t *p = arg;
+
+    if (p->freed >= p->need)
+        return 1;
+    if (p->c->stamp[s] == p->c->stamp_now)
+        return 0;
+    p->c->victims[p->n++] = s;
+    p->freed += p->c->p.trace->sections[s].size;
+    return p->freed >= p->need;
+}
+
+umadv_status_t umadv__core_lru_victims(umadv_core_t *c, uint64_t need, size_t *n_p)
+{
+    lru_pick_t pick = {.c = c, .need = need};
+    umadv_status_t status;
+
+    *n_p = 0;
+    if (!c->lru_on)
+        return UMADV_ERR_STATE;
+    /* at most every resident section: the LRU set's size */
+    status = umadv__array_reserve((void **)&c->victims, &c->victims_cap, c->lru.n + 1,
+                                  sizeof(*c->victims));
+    if (status == UMADV_OK)
+        status = umadv__core_lru_walk(&c->lru, lru_pick, &pick);
+    *n_p = pick.n;
+    return status;
+}

@@ -1,0 +1,209 @@
+/*
+ * The replay core: what a policy does as an iteration is replayed,
+ * decided in one place for the executor (exec/: threads, streams, CUDA
+ * calls on live memory) and the simulator (sim/: the link's time model).
+ * Each drives this core and keeps only its own mechanics, so that the
+ * simulator predicts the executor rather than a twin of it.
+ *
+ * Pure: no threads, no CUDA, no clock. The core holds the state of every
+ * section and the GPU memory they account for, and answers four
+ * questions:
+ *  - what to issue when the replay starts, when a step begins and when it
+ *    ends (umadv__core_start, _step_begin, _step_end): a list of
+ *    decisions, core->out[0 .. nout), valid until the next such call;
+ *  - whether a queued fetch may start now, wait, or be given up
+ *    (umadv__core_fetch_verdict), and whether another fetch may ride in
+ *    its call (umadv__core_batch_joins);
+ *  - which resident sections to evict to make room, least recently used
+ *    first (umadv__core_lru_victims);
+ *  - how the accounting changes as data moves: the driver reports every
+ *    move through umadv__core_set_state, which keeps residency, data on
+ *    its way out, the peak and the recency order.
+ *
+ * POLICIES (umadv.h), all under the same budget:
+ *  - plan: the schedule's FETCH and ADVISE ops are issued when their issue
+ *    step begins, EVICT, DROP and advice unsets when it ends
+ *    (schedule/schedule.h);
+ *  - oracle: no budget; everything bound is fetched at start, what a step
+ *    uses and is not on the GPU is fetched when it begins; nothing is
+ *    ever evicted;
+ *  - prefetch-all: when a step begins, least recently used sections it
+ *    does not use are evicted until its missing sections fit, then those
+ *    are fetched; the step waits for them;
+ *  - demand: the same evictions, which the step waits for, and no fetch:
+ *    the step's kernels fault their data in (at its end its sections are
+ *    accounted resident).
+ * Every policy but oracle first evicts what was left on the GPU (plan
+ * keeps the schedule's resident_at_start sections, fetching them), so
+ * that the accounted residency is the real one.
+ *
+ * POSITION. Step j of iteration i has the key i * nsteps + j; a decision
+ * serves the step of its key (@need), which waits for it when it is
+ * blocking. Steps past the schedule's count replay nothing.
+ *
+ * BINDING. Decisions name trace allocations; one that nothing plays now
+ * (umadv__core_bind) gets none, and counts as drift.
+ */
+#ifndef UMADV_SCHEDULE_CORE_H
+#define UMADV_SCHEDULE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <umadv.h>
+
+#include "schedule/schedule.h"
+#include "trace/trace.h"
+
+/* Where a section is. Every state but HOST counts against the budget:
+ * data on its way out still occupies the GPU. */
+typedef enum umadv_sec_state {
+    UMADV_SEC_HOST       = 0, /* not on the GPU (or fresh: never touched) */
+    UMADV_SEC_RESIDENT   = 1,
+    UMADV_SEC_FETCHING   = 2, /* a move to the GPU is in flight */
+    UMADV_SEC_OUT_QUEUED = 3, /* an eviction is decided, not started: a step that
+                               * uses the section again calls it off */
+    UMADV_SEC_EVICTING   = 4  /* a move to the host is in flight */
+} umadv_sec_state_t;
+
+#define UMADV_CORE_KEY_NONE UINT64_MAX
+
+/* One decision, on a run of sections of one allocation. */
+typedef struct umadv_core_op {
+    umadv_op_kind_t kind;       /* FETCH, EVICT or ADVISE (DROPs of live data
+                                 * become EVICTs; of dead data, no op) */
+    umadv_advice_t  advice;     /* ADVISE: a set, or NONE for an unset */
+    uint32_t        alloc, first, count;
+    uint64_t        need;       /* key of the step it serves, or KEY_NONE */
+    uint8_t         blocking;   /* the step of @need waits for it */
+    uint8_t         fresh;      /* FETCH of memory never touched: no copy */
+    uint8_t         after_step; /* EVICT, unset: once the work of the step that
+                                 * issued it (or before the start) completes */
+} umadv_core_op_t;
+
+typedef enum umadv_fetch_verdict {
+    UMADV_FETCH_GO,
+    UMADV_FETCH_WAIT, /* its data is still on its way out, an unset over it is
+                       * queued, or room is being freed */
+    UMADV_FETCH_SKIP  /* nothing to bring, or no room and nothing frees any */
+} umadv_fetch_verdict_t;
+
+/* Resident sections ordered by (last use, id): the LRU order (lru.c). A
+ * binary heap with each member's position, so that changes cost
+ * O(log n) and victims are read in order without a scan. */
+typedef struct umadv_core_lru {
+    const uint64_t *key;
+    uint32_t       *heap;
+    uint32_t       *pos;    /* per section: index in heap, or CORE_LRU_OUT */
+    size_t          n;
+    uint32_t       *walk;   /* scratch of the ordered walk */
+    size_t          walk_cap;
+} umadv_core_lru_t;
+
+typedef struct umadv_core_params {
+    const umadv_trace_t    *trace;        /* finalized; outlives the core */
+    uint32_t                first_step;   /* global index of the replayed iteration */
+    uint32_t                nsteps;
+    umadv_policy_t          policy;
+    uint64_t                budget;       /* resolved: bytes, 0 = none (oracle: none) */
+    const umadv_schedule_t *schedule;     /* plan; outlives the core */
+} umadv_core_params_t;
+
+/* Drivers read the fields; they change them only through the functions. */
+typedef struct umadv_core {
+    umadv_core_params_t p;
+    uint64_t          batch_bytes;  /* umadv__schedule_batch_bytes of the link */
+    uint8_t          *bound;        /* per allocation: something plays it */
+    uint8_t          *state;        /* per section, umadv_sec_state_t */
+    uint64_t         *last_use;     /* per section: key of its last use */
+    uint16_t         *unadvising;   /* per section: unsets decided, not done */
+    uint64_t         *stamp;        /* per section: scratch marks */
+    uint64_t          stamp_now;
+    umadv_core_lru_t  lru;          /* RESIDENT bound sections (LRU policies) */
+    int               lru_on;
+    uint64_t          resident;     /* bytes in every state but HOST */
+    uint64_t          outgoing;     /* bytes OUT_QUEUED or EVICTING */
+    uint64_t          peak;         /* largest resident */
+    int               begun;        /* a step has begun */
+    uint64_t          iteration;    /* of the open or last step */
+    uint32_t          step;         /* its index in the iteration */
+    int               past_end;     /* it lies past the schedule's steps */
+    uint64_t          key;          /* its key */
+    uint64_t          drift_ops;    /* decisions on unbound allocations, not made */
+    uint64_t          dropped_bytes;/* released without a move (dead data) */
+    umadv_core_op_t  *out;          /* the last call's decisions */
+    size_t            nout, out_cap;
+    int               out_lost;     /* no memory for a decision: one lost */
+    uint32_t         *scratch;      /* section lists */
+    size_t            scratch_cap;
+    uint32_t         *victims;
+    size_t            victims_cap;
+} umadv_core_t;
+
+/* UMADV_ERR_INVALID_PARAM for a plan policy without a schedule of
+ * @nsteps steps; UMADV_ERR_NO_MEMORY. */
+umadv_status_t umadv__core_init(umadv_core_t *core, const umadv_core_params_t *params);
+void umadv__core_cleanup(umadv_core_t *core);
+
+/* Trace allocation @alloc is played (its sections HOST, never used) or
+ * no longer (its sections leave the accounting). The driver then sets
+ * the state of sections it knows to be on the GPU. Binding decides the
+ * plan's one-time advice (schedule->setup) on the allocation, for the
+ * next step (core->out). */
+void umadv__core_bind(umadv_core_t *core, uint32_t alloc);
+void umadv__core_unbind(umadv_core_t *core, uint32_t alloc);
+
+/* A section moves; the accounting follows. */
+void umadv__core_set_state(umadv_core_t *core, uint32_t section, umadv_sec_state_t to);
+
+/* Whether @bytes more fit the budget now. */
+int umadv__core_fits(const umadv_core_t *core, uint64_t bytes);
+
+/* Decisions (into core->out): before the first iteration; when step @j
+ * of @iteration begins (j past the schedule: nothing, the key of its last
+ * step); when the open step ends. */
+void umadv__core_start(umadv_core_t *core);
+void umadv__core_step_begin(umadv_core_t *core, uint64_t iteration, uint32_t j);
+void umadv__core_step_end(umadv_core_t *core);
+
+/* May the FETCH @op start now? *add_p: the bytes it would bring (its
+ * HOST sections). Counts nothing. */
+umadv_fetch_verdict_t umadv__core_fetch_verdict(const umadv_core_t *core,
+                                                const umadv_core_op_t *op, uint64_t *add_p);
+
+/* Whether the queued FETCH @op, bringing @add bytes, may ride in the call
+ * of a fetch of the same need (schedule.h, BATCHES): a small copy that
+ * fits now. */
+int umadv__core_batch_joins(const umadv_core_t *core, const umadv_core_op_t *op,
+                            uint64_t need, uint64_t add);
+
+/* The unset @op (an ADVISE NONE the core decided) is done, or dropped:
+ * fetches and sets over its run stop waiting for it. */
+void umadv__core_unadvise_done(umadv_core_t *core, const umadv_core_op_t *op);
+
+/* Resident bound sections the open step does not use, least recently used
+ * first (ties: lower id), enough to free @need bytes: into
+ * core->victims[0 .. *n_p). */
+umadv_status_t umadv__core_lru_victims(umadv_core_t *core, uint64_t need, size_t *n_p);
+
+/* Sections [first, first + count) of @alloc: global ids. */
+static inline uint32_t umadv__core_section(const umadv_core_t *core, uint32_t alloc,
+                                           uint32_t index)
+{
+    return core->p.trace->allocs[alloc].first_section + index;
+}
+
+/* lru.c */
+#define UMADV_CORE_LRU_OUT UINT32_MAX
+umadv_status_t umadv__core_lru_init(umadv_core_lru_t *lru, const uint64_t *key,
+                                    size_t nsections);
+void umadv__core_lru_cleanup(umadv_core_lru_t *lru);
+void umadv__core_lru_insert(umadv_core_lru_t *lru, uint32_t s);
+void umadv__core_lru_remove(umadv_core_lru_t *lru, uint32_t s);
+void umadv__core_lru_update(umadv_core_lru_t *lru, uint32_t s);
+/* Call @visit on members in order until it returns nonzero;
+ * O(visited log visited). */
+umadv_status_t umadv__core_lru_walk(umadv_core_lru_t *lru, int (*visit)(void *arg, uint32_t s),
+                                    void *arg);
+
+#endif

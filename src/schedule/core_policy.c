@@ -1,0 +1,370 @@
+/*
+ * What each policy decides when the replay starts, when a step begins and
+ * when it ends (core.h describes the policies). Decisions go to
+ * core->out; a decision the core has no memory to record is lost, which
+ * costs time, not data (a fetch not made faults, an eviction not made
+ * leaves data where it is, accounted so).
+ */
+#include <string.h>
+
+#include "common/util.h"
+#include "schedule/core_int.h"
+
+static void out_push(umadv_core_t *c, const umadv_core_op_t *op)
+{
+    if (umadv__array_reserve((void **)&c->out, &c->out_cap, c->nout + 1, sizeof(*c->out)) !=
+        UMADV_OK) {
+        c->out_lost = 1;
+        return;
+    }
+    c->out[c->nout++] = *op;
+}
+
+static int drifted(umadv_core_t *c, uint32_t alloc)
+{
+    if (c->bound[alloc])
+        return 0;
+    c->drift_ops++;
+    return 1;
+}
+
+static void decide_fetch(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
+                         uint64_t need, int fresh)
+{
+    umadv_core_op_t op = {.kind = UMADV_OP_FETCH, .alloc = alloc, .first = first,
+                          .count = count, .need = need, .blocking = 1, .fresh = (uint8_t)fresh};
+
+    if (!drifted(c, alloc))
+        out_push(c, &op);
+}
+
+/* A set of @plan_op's advice: the step of @need waits for it before its
+ * work is launched. */
+static void decide_advice(umadv_core_t *c, const umadv_op_t *plan_op, uint64_t need)
+{
+    umadv_core_op_t op = {.kind = UMADV_OP_ADVISE, .advice = plan_op->advice,
+                          .alloc = plan_op->alloc, .first = plan_op->first,
+                          .count = plan_op->count, .need = need, .blocking = 1};
+
+    if (op.advice == UMADV_ADVICE_NONE || op.count == 0 || drifted(c, op.alloc))
+        return;
+    out_push(c, &op);
+}
+
+/* NONE on @plan_op's run, once the step that ends now has completed (its
+ * kernels still access the run remotely). Until then fetches and sets
+ * over the run wait (unadvising). */
+static void decide_unadvise(umadv_core_t *c, const umadv_op_t *plan_op)
+{
+    umadv_core_op_t op = {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_NONE,
+                          .alloc = plan_op->alloc, .first = plan_op->first,
+                          .count = plan_op->count, .need = UMADV_CORE_KEY_NONE,
+                          .after_step = 1};
+    size_t before = c->nout;
+
+    if (drifted(c, op.alloc))
+        return;
+    out_push(c, &op);
+    for (uint32_t i = 0; c->nout > before && i < op.count; i++)
+        c->unadvising[umadv__core_section(c, op.alloc, op.first + i)]++;
+}
+
+/* Resident sections of the run leave once the step that ends now (or the
+ * work before the start) has completed; the rest is left alone. */
+static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
+                         uint64_t need, int blocking)
+{
+    umadv_core_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first,
+                          .count = count, .need = need, .blocking = (uint8_t)blocking,
+                          .after_step = 1};
+    int any = 0;
+
+    if (drifted(c, alloc))
+        return;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+        if (c->state[s] == UMADV_SEC_RESIDENT) {
+            umadv__core_set_state(c, s, UMADV_SEC_OUT_QUEUED);
+            any = 1;
+        }
+    }
+    if (any)
+        out_push(c, &op);
+}
+
+/* Dead memory (freed at this step, or already gone) leaves the accounting
+ * without a move: there is nothing to copy, and the pool reuses the
+ * pages. Live data (a clean read-mostly copy) is evicted. */
+static void decide_drop(umadv_core_t *c, const umadv_op_t *op)
+{
+    if (c->bound[op->alloc] && c->p.trace->allocs[op->alloc].free_step == UMADV_STEP_NONE) {
+        decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0);
+        return;
+    }
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = umadv__core_section(c, op->alloc, op->first + i);
+        if (c->state[s] == UMADV_SEC_RESIDENT) {
+            c->dropped_bytes += c->p.trace->sections[s].size;
+            umadv__core_set_state(c, s, UMADV_SEC_HOST);
+        }
+    }
+}
+
+/* ---- runs of sections --------------------------------------------------- */
+
+typedef struct run_decision {
+    umadv_core_t *c;
+    umadv_op_kind_t kind;
+    uint64_t      need;
+    int           blocking;
+} run_decision_t;
+
+static void decide_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    const run_decision_t *d = arg;
+
+    if (d->kind == UMADV_OP_FETCH)
+        decide_fetch(d->c, alloc, first, count, d->need, 0);
+    else
+        decide_evict(d->c, alloc, first, count, d->need, d->blocking);
+}
+
+/* One decision per run of consecutive sections of one allocation in
+ * list[0 .. n), which is sorted here. */
+static void decide_runs(umadv_core_t *c, uint32_t *list, size_t n, umadv_op_kind_t kind,
+                        uint64_t need, int blocking)
+{
+    run_decision_t d = {c, kind, need, blocking};
+
+    umadv__trace_for_runs(c->p.trace, list, n, decide_run, &d);
+}
+
+static umadv_status_t scratch_reserve(umadv_core_t *c, size_t n)
+{
+    return umadv__array_reserve((void **)&c->scratch, &c->scratch_cap, n ? n : 1,
+                                sizeof(*c->scratch));
+}
+
+static void out_clear(umadv_core_t *c)
+{
+    c->nout = 0;
+    c->out_lost = 0;
+}
+
+/* ---- the start and binding ---------------------------------------------- */
+
+static int start_keeps(const umadv_core_t *c, uint32_t s)
+{
+    if (c->p.policy == UMADV_POLICY_ORACLE)
+        return 1;
+    return c->p.policy == UMADV_POLICY_PLAN && c->p.schedule->resident_at_start[s];
+}
+
+/* Sections of bound allocations that the policy starts with on the GPU
+ * are fetched (accounted from nothing: where they are is not known); the
+ * rest of what may be there leaves. The first step waits for both. */
+void umadv__core_start(umadv_core_t *c)
+{
+    size_t nkeep = 0, nout = 0, n = c->p.trace->nsections;
+
+    out_clear(c);
+    if (scratch_reserve(c, n) != UMADV_OK) {
+        c->out_lost = 1;
+        return;
+    }
+    for (uint32_t s = 0; s < n; s++) {
+        if (!c->bound[c->p.trace->sections[s].alloc])
+            continue;
+        if (start_keeps(c, s)) {
+            umadv__core_set_state(c, s, UMADV_SEC_HOST);
+            c->scratch[nkeep++] = s;
+        } else if (c->state[s] == UMADV_SEC_RESIDENT) {
+            c->scratch[n - 1 - nout++] = s;
+        }
+    }
+    decide_runs(c, c->scratch, nkeep, UMADV_OP_FETCH, 0, 1);
+    decide_runs(c, c->scratch + n - nout, nout, UMADV_OP_EVICT, 0, 1);
+}
+
+void umadv__core_setup_advice(umadv_core_t *c, uint32_t alloc)
+{
+    const umadv_schedule_t *s = c->p.schedule;
+    uint64_t need = c->begun ? c->key + 1 : 0;
+
+    out_clear(c);
+    if (c->p.policy != UMADV_POLICY_PLAN)
+        return;
+    for (size_t i = 0; i < s->nsetup; i++) {
+        if (s->setup[i].kind == UMADV_OP_ADVISE && s->setup[i].alloc == alloc)
+            decide_advice(c, &s->setup[i], need);
+    }
+}
+
+/* ---- plan ----------------------------------------------------------------- */
+
+static uint64_t op_need(const umadv_core_t *c, const umadv_op_t *op)
+{
+    uint64_t base = c->iteration * c->p.nsteps;
+
+    if (op->need_step >= c->p.nsteps)
+        return c->key;
+    if (op->flags & UMADV_OP_FLAG_NEXT_ITERATION)
+        base += c->p.nsteps;
+    return base + op->need_step;
+}
+
+static void plan_step_begin(umadv_core_t *c)
+{
+    const umadv_schedule_t *s = c->p.schedule;
+
+    for (uint32_t i = s->step_ops[c->step]; i < s->step_ops[c->step + 1]; i++) {
+        const umadv_op_t *op = &s->ops[i];
+
+        if (op->kind == UMADV_OP_FETCH)
+            decide_fetch(c, op->alloc, op->first, op->count, op_need(c, op),
+                         (op->flags & UMADV_OP_FLAG_FRESH) != 0);
+        else if (op->kind == UMADV_OP_ADVISE)
+            decide_advice(c, op, op_need(c, op));
+    }
+}
+
+static void plan_step_end(umadv_core_t *c)
+{
+    const umadv_schedule_t *s = c->p.schedule;
+
+    for (uint32_t i = s->step_ops[c->step]; i < s->step_ops[c->step + 1]; i++) {
+        const umadv_op_t *op = &s->ops[i];
+
+        if (op->kind == UMADV_OP_EVICT)
+            decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0);
+        else if (op->kind == UMADV_OP_DROP)
+            decide_drop(c, op);
+        else if (op->kind == UMADV_OP_ADVISE && op->advice == UMADV_ADVICE_NONE)
+            decide_unadvise(c, op);
+    }
+}
+
+/* ---- working sets and LRU (oracle, demand, prefetch-all) ------------------ */
+
+/* Mark @s, one of the open step's sections, used now; a decided eviction
+ * of it is called off. Returns 1 when it is not on the GPU. */
+static int use_section(umadv_core_t *c, uint32_t s)
+{
+    c->last_use[s] = c->key;
+    if (c->lru_on)
+        umadv__core_lru_update(&c->lru, s);
+    if (c->state[s] == UMADV_SEC_OUT_QUEUED)
+        umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+    return c->state[s] == UMADV_SEC_HOST || c->state[s] == UMADV_SEC_EVICTING;
+}
+
+/* Stamp the open step's sections; those not on the GPU go to
+ * scratch[0 .. *nmiss_p). *miss_bytes_p also counts the sections of
+ * allocations nothing plays yet (the step allocates them: they will be
+ * on the GPU when it ends). */
+static umadv_status_t working_set(umadv_core_t *c, size_t *nmiss_p, uint64_t *miss_bytes_p)
+{
+    const umadv_trace_t *t = c->p.trace;
+    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
+    size_t nmiss = 0;
+    uint64_t bytes = 0;
+
+    if (scratch_reserve(c, t->nsections) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    c->stamp_now++;
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &t->accesses[a];
+
+        for (uint32_t i = 0; i < acc->count; i++) {
+            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
+            if (c->stamp[s] == c->stamp_now)
+                continue;
+            c->stamp[s] = c->stamp_now;
+            if (!c->bound[acc->alloc] || use_section(c, s))
+                bytes += t->sections[s].size;
+            if (c->bound[acc->alloc] && (c->state[s] == UMADV_SEC_HOST ||
+                                         c->state[s] == UMADV_SEC_EVICTING))
+                c->scratch[nmiss++] = s;
+        }
+    }
+    *nmiss_p = nmiss;
+    *miss_bytes_p = bytes;
+    return UMADV_OK;
+}
+
+/* Make room for the step's missing bytes: evict LRU sections so that,
+ * once what is leaving has left, they fit the budget. demand's steps wait
+ * for these evictions: their kernels fault into the room. */
+static void make_room(umadv_core_t *c, uint64_t miss_bytes)
+{
+    uint64_t after = c->resident - c->outgoing + miss_bytes;
+    size_t nvict;
+
+    if (c->p.budget == 0 || after <= c->p.budget)
+        return;
+    if (umadv__core_lru_victims(c, after - c->p.budget, &nvict) == UMADV_OK)
+        decide_runs(c, c->victims, nvict, UMADV_OP_EVICT, c->key,
+                    c->p.policy == UMADV_POLICY_DEMAND);
+    else
+        c->out_lost = 1;
+}
+
+static void lru_step_begin(umadv_core_t *c)
+{
+    uint64_t miss_bytes;
+    size_t nmiss;
+
+    if (working_set(c, &nmiss, &miss_bytes) != UMADV_OK) {
+        c->out_lost = 1;
+        return;
+    }
+    make_room(c, miss_bytes);
+    if (c->p.policy != UMADV_POLICY_DEMAND)
+        decide_runs(c, c->scratch, nmiss, UMADV_OP_FETCH, c->key, 1);
+}
+
+/* demand: the step's kernels have faulted its data in. */
+static void demand_step_end(umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
+
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &t->accesses[a];
+
+        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
+            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
+            if (c->state[s] == UMADV_SEC_HOST)
+                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+        }
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+void umadv__core_step_begin(umadv_core_t *c, uint64_t iteration, uint32_t j)
+{
+    out_clear(c);
+    c->begun = 1;
+    c->iteration = iteration;
+    c->step = UMADV_MIN(j, c->p.nsteps - 1);
+    c->key = iteration * c->p.nsteps + c->step;
+    c->past_end = j >= c->p.nsteps;
+    if (c->past_end)
+        return;
+    if (c->p.policy == UMADV_POLICY_PLAN)
+        plan_step_begin(c);
+    else
+        lru_step_begin(c);
+}
+
+void umadv__core_step_end(umadv_core_t *c)
+{
+    out_clear(c);
+    if (!c->begun || c->past_end)
+        return;
+    if (c->p.policy == UMADV_POLICY_PLAN)
+        plan_step_end(c);
+    else if (c->p.policy == UMADV_POLICY_DEMAND)
+        demand_step_end(c);
+}
