@@ -49,7 +49,7 @@ static void watch_step(void *arg, const umadv_sim_step_view_t *v)
     uint32_t nremote = 0;
 
     for (uint32_t x = 0; x < t->nsections; x++)
-        used += v->state[x] != UMADV_SIM_HOST ? t->sections[x].size : 0;
+        used += v->state[x] != UMADV_SEC_HOST ? t->sections[x].size : 0;
     w->steps++;
     w->miscounted += used != v->used;
     w->over_budget += w->budget && used > w->budget;
@@ -58,9 +58,10 @@ static void watch_step(void *arg, const umadv_sim_step_view_t *v)
         for (uint32_t c = 0; c < acc->count; c++) {
             uint32_t x = umadv__trace_section_id(t, acc->alloc, acc->first + c);
             /* on the host with host advice: accessed over the link */
-            int remote = v->placed[x] && v->state[x] == UMADV_SIM_HOST;
-            w->missing += v->state[x] != UMADV_SIM_RESIDENT && !remote &&
-                          !(v->placed[x] && v->state[x] == UMADV_SIM_EVICTING);
+            int remote = v->placed[x] && v->state[x] == UMADV_SEC_HOST;
+            w->missing += v->state[x] != UMADV_SEC_RESIDENT &&
+                          v->state[x] != UMADV_SEC_OUT_QUEUED && !remote &&
+                          !(v->placed[x] && v->state[x] == UMADV_SEC_EVICTING);
             w->remote += remote;
             nremote += (uint32_t)remote;
         }

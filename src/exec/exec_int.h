@@ -55,6 +55,7 @@ typedef struct exec_piece {
     uint64_t  len;
     uint64_t  bytes;  /* accounted bytes of the sections */
     int       fresh;
+    int       clean;  /* an eviction of a clean copy: counted as dropped */
 } exec_piece_t;
 
 /* One migration worker: its thread, stream, queue and the call in flight. */

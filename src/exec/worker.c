@@ -34,8 +34,8 @@ static void run_range(const umadv_exec_t *e, uint32_t alloc, uint32_t first, uin
     *len_p = b->offset + b->size - a->offset;
 }
 
-static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, uint32_t alloc,
-                                uint32_t first, uint32_t count, uint64_t bytes, int fresh)
+static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op,
+                                uint32_t first, uint32_t count, uint64_t bytes)
 {
     exec_piece_t *p;
 
@@ -43,9 +43,9 @@ static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, uint32_t all
                              sizeof(*lane->pieces)) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
     p = &lane->pieces[lane->npieces++];
-    *p = (exec_piece_t){.alloc = alloc, .first = first, .count = count, .bytes = bytes,
-                        .fresh = fresh};
-    run_range(e, alloc, first, count, &p->ptr, &p->len);
+    *p = (exec_piece_t){.alloc = op->d.alloc, .first = first, .count = count, .bytes = bytes,
+                        .fresh = op->d.fresh, .clean = op->d.clean};
+    run_range(e, op->d.alloc, first, count, &p->ptr, &p->len);
     return UMADV_OK;
 }
 
@@ -65,8 +65,7 @@ static void op_pieces(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op,
             i++;
             continue;
         }
-        if (piece_add(e, lane, op->d.alloc, op->d.first + start, i - start, bytes, op->d.fresh) !=
-            UMADV_OK)
+        if (piece_add(e, lane, op, op->d.first + start, i - start, bytes) != UMADV_OK)
             return; /* the rest stays where it is: a hint less */
         for (uint32_t k = start; k < i; k++)
             umadv__core_set_state(&e->core, exec_section_id(e, op->d.alloc, op->d.first + k), to);
@@ -103,7 +102,7 @@ static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_
         if (!ok)
             continue;
         if (!to_gpu)
-            e->stats.evicted_bytes += p->bytes;
+            *(p->clean ? &e->stats.dropped_bytes : &e->stats.evicted_bytes) += p->bytes;
         else if (p->fresh)
             e->stats.fresh_bytes += p->bytes;
         else

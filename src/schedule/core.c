@@ -35,8 +35,10 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
     c->p = *params;
     if (c->p.policy == UMADV_POLICY_ORACLE)
         c->p.budget = 0;
-    c->batch_bytes = umadv__schedule_batch_bytes(&c->p.trace->link);
-    c->lru_on = c->p.policy == UMADV_POLICY_DEMAND || c->p.policy == UMADV_POLICY_PREFETCH_ALL;
+    c->batch_bytes = umadv__schedule_batch_bytes(c->p.link ? c->p.link : &c->p.trace->link);
+    /* every policy that evicts keeps the order: the LRU policies choose by
+     * it, and the simulator's fault path (the driver's own eviction) too */
+    c->lru_on = c->p.policy != UMADV_POLICY_ORACLE;
     nallocs = c->p.trace->nallocs + 1;
     nsections = c->p.trace->nsections + 1;
     c->bound = calloc(nallocs, sizeof(*c->bound));

@@ -79,6 +79,9 @@ typedef struct umadv_core_op {
     uint8_t         fresh;      /* FETCH of memory never touched: no copy */
     uint8_t         after_step; /* EVICT, unset: once the work of the step that
                                  * issued it (or before the start) completes */
+    uint8_t         clean;      /* EVICT of a clean read-mostly copy (a DROP of
+                                 * live data): the host's copy is current, the
+                                 * call copies nothing back */
 } umadv_core_op_t;
 
 typedef enum umadv_fetch_verdict {
@@ -107,6 +110,7 @@ typedef struct umadv_core_params {
     umadv_policy_t          policy;
     uint64_t                budget;       /* resolved: bytes, 0 = none (oracle: none) */
     const umadv_schedule_t *schedule;     /* plan; outlives the core */
+    const umadv_link_model_t *link;       /* sizes batches; NULL: the trace's */
 } umadv_core_params_t;
 
 /* Drivers read the fields; they change them only through the functions. */

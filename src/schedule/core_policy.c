@@ -72,11 +72,11 @@ static void decide_unadvise(umadv_core_t *c, const umadv_op_t *plan_op)
 /* Resident sections of the run leave once the step that ends now (or the
  * work before the start) has completed; the rest is left alone. */
 static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
-                         uint64_t need, int blocking)
+                         uint64_t need, int blocking, int clean)
 {
     umadv_core_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first,
                           .count = count, .need = need, .blocking = (uint8_t)blocking,
-                          .after_step = 1};
+                          .after_step = 1, .clean = (uint8_t)clean};
     int any = 0;
 
     if (drifted(c, alloc))
@@ -98,7 +98,7 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 static void decide_drop(umadv_core_t *c, const umadv_op_t *op)
 {
     if (c->bound[op->alloc] && c->p.trace->allocs[op->alloc].free_step == UMADV_STEP_NONE) {
-        decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0);
+        decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 1);
         return;
     }
     for (uint32_t i = 0; i < op->count; i++) {
@@ -126,7 +126,7 @@ static void decide_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count
     if (d->kind == UMADV_OP_FETCH)
         decide_fetch(d->c, alloc, first, count, d->need, 0);
     else
-        decide_evict(d->c, alloc, first, count, d->need, d->blocking);
+        decide_evict(d->c, alloc, first, count, d->need, d->blocking, 0);
 }
 
 /* One decision per run of consecutive sections of one allocation in
@@ -236,7 +236,7 @@ static void plan_step_end(umadv_core_t *c)
         const umadv_op_t *op = &s->ops[i];
 
         if (op->kind == UMADV_OP_EVICT)
-            decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0);
+            decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 0);
         else if (op->kind == UMADV_OP_DROP)
             decide_drop(c, op);
         else if (op->kind == UMADV_OP_ADVISE && op->advice == UMADV_ADVICE_NONE)
@@ -246,44 +246,57 @@ static void plan_step_end(umadv_core_t *c)
 
 /* ---- working sets and LRU (oracle, demand, prefetch-all) ------------------ */
 
-/* Mark @s, one of the open step's sections, used now; a decided eviction
- * of it is called off. Returns 1 when it is not on the GPU. */
-static int use_section(umadv_core_t *c, uint32_t s)
-{
-    c->last_use[s] = c->key;
-    if (c->lru_on)
-        umadv__core_lru_update(&c->lru, s);
-    if (c->state[s] == UMADV_SEC_OUT_QUEUED)
-        umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
-    return c->state[s] == UMADV_SEC_HOST || c->state[s] == UMADV_SEC_EVICTING;
-}
-
-/* Stamp the open step's sections; those not on the GPU go to
- * scratch[0 .. *nmiss_p). *miss_bytes_p also counts the sections of
- * allocations nothing plays yet (the step allocates them: they will be
- * on the GPU when it ends). */
-static umadv_status_t working_set(umadv_core_t *c, size_t *nmiss_p, uint64_t *miss_bytes_p)
+/* The open step's sections are used now: stamped (the LRU choice
+ * skips them), and their last use is this step's key. */
+static void touch_step(umadv_core_t *c)
 {
     const umadv_trace_t *t = c->p.trace;
     const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
-    size_t nmiss = 0;
-    uint64_t bytes = 0;
 
-    if (scratch_reserve(c, t->nsections) != UMADV_OK)
-        return UMADV_ERR_NO_MEMORY;
     c->stamp_now++;
     for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
         const umadv_trace_access_t *acc = &t->accesses[a];
 
         for (uint32_t i = 0; i < acc->count; i++) {
             uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (c->stamp[s] == c->stamp_now)
+            if (c->stamp[s] == c->stamp_now || !c->bound[acc->alloc])
                 continue;
             c->stamp[s] = c->stamp_now;
-            if (!c->bound[acc->alloc] || use_section(c, s))
-                bytes += t->sections[s].size;
-            if (c->bound[acc->alloc] && (c->state[s] == UMADV_SEC_HOST ||
-                                         c->state[s] == UMADV_SEC_EVICTING))
+            c->last_use[s] = c->key;
+            if (c->lru_on)
+                umadv__core_lru_update(&c->lru, s);
+        }
+    }
+}
+
+/* The open step's sections not on the GPU go to scratch[0 .. *nmiss_p);
+ * a decided eviction of one still queued is called off. *miss_bytes_p
+ * also counts the sections of allocations nothing plays yet (the step
+ * allocates them: they will be on the GPU when it ends). */
+static umadv_status_t working_set(umadv_core_t *c, size_t *nmiss_p, uint64_t *miss_bytes_p)
+{
+    const umadv_trace_t *t = c->p.trace;
+    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
+    uint64_t mark = ++c->stamp_now, bytes = 0;
+    size_t nmiss = 0;
+
+    if (scratch_reserve(c, t->nsections) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &t->accesses[a];
+
+        for (uint32_t i = 0; i < acc->count; i++) {
+            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
+            if (c->stamp[s] == mark)
+                continue;
+            c->stamp[s] = mark;
+            if (c->bound[acc->alloc] && c->state[s] == UMADV_SEC_OUT_QUEUED)
+                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+            if (c->bound[acc->alloc] && c->state[s] != UMADV_SEC_HOST &&
+                c->state[s] != UMADV_SEC_EVICTING)
+                continue;
+            bytes += t->sections[s].size;
+            if (c->bound[acc->alloc])
                 c->scratch[nmiss++] = s;
         }
     }
@@ -352,6 +365,7 @@ void umadv__core_step_begin(umadv_core_t *c, uint64_t iteration, uint32_t j)
     c->past_end = j >= c->p.nsteps;
     if (c->past_end)
         return;
+    touch_step(c);
     if (c->p.policy == UMADV_POLICY_PLAN)
         plan_step_begin(c);
     else

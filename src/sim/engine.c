@@ -13,10 +13,6 @@
 
 #define SIM_INF INFINITY
 
-static uint32_t section_id(const sim_engine_t *e, uint32_t alloc, uint32_t index)
-{
-    return umadv__trace_section_id(e->trace, alloc, index);
-}
 
 /* ------------------------------------------------------------ lifetimes */
 
@@ -24,12 +20,14 @@ static uint32_t section_id(const sim_engine_t *e, uint32_t alloc, uint32_t index
  * copy; a fetch in flight lands and is released then. */
 static void forget(sim_engine_t *e, uint32_t x)
 {
+    uint8_t state = e->core.state[x];
+
     e->pending[x] = 0;
-    if (e->state[x] == UMADV_SIM_RESIDENT) {
-        uint64_t size = umadv__sim_release(e, x);
+    if (state == UMADV_SEC_RESIDENT) {
+        umadv__core_set_state(&e->core, x, UMADV_SEC_HOST);
         if (e->measuring)
-            e->r.dropped_bytes += size;
-    } else if (e->state[x] == UMADV_SIM_FETCHING) {
+            e->r.dropped_bytes += umadv__sim_section_size(e, x);
+    } else if (state == UMADV_SEC_FETCHING) {
         e->dead[x] = 1;
     }
 }
@@ -66,35 +64,32 @@ static umadv_status_t collect_touches(sim_engine_t *e, uint32_t j, size_t *count
                                   sizeof(*e->touch));
     if (status != UMADV_OK)
         return status;
-    e->cur_stamp++;
     count = 0;
     for (uint32_t i = 0; i < nacc; i++) {
-        for (uint32_t c = 0; c < acc[i].count; c++) {
-            uint32_t x = section_id(e, acc[i].alloc, acc[i].first + c);
-            e->stamp[x] = e->cur_stamp;
-            e->touch[count++] = x;
-            if (e->state[x] == UMADV_SIM_RESIDENT)
-                umadv__sim_lru_touch(e, x);
-        }
+        for (uint32_t c = 0; c < acc[i].count; c++)
+            e->touch[count++] = umadv__core_section(&e->core, acc[i].alloc, acc[i].first + c);
     }
     *count_p = count;
     return UMADV_OK;
 }
 
-/* Resident, or will never arrive by itself (not queued, not moving). A
- * host-placed section still queued for eviction is used where it is: a
- * mapped page is accessed wherever it lies. */
+/* On the GPU (an eviction decided but not started has not moved it), or
+ * will never arrive by itself (not queued, not moving). A host-placed
+ * section being evicted is used where it is: a mapped page is accessed
+ * wherever it lies. */
 static int settled(const sim_engine_t *e, uint32_t x)
 {
-    return e->state[x] == UMADV_SIM_RESIDENT ||
-           (e->state[x] == UMADV_SIM_HOST && e->pending[x] == 0) ||
-           (e->placed[x] && e->state[x] == UMADV_SIM_EVICTING);
+    uint8_t state = e->core.state[x];
+
+    return state == UMADV_SEC_RESIDENT || state == UMADV_SEC_OUT_QUEUED ||
+           (state == UMADV_SEC_HOST && e->pending[x] == 0) ||
+           (e->placed[x] && state == UMADV_SEC_EVICTING);
 }
 
 /* Off the GPU, advised to the host: the step reads and writes it there. */
 static int is_remote(const sim_engine_t *e, uint32_t x)
 {
-    return e->placed[x] && e->state[x] == UMADV_SIM_HOST;
+    return e->placed[x] && e->core.state[x] == UMADV_SEC_HOST;
 }
 
 /* The step's accesses over the link: bytes / remote_bw in its own time
@@ -133,12 +128,12 @@ const char *umadv__sim_wait_name(umadv_sim_wait_t wait)
 /* Why the step waits for @x until the next lane event (sim.h). */
 static umadv_sim_wait_t wait_cause(const sim_engine_t *e, uint32_t x)
 {
-    if (e->state[x] == UMADV_SIM_EVICTING)
+    if (e->core.state[x] == UMADV_SEC_EVICTING || e->core.state[x] == UMADV_SEC_OUT_QUEUED)
         return UMADV_SIM_WAIT_EVICTION;
-    if (e->state[x] == UMADV_SIM_FETCHING)
+    if (e->core.state[x] == UMADV_SEC_FETCHING)
         return UMADV_SIM_WAIT_TRANSFER;
     if (e->f_running)
-        return e->f_cur.need <= e->cur_need ? UMADV_SIM_WAIT_TRANSFER : UMADV_SIM_WAIT_LANE;
+        return e->f_cur.d.need <= e->cur_need ? UMADV_SIM_WAIT_TRANSFER : UMADV_SIM_WAIT_LANE;
     return UMADV_SIM_WAIT_MEMORY;
 }
 
@@ -155,8 +150,8 @@ static void trace_wait(const sim_engine_t *e, umadv_sim_wait_t cause, double fro
     umadv_trace("sim:   %.3f ms %s: %s of allocation %u [%u+%u] issued at step %u, "
                 "queued %.3f ms, running %.3f ms", (to - from) * 1e3,
                 umadv__sim_wait_name(cause),
-                cause == UMADV_SIM_WAIT_LANE ? "fetch" : "eviction", op->alloc, op->first,
-                op->count, e->w->first + op->step, (op->start - op->queued) * 1e3,
+                cause == UMADV_SIM_WAIT_LANE ? "fetch" : "eviction", op->d.alloc, op->d.first,
+                op->d.count, e->w->first + op->step, (op->start - op->queued) * 1e3,
                 (to - op->start) * 1e3);
 }
 
@@ -179,28 +174,34 @@ static void log_waits(const sim_engine_t *e, uint32_t j)
  * its cause. With nothing left in flight that could bring the data (a
  * fetch blocked for memory that no running eviction frees), stop
  * waiting: the step faults it. */
+/* Advance to the next lane event, charging the wait to @cause. */
+static double wait_event(sim_engine_t *e, umadv_sim_wait_t cause, double now)
+{
+    double tn = umadv__sim_next_event(e); /* may be INF: an absurd link, still an event */
+
+    if (tn > now) {
+        e->wait[cause] += tn - now;
+        trace_wait(e, cause, now, tn);
+    }
+    umadv__sim_advance(e, tn);
+    return UMADV_MAX(now, tn);
+}
+
 static double wait_ready(sim_engine_t *e, size_t count, double now)
 {
     size_t i = 0;
 
+    /* demand: the room its faults need is being made */
+    while (umadv__sim_evictions_block(e, e->cur_need) && umadv__sim_lanes_busy(e))
+        now = wait_event(e, UMADV_SIM_WAIT_MEMORY, now);
     while (i < count) {
-        umadv_sim_wait_t cause;
-        double tn;
-
         if (settled(e, e->touch[i])) {
             i++;
             continue;
         }
         if (!umadv__sim_lanes_busy(e))
             break;
-        tn = umadv__sim_next_event(e); /* may be INF: an absurd link, still an event */
-        cause = wait_cause(e, e->touch[i]);
-        if (tn > now) {
-            e->wait[cause] += tn - now;
-            trace_wait(e, cause, now, tn);
-        }
-        umadv__sim_advance(e, tn);
-        now = UMADV_MAX(now, tn);
+        now = wait_event(e, wait_cause(e, e->touch[i]), now);
     }
     return now;
 }
@@ -213,38 +214,35 @@ static void add_evict_cost(sim_engine_t *e, uint32_t alloc, uint32_t first, uint
                               umadv__trace_run_bytes(e->trace, alloc, first, n));
 }
 
-/* Room for @need more bytes, evicting least recently used sections in the
- * step's own time (what the driver does in its fault path). Returns the
- * eviction time, or a negative value if no room can be made. */
+/* Room for @need more bytes, evicting least recently used sections (the
+ * core's order) in the step's own time (what the driver does in its fault
+ * path). Returns the eviction time, or a negative value if no room can be
+ * made. */
 static double make_room_sync(sim_engine_t *e, uint64_t need, double *now_p)
 {
-    size_t nv = 0;
     double cost = 0;
 
     e->f_hold = 1;
-    while (e->used + need > e->budget) {
-        uint32_t v = umadv__sim_lru_victim(e, SIM_NIL);
-        double tn;
+    while (!umadv__core_fits(&e->core, need)) {
+        size_t nv = 0;
 
-        if (v != SIM_NIL) {
-            if (umadv__array_reserve((void **)&e->victims, &e->victims_cap, nv + 1,
-                                     sizeof(*e->victims)) != UMADV_OK)
+        if (umadv__core_lru_victims(&e->core, e->core.resident + need - e->core.p.budget,
+                                    &nv) != UMADV_OK)
+            return -1;
+        if (nv == 0) {
+            if (!umadv__sim_lanes_busy(e))
                 return -1;
-            e->victims[nv++] = v;
-            umadv__sim_release(e, v);
+            *now_p = UMADV_MAX(*now_p, umadv__sim_next_event(e));
+            umadv__sim_advance(e, umadv__sim_next_event(e));
             continue;
         }
-        if (!umadv__sim_lanes_busy(e))
-            return -1;
-        tn = umadv__sim_next_event(e);
-        umadv__sim_advance(e, tn);
-        *now_p = UMADV_MAX(*now_p, tn);
+        for (size_t i = 0; i < nv; i++) {
+            if (e->measuring)
+                e->r.evicted_bytes += umadv__sim_section_size(e, e->core.victims[i]);
+            umadv__core_set_state(&e->core, e->core.victims[i], UMADV_SEC_HOST);
+        }
+        umadv__sim_for_runs(e, e->core.victims, nv, add_evict_cost, &cost);
     }
-    if (e->measuring) {
-        for (size_t i = 0; i < nv; i++)
-            e->r.evicted_bytes += umadv__sim_section_size(e, e->victims[i]);
-    }
-    umadv__sim_for_runs(e, e->victims, nv, add_evict_cost, &cost);
     return cost;
 }
 
@@ -258,8 +256,9 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
 
     for (size_t i = 0; i < count; i++) {
         uint32_t x = e->touch[i];
-        if (e->state[x] == UMADV_SIM_RESIDENT || is_remote(e, x) ||
-            (e->placed[x] && e->state[x] == UMADV_SIM_EVICTING))
+        uint8_t state = e->core.state[x];
+        if (state == UMADV_SEC_RESIDENT || state == UMADV_SEC_OUT_QUEUED || is_remote(e, x) ||
+            (e->placed[x] && state == UMADV_SEC_EVICTING))
             continue;
         e->pending[x] = 0;
         need += umadv__sim_section_size(e, x);
@@ -269,15 +268,15 @@ static double fault_in(sim_engine_t *e, size_t count, double *now_p, uint32_t *f
         return -1;
     for (size_t i = 0; i < count && need; i++) {
         uint32_t x = e->touch[i];
-        if (e->state[x] != UMADV_SIM_HOST || e->placed[x])
+        if (e->core.state[x] != UMADV_SEC_HOST || e->placed[x])
             continue;
         faults++;
         if (e->fresh[x])
             fresh++;
         else
             copy += umadv__sim_section_size(e, x);
-        umadv__sim_take(e, x);
-        umadv__sim_become_resident(e, x);
+        e->fresh[x] = 0;
+        umadv__core_set_state(&e->core, x, UMADV_SEC_RESIDENT);
     }
     e->f_hold = 0;
     umadv__sim_try_start_fetch(e, *now_p);
@@ -310,11 +309,11 @@ static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint3
     view.step    = e->w->first + j;
     view.start_s = start;
     view.end_s   = end;
-    view.used    = e->used;
+    view.used    = e->core.resident;
     view.faults  = faults;
     view.remote  = remote;
     memcpy(view.wait_s, e->wait, sizeof(view.wait_s));
-    view.state   = e->state;
+    view.state   = e->core.state;
     view.placed  = e->placed;
     e->params->observer(e->params->observer_arg, &view);
 }
@@ -335,7 +334,8 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     status = collect_touches(e, j, &count);
     if (status != UMADV_OK)
         return status;
-    umadv__sim_policy_begin(e, j, now, count);
+    umadv__core_step_begin(&e->core, e->replay, j);
+    umadv__sim_take_decisions(e, now);
     now = wait_ready(e, count, now);
     remote_s = remote_access(e, count, &remote);
     extra = fault_in(e, count, &now, &faults);
@@ -347,37 +347,34 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     account_step(e, j, extra);
     observe(e, j, now, e->t, faults, remote);
     umadv__sim_advance(e, e->t);
-    umadv__sim_policy_end(e, j, e->t);
+    umadv__core_step_end(&e->core);
+    umadv__sim_take_decisions(e, e->t);
     lifetime_events(e, e->w->freed_off, e->w->freed, j, e->t);
     return UMADV_OK;
 }
 
-/* The plan's steady state starts with its resident set in place and its
- * setup advice applied. */
-static void load_start_state(sim_engine_t *e)
+/* Every allocation is played (the model's lifetimes are its births and
+ * frees), with the plan's setup advice; then the core decides the start,
+ * as for the executor: the plan's resident set is fetched. */
+static void start(sim_engine_t *e)
 {
-    const umadv_schedule_t *s = e->params->schedule;
-
-    if (e->params->policy != UMADV_POLICY_PLAN || s == NULL)
-        return;
-    for (size_t i = 0; i < s->nsetup; i++)
-        umadv__sim_advise(e, &s->setup[i]);
-    for (uint32_t x = 0; x < e->trace->nsections; x++) {
-        if (s->resident_at_start[x] && e->used + umadv__sim_section_size(e, x) <= e->budget) {
-            umadv__sim_take(e, x);
-            umadv__sim_become_resident(e, x);
-        }
+    for (uint32_t a = 0; a < e->trace->nallocs; a++) {
+        umadv__core_bind(&e->core, a);
+        umadv__sim_take_decisions(e, 0);
     }
+    umadv__core_start(&e->core);
+    umadv__sim_take_decisions(e, 0);
 }
 
 umadv_status_t umadv__sim_engine_run(sim_engine_t *e)
 {
-    load_start_state(e);
+    start(e);
     for (uint32_t r = 0; r <= e->params->warmup; r++) {
         e->replay = r;
         if (r == e->params->warmup) {
             e->measuring = 1;
             e->t0 = e->t;
+            e->dropped0 = e->core.dropped_bytes;
         }
         for (uint32_t j = 0; j < e->w->n; j++) {
             umadv_status_t status = run_step(e, j);
@@ -386,39 +383,49 @@ umadv_status_t umadv__sim_engine_run(sim_engine_t *e)
         }
     }
     e->r.iteration_s = e->t - e->t0;
-    e->r.peak_resident = e->peak;
+    /* the measured replay's evictions count when they start: let those
+     * still queued start (what happens after its end is not timed) */
+    e->measuring = 0;
+    umadv__sim_advance(e, INFINITY);
+    e->r.peak_resident = e->core.peak;
+    e->r.dropped_bytes += e->core.dropped_bytes - e->dropped0;
     return UMADV_OK;
 }
 
 /* ------------------------------------------------------------ setup */
 
+static umadv_status_t core_init(sim_engine_t *e)
+{
+    umadv_core_params_t cp = {.trace = e->trace, .first_step = e->w->first, .nsteps = e->w->n,
+                              .policy = e->params->policy, .budget = e->params->budget,
+                              .schedule = e->params->schedule, .link = &e->params->link};
+
+    return umadv__core_init(&e->core, &cp);
+}
+
 umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
-                                      const umadv_sim_params_t *params, uint64_t budget)
+                                      const umadv_sim_params_t *params)
 {
     const umadv_trace_t *trace = w->trace;
     size_t ns = trace->nsections ? trace->nsections : 1;
+    umadv_status_t status;
 
     memset(e, 0, sizeof(*e));
     e->trace = trace;
     e->w = w;
     e->params = params;
     e->link = params->link;
-    e->budget = budget;
-    e->batch_bytes = umadv__schedule_batch_bytes(&params->link);
     e->next_id = 1;
-    e->lru_head = e->lru_tail = SIM_NIL;
-    e->state = calloc(ns, 1);
+    status = core_init(e);
+    if (status != UMADV_OK)
+        return status;
     e->fresh = calloc(ns, 1);
     e->dead = calloc(ns, 1);
     e->placed = calloc(ns, 1);
     e->owner = calloc(ns, sizeof(*e->owner));
     e->pending = calloc(ns, sizeof(*e->pending));
-    e->stamp = calloc(ns, sizeof(*e->stamp));
-    e->lru_prev = malloc(ns * sizeof(*e->lru_prev));
-    e->lru_next = malloc(ns * sizeof(*e->lru_next));
-    if (e->state == NULL || e->fresh == NULL || e->dead == NULL || e->placed == NULL ||
-        e->owner == NULL ||
-        e->pending == NULL || e->stamp == NULL || e->lru_prev == NULL || e->lru_next == NULL) {
+    if (e->fresh == NULL || e->dead == NULL || e->placed == NULL || e->owner == NULL ||
+        e->pending == NULL) {
         umadv__sim_engine_cleanup(e);
         return UMADV_ERR_NO_MEMORY;
     }
@@ -431,22 +438,17 @@ umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
 
 void umadv__sim_engine_cleanup(sim_engine_t *e)
 {
-    free(e->state);
+    umadv__core_cleanup(&e->core);
     free(e->fresh);
     free(e->dead);
     free(e->placed);
     free(e->owner);
     free(e->pending);
-    free(e->stamp);
-    free(e->lru_prev);
-    free(e->lru_next);
     free(e->fq);
     free(e->fb);
     free(e->fset);
     free(e->eq);
     free(e->touch);
-    free(e->victims);
-    free(e->scratch);
     memset(e, 0, sizeof(*e));
 }
 

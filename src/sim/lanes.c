@@ -1,6 +1,8 @@
 /*
- * The simulator's memory accounting, recency list and transfer lanes
- * (sim.c's opening comment describes the model).
+ * The simulator's transfer lanes (sim.c's opening comment describes the
+ * model). What may move, when and where is the replay core's (fetch
+ * verdicts, batches, section states: schedule/core.h); the lanes add
+ * only time: one call at a time on each, at the link model's cost.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,58 +20,7 @@ uint64_t umadv__sim_section_size(const sim_engine_t *e, uint32_t x)
 
 static uint32_t section_id(const sim_engine_t *e, uint32_t alloc, uint32_t index)
 {
-    return umadv__trace_section_id(e->trace, alloc, index);
-}
-
-/* ------------------------------------------------------------ memory, LRU */
-
-static void lru_unlink(sim_engine_t *e, uint32_t x)
-{
-    uint32_t p = e->lru_prev[x], n = e->lru_next[x];
-
-    if (p != SIM_NIL)
-        e->lru_next[p] = n;
-    else
-        e->lru_head = n;
-    if (n != SIM_NIL)
-        e->lru_prev[n] = p;
-    else
-        e->lru_tail = p;
-}
-
-static void lru_push_head(sim_engine_t *e, uint32_t x)
-{
-    e->lru_prev[x] = SIM_NIL;
-    e->lru_next[x] = e->lru_head;
-    if (e->lru_head != SIM_NIL)
-        e->lru_prev[e->lru_head] = x;
-    else
-        e->lru_tail = x;
-    e->lru_head = x;
-}
-
-void umadv__sim_take(sim_engine_t *e, uint32_t x)
-{
-    e->used += umadv__sim_section_size(e, x);
-    e->peak = UMADV_MAX(e->peak, e->used);
-}
-
-/* RESIDENT -> HOST without a copy. */
-uint64_t umadv__sim_release(sim_engine_t *e, uint32_t x)
-{
-    uint64_t size = umadv__sim_section_size(e, x);
-
-    lru_unlink(e, x);
-    e->state[x] = UMADV_SIM_HOST;
-    e->used -= size;
-    return size;
-}
-
-void umadv__sim_become_resident(sim_engine_t *e, uint32_t x)
-{
-    e->state[x] = UMADV_SIM_RESIDENT;
-    e->fresh[x] = 0;
-    lru_push_head(e, x);
+    return umadv__core_section(&e->core, alloc, index);
 }
 
 static int counting(const sim_engine_t *e, double now)
@@ -81,7 +32,7 @@ static int counting(const sim_engine_t *e, double now)
 
 static int fq_less(const sim_lane_op_t *a, const sim_lane_op_t *b)
 {
-    return a->need != b->need ? a->need < b->need : a->id < b->id;
+    return a->d.need != b->d.need ? a->d.need < b->d.need : a->id < b->id;
 }
 
 static void fq_sift_down(sim_engine_t *e, size_t i)
@@ -128,42 +79,34 @@ static void fq_pop(sim_engine_t *e)
     fq_sift_down(e, 0);
 }
 
-/* What the head op still has to move. Returns 0 when it must wait for a
- * section of its own to finish an eviction. */
-static int fetch_needs(const sim_engine_t *e, const sim_lane_op_t *op, uint64_t *room_p,
-                       uint64_t *copy_p)
+/* The op leaves the queue: its sections stop waiting for it. */
+static void fetch_unpend(sim_engine_t *e, const sim_lane_op_t *op)
 {
-    *room_p = *copy_p = 0;
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t x = section_id(e, op->alloc, op->first + i);
-        if (e->pending[x] != op->id)
-            continue;
-        if (e->state[x] == UMADV_SIM_EVICTING)
-            return 0;
-        if (e->state[x] == UMADV_SIM_HOST) {
-            *room_p += umadv__sim_section_size(e, x);
-            if (!e->fresh[x])
-                *copy_p += umadv__sim_section_size(e, x);
-        }
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        if (e->pending[x] == op->id)
+            e->pending[x] = 0;
     }
-    return 1;
 }
 
-/* The op's sections leave the queue; those on the host start moving in
- * the call of @owner (the op it serves, for a batch). */
-static void fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
+/* The op's sections on the host start moving in the call of @owner (the
+ * op it serves, for a batch). Returns the bytes the call copies for it
+ * (fresh sections are populated, not copied). */
+static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
 {
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t x = section_id(e, op->alloc, op->first + i);
-        if (e->pending[x] != op->id)
+    uint64_t copy = 0;
+
+    fetch_unpend(e, op);
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        if (e->core.state[x] != UMADV_SEC_HOST)
             continue;
-        e->pending[x] = 0;
-        if (e->state[x] == UMADV_SIM_HOST) {
-            e->state[x] = UMADV_SIM_FETCHING;
-            e->owner[x] = owner;
-            umadv__sim_take(e, x);
-        }
+        umadv__core_set_state(&e->core, x, UMADV_SEC_FETCHING);
+        e->owner[x] = owner;
+        if (!e->fresh[x])
+            copy += umadv__sim_section_size(e, x);
     }
+    return copy;
 }
 
 static int fb_add(sim_engine_t *e, const sim_lane_op_t *op)
@@ -175,27 +118,25 @@ static int fb_add(sim_engine_t *e, const sim_lane_op_t *op)
     return 1;
 }
 
-/* May @op ride along in the call of the same need? Small copies that fit
- * and wait for no eviction of their own (not fresh memory: populating
- * costs per range, batched or not); @copy_p: what it adds. */
-static int batch_joins(const sim_engine_t *e, const sim_lane_op_t *op, uint64_t *copy_p)
+/* Whether @op rides in the running call: the core's rule, and a copy
+ * (the executor only batches what copies). */
+static int batch_joins(const sim_engine_t *e, const sim_lane_op_t *op)
 {
-    uint64_t room;
+    uint64_t add;
 
-    return fetch_needs(e, op, &room, copy_p) && *copy_p > 0 && *copy_p == room &&
-           *copy_p <= e->batch_bytes && e->used + room <= e->budget;
+    return umadv__core_fetch_verdict(&e->core, &op->d, &add) == UMADV_FETCH_GO &&
+           umadv__core_batch_joins(&e->core, &op->d, e->f_cur.d.need, add);
 }
 
-/* The queued fetches of the head's need step join its call where
- * batch_joins says so (plan.h, BATCHES); the rest go back to the queue.
- * Returns the time they add to the call. */
-static double fetch_batch(sim_engine_t *e, const sim_lane_op_t *head)
+/* The queued fetches of the head's need step join its call where the core
+ * says so; the rest go back to the queue. Returns the time they add:
+ * half a latency per range and their bytes (schedule.h, BATCHES). */
+static double fetch_batch(sim_engine_t *e)
 {
     size_t nset = 0;
-    uint64_t copy;
     double total = 0;
 
-    while (e->fq_len > 0 && e->fq[0].need == head->need &&
+    while (e->fq_len > 0 && e->fq[0].d.need == e->f_cur.d.need &&
            umadv__array_reserve((void **)&e->fset, &e->fset_cap, nset + 1,
                                 sizeof(*e->fset)) == UMADV_OK) {
         e->fset[nset++] = e->fq[0];
@@ -203,64 +144,71 @@ static double fetch_batch(sim_engine_t *e, const sim_lane_op_t *head)
     }
     for (size_t i = 0; i < nset; i++) {
         const sim_lane_op_t *op = &e->fset[i];
+        uint64_t copy;
 
-        if (batch_joins(e, op, &copy) && fb_add(e, op)) {
-            fetch_claim(e, op, head->id);
-            total += umadv__link_time(e->link.fetch_latency / 2, e->link.fetch_bw, copy);
-            if (counting(e, e->f_cur.start))
-                e->r.fetched_bytes += copy;
-        } else if (fq_push(e, op) != UMADV_OK) {
-            fetch_claim(e, op, head->id); /* out of memory: it rides along */
+        if (!batch_joins(e, op) || !fb_add(e, op)) {
+            if (fq_push(e, op) != UMADV_OK)
+                fetch_unpend(e, op); /* out of memory: forgotten, the step faults */
+            continue;
         }
+        copy = fetch_claim(e, op, e->f_cur.id);
+        total += umadv__link_time(e->link.fetch_latency / 2, e->link.fetch_bw, copy);
+        if (counting(e, e->f_cur.start))
+            e->r.fetched_bytes += copy;
     }
     return total;
 }
 
-/* Start the earliest-needed queued fetch if it fits, with its batch; the
- * lane serves one call at a time and never skips its head (which would
- * take memory the head is waiting for). */
+/* Start the head's call at @now, with its batch. */
+static void fetch_start(sim_engine_t *e, const sim_lane_op_t *head, double now)
+{
+    uint64_t copy;
+
+    e->f_cur = *head;
+    e->f_cur.start = now;
+    e->f_running = 1;
+    e->fb_len = 0;
+    fb_add(e, head);
+    copy = fetch_claim(e, head, head->id);
+    if (counting(e, now))
+        e->r.fetched_bytes += copy;
+    e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy) +
+               fetch_batch(e);
+}
+
+/* Serve the earliest-needed queued fetch as the core's verdict says; the
+ * lane serves one call at a time and never skips a head that waits
+ * (which would take memory the head is waiting for). */
 void umadv__sim_try_start_fetch(sim_engine_t *e, double now)
 {
     while (!e->f_running && !e->f_hold && !e->f_defer && e->fq_len > 0) {
         sim_lane_op_t op = e->fq[0];
-        uint64_t room, copy;
+        uint64_t add;
 
-        if (!fetch_needs(e, &op, &room, &copy))
+        switch (umadv__core_fetch_verdict(&e->core, &op.d, &add)) {
+        case UMADV_FETCH_WAIT:
             return;
-        if (room == 0) {
+        case UMADV_FETCH_SKIP:
             fq_pop(e);
-            fetch_claim(e, &op, op.id);
+            fetch_unpend(e, &op);
             continue;
-        }
-        if (e->used + room > e->budget)
+        case UMADV_FETCH_GO:
+            fq_pop(e);
+            fetch_start(e, &op, now);
             return;
-        fq_pop(e);
-        fetch_claim(e, &op, op.id);
-        op.start = now;
-        e->f_cur = op;
-        e->f_running = 1;
-        e->fb_len = 0;
-        fb_add(e, &op);
-        if (counting(e, now))
-            e->r.fetched_bytes += copy;
-        e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy) +
-                   fetch_batch(e, &op);
+        }
     }
 }
 
 static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
 {
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t x = section_id(e, op->alloc, op->first + i);
-        if (e->state[x] != UMADV_SIM_FETCHING || e->owner[x] != owner)
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        if (e->core.state[x] != UMADV_SEC_FETCHING || e->owner[x] != owner)
             continue;
-        if (e->dead[x]) {
-            e->dead[x] = 0;
-            e->state[x] = UMADV_SIM_HOST;
-            e->used -= umadv__sim_section_size(e, x);
-        } else {
-            umadv__sim_become_resident(e, x);
-        }
+        e->fresh[x] = 0;
+        umadv__core_set_state(&e->core, x, e->dead[x] ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT);
+        e->dead[x] = 0;
     }
 }
 
@@ -275,125 +223,123 @@ static void complete_fetch(sim_engine_t *e)
     e->fb_len = 0;
 }
 
-void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
-                              uint64_t need, double now)
+void umadv__sim_enqueue_fetch(sim_engine_t *e, const umadv_core_op_t *d, double now)
 {
-    sim_lane_op_t op = {.alloc = alloc, .first = first, .count = count, .need = need};
-    int any = 0;
+    sim_lane_op_t op = {.d = *d, .step = e->cur_step, .queued = now};
 
     op.id = e->next_id++;
-    op.step = e->cur_step;
-    op.queued = now;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t x = section_id(e, alloc, first + i);
-        if (e->state[x] == UMADV_SIM_HOST || e->state[x] == UMADV_SIM_EVICTING) {
+    for (uint32_t i = 0; i < d->count; i++) {
+        uint32_t x = section_id(e, d->alloc, d->first + i);
+        if (e->core.state[x] == UMADV_SEC_HOST || e->core.state[x] == UMADV_SEC_EVICTING ||
+            e->core.state[x] == UMADV_SEC_OUT_QUEUED)
             e->pending[x] = op.id;
-            any = 1;
-        }
     }
-    if (any && fq_push(e, &op) != UMADV_OK) {
-        /* out of memory: forget the prefetch, the step will fault */
-        for (uint32_t i = 0; i < count; i++) {
-            uint32_t x = section_id(e, alloc, first + i);
-            if (e->pending[x] == op.id)
-                e->pending[x] = 0;
-        }
-    }
+    if (fq_push(e, &op) != UMADV_OK)
+        fetch_unpend(e, &op); /* out of memory: forgotten, the step faults */
     umadv__sim_try_start_fetch(e, now);
 }
 
 /* ------------------------------------------------------------ eviction lane */
 
-void umadv__sim_enqueue_evict(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
-                              double now)
+static sim_lane_op_t *eq_head(sim_engine_t *e)
 {
-    sim_lane_op_t op = {.alloc = alloc, .first = first, .count = count,
-                        .step = e->cur_step, .queued = now};
-    int queued;
-
-    if (e->eq_head > 0 && e->eq_head >= e->eq_len) {
-        /* keep the FIFO from creeping through memory */
-        memmove(e->eq, e->eq + e->eq_head, e->eq_len * sizeof(*e->eq));
-        e->eq_head = 0;
-    }
-    queued = umadv__array_reserve((void **)&e->eq, &e->eq_cap, e->eq_head + e->eq_len + 1,
-                                      sizeof(*e->eq)) == UMADV_OK;
-    uint64_t bytes = 0;
-
-    op.id = e->next_id++;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t x = section_id(e, alloc, first + i);
-        if (e->state[x] != UMADV_SIM_RESIDENT)
-            continue;
-        bytes += umadv__sim_section_size(e, x);
-        if (!queued) {
-            /* no memory to queue it: done at once, budget still kept */
-            umadv__sim_release(e, x);
-            continue;
-        }
-        lru_unlink(e, x);
-        e->state[x] = UMADV_SIM_EVICTING;
-        e->owner[x] = op.id;
-    }
-    if (e->measuring)
-        e->r.evicted_bytes += bytes;
-    if (bytes == 0 || !queued) {
-        umadv__sim_try_start_fetch(e, now);
-        return;
-    }
-    op.start = UMADV_MAX(now, e->e_free);
-    op.end = op.start + umadv__link_time(e->link.evict_latency, e->link.evict_bw, bytes);
-    e->e_free = op.end;
-    e->evicting_bytes += bytes;
-    e->eq[e->eq_head + e->eq_len++] = op;
+    return e->eq_len ? &e->eq[e->eq_head] : NULL;
 }
 
-static void complete_evict(sim_engine_t *e)
+/* The head starts at @now: its sections still decided out leave (a step
+ * that used one again has called it off); it takes latency + bytes /
+ * bandwidth, or nothing when nothing is left to move. */
+static void evict_start(sim_engine_t *e, sim_lane_op_t *op, double now)
 {
-    const sim_lane_op_t *op = &e->eq[e->eq_head];
+    uint64_t bytes = 0;
 
-    for (uint32_t i = 0; i < op->count; i++) {
-        uint32_t x = section_id(e, op->alloc, op->first + i);
-        if (e->state[x] != UMADV_SIM_EVICTING || e->owner[x] != op->id)
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        if (e->core.state[x] != UMADV_SEC_OUT_QUEUED)
             continue;
-        e->state[x] = UMADV_SIM_HOST;
-        e->used -= umadv__sim_section_size(e, x);
-        e->evicting_bytes -= umadv__sim_section_size(e, x);
+        umadv__core_set_state(&e->core, x, UMADV_SEC_EVICTING);
+        e->owner[x] = op->id;
+        bytes += umadv__sim_section_size(e, x);
     }
+    if (op->measured)
+        *(op->d.clean ? &e->r.dropped_bytes : &e->r.evicted_bytes) += bytes;
+    op->start = now;
+    op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency, e->link.evict_bw,
+                                                    op->d.clean ? 0 : bytes);
+}
+
+static void eq_pop(sim_engine_t *e)
+{
     e->eq_head++;
     e->eq_len--;
     if (e->eq_len == 0)
         e->eq_head = 0;
 }
 
-void umadv__sim_drop(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count, double now)
+void umadv__sim_enqueue_evict(sim_engine_t *e, const umadv_core_op_t *d, double now)
 {
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t x = section_id(e, alloc, first + i);
-        if (e->state[x] == UMADV_SIM_RESIDENT) {
-            uint64_t size = umadv__sim_release(e, x);
-            if (e->measuring)
-                e->r.dropped_bytes += size;
-        }
+    sim_lane_op_t op = {.d = *d, .step = e->cur_step, .queued = now, .measured = e->measuring};
+
+    if (e->eq_head > 0 && e->eq_head + e->eq_len == e->eq_cap) {
+        /* keep the FIFO from creeping through memory */
+        memmove(e->eq, e->eq + e->eq_head, e->eq_len * sizeof(*e->eq));
+        e->eq_head = 0;
     }
-    umadv__sim_try_start_fetch(e, now);
+    op.id = e->next_id++;
+    if (umadv__array_reserve((void **)&e->eq, &e->eq_cap, e->eq_head + e->eq_len + 1,
+                             sizeof(*e->eq)) != UMADV_OK) {
+        /* no memory to queue it: the data stays, as the executor's does */
+        for (uint32_t i = 0; i < d->count; i++) {
+            uint32_t x = section_id(e, d->alloc, d->first + i);
+            if (e->core.state[x] == UMADV_SEC_OUT_QUEUED)
+                umadv__core_set_state(&e->core, x, UMADV_SEC_RESIDENT);
+        }
+        return;
+    }
+    e->eq[e->eq_head + e->eq_len++] = op;
+    if (e->eq_len == 1)
+        evict_start(e, eq_head(e), now);
+}
+
+static void complete_evict(sim_engine_t *e, double now)
+{
+    const sim_lane_op_t *op = eq_head(e);
+
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        if (e->core.state[x] == UMADV_SEC_EVICTING && e->owner[x] == op->id)
+            umadv__core_set_state(&e->core, x, UMADV_SEC_HOST);
+    }
+    eq_pop(e);
+    if (e->eq_len > 0)
+        evict_start(e, eq_head(e), now);
+}
+
+int umadv__sim_evictions_block(const sim_engine_t *e, uint64_t need)
+{
+    for (size_t i = e->eq_head; i < e->eq_head + e->eq_len; i++) {
+        if (e->eq[i].d.blocking && e->eq[i].d.need <= need)
+            return 1;
+    }
+    return 0;
 }
 
 /* PREFERRED_HOST (with its ACCESSED_BY, which the model does not tell
  * apart) places the run on the host; NONE takes it back. Advice moves no
  * data: a run on the GPU stays there until evicted. */
-void umadv__sim_advise(sim_engine_t *e, const umadv_op_t *op)
+void umadv__sim_advise(sim_engine_t *e, umadv_advice_t advice, uint32_t alloc, uint32_t first,
+                       uint32_t count)
 {
     uint8_t placed;
 
-    if (op->advice == UMADV_ADVICE_PREFERRED_HOST)
+    if (advice == UMADV_ADVICE_PREFERRED_HOST)
         placed = 1;
-    else if (op->advice == UMADV_ADVICE_NONE)
+    else if (advice == UMADV_ADVICE_NONE)
         placed = 0;
     else
         return;
-    for (uint32_t i = 0; i < op->count; i++)
-        e->placed[section_id(e, op->alloc, op->first + i)] = placed;
+    for (uint32_t i = 0; i < count; i++)
+        e->placed[section_id(e, alloc, first + i)] = placed;
 }
 
 /* ------------------------------------------------------------ time */
@@ -428,27 +374,11 @@ void umadv__sim_advance(sim_engine_t *e, double until)
         if (UMADV_MIN(te, tf) > until) /* NaN compares false: processed, no stall */
             return;
         if (evict_first) {
-            complete_evict(e);
+            complete_evict(e, te);
             umadv__sim_try_start_fetch(e, te);
         } else {
             complete_fetch(e);
             umadv__sim_try_start_fetch(e, tf);
         }
     }
-}
-
-
-void umadv__sim_lru_touch(sim_engine_t *e, uint32_t x)
-{
-    lru_unlink(e, x);
-    lru_push_head(e, x);
-}
-
-uint32_t umadv__sim_lru_victim(const sim_engine_t *e, uint32_t after)
-{
-    uint32_t v = after == SIM_NIL ? e->lru_tail : e->lru_prev[after];
-
-    while (v != SIM_NIL && e->stamp[v] == e->cur_stamp)
-        v = e->lru_prev[v];
-    return v;
 }

@@ -2,31 +2,40 @@
  * The simulator: replays one policy on one iteration of a trace with the
  * link cost model and reports a steady-state iteration.
  *
- * MODEL (engine.c: steps; lanes.c: memory and transfers). Event-driven,
- * exact to the model (no time steps).
+ * MODEL (engine.c: steps; lanes.c: transfers). Event-driven, exact to the
+ * model (no time steps). What each policy does, what a fetch may do and
+ * which sections are evicted is not the simulator's: it drives the replay
+ * core (schedule/core.h), as the executor does, and adds only time.
  * - Compute lane: the window's steps in order, replayed warmup + 1 times;
  *   the last replay is measured. A step starts when the previous one ended
  *   and none of its sections is still on its way (being fetched, queued
  *   for a fetch, or finishing an eviction before a queued fetch brings it
- *   back). It then faults in whatever is missing: copied bytes / fault_bw,
+ *   back), and no eviction it waits for is still on its lane (demand).
+ *   It then faults in whatever is missing: copied bytes / fault_bw,
  *   plus fault_latency per fresh section (memory allocated in this replay
  *   and never touched: nothing to copy), and if the faults need room, it
- *   first evicts least recently used sections that it does not use, in
+ *   first evicts least recently used sections that it does not use (the
+ *   core's order: last use, then section id), in
  *   its own time (latency + bytes / evict_bw per run of adjacent
  *   sections), as the driver does in its fault path. Then it computes for
  *   its duration.
  * - Fetch lane: one transfer at a time, latency + copied bytes / fetch_bw
- *   per op (fresh sections cost no bytes). It serves queued fetches
- *   earliest need first (plan.h) and starts one only when the op fits the
- *   budget: the memory of a fetch counts from its start.
+ *   per call (fresh sections cost no bytes), half a latency and the bytes
+ *   for each fetch that rides in a batch (schedule.h, BATCHES). It serves
+ *   queued fetches earliest need first and starts, waits for or gives up
+ *   the head as the core's verdict says (it starts when the op fits the
+ *   budget: the memory of a fetch counts from its start).
  * - Eviction lane: one transfer at a time, FIFO, latency + bytes /
- *   evict_bw per op; an evicted section's memory counts until its
- *   eviction completes.
- * - Memory: a section is HOST, RESIDENT, FETCHING or EVICTING; the last
- *   three count against the budget, which no event ever exceeds (fetches
- *   wait; faults evict first). Allocations are born and freed as window.h
+ *   evict_bw per op, timed from when it starts: its sections still
+ *   decided out then leave (a step that used one again called it off); a
+ *   clean read-mostly copy copies nothing (latency only). An evicted
+ *   section's memory counts until its eviction completes.
+ * - Memory: a section is HOST, RESIDENT, FETCHING, OUT_QUEUED or
+ *   EVICTING (core.h); all but HOST count against the budget, which no
+ *   event ever exceeds (fetches wait; faults evict first). Every
+ *   allocation is bound from the start; it is born and freed as window.h
  *   describes: a free (or a BORN allocation's rebirth) releases its
- *   sections without a copy.
+ *   resident sections without a copy, and a decided eviction still runs.
  * - Host placement (plan only): a section under PREFERRED_HOST advice
  *   (plan.h's ADVISE ops; ACCESSED_BY goes with it and is not modelled
  *   apart) that is on the host when its step starts is read and written
@@ -45,14 +54,16 @@
  * - oracle: no budget, everything resident: the iteration takes the sum
  *   of the step durations; peak_resident is the largest total of live
  *   allocations at any step (transients only while alive), the footprint.
- * - demand: no prefetch; every missing section faults (LRU evictions in
- *   the fault path, serial with the step).
+ * - demand: no prefetch; when a step begins, least recently used sections
+ *   are evicted on the eviction lane until its missing data fits, and the
+ *   step waits for them; then every missing section faults.
  * - prefetch-all: at each step, evict least recently used sections not
  *   used by the step (eviction lane) until its missing sections fit, then
  *   fetch them all, coalesced per run; the step waits (no lookahead).
  * - plan: replay the schedule: at a step's start queue its FETCH ops
- *   (issue step), at its end queue its EVICT ops and apply its DROPs. It
- *   starts from the schedule's resident_at_start.
+ *   (issue step), at its end queue its EVICT ops and apply its DROPs. The
+ *   start fetches the schedule's resident_at_start, as the executor does;
+ *   the warmup replays reach the steady state.
  *
  * STALL ATTRIBUTION: a step's wait for its data is cut at each lane event
  * and each piece is charged to why the first section it still waits for
@@ -192,7 +203,7 @@ static umadv_status_t run_engine(const umadv_window_t *w, const umadv_sim_params
 
     if (status != UMADV_OK)
         return status;
-    status = umadv__sim_engine_init(&e, w, params, budget);
+    status = umadv__sim_engine_init(&e, w, params);
     if (status != UMADV_OK)
         return status;
     status = umadv__sim_engine_run(&e);

@@ -18,16 +18,9 @@
 
 #include <stdint.h>
 
-#include "plan/plan.h"
+#include "schedule/core.h"
+#include "schedule/schedule.h"
 #include "trace/trace.h"
-
-/* Where a section is, as an observer sees it. */
-typedef enum umadv_sim_state {
-    UMADV_SIM_HOST     = 0, /* not on the GPU (or never populated) */
-    UMADV_SIM_RESIDENT = 1,
-    UMADV_SIM_FETCHING = 2, /* being copied to the GPU: holds its memory */
-    UMADV_SIM_EVICTING = 3  /* being copied back: holds its memory until done */
-} umadv_sim_state_t;
 
 /*
  * Why a step waited before it could start (stall attribution). The wait
@@ -58,7 +51,8 @@ typedef struct umadv_sim_step_view {
     uint32_t       faults;    /* sections it faulted in */
     uint32_t       remote;    /* sections it accesses over the link */
     double         wait_s[UMADV_SIM_WAIT_COUNT]; /* why it started late */
-    const uint8_t *state;     /* per global section, umadv_sim_state_t */
+    const uint8_t *state;     /* per global section, umadv_sec_state_t
+                               * (schedule/core.h) */
     const uint8_t *placed;    /* per global section: advised to the host
                                * (PREFERRED_HOST + ACCESSED_BY in force) */
 } umadv_sim_step_view_t;

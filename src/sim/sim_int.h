@@ -1,7 +1,9 @@
 /*
- * The simulator's engine (engine.c): sections, memory, the two transfer
- * lanes and the compute lane; the policies (policy.c) plug into it at
- * each step's beginning and end. sim.c's opening comment has the model.
+ * The simulator's engine (engine.c): the compute lane and the two
+ * transfer lanes (lanes.c) driving the replay core (schedule/core.h),
+ * which holds the sections' states and decides what each policy does;
+ * policy.c hands its decisions to the lanes. sim.c's opening comment has
+ * the model.
  */
 #ifndef UMADV_SIM_SIM_INT_H
 #define UMADV_SIM_SIM_INT_H
@@ -9,20 +11,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "schedule/core.h"
 #include "schedule/window.h"
 #include "sim/sim.h"
 
 #define SIM_NIL UINT32_MAX
 
-/* A run of sections on a lane. */
+/* A decision of the replay core on a lane. */
 typedef struct sim_lane_op {
-    uint32_t alloc, first, count;
+    umadv_core_op_t d;
     uint32_t id;        /* > 0; sections it moves carry it as owner */
-    uint64_t need;      /* fetches: replay * n + need step (served in this order) */
     uint32_t step;      /* window step that issued it (stall attribution) */
     double   queued;    /* when it was issued */
-    double   start;     /* when its transfer starts (evictions: known at issue) */
-    double   end;       /* evictions: completion time */
+    double   start;     /* when its transfer started */
+    double   end;       /* evictions: completion time, once started */
+    int      measured;  /* evictions: issued in the measured replay, which
+                         * counts their bytes */
 } sim_lane_op_t;
 
 typedef struct sim_engine {
@@ -30,42 +34,34 @@ typedef struct sim_engine {
     const umadv_window_t     *w;
     const umadv_sim_params_t *params;
     umadv_link_model_t        link;
-    uint64_t                  budget;
+    umadv_core_t              core;   /* states, accounting, decisions */
 
-    /* per section */
-    uint8_t  *state;      /* umadv_sim_state_t */
+    /* per section, the model's own */
     uint8_t  *fresh;      /* allocated, not populated yet: nothing to copy */
     uint8_t  *dead;       /* freed while being fetched: release on arrival */
     uint8_t  *placed;     /* advised to the host: accessed there when not on
                            * the GPU (plan policy only) */
     uint32_t *owner;      /* lane op moving it (FETCHING / EVICTING) */
-    uint32_t *pending;    /* queued fetch op that will move it, 0 = none */
-    uint32_t *stamp;      /* step execution that touches it now */
-    uint32_t *lru_prev;   /* RESIDENT sections, most recently used at head */
-    uint32_t *lru_next;
-    uint32_t  lru_head, lru_tail;
-    uint64_t  used, peak, evicting_bytes;
+    uint32_t *pending;    /* queued fetch op that will look at it, 0 = none */
 
-    /* fetch lane: queued ops in a heap by (need, id), one running */
+    /* fetch lane: queued ops in a heap by (need, id), one call running */
     sim_lane_op_t *fq;
     size_t         fq_len, fq_cap;
     sim_lane_op_t  f_cur;     /* the op the running call serves */
-    sim_lane_op_t *fb;        /* every op of that call (plan.h, BATCHES) */
+    sim_lane_op_t *fb;        /* every op of that call (schedule.h, BATCHES) */
     size_t         fb_len, fb_cap;
     sim_lane_op_t *fset;      /* scratch: same-need ops left in the queue */
     size_t         fset_cap;
-    uint64_t       batch_bytes; /* umadv__schedule_batch_bytes of the link */
     int            f_running;
     double         f_end;
     int            f_hold;    /* a step is making room for its faults */
-    int            f_defer;   /* a policy is queueing a step's fetches: the
+    int            f_defer;   /* the core's decisions are being queued: the
                                * lane starts once they all are (the executor
                                * queues them under its lock) */
 
-    /* eviction lane: FIFO, completion times known at enqueue */
+    /* eviction lane: FIFO; the head runs, the rest wait for it */
     sim_lane_op_t *eq;
     size_t         eq_head, eq_len, eq_cap;
-    double         e_free;
 
     /* the step being run: its need key and its waits (sim.h) */
     uint64_t  cur_need;
@@ -73,36 +69,26 @@ typedef struct sim_engine {
     double    wait[UMADV_SIM_WAIT_COUNT];
 
     uint32_t  next_id;
-    uint32_t  cur_stamp;
     double    t;          /* compute lane: end of the last step */
     uint32_t  replay;
     uint32_t *touch;      /* scratch: the current step's sections */
     size_t    touch_cap;
-    uint32_t *victims;    /* scratch */
-    size_t    victims_cap;
-    uint32_t *scratch;
-    size_t    scratch_cap;
 
     /* the measured replay */
     int       measuring;
     double    t0;
+    uint64_t  dropped0;   /* the core's dropped bytes when it began */
     umadv_sim_result_t r;
 } sim_engine_t;
 
 umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
-                                      const umadv_sim_params_t *params, uint64_t budget);
+                                      const umadv_sim_params_t *params);
 void umadv__sim_engine_cleanup(sim_engine_t *e);
 
 /* Replay the window warmup + 1 times; fills e->r's counters and times. */
 umadv_status_t umadv__sim_engine_run(sim_engine_t *e);
 
-/* Memory and recency (lanes.c). take: one more section's bytes in use;
- * release: a RESIDENT section back to HOST without a copy; touch: most
- * recently used. */
-void umadv__sim_take(sim_engine_t *e, uint32_t x);
-uint64_t umadv__sim_release(sim_engine_t *e, uint32_t x);
-void umadv__sim_become_resident(sim_engine_t *e, uint32_t x);
-void umadv__sim_lru_touch(sim_engine_t *e, uint32_t x);
+uint64_t umadv__sim_section_size(const sim_engine_t *e, uint32_t x);
 
 /* Lanes (lanes.c): start the fetch lane's head if it can; the time of the
  * next lane event (INFINITY if none); process lane events up to @until. */
@@ -112,24 +98,18 @@ double umadv__sim_next_event(const sim_engine_t *e);
  * time is INFINITY: with absurd link figures an event can lie there. */
 int umadv__sim_lanes_busy(const sim_engine_t *e);
 void umadv__sim_advance(sim_engine_t *e, double until);
+/* Whether an eviction the step of @need waits for is still on its lane
+ * (demand: its faults need the room). */
+int umadv__sim_evictions_block(const sim_engine_t *e, uint64_t need);
 
-/* Lane and memory operations, for the policies. */
-void umadv__sim_enqueue_fetch(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
-                              uint64_t need, double now);
-void umadv__sim_enqueue_evict(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count,
-                              double now);
-void umadv__sim_drop(sim_engine_t *e, uint32_t alloc, uint32_t first, uint32_t count, double now);
-void umadv__sim_advise(sim_engine_t *e, const umadv_op_t *op);
-uint64_t umadv__sim_section_size(const sim_engine_t *e, uint32_t x);
+/* The core's decisions onto the lanes (lanes.c). */
+void umadv__sim_enqueue_fetch(sim_engine_t *e, const umadv_core_op_t *d, double now);
+void umadv__sim_enqueue_evict(sim_engine_t *e, const umadv_core_op_t *d, double now);
+void umadv__sim_advise(sim_engine_t *e, umadv_advice_t advice, uint32_t alloc, uint32_t first,
+                       uint32_t count);
 
-/* The least recently used resident section older than @after (SIM_NIL:
- * the oldest) that the current step does not use, or SIM_NIL. */
-uint32_t umadv__sim_lru_victim(const sim_engine_t *e, uint32_t after);
-
-/* Policy hooks, called with the lanes advanced to @now; at the beginning
- * e->touch[0 .. count) holds the step's sections. */
-void umadv__sim_policy_begin(sim_engine_t *e, uint32_t j, double now, size_t count);
-void umadv__sim_policy_end(sim_engine_t *e, uint32_t j, double now);
+/* Queue the decisions in e->core.out (policy.c). */
+void umadv__sim_take_decisions(sim_engine_t *e, double now);
 
 /* Sort section ids and call @fn on each run of adjacent sections of one
  * allocation; returns the number of runs. */
