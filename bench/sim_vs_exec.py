@@ -264,11 +264,12 @@ def plan_results(args, name, trace, budget, more=()):
         doc = json.loads(stdout)
         block = doc["budgets"][0]
         sims = {r["policy"]: r for r in block["policies"]}
+        plan = {"trace": doc["trace"], "schedule": block["schedule"]}
     except (ValueError, KeyError, IndexError, TypeError) as e:
         fail("%s: no umadv-plan JSON (%s: %s); see %s" % (line, type(e).__name__, e, log))
     with open(os.path.join(args.out, name + ".json"), "w") as f:
         f.write(stdout)
-    return sims, {"trace": doc.get("trace"), "schedule": block.get("schedule")}, line
+    return sims, plan, line
 
 
 def simulate(args, name, trace, budget):
@@ -332,9 +333,11 @@ def measure_budget(args, prefix, pct, footprint):
     sims, plan, sim_lines = simulate(args, name, trace, budget)
     rows = [compare(pct, budget, p, sims.get(p, {"refused": "not simulated"}), measured[p])
             for p in POLICIES]
-    info = {"budget_pct": pct, "budget": budget, "trace": trace,
-            "executor_command": exec_line, "simulator_commands": sim_lines,
-            "trace_info": plan.get("trace"), "schedule": plan.get("schedule")}
+    fetch_bw, evict_bw = link_model(trace)  # the link the simulation uses
+    info = {"budget_pct": pct, "budget": budget, "trace": trace, "fetch_bw": fetch_bw,
+            "evict_bw": evict_bw, "executor_command": exec_line,
+            "simulator_commands": sim_lines, "trace_info": plan["trace"],
+            "schedule": plan["schedule"]}
     return info, rows
 
 
@@ -383,21 +386,19 @@ def print_table(rows):
     print("%d of %d rows agree" % (good, len(rows)))
 
 
-def print_header(args, footprint, link, budgets):
+def print_header(args, footprint, budgets):
     workload = ("torch_train.py %s batch %d" % (args.torch, args.batch) if args.torch else
                 "mlp_train batch %d hidden %d layers %d" % (args.batch, args.hidden,
                                                             args.layers))
-    print("%s, %d iterations per policy; footprint %.2f GiB; link fetch %.1f GB/s evict "
-          "%.1f GB/s (footprint run's probe)" % (workload, args.iters, footprint / GIB,
-                                                  link[0] / 1e9, link[1] / 1e9))
+    print("%s, %d iterations per policy; footprint %.2f GiB" % (workload, args.iters,
+                                                                footprint / GIB))
     for b in budgets:
-        info = b["trace_info"] or {}  # none: the simulator refused the budget
-        compute = info.get("compute_ms")
+        info = b["trace_info"]
         note = ("" if "timing pass" in (info.get("source") or "") else
-                "  WARNING: no timing pass in its source, durations as profiled")
-        print("budget %d%%: trace %s, compute %s ms%s" % (
-            b["budget_pct"], b["trace"], "-" if compute is None else "%.1f" % compute,
-            note if info else ""))
+                "; WARNING: no timing pass in its source, durations as profiled")
+        print("budget %d%%: trace %s, compute %.1f ms, link fetch %.1f GB/s evict %.1f GB/s%s"
+              % (b["budget_pct"], b["trace"], info["compute_ms"], b["fetch_bw"] / 1e9,
+                 b["evict_bw"] / 1e9, note))
 
 
 def main():
@@ -408,7 +409,6 @@ def main():
         first, trace, line = run_executor(args, prefix + "-footprint", ["oracle"], 0,
                                           FOOTPRINT_ITERS)
         footprint = first["oracle"]["managed_peak"]
-        link = link_model(trace)
         budgets, rows = [], []
         for pct in args.budgets:
             info, r = measure_budget(args, prefix, pct, footprint)
@@ -417,12 +417,12 @@ def main():
     except Failure as e:
         sys.exit("bench: %s" % e)
     result = {"config": vars(args), "footprint": footprint, "footprint_trace": trace,
-              "footprint_command": line, "fetch_bw": link[0], "evict_bw": link[1],
+              "footprint_command": line,
               "tolerance": {"time": TIME_TOLERANCE, "bytes": BYTES_TOLERANCE},
               "budgets": budgets, "rows": rows}
     with open(os.path.join(args.out, "sim_vs_exec.json"), "w") as f:
         json.dump(result, f, indent=1)
-    print_header(args, footprint, link, budgets)
+    print_header(args, footprint, budgets)
     print_table(rows)
 
 

@@ -187,8 +187,10 @@ ok $? "sim_vs_exec.py runs over the stand-ins, exit 0 with rows that disagree" |
 # Each budget's process profiles (oracle first), saves the trace, and that
 # file is simulated under the process's budget, iteration 0.
 trace50=$tmp/sv/mlp-50.umt
-grep -q -- "--policies oracle,demand,prefetch-all,plan --save-trace $trace50\$" "$tmp/sv/mlp-50.log" &&
-    budget_value sv 50 executor_command | grep -q 'UMADV_BUDGET=2147483648 .*UMADV_REPROFILE_FAULTS=0 ' &&
+grep -q -- "--policies oracle,demand,prefetch-all,plan --save-trace $trace50\$" \
+    "$tmp/sv/mlp-50.log" &&
+    budget_value sv 50 executor_command |
+    grep -q 'UMADV_BUDGET=2147483648 .*UMADV_REPROFILE_FAULTS=0 ' &&
     budget_value sv 50 executor_command | grep -q -- '-u UMADV_LOOKAHEAD ' &&
     [ "$(budget_value sv 50 simulator_commands)" = \
       "[\"$fake_umadv plan $trace50 --budget 2147483648 --iteration 0 --json\"]" ]
@@ -198,7 +200,8 @@ ok $? "one process per budget saves the trace it replays; that trace is simulate
 # 2 GiB fetched against 2 GiB + 10 MiB (0.49%): it agrees.
 awk -v x="$(sfield sv 50 plan x_sim)" 'BEGIN { exit !(x > 1.04166 && x < 1.04167) }' &&
     [ "$(sfield sv 50 plan flags)" = "[]" ] && [ "$(sfield sv 50 oracle flags)" = "[]" ] &&
-    grep -q '^50% 2.00G  *plan  *120.0  *125.0  *1.042  *2.010  *2.000  *1.000  *1.000 .* ok$' "$tmp/sv.table"
+    grep -q '^50% 2.00G  *plan  *120.0  *125.0  *1.042  *2.010  *2.000  *1.000  *1.000 .* ok$' \
+        "$tmp/sv.table"
 ok $? "measured over simulated time; bytes within 1% agree"
 
 [ "$(sfield sv 50 prefetch-all flags)" = "['TIME']" ] &&
@@ -207,17 +210,21 @@ ok $? "measured over simulated time; bytes within 1% agree"
     grep -q '^50% 2.00G  *demand .* BYTES$' "$tmp/sv.table"
 ok $? "time off by 25% is flagged TIME, 3 GiB evicted against none BYTES"
 
-[ "$(sfield sv 20 demand refused_by)" = simulator ] && [ "$(sfield sv 20 demand flags)" = "['REFUSED']" ] &&
-    [ "$(sfield sv 20 prefetch-all refused_by)" = both ] && [ "$(sfield sv 20 prefetch-all flags)" = "[]" ] &&
+[ "$(sfield sv 20 demand refused_by)" = simulator ] &&
+    [ "$(sfield sv 20 demand flags)" = "['REFUSED']" ] &&
+    [ "$(sfield sv 20 prefetch-all refused_by)" = both ] &&
+    [ "$(sfield sv 20 prefetch-all flags)" = "[]" ] &&
     [ "$(sfield sv 20 oracle x_sim)" = 1.0 ] &&
-    grep -q -- '--budget 100% --iteration 0 --json --policy oracle' "$tmp/sv/mlp-20.plan-oracle.log"
+    grep -q -- '--budget 100% --iteration 0 --json --policy oracle' \
+        "$tmp/sv/mlp-20.plan-oracle.log"
 ok $? "a budget the simulator refuses: REFUSED where the executor ran, oracle simulated alone"
 
 sve svt -- --umadv "$fake_umadv" --torch resnet50 --lib /dev/null \
     --script "$srcdir/tests/bench/fake_torch_train.py" --budgets 50
 [ "$(cat "$tmp/svt.rc")" -eq 0 ] && [ "$(sfield svt 50 plan x_sim)" = 2.5 ] &&
     [ "$(sfield svt 50 plan flags)" = "['TIME', 'BYTES']" ] &&
-    grep -q -- '--model resnet50 --batch 64 --umadv --iters 8 --policies oracle,demand,prefetch-all,plan --trace' "$tmp/svt/resnet50-50.log"
+    grep -q -- '--batch 64 --umadv --iters 8 --policies oracle,demand,prefetch-all,plan --trace' \
+        "$tmp/svt/resnet50-50.log"
 ok $? "--torch: torch_train.py's JSON against the simulation" || diag "$tmp/svt.err"
 
 # The real command on a trace mlp_train recorded: the script's command
@@ -249,7 +256,8 @@ fi
 # Failures: no result is exit 1 with the reason, never a table.
 sve svf -- --umadv "$fake_umadv" --budgets 50 --exe false
 sve svj FAKE_PLAN_BREAK=json -- --umadv "$fake_umadv" --budgets 50
-[ "$(cat "$tmp/svf.rc")" -eq 1 ] && grep -q '^bench: mlp-footprint failed (exit 1)' "$tmp/svf.err" &&
+[ "$(cat "$tmp/svf.rc")" -eq 1 ] &&
+    grep -q '^bench: mlp-footprint failed (exit 1)' "$tmp/svf.err" &&
     [ "$(cat "$tmp/svj.rc")" -eq 1 ] && grep -q 'no umadv-plan JSON' "$tmp/svj.err" &&
     [ ! -s "$tmp/svj.table" ] && [ ! -e "$tmp/svj/sim_vs_exec.json" ]
 ok $? "a run or a simulation that fails exits 1 and says which"
