@@ -10,7 +10,14 @@
 # losses compared with native PyTorch's. bench/longrun.py over
 # tests/bench/fake_longrun_{mlp,torch}.py: its table, its JSON, and its
 # verdict failing on weights unlike oracle's, a block over its budget,
-# or managed bytes left. Skipped without python3.
+# or managed bytes left. bench/sim_vs_exec.py over fake_mlp_train.py
+# (fake_torch_train.py with --torch) and tests/bench/fake_umadv.py, a
+# stand-in for umadv plan --json: the trace each budget's process saves
+# is the one simulated, at that budget; measured over simulated time and
+# bytes, flagged beyond 15% and 1%; a budget the simulator refuses; a
+# failed run. Then over the real umadv plan and a trace mlp_train
+# recorded: its numbers reported unchanged, its refusal recognised.
+# Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP no python3"
@@ -50,9 +57,12 @@ ok $? "budgets are shares of the managed peak, in whole MiB"
     awk -v b="$(field plan 50 bound_ms)" 'BEGIN { exit !(b > 107.37 && b < 107.38) }'
 ok $? "x oracle against the same process's oracle; the bound from the link record"
 
-[ "$(field prefetch-all 20 too_small)" = "budget too small" ] &&
-    grep -q 'prefetch-all *refused: budget too small' "$tmp/table"
-ok $? "a policy umadv refused is shown as refused"
+# The stand-in logs umadv's error as the planner does; the row gives it.
+case $(field prefetch-all 20 too_small) in
+"step 3 (fc1.backward) touches 1.00 GiB at once, more than the budget of 819.00 MiB"*) true ;;
+*) false ;;
+esac && grep -q 'prefetch-all *refused: step 3 (fc1.backward)' "$tmp/table"
+ok $? "a policy umadv refused is shown as refused, with umadv's reason"
 
 [ "$(field demand 50 bitwise_identical)" = False ] && [ "$(field plan 50 bitwise_identical)" = True ]
 ok $? "a checksum that differs from oracle's is flagged, an equal one is not"
@@ -129,5 +139,127 @@ ok $? "managed bytes left at exit fail the long run"
 longrun params FAKE_BREAK=params
 [ "$(cat "$tmp/params.rc")" -eq 1 ] && [ "$(lfield params resnet50 prefetch-all bitwise_equal)" = False ]
 ok $? "PyTorch parameters unlike oracle's fail the long run"
+
+
+# ---- bench/sim_vs_exec.py ---------------------------------------------
+
+# sve NAME [ENV=VALUE...] -- ARGS...: the script into $tmp/NAME, over
+# fake_mlp_train.py unless ARGS say otherwise; NAME.table, .err, .rc
+sve() {
+    name=$1
+    shift
+    # "--" becomes the script and its defaults, in place (each word goes
+    # round to the end once): env ENV... python3 sim_vs_exec.py ... ARGS...
+    i=$#
+    while [ "$i" -gt 0 ]; do
+        word=$1
+        shift
+        if [ "$word" = -- ]; then
+            set -- "$@" python3 "$srcdir/bench/sim_vs_exec.py" \
+                --exe "$srcdir/tests/bench/fake_mlp_train.py" --out "$tmp/$name"
+        else
+            set -- "$@" "$word"
+        fi
+        i=$((i - 1))
+    done
+    env "$@" >"$tmp/$name.table" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+
+sfield() { # NAME PCT POLICY KEY: in NAME/sim_vs_exec.json
+    row_value "$tmp/$1/sim_vs_exec.json" "$4" budget_pct="$2" policy="$3"
+}
+
+# budget_value NAME PCT KEY: KEY of the budget PCT of NAME/sim_vs_exec.json
+budget_value() {
+    python3 -c '
+import json, sys
+b = [b for b in json.load(open(sys.argv[1]))["budgets"] if str(b["budget_pct"]) == sys.argv[2]]
+print(json.dumps(b[0][sys.argv[3]]) if b else "missing")' "$tmp/$1/sim_vs_exec.json" "$2" "$3"
+}
+
+fake_umadv=$srcdir/tests/bench/fake_umadv.py
+sve sv -- --umadv "$fake_umadv" --budgets 20,50
+[ "$(cat "$tmp/sv.rc")" -eq 0 ] && grep -q '^4 of 8 rows agree$' "$tmp/sv.table"
+ok $? "sim_vs_exec.py runs over the stand-ins, exit 0 with rows that disagree" ||
+    diag "$tmp/sv.err"
+
+# Each budget's process profiles (oracle first), saves the trace, and that
+# file is simulated under the process's budget, iteration 0.
+trace50=$tmp/sv/mlp-50.umt
+grep -q -- "--policies oracle,demand,prefetch-all,plan --save-trace $trace50\$" \
+    "$tmp/sv/mlp-50.log" &&
+    budget_value sv 50 executor_command |
+    grep -q 'UMADV_BUDGET=2147483648 .*UMADV_REPROFILE_FAULTS=0 ' &&
+    budget_value sv 50 executor_command | grep -q -- '-u UMADV_LOOKAHEAD ' &&
+    [ "$(budget_value sv 50 simulator_commands)" = \
+      "[\"$fake_umadv plan $trace50 --budget 2147483648 --iteration 0 --json\"]" ]
+ok $? "one process per budget saves the trace it replays; that trace is simulated at its budget"
+
+# Against fake_umadv.py's table: plan 125 ms measured, 120 simulated,
+# 2 GiB fetched against 2 GiB + 10 MiB (0.49%): it agrees.
+awk -v x="$(sfield sv 50 plan x_sim)" 'BEGIN { exit !(x > 1.04166 && x < 1.04167) }' &&
+    [ "$(sfield sv 50 plan flags)" = "[]" ] && [ "$(sfield sv 50 oracle flags)" = "[]" ] &&
+    grep -q '^50% 2.00G  *plan  *120.0  *125.0  *1.042  *2.010  *2.000  *1.000  *1.000 .* ok$' \
+        "$tmp/sv.table"
+ok $? "measured over simulated time; bytes within 1% agree"
+
+[ "$(sfield sv 50 prefetch-all flags)" = "['TIME']" ] &&
+    [ "$(sfield sv 50 demand flags)" = "['BYTES']" ] &&
+    grep -q '^50% 2.00G  *prefetch-all .* TIME$' "$tmp/sv.table" &&
+    grep -q '^50% 2.00G  *demand .* BYTES$' "$tmp/sv.table"
+ok $? "time off by 25% is flagged TIME, 3 GiB evicted against none BYTES"
+
+[ "$(sfield sv 20 demand refused_by)" = simulator ] &&
+    [ "$(sfield sv 20 demand flags)" = "['REFUSED']" ] &&
+    [ "$(sfield sv 20 prefetch-all refused_by)" = both ] &&
+    [ "$(sfield sv 20 prefetch-all flags)" = "[]" ] &&
+    [ "$(sfield sv 20 oracle x_sim)" = 1.0 ] &&
+    grep -q -- '--budget 100% --iteration 0 --json --policy oracle' \
+        "$tmp/sv/mlp-20.plan-oracle.log"
+ok $? "a budget the simulator refuses: REFUSED where the executor ran, oracle simulated alone"
+
+sve svt -- --umadv "$fake_umadv" --torch resnet50 --lib /dev/null \
+    --script "$srcdir/tests/bench/fake_torch_train.py" --budgets 50
+[ "$(cat "$tmp/svt.rc")" -eq 0 ] && [ "$(sfield svt 50 plan x_sim)" = 2.5 ] &&
+    [ "$(sfield svt 50 plan flags)" = "['TIME', 'BYTES']" ] &&
+    grep -q -- '--batch 64 --umadv --iters 8 --policies oracle,demand,prefetch-all,plan --trace' \
+        "$tmp/svt/resnet50-50.log"
+ok $? "--torch: torch_train.py's JSON against the simulation" || diag "$tmp/svt.err"
+
+# The real command on a trace mlp_train recorded: the script's command
+# line is one umadv plan takes, and it reports the simulation unchanged.
+mlp_trace=$srcdir/data/traces/h200-mlp16-bs32768.umt
+if [ -x "$umadv" ]; then
+    sve svr FAKE_TRACE="$mlp_trace" -- --umadv "$umadv" --budgets 20,75
+    "$umadv" plan "$mlp_trace" --budget 3221225472 --iteration 0 --json >"$tmp/direct.json"
+    python3 -c '
+import json, sys
+direct = {r["policy"]: r for r in json.load(open(sys.argv[1]))["budgets"][0]["policies"]}
+rows = [r for r in json.load(open(sys.argv[2]))["rows"] if r["budget_pct"] == 75]
+keys = ("ms_per_iter", "fetched_bytes", "evicted_bytes", "faults", "fault_bytes")
+same = [all(r["sim"][k] == direct[r["policy"]][k] for k in keys) for r in rows]
+sys.exit(not (len(rows) == 4 and all(same) and direct["plan"]["fetched_bytes"] > 0))' \
+        "$tmp/direct.json" "$tmp/svr/sim_vs_exec.json"
+    ok $? "umadv plan on a real trace: the script's numbers are the command's own" ||
+        diag "$tmp/svr.err"
+    case $(sfield svr 20 plan sim) in
+    "{'refused': 'budget 819.00 MiB is too small: the largest step needs 2.13 GiB"*) true ;;
+    *) false ;;
+    esac && [ "$(sfield svr 20 oracle flags)" = "['TIME']" ]
+    ok $? "umadv plan's refusal of a budget below the largest step is recognised"
+else
+    ok 0 "# SKIP $umadv is not built"
+    ok 0 "# SKIP $umadv is not built"
+fi
+
+# Failures: no result is exit 1 with the reason, never a table.
+sve svf -- --umadv "$fake_umadv" --budgets 50 --exe false
+sve svj FAKE_PLAN_BREAK=json -- --umadv "$fake_umadv" --budgets 50
+[ "$(cat "$tmp/svf.rc")" -eq 1 ] &&
+    grep -q '^bench: mlp-footprint failed (exit 1)' "$tmp/svf.err" &&
+    [ "$(cat "$tmp/svj.rc")" -eq 1 ] && grep -q 'no umadv-plan JSON' "$tmp/svj.err" &&
+    [ ! -s "$tmp/svj.table" ] && [ ! -e "$tmp/svj/sim_vs_exec.json" ]
+ok $? "a run or a simulation that fails exits 1 and says which"
 
 tap_done

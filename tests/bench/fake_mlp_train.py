@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""A stand-in for examples/mlp_train in the tests of bench/policies.py: it
-prints what mlp_train prints for each policy of --policies, from numbers
-made up so that the script's arithmetic can be checked, and writes a trace
-with a link record for --save-trace. Budget below 1 GiB: prefetch-all is
-refused (run_skipped), as umadv refuses a policy whose step does not fit."""
+"""A stand-in for examples/mlp_train in the tests of bench/policies.py and
+bench/sim_vs_exec.py: it prints what mlp_train prints for each policy of
+--policies, from numbers made up so that the scripts' arithmetic can be
+checked, and writes a trace with a link record for --save-trace (a copy
+of $FAKE_TRACE if set, a real trace that `umadv plan` can simulate).
+Budget below 1 GiB: prefetch-all is refused (run_skipped, and umadv's
+error on standard error), as umadv refuses a policy whose step does not
+fit."""
 import argparse
 import os
+import shutil
+import sys
 
 GIB = 1 << 30
 MS = {"oracle": 100.0, "demand": 400.0, "prefetch-all": 200.0, "plan": 125.0}
@@ -19,13 +24,18 @@ def main():
     p.add_argument("--save-trace")
     a = p.parse_args()
     budget = int(os.environ.get("UMADV_BUDGET", "0"))
-    if a.save_trace:
+    if a.save_trace and os.environ.get("FAKE_TRACE"):
+        shutil.copyfile(os.environ["FAKE_TRACE"], a.save_trace)
+    elif a.save_trace:
         with open(a.save_trace, "w") as f:
             f.write("umadv-trace 1\nlink fetch_bw=5e10 fetch_latency=1e-4 evict_bw=1e10 "
                     "evict_latency=5e-5\n")
     for policy in a.policies.split(","):
         print("run %s" % policy)
         if policy == "prefetch-all" and 0 < budget < GIB:
+            print("umadv: error: step 3 (fc1.backward) touches 1.00 GiB at once, more than "
+                  "the budget of %.2f MiB: raise the budget to at least that"
+                  % (budget / 1048576.0), file=sys.stderr)
             print("run_skipped budget too small")
             continue
         for it in range(a.iters):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for examples/torch_train.py in the tests of
-bench/torch_policies.py: it writes the --json document torch_train.py
+bench/torch_policies.py and bench/sim_vs_exec.py: it writes the --json document torch_train.py
 writes, from made-up numbers, so that the script's arithmetic can be
 checked without PyTorch or a GPU, and a trace with a link record for
 --trace. Under a budget, VGG-16's demand run computes other losses (as a
