@@ -74,7 +74,8 @@ static umadv_status_t core_init(umadv_exec_t *e)
 {
     umadv_core_params_t cp = {.trace = e->p.trace, .first_step = e->p.first_step,
                               .nsteps = e->p.nsteps, .policy = e->p.policy,
-                              .budget = e->p.budget, .schedule = e->p.schedule};
+                              .budget = e->p.budget, .schedule = e->p.schedule,
+                              .observe = e->p.decisions, .observe_arg = e->p.decisions_arg};
 
     if (e->p.ops == NULL)
         return UMADV_ERR_INVALID_PARAM;
@@ -476,6 +477,23 @@ void umadv__exec_get_stats(umadv_exec_t *e, umadv_exec_stats_t *stats)
 {
     pthread_mutex_lock(&e->lock);
     stats_now(e, stats);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int lanes_idle(const umadv_exec_t *e)
+{
+    return umadv__exec_queue_peek((exec_lane_t *)&e->fetch) == NULL &&
+           umadv__exec_queue_peek((exec_lane_t *)&e->evict) == NULL &&
+           !e->fetch.working && !e->evict.working;
+}
+
+void umadv__exec_drain(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->draining++;
+    while (!e->broken && !lanes_idle(e))
+        pthread_cond_wait(&e->cond, &e->lock);
+    e->draining--;
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -36,7 +36,8 @@
 #include <umadv.h>
 
 #include "cuda_ops/cuda_ops.h"
-#include "plan/plan.h"
+#include "schedule/core.h"
+#include "schedule/schedule.h"
 #include "trace/trace.h"
 
 typedef struct umadv_exec umadv_exec_t;
@@ -60,6 +61,9 @@ typedef struct umadv_exec_params {
     const struct umadv_numa_place *numa;    /* host node of evictions and host advice,
                                              * cores of the threads; outlives the
                                              * executor. NULL: plain host, unbound */
+    umadv_core_observer_t   decisions;      /* shown the replay core's decisions
+                                             * (tests); NULL: none */
+    void                   *decisions_arg;
 } umadv_exec_params_t;
 
 typedef struct umadv_exec_stats {
@@ -140,6 +144,10 @@ void umadv__exec_step_end(umadv_exec_t *exec, umadv_stream_t stream);
 void umadv__exec_note_faults(umadv_exec_t *exec, uint64_t n);
 
 void umadv__exec_get_stats(umadv_exec_t *exec, umadv_exec_stats_t *stats);
+
+/* Wait until both lanes are idle with nothing queued (or the executor is
+ * broken): every decision made so far has been carried out. */
+void umadv__exec_drain(umadv_exec_t *exec);
 
 /* 1 once a CUDA call failed: the executor stopped issuing (plain managed
  * memory from then on). */

@@ -71,6 +71,7 @@ typedef struct exec_lane {
     size_t         batch_cap, batch_sizes_cap;
     uint64_t       busy_need;       /* key of the op in flight, EXEC_KEY_NONE */
     int            busy_blocking;
+    int            working;         /* serving an op (lane_run) */
 } exec_lane_t;
 
 /* pages.c: where the pages of a section-sized range last went. */
@@ -93,6 +94,8 @@ struct umadv_exec {
     pthread_cond_t          mon_cond;  /* wakes the monitor to stop */
     int                     stop;
     int                     broken;    /* a CUDA call failed: issue nothing more */
+    int                     draining;  /* threads in umadv__exec_drain: a lane
+                                        * going idle wakes them */
 
     exec_lane_t             fetch, evict;
     pthread_t               monitor;

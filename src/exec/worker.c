@@ -536,8 +536,16 @@ static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t
     lane_open(e, lane);
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
-        if (!one(e))
-            pthread_cond_wait(&e->cond, &e->lock);
+        int served;
+
+        lane->working = 1;
+        served = one(e);
+        lane->working = 0;
+        if (served)
+            continue;
+        if (e->draining > 0 && umadv__exec_queue_peek(lane) == NULL)
+            pthread_cond_broadcast(&e->cond); /* idle: a drain may be over */
+        pthread_cond_wait(&e->cond, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
     if (lane->stream != NULL)

@@ -103,6 +103,12 @@ typedef struct umadv_core_lru {
     size_t          walk_cap;
 } umadv_core_lru_t;
 
+struct umadv_core;
+
+/* Shown every list of decisions as it is made (core->out, with the
+ * position: core->key, core->step), for tests and logs. */
+typedef void (*umadv_core_observer_t)(void *arg, const struct umadv_core *core);
+
 typedef struct umadv_core_params {
     const umadv_trace_t    *trace;        /* finalized; outlives the core */
     uint32_t                first_step;   /* global index of the replayed iteration */
@@ -111,6 +117,8 @@ typedef struct umadv_core_params {
     uint64_t                budget;       /* resolved: bytes, 0 = none (oracle: none) */
     const umadv_schedule_t *schedule;     /* plan; outlives the core */
     const umadv_link_model_t *link;       /* sizes batches; NULL: the trace's */
+    umadv_core_observer_t   observe;      /* NULL: none */
+    void                   *observe_arg;
 } umadv_core_params_t;
 
 /* Drivers read the fields; they change them only through the functions. */

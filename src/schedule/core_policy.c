@@ -151,6 +151,12 @@ static void out_clear(umadv_core_t *c)
     c->out_lost = 0;
 }
 
+static void out_show(const umadv_core_t *c)
+{
+    if (c->p.observe != NULL)
+        c->p.observe(c->p.observe_arg, c);
+}
+
 /* ---- the start and binding ---------------------------------------------- */
 
 static int start_keeps(const umadv_core_t *c, uint32_t s)
@@ -184,6 +190,7 @@ void umadv__core_start(umadv_core_t *c)
     }
     decide_runs(c, c->scratch, nkeep, UMADV_OP_FETCH, 0, 1);
     decide_runs(c, c->scratch + n - nout, nout, UMADV_OP_EVICT, 0, 1);
+    out_show(c);
 }
 
 void umadv__core_setup_advice(umadv_core_t *c, uint32_t alloc)
@@ -198,6 +205,7 @@ void umadv__core_setup_advice(umadv_core_t *c, uint32_t alloc)
         if (s->setup[i].kind == UMADV_OP_ADVISE && s->setup[i].alloc == alloc)
             decide_advice(c, &s->setup[i], need);
     }
+    out_show(c);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -370,6 +378,7 @@ void umadv__core_step_begin(umadv_core_t *c, uint64_t iteration, uint32_t j)
         plan_step_begin(c);
     else
         lru_step_begin(c);
+    out_show(c);
 }
 
 void umadv__core_step_end(umadv_core_t *c)
@@ -381,4 +390,5 @@ void umadv__core_step_end(umadv_core_t *c)
         plan_step_end(c);
     else if (c->p.policy == UMADV_POLICY_DEMAND)
         demand_step_end(c);
+    out_show(c);
 }

@@ -77,6 +77,9 @@ typedef struct umadv_sim_params {
     uint64_t                max_touches; /* as the planner's (window.h, COST); 0 =
                                           * no limit; the oracle, which only sums,
                                           * is not bounded */
+    umadv_core_observer_t   decisions;   /* shown the replay core's decisions
+                                          * (tests); NULL: none */
+    void                   *decisions_arg;
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
