@@ -343,23 +343,22 @@ void umadv__ctx_tpass_reset(umadv_context_t ctx)
     memset(&ctx->tpass, 0, sizeof(ctx->tpass));
 }
 
-void umadv__ctx_tpass_start(umadv_context_t ctx)
+int umadv__ctx_tpass_start(umadv_context_t ctx)
 {
     uint64_t *durations;
 
-    if (ctx->tpass.state != UMADV_CTX_TPASS_ARMED)
-        return;
-    ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
-    if (ctx->profiler == NULL || ctx->record != UMADV_CTX_REC_DONE)
-        return;
+    if (ctx->profiler == NULL || ctx->record != UMADV_CTX_REC_DONE ||
+        ctx->tpass.state == UMADV_CTX_TPASS_RUNNING)
+        return 0;
     durations = calloc(ctx->trace.nsteps, sizeof(*durations));
     if (durations == NULL ||
         umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_TIMING) != UMADV_OK) {
         umadv_info("timing pass not run: the trace keeps the profiled step durations");
         free(durations);
-        return;
+        return 0;
     }
     ctx->tpass = (umadv_ctx_tpass_t){UMADV_CTX_TPASS_RUNNING, 0, UMADV_STEP_NONE, durations};
+    return 1;
 }
 
 static int names_equal(const char *a, const char *b)
@@ -452,17 +451,17 @@ static void tpass_apply(umadv_context_t ctx)
                ctx->trace.nsteps, (double)total_ns(&ctx->trace) / 1e6, (double)before / 1e6);
 }
 
-void umadv__ctx_tpass_finish(umadv_context_t ctx)
+int umadv__ctx_tpass_finish(umadv_context_t ctx)
 {
     umadv_prof_result_t result;
     int usable;
 
     if (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING)
-        return;
+        return 0;
     umadv__ctx_timings_resolve(ctx); /* declared steps: their events */
     if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK) {
         umadv__ctx_tpass_reset(ctx);
-        return;
+        return 0;
     }
     ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
     usable = tpass_kernel_durations(ctx, &result) == UMADV_OK && tpass_usable(ctx);
@@ -470,8 +469,7 @@ void umadv__ctx_tpass_finish(umadv_context_t ctx)
     if (usable)
         tpass_apply(ctx);
     umadv__ctx_tpass_reset(ctx);
-    if (usable && ctx->have_schedule)
-        umadv__ctx_plan(ctx); /* logged either way */
+    return usable;
 }
 
 /* ---- replay fault counts ------------------------------------------------- */
