@@ -212,9 +212,10 @@ void umadv__ctx_profile_finish(umadv_context_t ctx);
 /* The timing pass. Start times the iteration beginning now (1), unless
  * there is no profiler or no memory (0). Step numbers the next step of
  * the timed iteration (kind and name as in the trace, else the sequence
- * has diverged): its trace index, or UMADV_STEP_NONE. Finish stops it and
- * returns 1 when every step matched and was timed: the measured durations
- * are in the trace. Reset drops any pass. */
+ * has diverged): its trace index, or UMADV_STEP_NONE. Finish (once the
+ * steps' events are resolved) stops it and returns 1 when every step
+ * matched and was timed: the measured durations are in the trace. Reset
+ * drops any pass. */
 int umadv__ctx_tpass_start(umadv_context_t ctx);
 uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind);
 int umadv__ctx_tpass_finish(umadv_context_t ctx);
@@ -262,8 +263,9 @@ void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);
 /* Every iteration boundary: allocations numbered from 0 again, launches
- * followed from the first, the ended iteration's faults taken. */
-void umadv__replay_iteration_reset(umadv_context_t ctx);
+ * followed from the first; @faults, the ended iteration's, kept for
+ * umadv__replay_iteration. */
+void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults);
 /* While replaying: those faults to the executor; 1 when it asks for a
  * re-profile (drift). */
 int umadv__replay_iteration(umadv_context_t ctx);

@@ -390,6 +390,14 @@ static umadv_cycle_outcome_t leaf_record_stop(umadv_context_t ctx, umadv_status_
     return umadv__ctx_record_finish(ctx, status_p);
 }
 
+/* Declared steps are timed by events: their times first. */
+static int leaf_timing_stop(umadv_context_t ctx)
+{
+    if (ctx->tpass.state == UMADV_CTX_TPASS_RUNNING)
+        umadv__ctx_timings_resolve(ctx);
+    return umadv__ctx_tpass_finish(ctx);
+}
+
 static void kept_ids_save(void *arg, void *base, uint64_t size, uint64_t user)
 {
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
@@ -476,7 +484,7 @@ static const umadv_cycle_leaves_t life_leaves = {
     .profile_start    = umadv__ctx_profile_start,
     .record_stop      = leaf_record_stop,
     .timing_start     = umadv__ctx_tpass_start,
-    .timing_stop      = umadv__ctx_tpass_finish,
+    .timing_stop      = leaf_timing_stop,
     .plan_build       = umadv__ctx_plan_build,
     .plan_install     = umadv__ctx_plan_install,
     .replay_start     = umadv__replay_start,
@@ -524,7 +532,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     life_dispatch(ctx, E(TIMING_STOP), NULL); /* a plan's failure is logged */
     ctx->in_iteration = 1;
     ctx->stats.iterations++;
-    umadv__replay_iteration_reset(ctx);
+    umadv__replay_iteration_reset(ctx, umadv__ctx_profile_faults(ctx));
     if (take(&ctx->life.want_plan))
         life_dispatch(ctx, E(PLAN_REQUEST), NULL); /* logged either way */
     life_dispatch(ctx, E(ITERATION_BEGIN), NULL);

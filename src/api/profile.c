@@ -458,7 +458,6 @@ int umadv__ctx_tpass_finish(umadv_context_t ctx)
 
     if (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING)
         return 0;
-    umadv__ctx_timings_resolve(ctx); /* declared steps: their events */
     if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK) {
         umadv__ctx_tpass_reset(ctx);
         return 0;

@@ -356,9 +356,9 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
 
 /* ---- iterations and steps ---------------------------------------------- */
 
-void umadv__replay_iteration_reset(umadv_context_t ctx)
+void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
 {
-    ctx->replay.faults  = umadv__ctx_profile_faults(ctx);
+    ctx->replay.faults  = faults;
     ctx->replay.mallocs = 0;
     if (follow.ctx == ctx && follow.next > 0)
         umadv_debug("replay: %u launches followed, %.3f ms inside them (waiting for data "
