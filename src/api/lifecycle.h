@@ -1,14 +1,16 @@
 /*
  * The context's life cycle as one state machine (api/lifecycle.c):
  *
- *   EMPTY -> RECORDING -> RECORDED[_UNTIMED] -> TIMING -> RECORDED
- *                                  | umadv_plan()
- *                                  v
- *            REPLAYING[_UNTIMED] -> REPLAY_TIMING -> REPLAYING
- *                 | drift, or umadv_profile_next_iteration()
- *                 v
- *            REPROFILING -> RECORDED[_UNTIMED] (planned at the next boundary)
- *                        -> REPLAYING the kept schedule (the recording failed)
+ *   EMPTY --profile--> RECORDING --completes--> RECORDED (declared only)
+ *                          |                    RECORDED_UNTIMED (CUPTI)
+ *                          +--nothing--> EMPTY        | next iteration
+ *                                                     v
+ *                                         TIMING --ends--> RECORDED
+ *   RECORDED*, TIMING --umadv_plan()--> REPLAYING*, REPLAY_TIMING
+ *   REPLAYING_UNTIMED --next iteration--> REPLAY_TIMING --ends--> REPLAYING
+ *   REPLAYING* --drift, profile--> REPROFILING --completes--> RECORDED*
+ *                                      |       (planned at the next boundary)
+ *                                      +--nothing--> REPLAYING the kept profile
  *
  * Its table (lifecycle.c, life_table) maps a state and an event to an
  * action and the next state. Actions call the leaves (record.c, profile.c,

@@ -2,7 +2,10 @@
  * The context's side of the profiling pass: the link probe at start-up,
  * CUPTI launches numbered into steps of the recording, kernel parameters
  * and fault records turned into accesses, the timing pass that measures
- * step durations in the iteration after, and replay fault counts.
+ * step durations in the iteration after, and replay fault counts. When
+ * to do each is the life cycle's (lifecycle.c); moving the live blocks
+ * off and back onto the GPU is the executor's bulk mover's (exec/bulk.h):
+ * this file only says which ranges.
  */
 #include "api/context.h"
 
