@@ -466,7 +466,7 @@ static void test_set_budget(void)
 
     is(umadv_set_budget(ctx, W_TOTAL), UMADV_OK, "set_budget: back to room for all");
     umadv_set_policy(ctx, UMADV_POLICY_DEMAND);
-    ok(ctx->schedule.budget == W_TOTAL && !ctx->replay.replan,
+    ok(ctx->schedule.budget == W_TOTAL && !ctx->life.want_plan,
        "set_budget: a plan made before the boundary (set_policy) takes the new budget");
     umadv_context_destroy(ctx);
 }

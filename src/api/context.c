@@ -1,5 +1,6 @@
 /*
- * Context life cycle, managed allocations and counters.
+ * Context creation and destruction, managed allocations and counters
+ * (where the context stands in its life is api/lifecycle.c's).
  */
 #include "api/context.h"
 #include "numa/numa.h"
@@ -146,6 +147,7 @@ UMADV_API umadv_status_t umadv_context_create(const umadv_context_params_t *para
         goto err_free_ctx;
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->stats.size = sizeof(ctx->stats);
+    umadv__cycle_init(ctx);
     umadv__ctx_profile_open(ctx);
     umadv__replay_init(ctx);
     umadv_debug("context on device %d (%s, %s backend), policy %s, section %llu bytes",
@@ -172,10 +174,7 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
 {
     if (ctx == NULL)
         return;
-    umadv__replay_cleanup(ctx); /* the executor's threads end first */
-    umadv__ctx_profile_close(ctx); /* no launch callback after this */
-    umadv__ctx_record_cleanup(ctx);
-    umadv__ctx_schedule_cleanup(ctx);
+    umadv__cycle_fire(ctx, UMADV_CYCLE_EV_DESTROY, NULL);
     umadv__pool_foreach(ctx->pool, alloc_record_free, NULL);
     umadv__pool_destroy(ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
@@ -196,6 +195,7 @@ static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag
     alloc->ptr      = ptr;
     alloc->size     = size;
     alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
+    alloc->kept_id  = UMADV_CTX_NO_TRACE_ID;
     *alloc_p = alloc;
     return UMADV_OK;
 }
@@ -214,15 +214,13 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
     if (status != UMADV_OK)
         goto err_pool_free;
     umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
-    umadv__replay_malloc(ctx, alloc);
-    status = umadv__ctx_record_alloc(ctx, alloc);
+    status = umadv__cycle_fire(ctx, UMADV_CYCLE_EV_ALLOC, alloc);
     if (status != UMADV_OK)
         goto err_free_record;
     *ptr_p = ptr;
     return UMADV_OK;
 
-err_free_record:
-    umadv__replay_free(ctx, alloc);
+err_free_record: /* the life cycle let go of it */
     free(alloc->tag);
     free(alloc);
 err_pool_free:
@@ -253,8 +251,7 @@ static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
         return UMADV_ERR_NOT_FOUND;
     }
     alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
-    umadv__replay_free(ctx, alloc); /* no migration touches it after this */
-    umadv__ctx_record_free(ctx, alloc);
+    umadv__cycle_fire(ctx, UMADV_CYCLE_EV_FREE, alloc); /* no migration touches it after */
     umadv__pool_free(ctx->pool, ptr);
     free(alloc->tag);
     free(alloc);

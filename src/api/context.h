@@ -12,6 +12,9 @@
  * step enter at once. A block that never lives through a step is not in
  * the trace: nothing recorded could touch it.
  *
+ * Where the context stands (recording, timing, replaying, ...) is the
+ * state of one machine, api/lifecycle.h; the files below are its leaves.
+ *
  * Every entry point takes ctx->lock, so umadv_malloc() and umadv_free()
  * may be called from any thread.
  */
@@ -24,6 +27,7 @@
 
 #include "common/config.h"
 #include "cuda_ops/cuda_ops.h"
+#include "api/lifecycle.h"
 #include "exec/exec.h"
 #include "plan/plan.h"
 #include "pool/pool.h"
@@ -39,6 +43,7 @@ typedef struct umadv_ctx_alloc {
     int      preexisting;  /* live when the recorded iteration began */
     uint32_t ordinal;      /* umadv_malloc() calls before it in its iteration */
     uint32_t bound;        /* trace allocation it plays in replay, or NO_TRACE_ID */
+    uint32_t kept_id;      /* its trace_id in the kept profile (re-profiling) */
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
@@ -58,7 +63,7 @@ typedef struct umadv_ctx_replay {
     umadv_ctx_alloc_t **bound;         /* trace alloc -> the block playing it, or NULL */
     size_t              bound_cap;
     uint32_t            mallocs;       /* umadv_malloc() calls in this iteration */
-    int                 replan;        /* plan and replay once the recording completes */
+    uint64_t            faults;        /* GPU faults of the iteration that ended */
     uint64_t            gpu_used_base; /* GPU memory in use when the context started */
     umadv_exec_stats_t  done;          /* counters of the executors that ended */
     umadv_exec_stats_t  last;          /* the last one that ended (its peaks) */
@@ -66,10 +71,10 @@ typedef struct umadv_ctx_replay {
 
 /* The timing pass (api/profile.c): the iteration after a profiled one,
  * timed with nothing evicted and no parameter scan, gives the trace its
- * step durations (the profiled ones include fault stalls). */
+ * step durations (the profiled ones include fault stalls). Its state says
+ * whether the profiler times now; when it should is the life cycle's. */
 typedef enum umadv_ctx_tpass_state {
     UMADV_CTX_TPASS_IDLE,
-    UMADV_CTX_TPASS_ARMED,    /* a profiled recording completed: time the next iteration */
     UMADV_CTX_TPASS_RUNNING   /* the current iteration is being timed */
 } umadv_ctx_tpass_state_t;
 
@@ -80,6 +85,8 @@ typedef struct umadv_ctx_tpass {
     uint64_t               *durations;  /* measured, per trace step; 0: not yet */
 } umadv_ctx_tpass_t;
 
+/* What ctx->trace holds (record.c's data; the life cycle's position is
+ * ctx->life.state). */
 typedef enum umadv_ctx_record_state {
     UMADV_CTX_REC_IDLE,       /* nothing recorded */
     UMADV_CTX_REC_RECORDING,  /* the current iteration is being recorded */
@@ -104,8 +111,9 @@ struct umadv_context {
     uint64_t                 step_start_ns;
     umadv_event_t            step_start_event;  /* NULL: time by the wall clock */
 
+    umadv_cycle_t             life;           /* api/lifecycle.c */
+
     /* recording */
-    int                      armed;
     umadv_ctx_record_state_t record;
     umadv_trace_t            trace;          /* valid unless IDLE */
     umadv_ctx_alloc_t      **pending;
@@ -119,9 +127,15 @@ struct umadv_context {
                                               * launches go unseen */
     umadv_status_t           record_lost;    /* why the last recording holds nothing, when
                                               * not the application's doing (UMADV_OK) */
+    int                      record_empty;   /* the last recording ended with nothing:
+                                              * plan and save say so, even while a
+                                              * kept profile replays (lifecycle.c) */
 
     umadv_schedule_t         schedule;
-    int                      have_schedule;
+    int                      have_schedule;  /* ctx->schedule holds one */
+    uint64_t                 planned_budget; /* what the schedule was planned under
+                                              * (umadv_cycle_plan_t.budget): the
+                                              * executor's budget */
     umadv_stats_t            stats;
 
     /* profiling pass (api/profile.c) */
@@ -142,32 +156,52 @@ struct umadv_context {
     umadv_ctx_replay_t       replay;           /* api/replay.c */
 };
 
-/* record.c: the recorder's side of malloc and free. */
+/* ---- record.c: the recorder (a leaf of the life cycle) ---------------- */
+
+/* The recorder's side of malloc and free. */
 umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 
-/* Complete a recording in progress (no step may be open). UMADV_OK with
- * ctx->record DONE, or IDLE when nothing usable was recorded. */
-umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx);
+/* Start recording into ctx->trace (the one there is dropped); live blocks
+ * are "allocated before the first step". Nothing recorded on failure. */
+umadv_status_t umadv__ctx_record_start(umadv_context_t ctx);
 
-/* Complete a recording for umadv_plan() or umadv_trace_save() (named in
- * messages as @caller); UMADV_ERR_STATE, logged, when there is none. */
-umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller);
+/* Complete the recording (no step open; profiler records merged first):
+ * how it ended; *@status_p an error when the trace could not be finalized
+ * (logged; discarded too). */
+umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status_t *status_p);
+
+/* Log why there is no trace for @caller (umadv_plan, umadv_trace_save)
+ * and return the status that says so. */
+umadv_status_t umadv__ctx_no_trace(umadv_context_t ctx, const char *caller);
+
+/* umadv_trace_save() of the finalized trace. */
+umadv_status_t umadv__ctx_trace_write(umadv_context_t ctx, const char *path);
 
 /* Release the recorder's state (events, lists, trace). */
 void umadv__ctx_record_cleanup(umadv_context_t ctx);
 
-/* record.c: begin a step of kind KERNEL named @name (may be NULL) for a
- * launch seen by the profiler outside any marked step. */
+/* Begin a step of kind KERNEL named @name (may be NULL) for a launch seen
+ * by the profiler outside any marked step. */
 umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *name,
                                              uint32_t *step_p);
 
-/* profile.c: the profiling pass. Open measures the link (UMADV_LINK_PROBE)
- * and subscribes to CUPTI (UMADV_PROFILER); it never fails: without CUPTI
- * the context records declared accesses only (warned). Start and finish
- * bracket a recording: start evicts every block (UMADV_PROFILE_EVICT) so
- * first touches fault; finish merges kernel-parameter and fault accesses
- * into ctx->trace before it is finalized. */
+/* Marked steps: begin (recorded or timed, as the leaves' data says) and
+ * end (step_open already cleared by the caller: its duration). */
+umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void *stream);
+void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns);
+
+/* The step events of the timing pass, read into ctx->tpass.durations. */
+void umadv__ctx_timings_resolve(umadv_context_t ctx);
+
+/* ---- profile.c: the profiling pass (a leaf) ----------------------------- */
+
+/* Open measures the link (UMADV_LINK_PROBE) and subscribes to CUPTI
+ * (UMADV_PROFILER); it never fails: without CUPTI the context records
+ * declared accesses only (warned). Start and finish bracket a recording:
+ * start evicts every block (UMADV_PROFILE_EVICT) so first touches fault;
+ * finish merges kernel-parameter and fault accesses into ctx->trace before
+ * it is finalized. */
 void umadv__ctx_profile_open(umadv_context_t ctx);
 void umadv__ctx_profile_close(umadv_context_t ctx);
 /* Returns 1 when a profiler was asked for but CUPTI fails the recording
@@ -175,51 +209,66 @@ void umadv__ctx_profile_close(umadv_context_t ctx);
 int umadv__ctx_profile_start(umadv_context_t ctx);
 void umadv__ctx_profile_finish(umadv_context_t ctx);
 
-/* profile.c: the timing pass. Start times the iteration beginning now if
- * one is armed; step numbers the next step of the timed iteration (kind
- * and name as in the trace, else the sequence has diverged): its trace
- * index, or UMADV_STEP_NONE; finish stops it and, when every step
- * matched and was timed, puts the measured durations into the trace and
- * plans again if a schedule is in use. Reset drops any pass. */
-void umadv__ctx_tpass_start(umadv_context_t ctx);
+/* The timing pass. Start times the iteration beginning now (1), unless
+ * there is no profiler or no memory (0). Step numbers the next step of
+ * the timed iteration (kind and name as in the trace, else the sequence
+ * has diverged): its trace index, or UMADV_STEP_NONE. Finish (once the
+ * steps' events are resolved) stops it and returns 1 when every step
+ * matched and was timed: the measured durations are in the trace. Reset
+ * drops any pass. */
+int umadv__ctx_tpass_start(umadv_context_t ctx);
 uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind);
-void umadv__ctx_tpass_finish(umadv_context_t ctx);
+int umadv__ctx_tpass_finish(umadv_context_t ctx);
 void umadv__ctx_tpass_reset(umadv_context_t ctx);
 
-/* record.c: the step events of the timing pass, read into
- * ctx->tpass.durations. */
-void umadv__ctx_timings_resolve(umadv_context_t ctx);
-
-/* profile.c: at each iteration's start, count GPU faults in it or not
- * (only while a schedule is replayed: replay validation). */
+/* At each iteration's start, count GPU faults in it or not (only while a
+ * schedule is replayed: replay validation). */
 void umadv__ctx_profile_iteration(umadv_context_t ctx);
 
 /* GPU faults (fault groups and fault-caused migrations) seen since the last
  * call outside recordings (replay validation); added to ctx->stats.gpu_faults. */
 uint64_t umadv__ctx_profile_faults(umadv_context_t ctx);
 
-/* schedule.c: drop the schedule umadv_plan() built, if any. */
-void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
+/* ---- schedule.c: plans and budgets (a leaf) ----------------------------- */
 
-/* schedule.c: the budget the context enforces now: 0 when there is none,
- * or under the oracle policy, which ignores it by definition. The one
- * rule the planner, the executor and the profiling pass follow. */
+/* The budget the context enforces now: 0 when there is none, or under the
+ * oracle policy, which ignores it by definition. The one rule the planner,
+ * the executor (through the plan, umadv_cycle_plan_t) and the profiling pass
+ * follow. */
 uint64_t umadv__ctx_budget(const umadv_context_t ctx);
 
-/* schedule.c: umadv_plan() with the lock held; starts the replay. */
-umadv_status_t umadv__ctx_plan(umadv_context_t ctx);
+/* Plan the finalized trace under the context's budget (resolved here,
+ * once) and knobs; the planner logs a failure. Install makes it the
+ * context's schedule (the replay of the old one must be stopped). */
+umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *plan_p);
+void umadv__ctx_plan_install(umadv_context_t ctx, umadv_cycle_plan_t *plan);
 
-/* replay.c (see its opening comment): the executor's side of the context's
- * life, allocations, iterations and steps. */
+/* UMADV_ERR_BUDGET_TOO_SMALL, logged, when a step of the recorded
+ * iteration alone needs more than @budget. */
+umadv_status_t umadv__ctx_budget_check(const umadv_context_t ctx, uint64_t budget);
+
+/* Drop the schedule umadv_plan() built, if any. */
+void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
+
+/* ---- replay.c: the executor's side (a leaf; see its opening comment) ---- */
+
 void umadv__replay_init(umadv_context_t ctx);
 void umadv__replay_cleanup(umadv_context_t ctx);
 umadv_status_t umadv__replay_start(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);
+/* A new recording numbers the iteration's allocations afresh. */
+void umadv__replay_forget_ordinals(umadv_context_t ctx);
 void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);
-void umadv__replay_iteration_begin(umadv_context_t ctx);
+/* Every iteration boundary: allocations numbered from 0 again, launches
+ * followed from the first; @faults, the ended iteration's, kept for
+ * umadv__replay_iteration. */
+void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults);
+/* While replaying: those faults to the executor; 1 when it asks for a
+ * re-profile (drift). */
+int umadv__replay_iteration(umadv_context_t ctx);
 void umadv__replay_step_begin(umadv_context_t ctx);
 void umadv__replay_step_end(umadv_context_t ctx);
 void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *stats);

@@ -2,7 +2,10 @@
  * The context's side of the profiling pass: the link probe at start-up,
  * CUPTI launches numbered into steps of the recording, kernel parameters
  * and fault records turned into accesses, the timing pass that measures
- * step durations in the iteration after, and replay fault counts.
+ * step durations in the iteration after, and replay fault counts. When
+ * to do each is the life cycle's (lifecycle.c); moving the live blocks
+ * off and back onto the GPU is the executor's bulk mover's (exec/bulk.h):
+ * this file only says which ranges.
  */
 #include "api/context.h"
 
@@ -12,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "exec/bulk.h"
 #include "profiler/attrib.h"
 #include "profiler/linkprobe.h"
 #include "profiler/profiler.h"
@@ -139,104 +143,73 @@ void umadv__ctx_profile_close(umadv_context_t ctx)
 
 /* ---- a recording ------------------------------------------------------ */
 
-/* Live blocks as address ranges, to evict arena by arena. */
-typedef struct evict_runs {
-    umadv_context_t ctx;
-    struct evict_run {
-        uintptr_t start, end, arena;
-        uint64_t  arena_size;
-    }              *runs;
-    size_t          n, cap;
-} evict_runs_t;
+/* Live blocks as ranges for the bulk mover (exec/bulk.h): the blocks
+ * themselves, grouped by arena or each alone, or their whole arenas. */
+typedef enum ranges_of {
+    RANGES_ARENA_RUNS,  /* blocks; an arena's run of them is one call */
+    RANGES_BLOCKS,      /* blocks, one call each */
+    RANGES_ARENAS       /* each arena with a live block, whole */
+} ranges_of_t;
 
-static void evict_collect(void *arg, void *base, uint64_t size, uint64_t user)
+typedef struct ranges_arg {
+    umadv_context_t     ctx;
+    ranges_of_t         of;
+    umadv_bulk_range_t *ranges;
+    size_t              n, cap;
+} ranges_arg_t;
+
+static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
 {
-    evict_runs_t *er = arg;
+    ranges_arg_t *ra = arg;
     umadv_pool_loc_t loc;
+    uintptr_t start = (uintptr_t)base, arena;
 
-    if (umadv__pool_lookup(er->ctx->pool, base, &loc) != UMADV_OK ||
-        umadv__array_reserve((void **)&er->runs, &er->cap, er->n + 1, sizeof(*er->runs)) !=
+    if (umadv__pool_lookup(ra->ctx->pool, base, &loc) != UMADV_OK ||
+        umadv__array_reserve((void **)&ra->ranges, &ra->cap, ra->n + 1, sizeof(*ra->ranges)) !=
             UMADV_OK)
-        return; /* a block left resident: its first touch goes unseen */
-    er->runs[er->n++] = (struct evict_run){(uintptr_t)base, (uintptr_t)base + loc.span,
-                                           (uintptr_t)loc.arena_base, loc.arena_size};
+        return; /* a block left where it is: its first touch goes unseen */
+    arena = (uintptr_t)loc.arena_base;
+    if (ra->of == RANGES_ARENAS)
+        ra->ranges[ra->n++] = (umadv_bulk_range_t){arena, arena + loc.arena_size, arena};
+    else if (ra->of == RANGES_BLOCKS)
+        ra->ranges[ra->n++] = (umadv_bulk_range_t){start, start + size, start};
+    else
+        ra->ranges[ra->n++] = (umadv_bulk_range_t){start, start + loc.span, arena};
 }
 
-static int run_compare(const void *a, const void *b)
+/* Move the live blocks (as @of says) to @location: the executor's bulk
+ * mover issues the calls; the profiling pass only says what. Returns the
+ * calls made. */
+static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags)
 {
-    const struct evict_run *x = a, *y = b;
+    ranges_arg_t ra = {ctx, of, NULL, 0, 0};
+    size_t calls;
 
-    return (x->start > y->start) - (x->start < y->start);
-}
-
-/* The live blocks by address. */
-static evict_runs_t runs_collect(umadv_context_t ctx)
-{
-    evict_runs_t er = {ctx, NULL, 0, 0};
-
-    umadv__pool_foreach(ctx->pool, evict_collect, &er);
-    if (er.n > 0)
-        qsort(er.runs, er.n, sizeof(*er.runs), run_compare);
-    return er;
-}
-
-/* Every live block to the host, one prefetch per arena's run of blocks
- * (free space between them moves nothing that matters); the prefetch
- * waits for the work before it. Returns the calls made. */
-static size_t evict_runs(umadv_context_t ctx)
-{
-    evict_runs_t er = runs_collect(ctx);
-    size_t calls = 0;
-
-    for (size_t i = 0; i < er.n;) {
-        uintptr_t start = er.runs[i].start, end = er.runs[i].end, arena = er.runs[i].arena;
-        for (i++; i < er.n && er.runs[i].arena == arena; i++)
-            end = UMADV_MAX(end, er.runs[i].end);
-        /* a hint: a failure is logged by the backend */
-        ctx->ops->prefetch((void *)start, end - start, UMADV_CUDA_LOCATION_HOST, NULL);
-        calls++;
-    }
-    free(er.runs);
+    umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
+    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags);
+    free(ra.ranges);
     return calls;
 }
 
+/* Before a kernel whose parameters cannot be scanned: every live block
+ * to the host, ordered before the launch on the legacy stream (no wait:
+ * the launch call must not block on it). */
 static void evict_live(umadv_context_t ctx)
 {
-    evict_runs(ctx);
-}
-
-static void restore_block(void *arg, void *base, uint64_t size, uint64_t user)
-{
-    umadv_context_t ctx = arg;
-
-    ctx->ops->prefetch(base, size, ctx->config.device, NULL); /* a hint: logged */
-}
-
-/* Whole arenas with a live block to the GPU: the next iteration's new
- * blocks land in space freed (and evicted) in the profiled one, which
- * would fault in again (measured: restoring the live blocks alone left
- * a PyTorch VGG-16 timing pass at 1.3 s instead of 49 ms). */
-static void restore_arenas(umadv_context_t ctx)
-{
-    evict_runs_t er = runs_collect(ctx);
-
-    for (size_t i = 0; i < er.n; i++) {
-        if (i > 0 && er.runs[i].arena == er.runs[i - 1].arena)
-            continue;
-        ctx->ops->prefetch((void *)er.runs[i].arena, er.runs[i].arena_size, ctx->config.device,
-                           NULL); /* a hint: logged */
-    }
-    free(er.runs);
+    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0);
 }
 
 /* The profiled iteration's evictions are its own: when the arenas (else
  * the live blocks) fit the budget (none under oracle) and the free GPU
  * memory, put them back on the GPU, so that the next iteration (the
- * timing pass) does not fault them in. Under a smaller budget the
- * schedule decides, and must know they are on the host (live_on_host:
- * replay.c binds them as such), or the timing pass measures their faults
- * as compute (measured: a PyTorch ResNet-50 at half its footprint, 722 ms
- * of "compute" for 31). */
+ * timing pass) does not fault them in. Whole arenas, because the next
+ * iteration's new blocks land in space freed (and evicted) in the
+ * profiled one, which would fault in again (measured: restoring the live
+ * blocks alone left a PyTorch VGG-16 timing pass at 1.3 s instead of
+ * 49 ms). Under a smaller budget the schedule decides, and must know they
+ * are on the host (live_on_host: replay.c binds them as such), or the
+ * timing pass measures their faults as compute (measured: a PyTorch
+ * ResNet-50 at half its footprint, 722 ms of "compute" for 31). */
 static void restore_live(umadv_context_t ctx)
 {
     uint64_t free_b = 0, total_b = 0, room, budget = umadv__ctx_budget(ctx);
@@ -248,12 +221,11 @@ static void restore_live(umadv_context_t ctx)
         return;
     room = budget != 0 ? UMADV_MIN(budget, free_b) : free_b;
     if (stats.arena_bytes <= room)
-        restore_arenas(ctx);
+        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC);
     else if (stats.span_in_use <= room)
-        umadv__pool_foreach(ctx->pool, restore_block, ctx);
+        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC);
     else
         return;
-    ctx->ops->stream_synchronize(NULL);
     ctx->live_on_host = 0;
 }
 
@@ -265,8 +237,7 @@ static void evict_all(umadv_context_t ctx)
     char size[32];
 
     umadv__pool_get_stats(ctx->pool, &stats);
-    calls = evict_runs(ctx);
-    ctx->ops->stream_synchronize(NULL);
+    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC);
     umadv_debug("profiling: evicted %s in %llu blocks to the host (%zu calls)",
                 umadv__size_format(stats.bytes_in_use, size, sizeof(size)),
                 (unsigned long long)stats.blocks, calls);
@@ -375,23 +346,22 @@ void umadv__ctx_tpass_reset(umadv_context_t ctx)
     memset(&ctx->tpass, 0, sizeof(ctx->tpass));
 }
 
-void umadv__ctx_tpass_start(umadv_context_t ctx)
+int umadv__ctx_tpass_start(umadv_context_t ctx)
 {
     uint64_t *durations;
 
-    if (ctx->tpass.state != UMADV_CTX_TPASS_ARMED)
-        return;
-    ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
-    if (ctx->profiler == NULL || ctx->record != UMADV_CTX_REC_DONE)
-        return;
+    if (ctx->profiler == NULL || ctx->record != UMADV_CTX_REC_DONE ||
+        ctx->tpass.state == UMADV_CTX_TPASS_RUNNING)
+        return 0;
     durations = calloc(ctx->trace.nsteps, sizeof(*durations));
     if (durations == NULL ||
         umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_TIMING) != UMADV_OK) {
         umadv_info("timing pass not run: the trace keeps the profiled step durations");
         free(durations);
-        return;
+        return 0;
     }
     ctx->tpass = (umadv_ctx_tpass_t){UMADV_CTX_TPASS_RUNNING, 0, UMADV_STEP_NONE, durations};
+    return 1;
 }
 
 static int names_equal(const char *a, const char *b)
@@ -484,17 +454,16 @@ static void tpass_apply(umadv_context_t ctx)
                ctx->trace.nsteps, (double)total_ns(&ctx->trace) / 1e6, (double)before / 1e6);
 }
 
-void umadv__ctx_tpass_finish(umadv_context_t ctx)
+int umadv__ctx_tpass_finish(umadv_context_t ctx)
 {
     umadv_prof_result_t result;
     int usable;
 
     if (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING)
-        return;
-    umadv__ctx_timings_resolve(ctx); /* declared steps: their events */
+        return 0;
     if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK) {
         umadv__ctx_tpass_reset(ctx);
-        return;
+        return 0;
     }
     ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
     usable = tpass_kernel_durations(ctx, &result) == UMADV_OK && tpass_usable(ctx);
@@ -502,8 +471,7 @@ void umadv__ctx_tpass_finish(umadv_context_t ctx)
     if (usable)
         tpass_apply(ctx);
     umadv__ctx_tpass_reset(ctx);
-    if (usable && ctx->have_schedule)
-        umadv__ctx_plan(ctx); /* logged either way */
+    return usable;
 }
 
 /* ---- replay fault counts ------------------------------------------------- */

@@ -257,14 +257,13 @@ static void trace_describe_device(umadv_context_t ctx)
 
 static void record_discard(umadv_context_t ctx)
 {
-    umadv__ctx_tpass_reset(ctx); /* its durations are the old trace's */
     if (ctx->record != UMADV_CTX_REC_IDLE)
         umadv__trace_cleanup(&ctx->trace);
     pending_clear(ctx);
     ctx->record = UMADV_CTX_REC_IDLE;
 }
 
-static umadv_status_t record_start(umadv_context_t ctx)
+umadv_status_t umadv__ctx_record_start(umadv_context_t ctx)
 {
     preexisting_arg_t pa = {ctx, UMADV_OK};
     umadv_status_t status;
@@ -286,20 +285,17 @@ static umadv_status_t record_start(umadv_context_t ctx)
         record_discard(ctx);
         return status;
     }
-    ctx->record_lost   = UMADV_OK;
-    ctx->record_blind  = umadv__ctx_profile_start(ctx);
+    ctx->record_lost  = UMADV_OK;
+    ctx->record_empty = 0;
+    ctx->record_blind = 0; /* until the profiler says otherwise */
     return UMADV_OK;
 }
 
-umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
+umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status_t *status_p)
 {
     char why[256];
-    umadv_status_t status;
 
-    if (ctx->record != UMADV_CTX_REC_RECORDING)
-        return UMADV_OK;
-    umadv__ctx_timings_resolve(ctx);
-    umadv__ctx_profile_finish(ctx);
+    *status_p = UMADV_OK;
     pending_clear(ctx); /* made after the last step: not part of it */
     if (ctx->trace.nsteps == 0) {
         /* Without CUPTI an application that marks no steps records
@@ -309,21 +305,21 @@ umadv_status_t umadv__ctx_record_finish(umadv_context_t ctx)
                    ctx->record_blind ? " (no step was marked, and cupti could not trace "
                                        "kernel launches)" : "");
         record_discard(ctx);
-        return UMADV_OK;
+        ctx->record_empty = 1;
+        return UMADV_CYCLE_RECORD_EMPTY;
     }
-    status = umadv__trace_finalize(&ctx->trace, why, sizeof(why));
-    if (status != UMADV_OK) {
+    *status_p = umadv__trace_finalize(&ctx->trace, why, sizeof(why));
+    if (*status_p != UMADV_OK) {
         umadv_error("profiled iteration unusable: %s", why);
         record_discard(ctx);
-        return status;
+        ctx->record_empty = 1;
+        return UMADV_CYCLE_RECORD_EMPTY;
     }
     ctx->record = UMADV_CTX_REC_DONE;
-    /* Profiled durations hold fault stalls: the next iteration is timed. */
-    if (ctx->profiler != NULL)
-        ctx->tpass.state = UMADV_CTX_TPASS_ARMED;
     umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
                ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
-    return UMADV_OK;
+    /* Profiled durations hold fault stalls: the next iteration is timed. */
+    return ctx->profiler != NULL ? UMADV_CYCLE_RECORD_UNTIMED : UMADV_CYCLE_RECORD_FINAL;
 }
 
 static void spare_events_destroy(umadv_context_t ctx)
@@ -347,50 +343,9 @@ void umadv__ctx_record_cleanup(umadv_context_t ctx)
     free(ctx->pending);
 }
 
-/* ---- the public calls ------------------------------------------------ */
+/* ---- steps (the public calls are lifecycle.c's) ----------------------- */
 
-static umadv_status_t iteration_begin(umadv_context_t ctx)
-{
-    umadv_status_t status;
-
-    if (ctx->step_open) {
-        umadv_error("umadv_iteration_begin: step %llu is still open",
-                    (unsigned long long)ctx->stats.steps);
-        return UMADV_ERR_STATE;
-    }
-    status = umadv__ctx_record_finish(ctx);
-    if (status != UMADV_OK)
-        return status;
-    /* Measured durations, and the plan made again with them, before the
-     * replay of the new iteration begins. */
-    umadv__ctx_tpass_finish(ctx);
-    ctx->in_iteration = 1;
-    ctx->stats.iterations++;
-    /* Takes the faults of the iteration that ended (replay validation), may
-     * arm a new recording, and stops the replay before one. */
-    umadv__replay_iteration_begin(ctx);
-    umadv__ctx_profile_iteration(ctx);
-    if (ctx->armed) {
-        ctx->armed = 0;
-        return record_start(ctx);
-    }
-    umadv__ctx_tpass_start(ctx);
-    return UMADV_OK;
-}
-
-UMADV_API umadv_status_t umadv_iteration_begin(umadv_context_t ctx)
-{
-    umadv_status_t status;
-
-    if (ctx == NULL)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    status = iteration_begin(ctx);
-    pthread_mutex_unlock(&ctx->lock);
-    return status;
-}
-
-static umadv_status_t step_begin(umadv_context_t ctx, const char *name, void *stream)
+umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void *stream)
 {
     umadv_status_t status;
     uint32_t step;
@@ -416,26 +371,7 @@ static umadv_status_t step_begin(umadv_context_t ctx, const char *name, void *st
     ctx->step_stream = stream;
     ctx->step_open = 1;
     ctx->stats.steps++;
-    umadv__replay_step_begin(ctx);
     return UMADV_OK;
-}
-
-UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name, void *stream)
-{
-    umadv_status_t status;
-    umadv_exec_t *exec;
-
-    if (ctx == NULL)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    status = step_begin(ctx, name, stream);
-    exec = ctx->replay.exec;
-    pthread_mutex_unlock(&ctx->lock);
-    /* Wait for the step's data without the lock: other threads may
-     * allocate meanwhile. */
-    if (status == UMADV_OK && exec != NULL)
-        umadv__exec_step_wait(exec);
-    return status;
 }
 
 umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *name,
@@ -491,87 +427,39 @@ UMADV_API umadv_status_t umadv_step_access(umadv_context_t ctx, const void *ptr,
     return status;
 }
 
-static umadv_status_t step_end(umadv_context_t ctx, uint64_t duration_ns)
+void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns)
 {
-    if (!ctx->step_open) {
-        umadv_error("umadv_step_end: no step is open");
-        return UMADV_ERR_STATE;
-    }
-    ctx->step_open = 0;
-    umadv__replay_step_end(ctx);
     if (ctx->record != UMADV_CTX_REC_RECORDING &&
         (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING || ctx->step == UMADV_STEP_NONE))
-        return UMADV_OK;
+        return;
     if (duration_ns == 0) {
         timing_end(ctx);
-        return UMADV_OK;
+        return;
     }
     event_put(ctx, ctx->step_start_event);
     ctx->step_start_event = NULL;
     step_duration_set(ctx, ctx->step, duration_ns);
-    return UMADV_OK;
 }
 
-UMADV_API umadv_status_t umadv_step_end(umadv_context_t ctx, uint64_t duration_ns)
+umadv_status_t umadv__ctx_no_trace(umadv_context_t ctx, const char *caller)
 {
-    umadv_status_t status;
-
-    if (ctx == NULL)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    status = step_end(ctx, duration_ns);
-    pthread_mutex_unlock(&ctx->lock);
-    return status;
-}
-
-UMADV_API umadv_status_t umadv_profile_next_iteration(umadv_context_t ctx)
-{
-    if (ctx == NULL)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->armed = 1;
-    pthread_mutex_unlock(&ctx->lock);
-    return UMADV_OK;
-}
-
-umadv_status_t umadv__ctx_recorded_trace(umadv_context_t ctx, const char *caller)
-{
-    umadv_status_t status;
-
-    if (ctx->record == UMADV_CTX_REC_RECORDING && ctx->step_open) {
-        umadv_error("%s: the profiled iteration has a step open", caller);
-        return UMADV_ERR_STATE;
-    }
-    status = umadv__ctx_record_finish(ctx);
-    if (status != UMADV_OK)
-        return status;
-    if (ctx->record != UMADV_CTX_REC_DONE && ctx->record_lost != UMADV_OK) {
+    if (ctx->record_lost != UMADV_OK) {
         umadv_error("%s: no profiled iteration: it marked no steps, and cupti could not "
                     "trace its kernel launches (see the warning above)", caller);
         return ctx->record_lost;
     }
-    if (ctx->record != UMADV_CTX_REC_DONE) {
-        umadv_error("%s: no profiled iteration: call umadv_profile_next_iteration(), then "
-                    "run one iteration of steps", caller);
-        return UMADV_ERR_STATE;
-    }
-    return UMADV_OK;
+    umadv_error("%s: no profiled iteration: call umadv_profile_next_iteration(), then "
+                "run one iteration of steps", caller);
+    return UMADV_ERR_STATE;
 }
 
-UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path)
+umadv_status_t umadv__ctx_trace_write(umadv_context_t ctx, const char *path)
 {
     umadv_status_t status;
     char why[512];
 
-    if (ctx == NULL || path == NULL)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    status = umadv__ctx_recorded_trace(ctx, "umadv_trace_save");
-    if (status == UMADV_OK) {
-        status = umadv__trace_write_file(&ctx->trace, path, why, sizeof(why));
-        if (status != UMADV_OK)
-            umadv_error("umadv_trace_save: %s", why);
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    status = umadv__trace_write_file(&ctx->trace, path, why, sizeof(why));
+    if (status != UMADV_OK)
+        umadv_error("umadv_trace_save: %s", why);
     return status;
 }

@@ -25,8 +25,8 @@
  *
  * VALIDATION. At each umadv_iteration_begin() the GPU faults the profiler
  * saw in the iteration that ended go to the executor; when a steady-state
- * iteration had more than UMADV_REPROFILE_FAULTS, the next iteration is
- * profiled and, once it completes, planned and replayed.
+ * iteration had more than UMADV_REPROFILE_FAULTS, the executor says so and
+ * the life cycle (lifecycle.c) profiles the iteration beginning.
  *
  * AUTOMATIC STEPS. When the trace's steps are kernel launches (no step
  * marked through the API), the replay follows the launches (CUPTI launch
@@ -314,7 +314,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->ops               = ctx->ops;
     p->device            = ctx->config.device;
     p->policy            = ctx->config.policy;
-    p->budget            = umadv__ctx_budget(ctx);
+    p->budget            = ctx->planned_budget; /* the schedule's, resolved once */
     p->trace             = &ctx->trace;
     p->first_step        = ctx->schedule.first_step;
     p->nsteps            = ctx->schedule.nsteps;
@@ -356,12 +356,10 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
 
 /* ---- iterations and steps ---------------------------------------------- */
 
-void umadv__replay_iteration_begin(umadv_context_t ctx)
+void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
 {
-    umadv_ctx_replay_t *r = &ctx->replay;
-    uint64_t faults = umadv__ctx_profile_faults(ctx);
-
-    r->mallocs = 0;
+    ctx->replay.faults  = faults;
+    ctx->replay.mallocs = 0;
     if (follow.ctx == ctx && follow.next > 0)
         umadv_debug("replay: %u launches followed, %.3f ms inside them (waiting for data "
                     "included)", follow.next, (double)follow.launch_ns / 1e6);
@@ -369,21 +367,21 @@ void umadv__replay_iteration_begin(umadv_context_t ctx)
     follow.open      = UMADV_STEP_NONE;
     follow.diverged  = 0;
     follow.launch_ns = 0;
-    if (r->replan && ctx->record == UMADV_CTX_REC_DONE) {
-        r->replan = 0;
-        umadv__ctx_plan(ctx); /* logged either way */
-    }
-    if (r->exec != NULL) {
-        umadv__exec_note_faults(r->exec, faults);
-        if (umadv__exec_iteration_begin(r->exec))
-            ctx->armed = 1;
-    }
-    if (ctx->armed) {
-        /* Recording replaces the trace the executor plays. */
-        r->replan = r->exec != NULL;
-        umadv__replay_stop(ctx);
-        r->nordinals = 0;
-    }
+}
+
+int umadv__replay_iteration(umadv_context_t ctx)
+{
+    umadv_exec_t *exec = ctx->replay.exec;
+
+    if (exec == NULL)
+        return 0;
+    umadv__exec_note_faults(exec, ctx->replay.faults);
+    return umadv__exec_iteration_begin(exec);
+}
+
+void umadv__replay_forget_ordinals(umadv_context_t ctx)
+{
+    ctx->replay.nordinals = 0;
 }
 
 void umadv__replay_step_begin(umadv_context_t ctx)
@@ -424,29 +422,4 @@ void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)
 {
     if (ctx->replay.exec != NULL)
         umadv__exec_note_faults(ctx->replay.exec, n);
-}
-
-UMADV_API umadv_status_t umadv_set_policy(umadv_context_t ctx, umadv_policy_t policy)
-{
-    umadv_policy_t old;
-    umadv_status_t status = UMADV_OK;
-
-    if (ctx == NULL || (unsigned)policy >= UMADV_POLICY_COUNT)
-        return UMADV_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&ctx->lock);
-    if (ctx->step_open) {
-        umadv_error("umadv_set_policy(%s): a step is open", umadv_policy_name(policy));
-        status = UMADV_ERR_STATE;
-        goto out;
-    }
-    old = ctx->config.policy;
-    ctx->config.policy = policy;
-    if (ctx->record == UMADV_CTX_REC_DONE) {
-        status = umadv__ctx_plan(ctx);
-        if (status != UMADV_OK)
-            ctx->config.policy = old;
-    }
-out:
-    pthread_mutex_unlock(&ctx->lock);
-    return status;
 }

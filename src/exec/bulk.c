@@ -1,0 +1,51 @@
+/*
+ * The bulk mover (exec/bulk.h): coalesce, prefetch, synchronize.
+ */
+#include "exec/bulk.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "numa/numa.h"
+
+static int range_compare(const void *a, const void *b)
+{
+    const umadv_bulk_range_t *x = a, *y = b;
+
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Where "the host" is for this machine's GPU: the node the executor
+ * evicts to, so that the profiling pass leaves data where replay would. */
+static int bulk_location(int location, const struct umadv_numa_place *numa)
+{
+    return location == UMADV_CUDA_LOCATION_HOST ? umadv__numa_host_location(numa) : location;
+}
+
+size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
+                             int location, const struct umadv_numa_place *numa, unsigned flags)
+{
+    size_t calls = 0, failed = 0;
+
+    if (n > 1)
+        qsort(ranges, n, sizeof(*ranges), range_compare);
+    location = bulk_location(location, numa);
+    for (size_t i = 0; i < n;) {
+        uintptr_t start = ranges[i].start, end = ranges[i].end, group = ranges[i].group;
+
+        for (i++; i < n && ranges[i].group == group; i++)
+            end = UMADV_MAX(end, ranges[i].end);
+        if (ops->prefetch((void *)start, end - start, location, NULL) != UMADV_OK)
+            failed++;
+        calls++;
+    }
+    if (calls > 0 && (flags & UMADV_BULK_SYNC) && ops->stream_synchronize(NULL) != UMADV_OK)
+        failed++;
+    if (failed > 0)
+        umadv_debug("bulk move: %zu of %zu calls failed (each logged): the data stays where "
+                    "it was, a hint not taken", failed, calls);
+    return calls;
+}
