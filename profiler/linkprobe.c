@@ -86,6 +86,42 @@ static int fit_direction(const umadv_link_sample_t *s, double big, double pieces
     return 0;
 }
 
+/* Shares of their own rates that two transfers of @a and @b seconds
+ * alone kept while both ran, from when each ended: @ta, @tb. The first to
+ * end ran shared all along; the other did @x of its work shared, the rest
+ * (a - x) alone after: tb = ta + (b - x). */
+static void duplex_shares(double a, double b, double ta, double tb, double *sa_p, double *sb_p)
+{
+    double x;
+
+    if (ta > tb) {
+        duplex_shares(b, a, tb, ta, sb_p, sa_p);
+        return;
+    }
+    *sa_p = a / ta;
+    x = b - (tb - ta);
+    *sb_p = x > 0 ? x / ta : 0;
+}
+
+static void fit_duplex(const umadv_link_sample_t *s, umadv_link_model_t *link)
+{
+    double fetch_alone, evict_alone, fs, es;
+
+    if (s->duplex_fetch <= 0 || s->duplex_evict <= 0 || s->duplex_bytes == 0)
+        return; /* not measured: kept */
+    link->duplex_fetch_bw = link->fetch_bw;
+    link->duplex_evict_bw = link->evict_bw;
+    fetch_alone = umadv__link_time(link->fetch_latency, link->fetch_bw, s->duplex_bytes);
+    evict_alone = umadv__link_time(link->evict_latency, link->evict_bw, s->duplex_bytes);
+    duplex_shares(fetch_alone, evict_alone, s->duplex_fetch, s->duplex_evict, &fs, &es);
+    /* a share above 1 is noise (both overlapped fully); a believable
+     * bandwidth or none */
+    if (fs < 1 && bw_believable(fs * link->fetch_bw))
+        link->duplex_fetch_bw = fs * link->fetch_bw;
+    if (es < 1 && bw_believable(es * link->evict_bw))
+        link->duplex_evict_bw = es * link->evict_bw;
+}
+
 umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_model_t *link)
 {
     umadv_status_t status = UMADV_OK;
@@ -113,6 +149,7 @@ umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_mod
             status = UMADV_ERR_NOT_ENFORCED;
         }
     }
+    fit_duplex(sample, link);
     return status;
 }
 
@@ -210,6 +247,107 @@ static umadv_status_t probe_round(const probe_t *p, umadv_link_sample_t *s)
     return status;
 }
 
+/* ---- both directions at once ---------------------------------------- */
+
+/* The eviction half of a duplex round, on its own thread (a prefetch
+ * blocks its caller), released with the fetch by the barrier. */
+typedef struct duplex_evict {
+    const probe_t     *p;
+    pthread_barrier_t *go;
+    uint64_t           bytes;
+    uint64_t           end_ns;  /* when its eviction completed */
+    umadv_status_t     status;
+} duplex_evict_t;
+
+static void *duplex_evict_main(void *arg)
+{
+    duplex_evict_t *d = arg;
+    cudaStream_t stream = NULL;
+
+    d->status = UMADV_CUDART_FUNC(cudaSetDevice(d->p->device));
+    if (d->status == UMADV_OK)
+        d->status = UMADV_CUDART_FUNC(cudaStreamCreateWithFlags(&stream,
+                                                                cudaStreamNonBlocking));
+    pthread_barrier_wait(d->go);
+    if (d->status == UMADV_OK)
+        d->status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(d->p->buf, d->bytes,
+                                                           probe_location(-1), 0, stream));
+    if (d->status == UMADV_OK)
+        d->status = UMADV_CUDART_FUNC(cudaStreamSynchronize(stream));
+    d->end_ns = umadv__now_ns();
+    if (stream != NULL)
+        (void)UMADV_CUDART_FUNC_LOG(cudaStreamDestroy(stream), UMADV_LOG_WARN);
+    return NULL;
+}
+
+/* The fetch half, on this thread once both are released: seconds from
+ * @t0_p (set at the release) to its end. */
+static umadv_status_t duplex_fetch(const probe_t *p, uint64_t half, pthread_barrier_t *go,
+                                   uint64_t *t0_p, double *seconds_p)
+{
+    umadv_status_t status;
+
+    pthread_barrier_wait(go);
+    *t0_p = umadv__now_ns();
+    status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(p->buf + half, half,
+                                                    probe_location(p->device), 0, 0));
+    if (status == UMADV_OK)
+        status = UMADV_CUDART_FUNC(cudaStreamSynchronize(0));
+    *seconds_p = seconds_since(*t0_p);
+    return status;
+}
+
+/* The first half of the buffer leaves the GPU while the second half
+ * comes to it: when each ended. Starts and ends with the buffer on the
+ * host. */
+static umadv_status_t duplex_round(const probe_t *p, uint64_t half, double *fetch_p,
+                                   double *evict_p)
+{
+    pthread_barrier_t go;
+    duplex_evict_t d = {.p = p, .go = &go, .bytes = half};
+    pthread_t thread;
+    uint64_t t0 = 0;
+    double back;
+    umadv_status_t status = time_moves(p, p->device, half, 1, &back);
+
+    if (status != UMADV_OK)
+        return status;
+    if (pthread_barrier_init(&go, NULL, 2) != 0)
+        return UMADV_ERR_NO_MEMORY;
+    if (pthread_create(&thread, NULL, duplex_evict_main, &d) != 0) {
+        pthread_barrier_destroy(&go);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    status = duplex_fetch(p, half, &go, &t0, fetch_p);
+    pthread_join(thread, NULL);
+    pthread_barrier_destroy(&go);
+    *evict_p = (double)(d.end_ns - t0) / 1e9;
+    if (status == UMADV_OK)
+        status = d.status;
+    return status == UMADV_OK ? time_moves(p, -1, 2 * half, 1, &back) : status;
+}
+
+/* The best of the duplex rounds: the one whose later end is soonest. */
+static umadv_status_t probe_duplex(const probe_t *p, umadv_link_sample_t *s)
+{
+    uint64_t half = (p->size / 2) & ~(PROBE_PIECE - 1);
+    umadv_status_t status = UMADV_OK;
+
+    s->duplex_bytes = half;
+    for (int r = 0; r <= PROBE_REPEATS && status == UMADV_OK; r++) {
+        double tf = 0, te = 0;
+
+        status = duplex_round(p, half, &tf, &te);
+        if (status == UMADV_OK && r > 0 && /* the first round warms */
+            (s->duplex_fetch <= 0 || UMADV_MAX(tf, te) < UMADV_MAX(s->duplex_fetch,
+                                                                   s->duplex_evict))) {
+            s->duplex_fetch = tf;
+            s->duplex_evict = te;
+        }
+    }
+    return status;
+}
+
 static umadv_status_t probe_size(uint64_t *size_p)
 {
     size_t free_bytes = 0, total = 0;
@@ -264,6 +402,8 @@ static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
     status = probe_round(&p, &warm);
     for (int r = 0; r < PROBE_REPEATS && status == UMADV_OK; r++)
         status = probe_round(&p, s);
+    if (status == UMADV_OK)
+        status = probe_duplex(&p, s);
     /* Failing to release costs memory, not the probe's figures. */
     if (p.lib != NULL)
         (void)UMADV_CUDART_FUNC_LOG(cudaLibraryUnload(p.lib), UMADV_LOG_WARN);
@@ -274,9 +414,10 @@ static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
 static void probe_log(int device, const umadv_link_model_t *link)
 {
     umadv_info("link probe on gpu %d: fetch %.1f GB/s + %.0f us/call, evict %.1f GB/s + "
-               "%.0f us/call, demand paging %.2f GB/s", device, link->fetch_bw / 1e9,
-               link->fetch_latency * 1e6, link->evict_bw / 1e9, link->evict_latency * 1e6,
-               link->fault_bw / 1e9);
+               "%.0f us/call, demand paging %.2f GB/s; both at once: fetch %.1f GB/s, evict "
+               "%.1f GB/s", device, link->fetch_bw / 1e9, link->fetch_latency * 1e6,
+               link->evict_bw / 1e9, link->evict_latency * 1e6, link->fault_bw / 1e9,
+               link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9);
 }
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;

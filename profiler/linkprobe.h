@@ -25,10 +25,19 @@ typedef struct umadv_link_sample {
     double   evict_big, evict_pieces;
     uint64_t fault_bytes;
     double   fault;          /* 0: not measured */
+    /* an eviction and a fetch of duplex_bytes each, issued at once from
+     * two threads: when each completed (0: not measured) */
+    uint64_t duplex_bytes;
+    double   duplex_fetch, duplex_evict;
 } umadv_link_sample_t;
 
 /* Fit latency + bytes / bandwidth to @sample into @link: the measured
- * fields change, the others keep their values. A measured bandwidth
+ * fields change, the others keep their values. The duplex figures:
+ * while both ran, each direction kept a share of its own rate; the one
+ * that ended first shows its share directly, the other's follows from
+ * the work it had left, done at its full rate (a share of 1 or more is
+ * full overlap: the fitted rate). Without a duplex sample they keep
+ * their values. A measured bandwidth
  * outside [100 MB/s, 10 TB/s] is not believed: the field keeps its value
  * and the result is UMADV_ERR_NOT_ENFORCED (logged). */
 umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_model_t *link);

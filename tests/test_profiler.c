@@ -282,6 +282,39 @@ static void test_link_fit(void)
        "and says so");
 }
 
+/* Both directions at once: the fetch keeps 20% of its rate until it
+ * ends, the eviction 80% until then and all of it after. */
+static void test_link_fit_duplex(void)
+{
+    umadv_link_sample_t s = {
+        .big_bytes = 256 * UMADV_MIB, .piece_bytes = 2 * UMADV_MIB, .pieces = 16,
+        .fetch_big = 40e-6 + 256.0 * UMADV_MIB / 50e9,
+        .fetch_pieces = 16 * (40e-6 + 2.0 * UMADV_MIB / 50e9),
+        .evict_big = 400e-6 + 256.0 * UMADV_MIB / 10e9,
+        .evict_pieces = 16 * (400e-6 + 2.0 * UMADV_MIB / 10e9),
+    };
+    double fetch_alone = 40e-6 + 128.0 * UMADV_MIB / 50e9;
+    double evict_alone = 400e-6 + 128.0 * UMADV_MIB / 10e9;
+    umadv_link_model_t link;
+
+    umadv__link_model_default(&link);
+    umadv__link_fit(&s, &link);
+    ok(link.duplex_fetch_bw == 0 && link.duplex_evict_bw == 0,
+       "no duplex sample: not measured (full overlap)");
+    s.duplex_bytes = 128 * UMADV_MIB;
+    s.duplex_fetch = fetch_alone / 0.2;
+    s.duplex_evict = s.duplex_fetch + (evict_alone - 0.8 * s.duplex_fetch);
+    umadv__link_fit(&s, &link);
+    is_near(link.duplex_fetch_bw, 0.2 * link.fetch_bw, 1e-6, "the fetch's share while both run");
+    is_near(link.duplex_evict_bw, 0.8 * link.evict_bw, 1e-6, "the eviction's, from its work left");
+    s.duplex_evict = 0.5 * evict_alone; /* ended first, at twice its rate alone: noise */
+    s.duplex_fetch = s.duplex_evict + 0.5 * fetch_alone;
+    umadv__link_fit(&s, &link);
+    ok(link.duplex_evict_bw == link.evict_bw, "a share above 1 is full overlap");
+    is_near(link.duplex_fetch_bw, link.fetch_bw * 0.5 * fetch_alone / s.duplex_evict, 1e-6,
+            "the other from its work left");
+}
+
 /* ---- knobs ------------------------------------------------------------- */
 
 static void test_knobs(void)
@@ -307,13 +340,14 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(61);
+    plan(66);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();
     test_scan();
     test_launch_regions();
     test_link_fit();
+    test_link_fit_duplex();
     test_knobs();
     log_capture_stop();
     return exit_status();

@@ -495,9 +495,54 @@ static void test_batch(void)
             "batch: the large copy goes in a call of its own, the small ones together");
 }
 
+/* UVM fetches and evictions sharing the migration path (trace.h, duplex
+ * figures): the same plan moves the same bytes, and no iteration is
+ * faster than with full overlap; where both lanes run, slower. The
+ * budget-bound plan of the alternating trace chains the two (nothing to
+ * overlap), so it does not change. */
+static void test_duplex(void)
+{
+    int slower = 0, faster = 0, volumes = 0, runs = 0;
+
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        tp_params_t tp = {.nallocs = 10, .nsteps = 12, .niters = 2, .max_sections = 4,
+                          .uniform = 1};
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+        umadv_schedule_t sc;
+        umadv_sim_result_t full, shared;
+        uint64_t total = 0;
+
+        tp_random_trace(seed, &tp, &t);
+        for (uint32_t a = 0; a < t.nallocs; a++)
+            total += t.allocs[a].size;
+        umadv__plan_params_default(&t, total / 2, &pp);
+        if (umadv__plan_build(&t, &pp, &sc) != UMADV_OK) {
+            umadv__trace_cleanup(&t);
+            continue;
+        }
+        simulate(&t, UMADV_POLICY_PLAN, total / 2, &sc, NULL, &full);
+        t.link.duplex_fetch_bw = t.link.fetch_bw * 0.2;
+        t.link.duplex_evict_bw = t.link.evict_bw * 0.5;
+        if (simulate(&t, UMADV_POLICY_PLAN, total / 2, &sc, NULL, &shared) == UMADV_OK) {
+            runs++;
+            slower += shared.iteration_s > full.iteration_s * (1 + 1e-9);
+            faster += shared.iteration_s < full.iteration_s * (1 - 1e-9);
+            volumes += shared.fetched_bytes != full.fetched_bytes ||
+                       shared.evicted_bytes != full.evicted_bytes;
+        }
+        umadv__schedule_cleanup(&sc);
+        umadv__trace_cleanup(&t);
+    }
+    ok(runs >= 25, "duplex: %d plans simulated both ways", runs);
+    is(faster, 0, "duplex: sharing the migration path never makes an iteration faster");
+    ok(slower > runs / 4, "duplex: it makes %d of them slower", slower);
+    is(volumes, 0, "duplex: the same bytes move");
+}
+
 int main(void)
 {
-    plan(35 + 4 + 6);
+    plan(35 + 4 + 6 + 4);
     test_cost_model();
     test_no_pressure();
     test_oracle();
@@ -506,5 +551,6 @@ int main(void)
     test_errors();
     test_absurd_link();
     test_batch();
+    test_duplex();
     return exit_status();
 }

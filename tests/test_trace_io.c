@@ -208,6 +208,31 @@ static void test_written_form(const char *buf, size_t len)
        "NONE lifetimes written as '-', doubles with 17 digits");
 }
 
+/* A link line of a trace written before the duplex figures existed
+ * reads, with them "not measured" (0). */
+static void test_tolerated_link(const lines_t *base)
+{
+    char why[512];
+    umadv_trace_t t;
+    lines_t l;
+    size_t i;
+
+    lines_copy(base, &l);
+    i = lines_find(&l, "link ", 0);
+    lines_set(&l, i, "link fetch_bw=5e10 fetch_latency=6e-05 evict_bw=1e10 evict_latency=4e-4 "
+                     "fault_bw=4e9 fault_latency=2e-05 remote_bw=4e10\n");
+    if (!ok(read_lines(&l, 1, &t, why, sizeof(why)) == UMADV_OK,
+            "a link line without the duplex figures reads")) {
+        diag("%s", why);
+        skip("read failed", "they are not measured (0)");
+    } else {
+        ok(t.link.duplex_fetch_bw == 0 && t.link.duplex_evict_bw == 0 && t.link.fetch_bw == 5e10,
+           "they are not measured (0)");
+        umadv__trace_cleanup(&t);
+    }
+    lines_free(&l);
+}
+
 static void test_tolerated(const lines_t *base, const umadv_trace_t *sample)
 {
     char why[512];
@@ -245,6 +270,7 @@ static void test_tolerated(const lines_t *base, const umadv_trace_t *sample)
         }
     }
     lines_free(&l);
+    test_tolerated_link(base);
 }
 
 /* Damage to the file as a whole: found before any record is parsed. */
@@ -585,7 +611,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(42 + 11 + 2);
+    plan(42 + 11 + 2 + 2);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;

@@ -98,6 +98,8 @@ static int sample_build(umadv_trace_t *t)
     t->link.fault_bw = UMADV_LINK_BW_MIN;
     t->link.fault_latency = 0.0;
     t->link.remote_bw = UMADV_LINK_BW_MAX;
+    t->link.duplex_fetch_bw = 9.5e9;
+    t->link.duplex_evict_bw = UMADV_LINK_BW_MIN;
     if (sample_add_allocs(t) != 0 || sample_add_steps(t) != 0)
         return -1;
     return umadv__trace_finalize(t, NULL, 0) == 0 ? 0 : -1;

@@ -606,8 +606,10 @@ static umadv_status_t check_link(const umadv_link_model_t *link)
         double v = *(const double *)((const char *)link + figures[i].offset);
         int good = figures[i].is_bw ? v >= 1 && isfinite(v) : v >= 0 && v <= 1e6;
 
-        /* a zero remote bandwidth is "no remote access", as before */
-        if (!good && !(figures[i].offset == offsetof(umadv_link_model_t, remote_bw) && v == 0)) {
+        /* a zero remote bandwidth is "no remote access", as before; an
+         * optional figure at 0 is "not measured" */
+        if (!good && !umadv__link_figure_unset(&figures[i], v) &&
+            !(figures[i].offset == offsetof(umadv_link_model_t, remote_bw) && v == 0)) {
             umadv_error("planner: link figure %s=%g cannot be planned with (bandwidths from 1 "
                         "byte/s, latencies up to 1e6 s)", figures[i].key, v);
             return UMADV_ERR_INVALID_PARAM;

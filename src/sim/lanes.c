@@ -28,6 +28,42 @@ static int counting(const sim_engine_t *e, double now)
     return e->measuring && now >= e->t0;
 }
 
+/* ------------------------------------------------------------ sharing */
+
+/* The share of its own rate a lane keeps while the other lane runs too
+ * (trace.h: duplex figures); 1 when the model says they overlap fully. */
+static double duplex_share(double duplex_bw, double bw)
+{
+    double share = duplex_bw / bw;
+
+    return share > 0 && share < 1 ? share : 1;
+}
+
+/* A running transfer's end, as its rate goes from @from to @to of its own
+ * at @now: the work left is kept. */
+static double rescale_end(double end, double now, double from, double to)
+{
+    return end > now ? now + (end - now) * from / to : end;
+}
+
+/* Whether both lanes run changes when a transfer starts or ends: the
+ * running ends are rescaled to the rates that hold from @now. Called
+ * after every start (whose end was computed at the full rate) and every
+ * completion. */
+static void lanes_share(sim_engine_t *e, double now)
+{
+    int duplex = e->f_running && e->eq_len > 0;
+    double fr = duplex ? duplex_share(e->link.duplex_fetch_bw, e->link.fetch_bw) : 1;
+    double er = duplex ? duplex_share(e->link.duplex_evict_bw, e->link.evict_bw) : 1;
+
+    if (e->f_running && e->f_rate != fr)
+        e->f_end = rescale_end(e->f_end, now, e->f_rate, fr);
+    if (e->eq_len > 0 && e->e_rate != er)
+        e->eq[e->eq_head].end = rescale_end(e->eq[e->eq_head].end, now, e->e_rate, er);
+    e->f_rate = fr;
+    e->e_rate = er;
+}
+
 /* ------------------------------------------------------------ fetch lane */
 
 static int fq_less(const sim_lane_op_t *a, const sim_lane_op_t *b)
@@ -174,6 +210,8 @@ static void fetch_start(sim_engine_t *e, const sim_lane_op_t *head, double now)
         e->r.fetched_bytes += copy;
     e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy) +
                fetch_batch(e);
+    e->f_rate = 1;
+    lanes_share(e, now);
 }
 
 /* Serve the earliest-needed queued fetch as the core's verdict says; the
@@ -266,6 +304,8 @@ static void evict_start(sim_engine_t *e, sim_lane_op_t *op, double now)
     op->start = now;
     op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency, e->link.evict_bw,
                                                     op->d.clean ? 0 : bytes);
+    e->e_rate = 1; /* computed alone: lanes_share rescales it */
+    lanes_share(e, now);
 }
 
 static void eq_pop(sim_engine_t *e)
@@ -375,9 +415,11 @@ void umadv__sim_advance(sim_engine_t *e, double until)
             return;
         if (evict_first) {
             complete_evict(e, te);
+            lanes_share(e, te);
             umadv__sim_try_start_fetch(e, te);
         } else {
             complete_fetch(e);
+            lanes_share(e, tf);
             umadv__sim_try_start_fetch(e, tf);
         }
     }

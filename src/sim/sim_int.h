@@ -63,6 +63,10 @@ typedef struct sim_engine {
     sim_lane_op_t *eq;
     size_t         eq_head, eq_len, eq_cap;
 
+    /* the share of its own rate at which each running transfer's end was
+     * computed: 1 alone, the duplex share (trace.h) while both lanes run */
+    double         f_rate, e_rate;
+
     /* the step being run: its need key and its waits (sim.h) */
     uint64_t  cur_need;
     uint32_t  cur_step;

@@ -76,15 +76,20 @@ void umadv__link_model_default(umadv_link_model_t *link)
     link->fault_bw      = 3.8e9;
     link->fault_latency = 20e-6;
     link->remote_bw     = 42e9;
+    /* not measured there: taken as full overlap */
+    link->duplex_fetch_bw = 0;
+    link->duplex_evict_bw = 0;
 }
 
-#define LINK_FIGURE(_key, _is_bw) {#_key, offsetof(umadv_link_model_t, _key), _is_bw}
+#define LINK_FIGURE(_key, _is_bw, _optional) \
+    {#_key, offsetof(umadv_link_model_t, _key), _is_bw, _optional}
 
 static const umadv_link_figure_t link_figures[] = {
-    LINK_FIGURE(fetch_bw, 1), LINK_FIGURE(fetch_latency, 0),
-    LINK_FIGURE(evict_bw, 1), LINK_FIGURE(evict_latency, 0),
-    LINK_FIGURE(fault_bw, 1), LINK_FIGURE(fault_latency, 0),
-    LINK_FIGURE(remote_bw, 1),
+    LINK_FIGURE(fetch_bw, 1, 0), LINK_FIGURE(fetch_latency, 0, 0),
+    LINK_FIGURE(evict_bw, 1, 0), LINK_FIGURE(evict_latency, 0, 0),
+    LINK_FIGURE(fault_bw, 1, 0), LINK_FIGURE(fault_latency, 0, 0),
+    LINK_FIGURE(remote_bw, 1, 0),
+    LINK_FIGURE(duplex_fetch_bw, 1, 1), LINK_FIGURE(duplex_evict_bw, 1, 1),
 };
 
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p)
@@ -107,7 +112,7 @@ const char *umadv__link_model_implausible(const umadv_link_model_t *link)
         const umadv_link_figure_t *f = &link_figures[i];
         double value = *(const double *)((const char *)link + f->offset);
 
-        if (!umadv__link_figure_plausible(f->is_bw, value))
+        if (!umadv__link_figure_unset(f, value) && !umadv__link_figure_plausible(f->is_bw, value))
             return f->key;
     }
     return NULL;

@@ -37,6 +37,14 @@ typedef struct umadv_link_model {
     double fault_bw;       /* demand paging inside a kernel, bytes/s */
     double fault_latency;  /* seconds per faulted section with nothing to copy */
     double remote_bw;      /* GPU reading/writing host-resident memory, bytes/s */
+    /* UVM migrations while one runs each way at once (the link probe times
+     * a fetch during an eviction): the rates each direction keeps then.
+     * Equal to fetch_bw and evict_bw, the two directions overlap fully;
+     * measured on an H100 (driver 580), a fetch crawls at about the
+     * eviction's pace instead. 0: not measured, taken as full overlap
+     * (optional in a trace file, written only when measured). */
+    double duplex_fetch_bw;
+    double duplex_evict_bw;
 } umadv_link_model_t;
 
 /* The GPU the trace was recorded on (or modelled for). */
@@ -134,9 +142,16 @@ typedef struct umadv_link_figure {
     const char *key;
     size_t      offset;  /* of the double in umadv_link_model_t */
     int         is_bw;
+    int         optional;/* may be absent from a file, and 0: not measured */
 } umadv_link_figure_t;
 
-/* The seven figures, in the order the trace format writes them. */
+/* Whether @value is @figure's "not measured" (0 of an optional figure). */
+static inline int umadv__link_figure_unset(const umadv_link_figure_t *figure, double value)
+{
+    return figure->optional && value == 0;
+}
+
+/* The figures, in the order the trace format writes them. */
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p);
 
 /* Whether @value is plausible for a figure of that kind (finite, in

@@ -169,9 +169,14 @@ static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
     sb_printf(sb, " memory=%llu cc=%d.%d driver=%d\n", (unsigned long long)d->memory,
               d->cc_major, d->cc_minor, d->driver_version);
     sb_printf(sb, "link fetch_bw=%.17g fetch_latency=%.17g evict_bw=%.17g"
-              " evict_latency=%.17g fault_bw=%.17g fault_latency=%.17g remote_bw=%.17g\n",
+              " evict_latency=%.17g fault_bw=%.17g fault_latency=%.17g remote_bw=%.17g",
               l->fetch_bw, l->fetch_latency, l->evict_bw, l->evict_latency, l->fault_bw,
               l->fault_latency, l->remote_bw);
+    /* the duplex rates only when measured: older readers keep working */
+    if (l->duplex_fetch_bw != 0 || l->duplex_evict_bw != 0)
+        sb_printf(sb, " duplex_fetch_bw=%.17g duplex_evict_bw=%.17g", l->duplex_fetch_bw,
+                  l->duplex_evict_bw);
+    sb_append(sb, "\n", 1);
 }
 
 static void write_allocs(strbuf_t *sb, const umadv_trace_t *trace)

@@ -629,8 +629,14 @@ static umadv_status_t parse_link(reader_t *r)
     if (!(r->have & HAVE_TRACE) || (r->have & HAVE_LINK))
         return fail_record(r, "must come once, after the 'trace' record");
     for (size_t i = 0; i < count; i++) {
-        umadv_status_t status = get_link_value(r, &figures[i],
-                                               (double *)((char *)&l + figures[i].offset));
+        double *v = (double *)((char *)&l + figures[i].offset);
+        umadv_status_t status;
+
+        if (figures[i].optional && field_find(r, figures[i].key) == NULL) {
+            *v = 0; /* not measured */
+            continue;
+        }
+        status = get_link_value(r, &figures[i], v);
         if (status != UMADV_OK)
             return status;
     }
@@ -870,7 +876,8 @@ static const char *const device_keys[] = {"name", "pci_bus_id", "memory", "cc", 
                                           NULL};
 static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
                                         "evict_latency", "fault_bw", "fault_latency",
-                                        "remote_bw", NULL};
+                                        "remote_bw", "duplex_fetch_bw", "duplex_evict_bw",
+                                        NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
                                          "free_step", "tag", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};

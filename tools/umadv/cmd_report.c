@@ -101,6 +101,9 @@ static void print_device(const umadv_trace_t *trace)
            link->evict_latency * 1e6);
     printf("              fault %.1f GB/s + %.0f us/section, remote access %.1f GB/s\n",
            link->fault_bw / 1e9, link->fault_latency * 1e6, link->remote_bw / 1e9);
+    if (link->duplex_fetch_bw != 0 || link->duplex_evict_bw != 0)
+        printf("              both ways at once: fetch %.1f GB/s, evict %.1f GB/s\n",
+               link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9);
 }
 
 static void print_steps_line(const umadv_trace_t *trace)
