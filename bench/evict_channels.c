@@ -218,13 +218,12 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-static uint64_t parse_size(const char *flag, const char *text)
+static uint64_t parse_size(const char *text)
 {
     uint64_t v;
 
     if (umadv_size_parse(text, &v) != UMADV_OK || v == 0)
         usage_error("invalid size '%s'", text);
-    (void)flag;
     return v;
 }
 
@@ -242,7 +241,7 @@ static void parse_calls(opts_t *o, const char *text)
             usage_error("invalid --call '%s': up to 8 sizes, comma-separated", text);
         memcpy(item, p, n);
         item[n] = '\0';
-        o->calls[o->ncalls] = parse_size("--call", item);
+        o->calls[o->ncalls] = parse_size(item);
         if (o->calls[o->ncalls] % page != 0)
             usage_error("--call %s is not a whole number of CPU pages", item);
         o->ncalls++;
@@ -277,7 +276,7 @@ static void opts_parse(int argc, char **argv, opts_t *o)
         if (i + 1 >= argc)
             usage_error("%s takes a value", argv[i]);
         if (strcmp(argv[i], "--size") == 0)
-            o->size = parse_size("--size", v);
+            o->size = parse_size(v);
         else if (strcmp(argv[i], "--call") == 0)
             parse_calls(o, v);
         else if (strcmp(argv[i], "--repeat") == 0)
@@ -414,10 +413,9 @@ static int round_prepare(bench_t *b)
     if (!CUDA_OK(cudaDeviceSynchronize, ()) ||
         !CUDA_OK(cudaMemPrefetchAsync, (b->buf, b->size, location(0), 0, s)))
         return -1;
-    if (channels_fill((uint64_t *)b->buf, b->size / 8, b->seed, s) != 0) {
-        snprintf(last_error, sizeof last_error, "channels_fill: launch failed");
+    if (!cuda_ok((cudaError_t)channels_fill((uint64_t *)b->buf, b->size / 8, b->seed, s),
+                 "channels_fill"))
         return -1;
-    }
     return CUDA_OK(cudaStreamSynchronize, (s)) ? 0 : -1;
 }
 
@@ -433,12 +431,10 @@ static int gpu_check(bench_t *b, uint64_t *mismatches, double *ms)
     if (!CUDA_OK(cudaMemsetAsync, (b->count_dev, 0, sizeof count, s)) ||
         !CUDA_OK(cudaEventRecord, (b->ev[0][0], s)))
         return -1;
-    if (channels_count_mismatches((const uint64_t *)b->buf, b->size / 8, b->seed, b->count_dev,
-                                  s) != 0) {
-        snprintf(last_error, sizeof last_error, "channels_count_mismatches: launch failed");
-        return -1;
-    }
-    if (!CUDA_OK(cudaEventRecord, (b->ev[0][1], s)) ||
+    if (!cuda_ok((cudaError_t)channels_count_mismatches((const uint64_t *)b->buf, b->size / 8,
+                                                        b->seed, b->count_dev, s),
+                 "channels_count_mismatches") ||
+        !CUDA_OK(cudaEventRecord, (b->ev[0][1], s)) ||
         !CUDA_OK(cudaMemcpyAsync, (&count, b->count_dev, sizeof count, cudaMemcpyDeviceToHost, s)) ||
         !CUDA_OK(cudaStreamSynchronize, (s)) ||
         !CUDA_OK(cudaEventElapsedTime, (&t, b->ev[0][0], b->ev[0][1])))
@@ -548,6 +544,11 @@ static void round_serial(bench_t *b, const ranges_t *whole, row_t *rows, const c
         row_t *row = &rows[ids[i]];
         if (channel_run(b, ch, whole, 0, &s) != 0) {
             row_error(row);
+            for (int j = i + 1; j < n; j++) {
+                if (rows[ids[j]].error[0] == '\0')
+                    snprintf(rows[ids[j]].error, sizeof rows[ids[j]].error,
+                             "not run: %s failed", ch->name);
+            }
             return; /* the data's state is unknown: no check; the next round refills */
         }
         int best = row_add(row, &s);
@@ -595,7 +596,8 @@ static void lanes_start(lane_t *lane)
 }
 
 /* The lanes' samples into rows[0] (out) and rows[1] (in), both halves
- * over the wall time from the first start to the last end into rows[2];
+ * over the wall time from the first start to the last end into rows[2]
+ * (no event brackets two streams: its event time is the longer lane's);
  * -1 when a lane failed (every row gets its error). */
 static int lanes_record(const lane_t *lane, row_t *const *rows, int *new_best)
 {

@@ -33,12 +33,12 @@ __global__ static void count_mismatches(const uint64_t *p, size_t n, uint64_t se
 extern "C" int channels_fill(uint64_t *p, size_t n, uint64_t seed, void *stream)
 {
     fill<<<GRID, BLOCK, 0, (cudaStream_t)stream>>>(p, n, seed);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return (int)cudaGetLastError();
 }
 
 extern "C" int channels_count_mismatches(const uint64_t *p, size_t n, uint64_t seed,
                                          unsigned long long *count_dev, void *stream)
 {
     count_mismatches<<<GRID, BLOCK, 0, (cudaStream_t)stream>>>(p, n, seed, count_dev);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return (int)cudaGetLastError();
 }

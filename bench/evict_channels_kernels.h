@@ -32,11 +32,11 @@ static inline CHANNELS_HD uint64_t channels_pattern(uint64_t i, uint64_t seed)
 }
 
 /* p[i] = channels_pattern(i, seed) for i < n, on @stream (a cudaStream_t).
- * 0 when launched, -1 when the launch failed. */
+ * Returns the launch's cudaError_t (0: launched), so the caller can name it. */
 int channels_fill(uint64_t *p, size_t n, uint64_t seed, void *stream);
 
 /* Adds to *@count_dev (device memory) the number of words of p[0..n) that
- * differ from the pattern, on @stream. 0 when launched, -1 otherwise. */
+ * differ from the pattern, on @stream. Returns the launch's cudaError_t. */
 int channels_count_mismatches(const uint64_t *p, size_t n, uint64_t seed,
                               unsigned long long *count_dev, void *stream);
 
