@@ -604,9 +604,11 @@ static int lanes_record(const lane_t *lane, row_t *const *rows, int *new_best)
     sample_t both = {{0}, 0, 0};
 
     if (lane[0].rc != 0 || lane[1].rc != 0) {
-        for (int i = 0; i < 3; i++)
-            snprintf(rows[i]->error, sizeof rows[i]->error, "%s",
-                     lane[lane[0].rc != 0 ? 0 : 1].error);
+        for (int i = 0; i < 3; i++) {
+            if (rows[i]->error[0] == '\0')
+                snprintf(rows[i]->error, sizeof rows[i]->error, "%s",
+                         lane[lane[0].rc != 0 ? 0 : 1].error);
+        }
         return -1;
     }
     both.total_s = (double)(UMADV_MAX(lane[0].end_ns, lane[1].end_ns) -
@@ -851,6 +853,9 @@ static void row_detail(const row_t *row, channel_id_t id, char *buf, size_t len)
                               : snprintf(buf + used, len - used, "%s %.3f ms, ", op_names[ch->ops[i]],
                                          s * 1e3));
     }
+    if (row->mismatches != 0 && used < len)
+        used += (size_t)snprintf(buf + used, len - used, "%llu words wrong, ",
+                                 (unsigned long long)row->mismatches);
     if (row->check_ms > 0 && used < len)
         snprintf(buf + used, len - used, "check %.2f ms", row->check_ms);
     else if (used >= 2 && used < len)
@@ -995,9 +1000,14 @@ static void device_setup(const opts_t *o, bench_t *b, report_t *rp)
     struct cudaDeviceProp prop;
     size_t free_b = 0, total_b = 0;
     int count = 0, cma = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    char why[256];
 
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-        skip("no CUDA device");
+    if (err != cudaSuccess || count == 0) {
+        snprintf(why, sizeof why, "no CUDA device (cudaGetDeviceCount: %s)",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+        skip(why);
+    }
     if (!CUDA_OK(cudaSetDevice, (0)) ||
         !CUDA_OK(cudaDeviceGetAttribute, (&cma, cudaDevAttrConcurrentManagedAccess, 0)))
         die("cannot use device 0");
@@ -1084,16 +1094,23 @@ static int rows_failed(const opts_t *o, row_t (*rows)[CH_COUNT])
     return 0;
 }
 
+/* The largest call size: the warm-up's and the probe's. */
+static uint64_t call_max(const opts_t *o)
+{
+    uint64_t call = 0;
+
+    for (int c = 0; c < o->ncalls; c++)
+        call = UMADV_MAX(call, o->calls[c]);
+    return call;
+}
+
 /* Every channel once, untimed: host memory, the driver's paths and the
  * staging buffer's pages all warm before the first timed round. */
 static void warm_up(bench_t *b, const opts_t *o)
 {
     row_t scratch[CH_COUNT];
-    uint64_t call = 0;
 
-    for (int c = 0; c < o->ncalls; c++)
-        call = UMADV_MAX(call, o->calls[c]);
-    measure_call(b, call, 1, scratch);
+    measure_call(b, call_max(o), 1, scratch);
 }
 
 static void json_finish(const report_t *rp, int failed)
@@ -1125,7 +1142,7 @@ int main(int argc, char **argv)
     buffers_setup(&b);
     checks_validate(&b);
     warm_up(&b, &o);
-    discard_probe(&b, o.calls[o.ncalls - 1], &probe);
+    discard_probe(&b, call_max(&o), &probe);
     rp.o = &o;
     rp.b = &b;
     rp.probe = &probe;
