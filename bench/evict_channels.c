@@ -792,6 +792,8 @@ typedef struct report {
     const opts_t *o;
     const bench_t *b;
     row_t (*rows)[CH_COUNT];
+    row_t warm[CH_COUNT]; /* the untimed warm-up pass, in calls of warm_call */
+    uint64_t warm_call;
     const probe_t *probe;
     char device[256];
     int driver, runtime;
@@ -899,15 +901,14 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_row(FILE *f, const report_t *rp, int c, channel_id_t id)
+/* @base: uvm-evict's GB/s at the same call size. */
+static void json_row(FILE *f, const row_t *row, channel_id_t id, uint64_t call, double base)
 {
-    const row_t *row = &rp->rows[c][id];
     const channel_t *ch = row_channel(row, id);
-    double base = row_gbps(&rp->rows[c][CH_UVM_EVICT]);
 
     fprintf(f, "    {\"channel\": \"%s\", \"call\": %llu, \"bytes\": %llu, \"status\": \"%s\", ",
-            channels[id].name, (unsigned long long)rp->o->calls[c],
-            (unsigned long long)row->bytes, row_status(row));
+            channels[id].name, (unsigned long long)call, (unsigned long long)row->bytes,
+            row_status(row));
     fprintf(f, "\"gbps\": %.6g, \"x_uvm_evict\": %.6g, \"best_s\": %.9g, \"best_event_s\": %.9g, ",
             row_gbps(row), base > 0 ? row_gbps(row) / base : 0, row->best.total_s,
             row->best.event_s);
@@ -930,6 +931,17 @@ static void json_row(FILE *f, const report_t *rp, int c, channel_id_t id)
     else
         fputs("null", f);
     fputs("}", f);
+}
+
+/* One call size's rows (the warm-up's too), as a JSON array's items. */
+static void json_rows(FILE *f, const row_t *rows, uint64_t call, int last)
+{
+    double base = row_gbps(&rows[CH_UVM_EVICT]);
+
+    for (int id = 0; id < CH_COUNT; id++) {
+        json_row(f, &rows[id], (channel_id_t)id, call, base);
+        fputs(last && id == CH_COUNT - 1 ? "\n" : ",\n", f);
+    }
 }
 
 static void json_probe(FILE *f, const probe_t *p)
@@ -957,13 +969,11 @@ static void json_write(FILE *f, const report_t *rp, int failed)
             (unsigned long long)rp->free_start, (unsigned long long)rp->total);
     fprintf(f, "  \"resident_check_ms\": %.6g,\n", rp->b->resident_check_ms);
     json_probe(f, rp->probe);
-    fprintf(f, "  \"rows\": [\n");
-    for (int c = 0; c < rp->o->ncalls; c++) {
-        for (int id = 0; id < CH_COUNT; id++) {
-            json_row(f, rp, c, (channel_id_t)id);
-            fputs(c == rp->o->ncalls - 1 && id == CH_COUNT - 1 ? "\n" : ",\n", f);
-        }
-    }
+    fprintf(f, "  \"warm_up\": [\n");
+    json_rows(f, rp->warm, rp->warm_call, 1);
+    fprintf(f, "  ],\n  \"rows\": [\n");
+    for (int c = 0; c < rp->o->ncalls; c++)
+        json_rows(f, rp->rows[c], rp->o->calls[c], c == rp->o->ncalls - 1);
     fprintf(f, "  ],\n  \"failed\": %s\n}\n", failed ? "true" : "false");
 }
 
@@ -1106,11 +1116,29 @@ static uint64_t call_max(const opts_t *o)
 
 /* Every channel once, untimed: host memory, the driver's paths and the
  * staging buffer's pages all warm before the first timed round. */
-static void warm_up(bench_t *b, const opts_t *o)
+static void warm_up(bench_t *b, const opts_t *o, report_t *rp)
 {
-    row_t scratch[CH_COUNT];
+    rp->warm_call = call_max(o);
+    measure_call(b, rp->warm_call, 1, rp->warm);
+}
 
-    measure_call(b, call_max(o), 1, scratch);
+/* Its times are thrown away, not its failures: data lost while warming
+ * up is lost all the same. 1 when a channel failed there. */
+static int warm_up_print(const report_t *rp)
+{
+    char call[32], detail[320];
+    int failed = 0;
+
+    for (int id = 0; id < CH_COUNT; id++) {
+        const row_t *row = &rp->warm[id];
+        if (row_ok(row))
+            continue;
+        row_detail(row, (channel_id_t)id, detail, sizeof detail);
+        printf("warm-up: %s in calls of %s: %s (%s)\n", channels[id].name,
+               call_text(rp->warm_call, call, sizeof call), row_status(row), detail);
+        failed = 1;
+    }
+    return failed;
 }
 
 static void json_finish(const report_t *rp, int failed)
@@ -1141,7 +1169,7 @@ int main(int argc, char **argv)
     device_setup(&o, &b, &rp);
     buffers_setup(&b);
     checks_validate(&b);
-    warm_up(&b, &o);
+    warm_up(&b, &o, &rp);
     discard_probe(&b, call_max(&o), &probe);
     rp.o = &o;
     rp.b = &b;
@@ -1158,7 +1186,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     probe_print(&probe);
-    failed = rows_failed(&o, rp.rows) || probe.rc != 0;
+    failed = warm_up_print(&rp);
+    failed = rows_failed(&o, rp.rows) || probe.rc != 0 || failed;
     table_print(&rp);
     json_finish(&rp, failed);
     buffers_free(&b);
