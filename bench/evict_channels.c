@@ -20,7 +20,8 @@
  *   uvm-evict-batch    one cudaMemPrefetchBatchAsync of every piece to the host
  *   uvm-fetch-batch    the same back to the GPU
  *   staged-evict       cudaMemcpyAsync managed->pinned, a piece a call, then one
- *                      cudaMemDiscardBatchAsync of the pieces (phases: copy, discard)
+ *                      cudaMemDiscardBatchAsync of the pieces (phases: copy, discard);
+ *                      it runs before each restore: best of 3 x --repeat
  *   restore-dp         from the staged state: cudaMemDiscardAndPrefetchBatchAsync
  *                      to the GPU, then cudaMemcpyAsync pinned->managed
  *   restore-prefetch   cudaMemPrefetchAsync to the GPU, then the copy
