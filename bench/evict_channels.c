@@ -183,6 +183,7 @@ typedef struct probe {
     uint64_t words, words_kept;
     double   discarded_check_ms;
     int      rc;
+    char     error[256]; /* the call that failed, when rc != 0 */
 } probe_t;
 
 static _Thread_local char last_error[256];
@@ -764,6 +765,8 @@ static void discard_probe(bench_t *b, uint64_t call, probe_t *p)
         p->rc = gpu_check(b, &bad, &p->discarded_check_ms);
     p->words_kept = p->words - bad;
     p->free_discard_read = free_now();
+    if (p->rc != 0)
+        snprintf(p->error, sizeof p->error, "%s", last_error);
     ranges_free(&whole);
 }
 
@@ -772,7 +775,7 @@ static void probe_print(const probe_t *p)
     const double gib = (double)(UINT64_C(1) << 30);
 
     if (p->rc != 0) {
-        printf("probe: failed (%s)\n", last_error);
+        printf("probe: failed (%s)\n", p->error);
         return;
     }
     printf("probe: free GPU memory %.2f GiB resident, %.2f GiB after uvm-evict\n",
@@ -950,12 +953,17 @@ static void json_probe(FILE *f, const probe_t *p)
     fprintf(f, "  \"probe\": {\"ok\": %s, \"free_resident\": %llu, \"free_uvm_evicted\": %llu, "
                "\"free_staged\": %llu, \"free_discard_wait_1s\": %llu, "
                "\"free_discard_read\": %llu, \"words\": %llu, \"words_kept\": %llu, "
-               "\"discarded_check_ms\": %.6g},\n",
+               "\"discarded_check_ms\": %.6g, \"error\": ",
             p->rc == 0 ? "true" : "false", (unsigned long long)p->free_resident,
             (unsigned long long)p->free_uvm_evicted, (unsigned long long)p->free_staged,
             (unsigned long long)p->free_discard_wait, (unsigned long long)p->free_discard_read,
             (unsigned long long)p->words, (unsigned long long)p->words_kept,
             p->discarded_check_ms);
+    if (p->rc != 0)
+        json_string(f, p->error);
+    else
+        fputs("null", f);
+    fputs("},\n", f);
 }
 
 static void json_write(FILE *f, const report_t *rp, int failed)
@@ -1163,7 +1171,7 @@ int main(int argc, char **argv)
     probe_t probe = {0};
     report_t rp = {0};
     uint64_t t0;
-    int failed;
+    int warm_failed, failed;
 
     opts_parse(argc, argv, &o);
     json_begin(o.json);
@@ -1187,8 +1195,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     probe_print(&probe);
-    failed = warm_up_print(&rp);
-    failed = rows_failed(&o, rp.rows) || probe.rc != 0 || failed;
+    warm_failed = warm_up_print(&rp);
+    failed = warm_failed || rows_failed(&o, rp.rows) || probe.rc != 0;
     table_print(&rp);
     json_finish(&rp, failed);
     buffers_free(&b);
