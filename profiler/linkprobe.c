@@ -16,6 +16,11 @@
 #define PROBE_PIECES     16u
 #define PROBE_REPEATS    3
 #define PROBE_PAGE       4096u
+/* Calls of the duplex round: the executor's size, not one big call. On an
+ * H100 (bench/evict_channels, 2026-11-23) one 1 GiB call each way
+ * overlapped (fetch 47 GB/s beside an eviction), while 64 MiB calls each
+ * way held the fetch to 10 of its 45 GB/s. */
+#define PROBE_DUPLEX_CALL (UINT64_C(16) << 20)
 
 
 /* Touch one word of every page: read, add one, write back. Hand-written
@@ -105,14 +110,15 @@ static void duplex_shares(double a, double b, double ta, double tb, double *sa_p
 
 static void fit_duplex(const umadv_link_sample_t *s, umadv_link_model_t *link)
 {
-    double fetch_alone, evict_alone, fs, es;
+    double fetch_alone, evict_alone, fs, es, calls;
 
     if (s->duplex_fetch <= 0 || s->duplex_evict <= 0 || s->duplex_bytes == 0)
         return; /* not measured: kept */
     link->duplex_fetch_bw = link->fetch_bw;
     link->duplex_evict_bw = link->evict_bw;
-    fetch_alone = umadv__link_time(link->fetch_latency, link->fetch_bw, s->duplex_bytes);
-    evict_alone = umadv__link_time(link->evict_latency, link->evict_bw, s->duplex_bytes);
+    calls = s->duplex_calls ? s->duplex_calls : 1;
+    fetch_alone = calls * link->fetch_latency + (double)s->duplex_bytes / link->fetch_bw;
+    evict_alone = calls * link->evict_latency + (double)s->duplex_bytes / link->evict_bw;
     duplex_shares(fetch_alone, evict_alone, s->duplex_fetch, s->duplex_evict, &fs, &es);
     /* a share above 1 is noise (both overlapped fully); a believable
      * bandwidth or none */
@@ -249,6 +255,22 @@ static umadv_status_t probe_round(const probe_t *p, umadv_link_sample_t *s)
 
 /* ---- both directions at once ---------------------------------------- */
 
+/* @bytes from @base to @device (-1: the host) in the executor's call
+ * size, each call waited for, as its lanes do. */
+static umadv_status_t duplex_calls(char *base, uint64_t bytes, int device, cudaStream_t stream)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (uint64_t off = 0; off < bytes && status == UMADV_OK; off += PROBE_DUPLEX_CALL) {
+        status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(base + off,
+                                                        UMADV_MIN(PROBE_DUPLEX_CALL, bytes - off),
+                                                        probe_location(device), 0, stream));
+        if (status == UMADV_OK)
+            status = UMADV_CUDART_FUNC(cudaStreamSynchronize(stream));
+    }
+    return status;
+}
+
 /* The eviction half of a duplex round, on its own thread (a prefetch
  * blocks its caller), released with the fetch by the barrier. */
 typedef struct duplex_evict {
@@ -270,10 +292,7 @@ static void *duplex_evict_main(void *arg)
                                                                 cudaStreamNonBlocking));
     pthread_barrier_wait(d->go);
     if (d->status == UMADV_OK)
-        d->status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(d->p->buf, d->bytes,
-                                                           probe_location(-1), 0, stream));
-    if (d->status == UMADV_OK)
-        d->status = UMADV_CUDART_FUNC(cudaStreamSynchronize(stream));
+        d->status = duplex_calls(d->p->buf, d->bytes, -1, stream);
     d->end_ns = umadv__now_ns();
     if (stream != NULL)
         (void)UMADV_CUDART_FUNC_LOG(cudaStreamDestroy(stream), UMADV_LOG_WARN);
@@ -289,10 +308,7 @@ static umadv_status_t duplex_fetch(const probe_t *p, uint64_t half, pthread_barr
 
     pthread_barrier_wait(go);
     *t0_p = umadv__now_ns();
-    status = UMADV_CUDART_FUNC(cudaMemPrefetchAsync(p->buf + half, half,
-                                                    probe_location(p->device), 0, 0));
-    if (status == UMADV_OK)
-        status = UMADV_CUDART_FUNC(cudaStreamSynchronize(0));
+    status = duplex_calls(p->buf + half, half, p->device, 0);
     *seconds_p = seconds_since(*t0_p);
     return status;
 }
@@ -334,6 +350,7 @@ static umadv_status_t probe_duplex(const probe_t *p, umadv_link_sample_t *s)
     umadv_status_t status = UMADV_OK;
 
     s->duplex_bytes = half;
+    s->duplex_calls = (uint32_t)((half + PROBE_DUPLEX_CALL - 1) / PROBE_DUPLEX_CALL);
     for (int r = 0; r <= PROBE_REPEATS && status == UMADV_OK; r++) {
         double tf = 0, te = 0;
 

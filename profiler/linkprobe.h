@@ -28,6 +28,7 @@ typedef struct umadv_link_sample {
     /* an eviction and a fetch of duplex_bytes each, issued at once from
      * two threads: when each completed (0: not measured) */
     uint64_t duplex_bytes;
+    uint32_t duplex_calls;   /* each way (0 counts as 1) */
     double   duplex_fetch, duplex_evict;
 } umadv_link_sample_t;
 
