@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""What umadv costs when it moves nothing: `oracle` (no budget, nothing
+evicted) against native PyTorch, and what the profiling phase costs, on
+every model given (issue 11: oracle at most 1.05x native on every
+torchvision classification model and a transformer; the profiling phase
+at most 10 plain iterations).
+
+For the GPU machine. Per model, one examples/torch_train.py --both run:
+native in a child, then umadv's allocator with the oracle policy, each
+from the same initial weights. Reported per model:
+  - native and oracle ms/iteration in the steady state, and their ratio;
+  - the profiling phase: the iterations of the umadv run before its
+    steady state (the profiled one, the timing pass, the first ones on
+    the plan), less as many native iterations, in native iterations: what
+    profiling costs a user, the warm-up both sides share taken out;
+  - whether the losses are bitwise identical.
+
+  bench/overhead.py [--lib PATH] [--models resnet18,...] [--batch N]
+                    [--iters N] [--out DIR] [--timeout S]
+
+Writes DIR/overhead.json (every number and command line) and a log per
+model; prints the table last. A run that fails (a model this torchvision
+lacks, an error) is a row saying so; the exit status is then 1.
+"""
+import argparse
+import json
+import os
+import sys
+
+from benchlib import run_command
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
+# torchvision's classification models at 224x224 (inception_v3 needs 299)
+# and a transformer from torch.nn (torch_train.py --model transformer)
+MODELS = ("resnet18,resnet50,resnet101,vgg16,densenet121,mobilenet_v2,mobilenet_v3_large,"
+          "efficientnet_b0,regnet_y_800mf,convnext_tiny,shufflenet_v2_x1_0,squeezenet1_1,"
+          "mnasnet1_0,googlenet,vit_b_16,swin_t,transformer")
+ORACLE_TARGET = 1.05
+PROFILE_TARGET = 10.0
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
+    p.add_argument("--models", default=MODELS)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--iters", type=int, default=12,
+                   help="iterations per run (the profile, timing pass and plan come first)")
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--timeout", type=int, default=300, help="seconds per model")
+    p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
+    return p.parse_args()
+
+
+def run_model(args, model):
+    """One --both run; its JSON document, or None with the reason."""
+    out = os.path.join(args.out, model + ".json")
+    argv = [sys.executable, args.script, "--lib", args.lib, "--model", model, "--batch",
+            str(args.batch), "--iters", str(args.iters), "--both", "--policies", "oracle",
+            "--json", out]
+    env = {"UMADV_BUDGET": None, "UMADV_POLICY": None}
+    log = os.path.join(args.out, model + ".log")
+    status, _, _, line = run_command(argv, log, env, args.timeout)
+    if status != 0 or not os.path.exists(out):
+        why = "timed out" if status is None else "exit %d" % status
+        return None, line, "failed: %s (see %s)" % (why, log)
+    with open(out) as f:
+        return json.load(f), line, None
+
+
+def steady_ms(times, first):
+    tail = times[first:] or times[-1:]
+    return sum(tail) / len(tail)
+
+
+def figures(doc):
+    """The row of one model from torch_train.py's --json document."""
+    native, run = doc["native"], doc["runs"][0]
+    first = run["steady_from"]
+    native_ms = steady_ms(native["times"], 2)
+    oracle_ms = steady_ms(run["times"], first)
+    # the umadv run's iterations before its steady state against as many
+    # native ones: what profiling adds, in native iterations
+    extra = sum(run["times"][:first]) - sum(native["times"][:first])
+    return {"native_ms": native_ms, "oracle_ms": oracle_ms, "x_native": oracle_ms / native_ms,
+            "profile_iters": extra / native_ms, "profile_ms": extra,
+            "identical": run["losses"] == native["losses"]}
+
+
+def print_table(rows):
+    print("\n  %-20s %10s %10s %9s %12s %10s  %s" % (
+        "model", "native ms", "oracle ms", "x native", "profiling(1)", "identical", "targets"))
+    for r in rows:
+        if "error" in r:
+            print("  %-20s %s" % (r["model"], r["error"]))
+            continue
+        missed = [name for name, bad in (
+            ("oracle", r["x_native"] > ORACLE_TARGET),
+            ("profiling", r["profile_iters"] > PROFILE_TARGET)) if bad]
+        print("  %-20s %10.1f %10.1f %9.3f %12.1f %10s  %s" % (
+            r["model"], r["native_ms"], r["oracle_ms"], r["x_native"], r["profile_iters"],
+            "yes" if r["identical"] else "NO", "missed: " + ", ".join(missed) if missed else "met"))
+    print("  (1) what the profiling phase adds, in native iterations; targets: oracle at most "
+          "%.2fx native, profiling at most %.0f iterations" % (ORACLE_TARGET, PROFILE_TARGET))
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows, failed = [], 0
+    for model in [m for m in args.models.split(",") if m]:
+        doc, cmd, error = run_model(args, model)
+        row = {"model": model, "command": cmd}
+        if error is None:
+            row.update(figures(doc))
+        else:
+            row["error"] = error
+            failed += 1
+        rows.append(row)
+        print("bench: %s done" % model, flush=True)
+    with open(os.path.join(args.out, "overhead.json"), "w") as f:
+        json.dump({"batch": args.batch, "iters": args.iters, "rows": rows}, f, indent=1)
+    print_table(rows)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""A stand-in for examples/torch_train.py --both --policies oracle in the
+test of bench/overhead.py: it writes the --json document torch_train.py
+writes, with made-up iteration times, so that the script's arithmetic can
+be checked without PyTorch or a GPU. Native iterations take 10 ms (20 ms
+the first two); umadv's oracle run takes 30, 80 and 60 ms for its first,
+profiled and timing iterations, 12 ms for the next three, then the
+model's steady time (10.3 ms; 12 ms for "slow"). "broken" fails;
+"differs" computes other losses."""
+import argparse
+import json
+import sys
+
+LOSSES = ["0x1.8p+2", "0x1.4p+2"]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for flag in ("--lib", "--model", "--json", "--policies"):
+        p.add_argument(flag)
+    p.add_argument("--batch", type=int)
+    p.add_argument("--iters", type=int)
+    p.add_argument("--both", action="store_true")
+    a = p.parse_args()
+    if a.model == "broken":
+        sys.exit("torch_train: no such model")
+    steady = 12.0 if a.model == "slow" else 10.3
+    native = {"policy": "native", "times": [20.0, 20.0] + [10.0] * (a.iters - 2),
+              "losses": LOSSES}
+    times = [30.0, 80.0, 60.0, 12.0, 12.0, 12.0] + [steady] * (a.iters - 6)
+    run = {"policy": "oracle", "steady_from": 6, "times": times,
+           "losses": ["0x1.8p+2", "0x1.5p+2"] if a.model == "differs" else LOSSES}
+    with open(a.json, "w") as f:
+        json.dump({"model": a.model, "native": native, "runs": [run]}, f)
+
+
+if __name__ == "__main__":
+    main()

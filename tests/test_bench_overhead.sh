@@ -1,0 +1,49 @@
+#!/bin/sh
+# TAP: bench/overhead.py without a GPU, over tests/bench/fake_overhead_train.py
+# (made-up iteration times): the oracle ratio from the steady states, the
+# profiling phase as the iterations before umadv's steady state less as
+# many native ones, in native iterations, the targets met or missed,
+# losses compared, a failed model a row and exit status 1. Skipped without
+# python3.
+. "${top_srcdir:-.}/tests/tap.sh"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "1..0 # SKIP no python3"
+    exit 0
+fi
+fake="$srcdir/tests/bench/fake_overhead_train.py"
+
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,slow,differs --iters 10 \
+    --out "$tmp/ok" >"$tmp/ok.table" 2>"$tmp/ok.err"
+ok $? "overhead.py runs over the stand-in" || diag "$tmp/ok.err"
+
+# field MODEL KEY: from overhead.json
+field() {
+    python3 -c '
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["model"] == sys.argv[2]]
+v = rows[0].get(sys.argv[3]) if rows else "missing"
+print(round(v, 6) if isinstance(v, float) else v)' "$tmp/ok/overhead.json" "$@"
+}
+
+[ "$(field fast native_ms)" = 10.0 ] && [ "$(field fast oracle_ms)" = 10.3 ] &&
+    [ "$(field fast x_native)" = 1.03 ]
+ok $? "oracle against native: steady states, 10.3 / 10.0 ms"
+# before the steady state: 30+80+60+3*12 = 206 ms against 2*20+4*10 = 80
+[ "$(field fast profile_ms)" = 126.0 ] && [ "$(field fast profile_iters)" = 12.6 ]
+ok $? "the profiling phase: 126 ms more than native, 12.6 native iterations"
+grep -q '^  fast .*1\.030 .* 12\.6 .*yes  missed: profiling$' "$tmp/ok.table" &&
+    grep -q '^  slow .*1\.200 .*missed: oracle, profiling$' "$tmp/ok.table"
+ok $? "the table says which target each model misses" || diag "$tmp/ok.table"
+[ "$(field differs identical)" = False ] && grep -q '^  differs .* NO ' "$tmp/ok.table"
+ok $? "losses unlike native's are flagged"
+grep -q -- '--both --policies oracle --json' "$tmp/ok/fast.log"
+ok $? "each model's command line is logged"
+
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken --iters 10 \
+    --out "$tmp/bad" >"$tmp/bad.table" 2>"$tmp/bad.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q '^  broken *failed: exit 1' "$tmp/bad.table" &&
+    grep -q '^  fast ' "$tmp/bad.table"
+ok $? "a model that fails is a row saying so, the others still run, exit status 1"
+
+tap_done
