@@ -291,6 +291,8 @@ def policy_rows(label, budget, doc, native, bounds, command):
                    identical=r["losses"] == native["losses"],
                    x_phys=ratio(r["ms_per_iter"], phys["bound_ms"]),
                    x_uvm=ratio(r["ms_per_iter"], uvm))
+        if policy == "oracle":  # no budget binds it: no bound to compare with
+            row.update(x_phys=None, x_uvm=None)
         rows.append(row)
     return rows
 

@@ -17,6 +17,14 @@
 # bytes, flagged beyond 15% and 1%; a budget the simulator refuses; a
 # failed run. Then over the real umadv plan and a trace mlp_train
 # recorded: its numbers reported unchanged, its refusal recognised.
+# bench/peers.py over fake_torch_train.py: native, save_on_cpu and
+# checkpoint runs, a footprint run keeping the trace, one process per
+# budget (save_on_cpu's peak and shares of the footprint); ratios to
+# native, to the physical bound (fewest bytes from the trace over the
+# pinned rates, or the UVM rates as a stand-in) and to the UVM-rate
+# bound; losses unlike native's flagged; not applicable shown; the
+# largest batch under a cap found exactly, one process per probe; a run
+# that fails exits 1.
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -91,6 +99,128 @@ ok $? "x oracle, and x bound from the recorded link (plan $(tfield resnet50 plan
     grep -q 'vgg16 .* demand .* NO$' "$tmp/torch.table"
 ok $? "losses that differ from native PyTorch's are flagged"
 
+
+# ---- bench/peers.py ---------------------------------------------------
+
+fake_torch=$srcdir/tests/bench/fake_torch_train.py
+FAKE_CAP=native=100,save_on_cpu=260,checkpoint=333,umadv=1000 python3 "$srcdir/bench/peers.py" \
+    --script "$fake_torch" --lib /dev/null --models resnet50,vgg16,gpt2 --batches 64 \
+    --budgets 25,50 --pinned-gbps 50,25 --cap-step 1 --cap-max 512 --out "$tmp/peers" \
+    >"$tmp/peers.table" 2>"$tmp/peers.err"
+ok $? "peers.py runs over the stand-in" || diag "$tmp/peers.err"
+
+# pfield NAME MODEL METHOD BUDGET_LABEL KEY: KEY of a row of NAME/peers.json
+pfield() {
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = [r for e in doc["models"][sys.argv[2]]["batches"] for r in e["rows"]
+        if r["method"] == sys.argv[3] and r["budget_label"] == sys.argv[4]]
+print(rows[0].get(sys.argv[5]) if rows else "missing")' "$tmp/$1/peers.json" "$2" "$3" "$4" "$5"
+}
+
+# near VALUE LO HI: LO < VALUE < HI
+near() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x > lo && x < hi) }'; }
+
+log=$tmp/peers/resnet50-bs64
+grep -q -- '--native --iters 10$' "$log-native.log" &&
+    grep -q -- '--peer save_on_cpu --iters 10$' "$log-save_on_cpu.log" &&
+    grep -q -- '--peer checkpoint --iters 10$' "$log-checkpoint.log" &&
+    grep -q -- "--policies oracle --trace $log.umt\$" "$log-footprint.log" &&
+    grep -q '^\$ env UMADV_BUDGET=1610612736 .*--policies oracle,plan,prefetch-all,demand$' \
+        "$log-soc.log" &&
+    grep -q '^\$ env UMADV_BUDGET=2147483648 .*--policies oracle,plan,prefetch-all,demand$' \
+        "$log-50.log" && [ "$(pfield peers resnet50 plan 50% budget)" = $((2 << 30)) ]
+ok $? "a process per peer, a footprint run with its trace, one per budget: soc peak and 50%"
+
+# plan at 50% (2 GiB): 300 ms, native 30; the trace forces 1 GiB each way
+# at 2 GiB: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 25 GB/s) = 42.95 ms;
+# UVM bound max(oracle 40, 2.5 GiB / 50 GB/s, 2.5 GiB / 10 GB/s) = 268.4 ms
+[ "$(pfield peers resnet50 plan 50% x_native)" = 10.0 ] &&
+    [ "$(pfield peers resnet50 plan 50% min_in)" = $((1 << 30)).0 ] &&
+    near "$(pfield peers resnet50 plan 50% bound_ms)" 42.949 42.950 &&
+    near "$(pfield peers resnet50 plan 50% x_phys)" 6.9849 6.9850 &&
+    near "$(pfield peers resnet50 plan 50% x_uvm)" 1.1175 1.1178 &&
+    grep -q '^64  *plan  *50% 2.00G  *300.0  *10.00  *6.98  *1.12  *2.00  *2.50  *2.50  *0  *yes$' \
+        "$tmp/peers.table"
+ok $? "x native, x the physical bound (the trace's fewest bytes, pinned rates), x the UVM bound"
+
+# save_on_cpu: 300 ms at its 1.5 GiB peak, where the trace forces 2 GiB
+# each way: bound 2 GiB / 25 GB/s = 85.9 ms; its hooks moved 2 GiB each way
+near "$(pfield peers resnet50 save_on_cpu - x_phys)" 3.4924 3.4925 &&
+    [ "$(pfield peers resnet50 plan 'save_on_cpu peak' min_out)" = $((2 << 30)).0 ] &&
+    grep -q '^64  *save_on_cpu  *-  *300.0  *10.00  *3.49  *-  *1.50  *2.00  *2.00  *-  *yes$' \
+        "$tmp/peers.table" && [ "$(pfield peers resnet50 native - x_phys)" = 1.0 ]
+ok $? "peers: GPU memory held, bytes each way, the bound at the memory they hold"
+
+# 25% (1 GiB): a step of the trace alone needs 1.5 GiB: no bound
+[ "$(pfield peers resnet50 plan 25% bound_ms)" = None ] &&
+    grep -q '^64  *plan  *25% 1.00G  *300.0  *10.00  *-  *1.12 ' "$tmp/peers.table"
+ok $? "a budget below a step's bytes has no physical bound"
+
+[ "$(pfield peers vgg16 checkpoint - identical)" = False ] &&
+    [ "$(pfield peers resnet50 checkpoint - identical)" = True ] &&
+    [ "$(pfield peers vgg16 demand 50% identical)" = False ] &&
+    [ "$(pfield peers vgg16 plan 50% identical)" = True ] &&
+    grep -q '^64  *checkpoint  *-  *40.0 .* NO$' "$tmp/peers.table" &&
+    [ "$(pfield peers gpt2 checkpoint - outcome)" = "not applicable" ] &&
+    grep -q '^64  *checkpoint  *-  *not applicable: ' "$tmp/peers.table"
+ok $? "losses unlike native's are flagged (checkpoint, demand); not applicable is shown"
+
+# cap FIELD MODEL METHOD: the largest batch search's FIELD
+cap() {
+    python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["models"][sys.argv[2]]["cap"][sys.argv[3]]
+print(json.dumps(c[sys.argv[4]]))' "$tmp/$1/peers.json" "$2" "$3" "$4"
+}
+probes=$(cap peers resnet50 native probes | python3 -c '
+import json, sys; print(" ".join("%d%s" % (p["batch"], "+" if p["trained"] else "-")
+                                for p in json.load(sys.stdin)))')
+[ "$(cap peers resnet50 native largest_batch)" = 100 ] &&
+    [ "$(cap peers resnet50 save_on_cpu largest_batch)" = 260 ] &&
+    [ "$(cap peers resnet50 checkpoint largest_batch)" = 333 ] &&
+    [ "$(cap peers resnet50 umadv largest_batch)" = 512 ] &&
+    [ "$(cap peers resnet50 umadv hit_cap_max)" = true ] &&
+    [ "$(cap peers gpt2 checkpoint largest_batch)" = null ] &&
+    [ "$probes" = "32+ 64+ 128- 96+ 112- 104- 100+ 102- 101-" ] &&
+    [ "$(ls "$tmp"/peers/resnet50-cap-native-bs*.log | wc -l)" -eq 9 ] &&
+    grep -q -- '--native --cap-gib 16.0 --iters 4$' "$tmp/peers/resnet50-cap-native-bs101.log" &&
+    grep -q '^\$ env UMADV_BUDGET=17179869184 .*--umadv --policies plan --iters 4$' \
+        "$tmp/peers/resnet50-cap-umadv-bs512.log" &&
+    grep -q '^largest batch under 16 GiB (multiples of 1): native 100, save_on_cpu 260, checkpoint 333, umadv 512+$' \
+        "$tmp/peers.table"
+ok $? "the largest batch under the cap, exactly, one process per probe ($probes)"
+
+# The search alone, against every largest batch from 0 to 300, starts
+# above and below it, steps of 1 and 8: it finds exactly the multiple.
+(cd "$srcdir/bench" && python3 -c '
+from peers import largest_batch
+bad = []
+for top in range(301):
+    for start in (1, 8, 32, 1000):
+        for step in (1, 8):
+            found, limited, tried = largest_batch(lambda b: (b <= top, "", ""), start, step, 4096)
+            if found != top // step * step or limited:
+                bad.append((top, start, step, found))
+print(bad[:5])
+raise SystemExit(bool(bad))') >"$tmp/search.out" 2>&1
+ok $? "the search finds the largest batch for any largest, start and step" ||
+    diag "$tmp/search.out"
+
+python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
+    --batches 64 --budgets 50 --skip-cap --out "$tmp/peers-uvm" >"$tmp/peers-uvm.table" 2>&1
+# stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
+near "$(pfield peers-uvm resnet50 plan 50% x_phys)" 2.7939 2.7940 &&
+    grep -q 'GB/s (stand-in: the trace.s UVM fetch and evict rates)' "$tmp/peers-uvm.table" &&
+    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1
+ok $? "without --pinned-gbps the UVM rates stand in, and say so; --skip-cap probes nothing"
+
+python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
+    --batches 64 --skip-cap --out "$tmp/peers-fail" >"$tmp/peers-fail.table" 2>"$tmp/peers-fail.err"
+[ $? -eq 1 ] && grep -q '^bench: resnet50-bs64 native failed (exit 2)' "$tmp/peers-fail.err" &&
+    [ ! -s "$tmp/peers-fail.table" ]
+ok $? "a run that fails exits 1 and says which"
 
 # ---- bench/longrun.py -------------------------------------------------
 
