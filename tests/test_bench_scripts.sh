@@ -208,6 +208,30 @@ raise SystemExit(bool(bad))') >"$tmp/search.out" 2>&1
 ok $? "the search finds the largest batch for any largest, start and step" ||
     diag "$tmp/search.out"
 
+# X and Y, 1 GiB each, in 1 GiB: X read, Y read, X overwritten. X is
+# dead from its read to its overwrite (dropped free for Y); Y goes out
+# for the overwrite and comes back: 1 GiB each way, not 2 out.
+cat >"$tmp/dead.umt" <<'EOF'
+umadv-trace 1
+trace section_size=1073741824 allocs=2 steps=3 accesses=3
+alloc id=0 base=0x0 size=1073741824 kind=weight
+alloc id=1 base=0x0 size=1073741824 kind=weight
+step id=0 iter=0 kind=kernel dur_ns=1
+  a alloc=0 first=0 count=1 mode=r faults=0
+step id=1 iter=0 kind=kernel dur_ns=1
+  a alloc=1 first=0 count=1 mode=r faults=0
+step id=2 iter=0 kind=kernel dur_ns=1
+  a alloc=0 first=0 count=1 mode=w faults=0
+EOF
+(cd "$srcdir/bench" && python3 -c '
+import sys
+from benchlib import min_traffic, read_trace
+moved = min_traffic(read_trace(sys.argv[1]), 1 << 30)
+print(moved)
+raise SystemExit(moved != (1 << 30, 1 << 30))' "$tmp/dead.umt") >"$tmp/dead.out" 2>&1
+ok $? "the fewest bytes: dead data leaves free, an overwrite fetches nothing" ||
+    diag "$tmp/dead.out"
+
 python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
     --batches 64 --budgets 50 --skip-cap --out "$tmp/peers-uvm" >"$tmp/peers-uvm.table" 2>&1
 # stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
