@@ -150,6 +150,10 @@ class _Residency:
                 self.uses.setdefault(s, []).append((j, mode))
         self.resident, self.total = {}, 0.0
 
+    def sections(self, alloc):
+        count = -(-self.allocs[alloc][0] // self.ssize)
+        return [(alloc, idx) for idx in range(count)]
+
     def size(self, s):
         alloc_size = self.allocs[s[0]][0]
         return float(min(self.ssize, alloc_size - s[1] * self.ssize))
@@ -215,8 +219,8 @@ class _Residency:
                 nxt = self.next_read(s, j)
                 heapq.heappush(heap, (-(math.inf if nxt is None else base + nxt), version[s], s))
             for alloc in self.frees.get(j, ()):
-                for s in [s for s in self.resident if s[0] == alloc]:
-                    self.total -= self.resident.pop(s)
+                for s in self.sections(alloc):
+                    self.total -= self.resident.pop(s, 0.0)
         return fetched, evicted
 
 

@@ -49,6 +49,7 @@ native with set_per_process_memory_fraction(cap / total), save_on_cpu
 and checkpoint under the same fraction, and umadv (plan, UMADV_BUDGET =
 the cap); each probe a fresh process of --cap-iters iterations (an
 out-of-memory must not poison the next), time-boxed by --cap-timeout.
+--cap-methods picks some of them, --cap-only runs the search alone.
 Batches are multiples of --cap-step: doubled from --cap-start while they
 train, then bisected between the last that trained and the first that
 did not, down to one step; a probe that fails for any reason counts as
@@ -56,7 +57,8 @@ not training (the reason is kept); --cap-max stops the doubling.
 
   bench/peers.py [--lib PATH] [--models resnet50,vgg16,gpt2]
                  [--batches 64,256] [--budgets 25,50,75] [--iters N]
-                 [--pinned-gbps H2D,D2H] [--cap-gib 16] [--skip-cap]
+                 [--pinned-gbps H2D,D2H] [--cap-gib 16] [--skip-cap | --cap-only]
+                 [--cap-methods native,save_on_cpu,checkpoint,umadv]
                  [--timeout S] [--out DIR]
 
 Writes DIR/peers.json (every number and command line) and a log per
@@ -102,6 +104,10 @@ def parse_args():
                    "trace's UVM rates, as a stand-in)")
     p.add_argument("--cap-gib", type=float, default=16.0)
     p.add_argument("--skip-cap", action="store_true", help="no largest-batch search")
+    p.add_argument("--cap-only", action="store_true",
+                   help="the largest-batch search alone (no table runs)")
+    p.add_argument("--cap-methods", default=",".join(CAP_METHODS),
+                   help="which methods the search tries (of %s)" % ",".join(CAP_METHODS))
     p.add_argument("--cap-iters", type=int, default=4, help="iterations a probe must train")
     p.add_argument("--cap-step", type=int, default=8, help="batches searched: multiples of it")
     p.add_argument("--cap-start", type=int, default=32)
@@ -126,6 +132,10 @@ def parse_args():
     if args.iters < FOOTPRINT_ITERS + 3 or args.cap_iters < FOOTPRINT_ITERS:
         p.error("--iters: at least %d (steady-state iterations after the profile); "
                 "--cap-iters: at least %d" % (FOOTPRINT_ITERS + 3, FOOTPRINT_ITERS))
+    args.cap_methods = args.cap_methods.split(",")
+    if not set(args.cap_methods) <= set(CAP_METHODS) or (args.cap_only and args.skip_cap):
+        p.error("--cap-methods: of %s; --cap-only and --skip-cap exclude each other" %
+                ",".join(CAP_METHODS))
     if args.cap_step < 1 or args.cap_start < 1 or args.cap_max < args.cap_start:
         p.error("--cap-step, --cap-start: at least 1; --cap-max: at least --cap-start")
     return args
@@ -397,7 +407,7 @@ def largest_batch(probe, start, step, limit):
 def cap_search(args, model):
     """The largest batch of @model under the cap, by every method."""
     out = {}
-    for method in CAP_METHODS:
+    for method in args.cap_methods:
         found, limited, tried = largest_batch(
             lambda b, m=method: cap_probe(args, model, m, b),
             args.cap_start, args.cap_step, args.cap_max)
@@ -425,6 +435,15 @@ def print_model(model, entries, cap, args):
         print("batch %d: footprint %.2f GiB, compute (native) %.1f ms; bound rates %.1f / %.1f "
               "GB/s (%s)" % (e["batch"], e["footprint"] / GIB, e["compute_ms"],
                              e["pinned_bw"][0] / 1e9, e["pinned_bw"][1] / 1e9, e["rates"]))
+    if entries:
+        print_rows(entries)
+    if cap:
+        print("largest batch under %.0f GiB (multiples of %d): %s" % (
+            args.cap_gib, args.cap_step, ", ".join(
+                "%s %s" % (m, cap_cell(cap[m])) for m in CAP_METHODS if m in cap)))
+
+
+def print_rows(entries):
     print("%-6s %-13s %-17s %9s %8s %7s %7s %8s %8s %8s %7s %7s" % (
         "batch", "method", "budget", "ms/iter", "x native", "x phys", "x UVM", "held GiB",
         "out GiB", "in GiB", "faults", "losses"))
@@ -444,10 +463,6 @@ def print_model(model, entries, cap, args):
                 cell(r.get("x_uvm"), "%.2f"), gib_cell(r["held"]), gib_cell(r["out_bytes"]),
                 gib_cell(r["in_bytes"]),
                 cell(r["faults"], "%d"), "yes" if r["identical"] else "NO"))
-    if cap:
-        print("largest batch under %.0f GiB (multiples of %d): %s" % (
-            args.cap_gib, args.cap_step, ", ".join(
-                "%s %s" % (m, cap_cell(cap[m])) for m in CAP_METHODS)))
 
 
 def gib_cell(n):
@@ -467,7 +482,8 @@ def main():
               "models": {}}
     try:
         for model in args.models:
-            entries = [measure(args, model, batch) for batch in args.batches]
+            entries = ([] if args.cap_only else
+                       [measure(args, model, batch) for batch in args.batches])
             cap = None if args.skip_cap else cap_search(args, model)
             result["models"][model] = {"batches": entries, "cap": cap}
     except Failure as e:

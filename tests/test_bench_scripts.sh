@@ -192,6 +192,14 @@ import json, sys; print(" ".join("%d%s" % (p["batch"], "+" if p["trained"] else 
         "$tmp/peers.table"
 ok $? "the largest batch under the cap, exactly, one process per probe ($probes)"
 
+FAKE_CAP=native=100,umadv=50 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
+    --lib /dev/null --models vgg16 --cap-only --cap-methods native,umadv --cap-start 200 \
+    --out "$tmp/peers-cap" >"$tmp/peers-cap.table" 2>&1
+grep -q '^largest batch under 16 GiB (multiples of 8): native 96, umadv 48$' \
+    "$tmp/peers-cap.table" && ! ls "$tmp"/peers-cap/*native.log "$tmp"/peers-cap/*save_on_cpu* \
+    >/dev/null 2>&1 && [ "$(cap peers-cap vgg16 native largest_batch)" = 96 ]
+ok $? "--cap-only --cap-methods: the search alone, those methods, halving from above"
+
 # The search alone, against every largest batch from 0 to 300, starts
 # above and below it, steps of 1 and 8: it finds exactly the multiple.
 (cd "$srcdir/bench" && python3 -c '
