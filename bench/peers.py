@@ -18,8 +18,8 @@ For the GPU machine. Each run is a process of examples/torch_train.py
   budgets       one process per budget, UMADV_BUDGET=B, with oracle (it
                 profiles) then plan, prefetch-all and demand
                 (--policies), each from the same initial weights; the
-                budgets are save_on_cpu's peak and --budgets percent of
-                the footprint, in whole MiB
+                budgets are --budgets: "soc" for save_on_cpu's peak
+                (when it ran), percentages of the footprint, in whole MiB
 Budgets emulate a smaller GPU: torch_train.py never lets umadv hold more
 managed memory than 80% of what the card has free (UMADV_MAX_MANAGED).
 
@@ -56,7 +56,7 @@ did not, down to one step; a probe that fails for any reason counts as
 not training (the reason is kept); --cap-max stops the doubling.
 
   bench/peers.py [--lib PATH] [--models resnet50,vgg16,gpt2]
-                 [--batches 64,256] [--budgets 25,50,75] [--iters N]
+                 [--batches 64,256] [--budgets soc,25,50,75] [--iters N]
                  [--pinned-gbps H2D,D2H] [--cap-gib 16] [--skip-cap | --cap-only]
                  [--cap-methods native,save_on_cpu,checkpoint,umadv]
                  [--timeout S] [--out DIR]
@@ -96,8 +96,8 @@ def parse_args():
                    help="torch_train.py --model names (gpt2: the torch.nn GPT-2-small shape)")
     p.add_argument("--batches", default="64,256")
     p.add_argument("--seq-len", type=int, default=128, help="gpt2's tokens per sequence")
-    p.add_argument("--budgets", default="25,50,75",
-                   help="percentages of the footprint (save_on_cpu's peak is always one)")
+    p.add_argument("--budgets", default="soc,25,50,75",
+                   help="percentages of the footprint, and soc: save_on_cpu's peak")
     p.add_argument("--iters", type=int, default=10, help="iterations per run")
     p.add_argument("--pinned-gbps", metavar="H2D,D2H",
                    help="pinned memcpy GB/s each way for the physical bound (default: the "
@@ -120,11 +120,14 @@ def parse_args():
     try:
         args.models = args.models.split(",")
         args.batches = [int(b) for b in args.batches.split(",")]
-        args.budgets = [int(x) for x in args.budgets.split(",")] if args.budgets else []
+        words = args.budgets.split(",") if args.budgets else []
+        args.soc_budget = "soc" in words
+        args.budgets = [int(x) for x in words if x != "soc"]
         args.pinned = (tuple(float(x) * 1e9 for x in args.pinned_gbps.split(","))
                        if args.pinned_gbps else None)
     except ValueError:
-        p.error("--batches, --budgets: whole numbers; --pinned-gbps: two numbers")
+        p.error("--batches: whole numbers; --budgets: soc and whole numbers; "
+                "--pinned-gbps: two numbers")
     if args.pinned is not None and (len(args.pinned) != 2 or min(args.pinned) <= 0):
         p.error("--pinned-gbps: H2D,D2H, both above 0")
     if not all(0 < pct <= 100 for pct in args.budgets) or min(args.batches) < 1:
@@ -211,7 +214,7 @@ def budget_list(args, footprint, soc):
     """[(label, bytes)]: save_on_cpu's peak (when it ran), then the
     percentages of the footprint, whole MiB."""
     out = []
-    if soc is not None:
+    if soc is not None and args.soc_budget:
         out.append(("save_on_cpu peak", soc // MIB * MIB))
     for pct in args.budgets:
         out.append(("%d%%" % pct, footprint * pct // 100 // MIB * MIB))

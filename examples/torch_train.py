@@ -38,6 +38,21 @@ Timed iterations are ones whose GPU faults umadv does not count (counting
 costs every launch host time, see UMADV_FAULT_PERIOD): the faults shown
 are those of the last counted replayed iteration before them.
 
+The peers bench/peers.py measures umadv against: --peer save_on_cpu
+trains natively under torch.autograd.graph.save_on_cpu(pin_memory=True)
+(PyTorch's own hooks, wrapped to count the bytes packed to the host and
+back); --peer checkpoint under torch.utils.checkpoint.checkpoint_sequential
+(use_reentrant=False) over the model's stages where its forward is a
+chain of them (torchvision ResNets and VGGs, transformer, gpt2), in
+sqrt(stages) segments (--segments); any other model exits 4, "not
+applicable". Native runs report PyTorch's peak allocated memory.
+--cap-gib G limits a native or --peer run to G GiB
+(torch.cuda.set_per_process_memory_fraction); an out-of-memory, native
+or through umadv, exits 3 with the error in --json. --model gpt2: a
+causal language model of GPT-2 small's shape from torch.nn (12 blocks,
+width 768, 12 heads, tied embeddings; --seq-len tokens, 128 by
+default), trained on random tokens to predict the next.
+
 Synthetic data, fixed seeds, weights=None: no downloads. fp32 (PyTorch's
 default math modes: cuDNN may use TF32), SGD with momentum, cuDNN
 deterministic and benchmark off so that both runs compute the same bits.

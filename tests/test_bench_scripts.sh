@@ -105,7 +105,7 @@ ok $? "losses that differ from native PyTorch's are flagged"
 fake_torch=$srcdir/tests/bench/fake_torch_train.py
 FAKE_CAP=native=100,save_on_cpu=260,checkpoint=333,umadv=1000 python3 "$srcdir/bench/peers.py" \
     --script "$fake_torch" --lib /dev/null --models resnet50,vgg16,gpt2 --batches 64 \
-    --budgets 25,50 --pinned-gbps 50,25 --cap-step 1 --cap-max 512 --out "$tmp/peers" \
+    --budgets soc,25,50 --pinned-gbps 50,25 --cap-step 1 --cap-max 512 --out "$tmp/peers" \
     >"$tmp/peers.table" 2>"$tmp/peers.err"
 ok $? "peers.py runs over the stand-in" || diag "$tmp/peers.err"
 
@@ -245,8 +245,9 @@ python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models
 # stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
 near "$(pfield peers-uvm resnet50 plan 50% x_phys)" 2.7939 2.7940 &&
     grep -q 'GB/s (stand-in: the trace.s UVM fetch and evict rates)' "$tmp/peers-uvm.table" &&
-    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1
-ok $? "without --pinned-gbps the UVM rates stand in, and say so; --skip-cap probes nothing"
+    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1 && [ -e "$tmp/peers-uvm/resnet50-bs64-50.log" ] &&
+    [ ! -e "$tmp/peers-uvm/resnet50-bs64-soc.log" ]
+ok $? "without --pinned-gbps the UVM rates stand in; --skip-cap probes nothing; no soc budget"
 
 python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
     --batches 64 --skip-cap --out "$tmp/peers-fail" >"$tmp/peers-fail.table" 2>"$tmp/peers-fail.err"
