@@ -70,7 +70,7 @@ import json
 import os
 import sys
 
-from benchlib import bound_ms, min_traffic, read_trace, run_command
+from benchlib import bound_ms, command_line, min_traffic, read_trace, run_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -108,7 +108,9 @@ def parse_args():
                    help="the largest-batch search alone (no table runs)")
     p.add_argument("--cap-methods", default=",".join(CAP_METHODS),
                    help="which methods the search tries (of %s)" % ",".join(CAP_METHODS))
-    p.add_argument("--cap-iters", type=int, default=4, help="iterations a probe must train")
+    p.add_argument("--cap-iters", type=int, default=6,
+                   help="iterations a probe must train (umadv: the profile, the timing pass, "
+                   "then replays)")
     p.add_argument("--cap-step", type=int, default=8, help="batches searched: multiples of it")
     p.add_argument("--cap-start", type=int, default=32)
     p.add_argument("--cap-max", type=int, default=8192)
@@ -481,7 +483,8 @@ def cap_cell(c):
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
-    result = {"config": {k: v for k, v in vars(args).items()}, "command": sys.argv,
+    result = {"config": {k: v for k, v in vars(args).items()},
+              "command": command_line([sys.executable] + sys.argv),
               "models": {}}
     try:
         for model in args.models:

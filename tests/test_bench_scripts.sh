@@ -185,8 +185,8 @@ import json, sys; print(" ".join("%d%s" % (p["batch"], "+" if p["trained"] else 
     [ "$(cap peers gpt2 checkpoint largest_batch)" = null ] &&
     [ "$probes" = "32+ 64+ 128- 96+ 112- 104- 100+ 102- 101-" ] &&
     [ "$(ls "$tmp"/peers/resnet50-cap-native-bs*.log | wc -l)" -eq 9 ] &&
-    grep -q -- '--native --cap-gib 16.0 --iters 4$' "$tmp/peers/resnet50-cap-native-bs101.log" &&
-    grep -q '^\$ env UMADV_BUDGET=17179869184 .*--umadv --policies plan --iters 4$' \
+    grep -q -- '--native --cap-gib 16.0 --iters 6$' "$tmp/peers/resnet50-cap-native-bs101.log" &&
+    grep -q '^\$ env UMADV_BUDGET=17179869184 .*--umadv --policies plan --iters 6$' \
         "$tmp/peers/resnet50-cap-umadv-bs512.log" &&
     grep -q '^largest batch under 16 GiB (multiples of 1): native 100, save_on_cpu 260, checkpoint 333, umadv 512+$' \
         "$tmp/peers.table"
