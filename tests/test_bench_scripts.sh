@@ -240,6 +240,40 @@ raise SystemExit(moved != (1 << 30, 1 << 30))' "$tmp/dead.umt") >"$tmp/dead.out"
 ok $? "the fewest bytes: dead data leaves free, an overwrite fetches nothing" ||
     diag "$tmp/dead.out"
 
+# On a trace PyTorch ResNet-50 recorded: the fewest bytes never exceed
+# what umadv plan's policies move at the same budget, and come close to
+# the plan's (Belady's residency, sections of one size but the last).
+if [ -x "$umadv" ]; then
+    (cd "$srcdir/bench" && python3 -c '
+import json, subprocess, sys
+from benchlib import min_traffic, read_trace
+trace = sys.argv[2]
+bad = []
+for budget in (2905604096, 4294967296):
+    low_in, low_out = min_traffic(read_trace(trace), budget)
+    doc = json.loads(subprocess.run([sys.argv[1], "plan", trace, "--budget", str(budget),
+                                     "--iteration", "0", "--json"], capture_output=True,
+                                    check=True, text=True).stdout)
+    sims = {p["policy"]: p for p in doc["budgets"][0]["policies"]}
+    print(budget, low_in, low_out, {k: (v["fetched_bytes"], v["evicted_bytes"])
+                                     for k, v in sims.items()})
+    for policy in ("plan", "prefetch-all"):
+        if not low_in <= sims[policy]["fetched_bytes"]:
+            bad.append((budget, policy, "fetched"))
+    for policy in ("plan", "prefetch-all", "demand"):
+        if not low_out <= sims[policy]["evicted_bytes"]:
+            bad.append((budget, policy, "evicted"))
+    if not low_in > 0.9 * sims["plan"]["fetched_bytes"]:
+        bad.append((budget, "plan", "far"))
+print(bad)
+raise SystemExit(bool(bad))' "$umadv" "$srcdir/data/traces/h200-resnet50-bs64.umt") \
+        >"$tmp/lowest.out" 2>&1
+    ok $? "the fewest bytes of a real trace: below every umadv plan policy's, near plan's" ||
+        diag "$tmp/lowest.out"
+else
+    ok 0 "# SKIP $umadv is not built"
+fi
+
 python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
     --batches 64 --budgets 50 --skip-cap --out "$tmp/peers-uvm" >"$tmp/peers-uvm.table" 2>&1
 # stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
