@@ -65,6 +65,7 @@ import contextlib
 import ctypes
 import gc
 import hashlib
+import importlib
 import json
 import os
 import subprocess
@@ -318,6 +319,9 @@ def gpt2(torch, seq_len, dim=768, heads=12, layers=12, vocab=GPT2_VOCAB):
         def __init__(self):
             super().__init__()
             self.wte = nn.Embedding(vocab, dim)
+            # GPT-2's scale: N(0, 1), nn.Embedding's own, would give the
+            # tied output layer logits of about sqrt(dim)
+            nn.init.normal_(self.wte.weight, std=0.02)
             self.wpe = nn.Parameter(torch.randn(1, seq_len, dim) * 0.01)
 
         def forward(self, tokens):
@@ -417,6 +421,8 @@ class Peer:
         self.moved = {"out": 0, "in": 0}
         self.counted = True
         if self.kind == "checkpoint":
+            # a submodule "import torch" need not bring in
+            self.checkpoint = importlib.import_module("torch.utils.checkpoint")
             parts = stages(torch, torchvision, model)
             if parts is None:
                 raise NotApplicable("--peer checkpoint: %s's forward is not a chain of its "
@@ -425,9 +431,8 @@ class Peer:
             self.segments = args.segments or max(1, round(len(parts) ** 0.5))
 
     def forward(self, x):
-        torch = self.torch
         if self.kind == "checkpoint":
-            return torch.utils.checkpoint.checkpoint_sequential(
+            return self.checkpoint.checkpoint_sequential(
                 self.seq, self.segments, x, use_reentrant=False)
         with self.hooks():
             return self.model(x)

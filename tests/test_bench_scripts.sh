@@ -24,7 +24,9 @@
 # pinned rates, or the UVM rates as a stand-in) and to the UVM-rate
 # bound; losses unlike native's flagged; not applicable shown; the
 # largest batch under a cap found exactly, one process per probe; a run
-# that fails exits 1.
+# that fails exits 1. benchlib.min_traffic (the bound's fewest bytes) on
+# a trace with dead data, and on a recorded ResNet-50 trace against the
+# real umadv plan (never above its policies, near plan).
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
