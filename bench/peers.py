@@ -68,7 +68,9 @@ for a table gave nothing; out of memory and not applicable are results.
 import argparse
 import json
 import os
+import subprocess
 import sys
+import time
 
 from benchlib import bound_ms, command_line, min_traffic, read_trace, run_command
 
@@ -480,11 +482,23 @@ def cap_cell(c):
     return ("%d+" if c["hit_cap_max"] else "%d") % c["largest_batch"]
 
 
+def device():
+    """The GPU and its driver as nvidia-smi names them, for the record."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return out or "unknown (no nvidia-smi)"
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
     result = {"config": {k: v for k, v in vars(args).items()},
-              "command": command_line([sys.executable] + sys.argv),
+              "command": command_line([sys.executable] + sys.argv), "device": device(),
+              "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
               "models": {}}
     try:
         for model in args.models:
@@ -496,6 +510,7 @@ def main():
         write(args, result)
         sys.exit("bench: %s" % e)
     write(args, result)
+    print("\n%s; started %s; %s" % (result["device"], result["started"], result["command"]))
     for model, m in result["models"].items():
         print_model(model, m["batches"], m["cap"], args)
     print("x phys: over max(native ms, fewest bytes in / H2D, out / D2H) at the memory held; "
