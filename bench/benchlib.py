@@ -1,5 +1,9 @@
 """What the benchmark scripts of this folder share."""
+import bisect
+import heapq
+import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -69,3 +73,176 @@ def _text(data):
     if isinstance(data, bytes):
         return data.decode(errors="replace")
     return data or ""
+
+
+# ---- the physical bound: the bytes a budget forces ------------------------
+
+_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def _fields(line):
+    return dict(_FIELD.findall(line))
+
+
+def read_trace(path):
+    """The parts of a umadv-trace(5) file the bound needs: section size,
+    link record, allocations (size, alloc_step, free_step) and the steps
+    of the trace's first iteration, each a list of (alloc, first, count,
+    mode)."""
+    trace = {"allocs": {}, "steps": [], "link": {}}
+    first_iter, step = None, None
+    with open(path) as f:
+        for line in f:
+            rec = line.split(None, 1)[0] if line.strip() else ""
+            if rec == "trace":
+                trace["section_size"] = int(_fields(line)["section_size"])
+            elif rec == "link":
+                trace["link"] = {k: float(v) for k, v in _fields(line).items()}
+            elif rec == "alloc":
+                a = _fields(line)
+                trace["allocs"][int(a["id"])] = (
+                    int(a["size"]), _step_ref(a.get("alloc_step")), _step_ref(a.get("free_step")))
+            elif rec == "step":
+                s = _fields(line)
+                first_iter = int(s["iter"]) if first_iter is None else first_iter
+                step = [] if int(s["iter"]) == first_iter else None
+                if step is not None:
+                    trace["steps"].append((int(s["id"]), step))
+            elif rec == "a" and step is not None:
+                a = _fields(line)
+                step.append((int(a["alloc"]), int(a["first"]), int(a["count"]), a["mode"]))
+    return trace
+
+
+def _step_ref(value):
+    return None if value in (None, "-") else int(value)
+
+
+class _Residency:
+    """Byte-granular Belady over one iteration replayed cyclically: see
+    min_traffic."""
+
+    def __init__(self, trace, budget):
+        self.budget, self.ssize = budget, trace["section_size"]
+        self.allocs = trace["allocs"]
+        ids = [sid for sid, _ in trace["steps"]]
+        self.n = len(ids)
+        lo, hi = (ids[0], ids[-1]) if ids else (0, -1)
+        # an allocation born or freed inside the iteration is transient:
+        # born empty each replay, dead after its last use in it
+        self.transient = {a for a, (_, born, dies) in self.allocs.items()
+                          if (born is not None and lo <= born <= hi) or
+                          (dies is not None and lo <= dies <= hi)}
+        self.frees = {}
+        for a, (_, _, dies) in self.allocs.items():
+            if dies is not None and lo <= dies <= hi:
+                self.frees.setdefault(dies - lo, []).append(a)
+        self.touch = []  # per step: {section: mode}
+        self.uses = {}   # section -> [(step, mode)]
+        for j, (_, accesses) in enumerate(trace["steps"]):
+            here = {}
+            for alloc, first, count, mode in accesses:
+                for idx in range(first, first + count):
+                    old = here.get((alloc, idx), "")
+                    here[(alloc, idx)] = "".join(sorted(set(old + mode)))
+            self.touch.append(here)
+            for s, mode in here.items():
+                self.uses.setdefault(s, []).append((j, mode))
+        self.resident, self.total = {}, 0.0
+
+    def sections(self, alloc):
+        count = -(-self.allocs[alloc][0] // self.ssize)
+        return [(alloc, idx) for idx in range(count)]
+
+    def size(self, s):
+        alloc_size = self.allocs[s[0]][0]
+        return float(min(self.ssize, alloc_size - s[1] * self.ssize))
+
+    def next_read(self, s, j):
+        """When the data of @s is next read after step @j (cyclically for
+        a persistent allocation); None: its next use overwrites it, or it
+        has none: it is dead."""
+        uses = self.uses[s]
+        k = bisect.bisect_right(uses, (j, "~"))
+        if k < len(uses):
+            step, mode = uses[k]
+        elif s[0] in self.transient:
+            return None
+        else:
+            step, mode = uses[0][0] + self.n, uses[0][1]
+        return step if "r" in mode else None
+
+    def make_room(self, need, pinned, heap, version):
+        """Evict farthest next read first (the dead at no cost) until
+        @need more bytes fit; the bytes of live data evicted, or None
+        when the step alone does not fit."""
+        evicted = 0.0
+        while self.total + need > self.budget * (1 + 1e-12):
+            if not heap:
+                return None
+            key, ver, s = heapq.heappop(heap)
+            if version.get(s) != ver or s in pinned or s not in self.resident:
+                continue
+            amount = min(self.resident[s], self.total + need - self.budget)
+            self.resident[s] -= amount
+            self.total -= amount
+            if key > -math.inf:
+                evicted += amount
+            if self.resident[s] > 0:
+                heapq.heappush(heap, (key, ver, s))
+            else:
+                del self.resident[s]
+        return evicted
+
+    def replay(self, base, heap, version, seen):
+        """One iteration, its steps at times @base + j: (bytes fetched,
+        bytes evicted), None if refused. @seen: the transient sections
+        written since they were born (the others hold nothing to fetch)."""
+        fetched = evicted = 0.0
+        for s in [s for s in self.resident if s[0] in self.transient]:
+            self.total -= self.resident.pop(s)  # born again, empty
+        seen.clear()
+        for j, here in enumerate(self.touch):
+            need = {s: self.size(s) - self.resident.get(s, 0.0) for s in here}
+            out = self.make_room(sum(need.values()), here, heap, version)
+            if out is None:
+                return None
+            evicted += out
+            for s, mode in here.items():
+                if "r" in mode and (s[0] not in self.transient or s in seen):
+                    fetched += need[s]
+                self.total += need[s]
+                self.resident[s] = self.size(s)
+                if s[0] in self.transient:
+                    seen.add(s)
+                version[s] = version.get(s, 0) + 1
+                nxt = self.next_read(s, j)
+                heapq.heappush(heap, (-(math.inf if nxt is None else base + nxt), version[s], s))
+            for alloc in self.frees.get(j, ()):
+                for s in self.sections(alloc):
+                    self.total -= self.resident.pop(s, 0.0)
+        return fetched, evicted
+
+
+def min_traffic(trace, budget, passes=8):
+    """The fewest bytes in and out per iteration that @budget bytes of
+    GPU memory force on the first iteration of @trace (read_trace),
+    replayed again and again: the optimal residency of the byte-granular
+    relaxation (any byte may stay or go on its own; a section-granular
+    residency, and so any plan, moves at least as much). Belady's rule,
+    farthest next read first, is optimal for bytes of equal cost; data
+    whose next use overwrites it, or that has none, is dead and dropped
+    at no cost; data is fetched only for a step that reads it. Replayed
+    from an empty GPU until an iteration moves what the one before moved
+    (the steady state). Returns (fetched, evicted) bytes per iteration,
+    or None when a step alone needs more than @budget."""
+    r = _Residency(trace, budget)
+    heap, version, seen, last = [], {}, set(), None
+    for k in range(passes):
+        moved = r.replay(k * r.n, heap, version, seen)
+        if moved is None:
+            return None
+        if last is not None and abs(moved[0] - last[0]) <= 1 and abs(moved[1] - last[1]) <= 1:
+            break
+        last = moved
+    return moved

@@ -38,6 +38,21 @@ Timed iterations are ones whose GPU faults umadv does not count (counting
 costs every launch host time, see UMADV_FAULT_PERIOD): the faults shown
 are those of the last counted replayed iteration before them.
 
+The peers bench/peers.py measures umadv against: --peer save_on_cpu
+trains natively under torch.autograd.graph.save_on_cpu(pin_memory=True)
+(PyTorch's own hooks, wrapped to count the bytes packed to the host and
+back); --peer checkpoint under torch.utils.checkpoint.checkpoint_sequential
+(use_reentrant=False) over the model's stages where its forward is a
+chain of them (torchvision ResNets and VGGs, transformer, gpt2), in
+sqrt(stages) segments (--segments); any other model exits 4, "not
+applicable". Native runs report PyTorch's peak allocated memory.
+--cap-gib G limits a native or --peer run to G GiB
+(torch.cuda.set_per_process_memory_fraction); an out-of-memory, native
+or through umadv, exits 3 with the error in --json. --model gpt2: a
+causal language model of GPT-2 small's shape from torch.nn (12 blocks,
+width 768, 12 heads, tied embeddings; --seq-len tokens, 128 by
+default), trained on random tokens to predict the next.
+
 Synthetic data, fixed seeds, weights=None: no downloads. fp32 (PyTorch's
 default math modes: cuDNN may use TF32), SGD with momentum, cuDNN
 deterministic and benchmark off so that both runs compute the same bits.
@@ -50,6 +65,7 @@ import contextlib
 import ctypes
 import gc
 import hashlib
+import importlib
 import json
 import os
 import subprocess
@@ -287,18 +303,95 @@ def transformer(torch, image_size, dim=512, heads=8, layers=6, patch=16):
     return PatchTransformer()
 
 
+GPT2_VOCAB = 50257  # GPT-2's tokenizer
+
+
+def gpt2(torch, seq_len, dim=768, heads=12, layers=12, vocab=GPT2_VOCAB):
+    """A causal language model of GPT-2 small's shape (12 pre-norm blocks
+    of width 768, 12 heads, GELU MLP of 3072, tied input and output
+    embeddings, learned positions) from torch.nn only, as an
+    nn.Sequential of its stages so that checkpoint_sequential can split
+    it. Takes token ids (batch, seq_len); gives the logits of every
+    position flattened to (batch * seq_len, vocab) for cross_entropy."""
+    nn = torch.nn
+
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, dim)
+            # GPT-2's scale: N(0, 1), nn.Embedding's own, would give the
+            # tied output layer logits of about sqrt(dim)
+            nn.init.normal_(self.wte.weight, std=0.02)
+            self.wpe = nn.Parameter(torch.randn(1, seq_len, dim) * 0.01)
+
+        def forward(self, tokens):
+            return self.wte(tokens) + self.wpe
+
+    class CausalBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                                                    activation="gelu", batch_first=True,
+                                                    norm_first=True)
+            mask = nn.Transformer.generate_square_subsequent_mask(seq_len)
+            self.register_buffer("mask", mask, persistent=False)
+
+        def forward(self, x):
+            return self.layer(x, src_mask=self.mask, is_causal=True)
+
+    class Logits(nn.Module):
+        def __init__(self, wte):
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, vocab, bias=False)
+            self.head.weight = wte.weight
+
+        def forward(self, x):
+            return self.head(self.norm(x)).flatten(0, 1)
+
+    embed = Embed()
+    return nn.Sequential(embed, *[CausalBlock() for _ in range(layers)], Logits(embed.wte))
+
+
 def build_model(torch, torchvision, args):
-    """--model: "transformer" (torch.nn), or any torchvision classifier."""
-    if args.model == "transformer":
+    """--model: "transformer" or "gpt2" (torch.nn), or any torchvision classifier."""
+    if args.model in ("transformer", "gpt2"):
         # The memory-efficient and flash attention backwards are not
         # deterministic (native differs from native): compare on the math one.
         torch.backends.cuda.enable_mem_efficient_sdp(False)
         torch.backends.cuda.enable_flash_sdp(False)
+        if args.model == "gpt2":
+            return gpt2(torch, args.seq_len)
         return transformer(torch, args.image_size)
     if args.model not in torchvision.models.list_models(module=torchvision.models):
-        sys.exit("torch_train.py: --model %s: not 'transformer' nor a torchvision "
+        sys.exit("torch_train.py: --model %s: not 'transformer', 'gpt2' nor a torchvision "
                  "classification model (torchvision.models.list_models())" % args.model)
     return torchvision.models.get_model(args.model, weights=None)
+
+
+def stages(torch, torchvision, model):
+    """The modules whose composition in order is @model's forward, for
+    checkpoint_sequential; None where the model does not split so (its
+    forward does more than chain children)."""
+    nn = torch.nn
+    if isinstance(model, nn.Sequential):  # gpt2
+        return list(model)
+    if isinstance(model, torchvision.models.ResNet):  # torchvision's ResNet.forward
+        return ([model.conv1, model.bn1, model.relu, model.maxpool] +
+                [block for layer in (model.layer1, model.layer2, model.layer3, model.layer4)
+                 for block in layer] + [model.avgpool, nn.Flatten(1), model.fc])
+    if isinstance(model, torchvision.models.VGG):  # torchvision's VGG.forward
+        return list(model.features) + [model.avgpool, nn.Flatten(1)] + list(model.classifier)
+    if hasattr(model, "encoder") and hasattr(model, "pos"):  # transformer()
+        class Patches(nn.Module):
+            def forward(self, x):
+                return model.embed(x).flatten(2).transpose(1, 2) + model.pos
+
+        class Pool(nn.Module):
+            def forward(self, x):
+                return model.head(x.mean(dim=1))
+        return [Patches()] + list(model.encoder.layers) + [Pool()]
+    return None
 
 
 def build(torch, torchvision, args):
@@ -307,14 +400,77 @@ def build(torch, torchvision, args):
     model = build_model(torch, torchvision, args).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + 1)
-    x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).cuda()
-    y = torch.randint(0, 1000, (args.batch,), generator=gen).cuda()
+    if args.model == "gpt2":
+        tokens = torch.randint(0, GPT2_VOCAB, (args.batch, args.seq_len + 1), generator=gen)
+        x, y = tokens[:, :-1].cuda(), tokens[:, 1:].reshape(-1).cuda()  # the next token
+    else:
+        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).cuda()
+        y = torch.randint(0, 1000, (args.batch,), generator=gen).cuda()
     return model, opt, x, y
 
 
-def step(torch, model, opt, x, y):
+class Peer:
+    """How --peer runs an iteration's forward: save_on_cpu (PyTorch's own
+    hooks, pin_memory=True, wrapped to count the bytes they move each
+    way) or checkpoint_sequential over stages() in sqrt(n) segments
+    (--segments), use_reentrant=False, preserving the RNG state (so
+    dropout draws the same masks again)."""
+
+    def __init__(self, torch, torchvision, args, model):
+        self.torch, self.kind, self.model = torch, args.peer, model
+        self.moved = {"out": 0, "in": 0}
+        self.counted = True
+        if self.kind == "checkpoint":
+            # a submodule "import torch" need not bring in
+            self.checkpoint = importlib.import_module("torch.utils.checkpoint")
+            parts = stages(torch, torchvision, model)
+            if parts is None:
+                raise NotApplicable("--peer checkpoint: %s's forward is not a chain of its "
+                                    "children" % args.model)
+            self.seq = torch.nn.Sequential(*parts)
+            self.segments = args.segments or max(1, round(len(parts) ** 0.5))
+
+    def forward(self, x):
+        if self.kind == "checkpoint":
+            return self.checkpoint.checkpoint_sequential(
+                self.seq, self.segments, x, use_reentrant=False)
+        with self.hooks():
+            return self.model(x)
+
+    def hooks(self):
+        inner = self.torch.autograd.graph.save_on_cpu(pin_memory=True)
+        pack, unpack = getattr(inner, "pack_hook", None), getattr(inner, "unpack_hook", None)
+        if pack is None or unpack is None:  # not the saved_tensors_hooks we know
+            self.counted = False
+            return inner
+        moved = self.moved
+
+        def counting_pack(tensor):
+            packed = pack(tensor)
+            moved["out"] += tensor.numel() * tensor.element_size()
+            return packed
+
+        def counting_unpack(packed):
+            tensor = unpack(packed)
+            moved["in"] += tensor.numel() * tensor.element_size()
+            return tensor
+        return self.torch.autograd.graph.saved_tensors_hooks(counting_pack, counting_unpack)
+
+    def take_moved(self):
+        """Bytes packed to the host and back since the last call."""
+        out = dict(self.moved) if self.counted else None
+        self.moved["out"] = self.moved["in"] = 0
+        return out
+
+
+class NotApplicable(Exception):
+    """A --peer the model does not allow."""
+
+
+def step(torch, model, opt, x, y, peer=None):
     opt.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(model(x), y)
+    logits = peer.forward(x) if peer is not None else model(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
     loss.backward()
     opt.step()
     return loss
@@ -393,8 +549,9 @@ def reset(torch, model, opt, init):
     torch.cuda.synchronize()
 
 
-def iterate(torch, model, opt, x, y, args, um, run):
-    """One training run: times, losses and umadv's counters per iteration."""
+def iterate(torch, model, opt, x, y, args, um, run, peer=None):
+    """One training run: times, losses and umadv's counters per iteration
+    (--peer: the bytes save_on_cpu moved each way)."""
     profile = um is not None and run["index"] == 0 and not args.no_profile
     label = run["policy"] or "native"
     budgets = run.get("budget_ctl")
@@ -405,11 +562,13 @@ def iterate(torch, model, opt, x, y, args, um, run):
             budgets.step(it)
         if um is not None:
             mark(um, it, args, profile)
-        loss = step(torch, model, opt, x, y)
+        loss = step(torch, model, opt, x, y, peer)
         torch.cuda.synchronize()
         run["times"].append((time.perf_counter() - t0) * 1e3)
         run["losses"].append(loss.item())
         extra = ""
+        if peer is not None:
+            run["moved"].append(peer.take_moved())
         if um is not None:
             after = counters(um)
             delta = {k: after[k] - before[k] for k in COUNTERS}
@@ -438,11 +597,13 @@ def train(torch, torchvision, args, um):
     except RuntimeError:
         pass  # pluggable allocator
     model, opt, x, y = build(torch, torchvision, args)
+    peer = Peer(torch, torchvision, args, model) if args.peer and um is None else None
     policies = args.policies if um is not None else [None]
     init = snapshot(torch, model) if len(policies) > 1 else None
     runs = []
     for index, policy in enumerate(policies):
-        run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": []}
+        run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": [],
+               "moved": []}
         runs.append(run)
         if um is not None and args.budget_change:
             run["budget_ctl"] = Budgets(args, um, run)
@@ -454,8 +615,14 @@ def train(torch, torchvision, args, um):
                 print("  %s: skipped: %s" % (policy, run["skipped"]), flush=True)
                 continue
             reset(torch, model, opt, init)
-        iterate(torch, model, opt, x, y, args, um, run)
+        if peer is not None:
+            run["peer"] = peer.kind
+            run["segments"] = getattr(peer, "segments", None)
+        iterate(torch, model, opt, x, y, args, um, run, peer)
         run["report"] = [memory_report(torch)] + ([umadv_report(torch, um)] if um else [])
+        if um is None:
+            run["peak_allocated"] = torch.cuda.max_memory_allocated()
+            run["peak_reserved"] = torch.cuda.max_memory_reserved()
         if um is not None:
             stats = um.stats()
             run["managed_peak"], run["resident_peak"] = stats.managed_peak, stats.resident_peak
@@ -573,6 +740,13 @@ def summarize(run, native, args):
     if native is not None:
         out["x_native"] = ms / steady(native, args)
         out["identical"] = out["losses"] == [x.hex() for x in native["losses"]]
+    for k in ("peer", "segments", "peak_allocated", "peak_reserved"):
+        if run.get(k) is not None:
+            out[k] = run[k]
+    moved = run.get("moved", [])[first:] or run.get("moved", [])[-1:]
+    if moved and None not in moved:
+        out["to_host_bytes_per_iter"] = sum(m["out"] for m in moved) / len(moved)
+        out["from_host_bytes_per_iter"] = sum(m["in"] for m in moved) / len(moved)
     if run["counters"]:
         out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
         out["faults_counted"] = steady_faults(run, args)
@@ -619,8 +793,20 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="vgg16",
                    help="a torchvision classification model (vgg16, resnet50, densenet121, "
-                        "mobilenet_v3_large, vit_b_16, ...) or 'transformer' (torch.nn)")
+                        "mobilenet_v3_large, vit_b_16, ...), 'transformer' or 'gpt2' "
+                        "(torch.nn)")
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--seq-len", type=int, default=128, help="gpt2's tokens per sequence")
+    p.add_argument("--peer", choices=("save_on_cpu", "checkpoint"),
+                   help="native PyTorch the way a peer saves memory: "
+                   "torch.autograd.graph.save_on_cpu(pin_memory=True), or "
+                   "torch.utils.checkpoint.checkpoint_sequential over the model's stages "
+                   "(implies --native)")
+    p.add_argument("--segments", type=int,
+                   help="--peer checkpoint's segments (default: the square root of the stages)")
+    p.add_argument("--cap-gib", type=float,
+                   help="native and --peer: PyTorch may hold this much GPU memory at most "
+                   "(torch.cuda.set_per_process_memory_fraction); an out-of-memory exits 3")
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--lr", type=float, default=0.01)
@@ -654,7 +840,13 @@ def parse_args():
     mode.add_argument("--both", dest="mode", action="store_const", const="both")
     p.set_defaults(mode="both")
     args = p.parse_args()
-    if not args.no_profile and args.iters < args.profile_iter + 3:
+    if args.peer:
+        if args.mode == "umadv" or args.policies or args.budget_change:
+            p.error("--peer runs native PyTorch (no umadv, no --policies)")
+        args.mode = "native"
+    if args.cap_gib is not None and (args.cap_gib <= 0 or args.mode != "native"):
+        p.error("--cap-gib: GiB above 0, for a native or --peer run (umadv: UMADV_BUDGET)")
+    if args.mode != "native" and not args.no_profile and args.iters < args.profile_iter + 3:
         p.error("--iters must exceed --profile-iter + 2 (the profile, the timing pass, "
                 "then the plan)")
     if args.policies and args.no_profile:
@@ -676,6 +868,46 @@ def parse_args():
     return args
 
 
+EXIT_OUT_OF_MEMORY = 3
+EXIT_NOT_APPLICABLE = 4
+
+
+def finish(args, what, status):
+    """Leave at once with @status, --json holding @what: a run that did
+    not train (out of memory, a --peer the model does not allow)."""
+    print("torch_train.py: %s" % "; ".join("%s: %s" % kv for kv in what.items()), flush=True)
+    if args.json:
+        with output_file(args.json) as f:
+            json.dump(dict({"model": args.model, "batch": args.batch, "peer": args.peer,
+                            "cap_gib": args.cap_gib}, **what), f, indent=1)
+    sys.stdout.flush()
+    os._exit(status)
+
+
+def guarded(torch, args, fn, *fn_args):
+    """@fn(*@fn_args), but out of memory and not applicable end the
+    process with their own status (bench/peers.py tells them apart from
+    failures)."""
+    try:
+        return fn(*fn_args)
+    except NotApplicable as e:
+        finish(args, {"not_applicable": str(e)}, EXIT_NOT_APPLICABLE)
+    except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+        if isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e):
+            finish(args, {"out_of_memory": str(e)[:600]}, EXIT_OUT_OF_MEMORY)
+        raise
+
+
+def cap_memory(torch, args, total):
+    """--cap-gib: PyTorch's caching allocator refuses to hold more."""
+    fraction = args.cap_gib * 2**30 / total
+    if fraction > 1:
+        sys.exit("torch_train.py: --cap-gib %g: more than the GPU's %s" % (args.cap_gib,
+                                                                         gib(total)))
+    torch.cuda.set_per_process_memory_fraction(fraction)
+    print("cap: %.2f GiB (memory fraction %.4f)" % (args.cap_gib, fraction), flush=True)
+
+
 def main():
     args = parse_args()
     import torch
@@ -688,6 +920,8 @@ def main():
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
     free, total = torch.cuda.mem_get_info()
+    if args.cap_gib is not None:
+        cap_memory(torch, args, total)
     # Never more managed memory than the card has free (shared GPUs).
     os.environ.setdefault("UMADV_MAX_MANAGED", str(int(free * 0.8)))
     if args.policies:
@@ -703,7 +937,7 @@ def main():
     if args.mode == "both" and args.alloc == "tensor":
         native = run_native_child(args)
     elif args.mode in ("native", "both"):
-        native = train(torch, torchvision, args, None)[0]
+        native = guarded(torch, args, train, torch, torchvision, args, None)[0]
         gc.collect()
         torch.cuda.empty_cache()
     if native is not None:
@@ -716,7 +950,7 @@ def main():
                        "report": native["report"], "counters": []}, f)
     if args.mode in ("umadv", "both"):
         args.lib = find_library(args.lib)
-        runs, pool = run_umadv(torch, torchvision, args)
+        runs, pool = guarded(torch, args, run_umadv, torch, torchvision, args)
         for run in runs:
             if "report" in run:
                 print("%s: %s" % (run["policy"], "; ".join(run["report"])), flush=True)
@@ -733,6 +967,8 @@ def main():
     if args.json:
         with output_file(args.json) as f:
             json.dump({"model": args.model, "batch": args.batch, "iters": args.iters,
+                       "peer": args.peer, "cap_gib": args.cap_gib,
+                       "seq_len": args.seq_len if args.model == "gpt2" else None,
                        "budget": os.environ.get("UMADV_BUDGET"),
                        "native": summarize(native, None, args) if native else None,
                        "budget_change": args.budget_change, "budget_seed": args.budget_seed,

@@ -17,6 +17,16 @@
 # bytes, flagged beyond 15% and 1%; a budget the simulator refuses; a
 # failed run. Then over the real umadv plan and a trace mlp_train
 # recorded: its numbers reported unchanged, its refusal recognised.
+# bench/peers.py over fake_torch_train.py: native, save_on_cpu and
+# checkpoint runs, a footprint run keeping the trace, one process per
+# budget (save_on_cpu's peak and shares of the footprint); ratios to
+# native, to the physical bound (fewest bytes from the trace over the
+# pinned rates, or the UVM rates as a stand-in) and to the UVM-rate
+# bound; losses unlike native's flagged; not applicable shown; the
+# largest batch under a cap found exactly, one process per probe; a run
+# that fails exits 1. benchlib.min_traffic (the bound's fewest bytes) on
+# a trace with dead data, and on a recorded ResNet-50 trace against the
+# real umadv plan (never above its policies, near plan).
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -91,6 +101,195 @@ ok $? "x oracle, and x bound from the recorded link (plan $(tfield resnet50 plan
     grep -q 'vgg16 .* demand .* NO$' "$tmp/torch.table"
 ok $? "losses that differ from native PyTorch's are flagged"
 
+
+# ---- bench/peers.py ---------------------------------------------------
+
+fake_torch=$srcdir/tests/bench/fake_torch_train.py
+FAKE_CAP=native=100,save_on_cpu=260,checkpoint=333,umadv=1000 python3 "$srcdir/bench/peers.py" \
+    --script "$fake_torch" --lib /dev/null --models resnet50,vgg16,gpt2 --batches 64 \
+    --budgets soc,25,50 --pinned-gbps 50,25 --cap-step 1 --cap-max 512 --out "$tmp/peers" \
+    >"$tmp/peers.table" 2>"$tmp/peers.err"
+ok $? "peers.py runs over the stand-in" || diag "$tmp/peers.err"
+
+# pfield NAME MODEL METHOD BUDGET_LABEL KEY: KEY of a row of NAME/peers.json
+pfield() {
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = [r for e in doc["models"][sys.argv[2]]["batches"] for r in e["rows"]
+        if r["method"] == sys.argv[3] and r["budget_label"] == sys.argv[4]]
+print(rows[0].get(sys.argv[5]) if rows else "missing")' "$tmp/$1/peers.json" "$2" "$3" "$4" "$5"
+}
+
+# near VALUE LO HI: LO < VALUE < HI
+near() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x > lo && x < hi) }'; }
+
+log=$tmp/peers/resnet50-bs64
+grep -q -- '--native --iters 10$' "$log-native.log" &&
+    grep -q -- '--peer save_on_cpu --iters 10$' "$log-save_on_cpu.log" &&
+    grep -q -- '--peer checkpoint --iters 10$' "$log-checkpoint.log" &&
+    grep -q -- "--policies oracle --trace $log.umt\$" "$log-footprint.log" &&
+    grep -q '^\$ env UMADV_BUDGET=1610612736 .*--policies oracle,plan,prefetch-all,demand$' \
+        "$log-soc.log" &&
+    grep -q '^\$ env UMADV_BUDGET=2147483648 .*--policies oracle,plan,prefetch-all,demand$' \
+        "$log-50.log" && [ "$(pfield peers resnet50 plan 50% budget)" = $((2 << 30)) ]
+ok $? "a process per peer, a footprint run with its trace, one per budget: soc peak and 50%"
+
+# plan at 50% (2 GiB): 300 ms, native 30; the trace forces 1 GiB each way
+# at 2 GiB: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 25 GB/s) = 42.95 ms;
+# UVM bound max(oracle 40, 2.5 GiB / 50 GB/s, 2.5 GiB / 10 GB/s) = 268.4 ms
+[ "$(pfield peers resnet50 plan 50% x_native)" = 10.0 ] &&
+    [ "$(pfield peers resnet50 plan 50% min_in)" = $((1 << 30)).0 ] &&
+    near "$(pfield peers resnet50 plan 50% bound_ms)" 42.949 42.950 &&
+    near "$(pfield peers resnet50 plan 50% x_phys)" 6.9849 6.9850 &&
+    near "$(pfield peers resnet50 plan 50% x_uvm)" 1.1175 1.1178 &&
+    grep -q '^64  *plan  *50% 2.00G  *300.0  *10.00  *6.98  *1.12  *2.00  *2.50  *2.50  *0  *yes$' \
+        "$tmp/peers.table"
+ok $? "x native, x the physical bound (the trace's fewest bytes, pinned rates), x the UVM bound"
+
+# save_on_cpu: 300 ms at its 1.5 GiB peak, where the trace forces 2 GiB
+# each way: bound 2 GiB / 25 GB/s = 85.9 ms; its hooks moved 2 GiB each way
+near "$(pfield peers resnet50 save_on_cpu - x_phys)" 3.4924 3.4925 &&
+    [ "$(pfield peers resnet50 plan 'save_on_cpu peak' min_out)" = $((2 << 30)).0 ] &&
+    grep -q '^64  *save_on_cpu  *-  *300.0  *10.00  *3.49  *-  *1.50  *2.00  *2.00  *-  *yes$' \
+        "$tmp/peers.table" && [ "$(pfield peers resnet50 native - x_phys)" = 1.0 ]
+ok $? "peers: GPU memory held, bytes each way, the bound at the memory they hold"
+
+# 25% (1 GiB): a step of the trace alone needs 1.5 GiB: no bound
+[ "$(pfield peers resnet50 plan 25% bound_ms)" = None ] &&
+    grep -q '^64  *plan  *25% 1.00G  *300.0  *10.00  *-  *1.12 ' "$tmp/peers.table"
+ok $? "a budget below a step's bytes has no physical bound"
+
+[ "$(pfield peers vgg16 checkpoint - identical)" = False ] &&
+    [ "$(pfield peers resnet50 checkpoint - identical)" = True ] &&
+    [ "$(pfield peers vgg16 demand 50% identical)" = False ] &&
+    [ "$(pfield peers vgg16 plan 50% identical)" = True ] &&
+    grep -q '^64  *checkpoint  *-  *40.0 .* NO$' "$tmp/peers.table" &&
+    [ "$(pfield peers gpt2 checkpoint - outcome)" = "not applicable" ] &&
+    grep -q '^64  *checkpoint  *-  *not applicable: ' "$tmp/peers.table"
+ok $? "losses unlike native's are flagged (checkpoint, demand); not applicable is shown"
+
+# cap FIELD MODEL METHOD: the largest batch search's FIELD
+cap() {
+    python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["models"][sys.argv[2]]["cap"][sys.argv[3]]
+print(json.dumps(c[sys.argv[4]]))' "$tmp/$1/peers.json" "$2" "$3" "$4"
+}
+probes=$(cap peers resnet50 native probes | python3 -c '
+import json, sys; print(" ".join("%d%s" % (p["batch"], "+" if p["trained"] else "-")
+                                for p in json.load(sys.stdin)))')
+[ "$(cap peers resnet50 native largest_batch)" = 100 ] &&
+    [ "$(cap peers resnet50 save_on_cpu largest_batch)" = 260 ] &&
+    [ "$(cap peers resnet50 checkpoint largest_batch)" = 333 ] &&
+    [ "$(cap peers resnet50 umadv largest_batch)" = 512 ] &&
+    [ "$(cap peers resnet50 umadv hit_cap_max)" = true ] &&
+    [ "$(cap peers gpt2 checkpoint largest_batch)" = null ] &&
+    [ "$probes" = "32+ 64+ 128- 96+ 112- 104- 100+ 102- 101-" ] &&
+    [ "$(ls "$tmp"/peers/resnet50-cap-native-bs*.log | wc -l)" -eq 9 ] &&
+    grep -q -- '--native --cap-gib 16.0 --iters 6$' "$tmp/peers/resnet50-cap-native-bs101.log" &&
+    grep -q '^\$ env UMADV_BUDGET=17179869184 .*--umadv --policies plan --iters 6$' \
+        "$tmp/peers/resnet50-cap-umadv-bs512.log" &&
+    grep -q '^largest batch under 16 GiB (multiples of 1): native 100, save_on_cpu 260, checkpoint 333, umadv 512+$' \
+        "$tmp/peers.table"
+ok $? "the largest batch under the cap, exactly, one process per probe ($probes)"
+
+FAKE_CAP=native=100,umadv=50 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
+    --lib /dev/null --models vgg16 --cap-only --cap-methods native,umadv --cap-start 200 \
+    --out "$tmp/peers-cap" >"$tmp/peers-cap.table" 2>&1
+grep -q '^largest batch under 16 GiB (multiples of 8): native 96, umadv 48$' \
+    "$tmp/peers-cap.table" && ! ls "$tmp"/peers-cap/*native.log "$tmp"/peers-cap/*save_on_cpu* \
+    >/dev/null 2>&1 && [ "$(cap peers-cap vgg16 native largest_batch)" = 96 ]
+ok $? "--cap-only --cap-methods: the search alone, those methods, halving from above"
+
+# The search alone, against every largest batch from 0 to 300, starts
+# above and below it, steps of 1 and 8: it finds exactly the multiple.
+(cd "$srcdir/bench" && python3 -c '
+from peers import largest_batch
+bad = []
+for top in range(301):
+    for start in (1, 8, 32, 1000):
+        for step in (1, 8):
+            found, limited, tried = largest_batch(lambda b: (b <= top, "", ""), start, step, 4096)
+            if found != top // step * step or limited:
+                bad.append((top, start, step, found))
+print(bad[:5])
+raise SystemExit(bool(bad))') >"$tmp/search.out" 2>&1
+ok $? "the search finds the largest batch for any largest, start and step" ||
+    diag "$tmp/search.out"
+
+# X and Y, 1 GiB each, in 1 GiB: X read, Y read, X overwritten. X is
+# dead from its read to its overwrite (dropped free for Y); Y goes out
+# for the overwrite and comes back: 1 GiB each way, not 2 out.
+cat >"$tmp/dead.umt" <<'EOF'
+umadv-trace 1
+trace section_size=1073741824 allocs=2 steps=3 accesses=3
+alloc id=0 base=0x0 size=1073741824 kind=weight
+alloc id=1 base=0x0 size=1073741824 kind=weight
+step id=0 iter=0 kind=kernel dur_ns=1
+  a alloc=0 first=0 count=1 mode=r faults=0
+step id=1 iter=0 kind=kernel dur_ns=1
+  a alloc=1 first=0 count=1 mode=r faults=0
+step id=2 iter=0 kind=kernel dur_ns=1
+  a alloc=0 first=0 count=1 mode=w faults=0
+EOF
+(cd "$srcdir/bench" && python3 -c '
+import sys
+from benchlib import min_traffic, read_trace
+moved = min_traffic(read_trace(sys.argv[1]), 1 << 30)
+print(moved)
+raise SystemExit(moved != (1 << 30, 1 << 30))' "$tmp/dead.umt") >"$tmp/dead.out" 2>&1
+ok $? "the fewest bytes: dead data leaves free, an overwrite fetches nothing" ||
+    diag "$tmp/dead.out"
+
+# On a trace PyTorch ResNet-50 recorded: the fewest bytes never exceed
+# what umadv plan's policies move at the same budget, and come close to
+# the plan's (Belady's residency, sections of one size but the last).
+if [ -x "$umadv" ]; then
+    (cd "$srcdir/bench" && python3 -c '
+import json, subprocess, sys
+from benchlib import min_traffic, read_trace
+trace = sys.argv[2]
+bad = []
+for budget in (2905604096, 4294967296):
+    low_in, low_out = min_traffic(read_trace(trace), budget)
+    doc = json.loads(subprocess.run([sys.argv[1], "plan", trace, "--budget", str(budget),
+                                     "--iteration", "0", "--json"], capture_output=True,
+                                    check=True, text=True).stdout)
+    sims = {p["policy"]: p for p in doc["budgets"][0]["policies"]}
+    print(budget, low_in, low_out, {k: (v["fetched_bytes"], v["evicted_bytes"])
+                                     for k, v in sims.items()})
+    for policy in ("plan", "prefetch-all"):
+        if not low_in <= sims[policy]["fetched_bytes"]:
+            bad.append((budget, policy, "fetched"))
+    for policy in ("plan", "prefetch-all", "demand"):
+        if not low_out <= sims[policy]["evicted_bytes"]:
+            bad.append((budget, policy, "evicted"))
+    if not low_in > 0.9 * sims["plan"]["fetched_bytes"]:
+        bad.append((budget, "plan", "far"))
+print(bad)
+raise SystemExit(bool(bad))' "$umadv" "$srcdir/data/traces/h200-resnet50-bs64.umt") \
+        >"$tmp/lowest.out" 2>&1
+    ok $? "the fewest bytes of a real trace: below every umadv plan policy's, near plan's" ||
+        diag "$tmp/lowest.out"
+else
+    ok 0 "# SKIP $umadv is not built"
+fi
+
+python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
+    --batches 64 --budgets 50 --skip-cap --out "$tmp/peers-uvm" >"$tmp/peers-uvm.table" 2>&1
+# stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
+near "$(pfield peers-uvm resnet50 plan 50% x_phys)" 2.7939 2.7940 &&
+    grep -q 'GB/s (stand-in: the trace.s UVM fetch and evict rates)' "$tmp/peers-uvm.table" &&
+    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1 && [ -e "$tmp/peers-uvm/resnet50-bs64-50.log" ] &&
+    [ ! -e "$tmp/peers-uvm/resnet50-bs64-soc.log" ]
+ok $? "without --pinned-gbps the UVM rates stand in; --skip-cap probes nothing; no soc budget"
+
+python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
+    --batches 64 --skip-cap --out "$tmp/peers-fail" >"$tmp/peers-fail.table" 2>"$tmp/peers-fail.err"
+[ $? -eq 1 ] && grep -q '^bench: resnet50-bs64 native failed (exit 2)' "$tmp/peers-fail.err" &&
+    [ ! -s "$tmp/peers-fail.table" ]
+ok $? "a run that fails exits 1 and says which"
 
 # ---- bench/longrun.py -------------------------------------------------
 

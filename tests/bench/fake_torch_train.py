@@ -4,13 +4,73 @@ bench/torch_policies.py and bench/sim_vs_exec.py: it writes the --json document 
 writes, from made-up numbers, so that the script's arithmetic can be
 checked without PyTorch or a GPU, and a trace with a link record for
 --trace. Under a budget, VGG-16's demand run computes other losses (as a
-run that broke would)."""
+run that broke would).
+
+bench/peers.py's modes too: --native (30 ms, 4 GiB peak), --peer
+save_on_cpu (300 ms, 1.5 GiB peak, 2 GiB each way) and --peer
+checkpoint (40 ms, 2 GiB; VGG-16's losses differ; not applicable, exit
+4, to any model but resnet50 and vgg16); the trace --trace writes is
+one whose fewest bytes per budget are known by hand (see TRACE). With
+$FAKE_CAP ("native=100,umadv=1000,..."), a batch above a method's
+number runs out of memory (exit 3), as the real one does past a cap."""
 import argparse
 import json
 import os
+import sys
 
 GIB = 1 << 30
 MS = {"oracle": 40.0, "demand": 600.0, "prefetch-all": 400.0, "plan": 300.0}
+LOSSES = ["0x1.8p+2", "0x1.4p+2"]
+# P: 2 GiB of weights in two 1 GiB sections, read one a step; T: 512 MiB
+# born at step 0 (written), read at step 1, freed after it. Fewest bytes
+# per iteration each way: none from 2.5 GiB up; 1 GiB at 2 GiB (half of
+# P1 out for step 0, half of P0 out for step 1); 2 GiB at 1.5 GiB (all of
+# P out and in); below 1.5 GiB a step alone does not fit.
+TRACE = """umadv-trace 1
+trace section_size=1073741824 allocs=2 steps=2 accesses=4 source="fake"
+device name="fake" pci_bus_id="" memory=85899345920 cc=9.0 driver=13000
+link fetch_bw=5e10 fetch_latency=1e-4 evict_bw=1e10 evict_latency=5e-5 fault_bw=5e9 \
+fault_latency=2e-5 remote_bw=4e10
+alloc id=0 base=0x0 size=2147483648 kind=weight tag="P"
+alloc id=1 base=0x0 size=536870912 kind=activation alloc_step=0 free_step=1 tag="T"
+step id=0 iter=0 kind=kernel dur_ns=1000000 name="forward"
+  a alloc=0 first=0 count=1 mode=r faults=0
+  a alloc=1 first=0 count=1 mode=w faults=0
+step id=1 iter=0 kind=kernel dur_ns=1000000 name="backward"
+  a alloc=0 first=1 count=1 mode=r faults=0
+  a alloc=1 first=0 count=1 mode=r faults=0
+end crc32=00000000
+"""
+PEER = {"save_on_cpu": {"ms_per_iter": 300.0, "peak_allocated": 3 * GIB // 2,
+                        "to_host_bytes_per_iter": 2.0 * GIB,
+                        "from_host_bytes_per_iter": 2.0 * GIB},
+        "checkpoint": {"ms_per_iter": 40.0, "peak_allocated": 2 * GIB, "segments": 4},
+        None: {"ms_per_iter": 30.0, "peak_allocated": 4 * GIB}}
+
+
+def over_cap(method, batch):
+    """Whether $FAKE_CAP puts @batch past @method's largest."""
+    caps = dict(kv.split("=") for kv in os.environ.get("FAKE_CAP", "").split(",") if kv)
+    return method in caps and batch > int(caps[method])
+
+
+def native_run(a):
+    """--native, --peer: the native document (exits as torch_train.py does)."""
+    if over_cap(a.peer or "native", a.batch):
+        finish(a, {"out_of_memory": "CUDA out of memory (fake)"}, 3)
+    if a.peer == "checkpoint" and a.model not in ("resnet50", "vgg16"):
+        finish(a, {"not_applicable": "--peer checkpoint: not a chain (fake)"}, 4)
+    losses = LOSSES
+    if a.peer == "checkpoint" and a.model == "vgg16":
+        losses = ["0x1.8p+2", "0x1.3p+2"]
+    return dict(PEER[a.peer], policy="native", losses=losses, peer=a.peer,
+                peak_reserved=PEER[a.peer]["peak_allocated"] + GIB)
+
+
+def finish(a, what, status):
+    with open(a.json, "w") as f:
+        json.dump(dict({"model": a.model, "batch": a.batch}, **what), f)
+    sys.exit(status)
 
 
 def run(policy, model, budget):
@@ -26,18 +86,26 @@ def run(policy, model, budget):
 
 def main():
     p = argparse.ArgumentParser()
-    for flag in ("--lib", "--model", "--json", "--policies", "--trace"):
+    for flag in ("--lib", "--model", "--json", "--policies", "--trace", "--peer"):
         p.add_argument(flag)
     p.add_argument("--batch", type=int)
     p.add_argument("--iters", type=int)
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--cap-gib", type=float)
     p.add_argument("--umadv", action="store_true")
     p.add_argument("--both", action="store_true")
+    p.add_argument("--native", action="store_true")
     a = p.parse_args()
     budget = int(os.environ.get("UMADV_BUDGET", "0"))
     if a.trace:
         with open(a.trace, "w") as f:
-            f.write("umadv-trace 1\nlink fetch_bw=5e10 fetch_latency=1e-4 evict_bw=1e10 "
-                    "evict_latency=5e-5\n")
+            f.write(TRACE)
+    if a.native or a.peer:
+        with open(a.json, "w") as f:
+            json.dump({"model": a.model, "peer": a.peer, "native": native_run(a), "runs": []}, f)
+        return
+    if a.umadv and over_cap("umadv", a.batch):
+        finish(a, {"out_of_memory": "umadv_torch_malloc: out of memory (fake)"}, 3)
     runs = [run(policy, a.model, budget) for policy in a.policies.split(",")]
     native = None
     if a.both:
