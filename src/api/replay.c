@@ -86,6 +86,8 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->drift_ops     += x->drift_ops;
     sum->budget_skips  += x->budget_skips;
     sum->cuda_errors   += x->cuda_errors;
+    sum->staged_bytes  += x->staged_bytes;
+    sum->restored_bytes += x->restored_bytes + x->sync_restored_bytes;
 }
 
 static void follow_stop(umadv_context_t ctx);
@@ -131,6 +133,16 @@ static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int
         r->bound[id]->bound = UMADV_CTX_NO_TRACE_ID;
     r->bound[id] = alloc;
     alloc->bound = id;
+    if (alloc->stageable)
+        umadv__exec_set_stageable(r->exec, id, 1);
+}
+
+/* umadv_set_stageable on @alloc: the executor follows (turning it off
+ * restores its staged data first). */
+void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (ctx->replay.exec != NULL && alloc->bound != UMADV_CTX_NO_TRACE_ID)
+        umadv__exec_set_stageable(ctx->replay.exec, alloc->bound, alloc->stageable);
 }
 
 static void bind_identity(void *arg, void *base, uint64_t size, uint64_t user)
@@ -323,6 +335,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
+    p->stage             = ctx->config.stage;
 }
 
 /* Replay the schedule just built, under the context's policy. A failure
@@ -416,6 +429,8 @@ void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
     s->drift_ops     = sum.drift_ops + (follow.ctx == ctx ? follow.drift : 0);
     s->resident_peak = now.resident_peak;
     s->gpu_peak_used = now.gpu_peak_used;
+    s->staged_bytes  = sum.staged_bytes;
+    s->restored_bytes = sum.restored_bytes;
 }
 
 void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)

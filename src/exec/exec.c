@@ -75,7 +75,7 @@ static umadv_status_t core_init(umadv_exec_t *e)
     umadv_core_params_t cp = {.trace = e->p.trace, .first_step = e->p.first_step,
                               .nsteps = e->p.nsteps, .policy = e->p.policy,
                               .budget = e->p.budget, .schedule = e->p.schedule,
-                              .observe = e->p.decisions, .observe_arg = e->p.decisions_arg};
+                              .stage = e->p.stage, .observe = e->p.decisions, .observe_arg = e->p.decisions_arg};
 
     if (e->p.ops == NULL)
         return UMADV_ERR_INVALID_PARAM;
@@ -85,7 +85,9 @@ static umadv_status_t core_init(umadv_exec_t *e)
 static umadv_status_t arrays_alloc(umadv_exec_t *e)
 {
     e->binds = calloc(e->trace->nallocs + 1, sizeof(*e->binds));
-    return e->binds != NULL ? UMADV_OK : UMADV_ERR_NO_MEMORY;
+    if (e->binds == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    return umadv__exec_stage_init(e);
 }
 
 static void sync_init(umadv_exec_t *e)
@@ -150,6 +152,7 @@ static void exec_free(umadv_exec_t *e)
 {
     lane_free(&e->fetch);
     lane_free(&e->evict);
+    umadv__exec_stage_cleanup(e);
     umadv__core_cleanup(&e->core);
     umadv__exec_pages_cleanup(&e->pages);
     free(e->binds);
@@ -203,7 +206,9 @@ void umadv__exec_destroy(umadv_exec_t *e)
     if (e == NULL)
         return;
     threads_stop(e);
-    /* The threads are gone: no lock needed from here on. */
+    /* The threads are gone: no lock needed from here on; the ranges hold
+     * their data again before anything else happens to them. */
+    umadv__exec_restore_all(e);
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         if (e->binds[a].base != 0)
             advice_undo(e, e->binds[a].base, e->binds[a].size, e->binds[a].advised);
@@ -235,12 +240,15 @@ static void advice_undo(umadv_exec_t *e, uintptr_t base, uint64_t size, uint32_t
         e->p.ops->advise(ptr, size, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY, e->p.device);
 }
 
-/* Called with the lock held; returns with it held. */
-static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
+/* Called with the lock held; returns with it held. A @live block's
+ * staged sections are restored first; a dead one's staging is dropped. */
+static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
 {
     exec_bind_t *b = &e->binds[alloc];
     exec_bind_t old;
 
+    if (live)
+        umadv__exec_restore_alloc(e, alloc);
     while (b->base != 0 && b->busy > 0)
         pthread_cond_wait(&e->cond, &e->lock);
     if (b->base == 0)
@@ -262,7 +270,7 @@ void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)
     if (alloc >= e->trace->nallocs)
         return;
     pthread_mutex_lock(&e->lock);
-    unbind_locked(e, alloc);
+    unbind_locked(e, alloc, 0);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -289,7 +297,7 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     if (t->size != size)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&e->lock);
-    unbind_locked(e, alloc);
+    unbind_locked(e, alloc, 1);
     e->binds[alloc] = (exec_bind_t){.base = (uintptr_t)base, .size = size,
                                     .arena = (uintptr_t)arena};
     umadv__core_bind(&e->core, alloc); /* decides the plan's setup advice */
@@ -437,6 +445,8 @@ void umadv__exec_step_wait(umadv_exec_t *e)
     pthread_mutex_lock(&e->lock);
     if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
         wait_pending(e);
+    if (e->begun)
+        umadv__exec_step_guard(e); /* no step runs on staged data */
     /* The run's peaks start once the first step has its data: what the
      * previous policy (or the profiling pass) left on the GPU is gone by
      * then, and is not this policy's. */

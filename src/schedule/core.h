@@ -43,6 +43,27 @@
  *
  * BINDING. Decisions name trace allocations; one that nothing plays now
  * (umadv__core_bind) gets none, and counts as drift.
+ *
+ * STAGING (issue 11). With params.stage, an EVICT of live, non-clean data
+ * of a stageable allocation (umadv__core_set_stageable: memory the
+ * application never reads on the CPU, or lets umadv stage) is decided
+ * staged: the driver copies its sections into pinned host staging and
+ * discards the range, which holds no valid data until restored. From the
+ * decision until its restore completes a section is marked staged
+ * (core->staged); a FETCH of staged sections is a restore. The rules,
+ * the same for every policy:
+ *  - when a step begins, every section it touches that is marked staged
+ *    gets back its data before the step runs: an eviction not started is
+ *    called off (OUT_QUEUED -> RESIDENT), any other gets a blocking
+ *    restore (a FETCH, staged) unless a fetch of it was decided in the
+ *    same call; a restore the step needs is never given up for room
+ *    (umadv__core_fetch_verdict): the budget yields to the data;
+ *  - a section becoming RESIDENT is no longer staged (restored, or its
+ *    eviction called off or undone); unbinding forgets the mark (dead
+ *    data's staging is released; a driver restores live data first);
+ *  - demand's kernels never fault a staged section in.
+ * What ends a replay restores every staged section first (the driver's:
+ * exec/stage.c).
  */
 #ifndef UMADV_SCHEDULE_CORE_H
 #define UMADV_SCHEDULE_CORE_H
@@ -82,6 +103,9 @@ typedef struct umadv_core_op {
     uint8_t         clean;      /* EVICT of a clean read-mostly copy (a DROP of
                                  * live data): the host's copy is current, the
                                  * call copies nothing back */
+    uint8_t         staged;     /* EVICT: through pinned staging, the range then
+                                 * discarded; FETCH: a restore (its sections
+                                 * were staged when it was decided) */
 } umadv_core_op_t;
 
 typedef enum umadv_fetch_verdict {
@@ -117,6 +141,7 @@ typedef struct umadv_core_params {
     uint64_t                budget;       /* resolved: bytes, 0 = none (oracle: none) */
     const umadv_schedule_t *schedule;     /* plan; outlives the core */
     const umadv_link_model_t *link;       /* sizes batches; NULL: the trace's */
+    int                     stage;        /* evict stageable live data staged */
     umadv_core_observer_t   observe;      /* NULL: none */
     void                   *observe_arg;
 } umadv_core_params_t;
@@ -143,6 +168,13 @@ typedef struct umadv_core {
     uint64_t          key;          /* its key */
     uint64_t          drift_ops;    /* decisions on unbound allocations, not made */
     uint64_t          dropped_bytes;/* released without a move (dead data) */
+    uint8_t          *stageable;    /* per allocation: may be staged */
+    uint8_t          *staged;       /* per section: its data is (or, its eviction
+                                     * done, will be) in staging, not in the range */
+    uint64_t         *guard;        /* per section: scratch marks of the step guard */
+    uint64_t          guard_now;
+    uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */
+    size_t            unrestored_cap;
     umadv_core_op_t  *out;          /* the last call's decisions */
     size_t            nout, out_cap;
     int               out_lost;     /* no memory for a decision: one lost */
@@ -164,6 +196,18 @@ void umadv__core_cleanup(umadv_core_t *core);
  * next step (core->out). */
 void umadv__core_bind(umadv_core_t *core, uint32_t alloc);
 void umadv__core_unbind(umadv_core_t *core, uint32_t alloc);
+
+/* Whether @alloc's data may be staged (STAGING); bind clears it. */
+void umadv__core_set_stageable(umadv_core_t *core, uint32_t alloc, int on);
+
+/* The staged eviction decided on @section goes by migration instead (the
+ * driver has no staging for it): its data stays valid in the range. */
+void umadv__core_unstage(umadv_core_t *core, uint32_t section);
+
+/* Sections the open step touches that are still staged: into
+ * core->unrestored[0 .. return). The driver's last line of defence
+ * after a step's wait (a restore given up, lost, or a broken driver). */
+size_t umadv__core_step_unrestored(umadv_core_t *core);
 
 /* A section moves; the accounting follows. */
 void umadv__core_set_state(umadv_core_t *core, uint32_t section, umadv_sec_state_t to);
