@@ -99,6 +99,9 @@ void umadv__replay_stop(umadv_context_t ctx)
     if (r->exec == NULL)
         return;
     follow_stop(ctx);
+    /* staged data back before anything else (destroy makes sure of it
+     * again once its lanes have stopped) */
+    umadv__exec_restore_all(r->exec);
     umadv__exec_get_stats(r->exec, &r->last);
     stats_add(&r->done, &r->last);
     umadv__exec_destroy(r->exec);
@@ -239,6 +242,9 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     if (follow.open != UMADV_STEP_NONE || !launch_is_step(&ctx->trace, j, name, flags)) {
         follow.diverged = 1;
         follow.drift++;
+        /* the launches that follow are no step: none may find its data
+         * staged (schedule/core.h, STAGING) */
+        umadv__exec_stage_pause(ctx->replay.exec);
         if (!follow.logged++)
             umadv_info("replay: launch %u of the iteration is %s, the profiled step was %s: "
                        "no automatic steps for the rest of the iteration (drift)", j,

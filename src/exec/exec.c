@@ -175,6 +175,9 @@ umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_
         return status;
     }
     e->p.budget = e->core.p.budget; /* resolved: none under oracle */
+    /* Until an iteration begins no step is followed, so no step could
+     * wait for staged data: the start's evictions migrate. */
+    umadv__core_stage_pause(&e->core, 1);
     if (e->p.max_call_bytes == 0)
         e->p.max_call_bytes = EXEC_MAX_CALL_DEFAULT;
     if (e->p.wait_timeout_ns == 0)
@@ -394,6 +397,7 @@ int umadv__exec_iteration_begin(umadv_exec_t *e)
     due = reprofile_due(e);
     e->iteration = e->begun ? e->iteration + 1 : 0;
     e->begun = 1;
+    umadv__core_stage_pause(&e->core, 0); /* the steps are followed again */
     e->step = 0;
     e->iter_faults = 0;
     pthread_mutex_unlock(&e->lock);

@@ -101,6 +101,9 @@ typedef struct umadv_exec_stats {
     uint64_t restore_calls;
     uint64_t sync_restored_bytes; /* restored on a caller's thread: a restore the step
                                * did not get in time, a broken executor, drift, the end */
+    uint64_t late_restored_bytes; /* of those, by a step's last check: data the core's
+                               * decisions did not bring in time (a wait timed out, a
+                               * decision lost) */
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
 } umadv_exec_stats_t;
 
@@ -138,6 +141,12 @@ void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
 /* Every staged section holds its data again when this returns
  * (synchronous; destroy does it first). */
 void umadv__exec_restore_all(umadv_exec_t *exec);
+
+/* What runs until the next iteration is not known to the replay (kernel
+ * launches that diverged from the profiled steps): everything staged is
+ * restored now, and nothing is staged until umadv__exec_iteration_begin.
+ * A step past the profiled count does the same by itself. */
+void umadv__exec_stage_pause(umadv_exec_t *exec);
 
 /* Queue what the policy does before the first iteration. @stream is where
  * the application last worked: initial evictions wait for it. */

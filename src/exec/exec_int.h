@@ -201,6 +201,7 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e);
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);
+/* A step's last check: counted as late_restored_bytes. */
 void umadv__exec_restore_sections(umadv_exec_t *e, const uint32_t *list, size_t n);
 void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_step_guard(umadv_exec_t *e);

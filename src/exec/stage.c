@@ -302,31 +302,34 @@ static int in_flight(umadv_sec_state_t state)
 }
 
 /* Called with the lock held. Section @s, if staged, holds its data again
- * when this returns. */
-static void restore_one(umadv_exec_t *e, uint32_t s)
+ * when this returns. Returns the bytes copied back. */
+static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
 {
     /* a lane's call on it settles it (stopped lanes have none) */
     while (e->core.staged[s] && in_flight((umadv_sec_state_t)e->core.state[s]) &&
            (e->fetch.started || e->evict.started))
         pthread_cond_wait(&e->cond, &e->lock);
     if (!e->core.staged[s])
-        return;
+        return 0;
     if (e->core.state[s] == UMADV_SEC_OUT_QUEUED || e->stage.slot[s] == STAGE_NO_SLOT) {
         /* not copied out yet: the range holds the data; the queued
          * eviction finds the section resident and leaves it */
         umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
-        return;
+        return 0;
     }
     section_copy_back(e, s);
     umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
     e->stats.sync_restored_bytes += exec_section_size(e, s);
     pthread_cond_broadcast(&e->cond);
+    return exec_section_size(e, s);
 }
+
+static void restore_all_locked(umadv_exec_t *e);
 
 void umadv__exec_restore_sections(umadv_exec_t *e, const uint32_t *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        restore_one(e, list[i]);
+        e->stats.late_restored_bytes += restore_one(e, list[i]);
 }
 
 /* Called with the lock held: every staged section of @alloc. */
@@ -341,8 +344,7 @@ void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc)
 void umadv__exec_restore_all(umadv_exec_t *e)
 {
     pthread_mutex_lock(&e->lock);
-    for (uint32_t a = 0; a < e->trace->nallocs; a++)
-        umadv__exec_restore_alloc(e, a);
+    restore_all_locked(e);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -358,16 +360,44 @@ void umadv__exec_set_stageable(umadv_exec_t *e, uint32_t alloc, int on)
     pthread_mutex_unlock(&e->lock);
 }
 
+static void restore_all_locked(umadv_exec_t *e)
+{
+    for (uint32_t a = 0; a < e->trace->nallocs; a++)
+        umadv__exec_restore_alloc(e, a);
+}
+
+/* Called with the lock held. What runs until the next iteration is not
+ * known: nothing is staged until then, and everything staged comes back
+ * (queued staged evictions are called off). */
+static void stage_pause_locked(umadv_exec_t *e)
+{
+    if (!e->core.stage_paused)
+        umadv_debug("executor: staging paused until the next iteration");
+    umadv__core_stage_pause(&e->core, 1);
+    restore_all_locked(e);
+}
+
+void umadv__exec_stage_pause(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    stage_pause_locked(e);
+    pthread_mutex_unlock(&e->lock);
+}
+
 /* Called with the lock held, after the open step's wait: what it touches
- * holds its data before its work is launched; a broken executor restores
- * everything (its queues are gone, its core no longer follows steps). */
+ * holds its data before its work is launched. A broken executor restores
+ * everything (its queues are gone, its core no longer follows steps); so
+ * does a step past the profiled ones, whose accesses are not known. */
 void umadv__exec_step_guard(umadv_exec_t *e)
 {
     size_t n;
 
     if (e->broken) {
-        for (uint32_t a = 0; a < e->trace->nallocs; a++)
-            umadv__exec_restore_alloc(e, a);
+        restore_all_locked(e);
+        return;
+    }
+    if (e->core.past_end) {
+        stage_pause_locked(e);
         return;
     }
     n = umadv__core_step_unrestored(&e->core);

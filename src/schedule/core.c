@@ -139,6 +139,11 @@ void umadv__core_set_stageable(umadv_core_t *c, uint32_t alloc, int on)
     c->stageable[alloc] = on != 0;
 }
 
+void umadv__core_stage_pause(umadv_core_t *c, int paused)
+{
+    c->stage_paused = paused;
+}
+
 void umadv__core_unstage(umadv_core_t *c, uint32_t section)
 {
     c->staged[section] = 0;

@@ -171,6 +171,7 @@ typedef struct umadv_core {
     uint8_t          *stageable;    /* per allocation: may be staged */
     uint8_t          *staged;       /* per section: its data is (or, its eviction
                                      * done, will be) in staging, not in the range */
+    int               stage_paused; /* no staged decisions for now (umadv__core_stage_pause) */
     uint64_t         *guard;        /* per section: scratch marks of the step guard */
     uint64_t          guard_now;
     uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */
@@ -199,6 +200,10 @@ void umadv__core_unbind(umadv_core_t *core, uint32_t alloc);
 
 /* Whether @alloc's data may be staged (STAGING); bind clears it. */
 void umadv__core_set_stageable(umadv_core_t *core, uint32_t alloc, int on);
+
+/* No staged evictions are decided while @paused: the driver does not
+ * know what runs (steps past the profile, launches that diverged). */
+void umadv__core_stage_pause(umadv_core_t *core, int paused);
 
 /* The staged eviction decided on @section goes by migration instead (the
  * driver has no staging for it): its data stays valid in the range. */

@@ -360,6 +360,7 @@ static void start(sim_engine_t *e)
 {
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         umadv__core_bind(&e->core, a);
+        umadv__core_set_stageable(&e->core, a, e->params->stageable && e->params->stageable[a]);
         umadv__sim_take_decisions(e, 0);
     }
     umadv__core_start(&e->core);
@@ -399,6 +400,7 @@ static umadv_status_t core_init(sim_engine_t *e)
     umadv_core_params_t cp = {.trace = e->trace, .first_step = e->w->first, .nsteps = e->w->n,
                               .policy = e->params->policy, .budget = e->params->budget,
                               .schedule = e->params->schedule, .link = &e->params->link,
+                              .stage = e->params->stage,
                               .observe = e->params->decisions,
                               .observe_arg = e->params->decisions_arg};
 
