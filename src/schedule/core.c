@@ -24,6 +24,25 @@ static umadv_status_t params_check(const umadv_core_params_t *p)
     return UMADV_OK;
 }
 
+static void mark_ops(umadv_core_t *c, const umadv_op_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; ops[i].kind == UMADV_OP_ADVISE && k < ops[i].count; k++)
+            c->advised[umadv__core_section(c, ops[i].alloc, ops[i].first + k)] = 1;
+    }
+}
+
+/* The sections the plan ever advises (core.h, STAGING). */
+static void mark_advised(umadv_core_t *c)
+{
+    const umadv_schedule_t *s = c->p.schedule;
+
+    if (c->p.policy != UMADV_POLICY_PLAN)
+        return;
+    mark_ops(c, s->setup, s->nsetup);
+    mark_ops(c, s->ops, s->step_ops[s->nsteps]);
+}
+
 umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
 {
     umadv_status_t status = params_check(params);
@@ -49,14 +68,16 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
     c->stageable = calloc(nallocs, sizeof(*c->stageable));
     c->staged = calloc(nsections, sizeof(*c->staged));
     c->guard = calloc(nsections, sizeof(*c->guard));
+    c->advised = calloc(nsections, sizeof(*c->advised));
     if (c->bound == NULL || c->state == NULL || c->last_use == NULL || c->unadvising == NULL ||
-        c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL ||
+        c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL || c->advised == NULL ||
         umadv__array_reserve((void **)&c->out, &c->out_cap, nsections, sizeof(*c->out)) !=
             UMADV_OK || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
                                                                 nsections) != UMADV_OK)) {
         umadv__core_cleanup(c);
         return UMADV_ERR_NO_MEMORY;
     }
+    mark_advised(c);
     return UMADV_OK;
 }
 
@@ -71,6 +92,7 @@ void umadv__core_cleanup(umadv_core_t *c)
     free(c->stageable);
     free(c->staged);
     free(c->guard);
+    free(c->advised);
     free(c->unrestored);
     free(c->out);
     free(c->scratch);

@@ -61,7 +61,10 @@
  *  - a section becoming RESIDENT is no longer staged (restored, or its
  *    eviction called off or undone); unbinding forgets the mark (dead
  *    data's staging is released; a driver restores live data first);
- *  - demand's kernels never fault a staged section in.
+ *  - demand's kernels never fault a staged section in;
+ *  - a section the plan advises (host placement, accessed-by, read-mostly)
+ *    is never staged: a kernel may read it where the advice leaves it,
+ *    and a discarded range holds nothing there.
  * What ends a replay restores every staged section first (the driver's:
  * exec/stage.c).
  */
@@ -172,6 +175,8 @@ typedef struct umadv_core {
     uint8_t          *staged;       /* per section: its data is (or, its eviction
                                      * done, will be) in staging, not in the range */
     int               stage_paused; /* no staged decisions for now (umadv__core_stage_pause) */
+    uint8_t          *advised;      /* per section: the plan advises it (never staged:
+                                     * its data must stay where the advice reads it) */
     uint64_t         *guard;        /* per section: scratch marks of the step guard */
     uint64_t          guard_now;
     uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */

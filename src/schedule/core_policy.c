@@ -87,6 +87,8 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
     /* live data (dead data is dropped, never evicted) that the host's
      * copy does not already hold: staged (core.h, STAGING) */
     op.staged = (uint8_t)(c->p.stage && !c->stage_paused && c->stageable[alloc] && !clean);
+    for (uint32_t i = 0; op.staged && i < count; i++)
+        op.staged = !c->advised[umadv__core_section(c, alloc, first + i)];
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
         if (c->state[s] == UMADV_SEC_RESIDENT) {

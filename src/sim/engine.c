@@ -358,6 +358,8 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
  * as for the executor: the plan's resident set is fetched. */
 static void start(sim_engine_t *e)
 {
+    /* as the executor: nothing is staged before an iteration begins */
+    umadv__core_stage_pause(&e->core, 1);
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         umadv__core_bind(&e->core, a);
         umadv__core_set_stageable(&e->core, a, e->params->stageable && e->params->stageable[a]);
@@ -372,6 +374,7 @@ umadv_status_t umadv__sim_engine_run(sim_engine_t *e)
     start(e);
     for (uint32_t r = 0; r <= e->params->warmup; r++) {
         e->replay = r;
+        umadv__core_stage_pause(&e->core, 0);
         if (r == e->params->warmup) {
             e->measuring = 1;
             e->t0 = e->t;
