@@ -219,21 +219,9 @@ static void compare(const replay_case_t *rc, uint64_t seed, tally_t *y)
     }
     y->runs++;
     y->decisions += le.text != NULL;
-    if (getenv("REPLAY_CORE_DUMP") != NULL && rc->stageable == NULL && y->differ == 0) {
-        FILE *f = fopen("/tmp/rc_exec0.txt", "w");
-        fputs(le.text ? le.text : "", f);
-        fclose(f);
-    }
     if ((le.text == NULL) != (ls.text == NULL) ||
         (le.text != NULL && strcmp(le.text, ls.text) != 0)) {
-        if (y->differ++ == 0 && getenv("REPLAY_CORE_DUMP") != NULL) {
-            FILE *f = fopen("/tmp/rc_exec.txt", "w"), *g = fopen("/tmp/rc_sim.txt", "w");
-            fputs(le.text ? le.text : "", f);
-            fputs(ls.text ? ls.text : "", g);
-            fclose(f);
-            fclose(g);
-        }
-        if (y->differ == 1) {
+        if (y->differ++ == 0) {
             diag("seed %llu, %s, budget %llu%s:", (unsigned long long)seed,
                  umadv_policy_name(rc->policy), (unsigned long long)rc->budget,
                  rc->stageable ? " (staging)" : "");
