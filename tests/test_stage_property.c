@@ -20,6 +20,9 @@
  * It must be able to fail: the same cases run through a CUDA table whose
  * copies back from staging (or into it) do nothing, and must be caught.
  *
+ * Debugging: STAGE_SEED=N runs case N alone (STAGE_SHOW=1 names the
+ * cases that fail).
+ *
  * Contents: section s at version v holds pattern[shift(s, v) ..] (a
  * random buffer), so that a check is one memcmp and a stale version
  * differs from the current one.
@@ -405,6 +408,9 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
         a.errors++;
     }
     case_free(&a);
+    if ((a.mismatched || a.errors || a.sum.cuda_errors) && getenv("STAGE_SHOW") != NULL)
+        diag("seed %llu: %llu mismatches, %llu errors", (unsigned long long)seed,
+             (unsigned long long)a.mismatched, (unsigned long long)(a.errors + a.sum.cuda_errors));
     y->cases++;
     y->checked += a.checked;
     y->mismatched += a.mismatched;
@@ -435,10 +441,15 @@ int main(void)
     umadv_cuda_host_counters_t c;
     tally_t y = {0}, broken_back = {0}, broken_out = {0};
 
-    plan(10);
     pattern_init();
     mutant_ops_init();
     umadv__cuda_host_configure(UINT64_C(1) << 40, 1);
+    if (getenv("STAGE_SEED") != NULL) { /* debugging: one case, shown */
+        setenv("STAGE_SHOW", "1", 1);
+        run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
+        return y.mismatched > 0 || y.errors > 0;
+    }
+    plan(10);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     diag("%llu cases, %llu section reads, %llu MiB staged, %llu MiB restored by the lane, "

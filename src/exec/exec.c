@@ -259,6 +259,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
     old = *b;
     b->base = 0;
     b->advised = 0;
+    umadv__exec_stage_release(e, alloc); /* live: restored above; dead: dropped */
     umadv__core_unbind(&e->core, alloc);
     pthread_cond_broadcast(&e->cond);
     if (old.advised != 0) {

@@ -60,13 +60,19 @@ typedef struct exec_piece {
                        * or a restore */
 } exec_piece_t;
 
-/* stage.c: the pinned staging pool. */
+/* stage.c: the pinned staging pool, slots of one section each. */
 typedef struct exec_stage {
     void     *base;   /* NULL until the first staged eviction */
-    uint64_t  cap, used;
-    uint64_t *slot;   /* per section: offset of its slot, or UINT64_MAX */
+    uint64_t  slot_size;
+    uint32_t  nslots;
+    uint32_t *free;   /* free slots, a stack (popped in increasing order at first) */
+    uint32_t  nfree;
+    uint32_t *slot;   /* per section: its slot while its data is staged, or
+                       * EXEC_NO_SLOT */
     int       failed; /* the pool could not be made: evictions migrate */
 } exec_stage_t;
+
+#define EXEC_NO_SLOT UINT32_MAX
 
 /* One migration worker: its thread, stream, queue and the call in flight. */
 typedef struct exec_lane {
@@ -199,6 +205,7 @@ void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t st
 umadv_status_t umadv__exec_stage_init(umadv_exec_t *e);
 void umadv__exec_stage_cleanup(umadv_exec_t *e);
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
+void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);
 /* A step's last check: counted as late_restored_bytes. */

@@ -38,19 +38,18 @@
 
 #include "common/log.h"
 
-#define STAGE_NO_SLOT UINT64_MAX
-
 /* ---- the pool ------------------------------------------------------------ */
 
 umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 {
     size_t n = e->trace->nsections + 1;
 
+    e->stage.slot_size = e->trace->section_size;
     e->stage.slot = malloc(n * sizeof(*e->stage.slot));
     if (e->stage.slot == NULL)
         return UMADV_ERR_NO_MEMORY;
     for (size_t s = 0; s < n; s++)
-        e->stage.slot[s] = STAGE_NO_SLOT;
+        e->stage.slot[s] = EXEC_NO_SLOT;
     return UMADV_OK;
 }
 
@@ -59,74 +58,90 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
     if (e->stage.base != NULL)
         e->p.ops->host_free(e->stage.base);
     free(e->stage.slot);
+    free(e->stage.free);
     memset(&e->stage, 0, sizeof(e->stage));
 }
 
-/* What can be staged now: every section of bound stageable allocations. */
-static uint64_t pool_want(const umadv_exec_t *e)
+/* The pool the core counts (core.h, STAGING): core.stage_slots slots. */
+static int pool_make(umadv_exec_t *e)
 {
-    uint64_t bytes = 0;
+    uint32_t nslots = e->core.stage_slots;
+    void *base = NULL;
+    umadv_status_t status;
 
-    for (uint32_t a = 0; a < e->trace->nallocs; a++) {
-        if (e->binds[a].base != 0 && e->core.stageable[a])
-            bytes += e->trace->allocs[a].size;
+    e->stage.free = malloc((nslots + 1) * sizeof(*e->stage.free));
+    if (e->stage.free == NULL)
+        return 0;
+    pthread_mutex_unlock(&e->lock);
+    status = e->p.ops->host_alloc((size_t)nslots * e->stage.slot_size, &base);
+    pthread_mutex_lock(&e->lock);
+    if (status != UMADV_OK) {
+        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
+                   (unsigned long long)nslots * e->stage.slot_size,
+                   umadv_status_string(status));
+        return 0;
     }
-    return bytes;
+    e->stage.base = base;
+    e->stage.nslots = e->stage.nfree = nslots;
+    for (uint32_t i = 0; i < nslots; i++)
+        e->stage.free[i] = nslots - 1 - i;
+    umadv_debug("executor: pinned staging pool of %u slots, %.1f MiB", nslots,
+                (double)nslots * (double)e->stage.slot_size / 1048576.0);
+    return 1;
 }
 
 /* Called by the eviction lane with the lock held (dropped to pin). 0: no
  * pool, ever (logged once). */
 static int pool_ready(umadv_exec_t *e)
 {
-    uint64_t want;
-    void *base = NULL;
-    umadv_status_t status;
-
     if (e->stage.base != NULL || e->stage.failed)
         return e->stage.base != NULL;
-    want = pool_want(e);
-    if (want == 0)
-        return 0;
-    pthread_mutex_unlock(&e->lock);
-    status = e->p.ops->host_alloc(want, &base);
-    pthread_mutex_lock(&e->lock);
-    if (status != UMADV_OK) {
+    if (e->core.stage_slots == 0 || !pool_make(e)) {
         e->stage.failed = 1;
-        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
-                   (unsigned long long)want, umadv_status_string(status));
         return 0;
     }
-    e->stage.base = base;
-    e->stage.cap = want;
-    umadv_debug("executor: pinned staging pool of %.1f MiB", (double)want / 1048576.0);
     return 1;
 }
 
-/* Section @s's slot, given one if it has none and the pool has room. */
-static int slot_ready(umadv_exec_t *e, uint32_t s)
+static void *slot_addr(const umadv_exec_t *e, uint32_t s)
 {
-    uint64_t size = exec_section_size(e, s);
-
-    if (e->stage.slot[s] != STAGE_NO_SLOT)
-        return 1;
-    if (e->stage.used + size > e->stage.cap)
-        return 0;
-    e->stage.slot[s] = e->stage.used;
-    e->stage.used += size;
-    return 1;
+    return (char *)e->stage.base + (uint64_t)e->stage.slot[s] * e->stage.slot_size;
 }
 
+/* Section @s gives its slot back: its data is in the range again, or
+ * dead. */
+static void slot_put(umadv_exec_t *e, uint32_t s)
+{
+    if (e->stage.slot[s] == EXEC_NO_SLOT)
+        return;
+    e->stage.free[e->stage.nfree++] = e->stage.slot[s];
+    e->stage.slot[s] = EXEC_NO_SLOT;
+}
+
+/* Piece @p's sections get slots, all or none. */
 static int piece_slots(umadv_exec_t *e, const exec_piece_t *p)
 {
+    uint32_t s0 = exec_section_id(e, p->alloc, p->first), need = 0;
+
+    for (uint32_t k = 0; k < p->count; k++)
+        need += e->stage.slot[s0 + k] == EXEC_NO_SLOT;
+    if (need > e->stage.nfree)
+        return 0;
     for (uint32_t k = 0; k < p->count; k++) {
-        if (!slot_ready(e, exec_section_id(e, p->alloc, p->first + k)))
-            return 0;
+        if (e->stage.slot[s0 + k] == EXEC_NO_SLOT)
+            e->stage.slot[s0 + k] = e->stage.free[--e->stage.nfree];
     }
     return 1;
+}
+
+static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
+{
+    for (uint32_t k = 0; k < p->count; k++)
+        slot_put(e, exec_section_id(e, p->alloc, p->first + k));
 }
 
 /* The eviction lane's staged pieces get their slots; a piece that cannot
- * is migrated instead. */
+ * (no pool: pinning failed) is migrated instead. */
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces; i++) {
@@ -141,33 +156,50 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
     }
 }
 
+/* @alloc's block is gone (freed: its staged data is dead). */
+void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
+
+    for (uint32_t i = 0; i < a->nsections; i++)
+        slot_put(e, a->first_section + i);
+}
+
 /* ---- copies between a piece and its slots ----------------------------- */
 
-/* Copy piece @p out (@out) or back, run by run of sections whose slots
- * follow each other. */
+/* Sections of @p from its @k-th whose slots follow each other (sections
+ * but an allocation's last fill their slot): how many, *len_p bytes. */
+static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t k,
+                         uint64_t *len_p)
+{
+    uint32_t s0 = exec_section_id(e, p->alloc, p->first + k), n = 1;
+    uint64_t len = exec_section_size(e, s0);
+
+    while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + n)
+        len += exec_section_size(e, s0 + n++);
+    *len_p = len;
+    return n;
+}
+
+/* Copy piece @p out (@out) or back, run by run of slots. */
 static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out,
                                  umadv_stream_t stream)
 {
-    uint32_t k = 0;
+    uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
 
-    while (k < p->count) {
-        uint32_t s0 = exec_section_id(e, p->alloc, p->first + k), n = 1;
-        uint64_t len = exec_section_size(e, s0);
-        char *range = (char *)(p->ptr + (e->trace->sections[s0].offset -
-                                         e->trace->sections[exec_section_id(e, p->alloc,
-                                                                            p->first)].offset));
-        char *slot = (char *)e->stage.base + e->stage.slot[s0];
+    for (uint32_t k = 0, n; k < p->count; k += n) {
+        uint32_t s0 = exec_section_id(e, p->alloc, p->first + k);
+        char *range = (char *)(p->ptr + (e->trace->sections[s0].offset - base_offset));
         umadv_status_t status;
+        uint64_t len;
 
-        while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + len) {
-            len += exec_section_size(e, s0 + n);
-            n++;
-        }
-        status = out ? e->p.ops->memcpy_async(slot, range, len, stream)
-                     : e->p.ops->memcpy_async(range, slot, len, stream);
+        if (e->stage.slot[s0] == EXEC_NO_SLOT)
+            return UMADV_ERR_STATE; /* never: a staged section has its slot */
+        n = slot_run(e, p, k, &len);
+        status = out ? e->p.ops->memcpy_async(slot_addr(e, s0), range, len, stream)
+                     : e->p.ops->memcpy_async(range, slot_addr(e, s0), len, stream);
         if (status != UMADV_OK)
             return status;
-        k += n;
     }
     return UMADV_OK;
 }
@@ -254,6 +286,8 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 
     if (from == to || e->broken) {
         umadv__exec_pieces_settle(e, lane, from, to, to_gpu, 0);
+        for (size_t i = from; i < to && !to_gpu; i++)
+            piece_slots_put(e, &lane->pieces[i]); /* not evicted: resident */
         return;
     }
     pthread_mutex_unlock(&e->lock);
@@ -268,6 +302,10 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
         umadv__exec_fail(e, to_gpu ? "staged restore" : "staged eviction");
     /* out: once copied, the sections are the staging's (HOST, staged) */
     umadv__exec_pieces_settle(e, lane, from, to, to_gpu, to_gpu ? status == UMADV_OK : moved);
+    for (size_t i = from; i < to; i++) {
+        if (to_gpu ? status == UMADV_OK : !moved)
+            piece_slots_put(e, &lane->pieces[i]); /* the range holds the data */
+    }
     if (status == UMADV_OK)
         stage_count(e, lane, from, to, to_gpu);
 }
@@ -280,7 +318,7 @@ static void section_copy_back(umadv_exec_t *e, uint32_t s)
 {
     const umadv_trace_section_t *sec = &e->trace->sections[s];
     void *range = (void *)(e->binds[sec->alloc].base + sec->offset);
-    const void *slot = (const char *)e->stage.base + e->stage.slot[s];
+    const void *slot = slot_addr(e, s);
     int broken = e->broken;
     umadv_status_t status = UMADV_ERR_STATE;
 
@@ -311,13 +349,17 @@ static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
         pthread_cond_wait(&e->cond, &e->lock);
     if (!e->core.staged[s])
         return 0;
-    if (e->core.state[s] == UMADV_SEC_OUT_QUEUED || e->stage.slot[s] == STAGE_NO_SLOT) {
+    if (e->core.state[s] == UMADV_SEC_OUT_QUEUED || e->stage.slot[s] == EXEC_NO_SLOT) {
         /* not copied out yet: the range holds the data; the queued
          * eviction finds the section resident and leaves it */
         umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
         return 0;
     }
+    /* in flight while the lock is dropped: no lane restores it meanwhile
+     * (a fetch waits for a restore in flight, core.h) */
+    umadv__core_set_state(&e->core, s, UMADV_SEC_FETCHING);
     section_copy_back(e, s);
+    slot_put(e, s);
     umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
     e->stats.sync_restored_bytes += exec_section_size(e, s);
     pthread_cond_broadcast(&e->cond);

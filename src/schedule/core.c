@@ -32,6 +32,28 @@ static void mark_ops(umadv_core_t *c, const umadv_op_t *ops, size_t n)
     }
 }
 
+/* The staging pool (core.h, STAGING): the sections of allocations alive
+ * in the replayed iteration, less the budget's worth. */
+static uint32_t stage_pool_slots(const umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+    uint32_t first = c->p.first_step, last = c->p.first_step + c->p.nsteps - 1;
+    uint64_t sections = 0, budget = c->p.budget / t->section_size;
+
+    if (!c->p.stage)
+        return 0;
+    for (uint32_t a = 0; a < t->nallocs; a++) {
+        const umadv_trace_alloc_t *al = &t->allocs[a];
+
+        if ((al->alloc_step == UMADV_STEP_NONE || al->alloc_step <= last) &&
+            (al->free_step == UMADV_STEP_NONE || al->free_step >= first))
+            sections += al->nsections;
+    }
+    if (budget > 0 && budget < sections)
+        sections -= budget;
+    return (uint32_t)sections;
+}
+
 /* The sections the plan ever advises (core.h, STAGING). */
 static void mark_advised(umadv_core_t *c)
 {
@@ -78,6 +100,7 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
         return UMADV_ERR_NO_MEMORY;
     }
     mark_advised(c);
+    c->stage_slots = stage_pool_slots(c);
     return UMADV_OK;
 }
 
@@ -120,7 +143,7 @@ void umadv__core_set_state(umadv_core_t *c, uint32_t section, umadv_sec_state_t 
         c->outgoing = is_out(to) ? c->outgoing + size : c->outgoing - size;
     c->state[section] = (uint8_t)to;
     if (to == UMADV_SEC_RESIDENT)
-        c->staged[section] = 0; /* restored, or its eviction called off or undone */
+        umadv__core_unstage(c, section); /* restored, or its eviction called off or undone */
     if (c->lru_on && from == UMADV_SEC_RESIDENT && to != UMADV_SEC_RESIDENT)
         umadv__core_lru_remove(&c->lru, section);
     else if (c->lru_on && from != UMADV_SEC_RESIDENT && to == UMADV_SEC_RESIDENT)
@@ -152,7 +175,7 @@ void umadv__core_unbind(umadv_core_t *c, uint32_t alloc)
     c->bound[alloc] = 0;
     for (uint32_t i = 0; i < a->nsections; i++) {
         umadv__core_set_state(c, a->first_section + i, UMADV_SEC_HOST);
-        c->staged[a->first_section + i] = 0;
+        umadv__core_unstage(c, a->first_section + i);
     }
 }
 
@@ -168,7 +191,18 @@ void umadv__core_stage_pause(umadv_core_t *c, int paused)
 
 void umadv__core_unstage(umadv_core_t *c, uint32_t section)
 {
-    c->staged[section] = 0;
+    if (c->staged[section]) {
+        c->staged[section] = 0;
+        c->stage_used--;
+    }
+}
+
+void umadv__core_stage_mark(umadv_core_t *c, uint32_t section)
+{
+    if (!c->staged[section]) {
+        c->staged[section] = 1;
+        c->stage_used++;
+    }
 }
 
 size_t umadv__core_step_unrestored(umadv_core_t *c)

@@ -62,6 +62,11 @@
  *    eviction called off or undone); unbinding forgets the mark (dead
  *    data's staging is released; a driver restores live data first);
  *  - demand's kernels never fault a staged section in;
+ *  - the staging pool holds stage_slots sections: what can be off the GPU
+ *    at once, the allocations alive in the replayed iteration less the
+ *    budget. A section holds a slot while it is marked staged; an eviction
+ *    the pool has no room for migrates (the driver's pool is this size and
+ *    is never short: both drivers follow the same count);
  *  - a section the plan advises (host placement, accessed-by, read-mostly)
  *    is never staged: a kernel may read it where the advice leaves it,
  *    and a discarded range holds nothing there.
@@ -175,6 +180,8 @@ typedef struct umadv_core {
     uint8_t          *staged;       /* per section: its data is (or, its eviction
                                      * done, will be) in staging, not in the range */
     int               stage_paused; /* no staged decisions for now (umadv__core_stage_pause) */
+    uint32_t          stage_slots;  /* the staging pool, in sections (STAGING) */
+    uint32_t          stage_used;   /* sections marked staged */
     uint8_t          *advised;      /* per section: the plan advises it (never staged:
                                      * its data must stay where the advice reads it) */
     uint64_t         *guard;        /* per section: scratch marks of the step guard */
@@ -210,8 +217,10 @@ void umadv__core_set_stageable(umadv_core_t *core, uint32_t alloc, int on);
  * know what runs (steps past the profile, launches that diverged). */
 void umadv__core_stage_pause(umadv_core_t *core, int paused);
 
-/* The staged eviction decided on @section goes by migration instead (the
- * driver has no staging for it): its data stays valid in the range. */
+/* @section is marked staged (its slot taken), or no longer: its data is
+ * in the range again (the driver migrated it instead, or restored it), or
+ * dead. */
+void umadv__core_stage_mark(umadv_core_t *core, uint32_t section);
 void umadv__core_unstage(umadv_core_t *core, uint32_t section);
 
 /* Sections the open step touches that are still staged: into

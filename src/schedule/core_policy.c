@@ -72,6 +72,26 @@ static void decide_unadvise(umadv_core_t *c, const umadv_op_t *plan_op)
         c->unadvising[umadv__core_section(c, op.alloc, op.first + i)]++;
 }
 
+/* Whether the eviction of the run goes staged (core.h, STAGING): live data
+ * (dead data is dropped, never evicted) of a stageable allocation, that
+ * the host's copy does not already hold (clean), that no advice places,
+ * with room in the pool for its resident sections. */
+static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
+                         int clean)
+{
+    uint32_t need = 0;
+
+    if (!c->p.stage || c->stage_paused || !c->stageable[alloc] || clean)
+        return 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+        if (c->advised[s])
+            return 0;
+        need += c->state[s] == UMADV_SEC_RESIDENT;
+    }
+    return need <= c->stage_slots - c->stage_used;
+}
+
 /* Resident sections of the run leave once the step that ends now (or the
  * work before the start) has completed; the rest is left alone. */
 static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
@@ -84,16 +104,13 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 
     if (drifted(c, alloc))
         return;
-    /* live data (dead data is dropped, never evicted) that the host's
-     * copy does not already hold: staged (core.h, STAGING) */
-    op.staged = (uint8_t)(c->p.stage && !c->stage_paused && c->stageable[alloc] && !clean);
-    for (uint32_t i = 0; op.staged && i < count; i++)
-        op.staged = !c->advised[umadv__core_section(c, alloc, first + i)];
+    op.staged = (uint8_t)stageable_run(c, alloc, first, count, clean);
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
         if (c->state[s] == UMADV_SEC_RESIDENT) {
             umadv__core_set_state(c, s, UMADV_SEC_OUT_QUEUED);
-            c->staged[s] = op.staged;
+            if (op.staged)
+                umadv__core_stage_mark(c, s);
             any = 1;
         }
     }
