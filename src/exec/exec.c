@@ -23,6 +23,12 @@
  *  - the monitor: samples cudaMemGetInfo every monitor_period_ns.
  * Two lanes because cudaMemPrefetchAsync blocks its caller for the whole
  * migration: one thread could not evict while it fetches.
+ * STAGING (stage.c; schedule/core.h, STAGING): the eviction lane evicts
+ * stageable live data by copying it into a pinned pool and discarding the
+ * range, the fetch lane restores it; a step's wait ends with a last check
+ * that nothing it touches is still staged (restored on the application's
+ * thread if so), and whatever ends the executor, or a live block's role,
+ * restores first.
  * PLACEMENT: with params.numa (numa/numa.h), the lanes and the monitor
  * bind themselves to the cores nearest the GPU when they start, and
  * evictions and host-preferred advice name the host NUMA node nearest it,
@@ -366,7 +372,8 @@ static void log_iteration(umadv_exec_t *e)
     if (e->begun)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
-                    "evicted %.1f MiB in %llu calls; dropped %.1f MiB; %llu advice calls; "
+                    "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
+                    "(%.1f MiB late); dropped %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -378,6 +385,9 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->fresh_bytes - a->fresh_bytes) / 1048576.0,
                     (double)(b->evicted_bytes - a->evicted_bytes) / 1048576.0,
                     (unsigned long long)(b->evict_calls - a->evict_calls),
+                    (double)(b->staged_bytes - a->staged_bytes) / 1048576.0,
+                    (double)(b->restored_bytes - a->restored_bytes) / 1048576.0,
+                    (double)(b->late_restored_bytes - a->late_restored_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),
                     (unsigned long long)(b->budget_skips - a->budget_skips),

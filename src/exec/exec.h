@@ -27,6 +27,11 @@
  * Every policy but oracle first evicts what the profiling pass left on the
  * GPU (plan keeps the schedule's resident_at_start sections, fetching
  * them), so that the accounted residency is the real one.
+ *
+ * With params.stage, evictions of stageable blocks (umadv__exec_set_stageable)
+ * go through pinned staging (schedule/core.h, STAGING; stage.c): the range
+ * holds no valid data until restored, which every step that touches it,
+ * and every end, waits for.
  */
 #ifndef UMADV_EXEC_EXEC_H
 #define UMADV_EXEC_EXEC_H

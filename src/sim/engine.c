@@ -23,6 +23,8 @@ static void forget(sim_engine_t *e, uint32_t x)
     uint8_t state = e->core.state[x];
 
     e->pending[x] = 0;
+    if (state == UMADV_SEC_HOST)
+        umadv__core_unstage(&e->core, x); /* its staging is dead too */
     if (state == UMADV_SEC_RESIDENT) {
         umadv__core_set_state(&e->core, x, UMADV_SEC_HOST);
         if (e->measuring)

@@ -229,6 +229,8 @@ static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owne
             continue;
         e->fresh[x] = 0;
         umadv__core_set_state(&e->core, x, e->dead[x] ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT);
+        if (e->dead[x])
+            umadv__core_unstage(&e->core, x); /* a restore of dead data */
         e->dead[x] = 0;
     }
 }
