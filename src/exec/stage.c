@@ -7,15 +7,20 @@
  * eviction lane at its first staged eviction (pinning takes time: not on
  * the application's thread). The lane runs on the cores nearest the GPU
  * (params.numa), so the pages the driver pins for it land on the GPU's
- * NUMA node. Its size is what can be staged then: every section of the
- * bound stageable allocations. A section gets its slot the first time it
- * is staged and keeps it (the same trace section always has the same
- * size): no free list, no fragmentation. A section with no room left (an
- * allocation made stageable after the pool) is evicted by migration
- * instead, and the core is told (umadv__core_unstage).
+ * NUMA node (first touch by the pinning thread; no explicit binding). It
+ * has the core's stage_slots slots of one section each (schedule/core.h,
+ * STAGING: the replay core counts them, so that the simulator knows when
+ * an eviction migrates for want of room); free slots are a stack. A
+ * section takes slots when its staged eviction is issued and gives them
+ * back once its data is in the range again (restored, the copy out
+ * failed) or dead (its block freed). Pinning that fails makes every
+ * eviction migrate (logged once).
  *
- * THE CALLS. Out: cudaMemcpyAsync of each piece into its slots, then one
- * cudaMemDiscardBatchAsync of the pieces, one synchronisation. In:
+ * THE CALLS. Out: cudaMemcpyAsync of each piece into its slots, a
+ * synchronisation, then one cudaMemDiscardBatchAsync of the pieces and
+ * another: the discard is issued only once the copies are known to be
+ * complete (with one synchronisation, a copy that failed asynchronously
+ * would be found after its range was discarded: the data lost). In:
  * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
  * them there without moving stale host pages), then the copies back, one
  * synchronisation. A copy out that fails leaves the data in the range
