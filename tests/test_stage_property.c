@@ -51,7 +51,10 @@ static unsigned char pattern[TP_SECTION + PATTERN_SHIFTS];
 
 /* ---- a CUDA table with a broken staging copy ------------------------------ */
 
-typedef enum mutant { MUTANT_NONE, MUTANT_NO_COPY_BACK, MUTANT_NO_COPY_OUT } mutant_t;
+typedef enum mutant {
+    MUTANT_NONE, MUTANT_NO_COPY_BACK, MUTANT_NO_COPY_OUT,
+    MUTANT_NO_DISCARDS /* not a bug: a driver without discards */
+} mutant_t;
 
 static struct {
     mutant_t        mutant;
@@ -108,6 +111,21 @@ static umadv_status_t m_memcpy(void *dst, const void *src, size_t n, umadv_strea
     return umadv__cuda_ops_host.memcpy_async(dst, src, n, st);
 }
 
+static umadv_status_t m_discard(void **p, size_t *s, size_t n, umadv_stream_t st)
+{
+    if (mut.mutant == MUTANT_NO_DISCARDS)
+        return UMADV_ERR_UNSUPPORTED;
+    return umadv__cuda_ops_host.discard_batch(p, s, n, st);
+}
+
+static umadv_status_t m_discard_prefetch(void **p, size_t *s, size_t n, int loc,
+                                         umadv_stream_t st)
+{
+    if (mut.mutant == MUTANT_NO_DISCARDS)
+        return UMADV_ERR_UNSUPPORTED;
+    return umadv__cuda_ops_host.discard_and_prefetch_batch(p, s, n, loc, st);
+}
+
 static umadv_cuda_ops_t mutant_ops;
 
 static void mutant_ops_init(void)
@@ -117,6 +135,8 @@ static void mutant_ops_init(void)
     mutant_ops.host_alloc = m_host_alloc;
     mutant_ops.host_free = m_host_free;
     mutant_ops.memcpy_async = m_memcpy;
+    mutant_ops.discard_batch = m_discard;
+    mutant_ops.discard_and_prefetch_batch = m_discard_prefetch;
 }
 
 /* ---- the application's memory ---------------------------------------------- */
@@ -439,7 +459,7 @@ static void pattern_init(void)
 int main(void)
 {
     umadv_cuda_host_counters_t c;
-    tally_t y = {0}, broken_back = {0}, broken_out = {0};
+    tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0};
 
     pattern_init();
     mutant_ops_init();
@@ -449,7 +469,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(10);
+    plan(11);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     diag("%llu cases, %llu section reads, %llu MiB staged, %llu MiB restored by the lane, "
@@ -481,6 +501,13 @@ int main(void)
         run_case(seed, &mutant_ops, &broken_out);
     ok(broken_out.mismatched > 0, "a staged eviction that copies nothing out is caught (%llu "
        "cases of %d)", (unsigned long long)broken_out.failing_cases, MUTANT_CASES);
+    mut.mutant = MUTANT_NO_DISCARDS;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &mutant_ops, &no_discards);
+    ok(no_discards.mismatched == 0 && no_discards.errors == 0 && no_discards.staged == 0,
+       "a driver without discards: evictions migrate, no error, nothing lost (%llu of %llu "
+       "reads differ)", (unsigned long long)no_discards.mismatched,
+       (unsigned long long)no_discards.checked);
     mut.mutant = MUTANT_NONE;
     umadv__cuda_host_counters(&c);
     ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "the mutants left nothing either");

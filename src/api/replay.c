@@ -341,7 +341,8 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
-    p->stage             = ctx->config.stage;
+    /* discards need concurrent managed access, as prefetches do */
+    p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access;
 }
 
 /* Replay the schedule just built, under the context's policy. A failure

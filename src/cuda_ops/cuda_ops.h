@@ -96,6 +96,8 @@ typedef struct umadv_cuda_ops {
      * UMADV_CUDA_HOST_POISON). Never the legacy default stream. */
     umadv_status_t (*discard_batch)(void **ptrs, size_t *sizes, size_t count,
                                     umadv_stream_t stream);
+    /* Both discards return UMADV_ERR_UNSUPPORTED, unlogged, where the
+     * driver has none (nothing was done). */
     /* cudaMemDiscardAndPrefetchBatchAsync: discarded, then populated at
      * @location (a device ordinal) without copying the old bytes. */
     umadv_status_t (*discard_and_prefetch_batch)(void **ptrs, size_t *sizes, size_t count,

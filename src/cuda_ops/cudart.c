@@ -303,11 +303,22 @@ static umadv_status_t cudart_memcpy_async(void *dst, const void *src, size_t siz
                                              (cudaStream_t)stream));
 }
 
+/* A driver without discards (before CUDA 13) refuses them: UNSUPPORTED,
+ * unlogged (the executor says once that evictions migrate then). */
+static umadv_status_t discard_status(cudaError_t err, const char *call, int line)
+{
+    if (batch_unsupported(err)) {
+        (void)cudaGetLastError();
+        return UMADV_ERR_UNSUPPORTED;
+    }
+    return umadv__cudart_status(err, UMADV_LOG_ERROR, call, __FILE__, line);
+}
+
 static umadv_status_t cudart_discard_batch(void **ptrs, size_t *sizes, size_t count,
                                            umadv_stream_t stream)
 {
-    return UMADV_CUDART_FUNC(cudaMemDiscardBatchAsync(ptrs, sizes, count, 0,
-                                                      (cudaStream_t)stream));
+    return discard_status(cudaMemDiscardBatchAsync(ptrs, sizes, count, 0, (cudaStream_t)stream),
+                          "cudaMemDiscardBatchAsync", __LINE__);
 }
 
 /* One location for every range: the GPU the ranges are restored on. */
@@ -317,9 +328,9 @@ static umadv_status_t cudart_discard_and_prefetch_batch(void **ptrs, size_t *siz
     struct cudaMemLocation loc = location_of(location);
     size_t first = 0;
 
-    return UMADV_CUDART_FUNC(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &loc,
-                                                                 &first, 1, 0,
-                                                                 (cudaStream_t)stream));
+    return discard_status(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &loc, &first,
+                                                              1, 0, (cudaStream_t)stream),
+                          "cudaMemDiscardAndPrefetchBatchAsync", __LINE__);
 }
 
 static umadv_status_t cudart_stream_create(umadv_stream_t *stream_p)

@@ -69,7 +69,8 @@ typedef struct exec_stage {
     uint32_t  nfree;
     uint32_t *slot;   /* per section: its slot while its data is staged, or
                        * EXEC_NO_SLOT */
-    int       failed; /* the pool could not be made: evictions migrate */
+    int       failed; /* the pool could not be made, or the driver has no
+                       * discards: evictions migrate */
 } exec_stage_t;
 
 #define EXEC_NO_SLOT UINT32_MAX

@@ -100,7 +100,7 @@ static int pool_make(umadv_exec_t *e)
 static int pool_ready(umadv_exec_t *e)
 {
     if (e->stage.base != NULL || e->stage.failed)
-        return e->stage.base != NULL;
+        return e->stage.base != NULL && !e->stage.failed;
     if (e->core.stage_slots == 0 || !pool_make(e)) {
         e->stage.failed = 1;
         return 0;
@@ -257,7 +257,18 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                                lane->stream)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     *status_p = status;
-    return 1;
+    return status != UMADV_ERR_UNSUPPORTED; /* refused: nothing was discarded */
+}
+
+/* No discards here: the ranges are populated by migrations instead. */
+static umadv_status_t prefetch_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < n && status == UMADV_OK; i++)
+        status = e->p.ops->prefetch(lane->batch_ptrs[i], lane->batch_sizes[i], e->p.device,
+                                    lane->stream);
+    return status;
 }
 
 static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
@@ -268,6 +279,8 @@ static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
         return UMADV_ERR_NO_MEMORY;
     status = e->p.ops->discard_and_prefetch_batch(lane->batch_ptrs, lane->batch_sizes,
                                                   to - from, e->p.device, lane->stream);
+    if (status == UMADV_ERR_UNSUPPORTED)
+        status = prefetch_ranges(e, lane, to - from);
     if (status == UMADV_OK)
         status = copies(e, lane, from, to, 0);
     return status;
@@ -278,6 +291,16 @@ static void stage_count(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t 
     for (size_t i = from; i < to; i++)
         *(to_gpu ? &e->stats.restored_bytes : &e->stats.staged_bytes) += lane->pieces[i].bytes;
     (to_gpu ? e->stats.restore_calls++ : e->stats.stage_calls++);
+}
+
+/* The driver has no discards: the pieces stay resident, and every later
+ * staged eviction migrates. */
+static void stage_refused(umadv_exec_t *e)
+{
+    if (!e->stage.failed)
+        umadv_warn("executor: the driver refuses cudaMemDiscardBatchAsync (CUDA 13 drivers "
+                   "have it): evictions migrate");
+    e->stage.failed = 1;
 }
 
 /* Issue pieces [from, to) of @lane, all staged, as one staged call; the
@@ -303,7 +326,9 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
         moved = stage_out(e, lane, from, to, &status);
     pthread_mutex_lock(&e->lock);
     umadv__exec_lane_busy(e, lane, start);
-    if (status != UMADV_OK)
+    if (status == UMADV_ERR_UNSUPPORTED && !to_gpu)
+        stage_refused(e);
+    else if (status != UMADV_OK)
         umadv__exec_fail(e, to_gpu ? "staged restore" : "staged eviction");
     /* out: once copied, the sections are the staging's (HOST, staged) */
     umadv__exec_pieces_settle(e, lane, from, to, to_gpu, to_gpu ? status == UMADV_OK : moved);
