@@ -9,7 +9,9 @@
  * step, after the executor's wait, it reads every section the step
  * accesses on the real host memory of its block and compares it with
  * the last bytes it wrote there, then writes new bytes where the access
- * writes. Between steps it drifts at random: a block is freed and another
+ * writes; at the end of some iterations it also works past the profiled
+ * steps, or after launches that diverged, on any block. Between steps it
+ * drifts at random: a block is freed and another
  * takes its role (dead data), a live block is bound again (its staged
  * data must come back first), staging is turned off for a block (which
  * the CPU may then read whole), and the executor is destroyed and a new
@@ -326,6 +328,28 @@ static void step_work(app_t *a, uint32_t j)
     }
 }
 
+/* Work the replay cannot foresee: steps past the profiled ones, or
+ * launches that diverged from them (the executor is told: pause). They
+ * may touch anything. */
+static void unforeseen_work(app_t *a)
+{
+    uint32_t alloc = tp_below(&a->rng, a->t->nallocs);
+    const umadv_trace_alloc_t *al = &a->t->allocs[alloc];
+
+    if (tp_below(&a->rng, 2)) {
+        umadv__exec_step_begin(a->exec); /* past the end */
+        umadv__exec_step_wait(a->exec);
+    } else {
+        umadv__exec_stage_pause(a->exec);
+    }
+    for (uint32_t i = 0; i < al->nsections; i++) {
+        section_check(a, al->first_section + i);
+        section_write(a, al->first_section + i);
+    }
+    if (tp_below(&a->rng, 2) == 0)
+        umadv__exec_step_end(a->exec, NULL);
+}
+
 static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
 {
     umadv__exec_iteration_begin(a->exec);
@@ -342,6 +366,8 @@ static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
         if (tp_below(&a->rng, 40) == 0)
             return; /* an iteration cut short: the next begins early */
     }
+    for (uint32_t k = tp_below(&a->rng, 6); k < 2; k++)
+        unforeseen_work(a);
 }
 
 /* ---- one case --------------------------------------------------------------- */

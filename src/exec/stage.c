@@ -443,8 +443,10 @@ static void restore_all_locked(umadv_exec_t *e)
  * (queued staged evictions are called off). */
 static void stage_pause_locked(umadv_exec_t *e)
 {
-    if (!e->core.stage_paused)
-        umadv_debug("executor: staging paused until the next iteration");
+    if (e->core.stage_paused)
+        return; /* nothing has been staged since (restore_one waits for a staged
+                 * eviction in flight, calls off those queued) */
+    umadv_debug("executor: staging paused until the next iteration");
     umadv__core_stage_pause(&e->core, 1);
     restore_all_locked(e);
 }
