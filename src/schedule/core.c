@@ -54,6 +54,26 @@ static uint32_t stage_pool_slots(const umadv_core_t *c)
     return (uint32_t)sections;
 }
 
+/* The last step of the replayed iteration touching each section (core.h,
+ * STAGING). */
+static void mark_last_touch(umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+
+    for (uint32_t s = 0; s <= t->nsections; s++)
+        c->last_touch[s] = UMADV_STEP_NONE;
+    for (uint32_t j = 0; j < c->p.nsteps; j++) {
+        const umadv_trace_step_t *step = &t->steps[c->p.first_step + j];
+
+        for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+            const umadv_trace_access_t *acc = &t->accesses[a];
+
+            for (uint32_t i = 0; i < acc->count; i++)
+                c->last_touch[umadv__core_section(c, acc->alloc, acc->first + i)] = j;
+        }
+    }
+}
+
 /* The sections the plan ever advises (core.h, STAGING). */
 static void mark_advised(umadv_core_t *c)
 {
@@ -91,8 +111,10 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
     c->staged = calloc(nsections, sizeof(*c->staged));
     c->guard = calloc(nsections, sizeof(*c->guard));
     c->advised = calloc(nsections, sizeof(*c->advised));
+    c->last_touch = malloc(nsections * sizeof(*c->last_touch));
     if (c->bound == NULL || c->state == NULL || c->last_use == NULL || c->unadvising == NULL ||
         c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL || c->advised == NULL ||
+        c->last_touch == NULL ||
         umadv__array_reserve((void **)&c->out, &c->out_cap, nsections, sizeof(*c->out)) !=
             UMADV_OK || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
                                                                 nsections) != UMADV_OK)) {
@@ -100,6 +122,7 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
         return UMADV_ERR_NO_MEMORY;
     }
     mark_advised(c);
+    mark_last_touch(c);
     c->stage_slots = stage_pool_slots(c);
     return UMADV_OK;
 }
@@ -116,6 +139,7 @@ void umadv__core_cleanup(umadv_core_t *c)
     free(c->staged);
     free(c->guard);
     free(c->advised);
+    free(c->last_touch);
     free(c->unrestored);
     free(c->out);
     free(c->scratch);

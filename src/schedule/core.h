@@ -67,6 +67,10 @@
  *    budget. A section holds a slot while it is marked staged; an eviction
  *    the pool has no room for migrates (the driver's pool is this size and
  *    is never short: both drivers follow the same count);
+ *  - only data a later kernel will read is staged: a section no step of
+ *    the iteration touches, or one of an allocation freed in the iteration
+ *    after its last touch, migrates. What else may read it (a copy the
+ *    application makes between kernels: loss.item()) is not known;
  *  - a section the plan advises (host placement, accessed-by, read-mostly)
  *    is never staged: a kernel may read it where the advice leaves it,
  *    and a discarded range holds nothing there.
@@ -184,6 +188,8 @@ typedef struct umadv_core {
     uint32_t          stage_used;   /* sections marked staged */
     uint8_t          *advised;      /* per section: the plan advises it (never staged:
                                      * its data must stay where the advice reads it) */
+    uint32_t         *last_touch;   /* per section: the last step of the iteration whose
+                                     * kernels touch it, or UMADV_STEP_NONE */
     uint64_t         *guard;        /* per section: scratch marks of the step guard */
     uint64_t          guard_now;
     uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */
