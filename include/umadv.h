@@ -144,6 +144,9 @@ typedef struct umadv_stats {
     uint64_t drift_ops;        /**< replay ops skipped: no block plays their allocation */
     uint64_t resident_peak;    /**< most managed bytes umadv kept on the GPU (accounted)
                                 *   in the current (or last) policy run */
+    uint64_t staged_bytes;     /**< bytes evicted through pinned host staging (copied
+                                *   out, the range discarded; not in evicted_bytes) */
+    uint64_t restored_bytes;   /**< bytes copied back from staging (not in fetched_bytes) */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */
@@ -204,6 +207,25 @@ UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const ch
  * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if @a ptr is not a live block.
  */
 UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr);
+
+/**
+ * @brief Let umadv stage @a ptr's evictions, or stop it. A staged eviction
+ * copies the evicted sections into pinned host memory and discards them
+ * in the managed range, which then holds NO VALID DATA until umadv
+ * restores it: before a step that declares or was profiled to touch
+ * it begins, before ::umadv_set_stageable(ctx, ptr, 0) returns, and before
+ * ::umadv_set_policy, ::umadv_set_budget, a re-profile or
+ * ::umadv_context_destroy end the replay. Opt in only for a block the CPU
+ * touches inside steps that access it (the GPU's own accesses always
+ * are); to read it on the CPU elsewhere, turn staging off first. The
+ * PyTorch allocator entry points turn it on for every block (device
+ * memory to PyTorch). UMADV_STAGE=0 (umadv(7)) disables staging.
+ * @param ptr        a block from ::umadv_malloc.
+ * @param stageable  nonzero: may be staged; 0: never (restored now).
+ * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if @a ptr is not a live block;
+ *         ::UMADV_ERR_INVALID_PARAM for a NULL context or pointer.
+ */
+UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable);
 
 /**
  * @brief Mark the start of a training iteration. The first iteration after

@@ -60,7 +60,7 @@ typedef enum entry {
     E_MALLOC, E_FREE, E_PREFETCH, E_PREFETCH_BATCH, E_ADVISE,
     E_STREAM_CREATE, E_STREAM_DESTROY, E_STREAM_SYNC,
     E_EVENT_CREATE, E_EVENT_DESTROY, E_EVENT_RECORD, E_STREAM_WAIT_EVENT, E_EVENT_SYNC,
-    E_EVENT_ELAPSED,
+    E_EVENT_ELAPSED, E_HOST_ALLOC, E_HOST_FREE, E_MEMCPY, E_DISCARD, E_DISCARD_PREFETCH,
     /* CUPTI */
     E_SUBSCRIBE, E_UNSUBSCRIBE, E_ENABLE_CALLBACK, E_REGISTER_BUFFERS, E_CONFIGURE_UM,
     E_ACTIVITY_ENABLE, E_ACTIVITY_DISABLE, E_FLUSH, E_NEXT_RECORD, E_RESULT_STRING,
@@ -93,6 +93,11 @@ static const struct entry_desc {
     [E_STREAM_WAIT_EVENT] = {"cudaStreamWaitEvent", cudaErrorInvalidResourceHandle},
     [E_EVENT_SYNC]        = {"cudaEventSynchronize", cudaErrorLaunchFailure},
     [E_EVENT_ELAPSED]     = {"cudaEventElapsedTime", cudaErrorInvalidResourceHandle},
+    [E_HOST_ALLOC]        = {"cudaHostAlloc", cudaErrorMemoryAllocation},
+    [E_HOST_FREE]         = {"cudaFreeHost", cudaErrorLaunchFailure},
+    [E_MEMCPY]            = {"cudaMemcpyAsync", cudaErrorLaunchFailure},
+    [E_DISCARD]           = {"cudaMemDiscardBatchAsync", cudaErrorInvalidValue},
+    [E_DISCARD_PREFETCH]  = {"cudaMemDiscardAndPrefetchBatchAsync", cudaErrorInvalidValue},
     [E_SUBSCRIBE]         = {"cuptiSubscribe", CUPTI_ERROR_NOT_INITIALIZED},
     [E_UNSUBSCRIBE]       = {"unsubscribe", CUPTI_ERROR_INVALID_PARAMETER},
     [E_ENABLE_CALLBACK]   = {"enable_callback", CUPTI_ERROR_INVALID_PARAMETER},
@@ -117,7 +122,7 @@ static struct {
     int      sticky;              /* fail every call from the nth on (a lost device) */
     int      fired;               /* the failing call was made */
     uint64_t calls[E_COUNT];
-    int64_t  live_managed, live_streams, live_events;
+    int64_t  live_managed, live_streams, live_events, live_pinned;
     pthread_mutex_t lock;
 } inj = {.target = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -318,6 +323,46 @@ static umadv_status_t w_event_elapsed(umadv_event_t a, umadv_event_t b, uint64_t
     return status;
 }
 
+static umadv_status_t w_host_alloc(size_t size, void **p)
+{
+    umadv_status_t status;
+
+    INJECT(E_HOST_ALLOC);
+    status = HOST.host_alloc(size, p);
+    if (status == UMADV_OK)
+        live_add(&inj.live_pinned, 1);
+    return status;
+}
+
+static umadv_status_t w_host_free(void *p)
+{
+    int fail = inject_now(E_HOST_FREE);
+    umadv_status_t status = HOST.host_free(p);
+
+    if (status == UMADV_OK)
+        live_add(&inj.live_pinned, -1);
+    return fail ? cuda_fail(E_HOST_FREE) : status;
+}
+
+static umadv_status_t w_memcpy(void *d, const void *s, size_t n, umadv_stream_t st)
+{
+    INJECT(E_MEMCPY);
+    return HOST.memcpy_async(d, s, n, st);
+}
+
+static umadv_status_t w_discard(void **p, size_t *s, size_t n, umadv_stream_t st)
+{
+    INJECT(E_DISCARD);
+    return HOST.discard_batch(p, s, n, st);
+}
+
+static umadv_status_t w_discard_prefetch(void **p, size_t *s, size_t n, int loc,
+                                         umadv_stream_t st)
+{
+    INJECT(E_DISCARD_PREFETCH);
+    return HOST.discard_and_prefetch_batch(p, s, n, loc, st);
+}
+
 static const umadv_cuda_ops_t inject_cuda_ops = {
     .name               = "inject",
     .device_count       = w_device_count,
@@ -330,6 +375,11 @@ static const umadv_cuda_ops_t inject_cuda_ops = {
     .prefetch           = w_prefetch,
     .prefetch_batch     = w_prefetch_batch,
     .advise             = w_advise,
+    .host_alloc         = w_host_alloc,
+    .host_free          = w_host_free,
+    .memcpy_async       = w_memcpy,
+    .discard_batch      = w_discard,
+    .discard_and_prefetch_batch = w_discard_prefetch,
     .stream_create      = w_stream_create,
     .stream_destroy     = w_stream_destroy,
     .stream_synchronize = w_stream_sync,
@@ -633,7 +683,7 @@ typedef struct outcome {
     int      api_failures;     /* API calls that returned an error */
     char     first_failure[64];/* the first of them, and its status */
     int      first_code;
-    int64_t  live_managed, live_streams, live_events;
+    int64_t  live_managed, live_streams, live_events, live_pinned;
     int      cupti_left;       /* subscribed, callbacks or activity kinds left on */
     int      logged;           /* the failed call and its error string are in the log */
     int      log_lines;        /* lines the run logged */
@@ -798,8 +848,22 @@ static umadv_status_t app_alloc(app_t *app)
         for (size_t i = 0; i < block_sizes[b]; i++)
             ((unsigned char *)app->blocks[b])[i] = app->shadow[b][i] =
                 (unsigned char)(i * 7 + (size_t)b);
+        /* Staged evictions: the blocks the CPU writes inside the steps
+         * that declare them only (marked steps; a launch's write comes
+         * after its step ends) */
+        if (!launches_only && b > 0)
+            API(app, umadv_set_stageable(app->ctx, app->blocks[b], 1));
     }
     return UMADV_OK;
+}
+
+/* The CPU reads every block: staging off first (restores them). */
+static void app_unstage(app_t *app)
+{
+    for (int b = 1; b < NBLOCKS && !launches_only; b++) {
+        if (app->blocks[b] != NULL)
+            API(app, umadv_set_stageable(app->ctx, app->blocks[b], 0));
+    }
 }
 
 static void app_free(app_t *app)
@@ -855,6 +919,7 @@ static void app_run(outcome_t *out, const char *trace_path)
         return;
     if (app_alloc(&app) == UMADV_OK)
         app_train(&app, trace_path);
+    app_unstage(&app);
     out->data_ok = data_intact(&app) && !out->act_wrong;
     if (app.act != NULL)
         API(&app, umadv_free(app.ctx, app.act));
@@ -942,6 +1007,7 @@ static void case_child(int fd, const char *dir)
     out.live_managed = inj.live_managed;
     out.live_streams = inj.live_streams;
     out.live_events  = inj.live_events;
+    out.live_pinned  = inj.live_pinned;
     out.cupti_left   = cupti.subscribed || cupti.callbacks != 0 ||
                        (cupti.um_on && !(cupti.um_off_failed && cupti.um_close_tried)) ||
                        (cupti.kernels_on && !cupti.kernels_off_failed) ||
@@ -1088,10 +1154,11 @@ static void case_diag(const outcome_t *out)
     if (out->bad_status)
         diag("  %s returned %s", out->bad_call,
              umadv_status_string((umadv_status_t)out->bad_code));
-    diag("  %d log lines (%d naming the call), logged %d, data %s, live managed %lld streams %lld events %lld, "
-         "cupti %s", out->log_lines, out->call_lines, out->logged, out->data_ok ? "intact" : "WRONG",
-         (long long)out->live_managed, (long long)out->live_streams,
-         (long long)out->live_events, out->cupti_left ? "left on" : "off");
+    diag("  %d log lines (%d naming the call), logged %d, data %s, live managed %lld streams %lld events %lld "
+         "pinned %lld, cupti %s", out->log_lines, out->call_lines, out->logged,
+         out->data_ok ? "intact" : "WRONG", (long long)out->live_managed,
+         (long long)out->live_streams, (long long)out->live_events,
+         (long long)out->live_pinned, out->cupti_left ? "left on" : "off");
 }
 
 /* Report a case that ended (@ended: case_finish's result). */
@@ -1108,7 +1175,7 @@ static void case_report(const case_spec_t *c, int ended, const outcome_t *out,
         return;
     }
     pass = !out->bad_status && out->logged && out->data_ok && out->live_managed == 0 &&
-           out->live_streams == 0 && out->live_events == 0 &&
+           out->live_streams == 0 && out->live_events == 0 && out->live_pinned == 0 &&
            !out->cupti_left &&
            log_bounded(out);
     ok(pass, "%s%s #%llu%s fails%s: clear status, logged, all released, data intact",
@@ -1196,7 +1263,8 @@ static int baseline(int launches, outcome_t *base, char *why, size_t len)
 static void baseline_check(const outcome_t *base, int launches)
 {
     ok(base->api_failures == 0 && base->data_ok && base->live_managed == 0 &&
-           base->live_streams == 0 && base->live_events == 0 && !base->cupti_left,
+           base->live_streams == 0 && base->live_events == 0 && base->live_pinned == 0 &&
+           !base->cupti_left,
        "%s: the run without failures: no error, data intact, all released",
        launches ? "launches only" : "marked steps");
     for (int e = 0; e < E_COUNT; e++) {
@@ -1204,8 +1272,11 @@ static void baseline_check(const outcome_t *base, int launches)
         if (e == E_RESULT_STRING) /* for messages of failures only */
             continue;
         /* Launches alone are timed by their kernel records, not events. */
+        /* Staging: the CPU writes blocks after a launch's step, so
+         * nothing is stageable there. */
         ok(base->calls[e] > 0 || e == E_STREAM_WAIT_EVENT ||
-               (launches && (e == E_ADVISE || e == E_EVENT_ELAPSED)),
+               (launches && (e == E_ADVISE || e == E_EVENT_ELAPSED ||
+                             (e >= E_HOST_ALLOC && e <= E_DISCARD_PREFETCH))),
            "%s is reached%s", entries[e].name,
            base->calls[e] > 0 ? "" : " # SKIP not called in this scenario");
     }

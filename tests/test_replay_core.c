@@ -55,12 +55,12 @@ static void record(void *arg, const umadv_core_t *c)
         const umadv_core_op_t *d = &c->out[i];
         char line[160];
 
-        snprintf(line, sizeof(line), "key %llu step %u: %s/%s alloc %u [%u+%u] need %lld%s%s%s\n",
+        snprintf(line, sizeof(line), "key %llu step %u: %s/%s alloc %u [%u+%u] need %lld%s%s%s%s\n",
                  (unsigned long long)c->key, c->step, umadv__op_kind_name(d->kind),
                  umadv__advice_name(d->advice), d->alloc, d->first, d->count,
                  d->need == UMADV_CORE_KEY_NONE ? -1LL : (long long)d->need,
                  d->blocking ? " blocking" : "", d->fresh ? " fresh" : "",
-                 d->clean ? " clean" : "");
+                 d->clean ? " clean" : "", d->staged ? " staged" : "");
         log_add(arg, line);
     }
 }
@@ -89,10 +89,11 @@ typedef struct replay_case {
     umadv_policy_t          policy;
     uint64_t                budget;
     uint32_t                first, n;
+    const uint8_t          *stageable; /* per allocation; NULL: no staging */
 } replay_case_t;
 
 typedef struct replay_bytes {
-    uint64_t fetched, evicted;
+    uint64_t fetched, evicted, staged, restored;
 } replay_bytes_t;
 
 static void exec_steps(umadv_exec_t *e, const replay_case_t *rc, uint32_t iterations)
@@ -109,8 +110,10 @@ static void exec_steps(umadv_exec_t *e, const replay_case_t *rc, uint32_t iterat
     }
 }
 
-static umadv_status_t exec_bind_all(umadv_exec_t *e, const umadv_trace_t *t, void **blocks)
+static umadv_status_t exec_bind_all(umadv_exec_t *e, const replay_case_t *rc, void **blocks)
 {
+    const umadv_trace_t *t = rc->trace;
+
     for (uint32_t a = 0; a < t->nallocs; a++) {
         umadv_status_t status = umadv__cuda_ops_host.malloc_managed(t->allocs[a].size, 4096,
                                                                     &blocks[a]);
@@ -118,6 +121,8 @@ static umadv_status_t exec_bind_all(umadv_exec_t *e, const umadv_trace_t *t, voi
             status = umadv__exec_bind(e, a, blocks[a], t->allocs[a].size, blocks[a], 0);
         if (status != UMADV_OK)
             return status;
+        if (rc->stageable != NULL)
+            umadv__exec_set_stageable(e, a, rc->stageable[a]);
     }
     return UMADV_OK;
 }
@@ -128,6 +133,7 @@ static umadv_status_t run_exec(const replay_case_t *rc, decision_log_t *log, rep
     umadv_exec_params_t p = {.ops = &umadv__cuda_ops_host, .policy = rc->policy,
                              .budget = rc->budget, .trace = rc->trace, .first_step = rc->first,
                              .nsteps = rc->n, .schedule = rc->schedule,
+                             .stage = rc->stageable != NULL,
                              .decisions = record, .decisions_arg = log};
     void **blocks = calloc(rc->trace->nallocs + 1, sizeof(*blocks));
     umadv_exec_stats_t before, after;
@@ -136,7 +142,7 @@ static umadv_status_t run_exec(const replay_case_t *rc, decision_log_t *log, rep
 
     if (status != UMADV_OK || blocks == NULL)
         goto out;
-    status = exec_bind_all(e, rc->trace, blocks);
+    status = exec_bind_all(e, rc, blocks);
     if (status == UMADV_OK) {
         umadv__exec_start(e, NULL);
         umadv__exec_drain(e);
@@ -146,6 +152,8 @@ static umadv_status_t run_exec(const replay_case_t *rc, decision_log_t *log, rep
         umadv__exec_get_stats(e, &after);
         b->fetched = after.fetched_bytes - before.fetched_bytes;
         b->evicted = after.evicted_bytes - before.evicted_bytes;
+        b->staged = after.staged_bytes - before.staged_bytes;
+        b->restored = after.restored_bytes - before.restored_bytes;
         status = umadv__exec_broken(e) ? UMADV_ERR_CUDA : UMADV_OK;
     }
     umadv__exec_destroy(e);
@@ -174,6 +182,9 @@ static umadv_status_t run_sim(const replay_case_t *rc, decision_log_t *log, repl
     p.link.fetch_latency = p.link.evict_latency = p.link.fault_latency = 0;
     p.decisions = record;
     p.decisions_arg = log;
+    p.stage = rc->stageable != NULL;
+    p.stageable = rc->stageable;
+    p.stage_bw = INFINITY;
     status = umadv__window_init(&w, rc->trace, rc->first, rc->n);
     if (status != UMADV_OK)
         return status;
@@ -182,6 +193,8 @@ static umadv_status_t run_sim(const replay_case_t *rc, decision_log_t *log, repl
         status = umadv__sim_engine_run(&e);
         b->fetched = e.r.fetched_bytes;
         b->evicted = e.r.evicted_bytes;
+        b->staged = e.r.staged_bytes;
+        b->restored = e.r.restored_bytes;
         umadv__sim_engine_cleanup(&e);
     }
     umadv__window_cleanup(&w);
@@ -192,6 +205,7 @@ static umadv_status_t run_sim(const replay_case_t *rc, decision_log_t *log, repl
 
 typedef struct tally {
     int runs, errors, differ, bytes_differ, decisions;
+    uint64_t staged;  /* bytes staged in measured iterations, staging cases */
 } tally_t;
 
 static void compare(const replay_case_t *rc, uint64_t seed, tally_t *y)
@@ -208,18 +222,24 @@ static void compare(const replay_case_t *rc, uint64_t seed, tally_t *y)
     if ((le.text == NULL) != (ls.text == NULL) ||
         (le.text != NULL && strcmp(le.text, ls.text) != 0)) {
         if (y->differ++ == 0) {
-            diag("seed %llu, %s, budget %llu:", (unsigned long long)seed,
-                 umadv_policy_name(rc->policy), (unsigned long long)rc->budget);
+            diag("seed %llu, %s, budget %llu%s:", (unsigned long long)seed,
+                 umadv_policy_name(rc->policy), (unsigned long long)rc->budget,
+                 rc->stageable ? " (staging)" : "");
             first_difference(&le, &ls);
         }
     }
-    if (be.fetched != bs.fetched || be.evicted != bs.evicted) {
+    y->staged += be.staged;
+    if (be.fetched != bs.fetched || be.evicted != bs.evicted || be.staged != bs.staged ||
+        be.restored != bs.restored) {
         if (y->bytes_differ++ == 0)
-            diag("seed %llu, %s, budget %llu: executor fetched %llu evicted %llu, simulator "
-                 "%llu %llu", (unsigned long long)seed, umadv_policy_name(rc->policy),
-                 (unsigned long long)rc->budget, (unsigned long long)be.fetched,
-                 (unsigned long long)be.evicted, (unsigned long long)bs.fetched,
-                 (unsigned long long)bs.evicted);
+            diag("seed %llu, %s, budget %llu%s: executor fetched %llu evicted %llu staged "
+                 "%llu restored %llu, simulator %llu %llu %llu %llu", (unsigned long long)seed,
+                 umadv_policy_name(rc->policy), (unsigned long long)rc->budget,
+                 rc->stageable ? " (staging)" : "", (unsigned long long)be.fetched,
+                 (unsigned long long)be.evicted, (unsigned long long)be.staged,
+                 (unsigned long long)be.restored, (unsigned long long)bs.fetched,
+                 (unsigned long long)bs.evicted, (unsigned long long)bs.staged,
+                 (unsigned long long)bs.restored);
     }
 out:
     free(le.text);
@@ -239,6 +259,11 @@ static void run_seed(uint64_t seed, tally_t *y)
     umadv_trace_t t;
     umadv_window_t w;
     replay_case_t rc = {.trace = &t};
+    uint8_t stageable[64];
+    uint64_t rng = seed * 77 + 5;
+
+    for (size_t a = 0; a < sizeof(stageable); a++)
+        stageable[a] = tp_below(&rng, 3) != 0;
 
     if (tp_random_trace(seed, &tp, &t) != UMADV_OK ||
         umadv__trace_iteration_require(&t, t.niterations - 1, &rc.first, &rc.n) != UMADV_OK ||
@@ -259,6 +284,10 @@ static void run_seed(uint64_t seed, tally_t *y)
         rc.schedule = &s;
         for (size_t i = 0; i < UMADV_ARRAY_SIZE(policies); i++) {
             rc.policy = policies[i];
+            rc.stageable = NULL;
+            compare(&rc, seed, y);
+            /* and with staging, some allocations stageable */
+            rc.stageable = stageable;
             compare(&rc, seed, y);
         }
         umadv__schedule_cleanup(&s);
@@ -271,12 +300,14 @@ int main(void)
 {
     tally_t y = {0};
 
-    plan(5);
+    plan(6);
     umadv__cuda_host_configure(UINT64_C(1) << 40, 1);
     for (uint64_t seed = 1; seed <= 40; seed++)
         run_seed(seed, &y);
     is(y.errors, 0, "every case ran on both");
-    ok(y.runs == 40 * 3 * 4, "%d cases: 40 traces, 3 budgets, 4 policies", y.runs);
+    ok(y.runs == 40 * 3 * 4 * 2, "%d cases: 40 traces, 3 budgets, 4 policies, staging off "
+       "and on", y.runs);
+    ok(y.staged > 0, "staging cases stage (%llu bytes)", (unsigned long long)y.staged);
     ok(y.decisions > y.runs / 2, "%d cases make decisions", y.decisions);
     is(y.differ, 0, "the simulator makes the executor's decisions, in its order");
     is(y.bytes_differ, 0, "and moves the executor's bytes in the measured iteration");

@@ -272,6 +272,26 @@ UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr)
     return status;
 }
 
+UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable)
+{
+    umadv_pool_loc_t loc;
+    umadv_ctx_alloc_t *alloc;
+
+    if (ctx == NULL || ptr == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.base != ptr) {
+        pthread_mutex_unlock(&ctx->lock);
+        umadv_error("umadv_set_stageable(%p): not a live umadv allocation", ptr);
+        return UMADV_ERR_NOT_FOUND;
+    }
+    alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
+    alloc->stageable = stageable != 0;
+    umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */
+    pthread_mutex_unlock(&ctx->lock);
+    return UMADV_OK;
+}
+
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats)
 {
     umadv_pool_stats_t pool;

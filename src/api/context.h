@@ -44,6 +44,7 @@ typedef struct umadv_ctx_alloc {
     uint32_t ordinal;      /* umadv_malloc() calls before it in its iteration */
     uint32_t bound;        /* trace allocation it plays in replay, or NO_TRACE_ID */
     uint32_t kept_id;      /* its trace_id in the kept profile (re-profiling) */
+    int      stageable;    /* umadv_set_stageable: evictions may stage it */
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
@@ -260,6 +261,7 @@ void umadv__replay_stop(umadv_context_t ctx);
 void umadv__replay_forget_ordinals(umadv_context_t ctx);
 void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);
 /* Every iteration boundary: allocations numbered from 0 again, launches

@@ -86,6 +86,8 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->drift_ops     += x->drift_ops;
     sum->budget_skips  += x->budget_skips;
     sum->cuda_errors   += x->cuda_errors;
+    sum->staged_bytes  += x->staged_bytes;
+    sum->restored_bytes += x->restored_bytes + x->sync_restored_bytes;
 }
 
 static void follow_stop(umadv_context_t ctx);
@@ -97,6 +99,9 @@ void umadv__replay_stop(umadv_context_t ctx)
     if (r->exec == NULL)
         return;
     follow_stop(ctx);
+    /* staged data back before anything else (destroy makes sure of it
+     * again once its lanes have stopped) */
+    umadv__exec_restore_all(r->exec);
     umadv__exec_get_stats(r->exec, &r->last);
     stats_add(&r->done, &r->last);
     umadv__exec_destroy(r->exec);
@@ -131,6 +136,16 @@ static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int
         r->bound[id]->bound = UMADV_CTX_NO_TRACE_ID;
     r->bound[id] = alloc;
     alloc->bound = id;
+    if (alloc->stageable)
+        umadv__exec_set_stageable(r->exec, id, 1);
+}
+
+/* umadv_set_stageable on @alloc: the executor follows (turning it off
+ * restores its staged data first). */
+void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (ctx->replay.exec != NULL && alloc->bound != UMADV_CTX_NO_TRACE_ID)
+        umadv__exec_set_stageable(ctx->replay.exec, alloc->bound, alloc->stageable);
 }
 
 static void bind_identity(void *arg, void *base, uint64_t size, uint64_t user)
@@ -227,6 +242,9 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     if (follow.open != UMADV_STEP_NONE || !launch_is_step(&ctx->trace, j, name, flags)) {
         follow.diverged = 1;
         follow.drift++;
+        /* the launches that follow are no step: none may find its data
+         * staged (schedule/core.h, STAGING) */
+        umadv__exec_stage_pause(ctx->replay.exec);
         if (!follow.logged++)
             umadv_info("replay: launch %u of the iteration is %s, the profiled step was %s: "
                        "no automatic steps for the rest of the iteration (drift)", j,
@@ -323,6 +341,8 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
+    /* discards need concurrent managed access, as prefetches do */
+    p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access;
 }
 
 /* Replay the schedule just built, under the context's policy. A failure
@@ -416,6 +436,8 @@ void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
     s->drift_ops     = sum.drift_ops + (follow.ctx == ctx ? follow.drift : 0);
     s->resident_peak = now.resident_peak;
     s->gpu_peak_used = now.gpu_peak_used;
+    s->staged_bytes  = sum.staged_bytes;
+    s->restored_bytes = sum.restored_bytes;
 }
 
 void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)

@@ -26,6 +26,7 @@ typedef struct umadv_config {
     uint32_t          lookahead;     /* UMADV_LOOKAHEAD, 0 = unlimited */
     int               read_mostly;   /* UMADV_READ_MOSTLY */
     int               host_placement;/* UMADV_HOST_PLACEMENT */
+    int               stage;         /* UMADV_STAGE: staged evictions of stageable memory */
     umadv_log_level_t log_level;     /* UMADV_LOG */
     char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */

@@ -83,6 +83,25 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*prefetch_batch)(void **ptrs, size_t *sizes, size_t count, int location,
                                      umadv_stream_t stream);
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
+    /* Page-locked host memory (cudaHostAlloc, default flags): the staging
+     * pool of staged evictions (exec/stage.c). */
+    umadv_status_t (*host_alloc)(size_t size, void **ptr_p);
+    umadv_status_t (*host_free)(void *ptr);
+    /* cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, stream): managed
+     * memory to pinned and back. */
+    umadv_status_t (*memcpy_async)(void *dst, const void *src, size_t size,
+                                   umadv_stream_t stream);
+    /* cudaMemDiscardBatchAsync: the ranges' pages are released without a
+     * copy; their bytes are LOST (the host backend fills them with
+     * UMADV_CUDA_HOST_POISON). Never the legacy default stream. */
+    umadv_status_t (*discard_batch)(void **ptrs, size_t *sizes, size_t count,
+                                    umadv_stream_t stream);
+    /* Both discards return UMADV_ERR_UNSUPPORTED, unlogged, where the
+     * driver has none (nothing was done). */
+    /* cudaMemDiscardAndPrefetchBatchAsync: discarded, then populated at
+     * @location (a device ordinal) without copying the old bytes. */
+    umadv_status_t (*discard_and_prefetch_batch)(void **ptrs, size_t *sizes, size_t count,
+                                                 int location, umadv_stream_t stream);
     umadv_status_t (*stream_create)(umadv_stream_t *stream_p);
     umadv_status_t (*stream_destroy)(umadv_stream_t stream);
     umadv_status_t (*stream_synchronize)(umadv_stream_t stream);
@@ -137,8 +156,17 @@ typedef enum umadv_cuda_call {
     UMADV_CUDA_CALL_PREFETCH,
     UMADV_CUDA_CALL_PREFETCH_BATCH, /* one record per range of the call */
     UMADV_CUDA_CALL_ADVISE,
-    UMADV_CUDA_CALL_EVENT_RECORD
+    UMADV_CUDA_CALL_EVENT_RECORD,
+    UMADV_CUDA_CALL_HOST_ALLOC,
+    UMADV_CUDA_CALL_HOST_FREE,
+    UMADV_CUDA_CALL_MEMCPY,          /* ptr: the destination */
+    UMADV_CUDA_CALL_DISCARD,         /* one record per range */
+    UMADV_CUDA_CALL_DISCARD_PREFETCH /* one record per range */
 } umadv_cuda_call_t;
+
+/* What the host backend fills discarded bytes with: a byte lost to a
+ * discard reads as this, never as the data. */
+#define UMADV_CUDA_HOST_POISON 0xDB
 
 typedef struct umadv_cuda_host_record {
     umadv_cuda_call_t   call;
@@ -159,6 +187,11 @@ typedef struct umadv_cuda_host_counters {
     uint64_t prefetch_batches;        /* prefetch_batch calls */
     uint64_t advises[7];              /* by umadv_cuda_advice_t */
     uint64_t streams, events;         /* live handles */
+    uint64_t pinned_allocs, pinned_frees;
+    uint64_t pinned_bytes;            /* live bytes from host_alloc */
+    uint64_t memcpys, memcpy_bytes;
+    uint64_t discards, discard_bytes; /* ranges: each range of a batch counts */
+    uint64_t discard_prefetches, discard_prefetch_bytes; /* likewise */
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

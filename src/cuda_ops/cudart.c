@@ -278,6 +278,61 @@ static umadv_status_t cudart_advise(void *ptr, size_t size, umadv_cuda_advice_t 
                                        UMADV_LOG_ERROR));
 }
 
+/* ---- staging ------------------------------------------------------------- */
+
+static umadv_status_t cudart_host_alloc(size_t size, void **ptr_p)
+{
+    void *ptr = NULL;
+    umadv_status_t status;
+
+    status = UMADV_CUDART_FUNC(cudaHostAlloc(&ptr, size, cudaHostAllocDefault));
+    if (status == UMADV_OK)
+        *ptr_p = ptr;
+    return status;
+}
+
+static umadv_status_t cudart_host_free(void *ptr)
+{
+    return UMADV_CUDART_FUNC(cudaFreeHost(ptr));
+}
+
+static umadv_status_t cudart_memcpy_async(void *dst, const void *src, size_t size,
+                                          umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault,
+                                             (cudaStream_t)stream));
+}
+
+/* A driver without discards (before CUDA 13) refuses them: UNSUPPORTED,
+ * unlogged (the executor says once that evictions migrate then). */
+static umadv_status_t discard_status(cudaError_t err, const char *call, int line)
+{
+    if (batch_unsupported(err)) {
+        (void)cudaGetLastError();
+        return UMADV_ERR_UNSUPPORTED;
+    }
+    return umadv__cudart_status(err, UMADV_LOG_ERROR, call, __FILE__, line);
+}
+
+static umadv_status_t cudart_discard_batch(void **ptrs, size_t *sizes, size_t count,
+                                           umadv_stream_t stream)
+{
+    return discard_status(cudaMemDiscardBatchAsync(ptrs, sizes, count, 0, (cudaStream_t)stream),
+                          "cudaMemDiscardBatchAsync", __LINE__);
+}
+
+/* One location for every range: the GPU the ranges are restored on. */
+static umadv_status_t cudart_discard_and_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                                        int location, umadv_stream_t stream)
+{
+    struct cudaMemLocation loc = location_of(location);
+    size_t first = 0;
+
+    return discard_status(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &loc, &first,
+                                                              1, 0, (cudaStream_t)stream),
+                          "cudaMemDiscardAndPrefetchBatchAsync", __LINE__);
+}
+
 static umadv_status_t cudart_stream_create(umadv_stream_t *stream_p)
 {
     cudaStream_t stream;
@@ -358,6 +413,11 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .prefetch           = cudart_prefetch,
     .prefetch_batch     = cudart_prefetch_batch,
     .advise             = cudart_advise,
+    .host_alloc         = cudart_host_alloc,
+    .host_free          = cudart_host_free,
+    .memcpy_async       = cudart_memcpy_async,
+    .discard_batch      = cudart_discard_batch,
+    .discard_and_prefetch_batch = cudart_discard_and_prefetch_batch,
     .stream_create      = cudart_stream_create,
     .stream_destroy     = cudart_stream_destroy,
     .stream_synchronize = cudart_stream_synchronize,

@@ -40,6 +40,8 @@ static struct {
     umadv_cuda_host_counters_t counters;
     host_range_t              *ranges;   /* live allocations, unsorted */
     size_t                     nranges, ranges_cap;
+    host_range_t              *pinned;   /* live pinned host allocations */
+    size_t                     npinned, pinned_cap;
     int                        logging;
     umadv_cuda_host_record_t  *log;
     size_t                     nlog, log_cap;
@@ -354,6 +356,155 @@ static umadv_status_t host_advise(void *ptr, size_t size, umadv_cuda_advice_t ad
     return UMADV_OK;
 }
 
+/* ---- staging: pinned memory, copies, discards ---------------------------- */
+
+static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
+{
+    void *ptr;
+
+    if (size == 0 || size > SIZE_MAX / 2) {
+        umadv_error("host backend: host_alloc(%zu): invalid", size);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    ptr = malloc(size);
+    if (ptr == NULL) {
+        umadv_error("host backend: host_alloc of %zu bytes failed", size);
+        return UMADV_ERR_CUDA; /* where cudaHostAlloc would fail */
+    }
+    pthread_mutex_lock(&host.lock);
+    if (umadv__array_reserve((void **)&host.pinned, &host.pinned_cap, host.npinned + 1,
+                             sizeof(*host.pinned)) != UMADV_OK) {
+        pthread_mutex_unlock(&host.lock);
+        free(ptr);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    host.pinned[host.npinned++] = (host_range_t){(uintptr_t)ptr, size};
+    host.counters.pinned_allocs++;
+    host.counters.pinned_bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_HOST_ALLOC, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    *ptr_p = ptr;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_host_free(void *ptr)
+{
+    size_t i, size;
+
+    pthread_mutex_lock(&host.lock);
+    for (i = 0; i < host.npinned && host.pinned[i].base != (uintptr_t)ptr; i++)
+        ;
+    if (i == host.npinned) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: host_free(%p) of memory it did not allocate", ptr);
+        return UMADV_ERR_CUDA;
+    }
+    size = host.pinned[i].size;
+    host.pinned[i] = host.pinned[--host.npinned];
+    host.counters.pinned_frees++;
+    host.counters.pinned_bytes -= size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_HOST_FREE, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    free(ptr);
+    return UMADV_OK;
+}
+
+/* Called with the lock held: inside one pinned allocation? */
+static int range_is_pinned(const void *ptr, size_t size)
+{
+    uintptr_t start = (uintptr_t)ptr;
+
+    for (size_t i = 0; i < host.npinned; i++) {
+        const host_range_t *r = &host.pinned[i];
+        if (start >= r->base && start - r->base < r->size && size <= r->size - (start - r->base))
+            return 1;
+    }
+    return 0;
+}
+
+/* Host work completes when issued: the bytes move now. Both ends must be
+ * memory the backend made (managed or pinned): a staging slot outside
+ * its pool is a bug the tests should see. */
+static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
+                                        umadv_stream_t stream)
+{
+    pthread_mutex_lock(&host.lock);
+    if (size == 0 || !(range_is_managed(dst, size) || range_is_pinned(dst, size)) ||
+        !(range_is_managed(src, size) || range_is_pinned(src, size))) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: memcpy_async(%p <- %p, %zu) outside its memory", dst, src,
+                    size);
+        return UMADV_ERR_CUDA;
+    }
+    memmove(dst, src, size);
+    host.counters.memcpys++;
+    host.counters.memcpy_bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMCPY, .ptr = dst,
+                                         .size = size, .stream = stream});
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+/* Called with the lock held: the checks CUDA makes on a discard batch. */
+static int discard_valid(const char *what, void **ptrs, size_t *sizes, size_t count,
+                         int location, int location_used, umadv_stream_t stream)
+{
+    if (stream == NULL || count == 0) {
+        umadv_error("host backend: %s on the legacy default stream or of no range", what);
+        return 0;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (!request_valid(what, ptrs[i], sizes[i], location, location_used))
+            return 0;
+    }
+    return 1;
+}
+
+/* A discard loses the bytes: they read as the poison from now on. */
+static void discard_ranges(umadv_cuda_call_t call, void **ptrs, size_t *sizes, size_t count,
+                           int location, umadv_stream_t stream)
+{
+    int prefetch = call == UMADV_CUDA_CALL_DISCARD_PREFETCH;
+
+    for (size_t i = 0; i < count; i++) {
+        memset(ptrs[i], UMADV_CUDA_HOST_POISON, sizes[i]);
+        *(prefetch ? &host.counters.discard_prefetches : &host.counters.discards) += 1;
+        *(prefetch ? &host.counters.discard_prefetch_bytes : &host.counters.discard_bytes) +=
+            sizes[i];
+        log_call(&(umadv_cuda_host_record_t){.call = call, .ptr = ptrs[i], .size = sizes[i],
+                                             .location = location, .stream = stream,
+                                             .batch = count});
+    }
+}
+
+static umadv_status_t host_discard_batch(void **ptrs, size_t *sizes, size_t count,
+                                         umadv_stream_t stream)
+{
+    pthread_mutex_lock(&host.lock);
+    if (!discard_valid("discard_batch", ptrs, sizes, count, 0, 0, stream)) {
+        pthread_mutex_unlock(&host.lock);
+        return UMADV_ERR_CUDA;
+    }
+    discard_ranges(UMADV_CUDA_CALL_DISCARD, ptrs, sizes, count, 0, stream);
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_discard_and_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                                      int location, umadv_stream_t stream)
+{
+    pthread_mutex_lock(&host.lock);
+    if (!discard_valid("discard_and_prefetch_batch", ptrs, sizes, count, location, 1, stream)) {
+        pthread_mutex_unlock(&host.lock);
+        return UMADV_ERR_CUDA;
+    }
+    discard_ranges(UMADV_CUDA_CALL_DISCARD_PREFETCH, ptrs, sizes, count, location, stream);
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
 static void count_handles(uint64_t *counter, int delta)
 {
     pthread_mutex_lock(&host.lock);
@@ -455,6 +606,11 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .prefetch           = host_prefetch,
     .prefetch_batch     = host_prefetch_batch,
     .advise             = host_advise,
+    .host_alloc         = host_host_alloc,
+    .host_free          = host_host_free,
+    .memcpy_async       = host_memcpy_async,
+    .discard_batch      = host_discard_batch,
+    .discard_and_prefetch_batch = host_discard_and_prefetch_batch,
     .stream_create      = host_stream_create,
     .stream_destroy     = host_stream_destroy,
     .stream_synchronize = host_stream_synchronize,

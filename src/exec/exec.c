@@ -23,6 +23,12 @@
  *  - the monitor: samples cudaMemGetInfo every monitor_period_ns.
  * Two lanes because cudaMemPrefetchAsync blocks its caller for the whole
  * migration: one thread could not evict while it fetches.
+ * STAGING (stage.c; schedule/core.h, STAGING): the eviction lane evicts
+ * stageable live data by copying it into a pinned pool and discarding the
+ * range, the fetch lane restores it; a step's wait ends with a last check
+ * that nothing it touches is still staged (restored on the application's
+ * thread if so), and whatever ends the executor, or a live block's role,
+ * restores first.
  * PLACEMENT: with params.numa (numa/numa.h), the lanes and the monitor
  * bind themselves to the cores nearest the GPU when they start, and
  * evictions and host-preferred advice name the host NUMA node nearest it,
@@ -75,7 +81,7 @@ static umadv_status_t core_init(umadv_exec_t *e)
     umadv_core_params_t cp = {.trace = e->p.trace, .first_step = e->p.first_step,
                               .nsteps = e->p.nsteps, .policy = e->p.policy,
                               .budget = e->p.budget, .schedule = e->p.schedule,
-                              .observe = e->p.decisions, .observe_arg = e->p.decisions_arg};
+                              .stage = e->p.stage, .observe = e->p.decisions, .observe_arg = e->p.decisions_arg};
 
     if (e->p.ops == NULL)
         return UMADV_ERR_INVALID_PARAM;
@@ -85,7 +91,9 @@ static umadv_status_t core_init(umadv_exec_t *e)
 static umadv_status_t arrays_alloc(umadv_exec_t *e)
 {
     e->binds = calloc(e->trace->nallocs + 1, sizeof(*e->binds));
-    return e->binds != NULL ? UMADV_OK : UMADV_ERR_NO_MEMORY;
+    if (e->binds == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    return umadv__exec_stage_init(e);
 }
 
 static void sync_init(umadv_exec_t *e)
@@ -150,6 +158,7 @@ static void exec_free(umadv_exec_t *e)
 {
     lane_free(&e->fetch);
     lane_free(&e->evict);
+    umadv__exec_stage_cleanup(e);
     umadv__core_cleanup(&e->core);
     umadv__exec_pages_cleanup(&e->pages);
     free(e->binds);
@@ -172,6 +181,9 @@ umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_
         return status;
     }
     e->p.budget = e->core.p.budget; /* resolved: none under oracle */
+    /* Until an iteration begins no step is followed, so no step could
+     * wait for staged data: the start's evictions migrate. */
+    umadv__core_stage_pause(&e->core, 1);
     if (e->p.max_call_bytes == 0)
         e->p.max_call_bytes = EXEC_MAX_CALL_DEFAULT;
     if (e->p.wait_timeout_ns == 0)
@@ -203,7 +215,9 @@ void umadv__exec_destroy(umadv_exec_t *e)
     if (e == NULL)
         return;
     threads_stop(e);
-    /* The threads are gone: no lock needed from here on. */
+    /* The threads are gone: no lock needed from here on; the ranges hold
+     * their data again before anything else happens to them. */
+    umadv__exec_restore_all(e);
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         if (e->binds[a].base != 0)
             advice_undo(e, e->binds[a].base, e->binds[a].size, e->binds[a].advised);
@@ -235,12 +249,15 @@ static void advice_undo(umadv_exec_t *e, uintptr_t base, uint64_t size, uint32_t
         e->p.ops->advise(ptr, size, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY, e->p.device);
 }
 
-/* Called with the lock held; returns with it held. */
-static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
+/* Called with the lock held; returns with it held. A @live block's
+ * staged sections are restored first; a dead one's staging is dropped. */
+static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
 {
     exec_bind_t *b = &e->binds[alloc];
     exec_bind_t old;
 
+    if (live)
+        umadv__exec_restore_alloc(e, alloc);
     while (b->base != 0 && b->busy > 0)
         pthread_cond_wait(&e->cond, &e->lock);
     if (b->base == 0)
@@ -248,6 +265,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc)
     old = *b;
     b->base = 0;
     b->advised = 0;
+    umadv__exec_stage_release(e, alloc); /* live: restored above; dead: dropped */
     umadv__core_unbind(&e->core, alloc);
     pthread_cond_broadcast(&e->cond);
     if (old.advised != 0) {
@@ -262,7 +280,7 @@ void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)
     if (alloc >= e->trace->nallocs)
         return;
     pthread_mutex_lock(&e->lock);
-    unbind_locked(e, alloc);
+    unbind_locked(e, alloc, 0);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -289,7 +307,7 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     if (t->size != size)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&e->lock);
-    unbind_locked(e, alloc);
+    unbind_locked(e, alloc, 1);
     e->binds[alloc] = (exec_bind_t){.base = (uintptr_t)base, .size = size,
                                     .arena = (uintptr_t)arena};
     umadv__core_bind(&e->core, alloc); /* decides the plan's setup advice */
@@ -354,7 +372,8 @@ static void log_iteration(umadv_exec_t *e)
     if (e->begun)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
-                    "evicted %.1f MiB in %llu calls; dropped %.1f MiB; %llu advice calls; "
+                    "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
+                    "(%.1f MiB late); dropped %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -366,6 +385,9 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->fresh_bytes - a->fresh_bytes) / 1048576.0,
                     (double)(b->evicted_bytes - a->evicted_bytes) / 1048576.0,
                     (unsigned long long)(b->evict_calls - a->evict_calls),
+                    (double)(b->staged_bytes - a->staged_bytes) / 1048576.0,
+                    (double)(b->restored_bytes - a->restored_bytes) / 1048576.0,
+                    (double)(b->late_restored_bytes - a->late_restored_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),
                     (unsigned long long)(b->budget_skips - a->budget_skips),
@@ -386,6 +408,7 @@ int umadv__exec_iteration_begin(umadv_exec_t *e)
     due = reprofile_due(e);
     e->iteration = e->begun ? e->iteration + 1 : 0;
     e->begun = 1;
+    umadv__core_stage_pause(&e->core, 0); /* the steps are followed again */
     e->step = 0;
     e->iter_faults = 0;
     pthread_mutex_unlock(&e->lock);
@@ -437,6 +460,8 @@ void umadv__exec_step_wait(umadv_exec_t *e)
     pthread_mutex_lock(&e->lock);
     if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
         wait_pending(e);
+    if (e->begun)
+        umadv__exec_step_guard(e); /* no step runs on staged data */
     /* The run's peaks start once the first step has its data: what the
      * previous policy (or the profiling pass) left on the GPU is gone by
      * then, and is not this policy's. */

@@ -27,6 +27,11 @@
  * Every policy but oracle first evicts what the profiling pass left on the
  * GPU (plan keeps the schedule's resident_at_start sections, fetching
  * them), so that the accounted residency is the real one.
+ *
+ * With params.stage, evictions of stageable blocks (umadv__exec_set_stageable)
+ * go through pinned staging (schedule/core.h, STAGING; stage.c): the range
+ * holds no valid data until restored, which every step that touches it,
+ * and every end, waits for.
  */
 #ifndef UMADV_EXEC_EXEC_H
 #define UMADV_EXEC_EXEC_H
@@ -61,6 +66,8 @@ typedef struct umadv_exec_params {
     const struct umadv_numa_place *numa;    /* host node of evictions and host advice,
                                              * cores of the threads; outlives the
                                              * executor. NULL: plain host, unbound */
+    int                     stage;          /* staged evictions of stageable memory
+                                             * (UMADV_STAGE; schedule/core.h, STAGING) */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions
                                              * (tests); NULL: none */
     void                   *decisions_arg;
@@ -93,6 +100,16 @@ typedef struct umadv_exec_stats {
                                * of evicted managed pages while nothing presses
                                * for it); resident_peak is what the budget bounds */
     uint64_t gpu_samples;
+    uint64_t staged_bytes;    /* evicted through the staging pool (not in evicted_bytes) */
+    uint64_t stage_calls;     /* staged evictions issued (copies, one discard) */
+    uint64_t restored_bytes;  /* restored from it by the fetch lane (not in fetched_bytes) */
+    uint64_t restore_calls;
+    uint64_t sync_restored_bytes; /* restored on a caller's thread: a restore the step
+                               * did not get in time, a broken executor, drift, the end */
+    uint64_t late_restored_bytes; /* of those, by a step's last check: data the core's
+                               * decisions did not bring in time (a wait timed out, a
+                               * decision lost) */
+    uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
 } umadv_exec_stats_t;
 
 /* Start the worker and monitor threads. UMADV_ERR_INVALID_PARAM for a
@@ -114,10 +131,27 @@ void umadv__exec_destroy(umadv_exec_t *exec);
 umadv_status_t umadv__exec_bind(umadv_exec_t *exec, uint32_t alloc, void *base,
                                 uint64_t size, void *arena, int maybe_resident);
 
-/* The block bound to @alloc is going away: no op touches it after this
- * returns (it waits for a call in flight on it), its advice is undone and
- * its sections leave the accounting. */
+/* The block bound to @alloc is going away (freed: its data is dead, its
+ * staging is dropped): no op touches it after this returns (it waits for
+ * a call in flight on it), its advice is undone and its sections leave
+ * the accounting. A block that loses its role to another (bind) is live:
+ * its staged sections are restored first. */
 void umadv__exec_unbind(umadv_exec_t *exec, uint32_t alloc);
+
+/* Whether the block bound to @alloc may be staged (schedule/core.h,
+ * STAGING; binding clears it). Turning it off restores its staged
+ * sections first, synchronously. */
+void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
+
+/* Every staged section holds its data again when this returns
+ * (synchronous; destroy does it first). */
+void umadv__exec_restore_all(umadv_exec_t *exec);
+
+/* What runs until the next iteration is not known to the replay (kernel
+ * launches that diverged from the profiled steps): everything staged is
+ * restored now, and nothing is staged until umadv__exec_iteration_begin.
+ * A step past the profiled count does the same by itself. */
+void umadv__exec_stage_pause(umadv_exec_t *exec);
 
 /* Queue what the policy does before the first iteration. @stream is where
  * the application last worked: initial evictions wait for it. */

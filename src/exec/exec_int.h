@@ -56,7 +56,24 @@ typedef struct exec_piece {
     uint64_t  bytes;  /* accounted bytes of the sections */
     int       fresh;
     int       clean;  /* an eviction of a clean copy: counted as dropped */
+    int       staged; /* its sections are staged (stage.c): a staged eviction
+                       * or a restore */
 } exec_piece_t;
+
+/* stage.c: the pinned staging pool, slots of one section each. */
+typedef struct exec_stage {
+    void     *base;   /* NULL until the first staged eviction */
+    uint64_t  slot_size;
+    uint32_t  nslots;
+    uint32_t *free;   /* free slots, a stack (popped in increasing order at first) */
+    uint32_t  nfree;
+    uint32_t *slot;   /* per section: its slot while its data is staged, or
+                       * EXEC_NO_SLOT */
+    int       failed; /* the pool could not be made, or the driver has no
+                       * discards: evictions migrate */
+} exec_stage_t;
+
+#define EXEC_NO_SLOT UINT32_MAX
 
 /* One migration worker: its thread, stream, queue and the call in flight. */
 typedef struct exec_lane {
@@ -107,6 +124,7 @@ struct umadv_exec {
                                         * accounting, what each policy decides */
     exec_bind_t            *binds;     /* per trace allocation */
     exec_pages_t            pages;     /* where freed blocks left their pages */
+    exec_stage_t            stage;     /* staging pool (stage.c) */
 
     /* the application's position (its thread only) */
     int                     begun;     /* an iteration has begun */
@@ -179,6 +197,22 @@ void umadv__exec_queue_decisions(umadv_exec_t *e);
 
 /* worker.c */
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op);
+void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                               int to_gpu, int ok);
+void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start);
+
+/* stage.c (its opening comment); all but init and cleanup with the lock
+ * held */
+umadv_status_t umadv__exec_stage_init(umadv_exec_t *e);
+void umadv__exec_stage_cleanup(umadv_exec_t *e);
+void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
+void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
+void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                             int to_gpu);
+/* A step's last check: counted as late_restored_bytes. */
+void umadv__exec_restore_sections(umadv_exec_t *e, const uint32_t *list, size_t n);
+void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc);
+void umadv__exec_step_guard(umadv_exec_t *e);
 void *umadv__exec_fetch_main(void *arg);
 void *umadv__exec_evict_main(void *arg);
 void *umadv__exec_monitor_main(void *arg);

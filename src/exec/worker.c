@@ -14,6 +14,7 @@
 #include "exec/exec_int.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "numa/numa.h"
@@ -44,9 +45,23 @@ static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, const exec_o
         return UMADV_ERR_NO_MEMORY;
     p = &lane->pieces[lane->npieces++];
     *p = (exec_piece_t){.alloc = op->d.alloc, .first = first, .count = count, .bytes = bytes,
-                        .fresh = op->d.fresh, .clean = op->d.clean};
+                        .fresh = op->d.fresh, .clean = op->d.clean,
+                        .staged = e->core.staged[exec_section_id(e, op->d.alloc, first)]};
     run_range(e, op->d.alloc, first, count, &p->ptr, &p->len);
     return UMADV_OK;
+}
+
+/* Whether section @index of @op's run continues the piece that begins at
+ * @start: in state @from, and staged or not as that one (a piece takes
+ * one channel). */
+static int piece_continues(const umadv_exec_t *e, const exec_op_t *op, uint32_t start,
+                           uint32_t index, umadv_sec_state_t from)
+{
+    uint32_t s = exec_section_id(e, op->d.alloc, op->d.first + index);
+
+    return e->core.state[s] == from &&
+           e->core.staged[s] == e->core.staged[exec_section_id(e, op->d.alloc,
+                                                               op->d.first + start)];
 }
 
 /* Pieces of @op's run: its sections in state @from, moved to @to. */
@@ -59,7 +74,7 @@ static void op_pieces(umadv_exec_t *e, exec_lane_t *lane, const exec_op_t *op,
         uint32_t start = i;
         uint64_t bytes = 0;
 
-        while (i < op->d.count && e->core.state[exec_section_id(e, op->d.alloc, op->d.first + i)] == from)
+        while (i < op->d.count && piece_continues(e, op, start, i, from))
             bytes += exec_section_size(e, exec_section_id(e, op->d.alloc, op->d.first + i++));
         if (i == start) {
             i++;
@@ -82,9 +97,10 @@ static void pieces_busy(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t 
         pthread_cond_broadcast(&e->cond);
 }
 
-/* Pieces [from, to) have been moved (@ok) or not. */
-static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
-                          int to_gpu, int ok)
+/* Pieces [from, to) have been moved (@ok) or not. Staged pieces are
+ * counted by stage.c. */
+void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                               int to_gpu, int ok)
 {
     umadv_sec_state_t done = to_gpu ? UMADV_SEC_RESIDENT : UMADV_SEC_HOST;
     umadv_sec_state_t undone = to_gpu ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT;
@@ -99,7 +115,7 @@ static void pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_
                                        e->trace->sections[s].offset, exec_section_size(e, s),
                                        to_gpu);
         }
-        if (!ok)
+        if (!ok || p->staged)
             continue;
         if (!to_gpu)
             *(p->clean ? &e->stats.dropped_bytes : &e->stats.evicted_bytes) += p->bytes;
@@ -130,7 +146,7 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
 
 /* The time since @start, in a lane's CUDA calls: where the lanes spend
  * an iteration (exec.c logs it). */
-static void lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start)
+void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start)
 {
     uint64_t ns = umadv__now_ns() - start;
 
@@ -154,7 +170,7 @@ static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t fro
     if (status == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     pthread_mutex_lock(&e->lock);
-    lane_busy(e, lane, start);
+    umadv__exec_lane_busy(e, lane, start);
     return status;
 }
 
@@ -163,7 +179,7 @@ static void lane_call_done(umadv_exec_t *e, exec_lane_t *lane, size_t from, size
 {
     if (status != UMADV_OK)
         umadv__exec_fail(e, to_gpu ? "prefetch to the gpu" : "prefetch to the host");
-    pieces_settle(e, lane, from, to, to_gpu, status == UMADV_OK && !e->broken);
+    umadv__exec_pieces_settle(e, lane, from, to, to_gpu, status == UMADV_OK && !e->broken);
     if (status == UMADV_OK && !e->broken)
         (to_gpu ? e->stats.fetch_calls++ : e->stats.evict_calls++);
 }
@@ -209,7 +225,7 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
         if (status == UMADV_OK)
             status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
-        lane_busy(e, lane, start);
+        umadv__exec_lane_busy(e, lane, start);
     }
     lane_call_done(e, lane, 0, lane->npieces, 1, status);
     if (status == UMADV_OK && !e->broken)
@@ -217,12 +233,29 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
     return 1;
 }
 
-static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
+/* Staged pieces to the end, each side in its order: how many are not. */
+static size_t pieces_partition(exec_lane_t *lane)
+{
+    size_t nmigrate = 0;
+
+    for (size_t i = 0; i < lane->npieces; i++) {
+        exec_piece_t p = lane->pieces[i];
+
+        if (p.staged)
+            continue;
+        memmove(&lane->pieces[nmigrate + 1], &lane->pieces[nmigrate],
+                (i - nmigrate) * sizeof(*lane->pieces));
+        lane->pieces[nmigrate++] = p;
+    }
+    return nmigrate;
+}
+
+/* The pieces that migrate (prefetch calls), lane->pieces[0 .. npieces). */
+static void migrate_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
     int location = to_gpu ? e->p.device : umadv__numa_host_location(e->p.numa);
     size_t from = 0;
 
-    pieces_busy(e, lane, 0, lane->npieces, 1);
     if (to_gpu && issue_batch(e, lane))
         from = lane->npieces;
     while (from < lane->npieces) {
@@ -233,7 +266,22 @@ static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
         lane_call_done(e, lane, from, to, to_gpu, status);
         from = to;
     }
-    pieces_busy(e, lane, 0, lane->npieces, -1);
+}
+
+/* Migrations first, then the staged pieces (stage.c) as one call. */
+static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
+{
+    size_t total = lane->npieces, nmigrate;
+
+    pieces_busy(e, lane, 0, total, 1);
+    if (!to_gpu)
+        umadv__exec_stage_slots(e, lane);
+    nmigrate = pieces_partition(lane);
+    lane->npieces = nmigrate;
+    migrate_issue(e, lane, to_gpu);
+    lane->npieces = total;
+    umadv__exec_stage_issue(e, lane, nmigrate, total, to_gpu);
+    pieces_busy(e, lane, 0, total, -1);
     lane->npieces = 0;
     lane->busy_need = EXEC_KEY_NONE;
     pthread_cond_broadcast(&e->cond);
@@ -281,7 +329,7 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     start = umadv__now_ns();
     status = e->p.ops->advise((void *)ptr, len, advice, location);
     pthread_mutex_lock(&e->lock);
-    lane_busy(e, &e->fetch, start);
+    umadv__exec_lane_busy(e, &e->fetch, start);
     e->binds[op->d.alloc].busy--;
     e->fetch.busy_need = EXEC_KEY_NONE;
     if (status != UMADV_OK) {
@@ -320,7 +368,7 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
             status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY,
                                       e->p.device);
         pthread_mutex_lock(&e->lock);
-        lane_busy(e, &e->evict, start);
+        umadv__exec_lane_busy(e, &e->evict, start);
         e->binds[op->d.alloc].busy--;
         if (status == UMADV_OK)
             e->stats.advise_calls += 2;

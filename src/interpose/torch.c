@@ -90,6 +90,10 @@ UMADV_API void *umadv_torch_malloc(size_t size, int device, void *stream)
         return NULL;
     }
     status = umadv_malloc(ctx, size, "torch", &ptr);
+    /* device memory to PyTorch: the CPU never reads it, so it is staged
+     * by default (UMADV_STAGE) */
+    if (status == UMADV_OK)
+        status = umadv_set_stageable(ctx, ptr, 1);
     if (status != UMADV_OK) {
         umadv_error("umadv_torch_malloc(%zu bytes, device %d): %s", size, device,
                     umadv_status_string(status));

@@ -24,6 +24,67 @@ static umadv_status_t params_check(const umadv_core_params_t *p)
     return UMADV_OK;
 }
 
+static void mark_ops(umadv_core_t *c, const umadv_op_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; ops[i].kind == UMADV_OP_ADVISE && k < ops[i].count; k++)
+            c->advised[umadv__core_section(c, ops[i].alloc, ops[i].first + k)] = 1;
+    }
+}
+
+/* The staging pool (core.h, STAGING): the sections of allocations alive
+ * in the replayed iteration, less the budget's worth. */
+static uint32_t stage_pool_slots(const umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+    uint32_t first = c->p.first_step, last = c->p.first_step + c->p.nsteps - 1;
+    uint64_t sections = 0, budget = c->p.budget / t->section_size;
+
+    if (!c->p.stage)
+        return 0;
+    for (uint32_t a = 0; a < t->nallocs; a++) {
+        const umadv_trace_alloc_t *al = &t->allocs[a];
+
+        if ((al->alloc_step == UMADV_STEP_NONE || al->alloc_step <= last) &&
+            (al->free_step == UMADV_STEP_NONE || al->free_step >= first))
+            sections += al->nsections;
+    }
+    if (budget > 0 && budget < sections)
+        sections -= budget;
+    return (uint32_t)sections;
+}
+
+/* The last step of the replayed iteration touching each section (core.h,
+ * STAGING). */
+static void mark_last_touch(umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+
+    for (uint32_t s = 0; s <= t->nsections; s++)
+        c->last_touch[s] = UMADV_STEP_NONE;
+    for (uint32_t j = 0; j < c->p.nsteps; j++) {
+        const umadv_trace_step_t *step = &t->steps[c->p.first_step + j];
+
+        for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+            const umadv_trace_access_t *acc = &t->accesses[a];
+
+            for (uint32_t i = 0; i < acc->count; i++)
+                c->last_touch[umadv__core_section(c, acc->alloc, acc->first + i)] = j;
+        }
+    }
+}
+
+/* The sections the plan ever advises (core.h, STAGING). */
+static void mark_advised(umadv_core_t *c)
+{
+    const umadv_schedule_t *s = c->p.schedule;
+
+    if (c->p.policy != UMADV_POLICY_PLAN)
+        return;
+    mark_ops(c, s->setup, s->nsetup);
+    mark_ops(c, s->ops, s->step_ops[s->nsteps]);
+}
+
 umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
 {
     umadv_status_t status = params_check(params);
@@ -46,12 +107,23 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
     c->last_use = calloc(nsections, sizeof(*c->last_use));
     c->unadvising = calloc(nsections, sizeof(*c->unadvising));
     c->stamp = calloc(nsections, sizeof(*c->stamp));
+    c->stageable = calloc(nallocs, sizeof(*c->stageable));
+    c->staged = calloc(nsections, sizeof(*c->staged));
+    c->guard = calloc(nsections, sizeof(*c->guard));
+    c->advised = calloc(nsections, sizeof(*c->advised));
+    c->last_touch = malloc(nsections * sizeof(*c->last_touch));
     if (c->bound == NULL || c->state == NULL || c->last_use == NULL || c->unadvising == NULL ||
-        c->stamp == NULL || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
+        c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL || c->advised == NULL ||
+        c->last_touch == NULL ||
+        umadv__array_reserve((void **)&c->out, &c->out_cap, nsections, sizeof(*c->out)) !=
+            UMADV_OK || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
                                                                 nsections) != UMADV_OK)) {
         umadv__core_cleanup(c);
         return UMADV_ERR_NO_MEMORY;
     }
+    mark_advised(c);
+    mark_last_touch(c);
+    c->stage_slots = stage_pool_slots(c);
     return UMADV_OK;
 }
 
@@ -63,6 +135,12 @@ void umadv__core_cleanup(umadv_core_t *c)
     free(c->last_use);
     free(c->unadvising);
     free(c->stamp);
+    free(c->stageable);
+    free(c->staged);
+    free(c->guard);
+    free(c->advised);
+    free(c->last_touch);
+    free(c->unrestored);
     free(c->out);
     free(c->scratch);
     free(c->victims);
@@ -88,6 +166,8 @@ void umadv__core_set_state(umadv_core_t *c, uint32_t section, umadv_sec_state_t 
     if (is_out(from) != is_out(to))
         c->outgoing = is_out(to) ? c->outgoing + size : c->outgoing - size;
     c->state[section] = (uint8_t)to;
+    if (to == UMADV_SEC_RESIDENT)
+        umadv__core_unstage(c, section); /* restored, or its eviction called off or undone */
     if (c->lru_on && from == UMADV_SEC_RESIDENT && to != UMADV_SEC_RESIDENT)
         umadv__core_lru_remove(&c->lru, section);
     else if (c->lru_on && from != UMADV_SEC_RESIDENT && to == UMADV_SEC_RESIDENT)
@@ -106,6 +186,7 @@ void umadv__core_bind(umadv_core_t *c, uint32_t alloc)
 
     umadv__core_unbind(c, alloc);
     c->bound[alloc] = 1;
+    c->stageable[alloc] = 0;
     for (uint32_t i = 0; i < a->nsections; i++)
         c->last_use[a->first_section + i] = 0;
     umadv__core_setup_advice(c, alloc);
@@ -116,8 +197,63 @@ void umadv__core_unbind(umadv_core_t *c, uint32_t alloc)
     const umadv_trace_alloc_t *a = &c->p.trace->allocs[alloc];
 
     c->bound[alloc] = 0;
-    for (uint32_t i = 0; i < a->nsections; i++)
+    for (uint32_t i = 0; i < a->nsections; i++) {
         umadv__core_set_state(c, a->first_section + i, UMADV_SEC_HOST);
+        umadv__core_unstage(c, a->first_section + i);
+    }
+}
+
+void umadv__core_set_stageable(umadv_core_t *c, uint32_t alloc, int on)
+{
+    c->stageable[alloc] = on != 0;
+}
+
+void umadv__core_stage_pause(umadv_core_t *c, int paused)
+{
+    c->stage_paused = paused;
+}
+
+void umadv__core_unstage(umadv_core_t *c, uint32_t section)
+{
+    if (c->staged[section]) {
+        c->staged[section] = 0;
+        c->stage_used--;
+    }
+}
+
+void umadv__core_stage_mark(umadv_core_t *c, uint32_t section)
+{
+    if (!c->staged[section]) {
+        c->staged[section] = 1;
+        c->stage_used++;
+    }
+}
+
+size_t umadv__core_step_unrestored(umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+    const umadv_trace_step_t *step;
+    size_t n = 0;
+
+    if (!c->begun || c->past_end)
+        return 0;
+    step = &t->steps[c->p.first_step + c->step];
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &t->accesses[a];
+
+        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
+            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
+            if (!c->staged[s])
+                continue;
+            /* at most one entry per access's section: a list that may
+             * repeat a section, which the driver restores once */
+            if (umadv__array_reserve((void **)&c->unrestored, &c->unrestored_cap, n + 1,
+                                     sizeof(*c->unrestored)) != UMADV_OK)
+                return n;
+            c->unrestored[n++] = s;
+        }
+    }
+    return n;
 }
 
 /* ---- admission ------------------------------------------------------------ */
@@ -126,21 +262,33 @@ umadv_fetch_verdict_t umadv__core_fetch_verdict(const umadv_core_t *c, const uma
                                                 uint64_t *add_p)
 {
     uint64_t add = 0;
+    int restore = 0;
 
     *add_p = 0;
     for (uint32_t i = 0; i < op->count; i++) {
         uint32_t s = umadv__core_section(c, op->alloc, op->first + i);
         if (is_out((umadv_sec_state_t)c->state[s]) || c->unadvising[s] > 0)
             return UMADV_FETCH_WAIT;
-        if (c->state[s] == UMADV_SEC_HOST)
+        /* a restore in flight: the step that needs it waits for it */
+        if (c->state[s] == UMADV_SEC_FETCHING && c->staged[s])
+            return UMADV_FETCH_WAIT;
+        if (c->state[s] == UMADV_SEC_HOST) {
             add += c->p.trace->sections[s].size;
+            restore |= c->staged[s];
+        }
     }
     *add_p = add;
     if (add == 0)
         return UMADV_FETCH_SKIP;
     if (umadv__core_fits(c, add))
         return UMADV_FETCH_GO;
-    return c->outgoing > 0 ? UMADV_FETCH_WAIT : UMADV_FETCH_SKIP;
+    if (c->outgoing > 0)
+        return UMADV_FETCH_WAIT;
+    /* staged data a step needs now is restored over the budget: a fetch
+     * given up costs time, a restore given up would cost the data */
+    if (restore && op->blocking && c->begun && op->need <= c->key)
+        return UMADV_FETCH_GO;
+    return UMADV_FETCH_SKIP;
 }
 
 int umadv__core_batch_joins(const umadv_core_t *c, const umadv_core_op_t *op, uint64_t need,

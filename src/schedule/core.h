@@ -43,6 +43,39 @@
  *
  * BINDING. Decisions name trace allocations; one that nothing plays now
  * (umadv__core_bind) gets none, and counts as drift.
+ *
+ * STAGING (issue 11). With params.stage, an EVICT of live, non-clean data
+ * of a stageable allocation (umadv__core_set_stageable: memory the
+ * application never reads on the CPU, or lets umadv stage) is decided
+ * staged: the driver copies its sections into pinned host staging and
+ * discards the range, which holds no valid data until restored. From the
+ * decision until its restore completes a section is marked staged
+ * (core->staged); a FETCH of staged sections is a restore. The rules,
+ * the same for every policy:
+ *  - when a step begins, every section it touches that is marked staged
+ *    gets back its data before the step runs: an eviction not started is
+ *    called off (OUT_QUEUED -> RESIDENT), any other gets a blocking
+ *    restore (a FETCH, staged) unless a fetch of it was decided in the
+ *    same call; a restore the step needs is never given up for room
+ *    (umadv__core_fetch_verdict): the budget yields to the data;
+ *  - a section becoming RESIDENT is no longer staged (restored, or its
+ *    eviction called off or undone); unbinding forgets the mark (dead
+ *    data's staging is released; a driver restores live data first);
+ *  - demand's kernels never fault a staged section in;
+ *  - the staging pool holds stage_slots sections: what can be off the GPU
+ *    at once, the allocations alive in the replayed iteration less the
+ *    budget. A section holds a slot while it is marked staged; an eviction
+ *    the pool has no room for migrates (the driver's pool is this size and
+ *    is never short: both drivers follow the same count);
+ *  - only data a later kernel will read is staged: a section no step of
+ *    the iteration touches, or one of an allocation freed in the iteration
+ *    after its last touch, migrates. What else may read it (a copy the
+ *    application makes between kernels: loss.item()) is not known;
+ *  - a section the plan advises (host placement, accessed-by, read-mostly)
+ *    is never staged: a kernel may read it where the advice leaves it,
+ *    and a discarded range holds nothing there.
+ * What ends a replay restores every staged section first (the driver's:
+ * exec/stage.c).
  */
 #ifndef UMADV_SCHEDULE_CORE_H
 #define UMADV_SCHEDULE_CORE_H
@@ -82,6 +115,9 @@ typedef struct umadv_core_op {
     uint8_t         clean;      /* EVICT of a clean read-mostly copy (a DROP of
                                  * live data): the host's copy is current, the
                                  * call copies nothing back */
+    uint8_t         staged;     /* EVICT: through pinned staging, the range then
+                                 * discarded; FETCH: a restore (its sections
+                                 * were staged when it was decided) */
 } umadv_core_op_t;
 
 typedef enum umadv_fetch_verdict {
@@ -117,6 +153,7 @@ typedef struct umadv_core_params {
     uint64_t                budget;       /* resolved: bytes, 0 = none (oracle: none) */
     const umadv_schedule_t *schedule;     /* plan; outlives the core */
     const umadv_link_model_t *link;       /* sizes batches; NULL: the trace's */
+    int                     stage;        /* evict stageable live data staged */
     umadv_core_observer_t   observe;      /* NULL: none */
     void                   *observe_arg;
 } umadv_core_params_t;
@@ -143,6 +180,20 @@ typedef struct umadv_core {
     uint64_t          key;          /* its key */
     uint64_t          drift_ops;    /* decisions on unbound allocations, not made */
     uint64_t          dropped_bytes;/* released without a move (dead data) */
+    uint8_t          *stageable;    /* per allocation: may be staged */
+    uint8_t          *staged;       /* per section: its data is (or, its eviction
+                                     * done, will be) in staging, not in the range */
+    int               stage_paused; /* no staged decisions for now (umadv__core_stage_pause) */
+    uint32_t          stage_slots;  /* the staging pool, in sections (STAGING) */
+    uint32_t          stage_used;   /* sections marked staged */
+    uint8_t          *advised;      /* per section: the plan advises it (never staged:
+                                     * its data must stay where the advice reads it) */
+    uint32_t         *last_touch;   /* per section: the last step of the iteration whose
+                                     * kernels touch it, or UMADV_STEP_NONE */
+    uint64_t         *guard;        /* per section: scratch marks of the step guard */
+    uint64_t          guard_now;
+    uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */
+    size_t            unrestored_cap;
     umadv_core_op_t  *out;          /* the last call's decisions */
     size_t            nout, out_cap;
     int               out_lost;     /* no memory for a decision: one lost */
@@ -164,6 +215,24 @@ void umadv__core_cleanup(umadv_core_t *core);
  * next step (core->out). */
 void umadv__core_bind(umadv_core_t *core, uint32_t alloc);
 void umadv__core_unbind(umadv_core_t *core, uint32_t alloc);
+
+/* Whether @alloc's data may be staged (STAGING); bind clears it. */
+void umadv__core_set_stageable(umadv_core_t *core, uint32_t alloc, int on);
+
+/* No staged evictions are decided while @paused: the driver does not
+ * know what runs (steps past the profile, launches that diverged). */
+void umadv__core_stage_pause(umadv_core_t *core, int paused);
+
+/* @section is marked staged (its slot taken), or no longer: its data is
+ * in the range again (the driver migrated it instead, or restored it), or
+ * dead. */
+void umadv__core_stage_mark(umadv_core_t *core, uint32_t section);
+void umadv__core_unstage(umadv_core_t *core, uint32_t section);
+
+/* Sections the open step touches that are still staged: into
+ * core->unrestored[0 .. return). The driver's last line of defence
+ * after a step's wait (a restore given up, lost, or a broken driver). */
+size_t umadv__core_step_unrestored(umadv_core_t *core);
 
 /* A section moves; the accounting follows. */
 void umadv__core_set_state(umadv_core_t *core, uint32_t section, umadv_sec_state_t to);

@@ -34,8 +34,11 @@ static void decide_fetch(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
     umadv_core_op_t op = {.kind = UMADV_OP_FETCH, .alloc = alloc, .first = first,
                           .count = count, .need = need, .blocking = 1, .fresh = (uint8_t)fresh};
 
-    if (!drifted(c, alloc))
-        out_push(c, &op);
+    if (drifted(c, alloc))
+        return;
+    for (uint32_t i = 0; i < count && !op.staged; i++)
+        op.staged = c->staged[umadv__core_section(c, alloc, first + i)];
+    out_push(c, &op);
 }
 
 /* A set of @plan_op's advice: the step of @need waits for it before its
@@ -69,6 +72,40 @@ static void decide_unadvise(umadv_core_t *c, const umadv_op_t *plan_op)
         c->unadvising[umadv__core_section(c, op.alloc, op.first + i)]++;
 }
 
+/* Will a kernel touch section @s of @alloc again (core.h, STAGING)? A
+ * step of the iteration does, and for an allocation the iteration frees,
+ * a step after the open one (or, before any, the first). */
+static int read_later(const umadv_core_t *c, uint32_t alloc, uint32_t s)
+{
+    uint32_t free_step = c->p.trace->allocs[alloc].free_step;
+    int dies = free_step != UMADV_STEP_NONE && free_step < c->p.first_step + c->p.nsteps;
+
+    if (c->last_touch[s] == UMADV_STEP_NONE)
+        return 0;
+    return !dies || !c->begun || c->step < c->last_touch[s];
+}
+
+/* Whether the eviction of the run goes staged (core.h, STAGING): live data
+ * (dead data is dropped, never evicted) of a stageable allocation, that
+ * the host's copy does not already hold (clean), that no advice places,
+ * that a kernel reads later, with room in the pool for its resident
+ * sections. */
+static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
+                         int clean)
+{
+    uint32_t need = 0;
+
+    if (!c->p.stage || c->stage_paused || !c->stageable[alloc] || clean)
+        return 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+        if (c->advised[s] || !read_later(c, alloc, s))
+            return 0;
+        need += c->state[s] == UMADV_SEC_RESIDENT;
+    }
+    return need <= c->stage_slots - c->stage_used;
+}
+
 /* Resident sections of the run leave once the step that ends now (or the
  * work before the start) has completed; the rest is left alone. */
 static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
@@ -81,10 +118,13 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 
     if (drifted(c, alloc))
         return;
+    op.staged = (uint8_t)stageable_run(c, alloc, first, count, clean);
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
         if (c->state[s] == UMADV_SEC_RESIDENT) {
             umadv__core_set_state(c, s, UMADV_SEC_OUT_QUEUED);
+            if (op.staged)
+                umadv__core_stage_mark(c, s);
             any = 1;
         }
     }
@@ -355,10 +395,56 @@ static void demand_step_end(umadv_core_t *c)
 
         for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
             uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (c->state[s] == UMADV_SEC_HOST)
+            /* staged data is never faulted in: it is not in the range */
+            if (c->state[s] == UMADV_SEC_HOST && !c->staged[s])
                 umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
         }
     }
+}
+
+/* ---- the staging guard (core.h, STAGING) ------------------------------- */
+
+/* Sections a FETCH decided in this call covers: marked in guard[]. */
+static void guard_mark_fetches(umadv_core_t *c)
+{
+    c->guard_now++;
+    for (size_t i = 0; i < c->nout; i++) {
+        const umadv_core_op_t *op = &c->out[i];
+
+        for (uint32_t k = 0; op->kind == UMADV_OP_FETCH && k < op->count; k++)
+            c->guard[umadv__core_section(c, op->alloc, op->first + k)] = c->guard_now;
+    }
+}
+
+/* Staged sections the open step touches: an eviction not started is
+ * called off; the rest is restored before the step runs. Runs after the
+ * policy's decisions, so that a fetch it decided is not doubled. */
+static void stage_guard(umadv_core_t *c)
+{
+    const umadv_trace_t *t = c->p.trace;
+    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
+    size_t n = 0;
+
+    if (scratch_reserve(c, t->nsections) != UMADV_OK) {
+        c->out_lost = 1;
+        return;
+    }
+    guard_mark_fetches(c);
+    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
+        const umadv_trace_access_t *acc = &t->accesses[a];
+
+        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
+            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
+            if (!c->staged[s] || c->guard[s] == c->guard_now)
+                continue;
+            c->guard[s] = c->guard_now;
+            if (c->state[s] == UMADV_SEC_OUT_QUEUED)
+                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+            else
+                c->scratch[n++] = s;
+        }
+    }
+    decide_runs(c, c->scratch, n, UMADV_OP_FETCH, c->key, 1);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
@@ -378,6 +464,7 @@ void umadv__core_step_begin(umadv_core_t *c, uint64_t iteration, uint32_t j)
         plan_step_begin(c);
     else
         lru_step_begin(c);
+    stage_guard(c);
     out_show(c);
 }
 

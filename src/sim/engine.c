@@ -23,6 +23,8 @@ static void forget(sim_engine_t *e, uint32_t x)
     uint8_t state = e->core.state[x];
 
     e->pending[x] = 0;
+    if (state == UMADV_SEC_HOST)
+        umadv__core_unstage(&e->core, x); /* its staging is dead too */
     if (state == UMADV_SEC_RESIDENT) {
         umadv__core_set_state(&e->core, x, UMADV_SEC_HOST);
         if (e->measuring)
@@ -358,8 +360,11 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
  * as for the executor: the plan's resident set is fetched. */
 static void start(sim_engine_t *e)
 {
+    /* as the executor: nothing is staged before an iteration begins */
+    umadv__core_stage_pause(&e->core, 1);
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         umadv__core_bind(&e->core, a);
+        umadv__core_set_stageable(&e->core, a, e->params->stageable && e->params->stageable[a]);
         umadv__sim_take_decisions(e, 0);
     }
     umadv__core_start(&e->core);
@@ -371,6 +376,7 @@ umadv_status_t umadv__sim_engine_run(sim_engine_t *e)
     start(e);
     for (uint32_t r = 0; r <= e->params->warmup; r++) {
         e->replay = r;
+        umadv__core_stage_pause(&e->core, 0);
         if (r == e->params->warmup) {
             e->measuring = 1;
             e->t0 = e->t;
@@ -399,6 +405,7 @@ static umadv_status_t core_init(sim_engine_t *e)
     umadv_core_params_t cp = {.trace = e->trace, .first_step = e->w->first, .nsteps = e->w->n,
                               .policy = e->params->policy, .budget = e->params->budget,
                               .schedule = e->params->schedule, .link = &e->params->link,
+                              .stage = e->params->stage,
                               .observe = e->params->decisions,
                               .observe_arg = e->params->decisions_arg};
 

@@ -52,7 +52,9 @@ static double rescale_end(double end, double now, double from, double to)
  * completion. */
 static void lanes_share(sim_engine_t *e, double now)
 {
-    int duplex = e->f_running && e->eq_len > 0;
+    /* the duplex figures are UVM's: staged copies do not share its path */
+    int duplex = e->f_running && e->eq_len > 0 && !e->f_cur.d.staged &&
+                 !e->eq[e->eq_head].d.staged;
     double fr = duplex ? duplex_share(e->link.duplex_fetch_bw, e->link.fetch_bw) : 1;
     double er = duplex ? duplex_share(e->link.duplex_evict_bw, e->link.evict_bw) : 1;
 
@@ -128,10 +130,20 @@ static void fetch_unpend(sim_engine_t *e, const sim_lane_op_t *op)
 /* The op's sections on the host start moving in the call of @owner (the
  * op it serves, for a batch). Returns the bytes the call copies for it
  * (fresh sections are populated, not copied). */
-static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
+/* A staged copy's bandwidth (sim.h). */
+static double stage_bw(const sim_engine_t *e)
+{
+    return e->params->stage_bw > 0 ? e->params->stage_bw : SIM_STAGE_BW_DEFAULT;
+}
+
+/* @op's HOST sections start moving to the GPU: the bytes it copies by
+ * migration; *restore_p, those it restores from staging (stage_bw). */
+static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner,
+                            uint64_t *restore_p)
 {
     uint64_t copy = 0;
 
+    *restore_p = 0;
     fetch_unpend(e, op);
     for (uint32_t i = 0; i < op->d.count; i++) {
         uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
@@ -139,10 +151,24 @@ static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t o
             continue;
         umadv__core_set_state(&e->core, x, UMADV_SEC_FETCHING);
         e->owner[x] = owner;
-        if (!e->fresh[x])
+        if (e->core.staged[x])
+            *restore_p += umadv__sim_section_size(e, x);
+        else if (!e->fresh[x])
             copy += umadv__sim_section_size(e, x);
     }
     return copy;
+}
+
+/* The time @copy migrated bytes and @restore restored ones add to a
+ * call, @latency once; counted in the measured replay. */
+static double fetch_time(sim_engine_t *e, double latency, uint64_t copy, uint64_t restore,
+                         int count)
+{
+    if (count) {
+        e->r.fetched_bytes += copy;
+        e->r.restored_bytes += restore;
+    }
+    return umadv__link_time(latency, e->link.fetch_bw, copy) + (double)restore / stage_bw(e);
 }
 
 static int fb_add(sim_engine_t *e, const sim_lane_op_t *op)
@@ -180,17 +206,16 @@ static double fetch_batch(sim_engine_t *e)
     }
     for (size_t i = 0; i < nset; i++) {
         const sim_lane_op_t *op = &e->fset[i];
-        uint64_t copy;
+        uint64_t copy, restore;
 
         if (!batch_joins(e, op) || !fb_add(e, op)) {
             if (fq_push(e, op) != UMADV_OK)
                 fetch_unpend(e, op); /* out of memory: forgotten, the step faults */
             continue;
         }
-        copy = fetch_claim(e, op, e->f_cur.id);
-        total += umadv__link_time(e->link.fetch_latency / 2, e->link.fetch_bw, copy);
-        if (counting(e, e->f_cur.start))
-            e->r.fetched_bytes += copy;
+        copy = fetch_claim(e, op, e->f_cur.id, &restore);
+        total += fetch_time(e, e->link.fetch_latency / 2, copy, restore,
+                            counting(e, e->f_cur.start));
     }
     return total;
 }
@@ -198,17 +223,15 @@ static double fetch_batch(sim_engine_t *e)
 /* Start the head's call at @now, with its batch. */
 static void fetch_start(sim_engine_t *e, const sim_lane_op_t *head, double now)
 {
-    uint64_t copy;
+    uint64_t copy, restore;
 
     e->f_cur = *head;
     e->f_cur.start = now;
     e->f_running = 1;
     e->fb_len = 0;
     fb_add(e, head);
-    copy = fetch_claim(e, head, head->id);
-    if (counting(e, now))
-        e->r.fetched_bytes += copy;
-    e->f_end = now + umadv__link_time(e->link.fetch_latency, e->link.fetch_bw, copy) +
+    copy = fetch_claim(e, head, head->id, &restore);
+    e->f_end = now + fetch_time(e, e->link.fetch_latency, copy, restore, counting(e, now)) +
                fetch_batch(e);
     e->f_rate = 1;
     lanes_share(e, now);
@@ -246,6 +269,8 @@ static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owne
             continue;
         e->fresh[x] = 0;
         umadv__core_set_state(&e->core, x, e->dead[x] ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT);
+        if (e->dead[x])
+            umadv__core_unstage(&e->core, x); /* a restore of dead data */
         e->dead[x] = 0;
     }
 }
@@ -300,10 +325,15 @@ static void evict_start(sim_engine_t *e, sim_lane_op_t *op, double now)
         bytes += umadv__sim_section_size(e, x);
     }
     if (op->measured)
-        *(op->d.clean ? &e->r.dropped_bytes : &e->r.evicted_bytes) += bytes;
+        *(op->d.clean ? &e->r.dropped_bytes
+                      : op->d.staged ? &e->r.staged_bytes : &e->r.evicted_bytes) += bytes;
     op->start = now;
-    op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency, e->link.evict_bw,
-                                                    op->d.clean ? 0 : bytes);
+    if (op->d.staged) /* copies at stage_bw, then a discard: no time of its own */
+        op->end = !bytes ? now : now + e->link.evict_latency + (double)bytes / stage_bw(e);
+    else
+        op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency,
+                                                        e->link.evict_bw,
+                                                        op->d.clean ? 0 : bytes);
     e->e_rate = 1; /* computed alone: lanes_share rescales it */
     lanes_share(e, now);
 }

@@ -80,6 +80,12 @@ typedef struct umadv_sim_params {
     umadv_core_observer_t   decisions;   /* shown the replay core's decisions
                                           * (tests); NULL: none */
     void                   *decisions_arg;
+    int                     stage;       /* staged evictions (schedule/core.h,
+                                          * STAGING) of the allocations marked in: */
+    const uint8_t          *stageable;   /* per trace allocation; NULL: none */
+    double                  stage_bw;    /* bytes/s of a staged copy either way
+                                          * (pinned cudaMemcpyAsync); 0: 52.6e9,
+                                          * measured on an H200 (DESIGN.md) */
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
@@ -102,8 +108,10 @@ typedef struct umadv_sim_result {
     double   fault_s;       /* time steps spent faulting (and evicting for it) */
     uint64_t remote_bytes;  /* bytes steps accessed in host memory */
     double   remote_s;      /* the time that added to the steps */
-    uint64_t fetched_bytes; /* bytes prefetched host->device */
-    uint64_t evicted_bytes; /* bytes moved device->host */
+    uint64_t fetched_bytes; /* bytes prefetched host->device (restores excluded) */
+    uint64_t evicted_bytes; /* bytes moved device->host (staged evictions excluded) */
+    uint64_t staged_bytes;  /* bytes evicted through pinned staging */
+    uint64_t restored_bytes;/* bytes restored from it */
     uint64_t dropped_bytes; /* bytes released without a copy (drops, frees) */
     uint64_t peak_resident; /* largest residency, fetches in flight included, over
                              * the whole run (warmup too); oracle: the largest

@@ -17,6 +17,10 @@
 
 #define SIM_NIL UINT32_MAX
 
+/* Pinned cudaMemcpyAsync from a GPU-resident managed range, H200
+ * (DESIGN.md, measured envelope): a staged copy, either way. */
+#define SIM_STAGE_BW_DEFAULT 52.6e9
+
 /* A decision of the replay core on a lane. */
 typedef struct sim_lane_op {
     umadv_core_op_t d;

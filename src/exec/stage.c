@@ -1,0 +1,483 @@
+/*
+ * Staged evictions (schedule/core.h, STAGING): the executor's pinned host
+ * staging pool, the lanes' staged calls, and the synchronous restores
+ * that stand behind every rule of the core.
+ *
+ * THE POOL. One page-locked host allocation per executor, made by the
+ * eviction lane at its first staged eviction (pinning takes time: not on
+ * the application's thread). The lane runs on the cores nearest the GPU
+ * (params.numa), so the pages the driver pins for it land on the GPU's
+ * NUMA node (first touch by the pinning thread; no explicit binding). It
+ * has the core's stage_slots slots of one section each (schedule/core.h,
+ * STAGING: the replay core counts them, so that the simulator knows when
+ * an eviction migrates for want of room); free slots are a stack. A
+ * section takes slots when its staged eviction is issued and gives them
+ * back once its data is in the range again (restored, the copy out
+ * failed) or dead (its block freed). Pinning that fails makes every
+ * eviction migrate (logged once).
+ *
+ * THE CALLS. Out: cudaMemcpyAsync of each piece into its slots, a
+ * synchronisation, then one cudaMemDiscardBatchAsync of the pieces and
+ * another: the discard is issued only once the copies are known to be
+ * complete (with one synchronisation, a copy that failed asynchronously
+ * would be found after its range was discarded: the data lost). In:
+ * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
+ * them there without moving stale host pages), then the copies back, one
+ * synchronisation. A copy out that fails leaves the data in the range
+ * (the sections stay resident); once copied out the staging is the data,
+ * so a failed discard or restore leaves the sections staged, and the
+ * synchronous restore below copies them back.
+ *
+ * SYNCHRONOUS RESTORES. On the calling thread, with the lock dropped for
+ * the copy: cudaMemcpyAsync on the legacy default stream, or, when that
+ * fails or the executor is broken, a CPU copy (managed memory is
+ * host-accessible). Used when a step finds its data still staged after
+ * its wait, when the executor is broken, when a live block loses its
+ * role, when an allocation stops being stageable, and before the
+ * executor is destroyed.
+ */
+#include "exec/exec_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* ---- the pool ------------------------------------------------------------ */
+
+umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
+{
+    size_t n = e->trace->nsections + 1;
+
+    e->stage.slot_size = e->trace->section_size;
+    e->stage.slot = malloc(n * sizeof(*e->stage.slot));
+    if (e->stage.slot == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (size_t s = 0; s < n; s++)
+        e->stage.slot[s] = EXEC_NO_SLOT;
+    return UMADV_OK;
+}
+
+void umadv__exec_stage_cleanup(umadv_exec_t *e)
+{
+    if (e->stage.base != NULL)
+        e->p.ops->host_free(e->stage.base);
+    free(e->stage.slot);
+    free(e->stage.free);
+    memset(&e->stage, 0, sizeof(e->stage));
+}
+
+/* The pool the core counts (core.h, STAGING): core.stage_slots slots. */
+static int pool_make(umadv_exec_t *e)
+{
+    uint32_t nslots = e->core.stage_slots;
+    void *base = NULL;
+    umadv_status_t status;
+
+    e->stage.free = malloc((nslots + 1) * sizeof(*e->stage.free));
+    if (e->stage.free == NULL)
+        return 0;
+    pthread_mutex_unlock(&e->lock);
+    status = e->p.ops->host_alloc((size_t)nslots * e->stage.slot_size, &base);
+    pthread_mutex_lock(&e->lock);
+    if (status != UMADV_OK) {
+        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
+                   (unsigned long long)nslots * e->stage.slot_size,
+                   umadv_status_string(status));
+        return 0;
+    }
+    e->stage.base = base;
+    e->stage.nslots = e->stage.nfree = nslots;
+    for (uint32_t i = 0; i < nslots; i++)
+        e->stage.free[i] = nslots - 1 - i;
+    umadv_debug("executor: pinned staging pool of %u slots, %.1f MiB", nslots,
+                (double)nslots * (double)e->stage.slot_size / 1048576.0);
+    return 1;
+}
+
+/* Called by the eviction lane with the lock held (dropped to pin). 0: no
+ * pool, ever (logged once). */
+static int pool_ready(umadv_exec_t *e)
+{
+    if (e->stage.base != NULL || e->stage.failed)
+        return e->stage.base != NULL && !e->stage.failed;
+    if (e->core.stage_slots == 0 || !pool_make(e)) {
+        e->stage.failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static void *slot_addr(const umadv_exec_t *e, uint32_t s)
+{
+    return (char *)e->stage.base + (uint64_t)e->stage.slot[s] * e->stage.slot_size;
+}
+
+/* Section @s gives its slot back: its data is in the range again, or
+ * dead. */
+static void slot_put(umadv_exec_t *e, uint32_t s)
+{
+    if (e->stage.slot[s] == EXEC_NO_SLOT)
+        return;
+    e->stage.free[e->stage.nfree++] = e->stage.slot[s];
+    e->stage.slot[s] = EXEC_NO_SLOT;
+}
+
+/* Piece @p's sections get slots, all or none. */
+static int piece_slots(umadv_exec_t *e, const exec_piece_t *p)
+{
+    uint32_t s0 = exec_section_id(e, p->alloc, p->first), need = 0;
+
+    for (uint32_t k = 0; k < p->count; k++)
+        need += e->stage.slot[s0 + k] == EXEC_NO_SLOT;
+    if (need > e->stage.nfree)
+        return 0;
+    for (uint32_t k = 0; k < p->count; k++) {
+        if (e->stage.slot[s0 + k] == EXEC_NO_SLOT)
+            e->stage.slot[s0 + k] = e->stage.free[--e->stage.nfree];
+    }
+    return 1;
+}
+
+static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
+{
+    for (uint32_t k = 0; k < p->count; k++)
+        slot_put(e, exec_section_id(e, p->alloc, p->first + k));
+}
+
+/* The eviction lane's staged pieces get their slots; a piece that cannot
+ * (no pool: pinning failed) is migrated instead. */
+void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
+{
+    for (size_t i = 0; i < lane->npieces; i++) {
+        exec_piece_t *p = &lane->pieces[i];
+
+        if (!p->staged || (pool_ready(e) && piece_slots(e, p)))
+            continue;
+        p->staged = 0;
+        e->stats.stage_fallback_bytes += p->bytes;
+        for (uint32_t k = 0; k < p->count; k++)
+            umadv__core_unstage(&e->core, exec_section_id(e, p->alloc, p->first + k));
+    }
+}
+
+/* @alloc's block is gone (freed: its staged data is dead). */
+void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
+
+    for (uint32_t i = 0; i < a->nsections; i++)
+        slot_put(e, a->first_section + i);
+}
+
+/* ---- copies between a piece and its slots ----------------------------- */
+
+/* Sections of @p from its @k-th whose slots follow each other (sections
+ * but an allocation's last fill their slot): how many, *len_p bytes. */
+static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t k,
+                         uint64_t *len_p)
+{
+    uint32_t s0 = exec_section_id(e, p->alloc, p->first + k), n = 1;
+    uint64_t len = exec_section_size(e, s0);
+
+    while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + n)
+        len += exec_section_size(e, s0 + n++);
+    *len_p = len;
+    return n;
+}
+
+/* Copy piece @p out (@out) or back, run by run of slots. */
+static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out,
+                                 umadv_stream_t stream)
+{
+    uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
+
+    for (uint32_t k = 0, n; k < p->count; k += n) {
+        uint32_t s0 = exec_section_id(e, p->alloc, p->first + k);
+        char *range = (char *)(p->ptr + (e->trace->sections[s0].offset - base_offset));
+        umadv_status_t status;
+        uint64_t len;
+
+        if (e->stage.slot[s0] == EXEC_NO_SLOT)
+            return UMADV_ERR_STATE; /* never: a staged section has its slot */
+        n = slot_run(e, p, k, &len);
+        status = out ? e->p.ops->memcpy_async(slot_addr(e, s0), range, len, stream)
+                     : e->p.ops->memcpy_async(range, slot_addr(e, s0), len, stream);
+        if (status != UMADV_OK)
+            return status;
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t copies(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                             int out)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = from; i < to && status == UMADV_OK; i++)
+        status = piece_copy(e, &lane->pieces[i], out, lane->stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
+    return status;
+}
+
+static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
+{
+    size_t n = to - from;
+
+    if (umadv__array_reserve((void **)&lane->batch_ptrs, &lane->batch_cap, n,
+                             sizeof(*lane->batch_ptrs)) != UMADV_OK ||
+        umadv__array_reserve((void **)&lane->batch_sizes, &lane->batch_sizes_cap, n,
+                             sizeof(*lane->batch_sizes)) != UMADV_OK)
+        return 0;
+    for (size_t i = from; i < to; i++) {
+        lane->batch_ptrs[i - from] = (void *)lane->pieces[i].ptr;
+        lane->batch_sizes[i - from] = lane->pieces[i].len;
+    }
+    return 1;
+}
+
+/* ---- the lanes' staged calls ------------------------------------------- */
+
+/* Out: copied, then discarded. Returns whether the data left the range
+ * for the staging (copied: what a failed discard does not undo), and
+ * *status_p the first failure. */
+static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                     umadv_status_t *status_p)
+{
+    umadv_status_t status = copies(e, lane, from, to, 1);
+
+    if (status != UMADV_OK) {
+        *status_p = status;
+        return 0;
+    }
+    if (!ranges(e, lane, from, to))
+        status = UMADV_ERR_NO_MEMORY;
+    else if ((status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, to - from,
+                                               lane->stream)) == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
+    *status_p = status;
+    return status != UMADV_ERR_UNSUPPORTED; /* refused: nothing was discarded */
+}
+
+/* No discards here: the ranges are populated by migrations instead. */
+static umadv_status_t prefetch_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < n && status == UMADV_OK; i++)
+        status = e->p.ops->prefetch(lane->batch_ptrs[i], lane->batch_sizes[i], e->p.device,
+                                    lane->stream);
+    return status;
+}
+
+static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
+{
+    umadv_status_t status;
+
+    if (!ranges(e, lane, from, to))
+        return UMADV_ERR_NO_MEMORY;
+    status = e->p.ops->discard_and_prefetch_batch(lane->batch_ptrs, lane->batch_sizes,
+                                                  to - from, e->p.device, lane->stream);
+    if (status == UMADV_ERR_UNSUPPORTED)
+        status = prefetch_ranges(e, lane, to - from);
+    if (status == UMADV_OK)
+        status = copies(e, lane, from, to, 0);
+    return status;
+}
+
+static void stage_count(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to, int to_gpu)
+{
+    for (size_t i = from; i < to; i++)
+        *(to_gpu ? &e->stats.restored_bytes : &e->stats.staged_bytes) += lane->pieces[i].bytes;
+    (to_gpu ? e->stats.restore_calls++ : e->stats.stage_calls++);
+}
+
+/* The driver has no discards: the pieces stay resident, and every later
+ * staged eviction migrates. */
+static void stage_refused(umadv_exec_t *e)
+{
+    if (!e->stage.failed)
+        umadv_warn("executor: the driver refuses cudaMemDiscardBatchAsync (CUDA 13 drivers "
+                   "have it): evictions migrate");
+    e->stage.failed = 1;
+}
+
+/* Issue pieces [from, to) of @lane, all staged, as one staged call; the
+ * lock is held and dropped for the calls. */
+void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                             int to_gpu)
+{
+    umadv_status_t status = UMADV_OK;
+    int moved = 0;
+    uint64_t start;
+
+    if (from == to || e->broken) {
+        umadv__exec_pieces_settle(e, lane, from, to, to_gpu, 0);
+        for (size_t i = from; i < to && !to_gpu; i++)
+            piece_slots_put(e, &lane->pieces[i]); /* not evicted: resident */
+        return;
+    }
+    pthread_mutex_unlock(&e->lock);
+    start = umadv__now_ns();
+    if (to_gpu)
+        moved = (status = stage_in(e, lane, from, to)) == UMADV_OK;
+    else
+        moved = stage_out(e, lane, from, to, &status);
+    pthread_mutex_lock(&e->lock);
+    umadv__exec_lane_busy(e, lane, start);
+    if (status == UMADV_ERR_UNSUPPORTED && !to_gpu)
+        stage_refused(e);
+    else if (status != UMADV_OK)
+        umadv__exec_fail(e, to_gpu ? "staged restore" : "staged eviction");
+    /* out: once copied, the sections are the staging's (HOST, staged) */
+    umadv__exec_pieces_settle(e, lane, from, to, to_gpu, to_gpu ? status == UMADV_OK : moved);
+    for (size_t i = from; i < to; i++) {
+        if (to_gpu ? status == UMADV_OK : !moved)
+            piece_slots_put(e, &lane->pieces[i]); /* the range holds the data */
+    }
+    if (status == UMADV_OK)
+        stage_count(e, lane, from, to, to_gpu);
+}
+
+/* ---- synchronous restores ----------------------------------------------- */
+
+/* Copy section @s back from its slot, the lock dropped: CUDA if it still
+ * works, else the CPU. */
+static void section_copy_back(umadv_exec_t *e, uint32_t s)
+{
+    const umadv_trace_section_t *sec = &e->trace->sections[s];
+    void *range = (void *)(e->binds[sec->alloc].base + sec->offset);
+    const void *slot = slot_addr(e, s);
+    int broken = e->broken;
+    umadv_status_t status = UMADV_ERR_STATE;
+
+    e->binds[sec->alloc].busy++;
+    pthread_mutex_unlock(&e->lock);
+    if (!broken && (status = e->p.ops->memcpy_async(range, slot, sec->size, NULL)) == UMADV_OK)
+        status = e->p.ops->stream_synchronize(NULL);
+    if (status != UMADV_OK)
+        memcpy(range, slot, sec->size);
+    pthread_mutex_lock(&e->lock);
+    e->binds[sec->alloc].busy--;
+    if (status != UMADV_OK && !broken)
+        umadv__exec_fail(e, "memcpy (synchronous restore)");
+}
+
+static int in_flight(umadv_sec_state_t state)
+{
+    return state == UMADV_SEC_FETCHING || state == UMADV_SEC_EVICTING;
+}
+
+/* Called with the lock held. Section @s, if staged, holds its data again
+ * when this returns. Returns the bytes copied back. */
+static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
+{
+    /* a lane's call on it settles it (stopped lanes have none) */
+    while (e->core.staged[s] && in_flight((umadv_sec_state_t)e->core.state[s]) &&
+           (e->fetch.started || e->evict.started))
+        pthread_cond_wait(&e->cond, &e->lock);
+    if (!e->core.staged[s])
+        return 0;
+    if (e->core.state[s] == UMADV_SEC_OUT_QUEUED || e->stage.slot[s] == EXEC_NO_SLOT) {
+        /* not copied out yet: the range holds the data; the queued
+         * eviction finds the section resident and leaves it */
+        umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
+        return 0;
+    }
+    /* in flight while the lock is dropped: no lane restores it meanwhile
+     * (a fetch waits for a restore in flight, core.h) */
+    umadv__core_set_state(&e->core, s, UMADV_SEC_FETCHING);
+    section_copy_back(e, s);
+    slot_put(e, s);
+    umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
+    e->stats.sync_restored_bytes += exec_section_size(e, s);
+    pthread_cond_broadcast(&e->cond);
+    return exec_section_size(e, s);
+}
+
+static void restore_all_locked(umadv_exec_t *e);
+
+void umadv__exec_restore_sections(umadv_exec_t *e, const uint32_t *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        e->stats.late_restored_bytes += restore_one(e, list[i]);
+}
+
+/* Called with the lock held: every staged section of @alloc. */
+void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
+
+    for (uint32_t i = 0; e->binds[alloc].base != 0 && i < a->nsections; i++)
+        restore_one(e, a->first_section + i);
+}
+
+void umadv__exec_restore_all(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    restore_all_locked(e);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void umadv__exec_set_stageable(umadv_exec_t *e, uint32_t alloc, int on)
+{
+    if (alloc >= e->trace->nallocs)
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (!on)
+        umadv__exec_restore_alloc(e, alloc);
+    if (e->binds[alloc].base != 0)
+        umadv__core_set_stageable(&e->core, alloc, on);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void restore_all_locked(umadv_exec_t *e)
+{
+    for (uint32_t a = 0; a < e->trace->nallocs; a++)
+        umadv__exec_restore_alloc(e, a);
+}
+
+/* Called with the lock held. What runs until the next iteration is not
+ * known: nothing is staged until then, and everything staged comes back
+ * (queued staged evictions are called off). */
+static void stage_pause_locked(umadv_exec_t *e)
+{
+    if (e->core.stage_paused)
+        return; /* nothing has been staged since (restore_one waits for a staged
+                 * eviction in flight, calls off those queued) */
+    umadv_debug("executor: staging paused until the next iteration");
+    umadv__core_stage_pause(&e->core, 1);
+    restore_all_locked(e);
+}
+
+void umadv__exec_stage_pause(umadv_exec_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    stage_pause_locked(e);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Called with the lock held, after the open step's wait: what it touches
+ * holds its data before its work is launched. A broken executor restores
+ * everything (its queues are gone, its core no longer follows steps); so
+ * does a step past the profiled ones, whose accesses are not known. */
+void umadv__exec_step_guard(umadv_exec_t *e)
+{
+    size_t n;
+
+    if (e->broken) {
+        restore_all_locked(e);
+        return;
+    }
+    if (e->core.past_end) {
+        stage_pause_locked(e);
+        return;
+    }
+    n = umadv__core_step_unrestored(&e->core);
+    if (n == 0)
+        return;
+    umadv_debug("executor: %zu staged sections of step key %llu restored synchronously", n,
+                (unsigned long long)e->key);
+    umadv__exec_restore_sections(e, e->core.unrestored, n);
+}

@@ -1,0 +1,245 @@
+/*
+ * The replay core's staging rules (src/schedule/core.h, STAGING), one by
+ * one, on a hand-built trace: which evictions are staged, the marks and
+ * the pool's count, the guard a step begins with (call-off, blocking
+ * restore), the fetch verdicts of restores, demand's faults, unbinding.
+ *
+ * Trace: section 64 KiB; allocations A (4 sections, persistent), B (2,
+ * persistent), T (2, freed after step 1); three steps per iteration:
+ *   step 0: A[0..2) rw, T[0..2) w
+ *   step 1: B rw, T r
+ *   step 2: A[0..4) r
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule/core.h"
+#include "tap.h"
+
+#define SEC  (64 * 1024)
+#define A    0
+#define B    1
+#define T    2
+
+static umadv_trace_t trace;
+
+static void trace_build(void)
+{
+    uint32_t id;
+
+    umadv__trace_init(&trace, SEC);
+    umadv__trace_add_alloc(&trace, 0, 4 * SEC, UMADV_ALLOC_WEIGHT, NULL, &id);
+    umadv__trace_add_alloc(&trace, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &id);
+    umadv__trace_add_alloc(&trace, 0, 2 * SEC, UMADV_ALLOC_ACTIVATION, NULL, &id);
+    umadv__trace_set_lifetime(&trace, T, 0, 1);
+    umadv__trace_add_step(&trace, NULL, UMADV_STEP_LAYER, 0, 1000, NULL);
+    umadv__trace_add_access_sections(&trace, A, 0, 2, UMADV_ACCESS_RW, 0);
+    umadv__trace_add_access_sections(&trace, T, 0, 2, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_add_step(&trace, NULL, UMADV_STEP_LAYER, 0, 1000, NULL);
+    umadv__trace_add_access_sections(&trace, B, 0, 2, UMADV_ACCESS_RW, 0);
+    umadv__trace_add_access_sections(&trace, T, 0, 2, UMADV_ACCESS_READ, 0);
+    umadv__trace_add_step(&trace, NULL, UMADV_STEP_LAYER, 0, 1000, NULL);
+    umadv__trace_add_access_sections(&trace, A, 0, 4, UMADV_ACCESS_READ, 0);
+    umadv__trace_finalize(&trace, NULL, 0);
+}
+
+static uint32_t sec(const umadv_core_t *c, uint32_t alloc, uint32_t i)
+{
+    return umadv__core_section(c, alloc, i);
+}
+
+/* A core of @policy, every allocation bound and stageable, every section
+ * resident, staging on and not paused. */
+static void core_make(umadv_core_t *c, umadv_policy_t policy, uint64_t budget)
+{
+    umadv_core_params_t p = {.trace = &trace, .first_step = 0, .nsteps = 3, .policy = policy,
+                             .budget = budget, .stage = 1};
+
+    umadv__core_init(c, &p);
+    for (uint32_t a = 0; a < trace.nallocs; a++) {
+        umadv__core_bind(c, a);
+        umadv__core_set_stageable(c, a, 1);
+    }
+    for (uint32_t s = 0; s < trace.nsections; s++)
+        umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+}
+
+/* The decision in core->out of @kind on @alloc, or NULL. */
+static const umadv_core_op_t *find(const umadv_core_t *c, umadv_op_kind_t kind, uint32_t alloc)
+{
+    for (size_t i = 0; i < c->nout; i++) {
+        if (c->out[i].kind == kind && c->out[i].alloc == alloc)
+            return &c->out[i];
+    }
+    return NULL;
+}
+
+/* prefetch-all at a budget of 4 sections: step 1 needs B (2) with A and
+ * T resident (6 + 2 = 8): LRU victims, A's (not T's: T is in the step). */
+static void test_staged_evictions(void)
+{
+    umadv_core_t c;
+    const umadv_core_op_t *op;
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    is(c.stage_slots, 8u - 4u, "the pool: the iteration's 8 sections less the budget's 4");
+    umadv__core_set_state(&c, sec(&c, B, 0), UMADV_SEC_HOST);
+    umadv__core_set_state(&c, sec(&c, B, 1), UMADV_SEC_HOST);
+    umadv__core_step_begin(&c, 0, 1);
+    op = find(&c, UMADV_OP_EVICT, A);
+    ok(op != NULL && op->staged, "an eviction of live, stageable data a later step reads: staged");
+    ok(c.staged[sec(&c, A, 2)] && c.state[sec(&c, A, 2)] == UMADV_SEC_OUT_QUEUED,
+       "its sections are marked staged as it is decided");
+    is(c.stage_used, 4u, "each takes a slot of the pool (%u)", c.stage_used);
+    op = find(&c, UMADV_OP_FETCH, B);
+    ok(op != NULL && !op->staged, "a fetch of data never staged is no restore");
+    umadv__core_step_end(&c);
+    umadv__core_set_state(&c, sec(&c, B, 0), UMADV_SEC_RESIDENT);
+    umadv__core_set_state(&c, sec(&c, B, 1), UMADV_SEC_RESIDENT);
+    for (uint32_t i = 0; i < 4; i++) /* A's eviction done */
+        umadv__core_set_state(&c, sec(&c, A, i), UMADV_SEC_HOST);
+    ok(c.staged[sec(&c, A, 0)] && c.stage_used == 4, "evicted: still staged, slots held");
+    umadv__core_step_begin(&c, 0, 2); /* A back: B and T must go, the pool is full */
+    op = find(&c, UMADV_OP_EVICT, B);
+    ok(op != NULL && !op->staged, "with the pool full, the next eviction migrates");
+    op = find(&c, UMADV_OP_FETCH, A);
+    ok(op != NULL && op->staged, "a fetch of staged data is a restore");
+    umadv__core_cleanup(&c);
+}
+
+/* What is not staged. */
+static void test_not_staged(void)
+{
+    umadv_core_t c;
+    const umadv_core_op_t *op;
+
+    /* T is freed after step 1, its last touch: evicting it after that
+     * stages nothing (a copy could still read it) */
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 2 * SEC);
+    umadv__core_step_begin(&c, 0, 0);
+    umadv__core_step_end(&c);
+    umadv__core_step_begin(&c, 0, 1);
+    umadv__core_step_end(&c);
+    umadv__core_step_begin(&c, 0, 2); /* needs A: 4 sections, T and B go */
+    op = find(&c, UMADV_OP_EVICT, T);
+    ok(op != NULL && !op->staged, "an allocation the iteration frees, past its last touch: "
+       "migrated");
+    op = find(&c, UMADV_OP_EVICT, B);
+    ok(op != NULL && op->staged, "a persistent one: staged (the next iteration reads it)");
+    umadv__core_cleanup(&c);
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    umadv__core_set_stageable(&c, A, 0);
+    umadv__core_step_begin(&c, 0, 1);
+    op = find(&c, UMADV_OP_EVICT, A);
+    ok(op != NULL && !op->staged && !c.staged[sec(&c, A, 0)], "not stageable: migrated");
+    umadv__core_cleanup(&c);
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    umadv__core_stage_pause(&c, 1);
+    umadv__core_step_begin(&c, 0, 1);
+    op = find(&c, UMADV_OP_EVICT, A);
+    ok(op != NULL && !op->staged, "paused: migrated");
+    umadv__core_cleanup(&c);
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    c.stage_used = c.stage_slots - 1; /* room for one section, not A's run */
+    umadv__core_step_begin(&c, 0, 1);
+    op = find(&c, UMADV_OP_EVICT, A);
+    ok(op != NULL && !op->staged, "no room in the pool for the run: migrated");
+    c.stage_used = 0;
+    umadv__core_cleanup(&c);
+}
+
+/* The guard: a step that touches staged sections. */
+static void test_guard(void)
+{
+    umadv_core_t c;
+    const umadv_core_op_t *op;
+    uint32_t a0 = 0, a2 = 0;
+
+    core_make(&c, UMADV_POLICY_DEMAND, 4 * SEC);
+    umadv__core_step_begin(&c, 0, 0);
+    umadv__core_step_end(&c);
+    umadv__core_step_begin(&c, 0, 1); /* stages A out */
+    a0 = sec(&c, A, 0);
+    a2 = sec(&c, A, 2);
+    umadv__core_set_state(&c, a2, UMADV_SEC_EVICTING);
+    umadv__core_set_state(&c, a2, UMADV_SEC_HOST); /* its eviction done */
+    umadv__core_step_end(&c);
+    ok(c.state[a2] == UMADV_SEC_HOST && c.staged[a2],
+       "demand: a staged section is not faulted in at the step's end");
+    umadv__core_step_begin(&c, 0, 2); /* reads A[0..4) */
+    ok(c.state[a0] == UMADV_SEC_RESIDENT && !c.staged[a0],
+       "an eviction not started is called off (resident, mark gone)");
+    op = find(&c, UMADV_OP_FETCH, A);
+    ok(op != NULL && op->staged && op->blocking && op->need == c.key &&
+           op->first <= 2 && op->first + op->count > 2,
+       "demand fetches nothing, yet the staged section gets a blocking restore for the step");
+    umadv__core_cleanup(&c);
+}
+
+/* Fetch verdicts of restores. */
+static void test_verdicts(void)
+{
+    umadv_core_t c;
+    umadv_core_op_t op = {.kind = UMADV_OP_FETCH, .alloc = A, .first = 0, .count = 1,
+                          .blocking = 1, .staged = 1};
+    uint64_t add;
+    uint32_t s;
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    umadv__core_step_begin(&c, 0, 1);
+    s = sec(&c, A, 0);
+    umadv__core_unstage(&c, s);
+    umadv__core_set_state(&c, s, UMADV_SEC_HOST);
+    umadv__core_stage_mark(&c, s);
+    /* 7 sections accounted (A's other three still OUT_QUEUED), budget 4 */
+    for (uint32_t i = 1; i < 4; i++)
+        umadv__core_set_state(&c, sec(&c, A, i), UMADV_SEC_RESIDENT);
+    op.need = c.key;
+    is(umadv__core_fetch_verdict(&c, &op, &add), UMADV_FETCH_GO,
+       "a restore the open step needs goes over the budget, nothing leaving");
+    op.need = c.key + 1;
+    is(umadv__core_fetch_verdict(&c, &op, &add), UMADV_FETCH_SKIP,
+       "one a later step needs is given up (that step's guard restores it)");
+    umadv__core_unstage(&c, s);
+    is(umadv__core_fetch_verdict(&c, &op, &add), UMADV_FETCH_SKIP,
+       "a plain fetch over the budget: given up, as ever");
+    umadv__core_stage_mark(&c, s);
+    umadv__core_set_state(&c, s, UMADV_SEC_FETCHING);
+    op.need = c.key;
+    is(umadv__core_fetch_verdict(&c, &op, &add), UMADV_FETCH_WAIT,
+       "a restore in flight: wait for it");
+    umadv__core_set_state(&c, s, UMADV_SEC_RESIDENT);
+    ok(!c.staged[s], "landing resident clears the mark");
+    umadv__core_cleanup(&c);
+}
+
+static void test_unbind(void)
+{
+    umadv_core_t c;
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    umadv__core_step_begin(&c, 0, 1);
+    ok(c.stage_used > 0, "staged sections hold slots");
+    umadv__core_unbind(&c, A);
+    ok(c.stage_used == 0 && !c.staged[sec(&c, A, 0)],
+       "unbinding (dead data) drops the marks and gives the slots back");
+    umadv__core_bind(&c, A);
+    ok(!c.stageable[A], "binding a new block: not stageable until said");
+    umadv__core_cleanup(&c);
+}
+
+int main(void)
+{
+    plan(24);
+    trace_build();
+    test_staged_evictions();
+    test_not_staged();
+    test_guard();
+    test_verdicts();
+    test_unbind();
+    umadv__trace_cleanup(&trace);
+    return exit_status();
+}

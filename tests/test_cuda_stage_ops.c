@@ -1,0 +1,141 @@
+/*
+ * The staging entries of the CUDA table on the host backend: pinned
+ * allocation, copies, and discards that lose the bytes (poison), with
+ * what CUDA refuses refused, counters and the call log.
+ */
+#include <umadv.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_ops/cuda_ops.h"
+#include "tap.h"
+
+#define SIZE (256 * 1024)
+
+static const umadv_cuda_ops_t *H = &umadv__cuda_ops_host;
+
+static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != v)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_pinned(void)
+{
+    umadv_cuda_host_counters_t c;
+    void *p = NULL, *q = NULL;
+
+    ok(H->host_alloc(SIZE, &p) == UMADV_OK && p != NULL, "host_alloc gives pinned memory");
+    memset(p, 7, SIZE); /* the CPU may use it */
+    umadv__cuda_host_counters(&c);
+    ok(c.pinned_allocs == 1 && c.pinned_bytes == SIZE, "counted: %llu allocs, %llu bytes",
+       (unsigned long long)c.pinned_allocs, (unsigned long long)c.pinned_bytes);
+    ok(H->host_alloc(0, &q) == UMADV_ERR_INVALID_PARAM && q == NULL,
+       "size 0 refused, output untouched");
+    ok(H->host_free((char *)p + 1) == UMADV_ERR_CUDA, "host_free of another pointer refused");
+    ok(H->host_free(p) == UMADV_OK, "host_free");
+    umadv__cuda_host_counters(&c);
+    ok(c.pinned_frees == 1 && c.pinned_bytes == 0, "counted free, no bytes left");
+}
+
+static void test_copies(void)
+{
+    umadv_cuda_host_counters_t c;
+    unsigned char *m = NULL, *pin = NULL, stack[16];
+    umadv_stream_t st;
+
+    H->stream_create(&st);
+    H->malloc_managed(SIZE, 4096, (void **)&m);
+    H->host_alloc(SIZE, (void **)&pin);
+    for (size_t i = 0; i < SIZE; i++)
+        m[i] = (unsigned char)(i * 13 + 1);
+    ok(H->memcpy_async(pin, m, SIZE, st) == UMADV_OK && memcmp(pin, m, SIZE) == 0,
+       "managed -> pinned copies every byte");
+    memset(m, 0, SIZE);
+    ok(H->memcpy_async(m + 4096, pin + 4096, 8192, st) == UMADV_OK &&
+           memcmp(m + 4096, pin + 4096, 8192) == 0 && all_bytes(m, 4096, 0) &&
+           all_bytes(m + 12288, SIZE - 12288, 0),
+       "pinned -> managed copies exactly the range");
+    ok(H->memcpy_async(stack, m, sizeof(stack), st) == UMADV_ERR_CUDA,
+       "a copy to memory the backend did not make is refused");
+    ok(H->memcpy_async(pin, m, SIZE + 1, st) == UMADV_ERR_CUDA, "a copy past the end is refused");
+    umadv__cuda_host_counters(&c);
+    ok(c.memcpys == 2 && c.memcpy_bytes == SIZE + 8192, "copies counted (%llu, %llu bytes)",
+       (unsigned long long)c.memcpys, (unsigned long long)c.memcpy_bytes);
+    H->host_free(pin);
+    H->free(m, SIZE);
+    H->stream_destroy(st);
+}
+
+static void test_discards(void)
+{
+    umadv_cuda_host_counters_t c;
+    const umadv_cuda_host_record_t *log;
+    unsigned char *m = NULL;
+    void *ptrs[2];
+    size_t sizes[2] = {4096, 8192}, n;
+    umadv_stream_t st;
+
+    H->stream_create(&st);
+    H->malloc_managed(SIZE, 4096, (void **)&m);
+    memset(m, 0x11, SIZE);
+    ptrs[0] = m;
+    ptrs[1] = m + 65536;
+    umadv__cuda_host_log_enable(1);
+    ok(H->discard_batch(ptrs, sizes, 2, st) == UMADV_OK, "discard_batch of two ranges");
+    ok(all_bytes(m, 4096, UMADV_CUDA_HOST_POISON) &&
+           all_bytes(m + 65536, 8192, UMADV_CUDA_HOST_POISON),
+       "their bytes are lost: they read as the poison");
+    ok(all_bytes(m + 4096, 65536 - 4096, 0x11) && all_bytes(m + 73728, SIZE - 73728, 0x11),
+       "the bytes around them are kept");
+    ok(H->discard_batch(ptrs, sizes, 2, NULL) == UMADV_ERR_CUDA,
+       "the legacy default stream is refused, as CUDA does");
+    memset(m, 0x22, SIZE);
+    ok(H->discard_and_prefetch_batch(ptrs, sizes, 2, 0, st) == UMADV_OK &&
+           all_bytes(m, 4096, UMADV_CUDA_HOST_POISON) && all_bytes(m + 4096, 4096, 0x22),
+       "discard_and_prefetch_batch loses the bytes too");
+    ok(H->discard_and_prefetch_batch(ptrs, sizes, 2, 5, st) == UMADV_ERR_CUDA,
+       "to a device that does not exist: refused");
+    sizes[1] = SIZE; /* past the end of the allocation */
+    memset(m, 0x33, SIZE);
+    ok(H->discard_batch(ptrs, sizes, 2, st) == UMADV_ERR_CUDA && all_bytes(m, SIZE, 0x33),
+       "a range outside managed memory: refused, nothing discarded");
+    log = umadv__cuda_host_log(&n);
+    ok(n == 4 && log[0].call == UMADV_CUDA_CALL_DISCARD && log[0].batch == 2 &&
+           log[2].call == UMADV_CUDA_CALL_DISCARD_PREFETCH && log[3].ptr == ptrs[1],
+       "logged: one record per range (%zu)", n);
+    umadv__cuda_host_log_enable(0);
+    umadv__cuda_host_counters(&c);
+    ok(c.discards == 2 && c.discard_bytes == 12288 && c.discard_prefetches == 2 &&
+           c.discard_prefetch_bytes == 12288,
+       "counted per range and byte");
+    H->free(m, SIZE);
+    H->stream_destroy(st);
+}
+
+/* Both backends fill the new entries: a table without them would crash
+ * the executor's staged calls. */
+static void test_tables(void)
+{
+    const umadv_cuda_ops_t *t[] = {&umadv__cuda_ops_host, &umadv__cuda_ops_cudart};
+
+    for (size_t i = 0; i < 2; i++)
+        ok(t[i]->host_alloc && t[i]->host_free && t[i]->memcpy_async && t[i]->discard_batch &&
+               t[i]->discard_and_prefetch_batch,
+           "%s has every staging entry", t[i]->name);
+}
+
+int main(void)
+{
+    plan(22);
+    umadv__cuda_host_reset();
+    test_pinned();
+    test_copies();
+    test_discards();
+    test_tables();
+    return exit_status();
+}

@@ -1,0 +1,255 @@
+/*
+ * Staging through the public API on the host backend: umadv_set_stageable
+ * (its errors; off restores), a profiled and planned application whose
+ * CPU reads and writes its blocks inside the steps that declare them,
+ * under every policy, with the budget and the policy changed mid-way and
+ * blocks reallocated each iteration; the bytes, the counters in
+ * umadv_get_stats, UMADV_STAGE=0, and the PyTorch entry points marking
+ * their blocks stageable.
+ */
+#include <umadv.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/context.h"
+#include "common/util.h"
+#include "interpose/torch.h"
+#include "tap.h"
+#include "testutil.h"
+
+#define SECTION (64 * UMADV_KIB)
+#define NBLOCKS 6
+#define BLOCK   (4 * SECTION)
+#define NSTEPS  NBLOCKS
+#define ACT     (2 * SECTION)
+
+typedef struct app {
+    umadv_context_t ctx;
+    unsigned char  *block[NBLOCKS], *shadow[NBLOCKS];
+    unsigned char  *act; /* made every iteration, written then read */
+    int             wrong;
+    unsigned        seed;
+} app_t;
+
+static umadv_context_t host_context(uint64_t budget)
+{
+    umadv_context_params_t p = {
+        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE |
+                        UMADV_CONTEXT_FIELD_BUDGET,
+        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
+        .section_size = SECTION,
+        .budget       = budget,
+    };
+    umadv_context_t ctx = NULL;
+
+    return umadv_context_create(&p, &ctx) == UMADV_OK ? ctx : NULL;
+}
+
+/* ---- the API's errors --------------------------------------------------- */
+
+static void test_errors(void)
+{
+    umadv_context_t ctx = host_context(0);
+    void *p = NULL;
+    int word;
+
+    umadv_malloc(ctx, BLOCK, "b", &p);
+    log_take();
+    is(umadv_set_stageable(NULL, p, 1), UMADV_ERR_INVALID_PARAM, "NULL context");
+    is(umadv_set_stageable(ctx, NULL, 1), UMADV_ERR_INVALID_PARAM, "NULL pointer");
+    is(umadv_set_stageable(ctx, &word, 1), UMADV_ERR_NOT_FOUND, "memory umadv did not make");
+    is(umadv_set_stageable(ctx, (char *)p + 8, 1), UMADV_ERR_NOT_FOUND, "a block's interior");
+    ok(strstr(log_take(), "umadv_set_stageable") != NULL, "logged with the call's name");
+    is(umadv_set_stageable(ctx, p, 1), UMADV_OK, "a block from umadv_malloc");
+    is(umadv_set_stageable(ctx, p, 0), UMADV_OK, "and back off, with no replay running");
+    umadv_free(ctx, p);
+    umadv_context_destroy(ctx);
+}
+
+/* ---- an application --------------------------------------------------------- */
+
+static void check_range(app_t *a, int b, size_t off, size_t len)
+{
+    if (memcmp(a->block[b] + off, a->shadow[b] + off, len) != 0)
+        a->wrong = 1;
+}
+
+static void write_range(app_t *a, int b, size_t off, size_t len)
+{
+    for (size_t i = off; i < off + len; i += 61)
+        a->block[b][i] = a->shadow[b][i] = (unsigned char)(a->seed++ * 29 + i);
+}
+
+/* Step j reads block j and the next one's first half, writes the next
+ * one's second half; the activation is written by the first step and
+ * read by the last. */
+static void step(app_t *a, int j)
+{
+    int r = j, w = (j + 1) % NBLOCKS;
+
+    umadv_step_begin(a->ctx, NULL, NULL);
+    umadv_step_access(a->ctx, a->block[r], BLOCK, UMADV_ACCESS_READ);
+    umadv_step_access(a->ctx, a->block[w], BLOCK, UMADV_ACCESS_RW);
+    if (j == 0 || j == NSTEPS - 1)
+        umadv_step_access(a->ctx, a->act, ACT, j == 0 ? UMADV_ACCESS_WRITE : UMADV_ACCESS_READ);
+    check_range(a, r, 0, BLOCK);
+    check_range(a, w, 0, BLOCK);
+    write_range(a, w, BLOCK / 2, BLOCK / 2);
+    if (j == 0) {
+        memset(a->act, (int)(a->seed & 0xff), ACT);
+    } else if (j == NSTEPS - 1) {
+        for (size_t i = 0; i < ACT; i++)
+            a->wrong |= a->act[i] != a->act[0];
+    }
+    umadv_step_end(a->ctx, 1000000);
+}
+
+static void iteration(app_t *a)
+{
+    umadv_iteration_begin(a->ctx);
+    umadv_malloc(a->ctx, ACT, "act", (void **)&a->act);
+    umadv_set_stageable(a->ctx, a->act, 1);
+    for (int j = 0; j < NSTEPS; j++)
+        step(a, j);
+    umadv_free(a->ctx, a->act);
+    a->act = NULL;
+}
+
+static int app_init(app_t *a, uint64_t budget)
+{
+    memset(a, 0, sizeof(*a));
+    a->ctx = host_context(budget);
+    if (a->ctx == NULL)
+        return -1;
+    for (int b = 0; b < NBLOCKS; b++) {
+        if (umadv_malloc(a->ctx, BLOCK, "block", (void **)&a->block[b]) != UMADV_OK ||
+            (a->shadow[b] = calloc(1, BLOCK)) == NULL)
+            return -1;
+        memset(a->block[b], 0, BLOCK); /* the pool may hand out used memory */
+        write_range(a, b, 0, BLOCK);
+        /* every block but the last is stageable */
+        if (b < NBLOCKS - 1)
+            umadv_set_stageable(a->ctx, a->block[b], 1);
+    }
+    return 0;
+}
+
+/* The CPU reads every block: staging off first. */
+static int app_all_intact(app_t *a)
+{
+    int intact = !a->wrong;
+
+    for (int b = 0; b < NBLOCKS; b++) {
+        umadv_set_stageable(a->ctx, a->block[b], 0);
+        intact &= memcmp(a->block[b], a->shadow[b], BLOCK) == 0;
+        umadv_set_stageable(a->ctx, a->block[b], b < NBLOCKS - 1);
+    }
+    return intact;
+}
+
+static void app_end(app_t *a)
+{
+    for (int b = 0; b < NBLOCKS; b++) {
+        umadv_free(a->ctx, a->block[b]);
+        free(a->shadow[b]);
+    }
+    umadv_context_destroy(a->ctx);
+}
+
+static void stats(app_t *a, umadv_stats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->size = sizeof(*s);
+    umadv_get_stats(a->ctx, s);
+}
+
+static void test_policies(void)
+{
+    static const umadv_policy_t policies[] = {UMADV_POLICY_PLAN, UMADV_POLICY_DEMAND,
+                                              UMADV_POLICY_PREFETCH_ALL, UMADV_POLICY_PLAN};
+    umadv_stats_t s;
+    app_t a;
+
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "six blocks of four sections, a three-block budget"))
+        return;
+    umadv_profile_next_iteration(a.ctx);
+    iteration(&a);
+    iteration(&a); /* the timing pass */
+    is(umadv_plan(a.ctx), UMADV_OK, "planned");
+    for (size_t p = 0; p < UMADV_ARRAY_SIZE(policies); p++) {
+        umadv_set_policy(a.ctx, policies[p]);
+        for (int it = 0; it < 3; it++)
+            iteration(&a);
+        ok(app_all_intact(&a), "%s: every byte the steps and the CPU read was the last written",
+           umadv_policy_name(policies[p]));
+    }
+    /* a budget change in the middle of an iteration ends the replay there */
+    umadv_iteration_begin(a.ctx);
+    umadv_malloc(a.ctx, ACT, "act", (void **)&a.act);
+    for (int j = 0; j < NSTEPS / 2; j++)
+        step(&a, j);
+    umadv_set_budget(a.ctx, 4 * BLOCK);
+    for (int j = NSTEPS / 2; j < NSTEPS; j++)
+        step(&a, j);
+    umadv_free(a.ctx, a.act);
+    a.act = NULL;
+    iteration(&a);
+    ok(app_all_intact(&a), "a budget change mid-iteration loses nothing");
+    stats(&a, &s);
+    ok(s.staged_bytes > 0 && s.restored_bytes > 0,
+       "umadv_get_stats counts staged (%llu) and restored (%llu) bytes",
+       (unsigned long long)s.staged_bytes, (unsigned long long)s.restored_bytes);
+    app_end(&a);
+}
+
+/* UMADV_STAGE=0: the same application stages nothing. */
+static void test_off(void)
+{
+    umadv_stats_t s;
+    app_t a;
+
+    setenv("UMADV_STAGE", "0", 1);
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "UMADV_STAGE=0: a context"))
+        return;
+    unsetenv("UMADV_STAGE");
+    umadv_profile_next_iteration(a.ctx);
+    iteration(&a);
+    iteration(&a);
+    umadv_plan(a.ctx);
+    for (int it = 0; it < 3; it++)
+        iteration(&a);
+    stats(&a, &s);
+    ok(s.staged_bytes == 0 && s.evicted_bytes > 0 && app_all_intact(&a),
+       "evictions migrate (%llu bytes), nothing is staged",
+       (unsigned long long)s.evicted_bytes);
+    app_end(&a);
+}
+
+/* The PyTorch entry points hand out device memory: stageable. */
+static void test_torch(void)
+{
+    umadv_context_t ctx = host_context(0), old = umadv__torch_reset(ctx);
+    umadv_pool_loc_t loc;
+    void *p = umadv_torch_malloc(BLOCK, 0, NULL);
+
+    ok(p != NULL && umadv__pool_lookup(ctx->pool, p, &loc) == UMADV_OK &&
+           ((umadv_ctx_alloc_t *)(uintptr_t)loc.user)->stageable,
+       "umadv_torch_malloc's blocks are stageable");
+    umadv_torch_free(p, BLOCK, 0, NULL);
+    umadv__torch_reset(old);
+    umadv_context_destroy(ctx);
+}
+
+int main(void)
+{
+    env_clear();
+    log_capture_start();
+    plan(18);
+    test_errors();
+    test_policies();
+    test_off();
+    test_torch();
+    log_capture_stop();
+    return exit_status();
+}

@@ -1,0 +1,210 @@
+/*
+ * Staged evictions on a real GPU (skipped without one): the cudart staging
+ * entries move every byte of managed memory out to pinned memory and back
+ * around a discard; then the executor replays a small chain of kernels
+ * under a budget that forces staged evictions, for each policy, and every
+ * buffer holds what the host computes. Multiplying by 0.5 is exact, so
+ * the host computes the same bits as the GPU.
+ */
+#include <umadv.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
+#include "exec/exec.h"
+#include "plan/plan.h"
+#include "exec_gpu_kernels.h"
+#include "tap.h"
+
+#define SECTION (2 * UMADV_MIB)
+#define BUF     (16 * UMADV_MIB)
+#define NBUF    6
+#define NSTEPS  NBUF
+#define BUDGET  (3 * BUF)
+#define ITERS   3
+
+static const umadv_cuda_ops_t *G = &umadv__cuda_ops_cudart;
+
+/* ---- the cudart entries --------------------------------------------------- */
+
+static void test_entries(void)
+{
+    size_t n = 64 * UMADV_MIB, sizes[1] = {n};
+    unsigned char *m = NULL, *pin = NULL, *ref = malloc(n);
+    void *ptrs[1];
+    umadv_stream_t st = NULL;
+    int ok_all;
+
+    if (!ok(G->stream_create(&st) == UMADV_OK &&
+                G->malloc_managed(n, 0, (void **)&m) == UMADV_OK &&
+                G->host_alloc(n, (void **)&pin) == UMADV_OK && ref != NULL,
+            "managed, pinned memory and a stream")) {
+        skip("no memory", "the copies");
+        skip("no memory", "the discard");
+        skip("no memory", "the restore");
+        skip("no memory", "the bytes");
+        free(ref);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        m[i] = ref[i] = (unsigned char)(i * 7 + (i >> 16));
+    ptrs[0] = m;
+    ok_all = G->prefetch(m, n, 0, st) == UMADV_OK && G->stream_synchronize(st) == UMADV_OK &&
+             G->memcpy_async(pin, m, n, st) == UMADV_OK &&
+             G->stream_synchronize(st) == UMADV_OK;
+    ok(ok_all && memcmp(pin, ref, n) == 0, "a GPU-resident range copied into pinned memory");
+    ok(G->discard_batch(ptrs, sizes, 1, st) == UMADV_OK && G->stream_synchronize(st) == UMADV_OK,
+       "cudaMemDiscardBatchAsync");
+    ok(G->discard_and_prefetch_batch(ptrs, sizes, 1, 0, st) == UMADV_OK &&
+           G->memcpy_async(m, pin, n, st) == UMADV_OK && G->stream_synchronize(st) == UMADV_OK,
+       "cudaMemDiscardAndPrefetchBatchAsync, then the copy back");
+    ok(memcmp(m, ref, n) == 0, "every byte is back");
+    G->host_free(pin);
+    G->free(m, n);
+    G->stream_destroy(st);
+    free(ref);
+}
+
+/* ---- the executor ------------------------------------------------------------ */
+
+/* Step j: buf[(j + 1) % NBUF] = 0.5 * buf[(j + 1) % NBUF] + buf[j]. */
+static umadv_status_t chain_trace(umadv_trace_t *t)
+{
+    uint32_t id;
+
+    umadv__trace_init(t, SECTION);
+    for (int b = 0; b < NBUF; b++)
+        umadv__trace_add_alloc(t, 0, BUF, UMADV_ALLOC_WEIGHT, NULL, &id);
+    for (uint32_t it = 0; it < 2; it++) {
+        for (uint32_t j = 0; j < NSTEPS; j++) {
+            umadv__trace_add_step(t, NULL, UMADV_STEP_LAYER, it, 1000000, NULL);
+            umadv__trace_add_access_sections(t, j, 0, BUF / SECTION, UMADV_ACCESS_READ, 0);
+            umadv__trace_add_access_sections(t, (j + 1) % NBUF, 0, BUF / SECTION,
+                                             UMADV_ACCESS_RW, 0);
+        }
+    }
+    return umadv__trace_finalize(t, NULL, 0);
+}
+
+typedef struct chain {
+    umadv_trace_t    t;
+    umadv_schedule_t s;
+    float           *buf[NBUF], *ref[NBUF];
+    cudaStream_t     stream;
+} chain_t;
+
+static void host_step(chain_t *c, uint32_t j)
+{
+    float *y = c->ref[(j + 1) % NBUF];
+    const float *x = c->ref[j];
+
+    for (size_t i = 0; i < BUF / sizeof(float); i++)
+        y[i] = 0.5f * y[i] + x[i];
+}
+
+static int buffers_match(const chain_t *c)
+{
+    for (int b = 0; b < NBUF; b++) {
+        if (memcmp(c->buf[b], c->ref[b], BUF) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void run_policy(chain_t *c, umadv_policy_t policy)
+{
+    umadv_exec_params_t p = {.ops = G, .policy = policy, .budget = BUDGET, .trace = &c->t,
+                             .first_step = c->s.first_step, .nsteps = c->s.nsteps,
+                             .schedule = &c->s, .stage = 1};
+    umadv_exec_stats_t st;
+    umadv_exec_t *e;
+    int launched = 1;
+
+    if (umadv__exec_create(&p, &e) != UMADV_OK) {
+        ok(0, "%s: executor", umadv_policy_name(policy));
+        return;
+    }
+    for (uint32_t b = 0; b < NBUF; b++) {
+        umadv__exec_bind(e, b, c->buf[b], BUF, c->buf[b], 1);
+        umadv__exec_set_stageable(e, b, 1);
+    }
+    umadv__exec_start(e, c->stream);
+    for (int it = 0; it < ITERS; it++) {
+        umadv__exec_iteration_begin(e);
+        for (uint32_t j = 0; j < NSTEPS; j++) {
+            umadv__exec_step_begin(e);
+            umadv__exec_step_wait(e);
+            launched &= exec_gpu_scale_add(c->buf[(j + 1) % NBUF], c->buf[j],
+                                           BUF / sizeof(float), 0.5f, c->stream) == 0;
+            umadv__exec_step_end(e, c->stream);
+            host_step(c, j);
+        }
+    }
+    cudaStreamSynchronize(c->stream);
+    umadv__exec_get_stats(e, &st);
+    umadv__exec_destroy(e); /* restores whatever is staged */
+    ok(launched && st.cuda_errors == 0 && st.staged_bytes > 0 &&
+           (st.restored_bytes > 0 || policy == UMADV_POLICY_DEMAND),
+       "%s: staged %llu MiB, restored %llu MiB (%llu synchronously), no CUDA error",
+       umadv_policy_name(policy), (unsigned long long)(st.staged_bytes >> 20),
+       (unsigned long long)(st.restored_bytes >> 20),
+       (unsigned long long)(st.sync_restored_bytes >> 20));
+    ok(buffers_match(c), "%s: every buffer holds the host's bits", umadv_policy_name(policy));
+}
+
+static int chain_init(chain_t *c)
+{
+    umadv_plan_params_t pp;
+
+    if (chain_trace(&c->t) != UMADV_OK)
+        return -1;
+    umadv__plan_params_default(&c->t, BUDGET, &pp);
+    if (umadv__plan_build(&c->t, &pp, &c->s) != UMADV_OK)
+        return -1;
+    if (cudaStreamCreate(&c->stream) != cudaSuccess)
+        return -1;
+    for (int b = 0; b < NBUF; b++) {
+        if (G->malloc_managed(BUF, 0, (void **)&c->buf[b]) != UMADV_OK ||
+            (c->ref[b] = malloc(BUF)) == NULL)
+            return -1;
+        for (size_t i = 0; i < BUF / sizeof(float); i++)
+            c->buf[b][i] = c->ref[b][i] = (float)((i + (size_t)b * 977) % 1024);
+    }
+    return 0;
+}
+
+static void chain_cleanup(chain_t *c)
+{
+    for (int b = 0; b < NBUF; b++) {
+        if (c->buf[b] != NULL)
+            G->free(c->buf[b], BUF);
+        free(c->ref[b]);
+    }
+    if (c->stream != NULL)
+        cudaStreamDestroy(c->stream);
+    umadv__schedule_cleanup(&c->s);
+    umadv__trace_cleanup(&c->t);
+}
+
+int main(void)
+{
+    static const umadv_policy_t policies[] = {UMADV_POLICY_DEMAND, UMADV_POLICY_PREFETCH_ALL,
+                                              UMADV_POLICY_PLAN};
+    chain_t c;
+    int count = 0;
+
+    if (G->device_count(&count) != UMADV_OK || count == 0)
+        skip_all("no CUDA device");
+    plan(5 + 1 + 2 * (int)UMADV_ARRAY_SIZE(policies));
+    test_entries();
+    memset(&c, 0, sizeof(c));
+    ok(chain_init(&c) == 0, "6 buffers of 16 MiB, a 48 MiB budget, a plan");
+    for (size_t p = 0; p < UMADV_ARRAY_SIZE(policies); p++)
+        run_policy(&c, policies[p]);
+    chain_cleanup(&c);
+    return exit_status();
+}

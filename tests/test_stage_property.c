@@ -1,0 +1,542 @@
+/*
+ * Staged evictions never lose a byte (issue 11, item 2): a property test
+ * of the executor on the host backend, whose discards fill the range with
+ * garbage (UMADV_CUDA_HOST_POISON), so that any byte a restore misses
+ * shows.
+ *
+ * Each case is a random trace, policy, budget and schedule; random
+ * allocations are stageable. The test plays the application: at every
+ * step, after the executor's wait, it reads every section the step
+ * accesses on the real host memory of its block and compares it with
+ * the last bytes it wrote there, then writes new bytes where the access
+ * writes; at the end of some iterations it also works past the profiled
+ * steps, or after launches that diverged, on any block. Between steps it
+ * drifts at random: a block is freed and another
+ * takes its role (dead data), a live block is bound again (its staged
+ * data must come back first), staging is turned off for a block (which
+ * the CPU may then read whole), and the executor is destroyed and a new
+ * one made with another policy and budget mid-iteration (every block is
+ * read whole then). The lanes run concurrently with the application, or
+ * are drained at random points. At the end every block is read whole.
+ *
+ * It must be able to fail: the same cases run through a CUDA table whose
+ * copies back from staging (or into it) do nothing, and must be caught.
+ *
+ * Debugging: STAGE_SEED=N runs case N alone (STAGE_SHOW=1 names the
+ * cases that fail).
+ *
+ * Contents: section s at version v holds pattern[shift(s, v) ..] (a
+ * random buffer), so that a check is one memcmp and a stale version
+ * differs from the current one.
+ */
+#include <umadv.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
+#include "exec/exec.h"
+#include "plan/plan.h"
+#include "schedule/window.h"
+#include "plan_util.h"
+#include "tap.h"
+
+#define CASES        2000
+#define MUTANT_CASES 300
+#define ITERATIONS   3
+#define PATTERN_SHIFTS 251 /* a prime: versions of one section seldom repeat a shift */
+
+static unsigned char pattern[TP_SECTION + PATTERN_SHIFTS];
+
+/* ---- a CUDA table with a broken staging copy ------------------------------ */
+
+typedef enum mutant {
+    MUTANT_NONE, MUTANT_NO_COPY_BACK, MUTANT_NO_COPY_OUT,
+    MUTANT_NO_DISCARDS /* not a bug: a driver without discards */
+} mutant_t;
+
+static struct {
+    mutant_t        mutant;
+    pthread_mutex_t lock;
+    uintptr_t       pinned[64];
+    size_t          pinned_size[64];
+    size_t          npinned;
+} mut = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int is_pinned(const void *p)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&mut.lock);
+    for (size_t i = 0; i < mut.npinned && !found; i++)
+        found = (uintptr_t)p >= mut.pinned[i] && (uintptr_t)p < mut.pinned[i] + mut.pinned_size[i];
+    pthread_mutex_unlock(&mut.lock);
+    return found;
+}
+
+static umadv_status_t m_host_alloc(size_t size, void **p)
+{
+    umadv_status_t status = umadv__cuda_ops_host.host_alloc(size, p);
+
+    pthread_mutex_lock(&mut.lock);
+    if (status == UMADV_OK && mut.npinned < UMADV_ARRAY_SIZE(mut.pinned)) {
+        mut.pinned[mut.npinned] = (uintptr_t)*p;
+        mut.pinned_size[mut.npinned++] = size;
+    }
+    pthread_mutex_unlock(&mut.lock);
+    return status;
+}
+
+static umadv_status_t m_host_free(void *p)
+{
+    pthread_mutex_lock(&mut.lock);
+    for (size_t i = 0; i < mut.npinned; i++) {
+        if (mut.pinned[i] == (uintptr_t)p) {
+            mut.pinned[i] = mut.pinned[--mut.npinned];
+            mut.pinned_size[i] = mut.pinned_size[mut.npinned];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&mut.lock);
+    return umadv__cuda_ops_host.host_free(p);
+}
+
+/* The mutant's copy does nothing, in the one direction it breaks. */
+static umadv_status_t m_memcpy(void *dst, const void *src, size_t n, umadv_stream_t st)
+{
+    if ((mut.mutant == MUTANT_NO_COPY_BACK && is_pinned(src)) ||
+        (mut.mutant == MUTANT_NO_COPY_OUT && is_pinned(dst)))
+        return UMADV_OK;
+    return umadv__cuda_ops_host.memcpy_async(dst, src, n, st);
+}
+
+static umadv_status_t m_discard(void **p, size_t *s, size_t n, umadv_stream_t st)
+{
+    if (mut.mutant == MUTANT_NO_DISCARDS)
+        return UMADV_ERR_UNSUPPORTED;
+    return umadv__cuda_ops_host.discard_batch(p, s, n, st);
+}
+
+static umadv_status_t m_discard_prefetch(void **p, size_t *s, size_t n, int loc,
+                                         umadv_stream_t st)
+{
+    if (mut.mutant == MUTANT_NO_DISCARDS)
+        return UMADV_ERR_UNSUPPORTED;
+    return umadv__cuda_ops_host.discard_and_prefetch_batch(p, s, n, loc, st);
+}
+
+static umadv_cuda_ops_t mutant_ops;
+
+static void mutant_ops_init(void)
+{
+    mutant_ops = umadv__cuda_ops_host;
+    mutant_ops.name = "mutant";
+    mutant_ops.host_alloc = m_host_alloc;
+    mutant_ops.host_free = m_host_free;
+    mutant_ops.memcpy_async = m_memcpy;
+    mutant_ops.discard_batch = m_discard;
+    mutant_ops.discard_and_prefetch_batch = m_discard_prefetch;
+}
+
+/* ---- the application's memory ---------------------------------------------- */
+
+typedef struct app {
+    const umadv_trace_t    *t;
+    const umadv_schedule_t *schedule;
+    uint32_t                first, n;      /* the replayed iteration's steps */
+    uint64_t                rng;
+    umadv_exec_t           *exec;
+    umadv_policy_t          policy;
+    uint64_t                budget, min_budget, max_budget;
+    void                  **block;         /* per trace allocation */
+    uint32_t               *version;       /* per section */
+    uint32_t                next_version;
+    int                     drain;         /* drain the lanes at every call */
+    /* outcomes */
+    uint64_t                checked, mismatched, errors;
+    umadv_exec_stats_t      sum;
+} app_t;
+
+static const unsigned char *expected(const app_t *a, uint32_t s)
+{
+    return pattern + (s * 17u + a->version[s] * 131u) % PATTERN_SHIFTS;
+}
+
+static unsigned char *section_ptr(const app_t *a, uint32_t s)
+{
+    const umadv_trace_section_t *sec = &a->t->sections[s];
+
+    return (unsigned char *)a->block[sec->alloc] + sec->offset;
+}
+
+static void section_check(app_t *a, uint32_t s)
+{
+    a->checked++;
+    if (memcmp(section_ptr(a, s), expected(a, s), a->t->sections[s].size) != 0)
+        a->mismatched++;
+}
+
+static void section_write(app_t *a, uint32_t s)
+{
+    a->version[s] = a->next_version++;
+    memcpy(section_ptr(a, s), expected(a, s), a->t->sections[s].size);
+}
+
+static void block_fill(app_t *a, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *al = &a->t->allocs[alloc];
+
+    for (uint32_t i = 0; i < al->nsections; i++)
+        section_write(a, al->first_section + i);
+}
+
+static void block_check(app_t *a, uint32_t alloc)
+{
+    const umadv_trace_alloc_t *al = &a->t->allocs[alloc];
+
+    for (uint32_t i = 0; i < al->nsections; i++)
+        section_check(a, al->first_section + i);
+}
+
+static void all_check(app_t *a)
+{
+    for (uint32_t al = 0; al < a->t->nallocs; al++)
+        block_check(a, al);
+}
+
+/* ---- the executor ---------------------------------------------------------- */
+
+static void bind(app_t *a, uint32_t alloc, int maybe_resident)
+{
+    if (umadv__exec_bind(a->exec, alloc, a->block[alloc], a->t->allocs[alloc].size,
+                         a->block[alloc], maybe_resident) != UMADV_OK)
+        a->errors++;
+    /* three in four stageable */
+    umadv__exec_set_stageable(a->exec, alloc, tp_below(&a->rng, 4) != 0);
+}
+
+static void exec_make(app_t *a, const umadv_cuda_ops_t *ops)
+{
+    static const umadv_policy_t policies[] = {UMADV_POLICY_ORACLE, UMADV_POLICY_DEMAND,
+                                              UMADV_POLICY_PREFETCH_ALL, UMADV_POLICY_PLAN,
+                                              UMADV_POLICY_PLAN, UMADV_POLICY_PREFETCH_ALL};
+    umadv_exec_params_t p = {.ops = ops, .trace = a->t, .first_step = a->first,
+                             .nsteps = a->n, .schedule = a->schedule, .stage = 1};
+
+    a->policy = policies[tp_below(&a->rng, UMADV_ARRAY_SIZE(policies))];
+    /* the plan was made for its budget; the others take any */
+    a->budget = a->policy == UMADV_POLICY_PLAN
+                    ? a->budget
+                    : a->min_budget + tp_below(&a->rng, (uint32_t)(a->max_budget -
+                                                                   a->min_budget + 1));
+    p.policy = a->policy;
+    p.budget = a->budget;
+    if (umadv__exec_create(&p, &a->exec) != UMADV_OK) {
+        a->errors++;
+        a->exec = NULL;
+        return;
+    }
+    for (uint32_t al = 0; al < a->t->nallocs; al++)
+        bind(a, al, 1);
+    umadv__exec_start(a->exec, NULL);
+}
+
+static void exec_end(app_t *a)
+{
+    umadv_exec_stats_t st;
+
+    if (a->exec == NULL)
+        return;
+    umadv__exec_get_stats(a->exec, &st);
+    umadv__exec_destroy(a->exec); /* restores everything first */
+    a->exec = NULL;
+    a->sum.staged_bytes += st.staged_bytes;
+    a->sum.restored_bytes += st.restored_bytes;
+    a->sum.sync_restored_bytes += st.sync_restored_bytes;
+    a->sum.late_restored_bytes += st.late_restored_bytes;
+    a->sum.cuda_errors += st.cuda_errors;
+    all_check(a);
+}
+
+static void maybe_drain(app_t *a)
+{
+    if (a->drain)
+        umadv__exec_drain(a->exec);
+}
+
+/* ---- drift ------------------------------------------------------------------ */
+
+/* Block @alloc is freed (its data dead) and a new one takes its role. */
+static void drift_realloc(app_t *a, uint32_t alloc)
+{
+    void *fresh;
+
+    umadv__exec_unbind(a->exec, alloc);
+    if (umadv__cuda_ops_host.malloc_managed(a->t->allocs[alloc].size, 4096, &fresh) != UMADV_OK) {
+        a->errors++;
+        return;
+    }
+    umadv__cuda_ops_host.free(a->block[alloc], a->t->allocs[alloc].size);
+    a->block[alloc] = fresh;
+    block_fill(a, alloc);
+    bind(a, alloc, (int)tp_below(&a->rng, 2));
+}
+
+static void drift(app_t *a, const umadv_cuda_ops_t *ops)
+{
+    uint32_t alloc = tp_below(&a->rng, a->t->nallocs);
+
+    switch (tp_below(&a->rng, 24)) {
+    case 0:
+        drift_realloc(a, alloc);
+        break;
+    case 1: /* the same live block plays its role again */
+        bind(a, alloc, 1);
+        break;
+    case 2: /* staging off: the CPU may read it all now */
+        umadv__exec_set_stageable(a->exec, alloc, 0);
+        block_check(a, alloc);
+        break;
+    case 3: /* a policy or budget change: a new executor */
+        exec_end(a);
+        exec_make(a, ops);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- steps -------------------------------------------------------------- */
+
+/* The step's accesses, as a kernel would make them. */
+static void step_work(app_t *a, uint32_t j)
+{
+    const umadv_trace_step_t *step = &a->t->steps[a->first + j];
+
+    for (uint32_t x = step->first_access; x < step->first_access + step->naccesses; x++) {
+        const umadv_trace_access_t *acc = &a->t->accesses[x];
+
+        for (uint32_t i = 0; i < acc->count; i++) {
+            uint32_t s = a->t->allocs[acc->alloc].first_section + acc->first + i;
+            section_check(a, s);
+            if (acc->mode & UMADV_ACCESS_WRITE)
+                section_write(a, s);
+        }
+    }
+}
+
+/* Work the replay cannot foresee: steps past the profiled ones, or
+ * launches that diverged from them (the executor is told: pause). They
+ * may touch anything. */
+static void unforeseen_work(app_t *a)
+{
+    uint32_t alloc = tp_below(&a->rng, a->t->nallocs);
+    const umadv_trace_alloc_t *al = &a->t->allocs[alloc];
+
+    if (tp_below(&a->rng, 2)) {
+        umadv__exec_step_begin(a->exec); /* past the end */
+        umadv__exec_step_wait(a->exec);
+    } else {
+        umadv__exec_stage_pause(a->exec);
+    }
+    for (uint32_t i = 0; i < al->nsections; i++) {
+        section_check(a, al->first_section + i);
+        section_write(a, al->first_section + i);
+    }
+    if (tp_below(&a->rng, 2) == 0)
+        umadv__exec_step_end(a->exec, NULL);
+}
+
+static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
+{
+    umadv__exec_iteration_begin(a->exec);
+    for (uint32_t j = 0; j < a->n; j++) {
+        umadv__exec_step_begin(a->exec);
+        maybe_drain(a);
+        umadv__exec_step_wait(a->exec);
+        step_work(a, j);
+        umadv__exec_step_end(a->exec, NULL);
+        maybe_drain(a);
+        drift(a, ops);
+        if (a->exec == NULL)
+            return;
+        if (tp_below(&a->rng, 40) == 0)
+            return; /* an iteration cut short: the next begins early */
+    }
+    for (uint32_t k = tp_below(&a->rng, 6); k < 2; k++)
+        unforeseen_work(a);
+}
+
+/* ---- one case --------------------------------------------------------------- */
+
+typedef struct tally {
+    uint64_t cases, checked, mismatched, errors, staged, restored, sync_restored, late;
+    uint64_t failing_cases;
+} tally_t;
+
+static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
+                      uint64_t seed)
+{
+    tp_params_t tp = {.nallocs = 3 + (uint32_t)(seed % 6), .nsteps = 4 + (uint32_t)(seed % 9),
+                      .niters = 2, .max_sections = 4, .uniform = (int)(seed & 1)};
+    umadv_plan_params_t pp;
+    uint64_t footprint = 0;
+
+    if (tp_random_trace(seed, &tp, t) != UMADV_OK)
+        return -1;
+    if (umadv__trace_iteration_require(t, t->niterations - 1, &a->first, &a->n) != UMADV_OK ||
+        umadv__window_init(w, t, a->first, a->n) != UMADV_OK) {
+        umadv__trace_cleanup(t);
+        return -1;
+    }
+    for (uint32_t al = 0; al < t->nallocs; al++)
+        footprint += t->allocs[al].size;
+    a->t = t;
+    a->min_budget = w->max_step_bytes;
+    a->max_budget = UMADV_MAX(a->min_budget, footprint);
+    a->budget = a->min_budget + tp_below(&a->rng, (uint32_t)(a->max_budget - a->min_budget + 1));
+    umadv__plan_params_default(t, a->budget, &pp);
+    if (umadv__plan_build(t, &pp, s) != UMADV_OK) {
+        umadv__window_cleanup(w);
+        umadv__trace_cleanup(t);
+        return -1;
+    }
+    a->schedule = s;
+    return 0;
+}
+
+static int case_blocks(app_t *a)
+{
+    a->block = calloc(a->t->nallocs + 1, sizeof(*a->block));
+    a->version = calloc(a->t->nsections + 1, sizeof(*a->version));
+    if (a->block == NULL || a->version == NULL)
+        return -1;
+    for (uint32_t al = 0; al < a->t->nallocs; al++) {
+        if (umadv__cuda_ops_host.malloc_managed(a->t->allocs[al].size, 4096, &a->block[al]) !=
+            UMADV_OK)
+            return -1;
+        block_fill(a, al);
+    }
+    return 0;
+}
+
+static void case_free(app_t *a)
+{
+    for (uint32_t al = 0; a->block != NULL && al < a->t->nallocs; al++) {
+        if (a->block[al] != NULL)
+            umadv__cuda_ops_host.free(a->block[al], a->t->allocs[al].size);
+    }
+    free(a->block);
+    free(a->version);
+}
+
+static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
+{
+    app_t a = {.rng = seed * 0x2545f4914f6cdd1dULL + 7};
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    umadv_window_t w;
+
+    a.drain = tp_below(&a.rng, 3) == 0;
+    if (case_setup(&a, &t, &s, &w, seed) != 0) {
+        y->errors++;
+        return;
+    }
+    if (case_blocks(&a) == 0) {
+        exec_make(&a, ops);
+        for (int it = 0; it < ITERATIONS * 2 && a.exec != NULL; it++)
+            iteration(&a, ops);
+        exec_end(&a);
+    } else {
+        a.errors++;
+    }
+    case_free(&a);
+    if ((a.mismatched || a.errors || a.sum.cuda_errors) && getenv("STAGE_SHOW") != NULL)
+        diag("seed %llu: %llu mismatches, %llu errors", (unsigned long long)seed,
+             (unsigned long long)a.mismatched, (unsigned long long)(a.errors + a.sum.cuda_errors));
+    y->cases++;
+    y->checked += a.checked;
+    y->mismatched += a.mismatched;
+    y->failing_cases += a.mismatched > 0;
+    y->errors += a.errors + a.sum.cuda_errors;
+    y->staged += a.sum.staged_bytes;
+    y->restored += a.sum.restored_bytes;
+    y->sync_restored += a.sum.sync_restored_bytes;
+    y->late += a.sum.late_restored_bytes;
+    umadv__schedule_cleanup(&s);
+    umadv__window_cleanup(&w);
+    umadv__trace_cleanup(&t);
+}
+
+static void pattern_init(void)
+{
+    uint64_t rng = 12345;
+
+    for (size_t i = 0; i < sizeof(pattern); i++) {
+        pattern[i] = (unsigned char)(tp_rand(&rng) >> 56);
+        if (pattern[i] == UMADV_CUDA_HOST_POISON)
+            pattern[i] ^= 1;
+    }
+}
+
+int main(void)
+{
+    umadv_cuda_host_counters_t c;
+    tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0};
+
+    pattern_init();
+    mutant_ops_init();
+    umadv__cuda_host_configure(UINT64_C(1) << 40, 1);
+    if (getenv("STAGE_SEED") != NULL) { /* debugging: one case, shown */
+        setenv("STAGE_SHOW", "1", 1);
+        run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
+        return y.mismatched > 0 || y.errors > 0;
+    }
+    plan(11);
+    for (uint64_t seed = 1; seed <= CASES; seed++)
+        run_case(seed, &umadv__cuda_ops_host, &y);
+    diag("%llu cases, %llu section reads, %llu MiB staged, %llu MiB restored by the lane, "
+         "%llu MiB synchronously", (unsigned long long)y.cases, (unsigned long long)y.checked,
+         (unsigned long long)(y.staged >> 20), (unsigned long long)(y.restored >> 20),
+         (unsigned long long)(y.sync_restored >> 20));
+    ok(y.errors == 0 && y.cases == CASES, "%llu cases ran without an error",
+       (unsigned long long)y.cases);
+    ok(y.staged > 0 && y.restored > 0, "data was staged (%llu bytes) and restored (%llu)",
+       (unsigned long long)y.staged, (unsigned long long)y.restored);
+    ok(y.sync_restored > 0, "synchronous restores (drift, staging off, the end) were made");
+    ok(y.late == 0, "the replay core's restores came in time for every step: its last "
+       "check restored nothing (%llu bytes)", (unsigned long long)y.late);
+    ok(y.mismatched == 0, "every byte a step or the application read was the last written "
+       "(%llu of %llu section reads differ, in %llu cases)", (unsigned long long)y.mismatched,
+       (unsigned long long)y.checked, (unsigned long long)y.failing_cases);
+    umadv__cuda_host_counters(&c);
+    ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "no pinned (%llu) or managed (%llu) "
+       "bytes left", (unsigned long long)c.pinned_bytes, (unsigned long long)c.managed_bytes);
+
+    /* The test can fail: broken staging copies are caught. */
+    mut.mutant = MUTANT_NO_COPY_BACK;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &mutant_ops, &broken_back);
+    ok(broken_back.mismatched > 0, "a restore that copies nothing back is caught (%llu "
+       "cases of %d)", (unsigned long long)broken_back.failing_cases, MUTANT_CASES);
+    mut.mutant = MUTANT_NO_COPY_OUT;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &mutant_ops, &broken_out);
+    ok(broken_out.mismatched > 0, "a staged eviction that copies nothing out is caught (%llu "
+       "cases of %d)", (unsigned long long)broken_out.failing_cases, MUTANT_CASES);
+    mut.mutant = MUTANT_NO_DISCARDS;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &mutant_ops, &no_discards);
+    ok(no_discards.mismatched == 0 && no_discards.errors == 0 && no_discards.staged == 0,
+       "a driver without discards: evictions migrate, no error, nothing lost (%llu of %llu "
+       "reads differ)", (unsigned long long)no_discards.mismatched,
+       (unsigned long long)no_discards.checked);
+    mut.mutant = MUTANT_NONE;
+    umadv__cuda_host_counters(&c);
+    ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "the mutants left nothing either");
+    ok(broken_back.errors == 0 && broken_out.errors == 0, "the mutants' cases ran");
+    return exit_status();
+}
