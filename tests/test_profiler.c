@@ -249,17 +249,26 @@ static void test_launch_regions(void)
 
 /* ---- link model -------------------------------------------------------- */
 
-static void test_link_fit(void)
+/* 50 GB/s and 40 us per call; 10 GB/s and 400 us per call. */
+static umadv_link_sample_t fit_sample(void)
 {
     umadv_link_sample_t s = {
         .big_bytes = 256 * UMADV_MIB, .piece_bytes = 2 * UMADV_MIB, .pieces = 16,
-        /* 50 GB/s and 40 us per call; 10 GB/s and 400 us; faults at 4 GB/s */
         .fetch_big = 40e-6 + 256.0 * UMADV_MIB / 50e9,
         .fetch_pieces = 16 * (40e-6 + 2.0 * UMADV_MIB / 50e9),
         .evict_big = 400e-6 + 256.0 * UMADV_MIB / 10e9,
         .evict_pieces = 16 * (400e-6 + 2.0 * UMADV_MIB / 10e9),
-        .fault_bytes = 256 * UMADV_MIB, .fault = 256.0 * UMADV_MIB / 4e9,
     };
+
+    return s;
+}
+
+static void test_link_fit(void)
+{
+    umadv_link_sample_t s = fit_sample();
+
+    s.fault_bytes = 256 * UMADV_MIB; /* faults at 4 GB/s */
+    s.fault = 256.0 * UMADV_MIB / 4e9;
     umadv_link_model_t link, before;
 
     umadv__link_model_default(&link);
@@ -286,13 +295,7 @@ static void test_link_fit(void)
  * ends, the eviction 80% until then and all of it after. */
 static void test_link_fit_duplex(void)
 {
-    umadv_link_sample_t s = {
-        .big_bytes = 256 * UMADV_MIB, .piece_bytes = 2 * UMADV_MIB, .pieces = 16,
-        .fetch_big = 40e-6 + 256.0 * UMADV_MIB / 50e9,
-        .fetch_pieces = 16 * (40e-6 + 2.0 * UMADV_MIB / 50e9),
-        .evict_big = 400e-6 + 256.0 * UMADV_MIB / 10e9,
-        .evict_pieces = 16 * (400e-6 + 2.0 * UMADV_MIB / 10e9),
-    };
+    umadv_link_sample_t s = fit_sample();
     double fetch_alone = 40e-6 + 128.0 * UMADV_MIB / 50e9;
     double evict_alone = 400e-6 + 128.0 * UMADV_MIB / 10e9;
     umadv_link_model_t link;
