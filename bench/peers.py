@@ -283,6 +283,12 @@ def native_row(method, run, native, bounds):
     return row
 
 
+def moved_bytes(run, uvm, staged):
+    """Bytes one way per iteration: UVM migrations and pinned staging
+    (torch_train.py's counters; a run without staging has none)."""
+    return run[uvm + "_bytes_per_iter"] + run.get(staged + "_bytes_per_iter", 0)
+
+
 def policy_rows(label, budget, doc, native, bounds, command):
     """The rows of one budget's process, oracle kept for the JSON."""
     by = {r["policy"]: r for r in doc["runs"]}
@@ -302,7 +308,8 @@ def policy_rows(label, budget, doc, native, bounds, command):
             rows.append(row)
             continue
         row.update(outcome="ok", ms_per_iter=r["ms_per_iter"], held=r["resident_peak"],
-                   out_bytes=r["evicted_bytes_per_iter"], in_bytes=r["fetched_bytes_per_iter"],
+                   out_bytes=moved_bytes(r, "evicted", "staged"),
+                   in_bytes=moved_bytes(r, "fetched", "restored"),
                    faults=r.get("faults_counted"), losses=r["losses"],
                    x_native=ratio(r["ms_per_iter"], native["ms_per_iter"]),
                    identical=r["losses"] == native["losses"],

@@ -82,7 +82,8 @@ class Stats(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t)] + [(name, ctypes.c_uint64) for name in (
         "iterations", "steps", "managed_bytes", "managed_peak", "allocations",
         "fetched_bytes", "evicted_bytes", "gpu_faults", "gpu_peak_used", "fetch_ops",
-        "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak")]
+        "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
+        "restored_bytes")]
 
 
 class Umadv:
@@ -504,7 +505,10 @@ def reserved(torch):
         return None
 
 
-COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops")
+# staged and restored bytes moved through pinned staging, apart from the
+# UVM migrations of fetched and evicted (umadv(3))
+COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
+            "staged_bytes", "restored_bytes")
 
 
 def counters(um):
@@ -520,11 +524,12 @@ def umadv_report(torch, um):
     else:
         outside = "PyTorch memory outside umadv %d bytes" % (res - s.managed_bytes)
     return ("umadv: managed now %s (peak %s) in %d blocks; %s; gpu peak used %s; "
-            "resident peak %s; faults %d; fetched %s, evicted %s; steps %d; waits %d (%.1f ms); "
-            "drift ops %d" % (gib(s.managed_bytes), gib(s.managed_peak), s.allocations, outside,
-                              gib(s.gpu_peak_used), gib(s.resident_peak), s.gpu_faults,
-                              gib(s.fetched_bytes), gib(s.evicted_bytes), s.steps, s.waits,
-                              s.wait_ns / 1e6, s.drift_ops))
+            "resident peak %s; faults %d; fetched %s, evicted %s; staged %s, restored %s; "
+            "steps %d; waits %d (%.1f ms); drift ops %d" % (
+                gib(s.managed_bytes), gib(s.managed_peak), s.allocations, outside,
+                gib(s.gpu_peak_used), gib(s.resident_peak), s.gpu_faults, gib(s.fetched_bytes),
+                gib(s.evicted_bytes), gib(s.staged_bytes), gib(s.restored_bytes), s.steps,
+                s.waits, s.wait_ns / 1e6, s.drift_ops))
 
 
 def snapshot(torch, model):
@@ -750,7 +755,8 @@ def summarize(run, native, args):
     if run["counters"]:
         out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
         out["faults_counted"] = steady_faults(run, args)
-        for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops"):
+        for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
+                  "staged_bytes", "restored_bytes"):
             out[k + "_per_iter"] = sum(c[k] for c in tail) / n
     return out
 

@@ -169,6 +169,11 @@ ok $? "a budget below a step's bytes has no physical bound"
     grep -q '^64  *checkpoint  *-  *not applicable: ' "$tmp/peers.table"
 ok $? "losses unlike native's are flagged (checkpoint, demand); not applicable is shown"
 
+[ "$(pfield peers resnet50 prefetch-all 50% out_bytes)" = $((1 << 30)) ] &&
+    [ "$(pfield peers resnet50 prefetch-all 50% in_bytes)" = 805306368.0 ] &&
+    [ "$(pfield peers resnet50 plan 50% out_bytes)" = 2684354560.0 ]
+ok $? "bytes each way count pinned staging with UVM migrations"
+
 # cap FIELD MODEL METHOD: the largest batch search's FIELD
 cap() {
     python3 -c '

@@ -81,6 +81,9 @@ def run(policy, model, budget):
             "managed_peak": 4 * GIB, "resident_peak": budget or 4 * GIB,
             "faults_counted": 0, "fetched_bytes_per_iter": 2.5 * GIB if policy == "plan" else 0,
             "evicted_bytes_per_iter": 2.5 * GIB if policy == "plan" else 0,
+            # prefetch-all's data moves through pinned staging
+            "staged_bytes_per_iter": GIB if policy == "prefetch-all" else 0,
+            "restored_bytes_per_iter": 0.75 * GIB if policy == "prefetch-all" else 0,
             "waits_per_iter": 0, "wait_ns_per_iter": 0, "drift_ops_per_iter": 0}
 
 
