@@ -246,3 +246,10 @@ def min_traffic(trace, budget, passes=8):
             break
         last = moved
     return moved
+
+
+def moved_bytes(run, uvm, staged):
+    """Bytes one way per iteration of a torch_train.py --json run: its UVM
+    migrations (@uvm: "fetched" or "evicted") and its pinned staging
+    (@staged: "restored" or "staged"; a run without staging has none)."""
+    return run[uvm + "_bytes_per_iter"] + run.get(staged + "_bytes_per_iter", 0)

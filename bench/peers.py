@@ -72,7 +72,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import bound_ms, command_line, min_traffic, read_trace, run_command
+from benchlib import (bound_ms, command_line, min_traffic, moved_bytes, read_trace,
+                      run_command)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -281,12 +282,6 @@ def native_row(method, run, native, bounds):
         row.update(bounds.at(held))
         row["x_phys"] = ratio(r["ms_per_iter"], row["bound_ms"])
     return row
-
-
-def moved_bytes(run, uvm, staged):
-    """Bytes one way per iteration: UVM migrations and pinned staging
-    (torch_train.py's counters; a run without staging has none)."""
-    return run[uvm + "_bytes_per_iter"] + run.get(staged + "_bytes_per_iter", 0)
 
 
 def policy_rows(label, budget, doc, native, bounds, command):

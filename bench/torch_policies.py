@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-from benchlib import bound_ms, link_model
+from benchlib import bound_ms, link_model, moved_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -83,9 +83,10 @@ def print_table(rows):
             r["model"], label, r["policy"], r["ms_per_iter"], r["x_native"], r["x_oracle"],
             "-" if r.get("x_bound") is None else "%.2f" % r["x_bound"],
             "-" if r.get("faults_counted") is None else r["faults_counted"],
-            r["fetched_bytes_per_iter"] / GIB, r["evicted_bytes_per_iter"] / GIB,
+            moved_bytes(r, "fetched", "restored") / GIB, moved_bytes(r, "evicted", "staged") / GIB,
             r["wait_ns_per_iter"] / 1e6, ratio, "yes" if r["identical"] else "NO"))
     print("(1) GPU fault groups of the last counted replayed iteration before the timed ones")
+    print("fetch, evict: GiB per iteration each way, UVM migrations and pinned staging together")
     print("bound: max(oracle, plan's fetched bytes / fetch bw, plan's evicted bytes / evict bw),"
           " the link probe's bandwidths")
 
