@@ -20,19 +20,6 @@
 #define T1_SIZE (2 * SEC)
 #define T2_SIZE (3 * SEC)
 
-static umadv_context_t context_open(void)
-{
-    umadv_context_params_t p = {
-        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE,
-        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
-        .section_size = SEC,
-    };
-    umadv_context_t ctx = NULL;
-
-    umadv_context_create(&p, &ctx);
-    return ctx;
-}
-
 static umadv_ctx_alloc_t *block_of(umadv_context_t ctx, void *ptr)
 {
     umadv_pool_loc_t loc;
@@ -89,7 +76,7 @@ static uint64_t drift(umadv_context_t ctx)
 
 static void test_mapping(void)
 {
-    umadv_context_t ctx = context_open();
+    umadv_context_t ctx = test_host_context(SEC, 0);
     umadv_ctx_alloc_t *b1, *b2;
     uint32_t id1, id2, idw;
     void *w, *t1, *t2, *old1;
@@ -135,7 +122,7 @@ static void test_mapping(void)
 
 static void test_set_policy(void)
 {
-    umadv_context_t ctx = context_open();
+    umadv_context_t ctx = test_host_context(SEC, 0);
     umadv_cuda_host_counters_t hc;
     void *w;
 
@@ -179,7 +166,7 @@ static umadv_context_t context_profiled(void **w_p)
     umadv_context_t ctx;
 
     setenv("UMADV_REPROFILE_FAULTS", "5", 1);
-    ctx = context_open();
+    ctx = test_host_context(SEC, 0);
     unsetenv("UMADV_REPROFILE_FAULTS");
     umadv_malloc(ctx, 4 * SEC, "w", w_p);
     umadv_profile_next_iteration(ctx);

@@ -316,19 +316,6 @@ static const tcase_t cases[] = {
 
 /* ---- driving the machine ------------------------------------------------ */
 
-static umadv_context_t context_open(void)
-{
-    umadv_context_params_t p = {
-        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE,
-        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
-        .section_size = SEC,
-    };
-    umadv_context_t ctx = NULL;
-
-    umadv_context_create(&p, &ctx);
-    return ctx;
-}
-
 static unsigned after_of(umadv_context_t ctx, umadv_status_t status)
 {
     return (ctx->life.want_profile ? WANT_PROFILE : 0) | (ctx->life.want_plan ? WANT_PLAN : 0) |
@@ -362,7 +349,7 @@ static int case_exists(umadv_cycle_state_t s, umadv_cycle_event_t e)
 
 static void test_rows(void)
 {
-    umadv_context_t ctx = context_open();
+    umadv_context_t ctx = test_host_context(SEC, 0);
 
     ctx->life.leaves = &mock_leaves;
     for (size_t i = 0; i < NCASES; i++) {
@@ -384,7 +371,7 @@ static void test_rows(void)
  * not answer changes nothing and calls no leaf. */
 static void test_coverage(void)
 {
-    umadv_context_t ctx = context_open();
+    umadv_context_t ctx = test_host_context(SEC, 0);
     size_t rows, untested = 0, inert = 0, moved = 0, nrows;
     const umadv_cycle_row_t *table = umadv__cycle_table(&nrows);
     char first[160] = "";
@@ -456,7 +443,7 @@ static umadv_context_t context_replaying(void **w_p)
     umadv_context_t ctx;
 
     setenv("UMADV_REPROFILE_FAULTS", "5", 1);
-    ctx = context_open();
+    ctx = test_host_context(SEC, 0);
     unsetenv("UMADV_REPROFILE_FAULTS");
     umadv_malloc(ctx, 4 * SEC, "w", w_p);
     umadv_profile_next_iteration(ctx);
@@ -518,7 +505,7 @@ static void test_reprofile_failed(void)
  * empty: the plan says why, and the next profile starts afresh. */
 static void test_cupti_lost(void)
 {
-    umadv_context_t ctx = context_open();
+    umadv_context_t ctx = test_host_context(SEC, 0);
 
     ctx->profiler_lost = 1; /* as umadv__ctx_profile_open leaves it */
     umadv_profile_next_iteration(ctx);

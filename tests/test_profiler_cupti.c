@@ -265,20 +265,6 @@ static void graph_launch(uint32_t corr)
 
 /* ---- tests ------------------------------------------------------------- */
 
-static umadv_context_t context_new(void)
-{
-    umadv_context_params_t p = {
-        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE,
-        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
-        .section_size = SECTION,
-    };
-    umadv_context_t ctx = NULL;
-
-    if (umadv_context_create(&p, &ctx) != UMADV_OK)
-        return NULL;
-    return ctx;
-}
-
 /* A declared iteration still records without a profiler. */
 static int declared_iteration_works(umadv_context_t ctx)
 {
@@ -304,7 +290,7 @@ static void test_unavailable(void)
     mock_reset();
     mock.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     log_take();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     ok(ctx != NULL && ctx->profiler == NULL, "cupti taken: the context is made, unprofiled");
     ok(strstr(log_take(), "cupti is held by another tool") != NULL, "warned, naming why");
     ok(ctx != NULL && declared_iteration_works(ctx), "declared accesses are still recorded");
@@ -312,14 +298,14 @@ static void test_unavailable(void)
 
     mock_reset();
     mock.subscribe_result = CUPTI_ERROR_NOT_INITIALIZED;
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     ok(ctx != NULL && ctx->profiler == NULL, "cupti failing: the context is made, unprofiled");
     ok(strstr(log_take(), "mock failure") != NULL, "the warning carries cupti's error string");
     umadv_context_destroy(ctx);
 
     mock_reset();
     mock.configure_result = CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED;
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     ok(ctx != NULL && ctx->profiler != NULL && !umadv__prof_has_um_counters(ctx->profiler),
        "no unified-memory counters: profiled without fault records");
     ok(strstr(log_take(), "unified memory counters unavailable") != NULL, "warned");
@@ -327,7 +313,7 @@ static void test_unavailable(void)
 
     mock_reset();
     setenv("UMADV_PROFILER", "0", 1);
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     ok(ctx != NULL && ctx->profiler == NULL && mock.subscribe_calls == 0,
        "UMADV_PROFILER=0: cupti is not touched");
     unsetenv("UMADV_PROFILER");
@@ -339,15 +325,15 @@ static void test_second_context(void)
     umadv_context_t one, two;
 
     mock_reset();
-    one = context_new();
+    one = test_host_context(SECTION, 0);
     log_take();
-    two = context_new();
+    two = test_host_context(SECTION, 0);
     ok(one->profiler != NULL && two->profiler == NULL,
        "the profiler belongs to the first context");
     ok(strstr(log_take(), "another umadv context holds the profiler") != NULL, "warned");
     umadv_context_destroy(two);
     umadv_context_destroy(one);
-    one = context_new();
+    one = test_host_context(SECTION, 0);
     ok(one->profiler != NULL, "released when its context goes");
     umadv_context_destroy(one);
 }
@@ -375,7 +361,7 @@ static void test_recording(void)
     uint32_t ia, ib, ic;
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     umadv_malloc(ctx, 4 * SECTION, "A", &a);
     umadv_malloc(ctx, 2 * SECTION, "B", &b);
     umadv_malloc(ctx, SECTION, "C", &c);
@@ -469,7 +455,7 @@ static void test_only_when_needed(void)
     umadv_context_t ctx;
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = &a;
     args[1] = &a;
@@ -547,7 +533,7 @@ static void test_timing_pass(void)
     char *log;
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     umadv_malloc(ctx, 2 * SECTION, "a", &a);
     umadv_malloc(ctx, SECTION, "b", &b);
     args[0] = &a;
@@ -684,7 +670,7 @@ static void test_follow(void)
     int begun_at_entry;
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     spy_install(ctx);
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = &a;
@@ -730,7 +716,7 @@ static void test_follow(void)
     umadv_context_destroy(ctx);
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     spy_install(ctx);
     umadv_malloc(ctx, SECTION, "a", &a);
     follow_setup(ctx, args, 1);
@@ -753,7 +739,7 @@ static void test_no_layout(void)
     umadv_context_t ctx;
 
     mock_reset();
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = &a;
     umadv_profile_next_iteration(ctx);
@@ -794,7 +780,7 @@ static void budget_recording(const char *policy, size_t *restored_p, size_t *evi
     mock_reset();
     setenv("UMADV_BUDGET", "192K", 1);
     setenv("UMADV_POLICY", policy, 1);
-    ctx = context_new();
+    ctx = test_host_context(SECTION, 0);
     unsetenv("UMADV_BUDGET");
     unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, 2 * SECTION, "a", &a);

@@ -32,25 +32,11 @@ typedef struct app {
     unsigned        seed;
 } app_t;
 
-static umadv_context_t host_context(uint64_t budget)
-{
-    umadv_context_params_t p = {
-        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE |
-                        UMADV_CONTEXT_FIELD_BUDGET,
-        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
-        .section_size = SECTION,
-        .budget       = budget,
-    };
-    umadv_context_t ctx = NULL;
-
-    return umadv_context_create(&p, &ctx) == UMADV_OK ? ctx : NULL;
-}
-
 /* ---- the API's errors --------------------------------------------------- */
 
 static void test_errors(void)
 {
-    umadv_context_t ctx = host_context(0);
+    umadv_context_t ctx = test_host_context(SECTION, 0);
     void *p = NULL;
     int word;
 
@@ -119,7 +105,7 @@ static void iteration(app_t *a)
 static int app_init(app_t *a, uint64_t budget)
 {
     memset(a, 0, sizeof(*a));
-    a->ctx = host_context(budget);
+    a->ctx = test_host_context(SECTION, budget);
     if (a->ctx == NULL)
         return -1;
     for (int b = 0; b < NBLOCKS; b++) {
@@ -229,7 +215,7 @@ static void test_off(void)
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
-    umadv_context_t ctx = host_context(0), old = umadv__torch_reset(ctx);
+    umadv_context_t ctx = test_host_context(SECTION, 0), old = umadv__torch_reset(ctx);
     umadv_pool_loc_t loc;
     void *p = umadv_torch_malloc(BLOCK, 0, NULL);
 

@@ -1,7 +1,8 @@
 /*
  * Helpers shared by the runtime tests (config, cuda_ops, pool, context):
  * the log captured in a temporary file so that tests can check what was
- * said, and an environment cleared of every UMADV_* knob.
+ * said, an environment cleared of every UMADV_* knob, and a host-only
+ * context.
  */
 #ifndef UMADV_TESTS_TESTUTIL_H
 #define UMADV_TESTS_TESTUTIL_H
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <umadv.h>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -58,6 +61,23 @@ static inline void env_clear(void)
 
     for (size_t i = 0; i < n; i++)
         unsetenv(fields[i].name);
+}
+
+/* A host-only context (no GPU needed) of @section_size bytes per section
+ * under @budget (0: the environment's, as with no budget given); NULL
+ * when it cannot be made. */
+static inline umadv_context_t test_host_context(uint64_t section_size, uint64_t budget)
+{
+    umadv_context_params_t p = {
+        .field_mask   = UMADV_CONTEXT_FIELD_FLAGS | UMADV_CONTEXT_FIELD_SECTION_SIZE |
+                        (budget ? UMADV_CONTEXT_FIELD_BUDGET : 0),
+        .flags        = UMADV_CONTEXT_FLAG_HOST_ONLY,
+        .section_size = section_size,
+        .budget       = budget,
+    };
+    umadv_context_t ctx = NULL;
+
+    return umadv_context_create(&p, &ctx) == UMADV_OK ? ctx : NULL;
 }
 
 #endif
