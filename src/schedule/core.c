@@ -112,9 +112,10 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
     c->guard = calloc(nsections, sizeof(*c->guard));
     c->advised = calloc(nsections, sizeof(*c->advised));
     c->last_touch = malloc(nsections * sizeof(*c->last_touch));
+    c->touched = malloc(nsections * sizeof(*c->touched)); /* at most every section */
     if (c->bound == NULL || c->state == NULL || c->last_use == NULL || c->unadvising == NULL ||
-        c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL || c->advised == NULL ||
-        c->last_touch == NULL ||
+        c->stamp == NULL || c->stageable == NULL || c->staged == NULL || c->guard == NULL ||
+        c->advised == NULL || c->last_touch == NULL || c->touched == NULL ||
         umadv__array_reserve((void **)&c->out, &c->out_cap, nsections, sizeof(*c->out)) !=
             UMADV_OK || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
                                                                 nsections) != UMADV_OK)) {
@@ -135,6 +136,7 @@ void umadv__core_cleanup(umadv_core_t *c)
     free(c->last_use);
     free(c->unadvising);
     free(c->stamp);
+    free(c->touched);
     free(c->stageable);
     free(c->staged);
     free(c->guard);
@@ -231,27 +233,18 @@ void umadv__core_stage_mark(umadv_core_t *c, uint32_t section)
 
 size_t umadv__core_step_unrestored(umadv_core_t *c)
 {
-    const umadv_trace_t *t = c->p.trace;
-    const umadv_trace_step_t *step;
     size_t n = 0;
 
     if (!c->begun || c->past_end)
         return 0;
-    step = &t->steps[c->p.first_step + c->step];
-    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
-        const umadv_trace_access_t *acc = &t->accesses[a];
-
-        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
-            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (!c->staged[s])
-                continue;
-            /* at most one entry per access's section: a list that may
-             * repeat a section, which the driver restores once */
-            if (umadv__array_reserve((void **)&c->unrestored, &c->unrestored_cap, n + 1,
-                                     sizeof(*c->unrestored)) != UMADV_OK)
-                return n;
-            c->unrestored[n++] = s;
-        }
+    for (size_t k = 0; k < c->ntouched; k++) {
+        uint32_t s = c->touched[k];
+        if (!c->staged[s] || !c->bound[c->p.trace->sections[s].alloc])
+            continue;
+        if (umadv__array_reserve((void **)&c->unrestored, &c->unrestored_cap, n + 1,
+                                 sizeof(*c->unrestored)) != UMADV_OK)
+            return n;
+        c->unrestored[n++] = s;
     }
     return n;
 }

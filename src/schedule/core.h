@@ -192,6 +192,9 @@ typedef struct umadv_core {
                                      * kernels touch it, or UMADV_STEP_NONE */
     uint64_t         *guard;        /* per section: scratch marks of the step guard */
     uint64_t          guard_now;
+    uint32_t         *touched;      /* the open step's sections, each once (bound
+                                     * or not): listed when it begins */
+    size_t            ntouched;
     uint32_t         *unrestored;   /* umadv__core_step_unrestored's list */
     size_t            unrestored_cap;
     umadv_core_op_t  *out;          /* the last call's decisions */

@@ -294,22 +294,32 @@ static void plan_step_end(umadv_core_t *c)
 
 /* ---- working sets and LRU (oracle, demand, prefetch-all) ------------------ */
 
-/* The open step's sections are used now: stamped (the LRU choice
- * skips them), and their last use is this step's key. */
+static int bound_section(const umadv_core_t *c, uint32_t s)
+{
+    return c->bound[c->p.trace->sections[s].alloc];
+}
+
+/* The open step's sections, each once, into touched[]; they are used
+ * now: stamped (the LRU choice skips them), and the bound ones' last use
+ * is this step's key. Every rule of the step reads this one list. */
 static void touch_step(umadv_core_t *c)
 {
     const umadv_trace_t *t = c->p.trace;
     const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
 
     c->stamp_now++;
+    c->ntouched = 0;
     for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
         const umadv_trace_access_t *acc = &t->accesses[a];
 
         for (uint32_t i = 0; i < acc->count; i++) {
             uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (c->stamp[s] == c->stamp_now || !c->bound[acc->alloc])
+            if (c->stamp[s] == c->stamp_now)
                 continue;
             c->stamp[s] = c->stamp_now;
+            c->touched[c->ntouched++] = s;
+            if (!c->bound[acc->alloc])
+                continue;
             c->last_use[s] = c->key;
             if (c->lru_on)
                 umadv__core_lru_update(&c->lru, s);
@@ -324,29 +334,22 @@ static void touch_step(umadv_core_t *c)
 static umadv_status_t working_set(umadv_core_t *c, size_t *nmiss_p, uint64_t *miss_bytes_p)
 {
     const umadv_trace_t *t = c->p.trace;
-    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
-    uint64_t mark = ++c->stamp_now, bytes = 0;
+    uint64_t bytes = 0;
     size_t nmiss = 0;
 
     if (scratch_reserve(c, t->nsections) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
-    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
-        const umadv_trace_access_t *acc = &t->accesses[a];
+    for (size_t k = 0; k < c->ntouched; k++) {
+        uint32_t s = c->touched[k];
+        int bound = bound_section(c, s);
 
-        for (uint32_t i = 0; i < acc->count; i++) {
-            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (c->stamp[s] == mark)
-                continue;
-            c->stamp[s] = mark;
-            if (c->bound[acc->alloc] && c->state[s] == UMADV_SEC_OUT_QUEUED)
-                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
-            if (c->bound[acc->alloc] && c->state[s] != UMADV_SEC_HOST &&
-                c->state[s] != UMADV_SEC_EVICTING)
-                continue;
-            bytes += t->sections[s].size;
-            if (c->bound[acc->alloc])
-                c->scratch[nmiss++] = s;
-        }
+        if (bound && c->state[s] == UMADV_SEC_OUT_QUEUED)
+            umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+        if (bound && c->state[s] != UMADV_SEC_HOST && c->state[s] != UMADV_SEC_EVICTING)
+            continue;
+        bytes += t->sections[s].size;
+        if (bound)
+            c->scratch[nmiss++] = s;
     }
     *nmiss_p = nmiss;
     *miss_bytes_p = bytes;
@@ -387,18 +390,12 @@ static void lru_step_begin(umadv_core_t *c)
 /* demand: the step's kernels have faulted its data in. */
 static void demand_step_end(umadv_core_t *c)
 {
-    const umadv_trace_t *t = c->p.trace;
-    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
+    for (size_t k = 0; k < c->ntouched; k++) {
+        uint32_t s = c->touched[k];
 
-    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
-        const umadv_trace_access_t *acc = &t->accesses[a];
-
-        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
-            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            /* staged data is never faulted in: it is not in the range */
-            if (c->state[s] == UMADV_SEC_HOST && !c->staged[s])
-                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
-        }
+        /* staged data is never faulted in: it is not in the range */
+        if (bound_section(c, s) && c->state[s] == UMADV_SEC_HOST && !c->staged[s])
+            umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
     }
 }
 
@@ -421,28 +418,22 @@ static void guard_mark_fetches(umadv_core_t *c)
  * policy's decisions, so that a fetch it decided is not doubled. */
 static void stage_guard(umadv_core_t *c)
 {
-    const umadv_trace_t *t = c->p.trace;
-    const umadv_trace_step_t *step = &t->steps[c->p.first_step + c->step];
     size_t n = 0;
 
-    if (scratch_reserve(c, t->nsections) != UMADV_OK) {
+    if (scratch_reserve(c, c->p.trace->nsections) != UMADV_OK) {
         c->out_lost = 1;
         return;
     }
     guard_mark_fetches(c);
-    for (uint32_t a = step->first_access; a < step->first_access + step->naccesses; a++) {
-        const umadv_trace_access_t *acc = &t->accesses[a];
+    for (size_t k = 0; k < c->ntouched; k++) {
+        uint32_t s = c->touched[k];
 
-        for (uint32_t i = 0; c->bound[acc->alloc] && i < acc->count; i++) {
-            uint32_t s = umadv__core_section(c, acc->alloc, acc->first + i);
-            if (!c->staged[s] || c->guard[s] == c->guard_now)
-                continue;
-            c->guard[s] = c->guard_now;
-            if (c->state[s] == UMADV_SEC_OUT_QUEUED)
-                umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
-            else
-                c->scratch[n++] = s;
-        }
+        if (!bound_section(c, s) || !c->staged[s] || c->guard[s] == c->guard_now)
+            continue;
+        if (c->state[s] == UMADV_SEC_OUT_QUEUED)
+            umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+        else
+            c->scratch[n++] = s;
     }
     decide_runs(c, c->scratch, n, UMADV_OP_FETCH, c->key, 1);
 }
