@@ -201,6 +201,7 @@ static void scan_count(umadv_profiler_t *prof, const CUpti_CallbackData *cb, int
 static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
                               const prof_launch_args_t *la)
 {
+    static __thread unsigned char guess[UMADV_PROF_GUESS_BYTES];
     umadv_prof_region_t regions[UMADV_PROF_MAX_PARAMS];
     unsigned flags = la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0;
     size_t nregions = 0;
@@ -209,8 +210,12 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     if (!la->graph && prof->mode == UMADV_PROF_RECORD_FULL) {
         nregions = umadv__prof_launch_regions(prof->ops, la->func, la->driver, la->args,
                                               la->extra, regions, UMADV_ARRAY_SIZE(regions));
-        if (nregions == 0 && (la->args != NULL || la->extra != NULL))
+        if (nregions == 0 && (la->args != NULL || la->extra != NULL)) {
             flags |= UMADV_PROF_LAUNCH_NO_LAYOUT;
+            nregions = umadv__prof_guess_region(la->args, guess, sizeof(guess), regions);
+            if (nregions > 0)
+                flags |= UMADV_PROF_LAUNCH_GUESSED;
+        }
         scan_count(prof, cb, (flags & UMADV_PROF_LAUNCH_NO_LAYOUT) != 0);
     }
     step = prof->launch(prof->launch_arg, cb->symbolName, flags, regions, nregions);

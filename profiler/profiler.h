@@ -40,7 +40,10 @@ typedef struct umadv_profiler umadv_profiler_t;
 #define UMADV_PROF_LAUNCH_GRAPH     1u /* a graph launch: its kernels share its
                                         * correlation id, no regions */
 #define UMADV_PROF_LAUNCH_NO_LAYOUT 2u /* arguments whose layout CUDA does not
-                                        * give (full recordings): not scanned */
+                                        * give (full recordings) */
+#define UMADV_PROF_LAUNCH_GUESSED   4u /* with NO_LAYOUT: @regions are the bytes its
+                                        * first argument points at, guessed to be its
+                                        * parameter struct (profiler_int.h) */
 
 /* Called on the launching thread for each launch while recording, before
  * the launch is made: the trace step the launch belongs to, or

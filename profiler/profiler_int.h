@@ -22,6 +22,22 @@ size_t umadv__prof_launch_regions(const umadv_cupti_ops_t *ops, const void *func
                                   void *const *args, void *const *extra,
                                   umadv_prof_region_t *regions, size_t cap);
 
+/* The bytes a guessed region covers at most: the parameter space CUDA
+ * gave a kernel before 12.1, and room for a library's parameter struct
+ * (cuDNN's and cuBLASLt's kernels take one). */
+#define UMADV_PROF_GUESS_BYTES 4096
+
+/* A launch whose parameter layout CUDA does not give (cuDNN's and
+ * cuBLASLt's precompiled kernels): the bytes @args[0] points at, as far
+ * as they are mapped and at most @cap (UMADV_PROF_GUESS_BYTES), copied
+ * into @buf without ever faulting. Such kernels take their arguments as
+ * one struct, so a scan of these bytes finds the blocks it names; bytes
+ * past the struct may name blocks it does not reach: a guess that can
+ * only add accesses (a fetch too many, never data lost). Returns 1 with
+ * *@region set, 0 when nothing could be read. */
+size_t umadv__prof_guess_region(void *const *args, unsigned char *buf, size_t cap,
+                                umadv_prof_region_t *region);
+
 /* The subscriber callback (CUpti_CallbackFunc). */
 void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void *cbdata);

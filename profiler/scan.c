@@ -1,10 +1,15 @@
 /*
  * Scanning kernel parameters for pointers into the pool.
  */
+#define _GNU_SOURCE /* process_vm_readv */
 #include "profiler/profiler_int.h"
 
 #include <cuda.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/util.h"
 
 /* Blocks already reported for this launch; a launch names few. */
 #define SCAN_SEEN_MAX 512
@@ -97,4 +102,48 @@ size_t umadv__prof_launch_regions(const umadv_cupti_ops_t *ops, const void *func
         n++;
     }
     return n;
+}
+
+/* ---- guessing where a launch keeps its arguments ---------------------- */
+
+/* Copy up to @size bytes at @from into @to without faulting on memory
+ * that is not mapped: process_vm_readv on this process, one remote piece
+ * per page, so that a read running into an unmapped page stops there
+ * (transfers are partial at piece granularity). Returns the bytes copied,
+ * 0 when the kernel refuses the call (seccomp, an old kernel). */
+static size_t safe_copy(void *to, const void *from, size_t size)
+{
+    struct iovec local = {to, size}, remote[UMADV_PROF_GUESS_BYTES / 4096 + 2];
+    uintptr_t at = (uintptr_t)from, end = at + size;
+    unsigned long n = 0;
+    ssize_t got;
+
+    while (at < end && n < UMADV_ARRAY_SIZE(remote)) {
+        uintptr_t next = (at | 4095u) + 1;
+
+        if (next > end || next < at)
+            next = end;
+        remote[n++] = (struct iovec){(void *)at, next - at};
+        at = next;
+    }
+    local.iov_len = at - (uintptr_t)from;
+    got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+    return got > 0 ? (size_t)got : 0;
+}
+
+size_t umadv__prof_guess_region(void *const *args, unsigned char *buf, size_t cap,
+                                umadv_prof_region_t *region)
+{
+    const void *first = NULL;
+    size_t got;
+
+    if (args == NULL || cap == 0 ||
+        safe_copy(&first, args, sizeof(first)) != sizeof(first) || first == NULL)
+        return 0;
+    got = safe_copy(buf, first, UMADV_MIN(cap, (size_t)UMADV_PROF_GUESS_BYTES));
+    if (got < sizeof(uint64_t))
+        return 0;
+    region->data = buf;
+    region->size = got;
+    return 1;
 }

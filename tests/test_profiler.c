@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/util.h"
@@ -247,6 +249,39 @@ static void test_launch_regions(void)
     ok(r[0].data == buffer && r[0].size == sizeof(buffer), "with its size");
 }
 
+/* The guessed parameter struct of a launch without a layout: the bytes
+ * its first argument points at, as far as they are mapped; never a fault. */
+static void test_guess_region(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char buf[UMADV_PROF_GUESS_BYTES];
+    uint64_t words[4] = {1, 2, 3, 4};
+    void *args[1] = {words}, *none[1] = {NULL};
+    umadv_prof_region_t r = {NULL, 0};
+    unsigned char *two;
+
+    ok(umadv__prof_guess_region(args, buf, sizeof(buf), &r) == 1 && r.data == buf &&
+           r.size == sizeof(buf) && memcmp(buf, words, sizeof(words)) == 0,
+       "a struct on the stack: read into the buffer, as much as it holds");
+    is(umadv__prof_guess_region(none, buf, sizeof(buf), &r), 0, "no first argument: no guess");
+    is(umadv__prof_guess_region(NULL, buf, sizeof(buf), &r), 0, "no arguments: no guess");
+    two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two == MAP_FAILED || mprotect(two + page, page, PROT_NONE) != 0) {
+        skip("cannot map a guard page", "a struct that ends where mapped memory does");
+        skip("cannot map a guard page", "a first argument pointing at unmapped memory");
+        return;
+    }
+    memcpy(two + page - 16, words, 16);
+    args[0] = two + page - 16;
+    ok(umadv__prof_guess_region(args, buf, sizeof(buf), &r) == 1 && r.size == 16 &&
+           memcmp(buf, words, 16) == 0,
+       "a struct that ends where mapped memory does: read up to the unmapped page, no fault");
+    args[0] = two + page;
+    is(umadv__prof_guess_region(args, buf, sizeof(buf), &r), 0,
+       "a first argument pointing at unmapped memory: no guess, no fault");
+    munmap(two, 2 * page);
+}
+
 /* ---- link model -------------------------------------------------------- */
 
 /* 50 GB/s and 40 us per call; 10 GB/s and 400 us per call. */
@@ -343,12 +378,13 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(66);
+    plan(71);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();
     test_scan();
     test_launch_regions();
+    test_guess_region();
     test_link_fit();
     test_link_fit_duplex();
     test_knobs();

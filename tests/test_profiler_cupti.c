@@ -728,13 +728,19 @@ static void test_follow(void)
     umadv_context_destroy(ctx);
 }
 
+/* A parameter struct that names no block, larger than the bytes a guess
+ * reads, so that a guess over it reads zeros only. */
+static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
+
 /* Launches whose parameter layout CUDA does not give are counted and the
- * first named; their steps have only faults to go by, so everything is
- * evicted before each. */
+ * first named; one whose first argument points at a struct naming a
+ * block gets that block; the others have only faults to go by, so
+ * everything is evicted before each. */
 static void test_no_layout(void)
 {
     umadv_cuda_host_counters_t counters;
-    void *a = NULL, *args[1];
+    void *a = NULL, *args[1], *opaque[1] = {opaque_struct};
+    struct lib_params { uint32_t n, pad; void *tensor; } lib_params;
     uint64_t evicted;
     umadv_context_t ctx;
 
@@ -748,11 +754,20 @@ static void test_no_layout(void)
     driver_launch("known", 10, args);
     umadv__cuda_host_counters(&counters);
     evicted = counters.prefetches_to_host;
-    driver_launch_of((const void *)0xdead, "opaque_kernel", 20, args);
-    driver_launch_of((const void *)0xbeef, "opaque_too", 30, args);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 20, opaque);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 30, opaque);
     umadv__cuda_host_counters(&counters);
     ok(evicted == 0 && counters.prefetches_to_host == 2,
        "before each of them every live block is evicted, so that what it touches faults");
+    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    args[0] = &lib_params;
+    driver_launch_of((const void *)0xf00d, "library_kernel", 40, args);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 2 && ctx->trace.nsteps == 4 &&
+           ctx->trace.steps[3].naccesses == 1 &&
+           ctx->trace.accesses[ctx->trace.steps[3].first_access].alloc == 0,
+       "a struct its first argument points at names a block: that block is the step's, "
+       "nothing evicted");
     log_take();
     umadv__cuda_host_reset();
     umadv_iteration_begin(ctx);
@@ -760,9 +775,11 @@ static void test_no_layout(void)
     ok(counters.prefetches_to_device == 1 && counters.prefetch_bytes_to_device >= UMADV_GIB,
        "after the recording its arena goes back to the gpu, free space too (new blocks of "
        "the timing pass land there)");
-    ok(strstr(log_take(), "parameter scan: 2 of 3 launches have arguments whose layout cuda "
-                          "does not give (first: opaque_kernel)") != NULL,
-       "launches without a parameter layout are counted and the first named");
+    ok(strstr(log_take(), "parameter scan: 3 of 4 launches have arguments whose layout cuda "
+                          "does not give (first: opaque_kernel): 1 named blocks through the "
+                          "struct their first argument points at, 2 were left to faults (2 "
+                          "evictions before them)") != NULL,
+       "launches without a parameter layout are counted, the first named, guesses told");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 }
@@ -791,6 +808,7 @@ static void budget_recording(const char *policy, size_t *restored_p, size_t *evi
     driver_launch("known_a", 40, args);
     args[0] = &b;
     driver_launch("known_b", 41, args);
+    args[0] = opaque_struct;
     driver_launch_of((const void *)0xdead, "opaque_b", 42, args);
     umadv__cuda_host_reset();
     umadv_iteration_begin(ctx);
@@ -827,7 +845,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(61);
+    plan(62);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -146,6 +146,9 @@ struct umadv_context {
     uint64_t                 iteration_faults; /* GPU faults of the last replayed iteration
                                                 * (umadv__prof_take_faults; lags while
                                                 * work runs) */
+    uint64_t                 profile_guessed;  /* this profile's launches without a layout
+                                                * whose guessed struct named blocks */
+    uint64_t                 profile_evictions;/* and those evicted before, to fault */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c
                                                 * scales the re-profile threshold) */
     int                      live_on_host;     /* the profile left live blocks on the
