@@ -745,7 +745,9 @@ static void test_no_layout(void)
     umadv_context_t ctx;
 
     mock_reset();
+    setenv("UMADV_STAGE", "0", 1); /* guesses are taken only where nothing is staged */
     ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_STAGE");
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = &a;
     umadv_profile_next_iteration(ctx);
@@ -780,6 +782,20 @@ static void test_no_layout(void)
                           "struct their first argument points at, 2 were left to faults (2 "
                           "evictions before them)") != NULL,
        "launches without a parameter layout are counted, the first named, guesses told");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    lib_params.tensor = a;
+    driver_launch_of((const void *)0xf00d, "library_kernel", 50, args);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 1 && ctx->trace.guessed_steps == 0,
+       "with staged evictions possible, no guess: evicted before it, its faults decide");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 }
@@ -845,7 +861,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(62);
+    plan(63);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -115,25 +115,39 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
     return held + bytes <= budget;
 }
 
+/* Whether this profile may go by guesses (a guessed parameter struct,
+ * stageable blocks left on the GPU): only where nothing will be staged
+ * on its word. A missed access costs a fault, but a step that misses a
+ * staged block reads a discarded range: with guesses, a PyTorch ResNet-50
+ * trained to other losses under prefetch-all and demand (H100). The
+ * replay stages nothing for a trace with guessed steps (replay.c). */
+static int profile_may_guess(const umadv_context_t ctx)
+{
+    return ctx->config.policy == UMADV_POLICY_ORACLE || !ctx->config.stage ||
+           !ctx->props.concurrent_managed_access;
+}
+
 /* A launch whose parameter layout CUDA does not give (cuDNN's and
  * cuBLASLt's library kernels: measured, a sixth of the launches of a
- * PyTorch ResNet-50): the blocks its guessed parameter struct names
- * (profiler_int.h, umadv__prof_guess_region); when the guess names none,
- * every live block evicted first, so that everything the kernel touches
- * faults and is attributed to it (UMADV_PROFILE_EVICT). Evicting before
- * each of them made a PyTorch ResNet-50's profiled iteration 5.4 s
- * instead of 69 ms (H100, 123 such launches of 725). */
+ * PyTorch ResNet-50): where guesses may be taken, the blocks its guessed
+ * parameter struct names (profiler_int.h, umadv__prof_guess_region);
+ * otherwise, or when the guess names none, every live block evicted
+ * first, so that everything the kernel touches faults and is attributed
+ * to it (UMADV_PROFILE_EVICT). Evicting before each of them made a
+ * PyTorch ResNet-50's profiled iteration 5.4 s instead of 69 ms (H100,
+ * 123 such launches of 725). */
 static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
                           const umadv_prof_region_t *regions, size_t nregions)
 {
     guess_t g = {ctx, {NULL}, 0, 0};
 
-    if (flags & UMADV_PROF_LAUNCH_GUESSED)
+    if ((flags & UMADV_PROF_LAUNCH_GUESSED) && profile_may_guess(ctx))
         umadv__prof_scan(ctx->pool, regions, nregions, guess_found, &g);
     if (g.n > 0 && guess_fits(ctx, step, g.bytes)) {
         for (size_t i = 0; i < g.n; i++)
             umadv__trace_add_access(&ctx->trace, g.found[i]->trace_id, 0, g.found[i]->size,
                                     UMADV_ACCESS_RW, 0);
+        ctx->trace.guessed_steps++;
         ctx->profile_guessed++;
         return;
     }
@@ -297,13 +311,13 @@ static void restore_live(umadv_context_t ctx)
     ctx->live_on_host = 0;
 }
 
-/* Everything to the host, so the iteration's first touches fault; but
- * for stageable blocks (device memory: the PyTorch allocator's, one per
- * tensor), which only kernels, copies and memsets reach, each through a
- * pointer the parameter scan reads: its access names the whole block,
- * and faults would add only time (the first touches of a PyTorch
- * ResNet-50 batch 32 iteration fault in some 3 GiB at demand-paging
- * speed). */
+/* Everything to the host, so the iteration's first touches fault; but,
+ * where the profile may go by guesses, stageable blocks (device memory:
+ * the PyTorch allocator's, one per tensor), which only kernels, copies
+ * and memsets reach, mostly through pointers the parameter scan reads:
+ * its access names the whole block, and faults would add mostly time
+ * (the first touches of a PyTorch ResNet-50 batch 32 iteration fault in
+ * some 3 GiB at demand-paging speed). */
 static void evict_all(umadv_context_t ctx)
 {
     umadv_pool_stats_t stats;
@@ -311,7 +325,8 @@ static void evict_all(umadv_context_t ctx)
     char size[32];
 
     umadv__pool_get_stats(ctx->pool, &stats);
-    calls = live_move(ctx, RANGES_ARENA_RUNS, 0, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC);
+    calls = live_move(ctx, RANGES_ARENA_RUNS, !profile_may_guess(ctx), UMADV_CUDA_LOCATION_HOST,
+                      UMADV_BULK_SYNC);
     umadv_debug("profiling: evicted the live blocks but stageable ones (of %s in %llu blocks) "
                 "to the host (%zu calls)",
                 umadv__size_format(stats.bytes_in_use, size, sizeof(size)),

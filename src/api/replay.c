@@ -341,8 +341,14 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
-    /* discards need concurrent managed access, as prefetches do */
-    p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access;
+    /* discards need concurrent managed access, as prefetches do; a step
+     * whose accesses were guessed may miss a staged block (profile.c) */
+    p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access &&
+                           ctx->trace.guessed_steps == 0;
+    if (ctx->config.stage && ctx->trace.guessed_steps > 0)
+        umadv_info("replay: no staged evictions: %u steps of the profile were guessed (the "
+                   "profile was taken under oracle or without staging)",
+                   ctx->trace.guessed_steps);
 }
 
 /* Replay the schedule just built, under the context's policy. A failure

@@ -116,6 +116,10 @@ typedef struct umadv_trace {
     umadv_trace_access_t  *accesses;   /* grouped by step, in step order */
     uint32_t               naccesses;
     uint32_t               niterations;
+    /* Steps whose access sets include a guessed parameter struct (the
+     * profiling pass, api/profile.c): they may miss blocks the kernel
+     * reaches, so nothing may be staged on their word. Not in the file. */
+    uint32_t               guessed_steps;
 
     /* builder state */
     size_t                 allocs_cap, steps_cap, accesses_cap;
