@@ -745,9 +745,9 @@ static void test_no_layout(void)
     umadv_context_t ctx;
 
     mock_reset();
-    setenv("UMADV_STAGE", "0", 1); /* guesses are taken only where nothing is staged */
+    setenv("UMADV_POLICY", "oracle", 1); /* guesses are taken only under oracle */
     ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_STAGE");
+    unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = &a;
     umadv_profile_next_iteration(ctx);
@@ -795,7 +795,7 @@ static void test_no_layout(void)
     driver_launch_of((const void *)0xf00d, "library_kernel", 50, args);
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_host == 1 && ctx->trace.guessed_steps == 0,
-       "with staged evictions possible, no guess: evicted before it, its faults decide");
+       "under a policy that moves data, no guess: evicted before it, its faults decide");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 }

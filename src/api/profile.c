@@ -116,15 +116,16 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
 }
 
 /* Whether this profile may go by guesses (a guessed parameter struct,
- * stageable blocks left on the GPU): only where nothing will be staged
- * on its word. A missed access costs a fault, but a step that misses a
- * staged block reads a discarded range: with guesses, a PyTorch ResNet-50
- * trained to other losses under prefetch-all and demand (H100). The
- * replay stages nothing for a trace with guessed steps (replay.c). */
+ * stageable blocks left on the GPU): only under oracle, which moves
+ * nothing on its word. Elsewhere a missed access costs a fault each
+ * iteration (and replay validation profiles again), and a step that
+ * misses a staged block reads a discarded range: with guesses, a PyTorch
+ * ResNet-50 trained to other losses under prefetch-all and demand
+ * (H100). A replay of a trace with guessed steps, after a change of
+ * policy, stages nothing (replay.c). */
 static int profile_may_guess(const umadv_context_t ctx)
 {
-    return ctx->config.policy == UMADV_POLICY_ORACLE || !ctx->config.stage ||
-           !ctx->props.concurrent_managed_access;
+    return ctx->config.policy == UMADV_POLICY_ORACLE;
 }
 
 /* A launch whose parameter layout CUDA does not give (cuDNN's and

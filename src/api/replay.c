@@ -347,7 +347,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
                            ctx->trace.guessed_steps == 0;
     if (ctx->config.stage && ctx->trace.guessed_steps > 0)
         umadv_info("replay: no staged evictions: %u steps of the profile were guessed (the "
-                   "profile was taken under oracle or without staging)",
+                   "profile was taken under oracle)",
                    ctx->trace.guessed_steps);
 }
 
