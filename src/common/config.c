@@ -100,9 +100,9 @@ static const umadv_config_field_t config_fields[] = {
     {"UMADV_PROFILE_EVICT", UMADV_CONFIG_BOOL, "1",
      "Evict umadv allocations to the host when the profiling iteration "
      "begins, so that the first touch of every section faults and is seen "
-     "(stageable ones excepted: the parameter scan names them whole), and "
-     "again before a launch whose parameters neither CUDA's layout nor the "
-     "guessed parameter struct explain.",
+     "(under oracle, stageable ones excepted: the parameter scan names them "
+     "whole), and again before a launch whose parameters CUDA's layout does "
+     "not explain (under oracle: nor its guessed parameter struct).",
      0, 1, 0, NULL, 0, FIELD(profile_evict)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
