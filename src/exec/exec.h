@@ -109,6 +109,8 @@ typedef struct umadv_exec_stats {
     uint64_t late_restored_bytes; /* of those, by a step's last check: data the core's
                                * decisions did not bring in time (a wait timed out, a
                                * decision lost) */
+    uint64_t copy_restored_bytes; /* of those, for an application's copy or memset
+                               * (umadv__exec_stage_restore_range) */
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
 } umadv_exec_stats_t;
 
@@ -146,6 +148,14 @@ void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
 /* Every staged section holds its data again when this returns
  * (synchronous; destroy does it first). */
 void umadv__exec_restore_all(umadv_exec_t *exec);
+
+/* The application is about to copy or set [@ptr, @ptr + @bytes) (a
+ * memcpy or memset between kernels: loss.item(), zero_()): every staged
+ * section of a bound block overlapping it holds its data again when this
+ * returns (synchronous, on the calling thread). Any thread; cheap when
+ * nothing is staged (one atomic read, no lock). The executor's own
+ * copies, which a watch of copies also sees, are ignored. */
+void umadv__exec_stage_restore_range(umadv_exec_t *exec, const void *ptr, uint64_t bytes);
 
 /* What runs until the next iteration is not known to the replay (kernel
  * launches that diverged from the profiled steps): everything staged is

@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "exec/exec.h"
+#include "pool/tree.h"
 #include "schedule/core.h"
 
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
@@ -19,6 +20,8 @@
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
 
 typedef struct exec_bind {
+    umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while
+                             * base != 0; the first member */
     uintptr_t base;     /* 0: no live block plays this allocation */
     uint64_t  size;
     uintptr_t arena;
@@ -123,6 +126,8 @@ struct umadv_exec {
                                         * section states, the budget's
                                         * accounting, what each policy decides */
     exec_bind_t            *binds;     /* per trace allocation */
+    umadv_tree_t            bound;     /* the bound blocks by address (stage.c finds
+                                        * what an application's copy touches) */
     exec_pages_t            pages;     /* where freed blocks left their pages */
     exec_stage_t            stage;     /* staging pool (stage.c) */
 

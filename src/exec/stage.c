@@ -33,8 +33,14 @@
  * fails or the executor is broken, a CPU copy (managed memory is
  * host-accessible). Used when a step finds its data still staged after
  * its wait, when the executor is broken, when a live block loses its
- * role, when an allocation stops being stageable, and before the
- * executor is destroyed.
+ * role, when an allocation stops being stageable, when the application
+ * copies or sets memory (umadv__exec_stage_restore_range), and before
+ * the executor is destroyed.
+ *
+ * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too, which a watch
+ * of the application's copies sees: they are marked on their thread
+ * (own_copy) and umadv__exec_stage_restore_range ignores them (a lane
+ * would otherwise wait for its own call in flight).
  */
 #include "exec/exec_int.h"
 
@@ -42,6 +48,9 @@
 #include <string.h>
 
 #include "common/log.h"
+
+/* Copies the executor makes on this thread now (own_copy). */
+static __thread int own_copies;
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -172,6 +181,19 @@ void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc)
 
 /* ---- copies between a piece and its slots ----------------------------- */
 
+/* One of the executor's copies, marked as such on its thread while the
+ * call runs (THE EXECUTOR'S OWN COPIES, above). */
+static umadv_status_t own_copy(umadv_exec_t *e, void *dst, const void *src, size_t len,
+                               umadv_stream_t stream)
+{
+    umadv_status_t status;
+
+    own_copies++;
+    status = e->p.ops->memcpy_async(dst, src, len, stream);
+    own_copies--;
+    return status;
+}
+
 /* Sections of @p from its @k-th whose slots follow each other (sections
  * but an allocation's last fill their slot): how many, *len_p bytes. */
 static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t k,
@@ -201,8 +223,8 @@ static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out
         if (e->stage.slot[s0] == EXEC_NO_SLOT)
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
         n = slot_run(e, p, k, &len);
-        status = out ? e->p.ops->memcpy_async(slot_addr(e, s0), range, len, stream)
-                     : e->p.ops->memcpy_async(range, slot_addr(e, s0), len, stream);
+        status = out ? own_copy(e, slot_addr(e, s0), range, len, stream)
+                     : own_copy(e, range, slot_addr(e, s0), len, stream);
         if (status != UMADV_OK)
             return status;
     }
@@ -354,7 +376,7 @@ static void section_copy_back(umadv_exec_t *e, uint32_t s)
 
     e->binds[sec->alloc].busy++;
     pthread_mutex_unlock(&e->lock);
-    if (!broken && (status = e->p.ops->memcpy_async(range, slot, sec->size, NULL)) == UMADV_OK)
+    if (!broken && (status = own_copy(e, range, slot, sec->size, NULL)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(NULL);
     if (status != UMADV_OK)
         memcpy(range, slot, sec->size);
@@ -411,6 +433,62 @@ void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc)
 
     for (uint32_t i = 0; e->binds[alloc].base != 0 && i < a->nsections; i++)
         restore_one(e, a->first_section + i);
+}
+
+/* The first section marked staged of @alloc's block within its bytes
+ * [@from, @to), or UINT32_MAX. */
+static uint32_t staged_in_block(const umadv_exec_t *e, uint32_t alloc, uint64_t from,
+                                uint64_t to)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
+    uint64_t last = (to - 1) / e->trace->section_size;
+
+    if (a->nsections == 0)
+        return UINT32_MAX;
+    for (uint64_t i = from / e->trace->section_size; i <= last && i < a->nsections; i++) {
+        if (e->core.staged[a->first_section + i])
+            return a->first_section + (uint32_t)i;
+    }
+    return UINT32_MAX;
+}
+
+/* Called with the lock held: the first section marked staged of a bound
+ * block overlapping [@lo, @hi), or UINT32_MAX. */
+static uint32_t staged_in_range(const umadv_exec_t *e, uintptr_t lo, uintptr_t hi)
+{
+    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+
+    if (n == NULL)
+        n = umadv__tree_ceil(&e->bound, lo, 0);
+    for (; n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
+        const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
+        uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
+        uint32_t s;
+
+        if (from < to &&
+            (s = staged_in_block(e, (uint32_t)n->key_lo, from - b->base, to - b->base)) !=
+                UINT32_MAX)
+            return s;
+    }
+    return UINT32_MAX;
+}
+
+void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t bytes)
+{
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+    uint32_t s;
+
+    /* Nothing marked staged, seen without the lock: a mark made since
+     * came from a decision on a thread this one has not synchronised
+     * with, which orders nothing before this copy either. */
+    if (bytes == 0 || hi < lo || own_copies > 0 ||
+        __atomic_load_n(&e->core.stage_used, __ATOMIC_RELAXED) == 0)
+        return;
+    pthread_mutex_lock(&e->lock);
+    /* restore_one drops the lock: the search starts again after each */
+    while ((s = staged_in_range(e, lo, hi)) != UINT32_MAX)
+        e->stats.copy_restored_bytes += restore_one(e, s);
+    pthread_mutex_unlock(&e->lock);
 }
 
 void umadv__exec_restore_all(umadv_exec_t *e)
