@@ -109,10 +109,12 @@ void umadv__replay_stop(umadv_context_t ctx)
     if (r->exec == NULL)
         return;
     follow_stop(ctx);
-    copies_unwatch(ctx); /* no copy is inside the executor after this */
     /* staged data back before anything else (destroy makes sure of it
-     * again once its lanes have stopped) */
+     * again once its lanes have stopped); nothing is staged again (the
+     * steps that would are marked under ctx->lock), so copies need no
+     * watch from here on, and none is inside the executor after this */
     umadv__exec_restore_all(r->exec);
+    copies_unwatch(ctx);
     umadv__exec_get_stats(r->exec, &r->last);
     stats_add(&r->done, &r->last);
     umadv__exec_destroy(r->exec);
