@@ -6,8 +6,9 @@
  * once, not again for its own driver call; nothing after the watch stops.
  * Through a context on the host backend: a copy from a staged block,
  * made between steps, reads the bytes last written (the same read
- * without the watch reads the discard's poison), and a memset of staged
- * data is not undone by a later restore.
+ * without the watch reads the discard's poison), a memset of staged
+ * data is not undone by a later restore, and an eviction behind the step
+ * end before a copy migrates what the copy touched.
  */
 #include <umadv.h>
 
@@ -428,6 +429,7 @@ static int app_intact(app_t *a)
     for (int b = 0; b < NBLOCKS; b++) {
         umadv_set_stageable(a->ctx, a->block[b], 0); /* restores it */
         intact &= memcmp(a->block[b], a->shadow[b], BLOCK) == 0;
+        umadv_set_stageable(a->ctx, a->block[b], 1);
     }
     return intact;
 }
@@ -443,13 +445,15 @@ static void test_context(void)
         skip("no context", "watched while replaying");
         skip("no context", "copies");
         skip("no context", "intact");
+        skip("no context", "held");
+        skip("no context", "intact");
         skip("no context", "unwatched");
         return;
     }
     umadv_profile_next_iteration(a.ctx);
     iteration(&a, 0);
     iteration(&a, 0); /* the timing pass */
-    umadv_plan(a.ctx);
+    umadv_set_policy(a.ctx, UMADV_POLICY_PLAN);
     ok(a.ctx->replay.exec != NULL && mock.copy_callbacks > 0,
        "replaying with staging: copies are watched");
     for (int it = 0; it < 4; it++)
@@ -460,6 +464,15 @@ static void test_context(void)
        "discard's poison before the call, %llu bytes restored for them)", a.copies,
        (unsigned long long)st.copy_restored_bytes);
     ok(app_intact(&a), "each copy read the bytes last written, no memset was undone");
+    umadv_set_policy(a.ctx, UMADV_POLICY_PREFETCH_ALL);
+    for (int it = 0; it < 4; it++)
+        iteration(&a, it);
+    umadv__exec_get_stats(a.ctx->replay.exec, &st);
+    ok(st.copy_held_bytes > 0 && st.staged_bytes > 0,
+       "prefetch-all evicts when a step begins, behind the step end before the copies: "
+       "what they touched migrates (%llu bytes), other data stages (%llu bytes)",
+       (unsigned long long)st.copy_held_bytes, (unsigned long long)st.staged_bytes);
+    ok(app_intact(&a), "prefetch-all: every byte read was the last written");
     for (int b = 0; b < NBLOCKS; b++) {
         umadv_free(a.ctx, a.block[b]);
         free(a.shadow[b]);
@@ -472,7 +485,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(32);
+    plan(34);
     umadv__cupti_ops_install(&mock_ops);
     test_watch();
     test_context();

@@ -33,6 +33,7 @@ typedef struct exec_bind {
 typedef struct exec_event {
     umadv_event_t event;
     uint32_t      refs;
+    uint64_t      seq;      /* events recorded before it, and it (umadv_exec.events_seq) */
 } exec_event_t;
 
 /* A queued op: one of the replay core's decisions, with what the lanes
@@ -72,6 +73,8 @@ typedef struct exec_stage {
     uint32_t  nfree;
     uint32_t *slot;   /* per section: its slot while its data is staged, or
                        * EXEC_NO_SLOT */
+    uint64_t *copied; /* per section: 1 + the events recorded (events_seq) when an
+                       * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
 } exec_stage_t;
@@ -90,6 +93,8 @@ typedef struct exec_lane {
     size_t        *batch_sizes;
     size_t         batch_cap, batch_sizes_cap;
     uint64_t       busy_need;       /* key of the op in flight, EXEC_KEY_NONE */
+    uint64_t       busy_after;      /* eviction lane: seq of the step end the call
+                                     * waited for, 0 if none */
     int            busy_blocking;
     int            working;         /* serving an op (lane_run) */
 } exec_lane_t;
@@ -142,6 +147,7 @@ struct umadv_exec {
     umadv_exec_stats_t      iter_start; /* counters when the iteration began */
     int                     warned_budget;
 
+    uint64_t                events_seq;/* events recorded so far */
     exec_event_t          **events;    /* every event object */
     size_t                  nevents, events_cap;
     exec_event_t          **spare;     /* unreferenced ones */

@@ -37,6 +37,16 @@
  * copies or sets memory (umadv__exec_stage_restore_range), and before
  * the executor is destroyed.
  *
+ * THE APPLICATION'S COPIES (umadv__exec_stage_restore_range, called at a
+ * memcpy or memset call's entry, before it enqueues anything): what the
+ * call touches is restored now, and marked with the count of events
+ * recorded so far (stage.copied). The copy runs after the last step end
+ * recorded, and an eviction that waits only for that step end (one that
+ * a step decides when it begins: prefetch-all, demand) could discard the
+ * range before it runs: the eviction lane migrates such sections instead
+ * of staging them (umadv__exec_stage_slots). An eviction behind a later
+ * step end is ordered after the copy on the step's stream.
+ *
  * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too, which a watch
  * of the application's copies sees: they are marked on their thread
  * (own_copy) and umadv__exec_stage_restore_range ignores them (a lane
@@ -60,7 +70,8 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 
     e->stage.slot_size = e->trace->section_size;
     e->stage.slot = malloc(n * sizeof(*e->stage.slot));
-    if (e->stage.slot == NULL)
+    e->stage.copied = calloc(n, sizeof(*e->stage.copied));
+    if (e->stage.slot == NULL || e->stage.copied == NULL)
         return UMADV_ERR_NO_MEMORY;
     for (size_t s = 0; s < n; s++)
         e->stage.slot[s] = EXEC_NO_SLOT;
@@ -72,6 +83,7 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
     if (e->stage.base != NULL)
         e->p.ops->host_free(e->stage.base);
     free(e->stage.slot);
+    free(e->stage.copied);
     free(e->stage.free);
     memset(&e->stage, 0, sizeof(e->stage));
 }
@@ -154,17 +166,34 @@ static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
         slot_put(e, exec_section_id(e, p->alloc, p->first + k));
 }
 
+/* Whether an application's copy or memset that touched piece @p came
+ * after the step end the eviction waited for (@after): the copy may not
+ * have run yet, and a discard would take its data from under it. */
+static int piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
+{
+    for (uint32_t k = 0; k < p->count; k++) {
+        if (e->stage.copied[exec_section_id(e, p->alloc, p->first + k)] > after)
+            return 1;
+    }
+    return 0;
+}
+
 /* The eviction lane's staged pieces get their slots; a piece that cannot
- * (no pool: pinning failed) is migrated instead. */
+ * (no pool: pinning failed), or that a copy may still read, is migrated
+ * instead (a migration keeps the data wherever it goes). */
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces; i++) {
         exec_piece_t *p = &lane->pieces[i];
+        int copied;
 
-        if (!p->staged || (pool_ready(e) && piece_slots(e, p)))
+        if (!p->staged)
+            continue;
+        copied = piece_copied_after(e, p, lane->busy_after);
+        if (!copied && pool_ready(e) && piece_slots(e, p))
             continue;
         p->staged = 0;
-        e->stats.stage_fallback_bytes += p->bytes;
+        *(copied ? &e->stats.copy_held_bytes : &e->stats.stage_fallback_bytes) += p->bytes;
         for (uint32_t k = 0; k < p->count; k++)
             umadv__core_unstage(&e->core, exec_section_id(e, p->alloc, p->first + k));
     }
@@ -435,42 +464,44 @@ void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc)
         restore_one(e, a->first_section + i);
 }
 
-/* The first section marked staged of @alloc's block within its bytes
- * [@from, @to), or UINT32_MAX. */
-static uint32_t staged_in_block(const umadv_exec_t *e, uint32_t alloc, uint64_t from,
-                                uint64_t to)
+/* The sections of @alloc's block within its bytes [@from, @to): the
+ * first and one past the last. */
+static void block_sections(const umadv_exec_t *e, uint32_t alloc, uint64_t from, uint64_t to,
+                           uint32_t *first_p, uint32_t *end_p)
 {
     const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
-    uint64_t last = (to - 1) / e->trace->section_size;
+    uint64_t first = from / e->trace->section_size, end = (to - 1) / e->trace->section_size + 1;
 
-    if (a->nsections == 0)
-        return UINT32_MAX;
-    for (uint64_t i = from / e->trace->section_size; i <= last && i < a->nsections; i++) {
-        if (e->core.staged[a->first_section + i])
-            return a->first_section + (uint32_t)i;
-    }
-    return UINT32_MAX;
+    *first_p = a->first_section + (uint32_t)UMADV_MIN(first, a->nsections);
+    *end_p   = a->first_section + (uint32_t)UMADV_MIN(end, a->nsections);
 }
 
-/* Called with the lock held: the first section marked staged of a bound
- * block overlapping [@lo, @hi), or UINT32_MAX. */
-static uint32_t staged_in_range(const umadv_exec_t *e, uintptr_t lo, uintptr_t hi)
+/* Called with the lock held: the sections of bound blocks overlapping
+ * [@lo, @hi) are marked copied now (@mark), and the first of them marked
+ * staged is returned, or UINT32_MAX. */
+static uint32_t copy_sections(umadv_exec_t *e, uintptr_t lo, uintptr_t hi, int mark)
 {
     const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+    uint32_t staged = UINT32_MAX;
 
     if (n == NULL)
         n = umadv__tree_ceil(&e->bound, lo, 0);
     for (; n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
         const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
         uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
-        uint32_t s;
+        uint32_t s, end;
 
-        if (from < to &&
-            (s = staged_in_block(e, (uint32_t)n->key_lo, from - b->base, to - b->base)) !=
-                UINT32_MAX)
-            return s;
+        if (from >= to)
+            continue;
+        block_sections(e, (uint32_t)n->key_lo, from - b->base, to - b->base, &s, &end);
+        for (; s < end && (mark || staged == UINT32_MAX); s++) {
+            if (mark)
+                e->stage.copied[s] = e->events_seq + 1;
+            if (e->core.staged[s] && staged == UINT32_MAX)
+                staged = s;
+        }
     }
-    return UINT32_MAX;
+    return staged;
 }
 
 void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t bytes)
@@ -478,15 +509,11 @@ void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t 
     uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
     uint32_t s;
 
-    /* Nothing marked staged, seen without the lock: a mark made since
-     * came from a decision on a thread this one has not synchronised
-     * with, which orders nothing before this copy either. */
-    if (bytes == 0 || hi < lo || own_copies > 0 ||
-        __atomic_load_n(&e->core.stage_used, __ATOMIC_RELAXED) == 0)
+    if (bytes == 0 || hi < lo || own_copies > 0 || !e->p.stage)
         return;
     pthread_mutex_lock(&e->lock);
     /* restore_one drops the lock: the search starts again after each */
-    while ((s = staged_in_range(e, lo, hi)) != UINT32_MAX)
+    for (s = copy_sections(e, lo, hi, 1); s != UINT32_MAX; s = copy_sections(e, lo, hi, 0))
         e->stats.copy_restored_bytes += restore_one(e, s);
     pthread_mutex_unlock(&e->lock);
 }
