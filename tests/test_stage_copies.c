@@ -8,7 +8,9 @@
  * made between steps, reads the bytes last written (the same read
  * without the watch reads the discard's poison), a memset of staged
  * data is not undone by a later restore, and an eviction behind the step
- * end before a copy migrates what the copy touched.
+ * end before a copy migrates what the copy touched; a re-profile restores
+ * everything staged and stops the watch; freeing a staged block drops
+ * its staging.
  */
 #include <umadv.h>
 
@@ -434,6 +436,51 @@ static int app_intact(app_t *a)
     return intact;
 }
 
+/* A re-profile stops the replay: everything staged is back first, and
+ * copies are no longer watched. */
+static void test_reprofile(app_t *a)
+{
+    int intact = 1, staged = 0;
+
+    for (int b = 0; b < NBLOCKS; b++)
+        staged |= staged_section(a, b) >= 0;
+    umadv_profile_next_iteration(a->ctx);
+    umadv_iteration_begin(a->ctx);
+    for (int b = 0; b < NBLOCKS; b++)
+        intact &= memcmp(a->block[b], a->shadow[b], BLOCK) == 0;
+    ok(staged && a->ctx->replay.exec == NULL && intact && mock.copy_callbacks == 0,
+       "a re-profile stops the replay: the staged blocks hold their bytes again, copies are "
+       "not watched");
+    for (int j = 0; j < NBLOCKS; j++) /* the rest of the recorded iteration */
+        step(a, j);
+}
+
+/* A staged block freed: its staging dropped (dead data), nothing
+ * restored. */
+static void test_free(app_t *a)
+{
+    umadv_exec_t *e = a->ctx->replay.exec;
+    umadv_exec_stats_t before, after;
+    uint32_t used = 0;
+    int freed = -1;
+
+    for (int b = 0; e != NULL && b < NBLOCKS && freed < 0; b++) {
+        if (staged_section(a, b) >= 0)
+            freed = b;
+    }
+    if (freed >= 0) {
+        umadv__exec_get_stats(e, &before);
+        used = e->core.stage_used;
+        umadv_free(a->ctx, a->block[freed]);
+        a->block[freed] = NULL;
+        umadv__exec_get_stats(e, &after);
+    }
+    ok(freed >= 0 && e->core.stage_used < used &&
+           after.sync_restored_bytes == before.sync_restored_bytes,
+       "umadv_free of a staged block drops its staging (%u of %u sections marked staged "
+       "left), restores nothing", freed >= 0 ? e->core.stage_used : 0, used);
+}
+
 static void test_context(void)
 {
     umadv_exec_stats_t st;
@@ -447,6 +494,8 @@ static void test_context(void)
         skip("no context", "intact");
         skip("no context", "held");
         skip("no context", "intact");
+        skip("no context", "re-profiled");
+        skip("no context", "freed");
         skip("no context", "unwatched");
         return;
     }
@@ -473,19 +522,26 @@ static void test_context(void)
        "what they touched migrates (%llu bytes), other data stages (%llu bytes)",
        (unsigned long long)st.copy_held_bytes, (unsigned long long)st.staged_bytes);
     ok(app_intact(&a), "prefetch-all: every byte read was the last written");
+    iteration(&a, 0); /* stages again */
+    test_reprofile(&a);
+    iteration(&a, 0); /* the timing pass */
+    umadv_plan(a.ctx);
+    for (int it = 0; it < 2; it++)
+        iteration(&a, it);
+    test_free(&a);
     for (int b = 0; b < NBLOCKS; b++) {
         umadv_free(a.ctx, a.block[b]);
         free(a.shadow[b]);
     }
     umadv_context_destroy(a.ctx);
-    ok(mock.copy_callbacks == 0, "the replay gone: copies are no longer watched");
+    ok(mock.copy_callbacks == 0, "the context gone: copies are not watched");
 }
 
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(34);
+    plan(36);
     umadv__cupti_ops_install(&mock_ops);
     test_watch();
     test_context();
