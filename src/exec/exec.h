@@ -31,7 +31,8 @@
  * With params.stage, evictions of stageable blocks (umadv__exec_set_stageable)
  * go through pinned staging (schedule/core.h, STAGING; stage.c): the range
  * holds no valid data until restored, which every step that touches it,
- * and every end, waits for.
+ * every copy or memset of the application that touches it
+ * (umadv__exec_stage_restore_range), and every end, waits for.
  */
 #ifndef UMADV_EXEC_EXEC_H
 #define UMADV_EXEC_EXEC_H
