@@ -29,8 +29,8 @@ void umadv__prof_copy_callback(size_t i, CUpti_CallbackDomain *domain_p,
                                CUpti_CallbackId *cbid_p);
 
 /* copies.c: the ranges (0 to 2, into @ranges) that the copy or memset
- * call @cbid of @domain, with CUPTI's @params for it, may touch; -1 when
- * @cbid is not a watched copy or memset. */
+ * call @cbid of @domain, with CUPTI's @params for it, may touch (none
+ * for NULL @params); -1 when @cbid is not a watched copy or memset. */
 int umadv__prof_copy_ranges(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void *params, umadv_prof_range_t ranges[2]);
 
