@@ -436,6 +436,28 @@ static int app_intact(app_t *a)
     return intact;
 }
 
+/* One call whose range spans every block (and what lies between them):
+ * every staged section of each comes back. */
+static void test_span(app_t *a)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    cuMemsetD8_v2_params p = {.uc = 0};
+    int staged = 0, intact = 1;
+
+    for (int b = 0; b < NBLOCKS; b++) {
+        lo = UMADV_MIN(lo, (uintptr_t)a->block[b]);
+        hi = UMADV_MAX(hi, (uintptr_t)a->block[b] + BLOCK);
+        staged |= staged_section(a, b) >= 0;
+    }
+    p.dstDevice = lo;
+    p.N = hi - lo;
+    call(DRV, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_API_ENTER, &p);
+    for (int b = 0; b < NBLOCKS; b++)
+        intact &= memcmp(a->block[b], a->shadow[b], BLOCK) == 0;
+    call(DRV, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_API_EXIT, &p);
+    ok(staged && intact, "a call over every block restores the staged sections of each");
+}
+
 /* A re-profile stops the replay: everything staged is back first, and
  * copies are no longer watched. */
 static void test_reprofile(app_t *a)
@@ -494,6 +516,7 @@ static void test_context(void)
         skip("no context", "intact");
         skip("no context", "held");
         skip("no context", "intact");
+        skip("no context", "span");
         skip("no context", "re-profiled");
         skip("no context", "freed");
         skip("no context", "unwatched");
@@ -523,6 +546,8 @@ static void test_context(void)
        (unsigned long long)st.copy_held_bytes, (unsigned long long)st.staged_bytes);
     ok(app_intact(&a), "prefetch-all: every byte read was the last written");
     iteration(&a, 0); /* stages again */
+    test_span(&a);
+    iteration(&a, 0);
     test_reprofile(&a);
     iteration(&a, 0); /* the timing pass */
     umadv_plan(a.ctx);
@@ -541,7 +566,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(36);
+    plan(37);
     umadv__cupti_ops_install(&mock_ops);
     test_watch();
     test_context();
