@@ -516,6 +516,7 @@ static void test_context(void)
         skip("no context", "intact");
         skip("no context", "held");
         skip("no context", "intact");
+        skip("no context", "oracle");
         skip("no context", "span");
         skip("no context", "re-profiled");
         skip("no context", "freed");
@@ -545,6 +546,10 @@ static void test_context(void)
        "what they touched migrates (%llu bytes), other data stages (%llu bytes)",
        (unsigned long long)st.copy_held_bytes, (unsigned long long)st.staged_bytes);
     ok(app_intact(&a), "prefetch-all: every byte read was the last written");
+    umadv_set_policy(a.ctx, UMADV_POLICY_ORACLE);
+    ok(a.ctx->replay.exec != NULL && mock.copy_callbacks == 0,
+       "oracle never evicts: copies are not watched");
+    umadv_set_policy(a.ctx, UMADV_POLICY_PREFETCH_ALL);
     iteration(&a, 0); /* stages again */
     test_span(&a);
     iteration(&a, 0);
@@ -566,7 +571,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(37);
+    plan(38);
     umadv__cupti_ops_install(&mock_ops);
     test_watch();
     test_context();

@@ -42,8 +42,8 @@
  * memcpy and memset call at its entry (umadv__prof_watch_copies) and the
  * executor restores, synchronously, the staged data it touches before the
  * call enqueues anything. A context with a GPU and no profiler to watch
- * them does not stage (warned); a host-only one has no CUDA call to
- * watch.
+ * them does not stage (said at info level); a host-only one has no CUDA
+ * call to watch; oracle, which never evicts, watches nothing.
  *
  * Called with ctx->lock held, except where said.
  */
@@ -352,7 +352,8 @@ static int copies_watch(umadv_context_t ctx)
         copies_ctx = ctx;
         return 1;
     }
-    umadv_warn("replay: the application's memcpy and memset calls cannot be watched "
+    /* info: the missing profiler was warned when the context was made */
+    umadv_info("replay: the application's memcpy and memset calls cannot be watched "
                "(no profiler): nothing is staged, evictions migrate");
     return 0;
 }
@@ -417,8 +418,8 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
         return status;
     memset(r->bound, 0, r->bound_cap * sizeof(*r->bound));
     exec_params(ctx, &params);
-    /* watched before anything can be staged */
-    params.stage = params.stage && copies_watch(ctx);
+    /* watched before anything can be staged; oracle never evicts */
+    params.stage = params.stage && params.policy != UMADV_POLICY_ORACLE && copies_watch(ctx);
     status = umadv__exec_create(&params, &exec);
     if (status != UMADV_OK) {
         copies_unwatch(ctx);
