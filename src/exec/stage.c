@@ -486,7 +486,8 @@ static uint32_t copy_sections(umadv_exec_t *e, uintptr_t lo, uintptr_t hi, int m
 
     if (n == NULL)
         n = umadv__tree_ceil(&e->bound, lo, 0);
-    for (; n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
+    for (; n != NULL && n->key_hi < hi && (mark || staged == UINT32_MAX);
+         n = umadv__tree_next(&e->bound, n)) {
         const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
         uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
         uint32_t s, end;
