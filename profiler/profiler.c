@@ -1,11 +1,13 @@
 /*
- * The CUPTI tracer: subscription, launch callbacks, activity buffers.
+ * The CUPTI tracer: subscription, launch and copy callbacks, activity
+ * buffers.
  */
 #include "profiler/profiler_int.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,10 @@ struct umadv_profiler {
     void                    *launch_arg;
     umadv_prof_follow_fn     follow;        /* outside recordings: umadv__prof_follow */
     void                    *follow_arg;
+    umadv_prof_copy_fn       watch;         /* umadv__prof_watch_copies; atomic */
+    void                    *watch_arg;
+    uint32_t                 watch_busy;    /* callbacks inside watch now; atomic */
+    uint32_t                 watch_gen;     /* watches begun; atomic */
     int                      um_counters;   /* fault records available */
     int                      um_on;         /* the counters are enabled now */
     int                      count_faults;  /* keep them on between recordings */
@@ -44,10 +50,13 @@ static umadv_profiler_t *the_profiler;
 static pthread_mutex_t the_profiler_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A runtime launch in progress on this thread: the driver launch it makes
- * is the same launch, under another correlation id. */
+ * is the same launch, under another correlation id. Likewise a runtime
+ * copy or memset of watch @copy_gen: its driver call is the same copy. */
 static __thread struct {
     int      depth;
     uint32_t step;
+    int      copy_depth;
+    uint32_t copy_gen;
 } prof_tls;
 
 /* ---- launch callbacks ------------------------------------------------ */
@@ -235,19 +244,20 @@ static void launch_follow(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
                cb->callbackSite == CUPTI_API_EXIT, la->stream);
 }
 
-static void runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
-                             const CUpti_CallbackData *cb)
+/* Returns 0 when @cbid is no launch. */
+static int runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
+                            const CUpti_CallbackData *cb)
 {
     prof_launch_args_t la = {0};
 
     if (!runtime_launch_args(cbid, cb->functionParams, &la))
-        return;
+        return 0;
     if (cb->callbackSite == CUPTI_API_EXIT) {
         /* An exit whose entry came before the callbacks were enabled. */
         if (prof_tls.depth > 0)
             prof_tls.depth--;
         launch_follow(prof, cb, &la);
-        return;
+        return 1;
     }
     prof_tls.depth++;
     prof_tls.step = UMADV_STEP_NONE;
@@ -255,29 +265,81 @@ static void runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
         prof_tls.step = launch_record(prof, cb, &la);
     else
         launch_follow(prof, cb, &la);
+    return 1;
 }
 
-static void driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
-                            const CUpti_CallbackData *cb)
+/* Returns 0 when @cbid is no launch. */
+static int driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
+                           const CUpti_CallbackData *cb)
 {
     prof_launch_args_t la = {0};
 
     if (!driver_launch_args(cbid, cb->functionParams, &la))
-        return;
+        return 0;
     if (!__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE)) {
         if (prof_tls.depth == 0) /* inside a runtime launch: followed there */
             launch_follow(prof, cb, &la);
-        return;
+        return 1;
     }
     if (cb->callbackSite != CUPTI_API_ENTER)
-        return;
+        return 1;
     if (prof_tls.depth > 0) {
         /* Inside a runtime launch: its kernel may carry either id. */
         if (prof_tls.step != UMADV_STEP_NONE)
             launch_push(prof, cb->correlationId, prof_tls.step);
-        return;
+        return 1;
     }
     launch_record(prof, cb, &la);
+    return 1;
+}
+
+/* ---- copy callbacks ---------------------------------------------------- */
+
+/* The watcher, if any, told of @n ranges. Counted in watch_busy around
+ * the call, so that stopping can wait until no call is inside it (the
+ * count is raised before the watcher is read: a stop that clears it
+ * first sees the count, or this sees NULL). */
+static void copy_tell(umadv_profiler_t *prof, const umadv_prof_range_t *ranges, size_t n)
+{
+    umadv_prof_copy_fn fn;
+
+    __atomic_add_fetch(&prof->watch_busy, 1, __ATOMIC_SEQ_CST);
+    fn = __atomic_load_n(&prof->watch, __ATOMIC_SEQ_CST);
+    if (fn != NULL)
+        fn(prof->watch_arg, ranges, n);
+    __atomic_sub_fetch(&prof->watch_busy, 1, __ATOMIC_RELEASE);
+}
+
+/* A copy or memset: told at its entry, a runtime call's own driver call
+ * not again. A runtime call whose exit was not seen (the watch stopped
+ * inside it) leaves a depth that a later watch does not count. Returns 0
+ * when @cbid is none. */
+static int copy_callback(umadv_profiler_t *prof, CUpti_CallbackDomain domain,
+                         CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+    uint32_t gen = __atomic_load_n(&prof->watch_gen, __ATOMIC_ACQUIRE);
+    int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    umadv_prof_range_t ranges[2];
+    int n = umadv__prof_copy_ranges(domain, cbid, cb->functionParams, ranges);
+
+    if (n < 0)
+        return 0;
+    if (prof_tls.copy_gen != gen) {
+        prof_tls.copy_gen   = gen;
+        prof_tls.copy_depth = 0;
+    }
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+        if (runtime && prof_tls.copy_depth > 0)
+            prof_tls.copy_depth--;
+        return 1;
+    }
+    if (runtime)
+        prof_tls.copy_depth++;
+    else if (prof_tls.copy_depth > 0)
+        return 1; /* inside a runtime copy: told there */
+    if (n > 0)
+        copy_tell(prof, ranges, (size_t)n);
+    return 1;
 }
 
 void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -285,10 +347,13 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
 {
     umadv_profiler_t *prof = userdata;
 
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-        runtime_callback(prof, cbid, cbdata);
-    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-        driver_callback(prof, cbid, cbdata);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        if (!runtime_callback(prof, cbid, cbdata))
+            copy_callback(prof, domain, cbid, cbdata);
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        if (!driver_callback(prof, cbid, cbdata))
+            copy_callback(prof, domain, cbid, cbdata);
+    }
 }
 
 static umadv_status_t callback_set(umadv_profiler_t *prof, uint32_t enable,
@@ -299,18 +364,43 @@ static umadv_status_t callback_set(umadv_profiler_t *prof, uint32_t enable,
                             (enable, prof->subscriber, domain, cbid));
 }
 
-/* Every launch callback on (stopping at the first failure) or off (each
- * one tried: a callback left on costs every launch), the first failure
- * logged at warning level and the others at debug. */
-static umadv_status_t callbacks_set(umadv_profiler_t *prof, uint32_t enable)
+/* The callbacks turned on and off together. */
+typedef enum prof_callbacks {
+    PROF_LAUNCHES,
+    PROF_COPIES
+} prof_callbacks_t;
+
+/* The @i-th callback of @set; 0 past its last. */
+static int callback_at(prof_callbacks_t set, size_t i, CUpti_CallbackDomain *domain_p,
+                       CUpti_CallbackId *cbid_p)
 {
-    umadv_status_t status = UMADV_OK, one;
     size_t nrt = UMADV_ARRAY_SIZE(runtime_launch_cbids);
 
-    for (size_t i = 0; i < nrt + UMADV_ARRAY_SIZE(driver_launch_cbids); i++) {
-        one = callback_set(prof, enable,
-                           i < nrt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
-                           i < nrt ? runtime_launch_cbids[i] : driver_launch_cbids[i - nrt],
+    if (set == PROF_COPIES) {
+        if (i >= umadv__prof_copy_ncallbacks())
+            return 0;
+        umadv__prof_copy_callback(i, domain_p, cbid_p);
+        return 1;
+    }
+    if (i >= nrt + UMADV_ARRAY_SIZE(driver_launch_cbids))
+        return 0;
+    *domain_p = i < nrt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    *cbid_p   = i < nrt ? runtime_launch_cbids[i] : driver_launch_cbids[i - nrt];
+    return 1;
+}
+
+/* Every callback of @set on (stopping at the first failure) or off (each
+ * one tried: a callback left on costs every call), the first failure
+ * logged at warning level and the others at debug. */
+static umadv_status_t callbacks_set(umadv_profiler_t *prof, prof_callbacks_t set,
+                                    uint32_t enable)
+{
+    umadv_status_t status = UMADV_OK, one;
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+
+    for (size_t i = 0; callback_at(set, i, &domain, &cbid); i++) {
+        one = callback_set(prof, enable, domain, cbid,
                            status == UMADV_OK ? UMADV_LOG_WARN : UMADV_LOG_DEBUG);
         if (status == UMADV_OK)
             status = one;
@@ -320,14 +410,15 @@ static umadv_status_t callbacks_set(umadv_profiler_t *prof, uint32_t enable)
     return status;
 }
 
-/* All launch callbacks on or off; enabling that fails part way turns
+/* All callbacks of @set on or off; enabling that fails part way turns
  * off again those it turned on. */
-static umadv_status_t callbacks_enable(umadv_profiler_t *prof, uint32_t enable)
+static umadv_status_t callbacks_enable(umadv_profiler_t *prof, prof_callbacks_t set,
+                                       uint32_t enable)
 {
-    umadv_status_t status = callbacks_set(prof, enable);
+    umadv_status_t status = callbacks_set(prof, set, enable);
 
     if (status != UMADV_OK && enable)
-        callbacks_set(prof, 0);
+        callbacks_set(prof, set, 0);
     return status;
 }
 
@@ -671,7 +762,9 @@ void umadv__prof_close(umadv_profiler_t *prof)
     if (prof == NULL)
         return;
     if (prof->recording)
-        callbacks_enable(prof, 0);
+        callbacks_enable(prof, PROF_LAUNCHES, 0);
+    if (prof->watch != NULL)
+        umadv__prof_watch_copies(prof, NULL, NULL);
     if (prof->um_on)
         activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
     activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -711,7 +804,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (status == UMADV_OK && prof->follow == NULL) /* else on already */
-        status = callbacks_enable(prof, 1);
+        status = callbacks_enable(prof, PROF_LAUNCHES, 1);
     if (status != UMADV_OK) {
         umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
                    "accesses only");
@@ -731,7 +824,7 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
         return UMADV_ERR_STATE;
     status = prof->ops->device_synchronize();
     if (prof->follow == NULL)
-        callbacks_enable(prof, 0);
+        callbacks_enable(prof, PROF_LAUNCHES, 0);
     activity_flush(prof);
     activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     pthread_mutex_lock(&prof->lock);
@@ -759,12 +852,43 @@ umadv_status_t umadv__prof_follow(umadv_profiler_t *prof, umadv_prof_follow_fn f
     /* A recording holds the callbacks on and turns them off at its end
      * only when nobody follows. */
     if (!prof->recording)
-        status = callbacks_enable(prof, follow != NULL);
+        status = callbacks_enable(prof, PROF_LAUNCHES, follow != NULL);
     if (status != UMADV_OK) {
         __atomic_store_n(&prof->follow, NULL, __ATOMIC_RELEASE);
-        callbacks_enable(prof, 0);
+        callbacks_enable(prof, PROF_LAUNCHES, 0);
     }
     return status;
+}
+
+/* No call inside the watcher once this returns: it was cleared first
+ * (copy_tell). */
+static void watch_quiesce(umadv_profiler_t *prof)
+{
+    while (__atomic_load_n(&prof->watch_busy, __ATOMIC_SEQ_CST) != 0)
+        sched_yield();
+}
+
+umadv_status_t umadv__prof_watch_copies(umadv_profiler_t *prof, umadv_prof_copy_fn fn,
+                                        void *arg)
+{
+    int was_on = __atomic_load_n(&prof->watch, __ATOMIC_SEQ_CST) != NULL;
+    umadv_status_t status = UMADV_OK;
+
+    __atomic_store_n(&prof->watch, NULL, __ATOMIC_SEQ_CST);
+    watch_quiesce(prof);
+    if (fn == NULL) {
+        if (was_on)
+            callbacks_enable(prof, PROF_COPIES, 0);
+        return UMADV_OK;
+    }
+    if (!was_on && (status = callbacks_enable(prof, PROF_COPIES, 1)) != UMADV_OK) {
+        umadv_warn("cannot watch memcpy and memset calls");
+        return status;
+    }
+    prof->watch_arg = arg;
+    __atomic_add_fetch(&prof->watch_gen, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&prof->watch, fn, __ATOMIC_SEQ_CST);
+    return UMADV_OK;
 }
 
 void umadv__prof_count_faults(umadv_profiler_t *prof, int on)

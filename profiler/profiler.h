@@ -11,9 +11,14 @@
  *     launch's argument regions for the parameter scan;
  *   - kernel activity records and unified-memory counter records (GPU
  *     page faults, bytes each way by migration cause, thrashing).
- * Nothing of this runs outside a recording, except the unified-memory
- * counters while the owner asks for faults to be counted (replay
- * validation): CUPTI's activity tracing costs every launch time on the
+ *   - while the owner watches copies (umadv__prof_watch_copies), the
+ *     callbacks of the runtime's and the driver's memcpy and memset calls,
+ *     which tell it the device-address ranges each call may touch before
+ *     the call enqueues anything.
+ * Nothing of this runs outside a recording, except the launch callbacks
+ * while followed, the copy callbacks while watched, and the
+ * unified-memory counters while the owner asks for faults to be counted
+ * (replay validation): CUPTI's activity tracing costs every launch time on the
  * host (measured on an H200: the unified-memory counters add 20-40 us to
  * each kernel of a PyTorch VGG-16), so it is on only when needed.
  *
@@ -58,6 +63,20 @@ typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, unsigned f
  * launch's stream (cudaStream_t; NULL for the default one). */
 typedef void (*umadv_prof_follow_fn)(void *arg, const char *name, unsigned flags, int exit,
                                      void *stream);
+
+/* A range of the address space that a copy or memset may read or write. */
+typedef struct umadv_prof_range {
+    const void *ptr;
+    uint64_t    bytes;
+} umadv_prof_range_t;
+
+/* Called on the calling thread at the entry of each copy or memset call
+ * while watched (umadv__prof_watch_copies), before the call enqueues or
+ * does anything: the @n ranges (1 or 2: destination, then source) it may
+ * touch. A pitched (2D, 3D) side is the span from its first byte to its
+ * last; CUDA arrays and symbols are left out. A runtime call is told
+ * once, not again for the driver call it makes. */
+typedef void (*umadv_prof_copy_fn)(void *arg, const umadv_prof_range_t *ranges, size_t n);
 
 /* What a recording collects. */
 typedef enum umadv_prof_mode {
@@ -121,6 +140,19 @@ void umadv__prof_result_cleanup(umadv_prof_result_t *result);
  * launch costs the host little. A failure to enable them is warned. */
 umadv_status_t umadv__prof_follow(umadv_profiler_t *prof, umadv_prof_follow_fn follow,
                                   void *arg);
+
+/* Watch copies and memsets with @fn (NULL: stop), recording or not: the
+ * runtime's (cudaMemcpy, cudaMemcpyAsync, their 2D, 3D and peer forms,
+ * cudaMemset and its 2D, 3D and async forms, per-thread-stream variants
+ * included) and the driver's (cuMemcpy, cuMemcpyAsync, cuMemcpyHtoD,
+ * DtoH, DtoD, Peer, 2D, 3D, 3DPeer, cuMemsetD8/16/32, cuMemsetD2D8/16/32,
+ * their async and per-thread forms). Their callbacks are on only while
+ * watched: nothing is spent on copies otherwise. Stopping waits until no
+ * call of the old @fn is running, so that its @arg may go away after
+ * this returns (so never stop from inside @fn). A failure to enable the
+ * callbacks is warned and returned; nothing is watched then. */
+umadv_status_t umadv__prof_watch_copies(umadv_profiler_t *prof, umadv_prof_copy_fn fn,
+                                        void *arg);
 
 /* Count GPU faults outside recordings (@on) or not: the unified-memory
  * counters stay on between recordings only while asked. A no-op without

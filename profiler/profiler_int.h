@@ -38,6 +38,18 @@ size_t umadv__prof_launch_regions(const umadv_cupti_ops_t *ops, const void *func
 size_t umadv__prof_guess_region(void *const *args, unsigned char *buf, size_t cap,
                                 umadv_prof_region_t *region);
 
+/* copies.c: the copy and memset callbacks a watch enables, @i from 0 to
+ * umadv__prof_copy_ncallbacks() - 1. */
+size_t umadv__prof_copy_ncallbacks(void);
+void umadv__prof_copy_callback(size_t i, CUpti_CallbackDomain *domain_p,
+                               CUpti_CallbackId *cbid_p);
+
+/* copies.c: the ranges (0 to 2, into @ranges) that the copy or memset
+ * call @cbid of @domain, with CUPTI's @params for it, may touch (none
+ * for NULL @params); -1 when @cbid is not a watched copy or memset. */
+int umadv__prof_copy_ranges(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void *params, umadv_prof_range_t ranges[2]);
+
 /* The subscriber callback (CUpti_CallbackFunc). */
 void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void *cbdata);

@@ -35,7 +35,7 @@ typedef union mock_record {
 static struct {
     CUptiResult         subscribe_result, configure_result;
     int                 subscribed, subscribe_calls;
-    int                 callbacks;      /* enabled now */
+    int                 callbacks;      /* launch callbacks enabled now */
     int                 um_on, kernels_on;
     size_t              param_queries;
     CUpti_CallbackFunc  callback;
@@ -67,7 +67,11 @@ static CUptiResult mock_unsubscribe(CUpti_SubscriberHandle s)
 static CUptiResult mock_enable_callback(uint32_t e, CUpti_SubscriberHandle s,
                                         CUpti_CallbackDomain d, CUpti_CallbackId id)
 {
-    mock.callbacks += e ? 1 : -1;
+    umadv_prof_range_t r[2];
+
+    /* copies are watched while a replay stages (test_profiler_copies) */
+    if (umadv__prof_copy_ranges(d, id, NULL, r) < 0)
+        mock.callbacks += e ? 1 : -1;
     return CUPTI_SUCCESS;
 }
 

@@ -4,7 +4,11 @@
  * around a discard; then the executor replays a small chain of kernels
  * under a budget that forces staged evictions, for each policy, and every
  * buffer holds what the host computes. Multiplying by 0.5 is exact, so
- * the host computes the same bits as the GPU.
+ * the host computes the same bits as the GPU. Between steps the
+ * application copies staged sections to the host (cudaMemcpy) and sets
+ * others (cudaMemsetAsync), watched through CUPTI by the profiler as a
+ * replay does: each copy reads what the host computed, no memset is
+ * undone by a later restore.
  */
 #include <umadv.h>
 
@@ -15,8 +19,9 @@
 
 #include "common/util.h"
 #include "cuda_ops/cuda_ops.h"
-#include "exec/exec.h"
+#include "exec/exec_int.h"
 #include "plan/plan.h"
+#include "profiler/profiler.h"
 #include "exec_gpu_kernels.h"
 #include "tap.h"
 
@@ -115,18 +120,84 @@ static int buffers_match(const chain_t *c)
     return 1;
 }
 
+/* ---- the application's copies ---------------------------------------------- */
+
+/* What the replay's watch does (api/replay.c): restore what a copy or
+ * memset touches before it is enqueued. */
+static void restore_ranges(void *arg, const umadv_prof_range_t *ranges, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        umadv__exec_stage_restore_range(arg, ranges[i].ptr, ranges[i].bytes);
+}
+
+static uint32_t no_step(void *arg, const char *name, unsigned flags,
+                        const umadv_prof_region_t *regions, size_t nregions)
+{
+    return UMADV_STEP_NONE;
+}
+
+/* The first staged section of buffer @b once the lanes are idle, or -1. */
+static long staged_section(umadv_exec_t *e, int b)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[b];
+
+    for (uint32_t i = 0; i < a->nsections; i++) {
+        if (e->core.staged[a->first_section + i])
+            return (long)i;
+    }
+    return -1;
+}
+
+/* After step @j: every buffer with a staged section is copied from
+ * (even steps) or has its first half set to zero (odd ones), on the
+ * host as well. Returns how many calls; *wrong_p is set when a copy
+ * reads other bytes than the host's. */
+static int app_copies(chain_t *c, umadv_exec_t *e, uint32_t j, unsigned char *out,
+                      int *wrong_p)
+{
+    int calls = 0;
+
+    umadv__exec_drain(e);
+    for (int b = 0; b < NBUF; b++) {
+        long s = staged_section(e, b);
+        char *sec = (char *)c->buf[b] + s * SECTION, *ref = (char *)c->ref[b] + s * SECTION;
+
+        if (s < 0)
+            continue;
+        calls++;
+        if (j % 2 == 0) {
+            *wrong_p |= cudaMemcpy(out, sec, SECTION, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                        memcmp(out, ref, SECTION) != 0;
+        } else {
+            *wrong_p |= cudaMemsetAsync(sec, 0, SECTION / 2, c->stream) != cudaSuccess;
+            memset(ref, 0, SECTION / 2);
+        }
+    }
+    return calls;
+}
+
 static void run_policy(chain_t *c, umadv_policy_t policy)
 {
     umadv_exec_params_t p = {.ops = G, .policy = policy, .budget = BUDGET, .trace = &c->t,
                              .first_step = c->s.first_step, .nsteps = c->s.nsteps,
                              .schedule = &c->s, .stage = 1};
     umadv_exec_stats_t st;
+    umadv_profiler_t *prof = NULL;
     umadv_exec_t *e;
-    int launched = 1;
+    int launched = 1, calls = 0, wrong = 0, watched;
+    unsigned char *out = malloc(SECTION);
 
-    if (umadv__exec_create(&p, &e) != UMADV_OK) {
+    if (out == NULL || umadv__exec_create(&p, &e) != UMADV_OK) {
         ok(0, "%s: executor", umadv_policy_name(policy));
+        skip("no executor", "buffers");
+        skip("no executor", "copies");
+        free(out);
         return;
+    }
+    if (umadv__prof_open(0, no_step, NULL, &prof) == UMADV_OK && prof != NULL &&
+        umadv__prof_watch_copies(prof, restore_ranges, e) != UMADV_OK) {
+        umadv__prof_close(prof); /* warned: no copies then */
+        prof = NULL;
     }
     for (uint32_t b = 0; b < NBUF; b++) {
         umadv__exec_bind(e, b, c->buf[b], BUF, c->buf[b], 1);
@@ -142,11 +213,18 @@ static void run_policy(chain_t *c, umadv_policy_t policy)
                                            BUF / sizeof(float), 0.5f, c->stream) == 0;
             umadv__exec_step_end(e, c->stream);
             host_step(c, j);
+            if (prof != NULL)
+                calls += app_copies(c, e, j, out, &wrong);
         }
     }
     cudaStreamSynchronize(c->stream);
     umadv__exec_get_stats(e, &st);
+    watched = prof != NULL;
+    if (watched)
+        umadv__prof_watch_copies(prof, NULL, NULL); /* before the executor goes */
+    umadv__prof_close(prof);
     umadv__exec_destroy(e); /* restores whatever is staged */
+    free(out);
     ok(launched && st.cuda_errors == 0 && st.staged_bytes > 0 &&
            (st.restored_bytes > 0 || policy == UMADV_POLICY_DEMAND),
        "%s: staged %llu MiB, restored %llu MiB (%llu synchronously), no CUDA error",
@@ -154,6 +232,14 @@ static void run_policy(chain_t *c, umadv_policy_t policy)
        (unsigned long long)(st.restored_bytes >> 20),
        (unsigned long long)(st.sync_restored_bytes >> 20));
     ok(buffers_match(c), "%s: every buffer holds the host's bits", umadv_policy_name(policy));
+    if (!watched) {
+        skip("cupti unavailable (warned)", "the application's copies");
+        return;
+    }
+    ok(!wrong && calls > 0 && st.copy_restored_bytes > 0,
+       "%s: %d cudaMemcpy and cudaMemsetAsync calls on staged sections between steps, "
+       "watched through cupti (%llu MiB restored for them): each copy read the host's bits",
+       umadv_policy_name(policy), calls, (unsigned long long)(st.copy_restored_bytes >> 20));
 }
 
 static int chain_init(chain_t *c)
@@ -199,7 +285,7 @@ int main(void)
 
     if (G->device_count(&count) != UMADV_OK || count == 0)
         skip_all("no CUDA device");
-    plan(5 + 1 + 2 * (int)UMADV_ARRAY_SIZE(policies));
+    plan(5 + 1 + 3 * (int)UMADV_ARRAY_SIZE(policies));
     test_entries();
     memset(&c, 0, sizeof(c));
     ok(chain_init(&c) == 0, "6 buffers of 16 MiB, a 48 MiB budget, a plan");

@@ -16,11 +16,15 @@
  * data must come back first), staging is turned off for a block (which
  * the CPU may then read whole), and the executor is destroyed and a new
  * one made with another policy and budget mid-iteration (every block is
- * read whole then). The lanes run concurrently with the application, or
- * are drained at random points. At the end every block is read whole.
+ * read whole then). Between steps the application also copies from or
+ * sets a random byte range of a block (a memcpy or memset, told to the
+ * executor first as the replay's watch of copies does). The lanes run
+ * concurrently with the application, or are drained at random points. At
+ * the end every block is read whole.
  *
  * It must be able to fail: the same cases run through a CUDA table whose
- * copies back from staging (or into it) do nothing, and must be caught.
+ * copies back from staging (or into it) do nothing, and must be caught;
+ * so must copies the executor is not told of.
  *
  * Debugging: STAGE_SEED=N runs case N alone (STAGE_SHOW=1 names the
  * cases that fail).
@@ -57,6 +61,9 @@ typedef enum mutant {
     MUTANT_NONE, MUTANT_NO_COPY_BACK, MUTANT_NO_COPY_OUT,
     MUTANT_NO_DISCARDS /* not a bug: a driver without discards */
 } mutant_t;
+
+/* The application's copies are not told to the executor (a mutant). */
+static int copies_unwatched;
 
 static struct {
     mutant_t        mutant;
@@ -156,7 +163,7 @@ typedef struct app {
     uint32_t                next_version;
     int                     drain;         /* drain the lanes at every call */
     /* outcomes */
-    uint64_t                checked, mismatched, errors;
+    uint64_t                checked, mismatched, errors, copies;
     umadv_exec_stats_t      sum;
 } app_t;
 
@@ -257,6 +264,7 @@ static void exec_end(app_t *a)
     a->sum.restored_bytes += st.restored_bytes;
     a->sum.sync_restored_bytes += st.sync_restored_bytes;
     a->sum.late_restored_bytes += st.late_restored_bytes;
+    a->sum.copy_restored_bytes += st.copy_restored_bytes;
     a->sum.cuda_errors += st.cuda_errors;
     all_check(a);
 }
@@ -306,6 +314,51 @@ static void drift(app_t *a, const umadv_cuda_ops_t *ops)
         break;
     default:
         break;
+    }
+}
+
+/* ---- the application's copies ------------------------------------------------ */
+
+/* Bytes [@lo, @hi) of section @s, read by a copy. */
+static void section_check_bytes(app_t *a, uint32_t s, uint64_t lo, uint64_t hi)
+{
+    a->checked++;
+    if (memcmp(section_ptr(a, s) + lo, expected(a, s) + lo, hi - lo) != 0)
+        a->mismatched++;
+}
+
+/* A copy from (or a memset of) a random byte range of one block between
+ * steps: the executor is told first, as the replay's watch does at the
+ * call's entry. A memset writes new contents over every section it
+ * touches (its bytes, in this model). */
+static void app_copy(app_t *a)
+{
+    uint32_t alloc = tp_below(&a->rng, a->t->nallocs);
+    const umadv_trace_alloc_t *al = &a->t->allocs[alloc];
+    uint32_t first = tp_below(&a->rng, al->nsections);
+    uint32_t last = first + tp_below(&a->rng, al->nsections - first);
+    const umadv_trace_section_t *s0 = &a->t->sections[al->first_section + first];
+    const umadv_trace_section_t *s1 = &a->t->sections[al->first_section + last];
+    uint64_t lo = s0->offset + tp_below(&a->rng, (uint32_t)s0->size);
+    uint64_t hi = s1->offset + 1 + tp_below(&a->rng, (uint32_t)s1->size);
+    int set = tp_below(&a->rng, 2);
+
+    if (hi <= lo)
+        hi = lo + 1;
+    if (!copies_unwatched)
+        umadv__exec_stage_restore_range(a->exec, (char *)a->block[alloc] + lo, hi - lo);
+    a->copies++;
+    for (uint32_t i = first; i <= last; i++) {
+        uint32_t s = al->first_section + i;
+        const umadv_trace_section_t *sec = &a->t->sections[s];
+        uint64_t from = UMADV_MAX(lo, sec->offset), to = UMADV_MIN(hi, sec->offset + sec->size);
+
+        if (from >= to)
+            continue;
+        if (set)
+            section_write(a, s);
+        else
+            section_check_bytes(a, s, from - sec->offset, to - sec->offset);
     }
 }
 
@@ -363,6 +416,8 @@ static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
         drift(a, ops);
         if (a->exec == NULL)
             return;
+        if (tp_below(&a->rng, 3) == 0)
+            app_copy(a);
         if (tp_below(&a->rng, 40) == 0)
             return; /* an iteration cut short: the next begins early */
     }
@@ -374,6 +429,7 @@ static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
 
 typedef struct tally {
     uint64_t cases, checked, mismatched, errors, staged, restored, sync_restored, late;
+    uint64_t copies, copy_restored;
     uint64_t failing_cases;
 } tally_t;
 
@@ -466,6 +522,8 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->restored += a.sum.restored_bytes;
     y->sync_restored += a.sum.sync_restored_bytes;
     y->late += a.sum.late_restored_bytes;
+    y->copies += a.copies;
+    y->copy_restored += a.sum.copy_restored_bytes;
     umadv__schedule_cleanup(&s);
     umadv__window_cleanup(&w);
     umadv__trace_cleanup(&t);
@@ -485,7 +543,7 @@ static void pattern_init(void)
 int main(void)
 {
     umadv_cuda_host_counters_t c;
-    tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0};
+    tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0}, unwatched = {0};
 
     pattern_init();
     mutant_ops_init();
@@ -495,7 +553,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(11);
+    plan(13);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     diag("%llu cases, %llu section reads, %llu MiB staged, %llu MiB restored by the lane, "
@@ -509,6 +567,9 @@ int main(void)
     ok(y.sync_restored > 0, "synchronous restores (drift, staging off, the end) were made");
     ok(y.late == 0, "the replay core's restores came in time for every step: its last "
        "check restored nothing (%llu bytes)", (unsigned long long)y.late);
+    ok(y.copies > 0 && y.copy_restored > 0, "the application's copies and memsets between "
+       "steps (%llu) found staged data, restored for them (%llu bytes)",
+       (unsigned long long)y.copies, (unsigned long long)y.copy_restored);
     ok(y.mismatched == 0, "every byte a step or the application read was the last written "
        "(%llu of %llu section reads differ, in %llu cases)", (unsigned long long)y.mismatched,
        (unsigned long long)y.checked, (unsigned long long)y.failing_cases);
@@ -535,6 +596,12 @@ int main(void)
        "reads differ)", (unsigned long long)no_discards.mismatched,
        (unsigned long long)no_discards.checked);
     mut.mutant = MUTANT_NONE;
+    copies_unwatched = 1;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &umadv__cuda_ops_host, &unwatched);
+    copies_unwatched = 0;
+    ok(unwatched.mismatched > 0, "copies the executor is not told of are caught (%llu cases "
+       "of %d)", (unsigned long long)unwatched.failing_cases, MUTANT_CASES);
     umadv__cuda_host_counters(&c);
     ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "the mutants left nothing either");
     ok(broken_back.errors == 0 && broken_out.errors == 0, "the mutants' cases ran");

@@ -36,6 +36,15 @@
  * at the call's exit, with the event on the launch's stream. The first
  * launch that differs stops this for the rest of the iteration (drift).
  *
+ * COPIES AND MEMSETS. With staging, a staged range holds no data until
+ * restored, and the application may copy or set memory between kernels
+ * (loss.item(), zero_()). While the replay runs, the profiler tells each
+ * memcpy and memset call at its entry (umadv__prof_watch_copies) and the
+ * executor restores, synchronously, the staged data it touches before the
+ * call enqueues anything. A context with a GPU and no profiler to watch
+ * them does not stage (said at info level); a host-only one has no CUDA
+ * call to watch; oracle, which never evicts, watches nothing.
+ *
  * Called with ctx->lock held, except where said.
  */
 #include "api/context.h"
@@ -91,6 +100,7 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
 }
 
 static void follow_stop(umadv_context_t ctx);
+static void copies_unwatch(umadv_context_t ctx);
 
 void umadv__replay_stop(umadv_context_t ctx)
 {
@@ -100,12 +110,15 @@ void umadv__replay_stop(umadv_context_t ctx)
         return;
     follow_stop(ctx);
     /* staged data back before anything else (destroy makes sure of it
-     * again once its lanes have stopped) */
+     * again once its lanes have stopped); nothing is staged again (the
+     * steps that would are marked under ctx->lock), so copies need no
+     * watch from here on, and none is inside the executor after this */
     umadv__exec_restore_all(r->exec);
+    copies_unwatch(ctx);
     umadv__exec_get_stats(r->exec, &r->last);
     stats_add(&r->done, &r->last);
     umadv__exec_destroy(r->exec);
-    r->exec = NULL;
+    __atomic_store_n(&r->exec, NULL, __ATOMIC_RELEASE);
     for (size_t i = 0; i < r->bound_cap; i++) {
         if (r->bound[i] != NULL)
             r->bound[i]->bound = UMADV_CTX_NO_TRACE_ID;
@@ -310,6 +323,50 @@ static void follow_stop(umadv_context_t ctx)
     follow.ctx = NULL;
 }
 
+/* ---- copies and memsets -------------------------------------------------- */
+
+/* The context whose executor the application's copies reach: one
+ * profiler per process. */
+static umadv_context_t copies_ctx;
+
+/* A copy or memset at its call's entry: what it touches is restored
+ * first. Without ctx->lock: the executor's own synchronous restores,
+ * made with it held, are copies that come here too (and are ignored). */
+static void copies_restore(void *arg, const umadv_prof_range_t *ranges, size_t n)
+{
+    umadv_context_t ctx = arg;
+    umadv_exec_t *exec = __atomic_load_n(&ctx->replay.exec, __ATOMIC_ACQUIRE);
+
+    for (size_t i = 0; exec != NULL && i < n; i++)
+        umadv__exec_stage_restore_range(exec, ranges[i].ptr, ranges[i].bytes);
+}
+
+/* Whether the replay may stage: the application's copies are watched
+ * from now on, or it cannot make any (host only). */
+static int copies_watch(umadv_context_t ctx)
+{
+    if (ctx->profiler == NULL && (ctx->flags & UMADV_CONTEXT_FLAG_HOST_ONLY))
+        return 1;
+    if (ctx->profiler != NULL && (copies_ctx == NULL || copies_ctx == ctx) &&
+        umadv__prof_watch_copies(ctx->profiler, copies_restore, ctx) == UMADV_OK) {
+        copies_ctx = ctx;
+        return 1;
+    }
+    /* info: the missing profiler was warned when the context was made */
+    umadv_info("replay: the application's memcpy and memset calls cannot be watched "
+               "(no profiler): nothing is staged, evictions migrate");
+    return 0;
+}
+
+/* Stop watching: no call is inside copies_restore once this returns. */
+static void copies_unwatch(umadv_context_t ctx)
+{
+    if (copies_ctx != ctx)
+        return;
+    umadv__prof_watch_copies(ctx->profiler, NULL, NULL);
+    copies_ctx = NULL;
+}
+
 /* ---- starting ----------------------------------------------------------- */
 
 /* UMADV_REPROFILE_FAULTS, or 1% of the fault groups the profile saw if
@@ -358,6 +415,7 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
     umadv_ctx_replay_t *r = &ctx->replay;
     umadv_exec_params_t params;
     umadv_status_t status;
+    umadv_exec_t *exec;
 
     umadv__replay_stop(ctx);
     status = umadv__array_reserve((void **)&r->bound, &r->bound_cap, ctx->trace.nallocs,
@@ -366,12 +424,16 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
         return status;
     memset(r->bound, 0, r->bound_cap * sizeof(*r->bound));
     exec_params(ctx, &params);
-    status = umadv__exec_create(&params, &r->exec);
+    /* watched before anything can be staged; oracle never evicts */
+    params.stage = params.stage && params.policy != UMADV_POLICY_ORACLE && copies_watch(ctx);
+    status = umadv__exec_create(&params, &exec);
     if (status != UMADV_OK) {
+        copies_unwatch(ctx);
         umadv_error("replay: cannot start the executor (%s): no replay",
                     umadv_status_string(status));
         return status;
     }
+    __atomic_store_n(&r->exec, exec, __ATOMIC_RELEASE); /* copies_restore reads it */
     umadv__pool_foreach(ctx->pool, bind_identity, ctx);
     ctx->live_on_host = 0; /* the executor places them from now on */
     umadv__exec_start(r->exec, ctx->step_stream);

@@ -93,6 +93,7 @@ static umadv_status_t arrays_alloc(umadv_exec_t *e)
     e->binds = calloc(e->trace->nallocs + 1, sizeof(*e->binds));
     if (e->binds == NULL)
         return UMADV_ERR_NO_MEMORY;
+    umadv__tree_init(&e->bound, (uintptr_t)e);
     return umadv__exec_stage_init(e);
 }
 
@@ -263,6 +264,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
     if (b->base == 0)
         return;
     old = *b;
+    umadv__tree_remove(&e->bound, &b->node);
     b->base = 0;
     b->advised = 0;
     umadv__exec_stage_release(e, alloc); /* live: restored above; dead: dropped */
@@ -310,6 +312,9 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     unbind_locked(e, alloc, 1);
     e->binds[alloc] = (exec_bind_t){.base = (uintptr_t)base, .size = size,
                                     .arena = (uintptr_t)arena};
+    e->binds[alloc].node.key_hi = (uintptr_t)base;
+    e->binds[alloc].node.key_lo = alloc; /* unique, whatever the blocks */
+    umadv__tree_insert(&e->bound, &e->binds[alloc].node);
     umadv__core_bind(&e->core, alloc); /* decides the plan's setup advice */
     umadv__exec_queue_decisions(e);
     for (uint32_t i = 0; i < t->nsections; i++) {

@@ -31,7 +31,8 @@
  * With params.stage, evictions of stageable blocks (umadv__exec_set_stageable)
  * go through pinned staging (schedule/core.h, STAGING; stage.c): the range
  * holds no valid data until restored, which every step that touches it,
- * and every end, waits for.
+ * every copy or memset of the application that touches it
+ * (umadv__exec_stage_restore_range), and every end, waits for.
  */
 #ifndef UMADV_EXEC_EXEC_H
 #define UMADV_EXEC_EXEC_H
@@ -109,7 +110,12 @@ typedef struct umadv_exec_stats {
     uint64_t late_restored_bytes; /* of those, by a step's last check: data the core's
                                * decisions did not bring in time (a wait timed out, a
                                * decision lost) */
+    uint64_t copy_restored_bytes; /* of those, for an application's copy or memset
+                               * (umadv__exec_stage_restore_range) */
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
+    uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
+                               * memset touched the data after the step end they
+                               * waited for, and may not have run yet */
 } umadv_exec_stats_t;
 
 /* Start the worker and monitor threads. UMADV_ERR_INVALID_PARAM for a
@@ -146,6 +152,17 @@ void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
 /* Every staged section holds its data again when this returns
  * (synchronous; destroy does it first). */
 void umadv__exec_restore_all(umadv_exec_t *exec);
+
+/* The application is about to copy or set [@ptr, @ptr + @bytes) (a
+ * memcpy or memset between kernels: loss.item(), zero_()), on the step's
+ * stream or ordered before the next step's end: every staged section of
+ * a bound block overlapping it holds its data again when this returns
+ * (synchronous, on the calling thread), and an eviction that waits only
+ * for an earlier step end (the copy may not have run yet) migrates those
+ * sections instead of staging them. Any thread. Without staging a check;
+ * with it, the lock and an address lookup. The executor's own copies,
+ * which a watch of copies also sees, are ignored. */
+void umadv__exec_stage_restore_range(umadv_exec_t *exec, const void *ptr, uint64_t bytes);
 
 /* What runs until the next iteration is not known to the replay (kernel
  * launches that diverged from the profiled steps): everything staged is

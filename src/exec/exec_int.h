@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "exec/exec.h"
+#include "pool/tree.h"
 #include "schedule/core.h"
 
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
@@ -19,6 +20,8 @@
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
 
 typedef struct exec_bind {
+    umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while
+                             * base != 0; the first member */
     uintptr_t base;     /* 0: no live block plays this allocation */
     uint64_t  size;
     uintptr_t arena;
@@ -30,6 +33,7 @@ typedef struct exec_bind {
 typedef struct exec_event {
     umadv_event_t event;
     uint32_t      refs;
+    uint64_t      seq;      /* events recorded before it, and it (umadv_exec.events_seq) */
 } exec_event_t;
 
 /* A queued op: one of the replay core's decisions, with what the lanes
@@ -69,6 +73,8 @@ typedef struct exec_stage {
     uint32_t  nfree;
     uint32_t *slot;   /* per section: its slot while its data is staged, or
                        * EXEC_NO_SLOT */
+    uint64_t *copied; /* per section: 1 + the events recorded (events_seq) when an
+                       * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
 } exec_stage_t;
@@ -87,6 +93,8 @@ typedef struct exec_lane {
     size_t        *batch_sizes;
     size_t         batch_cap, batch_sizes_cap;
     uint64_t       busy_need;       /* key of the op in flight, EXEC_KEY_NONE */
+    uint64_t       busy_after;      /* eviction lane: seq of the step end the call
+                                     * waited for, 0 if none */
     int            busy_blocking;
     int            working;         /* serving an op (lane_run) */
 } exec_lane_t;
@@ -123,6 +131,8 @@ struct umadv_exec {
                                         * section states, the budget's
                                         * accounting, what each policy decides */
     exec_bind_t            *binds;     /* per trace allocation */
+    umadv_tree_t            bound;     /* the bound blocks by address (stage.c finds
+                                        * what an application's copy touches) */
     exec_pages_t            pages;     /* where freed blocks left their pages */
     exec_stage_t            stage;     /* staging pool (stage.c) */
 
@@ -137,6 +147,7 @@ struct umadv_exec {
     umadv_exec_stats_t      iter_start; /* counters when the iteration began */
     int                     warned_budget;
 
+    uint64_t                events_seq;/* events recorded so far */
     exec_event_t          **events;    /* every event object */
     size_t                  nevents, events_cap;
     exec_event_t          **spare;     /* unreferenced ones */

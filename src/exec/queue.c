@@ -168,6 +168,7 @@ exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream)
     if (ev == NULL)
         return NULL;
     ev->refs = 1;
+    ev->seq = ++e->events_seq;
     if (e->p.ops->event_record(ev->event, stream) != UMADV_OK) {
         umadv__exec_event_put(e, ev);
         umadv__exec_fail(e, "event_record");

@@ -33,8 +33,24 @@
  * fails or the executor is broken, a CPU copy (managed memory is
  * host-accessible). Used when a step finds its data still staged after
  * its wait, when the executor is broken, when a live block loses its
- * role, when an allocation stops being stageable, and before the
- * executor is destroyed.
+ * role, when an allocation stops being stageable, when the application
+ * copies or sets memory (umadv__exec_stage_restore_range), and before
+ * the executor is destroyed.
+ *
+ * THE APPLICATION'S COPIES (umadv__exec_stage_restore_range, called at a
+ * memcpy or memset call's entry, before it enqueues anything): what the
+ * call touches is restored now, and marked with the count of events
+ * recorded so far (stage.copied). The copy runs after the last step end
+ * recorded, and an eviction that waits only for that step end (one that
+ * a step decides when it begins: prefetch-all, demand) could discard the
+ * range before it runs: the eviction lane migrates such sections instead
+ * of staging them (umadv__exec_stage_slots). An eviction behind a later
+ * step end is ordered after the copy on the step's stream.
+ *
+ * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too, which a watch
+ * of the application's copies sees: they are marked on their thread
+ * (own_copy) and umadv__exec_stage_restore_range ignores them (a lane
+ * would otherwise wait for its own call in flight).
  */
 #include "exec/exec_int.h"
 
@@ -42,6 +58,9 @@
 #include <string.h>
 
 #include "common/log.h"
+
+/* Copies the executor makes on this thread now (own_copy). */
+static __thread int own_copies;
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -51,7 +70,8 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 
     e->stage.slot_size = e->trace->section_size;
     e->stage.slot = malloc(n * sizeof(*e->stage.slot));
-    if (e->stage.slot == NULL)
+    e->stage.copied = calloc(n, sizeof(*e->stage.copied));
+    if (e->stage.slot == NULL || e->stage.copied == NULL)
         return UMADV_ERR_NO_MEMORY;
     for (size_t s = 0; s < n; s++)
         e->stage.slot[s] = EXEC_NO_SLOT;
@@ -63,6 +83,7 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
     if (e->stage.base != NULL)
         e->p.ops->host_free(e->stage.base);
     free(e->stage.slot);
+    free(e->stage.copied);
     free(e->stage.free);
     memset(&e->stage, 0, sizeof(e->stage));
 }
@@ -145,17 +166,34 @@ static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
         slot_put(e, exec_section_id(e, p->alloc, p->first + k));
 }
 
+/* Whether an application's copy or memset that touched piece @p came
+ * after the step end the eviction waited for (@after): the copy may not
+ * have run yet, and a discard would take its data from under it. */
+static int piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
+{
+    for (uint32_t k = 0; k < p->count; k++) {
+        if (e->stage.copied[exec_section_id(e, p->alloc, p->first + k)] > after)
+            return 1;
+    }
+    return 0;
+}
+
 /* The eviction lane's staged pieces get their slots; a piece that cannot
- * (no pool: pinning failed) is migrated instead. */
+ * (no pool: pinning failed), or that a copy may still read, is migrated
+ * instead (a migration keeps the data wherever it goes). */
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces; i++) {
         exec_piece_t *p = &lane->pieces[i];
+        int copied;
 
-        if (!p->staged || (pool_ready(e) && piece_slots(e, p)))
+        if (!p->staged)
+            continue;
+        copied = piece_copied_after(e, p, lane->busy_after);
+        if (!copied && pool_ready(e) && piece_slots(e, p))
             continue;
         p->staged = 0;
-        e->stats.stage_fallback_bytes += p->bytes;
+        *(copied ? &e->stats.copy_held_bytes : &e->stats.stage_fallback_bytes) += p->bytes;
         for (uint32_t k = 0; k < p->count; k++)
             umadv__core_unstage(&e->core, exec_section_id(e, p->alloc, p->first + k));
     }
@@ -171,6 +209,19 @@ void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc)
 }
 
 /* ---- copies between a piece and its slots ----------------------------- */
+
+/* One of the executor's copies, marked as such on its thread while the
+ * call runs (THE EXECUTOR'S OWN COPIES, above). */
+static umadv_status_t own_copy(umadv_exec_t *e, void *dst, const void *src, size_t len,
+                               umadv_stream_t stream)
+{
+    umadv_status_t status;
+
+    own_copies++;
+    status = e->p.ops->memcpy_async(dst, src, len, stream);
+    own_copies--;
+    return status;
+}
 
 /* Sections of @p from its @k-th whose slots follow each other (sections
  * but an allocation's last fill their slot): how many, *len_p bytes. */
@@ -201,8 +252,8 @@ static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out
         if (e->stage.slot[s0] == EXEC_NO_SLOT)
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
         n = slot_run(e, p, k, &len);
-        status = out ? e->p.ops->memcpy_async(slot_addr(e, s0), range, len, stream)
-                     : e->p.ops->memcpy_async(range, slot_addr(e, s0), len, stream);
+        status = out ? own_copy(e, slot_addr(e, s0), range, len, stream)
+                     : own_copy(e, range, slot_addr(e, s0), len, stream);
         if (status != UMADV_OK)
             return status;
     }
@@ -354,7 +405,7 @@ static void section_copy_back(umadv_exec_t *e, uint32_t s)
 
     e->binds[sec->alloc].busy++;
     pthread_mutex_unlock(&e->lock);
-    if (!broken && (status = e->p.ops->memcpy_async(range, slot, sec->size, NULL)) == UMADV_OK)
+    if (!broken && (status = own_copy(e, range, slot, sec->size, NULL)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(NULL);
     if (status != UMADV_OK)
         memcpy(range, slot, sec->size);
@@ -411,6 +462,61 @@ void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc)
 
     for (uint32_t i = 0; e->binds[alloc].base != 0 && i < a->nsections; i++)
         restore_one(e, a->first_section + i);
+}
+
+/* The sections of @alloc's block within its bytes [@from, @to): the
+ * first and one past the last. */
+static void block_sections(const umadv_exec_t *e, uint32_t alloc, uint64_t from, uint64_t to,
+                           uint32_t *first_p, uint32_t *end_p)
+{
+    const umadv_trace_alloc_t *a = &e->trace->allocs[alloc];
+    uint64_t first = from / e->trace->section_size, end = (to - 1) / e->trace->section_size + 1;
+
+    *first_p = a->first_section + (uint32_t)UMADV_MIN(first, a->nsections);
+    *end_p   = a->first_section + (uint32_t)UMADV_MIN(end, a->nsections);
+}
+
+/* Called with the lock held: the sections of bound blocks overlapping
+ * [@lo, @hi) are marked copied now (@mark), and the first of them marked
+ * staged is returned, or UINT32_MAX. */
+static uint32_t copy_sections(umadv_exec_t *e, uintptr_t lo, uintptr_t hi, int mark)
+{
+    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+    uint32_t staged = UINT32_MAX;
+
+    if (n == NULL)
+        n = umadv__tree_ceil(&e->bound, lo, 0);
+    for (; n != NULL && n->key_hi < hi && (mark || staged == UINT32_MAX);
+         n = umadv__tree_next(&e->bound, n)) {
+        const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
+        uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
+        uint32_t s, end;
+
+        if (from >= to)
+            continue;
+        block_sections(e, (uint32_t)n->key_lo, from - b->base, to - b->base, &s, &end);
+        for (; s < end && (mark || staged == UINT32_MAX); s++) {
+            if (mark)
+                e->stage.copied[s] = e->events_seq + 1;
+            if (e->core.staged[s] && staged == UINT32_MAX)
+                staged = s;
+        }
+    }
+    return staged;
+}
+
+void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t bytes)
+{
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+    uint32_t s;
+
+    if (bytes == 0 || hi < lo || own_copies > 0 || !e->p.stage)
+        return;
+    pthread_mutex_lock(&e->lock);
+    /* restore_one drops the lock: the search starts again after each */
+    for (s = copy_sections(e, lo, hi, 1); s != UINT32_MAX; s = copy_sections(e, lo, hi, 0))
+        e->stats.copy_restored_bytes += restore_one(e, s);
+    pthread_mutex_unlock(&e->lock);
 }
 
 void umadv__exec_restore_all(umadv_exec_t *e)

@@ -545,6 +545,7 @@ static int evict_one(umadv_exec_t *e)
     umadv__exec_queue_remove(&e->evict, e->evict.queue.head);
     e->evict.busy_need = op.d.need;
     e->evict.busy_blocking = op.d.blocking;
+    e->evict.busy_after = op.event != NULL ? op.event->seq : 0;
     evict_wait_event(e, op.event);
     if (op.d.kind == UMADV_OP_ADVISE) {
         unadvise_issue(e, &op);

@@ -70,7 +70,9 @@
  *  - only data a later kernel will read is staged: a section no step of
  *    the iteration touches, or one of an allocation freed in the iteration
  *    after its last touch, migrates. What else may read it (a copy the
- *    application makes between kernels: loss.item()) is not known;
+ *    application makes between kernels: loss.item()) is not known here:
+ *    the driver restores what a copy touches when it is called
+ *    (exec/stage.c, THE APPLICATION'S COPIES);
  *  - a section the plan advises (host placement, accessed-by, read-mostly)
  *    is never staged: a kernel may read it where the advice leaves it,
  *    and a discarded range holds nothing there.
