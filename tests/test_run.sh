@@ -238,6 +238,11 @@ run keep --summary "$tmp/kept" -- sh -c 'printf "%s\n" "$record" >>"$UMADV_RUN_S
     grep -q "pid 4242" "$tmp/keep.err"
 ok $? "--summary FILE keeps the records and prints them"
 
+long=$tmp/$(printf '%0250d' 0)
+mkdir -p "$long"
+run longsum --summary "$long/s" -- sh -c 'echo started'
+check_fails longsum 1 "longer than 255 bytes" "a summary path the library would refuse, before the program starts,"
+
 left=$(ls "${TMPDIR:-/tmp}" | grep -c '^umadv-run\.' || true)
 run tmpgone -- true
 [ "$(ls "${TMPDIR:-/tmp}" | grep -c '^umadv-run\.' || true)" -eq "$left" ]

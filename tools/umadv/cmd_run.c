@@ -260,6 +260,23 @@ static int check_program(const char *name, char *path, size_t len)
 
 /* ---- the environment ---- */
 
+/* Export a knob umadv run chooses (a path), checked by the knob's rules:
+ * a value the library would refuse is said here, naming it. */
+static int export_knob(const char *name, const char *value, int overwrite)
+{
+    const umadv_config_field_t *field = knob_field(name);
+    char why[160];
+
+    if (!overwrite && getenv(name) != NULL)
+        return 0;
+    if (field != NULL && umadv__config_check(field, value, why, sizeof(why)) != UMADV_OK) {
+        umadv__cli_fail("%s=%s: %s", name, value, why);
+        errno = EINVAL;
+        return -1;
+    }
+    return setenv(name, value, 1);
+}
+
 static int prepend_env(const char *name, const char *value)
 {
     const char *old = getenv(name);
@@ -298,7 +315,7 @@ static int set_parts(const run_args_t *args, const char *program)
                         inject, strerror(errno));
         return -1;
     }
-    if (setenv("UMADV_INJECT_LIBRARY", inject, 0) != 0 || prepend_env("PYTHONPATH", pydir) != 0 ||
+    if (export_knob("UMADV_INJECT_LIBRARY", inject, 0) != 0 || prepend_env("PYTHONPATH", pydir) != 0 ||
         set_nvtx(inject) != 0)
         goto fail;
     if (!args->no_preload && !is_python(program) && prepend_env("LD_PRELOAD", inject) != 0)
@@ -314,26 +331,30 @@ fail:
 static int set_summary(const run_args_t *args, char *path, size_t len, int *temp_p)
 {
     const char *named = args->summary != NULL ? args->summary : getenv("UMADV_RUN_SUMMARY");
+    const char *dir = getenv("TMPDIR");
     int fd;
 
     *temp_p = 0;
     path[0] = '\0';
-    if (named != NULL && named[0] != '\0') {
+    if (named != NULL && named[0] != '\0')
         snprintf(path, len, "%s", named);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    } else if (args->quiet) {
+    else if (args->quiet)
         return 0;
-    } else {
-        const char *dir = getenv("TMPDIR");
+    else
         snprintf(path, len, "%s/umadv-run.XXXXXX", dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    if (export_knob("UMADV_RUN_SUMMARY", path, 1) != 0) /* the library's rules first */
+        return -1;
+    if (named != NULL && named[0] != '\0') {
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    } else {
         fd = mkstemp(path);
         *temp_p = fd >= 0;
     }
-    if (fd < 0 || close(fd) != 0 || setenv("UMADV_RUN_SUMMARY", path, 1) != 0) {
+    if (fd < 0 || close(fd) != 0) {
         umadv__cli_fail("cannot create the summary file %s: %s", path, strerror(errno));
         return -1;
     }
-    return 0;
+    return setenv("UMADV_RUN_SUMMARY", path, 1); /* mkstemp's name */
 }
 
 /* ---- running it ---- */

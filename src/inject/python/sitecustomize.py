@@ -13,8 +13,9 @@ the program can allocate CUDA memory, it
   * answers torch.cuda's memory queries that the pluggable allocator
     cannot (they raise) from umadv's counters.
 
-It does nothing when UMADV_INJECT_LIBRARY is empty, when torch has no
-CUDA device, or when the program chose its allocator itself.
+It does nothing when UMADV_INJECT_LIBRARY is empty or torch has no CUDA
+device; a program that sets its own allocator before its first CUDA
+allocation keeps it.
 """
 import importlib.abc
 import importlib.util
@@ -72,6 +73,8 @@ class _Umadv(object):
         self.ctypes = ctypes
         self.inject = ctypes.CDLL(inject_path)
         self.inject.umadv_inject_libumadv_path.restype = ctypes.c_char_p
+        self.inject.umadv_inject_iteration.restype = None
+        self.inject.umadv_inject_exit.restype = None
         path = self.inject.umadv_inject_libumadv_path()
         if not path:
             raise OSError("the injection library does not know its libumadv")
