@@ -475,6 +475,9 @@ static void print_summary(const run_args_t *args, const char *path, int temp)
 {
     if (path[0] == '\0')
         return;
+    /* a reader of our stderr gone must not turn the program's status
+     * into SIGPIPE's: the program has ended, nothing inherits this */
+    signal(SIGPIPE, SIG_IGN);
     if (!args->quiet)
         (void)umadv__run_summary_print(path, args->command[0], stderr);
     if (temp)
