@@ -414,8 +414,9 @@ static void exec_child(const char *path, char **command, int report, const sigse
         errno = ENOEXEC;
     }
     err = errno;
-    if (write(report, &err, sizeof(err)) != (ssize_t)sizeof(err))
-        _exit(RUN_EXIT_NOT_EXECUTABLE);
+    /* a report lost leaves the parent the exit status below */
+    if (write(report, &err, sizeof(err)) < 0)
+        err = 0;
     _exit(RUN_EXIT_NOT_EXECUTABLE);
 }
 
@@ -436,17 +437,19 @@ static pid_t spawn(const char *path, char **command, int *status_p)
     pid = fork();
     if (pid == 0)
         exec_child(path, command, report[1], &old);
+    if (pid < 0)
+        err = errno;
     if (pid > 0) {
         child_pid = pid;
         forward_signals();
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     close(report[1]);
+    /* the pipe closes at a successful exec: nothing to read */
     if (pid > 0 && read(report[0], &err, sizeof(err)) == (ssize_t)sizeof(err)) {
         waitpid(pid, NULL, 0);
+        child_pid = 0;
         pid = -1;
-    } else if (pid < 0) {
-        err = errno;
     }
     close(report[0]);
     if (pid < 0) {
