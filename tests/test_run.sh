@@ -79,6 +79,10 @@ chmod 755 "$tmp/plain.sh"
 run plain -q -- "$tmp/plain.sh" arg
 [ "$(rc_of plain)" -eq 0 ] && [ "$(cat "$tmp/plain.out")" = "no #! line: arg" ]
 ok $? "a script without a #! line runs under sh, as a shell runs it"
+printf '\177ELF\002\000\000junk' >"$tmp/badelf"
+chmod 755 "$tmp/badelf"
+run badelf -q -- "$tmp/badelf"
+check_fails badelf 126 "badelf: cannot run: Exec format error" "a binary the kernel cannot run"
 
 # ---- signals ---------------------------------------------------------
 

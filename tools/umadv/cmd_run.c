@@ -392,15 +392,29 @@ static void forward_signals(void)
         sigaction(forwarded[i], &sa, NULL);
 }
 
+/* Whether @path is text (no NUL in its first bytes): a file the kernel
+ * cannot run is a shell script then, a binary of another kind otherwise. */
+static int is_text(const char *path)
+{
+    char head[256];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, head, sizeof(head)) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    return n >= 0 && memchr(head, '\0', (size_t)n) == NULL;
+}
+
 /* In the child: exec @path, as a shell script if the kernel cannot
- * (ENOEXEC, no #! line); on failure, errno goes up @report. */
+ * (ENOEXEC, a text file without #! line); on failure, errno goes up
+ * @report. */
 static void exec_child(const char *path, char **command, int report, const sigset_t *mask)
 {
     int err;
 
     sigprocmask(SIG_SETMASK, mask, NULL);
     execv(path, command);
-    if (errno == ENOEXEC) {
+    if (errno == ENOEXEC && is_text(path)) {
         size_t n = 0;
         while (command[n] != NULL)
             n++;
