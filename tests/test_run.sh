@@ -150,6 +150,22 @@ else
     skip "sanitizer build: --no-preload"
 fi
 
+# Without a GPU umadv has no context: every interposed call reaches CUDA
+# and fails as it does without umadv.
+alloc=$builddir/tests/run_alloc
+tap_require "$alloc"
+if [ "$preload" = yes ] && "$alloc" | grep -q '^cudaMalloc 0$'; then
+    skip "a GPU here: tests/test_run_gpu.sh routes for real"
+elif [ "$preload" = yes ]; then
+    "$alloc" >"$tmp/alloc.want" 2>&1
+    run alloc -q --managed-malloc -- "$alloc"
+    cmp -s "$tmp/alloc.want" "$tmp/alloc.out" && grep -q "the program runs on plain CUDA" "$tmp/alloc.err"
+    ok $? "no context: cudaMalloc & co. reach CUDA and fail as without umadv, which says so" ||
+        { diag "$tmp/alloc.out"; diag "$tmp/alloc.err"; }
+else
+    skip "sanitizer build: the injection library cannot be preloaded"
+fi
+
 NVTX_INJECTION64_PATH=/other/tool.so run nvtx -q -- sh -c 'echo "$NVTX_INJECTION64_PATH"'
 [ "$(cat "$tmp/nvtx.out")" = /other/tool.so ] && grep -q "names another tool" "$tmp/nvtx.err"
 ok $? "a user's NVTX tool stays, with a warning that iteration ranges go unseen"

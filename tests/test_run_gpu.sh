@@ -86,6 +86,26 @@ same jrange jplain "--iteration-range sweep"
 grep -q "iterations 20," "$tmp/jrange.err"
 ok $? "iterations found from a range of another name" || diag "$tmp/jrange.err"
 
+# ---- the interposed calls ------------------------------------------------
+
+alloc=$builddir/tests/run_alloc
+plain aplain "$alloc"
+run arun -- "$alloc"
+run aroute --managed-malloc -- "$alloc"
+grep -q '^managed round trip intact$' "$tmp/aplain.out" &&
+    grep -q '^device round trip intact$' "$tmp/aplain.out"
+ok $? "run_alloc runs without umadv" || diag "$tmp/aplain.out"
+same arun aplain "umadv run run_alloc (cudaMallocManaged from umadv's pool)"
+grep -q '^cudaIpcGetMemHandle 801$' "$tmp/aroute.out" &&
+    grep -q 'cudaIpcGetMemHandle(.*managed memory' "$tmp/aroute.err" &&
+    grep -v '^cudaIpcGetMemHandle' "$tmp/aplain.out" >"$tmp/aplain.rest" &&
+    grep -v '^cudaIpcGetMemHandle' "$tmp/aroute.out" >"$tmp/aroute.rest" &&
+    cmp -s "$tmp/aplain.rest" "$tmp/aroute.rest"
+ok $? "--managed-malloc: every call as without umadv but IPC, refused with an error naming it" ||
+    { diag "$tmp/aroute.out"; diag "$tmp/aroute.err"; }
+grep -q "2 cudaMalloc routed, 1 cudaMallocManaged managed" "$tmp/aroute.err"
+ok $? "the summary counts cudaMalloc and cudaMallocAsync routed" || diag "$tmp/aroute.err"
+
 # ---- PyTorch -------------------------------------------------------------
 
 script=$srcdir/examples/plain_train.py
