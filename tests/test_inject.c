@@ -3,7 +3,8 @@
  * without a GPU: NVTX's loader handing it the core calls, the ranges it
  * counts (the configured name only, in every message form) and the
  * values it answers; the iterations it profiles, plans and replays on
- * the process's context; the summary record it appends once at exit.
+ * the process's context, unless the program marks its own; the summary
+ * record it appends once at exit.
  * cudaMalloc routing needs the real runtime: tests/test_run_gpu.sh.
  */
 #include <umadv.h>
@@ -121,7 +122,7 @@ static char *slurp(const char *path)
 
 static void test_driver(umadv_context_t ctx, const char *summary)
 {
-    umadv_inject_counts_t c;
+    umadv_inject_counts_t c, before_after;
     umadv_stats_t s = {.size = sizeof(s)};
     void *x = NULL;
     char *first, *again;
@@ -151,6 +152,13 @@ static void test_driver(umadv_context_t ctx, const char *summary)
     ok(first != NULL && again != NULL && strcmp(first, again) == 0, "the record is written once");
     free(first);
     free(again);
+
+    umadv__inject_counts(&c);
+    umadv_iteration_begin(ctx); /* the program marks one itself */
+    iterate(ctx, x, 1);
+    umadv__inject_counts(&before_after);
+    ok(before_after.program_marks && before_after.iterations == c.iterations,
+       "an iteration the program began itself: the driver leaves the marking to it");
     umadv_free(ctx, x);
 }
 
@@ -160,7 +168,7 @@ int main(void)
     int fd = mkstemp(summary);
     umadv_context_t ctx;
 
-    plan(12);
+    plan(13);
     env_clear();
     setenv("UMADV_RUN_SUMMARY", summary, 1);
     setenv("UMADV_PROFILE_ITERATION", "3", 1);

@@ -237,6 +237,12 @@ run two -- sh -c 'printf "%s\n" "$record" >>"$UMADV_RUN_SUMMARY"; printf "%s\n" 
 [ "$(grep -c '^umadv run: sh (pid 4242)' "$tmp/two.err")" -eq 2 ]
 ok $? "every process's record is printed"
 
+own=$(printf '%s\n' "$record" | sed 's/^iterations 10$/iterations 0\niterations_by program/')
+export own
+run own -- sh -c 'printf "%s\n" "$own" >>"$UMADV_RUN_SUMMARY"'
+grep -q "iterations: the program marks its own through umadv's API" "$tmp/own.err"
+ok $? "a program that marks its own iterations is said so" || diag "$tmp/own.err"
+
 run none -- true
 grep -q "umadv run: true never used umadv" "$tmp/none.err"
 ok $? "a program that never used umadv is said so"

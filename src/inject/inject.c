@@ -98,6 +98,26 @@ static void drive(umadv_context_t ctx, uint64_t k, uint32_t p)
                    umadv_status_string(status));
 }
 
+static uint64_t context_iterations(umadv_context_t ctx)
+{
+    umadv_stats_t stats = {.size = sizeof(stats)};
+
+    return umadv_get_stats(ctx, &stats) == UMADV_OK ? stats.iterations : 0;
+}
+
+/* A program that marks its iterations itself (through umadv's API, as
+ * examples/torch_train.py does) is left to do so: two drivers would
+ * profile and plan at each other's boundaries. Found when the context
+ * counted iterations this driver did not begin. */
+static int program_marks(umadv_context_t ctx)
+{
+    if (!counts.program_marks && context_iterations(ctx) != counts.ctx_iterations) {
+        umadv_info("the program marks its own iterations: umadv run leaves them to it");
+        counts.program_marks = 1;
+    }
+    return counts.program_marks;
+}
+
 void umadv__inject_iteration(void)
 {
     umadv_context_t ctx = umadv__inject_context();
@@ -106,13 +126,16 @@ void umadv__inject_iteration(void)
     if (ctx == NULL)
         return;
     pthread_mutex_lock(&state_lock);
-    drive(ctx, counts.iterations, config.profile_iteration);
-    if (counts.iterations == 0)
-        counts.first_ns = now;
-    if (counts.replay_first != 0 && counts.replay_first == counts.iterations)
-        counts.replay_ns = now;
-    counts.last_ns = now;
-    counts.iterations++;
+    if (!program_marks(ctx)) {
+        drive(ctx, counts.iterations, config.profile_iteration);
+        counts.ctx_iterations = context_iterations(ctx);
+        if (counts.iterations == 0)
+            counts.first_ns = now;
+        if (counts.replay_first != 0 && counts.replay_first == counts.iterations)
+            counts.replay_ns = now;
+        counts.last_ns = now;
+        counts.iterations++;
+    }
     pthread_mutex_unlock(&state_lock);
 }
 

@@ -48,6 +48,8 @@ typedef struct umadv_inject_counts {
     uint64_t routed_mallocs;  /* cudaMalloc and cudaMallocAsync routed */
     uint64_t routed_managed;  /* cudaMallocManaged routed */
     uint64_t unrouted;        /* calls passed to CUDA: no context, another device */
+    uint64_t ctx_iterations;  /* the context's count after the last boundary */
+    int      program_marks;   /* the program marks iterations itself: left to it */
 } umadv_inject_counts_t;
 
 void umadv__inject_counts(umadv_inject_counts_t *counts);

@@ -56,6 +56,7 @@ static void put_iterations(record_t *r, const umadv_inject_counts_t *c)
     put(r, "ms_per_iteration %.3f\n", mean_ms(c->first_ns, c->last_ns, complete));
     put(r, "replayed_iterations %llu\n", (unsigned long long)replayed);
     put(r, "ms_per_replayed_iteration %.3f\n", mean_ms(c->replay_ns, c->last_ns, replayed));
+    put(r, "iterations_by %s\n", c->program_marks ? "program" : "umadv");
     put(r, "plan %s\n", !c->planned ? "none"
                         : c->plan_status == UMADV_OK ? "ok"
                                                      : umadv_status_string(c->plan_status));

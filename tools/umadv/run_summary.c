@@ -16,7 +16,7 @@
 #define SUMMARY_MAGIC "umadv-run-summary 1"
 
 typedef struct summary {
-    char     policy[32], plan[64];
+    char     policy[32], plan[64], iterations_by[16];
     long     pid;
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
     uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
@@ -42,6 +42,7 @@ static const key_t_ keys[] = {
     K("ms_per_iteration", KEY_DOUBLE, ms),
     K("replayed_iterations", KEY_U64, replayed),
     K("ms_per_replayed_iteration", KEY_DOUBLE, replayed_ms),
+    K("iterations_by", KEY_WORD, iterations_by),
     K("plan", KEY_WORD, plan),
     K("gpu_peak_used", KEY_U64, gpu_peak),
     K("resident_peak", KEY_U64, resident_peak),
@@ -110,6 +111,11 @@ static const char *gib(uint64_t bytes, char *buf, size_t len)
 
 static void print_iterations(const summary_t *s, FILE *stream)
 {
+    if (strcmp(s->iterations_by, "program") == 0) {
+        fputs("  iterations: the program marks its own through umadv's API; umadv run left "
+              "them to it\n", stream);
+        return;
+    }
     if (s->iterations == 0) {
         fputs("  iterations: none found (no NVTX range named UMADV_ITERATION_RANGE, no "
               "optimizer step): nothing was profiled or planned\n", stream);
