@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -46,12 +47,13 @@ static void at_exit(void)
 
 umadv_context_t umadv__inject_context(void)
 {
-    static int exit_registered; /* state_lock */
-    umadv_context_t ctx = NULL;
+    static _Atomic(umadv_context_t) made; /* once made, read without the lock */
+    static int exit_registered;           /* state_lock */
+    umadv_context_t ctx = atomic_load_explicit(&made, memory_order_acquire);
     umadv_status_t status;
 
-    if (umadv__inject_config() == NULL)
-        return NULL;
+    if (ctx != NULL || umadv__inject_config() == NULL)
+        return ctx;
     pthread_mutex_lock(&state_lock);
     if (!context_failed) {
         status = umadv_torch_context(&ctx);
@@ -60,9 +62,11 @@ umadv_context_t umadv__inject_context(void)
                         umadv_status_string(status));
             context_failed = 1;
             ctx = NULL;
-        } else if (!exit_registered) {
+        } else {
+            atomic_store_explicit(&made, ctx, memory_order_release);
+            if (!exit_registered)
+                atexit(at_exit);
             exit_registered = 1;
-            atexit(at_exit);
         }
     }
     pthread_mutex_unlock(&state_lock);
