@@ -145,9 +145,10 @@ static const umadv_config_field_t config_fields[] = {
      "umadv run --managed-malloc sets it.",
      0, 1, 0, NULL, 0, FIELD(route_malloc)},
     {"UMADV_ITERATION_RANGE", UMADV_CONFIG_STRING, "iteration",
-     "Under the injection library: the NVTX range (nvtxRangePushA, "
-     "nvtxRangePushW or nvtxRangeStartA of this exact name) whose every "
-     "start begins a training iteration of an unmodified program.",
+     "Under the injection library: the NVTX range of NVTX's default domain "
+     "(pushed or started, with an ASCII or wide message of exactly this "
+     "name) whose every start begins a training iteration of an unmodified "
+     "program.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(iteration_range)},
     {"UMADV_PROFILE_ITERATION", UMADV_CONFIG_UINT, "1",
      "Under umadv run: which iteration found by itself (numbered from 0) "
@@ -158,12 +159,12 @@ static const umadv_config_field_t config_fields[] = {
     {"UMADV_INJECT_LIBRARY", UMADV_CONFIG_STRING, "",
      "The injection library (libumadv_inject.so) that umadv run's Python "
      "start-up hook loads to put umadv's allocator under PyTorch; umadv run "
-     "sets it. Empty: the hook does nothing.",
+     "sets it. Unset: the hook does nothing.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(inject_library)},
     {"UMADV_RUN_SUMMARY", UMADV_CONFIG_STRING, "",
      "Under the injection library: a file to which each process that used "
      "umadv appends its counters when it exits (the format is in "
-     "umadv-run(1)); umadv run names one and prints it. Empty: none.",
+     "umadv-run(1)); umadv run names one and prints it. Unset: none.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(run_summary)},
 };
 
