@@ -147,6 +147,9 @@ typedef struct umadv_stats {
     uint64_t staged_bytes;     /**< bytes evicted through pinned host staging (copied
                                 *   out, the range discarded; not in evicted_bytes) */
     uint64_t restored_bytes;   /**< bytes copied back from staging (not in fetched_bytes) */
+    uint64_t plans;            /**< schedules built: the first plan and every one after
+                                *   it (the timing pass's durations, a new budget or
+                                *   policy, a re-profile after drift) */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

@@ -159,6 +159,7 @@ static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)
     L(ctx)->replay_stop(ctx); /* it plays the schedule replaced here */
     L(ctx)->plan_install(ctx, &plan);
     ctx->life.want_plan = 0; /* this plan has the latest budget and policy */
+    ctx->stats.plans++;
     return E(PLAN_BUILT);
 }
 

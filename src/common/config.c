@@ -139,6 +139,36 @@ static const umadv_config_field_t config_fields[] = {
      "node N (an error if it does not exist); none: plain host, threads "
      "left where they are. umadv topo shows the choice.",
      0, 4095, 0, NULL, 0, FIELD(host_numa)},
+    {"UMADV_ROUTE_MALLOC", UMADV_CONFIG_BOOL, "0",
+     "Under the injection library (umadv run, umadv-run(1)): route the "
+     "program's cudaMalloc, cudaFree, cudaMallocAsync and cudaFreeAsync "
+     "into umadv's managed pool, so that device memory can be planned and "
+     "evicted under the budget. Calls that cannot work on managed memory "
+     "(cudaIpcGetMemHandle) then fail with an error naming the call. "
+     "umadv run --managed-malloc sets it.",
+     0, 1, 0, NULL, 0, FIELD(route_malloc)},
+    {"UMADV_ITERATION_RANGE", UMADV_CONFIG_STRING, "iteration",
+     "Under the injection library: the NVTX range of NVTX's default domain "
+     "(pushed or started, with an ASCII or wide message of exactly this "
+     "name) whose every start begins a training iteration of an unmodified "
+     "program.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(iteration_range)},
+    {"UMADV_PROFILE_ITERATION", UMADV_CONFIG_UINT, "1",
+     "Under umadv run: which iteration found by itself (numbered from 0) "
+     "is profiled; the plan is built when it ends and replayed from the "
+     "next one. Iterations before it are warm-up (lazy initialisation, "
+     "autotuning): they run as they would without umadv.",
+     0, 1000000, 0, NULL, 0, FIELD(profile_iteration)},
+    {"UMADV_INJECT_LIBRARY", UMADV_CONFIG_STRING, "",
+     "The injection library (libumadv_inject.so) that umadv run's Python "
+     "start-up hook loads to put umadv's allocator under PyTorch; umadv run "
+     "sets it. Unset: the hook does nothing.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(inject_library)},
+    {"UMADV_RUN_SUMMARY", UMADV_CONFIG_STRING, "",
+     "Under the injection library: a file to which each process that used "
+     "umadv appends its counters when it exits (the format is in "
+     "umadv-run(1)); umadv run names one and prints it. Unset: none.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(run_summary)},
 };
 
 static const char *const type_names[] = {
@@ -526,7 +556,7 @@ static void print_rule(FILE *stream, const umadv_config_field_t *field)
         snprintf(rule, sizeof(rule), "1/0, yes/no, true/false, on/off");
         break;
     case UMADV_CONFIG_STRING:
-        snprintf(rule, sizeof(rule), "a path of at most %llu bytes",
+        snprintf(rule, sizeof(rule), "a string of at most %llu bytes",
                  (unsigned long long)field->max);
         break;
     case UMADV_CONFIG_NODE:

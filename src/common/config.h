@@ -36,6 +36,11 @@ typedef struct umadv_config {
     uint32_t          fault_period;     /* UMADV_FAULT_PERIOD, >= 1 */
     uint32_t          plan_max_touches; /* UMADV_PLAN_MAX_TOUCHES, 0 = no limit */
     int               host_numa;     /* UMADV_HOST_NUMA: a node, or _AUTO, _NONE below */
+    int               route_malloc;  /* UMADV_ROUTE_MALLOC: cudaMalloc into the pool (inject) */
+    char              iteration_range[UMADV_CONFIG_STRING_MAX]; /* UMADV_ITERATION_RANGE */
+    uint32_t          profile_iteration; /* UMADV_PROFILE_ITERATION (umadv run) */
+    char              inject_library[UMADV_CONFIG_STRING_MAX]; /* UMADV_INJECT_LIBRARY */
+    char              run_summary[UMADV_CONFIG_STRING_MAX]; /* UMADV_RUN_SUMMARY, "" = none */
 } umadv_config_t;
 
 /* UMADV_HOST_NUMA's words; node numbers are >= 0. */

@@ -25,6 +25,17 @@
 #define UMADV_DEFAULT_TRACE "h200-resnet50-bs64.umt"
 
 const umadv_cli_command_t umadv__cli_commands[] = {
+    {"run", "run a program under umadv, unmodified: PyTorch or CUDA C",
+     "[--budget SIZE] [--policy P] [OPTIONS] [--] PROGRAM [ARGS]",
+     "Run PROGRAM with ARGS (passed as given) under umadv: PyTorch scripts get\n"
+     "umadv's allocator and find their iterations at the optimizer's step; CUDA\n"
+     "programs have cudaMallocManaged (and with --managed-malloc cudaMalloc)\n"
+     "served from umadv's pool and mark iterations with an NVTX range. The\n"
+     "options set the UMADV_* knobs (umadv(7)) and beat the environment. Exits\n"
+     "as PROGRAM did (128+N when signal N ended it; 127 not found, 126 not\n"
+     "executable; 2 for a bad option or UMADV_* value, with nothing run) and\n"
+     "prints a summary on standard error unless --quiet. See umadv-run(1).",
+     umadv__cli_run_options, umadv__cmd_run},
     {"plan", "plan a schedule under GPU memory budgets and compare policies",
      "[TRACE] --budget SIZE[,SIZE...] [OPTIONS]",
      "Read TRACE (a umadv-trace(5) file; default: the shipped " UMADV_DEFAULT_TRACE "),\n"
@@ -195,7 +206,8 @@ int main(int argc, char **argv)
     cmd = umadv__cli_find_command(arg);
     if (cmd == NULL)
         return unknown_command(arg);
+    /* run: a bad knob is refused before the program starts, as a bad option */
     if (load_config(cmd) != 0)
-        return UMADV_EXIT_FAILURE;
+        return cmd->run == umadv__cmd_run ? UMADV_EXIT_USAGE : UMADV_EXIT_FAILURE;
     return cmd->run(cmd, argc - 1, argv + 1);
 }

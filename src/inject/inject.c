@@ -1,0 +1,195 @@
+/*
+ * The injection library's process state: its knobs, its context and the
+ * iteration driver that profiles, plans and marks the iterations it is
+ * told about (an NVTX range, PyTorch's optimizer step). See inject.h.
+ */
+#define _GNU_SOURCE /* dladdr */
+#include "inject/inject.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static umadv_config_t config;
+static int config_ok;
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static umadv_inject_counts_t counts; /* state_lock */
+static int context_failed;           /* state_lock: said once, not retried */
+
+static void config_load(void)
+{
+    umadv__config_defaults(&config);
+    if (umadv__config_load(&config) != UMADV_OK)
+        return; /* the bad variable is logged by the loader */
+    if (umadv__config_apply_log(&config) != UMADV_OK)
+        return;
+    config_ok = 1;
+}
+
+const umadv_config_t *umadv__inject_config(void)
+{
+    pthread_once(&config_once, config_load);
+    return config_ok ? &config : NULL;
+}
+
+/* The summary is written before CUDA's own exit handlers run: they were
+ * registered when CUDA started, before the context existed. */
+static void at_exit(void)
+{
+    umadv__inject_summary_write();
+}
+
+umadv_context_t umadv__inject_context(void)
+{
+    static _Atomic(umadv_context_t) made; /* once made, read without the lock */
+    static int exit_registered;           /* state_lock */
+    umadv_context_t ctx = atomic_load_explicit(&made, memory_order_acquire);
+    umadv_status_t status;
+
+    if (ctx != NULL || umadv__inject_config() == NULL)
+        return ctx;
+    pthread_mutex_lock(&state_lock);
+    if (!context_failed) {
+        status = umadv_torch_context(&ctx);
+        if (status != UMADV_OK) {
+            umadv_error("no umadv context (%s): the program runs on plain CUDA",
+                        umadv_status_string(status));
+            context_failed = 1;
+            ctx = NULL;
+        } else {
+            atomic_store_explicit(&made, ctx, memory_order_release);
+            if (!exit_registered)
+                atexit(at_exit);
+            exit_registered = 1;
+        }
+    }
+    pthread_mutex_unlock(&state_lock);
+    return ctx;
+}
+
+/* Profile iteration p, plan once it ends (at boundary p + 1): the same
+ * sequence examples/torch_train.py makes by hand. A failure costs time,
+ * never data: the program goes on under what ran before. */
+static void drive(umadv_context_t ctx, uint64_t k, uint32_t p)
+{
+    umadv_status_t status;
+
+    if (k == (uint64_t)p + 1) {
+        status = umadv_plan(ctx);
+        counts.planned = 1;
+        counts.plan_status = status;
+        if (status != UMADV_OK)
+            umadv_warn("iteration %llu: no plan (%s): the program runs unplanned",
+                       (unsigned long long)k, umadv_status_string(status));
+        else
+            counts.replay_first = k;
+    }
+    if (k == p) {
+        status = umadv_profile_next_iteration(ctx);
+        if (status != UMADV_OK)
+            umadv_warn("iteration %llu: cannot profile it (%s)", (unsigned long long)k,
+                       umadv_status_string(status));
+    }
+    status = umadv_iteration_begin(ctx);
+    if (status != UMADV_OK)
+        umadv_warn("iteration %llu: umadv_iteration_begin: %s", (unsigned long long)k,
+                   umadv_status_string(status));
+}
+
+static uint64_t context_iterations(umadv_context_t ctx)
+{
+    umadv_stats_t stats = {.size = sizeof(stats)};
+
+    return umadv_get_stats(ctx, &stats) == UMADV_OK ? stats.iterations : 0;
+}
+
+/* A program that marks its iterations itself (through umadv's API, as
+ * examples/torch_train.py does) is left to do so: two drivers would
+ * profile and plan at each other's boundaries. Found when the context
+ * counted iterations this driver did not begin. */
+static int program_marks(umadv_context_t ctx)
+{
+    if (!counts.program_marks && context_iterations(ctx) != counts.ctx_iterations) {
+        umadv_info("the program marks its own iterations: umadv run leaves them to it");
+        counts.program_marks = 1;
+    }
+    return counts.program_marks;
+}
+
+void umadv__inject_iteration(void)
+{
+    umadv_context_t ctx = umadv__inject_context();
+    uint64_t now = umadv__now_ns();
+
+    if (ctx == NULL)
+        return;
+    pthread_mutex_lock(&state_lock);
+    if (!program_marks(ctx)) {
+        drive(ctx, counts.iterations, config.profile_iteration);
+        counts.ctx_iterations = context_iterations(ctx);
+        if (counts.iterations == 0)
+            counts.first_ns = now;
+        if (counts.replay_first != 0 && counts.replay_first == counts.iterations)
+            counts.replay_ns = now;
+        counts.last_ns = now;
+        counts.iterations++;
+    }
+    pthread_mutex_unlock(&state_lock);
+}
+
+void umadv__inject_counts(umadv_inject_counts_t *counts_p)
+{
+    pthread_mutex_lock(&state_lock);
+    *counts_p = counts;
+    pthread_mutex_unlock(&state_lock);
+}
+
+void umadv__inject_count_route(int managed, int routed)
+{
+    pthread_mutex_lock(&state_lock);
+    if (!routed)
+        counts.unrouted++;
+    else if (managed)
+        counts.routed_managed++;
+    else
+        counts.routed_mallocs++;
+    pthread_mutex_unlock(&state_lock);
+}
+
+/* ---- entry points (umadv-run(1), INJECTION LIBRARY) ---- */
+
+/* Python's start-up hook: the optimizer stepped, an iteration begins. */
+UMADV_INJECT_API void umadv_inject_iteration(void)
+{
+    umadv__inject_iteration();
+}
+
+/* Python's exit: the record is written while the interpreter lives. */
+UMADV_INJECT_API void umadv_inject_exit(void)
+{
+    umadv__inject_summary_write();
+}
+
+/* The libumadv this library runs on, for CUDAPluggableAllocator. */
+UMADV_INJECT_API const char *umadv_inject_libumadv_path(void)
+{
+    Dl_info info;
+
+    if (dladdr((void *)umadv_torch_malloc, &info) == 0 || info.dli_fname == NULL)
+        return NULL;
+    return info.dli_fname;
+}
+
+/* CUDA_INJECTION64_PATH: the driver calls this from cuInit. The knobs are
+ * read (a bad value said) now; the context waits for the first
+ * allocation or iteration. `umadv profile` hooks its tracer here. */
+UMADV_INJECT_API int InitializeInjection(void)
+{
+    return umadv__inject_config() != NULL;
+}

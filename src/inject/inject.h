@@ -1,0 +1,73 @@
+/*
+ * The injection library (libumadv_inject.so): what runs an unmodified
+ * program under umadv. umadv run loads it with LD_PRELOAD (and names it
+ * as the NVTX injection); CUDA_INJECTION64_PATH may name it too.
+ *
+ *   inject.c   the process's knobs, its context, the iteration driver
+ *   route.c    cudaMalloc & co. routed into the pool (UMADV_ROUTE_MALLOC),
+ *              cudaMallocManaged always
+ *   nvtx.c     NVTX injection: the UMADV_ITERATION_RANGE range's starts
+ *   summary.c  the counters appended to UMADV_RUN_SUMMARY at exit
+ *
+ * The library links the public libumadv and carries its own copy of the
+ * knob table (common/config.c), so a value means here what it means in
+ * the library; it exports only the entry points named in umadv-run(1).
+ */
+#ifndef UMADV_INJECT_INJECT_H
+#define UMADV_INJECT_INJECT_H
+
+#include <stdint.h>
+
+#include <umadv.h>
+
+#include "common/config.h"
+
+#define UMADV_INJECT_API __attribute__((visibility("default")))
+
+/* The UMADV_* knobs, read once; NULL when a value is bad (logged, naming
+ * the variable): the library then stays out of the program's way. */
+const umadv_config_t *umadv__inject_config(void);
+
+/* The process's context (umadv_torch_context: one per process, shared
+ * with the PyTorch allocator entry points), made on first use; NULL when
+ * it cannot be made (the first failure is logged). */
+umadv_context_t umadv__inject_context(void);
+
+/* An iteration of the program begins: profile, plan and mark it. */
+void umadv__inject_iteration(void);
+
+/* What the driver saw, for the summary. */
+typedef struct umadv_inject_counts {
+    uint64_t iterations;      /* boundaries seen */
+    uint64_t first_ns;        /* time of the first boundary */
+    uint64_t last_ns;         /* time of the last */
+    uint64_t replay_ns;       /* time of the first replayed iteration's boundary */
+    uint64_t replay_first;    /* index of that iteration; 0: none */
+    umadv_status_t plan_status; /* umadv_plan()'s answer at the boundary */
+    int      planned;         /* umadv_plan() was called */
+    uint64_t routed_mallocs;  /* cudaMalloc and cudaMallocAsync routed */
+    uint64_t routed_managed;  /* cudaMallocManaged routed */
+    uint64_t unrouted;        /* calls passed to CUDA: no context, another device */
+    uint64_t ctx_iterations;  /* the context's count after the last boundary */
+    int      program_marks;   /* the program marks iterations itself: left to it */
+} umadv_inject_counts_t;
+
+void umadv__inject_counts(umadv_inject_counts_t *counts);
+void umadv__inject_count_route(int managed, int routed);
+
+/* ---- the entry points (umadv-run(1), INJECTION LIBRARY) ---- */
+
+/* Python's start-up hook: the optimizer stepped, an iteration begins. */
+UMADV_INJECT_API void umadv_inject_iteration(void);
+/* Python's exit: the summary record, written while the interpreter lives. */
+UMADV_INJECT_API void umadv_inject_exit(void);
+/* The libumadv this library runs on (for CUDAPluggableAllocator); NULL
+ * if unknown. */
+UMADV_INJECT_API const char *umadv_inject_libumadv_path(void);
+/* CUDA_INJECTION64_PATH's entry: nonzero once the knobs are good. */
+UMADV_INJECT_API int InitializeInjection(void);
+
+/* Append this process's record to UMADV_RUN_SUMMARY, once (summary.c). */
+void umadv__inject_summary_write(void);
+
+#endif
