@@ -94,6 +94,26 @@
  * footprint (ResNet-50 1264 -> 624 ms): DESIGN.md measured remote access
  * and eviction separately; the combination is a model until measured.
  *
+ * 1c. CHANNELS (plan_int.h, umadv__plan_channel; params->stage). Data
+ * leaves the GPU one of four ways, chosen per run: dropped (read-mostly
+ * copies, freed data: no copy; RESIDENCY decides), served from the host
+ * instead (HOST PLACEMENT), or evicted, by UVM migration (evict_bw,
+ * 10-18 GB/s) or, for the allocations the trace marks stageable (the
+ * PyTorch allocator's blocks), by a copy into pinned host staging and a
+ * discard (schedule/core.h, STAGING: about 45 GB/s; restored the same
+ * way). Which eviction a run gets is the replay core's rule, not the
+ * plan's: staged wherever it may be (stageable, live, not advised), since
+ * it is the faster channel both ways. What the plan chooses is whether to
+ * move a run at all: the placement's estimate and the timing's lane
+ * budget (split_evictions) price each run's eviction and fetch at its own
+ * channel, so a stageable run, cheap to move, is placed on the host only
+ * where even staging costs more than remote access. The staged channel
+ * is priced with the link probe's figures (trace.h, stage_*); a trace
+ * without them prices it as UVM (nothing measured, nothing assumed), and
+ * REFINE's trials still simulate the staging (the simulator's built-in
+ * rate), as the runtime will do it. schedule->staged_bytes reports the
+ * evictions that go through staging.
+ *
  * 2. TIMING (timing.c). An eviction decided at step k is issued at the end
  * of the section's last use before k, not at k: memory comes free as early
  * as possible and the slow eviction lane starts early. Then each fetch is
@@ -181,6 +201,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->host_placement = 1;
     params->refine      = 1;
     params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
+    params->stage       = umadv__trace_stageable_bytes(trace) > 0;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -308,14 +329,20 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
     return nops;
 }
 
-/* Seconds the eviction lane spends on @ops per replay. */
-static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv_link_model_t *link)
+/* Seconds the eviction lane spends on @ops per replay, each at its
+ * channel (CHANNELS). */
+static double evict_lane_seconds(const umadv_window_t *w, const umadv_plan_params_t *params,
+                                 const umadv_op_t *ops, size_t nops)
 {
     double t = 0;
 
     for (size_t i = 0; i < nops; i++) {
-        if (ops[i].kind == UMADV_OP_EVICT)
-            t += umadv__link_time(link->evict_latency, link->evict_bw, ops[i].bytes);
+        umadv_plan_channel_t ch;
+
+        if (ops[i].kind != UMADV_OP_EVICT)
+            continue;
+        ch = umadv__plan_channel(w, params, ops[i].alloc);
+        t += umadv__link_time(ch.evict_latency, ch.evict_bw, ops[i].bytes);
     }
     return t;
 }
@@ -332,7 +359,7 @@ static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv
 static int split_evictions(const umadv_window_t *w, const umadv_plan_params_t *params,
                            const umadv_op_t *split, size_t nsplit, double remote_s)
 {
-    double lane = evict_lane_seconds(split, nsplit, &params->link);
+    double lane = evict_lane_seconds(w, params, split, nsplit);
 
     return lane <= 0.75 * (umadv__window_compute_seconds(w) + remote_s);
 }
@@ -449,6 +476,20 @@ static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_reside
     return UMADV_OK;
 }
 
+/* Bytes of the schedule's evictions that the replay stages (CHANNELS). */
+static uint64_t staged_bytes(const umadv_window_t *w, const umadv_plan_params_t *params,
+                             const umadv_schedule_t *s)
+{
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == UMADV_OP_EVICT && umadv__plan_channel(w, params,
+                                                                     s->ops[i].alloc).staged)
+            bytes += s->ops[i].bytes;
+    }
+    return bytes;
+}
+
 static uint64_t max_op_bytes(const umadv_window_t *w, const umadv_plan_params_t *params)
 {
     if (params->max_op_bytes)
@@ -470,6 +511,7 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
     if (status != UMADV_OK)
         return status;
     count_totals(s);
+    s->staged_bytes = staged_bytes(w, params, s);
     s->host_bytes   = pl->host_bytes;
     s->remote_bytes = pl->remote_bytes;
     s->remote_s     = pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw : 0;
@@ -576,6 +618,7 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
         sp.quiet     = 1;
         sp.schedule  = &s;
         sp.max_touches = params->max_touches;
+        sp.stage     = params->stage; /* the trace's stageable allocations */
         status = umadv__sim_run(trace, &sp, &r);
         if (status == UMADV_OK && r.iteration_s < best_s) {
             best_s = r.iteration_s;

@@ -111,6 +111,7 @@ void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy
     params->link      = trace->link;
     params->warmup    = SIM_WARMUP_DEFAULT;
     params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
+    params->stage     = umadv__trace_stageable_bytes(trace) > 0;
 }
 
 double umadv__sim_lower_bound(double compute_s, uint64_t fetched, uint64_t evicted,

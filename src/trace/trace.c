@@ -125,6 +125,15 @@ const char *umadv__link_model_implausible(const umadv_link_model_t *link)
     return NULL;
 }
 
+uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace)
+{
+    uint64_t bytes = 0;
+
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        bytes += trace->allocs[a].stageable ? trace->allocs[a].size : 0;
+    return bytes;
+}
+
 /* Sections covering @size bytes, without the wrap of (size + ss - 1) / ss
  * near 2^64. */
 static uint64_t sections_for(uint64_t size, uint64_t section_size)

@@ -258,6 +258,10 @@ typedef void (*umadv_trace_run_fn)(void *arg, uint32_t alloc, uint32_t first, ui
 size_t umadv__trace_for_runs(const umadv_trace_t *trace, uint32_t *sections, size_t count,
                              umadv_trace_run_fn fn, void *arg);
 
+/* Bytes of the allocations marked stageable; 0: none (every trace made
+ * before the flag). */
+uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace);
+
 /* Global section index of section @index of @alloc. */
 static inline uint32_t umadv__trace_section_id(const umadv_trace_t *trace, uint32_t alloc,
                                                uint32_t index)
