@@ -86,7 +86,9 @@
  * any policy: the least traffic this budget allows, as far as the planner
  * knows), else with this run's volumes (faulted bytes count as fetched);
  * the schedule's (or this run's) remote time is added to compute; for
- * oracle it is compute_s.
+ * oracle it is compute_s. Staged evictions (schedule->staged_bytes, this
+ * run's staged_bytes) leave through another channel and are not counted
+ * in evicted: the bound stays a bound.
  */
 #include "sim/sim.h"
 
@@ -225,7 +227,8 @@ static void finish(const umadv_sim_params_t *params, umadv_sim_result_t *r)
         r->lower_bound_s = r->compute_s;
     else if (s != NULL)
         r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + s->remote_s, s->fetch_bytes,
-                                                  s->evict_bytes, &params->link);
+                                                  s->evict_bytes - s->staged_bytes,
+                                                  &params->link);
     else
         r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + r->remote_s,
                                                   r->fetched_bytes + r->fault_bytes,
