@@ -146,7 +146,8 @@ typedef struct umadv_schedule {
     uint64_t    fetch_bytes, evict_bytes, drop_bytes, fresh_bytes;
     uint32_t    fetch_ops, evict_ops;
     /* of evict_bytes, those of allocations the replay stages (pinned
-     * staging instead of migration: core.h, STAGING; plan.c, CHANNELS) */
+     * staging instead of migration: core.h, STAGING; plan.c, CHANNELS);
+     * one decided while the staging pool is full still migrates */
     uint64_t    staged_bytes;
     /* host placement, per iteration: bytes of the runs advised to the host
      * (each stretch counted once, setup included), bytes the steps access

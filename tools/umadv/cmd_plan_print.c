@@ -73,7 +73,7 @@ static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *s
         return;
     }
     printf("  evict channel: %s of %s evicted through pinned staging (stageable "
-           "allocations), the rest by UVM migration\n", umadv__size_format(sch->staged_bytes,
+           "allocations, where the pool has room), the rest by UVM migration\n", umadv__size_format(sch->staged_bytes,
                                                                           s2, 32),
            umadv__size_format(sch->evict_bytes, s1, 32));
     if (umadv__link_stage_evict_known(l))
