@@ -616,6 +616,9 @@ static void test_stage_figures(void)
             1e-9, "stage: with figures, each staged call at its own latency and rate");
     ok(s.staged_bytes == s.evict_bytes && s.evict_bytes == 3 * SEC,
        "stage: the schedule reports its evictions as staged");
+    t.link.stage_restore_latency = NAN;
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_ERR_INVALID_PARAM,
+       "stage: a staged figure that is not finite is refused");
     umadv__schedule_cleanup(&s);
     umadv__trace_cleanup(&t);
 }
@@ -677,7 +680,7 @@ static void test_stage_plans(void)
 
 int main(void)
 {
-    plan(35 + 4 + 6 + 4 + 7 + 4);
+    plan(35 + 4 + 6 + 4 + 8 + 4);
     test_cost_model();
     test_no_pressure();
     test_oracle();

@@ -170,6 +170,12 @@ static int link_usable(const umadv_link_model_t *l, int remote)
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(bw); i++)
         if (!(bw[i] > 0 && isfinite(bw[i])) || !(lat[i] >= 0 && isfinite(lat[i])))
             return 0;
+    /* a staged figure counts where its bandwidth is above 0 (lanes.c) */
+    if ((umadv__link_stage_evict_known(l) &&
+         !(l->stage_evict_latency >= 0 && isfinite(l->stage_evict_latency))) ||
+        (umadv__link_stage_restore_known(l) &&
+         !(l->stage_restore_latency >= 0 && isfinite(l->stage_restore_latency))))
+        return 0;
     return !remote || (l->remote_bw > 0 && isfinite(l->remote_bw));
 }
 
