@@ -111,8 +111,11 @@
  * is priced with the link probe's figures (trace.h, stage_*); a trace
  * without them prices it as UVM (nothing measured, nothing assumed), and
  * REFINE's trials still simulate the staging (the simulator's built-in
- * rate), as the runtime will do it. schedule->staged_bytes reports the
- * evictions that go through staging.
+ * rate), as the runtime will do it; with figures, REFINE also plans
+ * priced as UVM and keeps what simulates faster (the estimate does not
+ * know the staging pool's size). schedule->staged_bytes reports the
+ * evictions that go through staging, schedule->stage_priced whether the
+ * plan kept was priced at the staged figures.
  *
  * 2. TIMING (timing.c). An eviction decided at step k is issued at the end
  * of the section's last use before k, not at k: memory comes free as early
@@ -512,6 +515,9 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
         return status;
     count_totals(s);
     s->staged_bytes = staged_bytes(w, params, s);
+    s->stage_priced = s->staged_bytes > 0 &&
+                      (umadv__link_stage_evict_known(&params->link) ||
+                       umadv__link_stage_restore_known(&params->link));
     s->host_bytes   = pl->host_bytes;
     s->remote_bytes = pl->remote_bytes;
     s->remote_s     = pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw : 0;
@@ -575,6 +581,66 @@ static int link_simulable(const umadv_link_model_t *link)
            isfinite(link->fetch_bw + link->evict_bw + link->fault_bw + link->remote_bw);
 }
 
+/* Whether the plan prices staged evictions with the link model's staged
+ * figures (CHANNELS): staging, something stageable, and figures. */
+static int stage_priced(const umadv_trace_t *trace, const umadv_plan_params_t *params)
+{
+    return params->stage && umadv__trace_stageable_bytes(trace) > 0 &&
+           (umadv__link_stage_evict_known(&params->link) ||
+            umadv__link_stage_restore_known(&params->link));
+}
+
+/* @params as the plan priced as UVM sees them: no staged figures. */
+static void uvm_pricing(const umadv_plan_params_t *params, umadv_plan_params_t *p)
+{
+    *p = *params;
+    p->link.stage_evict_bw = p->link.stage_evict_latency = 0;
+    p->link.stage_restore_bw = p->link.stage_restore_latency = 0;
+}
+
+typedef struct refine {
+    double           best_s;
+    int              unplaced;  /* plans without placement simulated */
+    umadv_schedule_t best;
+} refine_t;
+
+/* Plan @phases with @pricing's figures, replay it in the simulator with
+ * @params' (the link as it is), keep it if it is the fastest yet. */
+static umadv_status_t refine_variant(const umadv_trace_t *trace, const umadv_window_t *w,
+                                     const umadv_plan_params_t *params,
+                                     const umadv_plan_params_t *pricing, uint32_t phases,
+                                     refine_t *rf)
+{
+    umadv_schedule_t s;
+    umadv_sim_params_t sp;
+    umadv_sim_result_t r;
+    umadv_status_t status = plan_variant(w, pricing, phases, &s);
+
+    if (status != UMADV_OK)
+        return status;
+    if (s.remote_bytes == 0 && rf->unplaced++) {
+        umadv__schedule_cleanup(&s); /* the same plan as one simulated already */
+        return UMADV_OK;
+    }
+    umadv__sim_params_default(trace, UMADV_POLICY_PLAN, params->budget, &sp);
+    sp.iteration = params->iteration;
+    sp.link      = params->link;
+    sp.warmup    = 1; /* the replay starts in the plan's steady state */
+    sp.quiet     = 1;
+    sp.schedule  = &s;
+    sp.max_touches = params->max_touches;
+    sp.stage     = params->stage; /* the trace's stageable allocations */
+    status = umadv__sim_run(trace, &sp, &r);
+    if (status == UMADV_OK && r.iteration_s < rf->best_s) {
+        rf->best_s = r.iteration_s;
+        umadv__schedule_cleanup(&rf->best);
+        rf->best = s;
+    } else {
+        umadv__schedule_cleanup(&s);
+    }
+    return status;
+}
+
 /*
  * REFINE: the placement's estimate is a model of a model (placement.c,
  * estimate_t), and on the shipped traces neither of its forms is right
@@ -583,56 +649,37 @@ static int link_simulable(const umadv_link_model_t *link)
  * params->refine each variant (two phases, one phase, no placement) is
  * planned and replayed by the simulator, and the fastest kept; ties go
  * to the earlier one. Three plans and three simulations: a 1,517-layer
- * ResNet still plans in about 0.1 s.
+ * ResNet still plans in about 0.1 s. Where staged evictions are priced
+ * with the staged figures (CHANNELS), each variant is also planned priced
+ * as UVM: the estimate does not know the staging pool (core.h, STAGING:
+ * an eviction decided while it is full migrates), the simulator does.
  */
 static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t *w,
                                 const umadv_plan_params_t *params, umadv_schedule_t *best)
 {
     static const uint32_t variants[] = {2, 1, 0};
-    double best_s = INFINITY;
-    int unplaced = 0;
-    umadv_status_t status;
+    umadv_plan_params_t pricings[2] = {*params};
+    size_t npricings = 1;
+    refine_t rf = {.best_s = INFINITY};
+    umadv_status_t status = UMADV_OK;
 
     if (!params->host_placement)
         return plan_variant(w, params, 0, best);
     if (!params->refine || !link_simulable(&params->link))
         return plan_variant(w, params, 2, best);
-    memset(best, 0, sizeof(*best));
-    for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants); v++) {
-        umadv_schedule_t s;
-        umadv_sim_params_t sp;
-        umadv_sim_result_t r;
-
-        status = plan_variant(w, params, variants[v], &s);
-        if (status != UMADV_OK)
-            break;
-        if (s.remote_bytes == 0 && unplaced++) {
-            /* the same plan as one simulated already */
-            umadv__schedule_cleanup(&s);
-            continue;
-        }
-        umadv__sim_params_default(trace, UMADV_POLICY_PLAN, params->budget, &sp);
-        sp.iteration = params->iteration;
-        sp.link      = params->link;
-        sp.warmup    = 1; /* the replay starts in the plan's steady state */
-        sp.quiet     = 1;
-        sp.schedule  = &s;
-        sp.max_touches = params->max_touches;
-        sp.stage     = params->stage; /* the trace's stageable allocations */
-        status = umadv__sim_run(trace, &sp, &r);
-        if (status == UMADV_OK && r.iteration_s < best_s) {
-            best_s = r.iteration_s;
-            umadv__schedule_cleanup(best);
-            *best = s;
-        } else {
-            umadv__schedule_cleanup(&s);
-        }
-        if (status != UMADV_OK)
-            break;
+    if (stage_priced(trace, params))
+        uvm_pricing(params, &pricings[npricings++]);
+    for (size_t p = 0; p < npricings && status == UMADV_OK; p++) {
+        rf.unplaced = 0;
+        for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants) && status == UMADV_OK; v++)
+            status = refine_variant(trace, w, params, &pricings[p], variants[v], &rf);
     }
-    if (status != UMADV_OK)
-        umadv__schedule_cleanup(best);
-    return status;
+    if (status != UMADV_OK) {
+        umadv__schedule_cleanup(&rf.best);
+        return status;
+    }
+    *best = rf.best;
+    return UMADV_OK;
 }
 
 /* Figures the planner's arithmetic stays finite with: at most 2^64 bytes

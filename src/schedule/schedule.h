@@ -149,6 +149,9 @@ typedef struct umadv_schedule {
      * staging instead of migration: core.h, STAGING; plan.c, CHANNELS);
      * one decided while the staging pool is full still migrates */
     uint64_t    staged_bytes;
+    int         stage_priced;   /* the planner priced them at the link model's
+                                 * staged figures (plan.c, CHANNELS), not as
+                                 * UVM evictions */
     /* host placement, per iteration: bytes of the runs advised to the host
      * (each stretch counted once, setup included), bytes the steps access
      * over the link, and the time that adds to the steps (remote_bytes /

@@ -56,6 +56,20 @@ static uint32_t count_ops(const umadv_schedule_t *schedule, umadv_op_kind_t kind
     return n;
 }
 
+/* The figures a plan priced at the staged channel used: staged ones where
+ * measured, UVM's otherwise (plan_int.h, umadv__plan_channel). */
+static void print_stage_priced(const umadv_link_model_t *l)
+{
+    int out = umadv__link_stage_evict_known(l), back = umadv__link_stage_restore_known(l);
+
+    printf("                 priced at the measured staged channel: out %.1f GB/s + %.0f "
+           "us/call, back %.1f GB/s + %.0f us/call; UVM evicts at %.1f GB/s\n",
+           (out ? l->stage_evict_bw : l->evict_bw) / 1e9,
+           (out ? l->stage_evict_latency : l->evict_latency) * 1e6,
+           (back ? l->stage_restore_bw : l->fetch_bw) / 1e9,
+           (back ? l->stage_restore_latency : l->fetch_latency) * 1e6, l->evict_bw / 1e9);
+}
+
 /* Which channel the evictions take and why (plan.c, CHANNELS); nothing
  * for a trace without stageable allocations, where UVM is the only one. */
 static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *sch)
@@ -72,21 +86,18 @@ static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *s
                "stageable)\n", s1);
         return;
     }
-    printf("  evict channel: %s of %s evicted through pinned staging (stageable "
-           "allocations, where the pool has room), the rest by UVM migration\n", umadv__size_format(sch->staged_bytes,
-                                                                          s2, 32),
+    printf("  evict channel: %s of %s evicted through pinned staging (stageable allocations, "
+           "where the pool has room), the rest by UVM migration\n",
+           umadv__size_format(sch->staged_bytes, s2, 32),
            umadv__size_format(sch->evict_bytes, s1, 32));
-    if (umadv__link_stage_evict_known(l))
-        printf("                 priced at the measured staged channel: out %.1f GB/s + %.0f "
-               "us/call, back %.1f GB/s + %.0f us/call; UVM evicts at %.1f GB/s\n",
-               l->stage_evict_bw / 1e9, l->stage_evict_latency * 1e6,
-               (umadv__link_stage_restore_known(l) ? l->stage_restore_bw : l->fetch_bw) / 1e9,
-               (umadv__link_stage_restore_known(l) ? l->stage_restore_latency
-                                                   : l->fetch_latency) * 1e6,
-               l->evict_bw / 1e9);
-    else
+    if (!umadv__link_stage_evict_known(l) && !umadv__link_stage_restore_known(l))
         printf("                 the trace has no staged figures: the plan prices them as "
                "UVM evictions; simulated at the built-in rate\n");
+    else if (sch->stage_priced)
+        print_stage_priced(l);
+    else
+        printf("                 priced as UVM evictions: that plan simulated faster than "
+               "the one priced at the measured staged channel\n");
 }
 
 static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t *block)
@@ -262,6 +273,7 @@ static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
     umadv__json_u64(js, "evict_bytes", sch->evict_bytes);
     umadv__json_u64(js, "evict_ops", sch->evict_ops);
     umadv__json_u64(js, "staged_bytes", sch->staged_bytes);
+    umadv__json_bool(js, "stage_priced", sch->stage_priced);
     umadv__json_u64(js, "drop_bytes", sch->drop_bytes);
     umadv__json_u64(js, "drop_ops", count_ops(sch, UMADV_OP_DROP));
     umadv__json_u64(js, "fresh_bytes", sch->fresh_bytes);
