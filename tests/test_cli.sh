@@ -80,6 +80,7 @@ ok $? "tests/stage_trace marks a shipped trace stageable"
 stage_golden plan-stage.out plan r50-staged.umt --budget 50%,25% --policy demand,plan
 stage_golden plan-stage-nofig.out plan r50-stageable.umt --budget 50% --policy plan
 stage_golden plan-stage-off.out plan r50-staged.umt --budget 50% --policy plan --no-stage
+stage_golden plan-stage-host.out plan r50-staged.umt --budget 50% --policy plan --host-placement
 stage_golden report-stage.out report r50-staged.umt
 golden help.out --help
 for c in plan report synth info; do
