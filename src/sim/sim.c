@@ -30,6 +30,13 @@
  *   decided out then leave (a step that used one again called it off); a
  *   clean read-mostly copy copies nothing (latency only). An evicted
  *   section's memory counts until its eviction completes.
+ * - Staging (params->stage; core.h, STAGING): a staged eviction on the
+ *   eviction lane takes stage_evict_latency + bytes / stage_evict_bw of
+ *   the link model (trace.h), a restore in a fetch call its own
+ *   stage_restore_latency + bytes / stage_restore_bw (a call that only
+ *   restores makes no migration call); without those figures, bytes /
+ *   52.6 GB/s with the UVM call's latency (params->stage_bw overrides
+ *   both). Staged copies do not share UVM's path (the duplex figures).
  * - Memory: a section is HOST, RESIDENT, FETCHING, OUT_QUEUED or
  *   EVICTING (core.h); all but HOST count against the budget, which no
  *   event ever exceeds (fetches wait; faults evict first). Every
