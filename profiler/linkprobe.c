@@ -449,12 +449,12 @@ static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
         status = probe_round(&p, s);
     if (status == UMADV_OK)
         status = probe_duplex(&p, s);
-    /* its own buffers: the UVM one is released first, and a channel the
-     * driver lacks costs only its figures (linkstage.c) */
     /* Failing to release costs memory, not the probe's figures. */
     if (p.lib != NULL)
         (void)UMADV_CUDART_FUNC_LOG(cudaLibraryUnload(p.lib), UMADV_LOG_WARN);
     (void)UMADV_CUDART_FUNC_LOG(cudaFree(p.buf), UMADV_LOG_WARN);
+    /* on buffers of its own, once the UVM one is released; a channel the
+     * driver lacks costs only its figures (linkstage.c) */
     if (status == UMADV_OK)
         (void)umadv__link_probe_stage(umadv__cuda_ops_select(0), device, s);
     return status;
