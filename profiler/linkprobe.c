@@ -68,27 +68,53 @@ static int bw_believable(double bw)
     return umadv__link_figure_plausible(1, bw);
 }
 
-/* One direction: T = latency + bytes / bw for the big call and for each
- * small one, solved for both; if noise makes the small calls look cheaper
- * than the model allows, the big call alone gives the bandwidth. */
-static int fit_direction(const umadv_link_sample_t *s, double big, double pieces,
-                         double *bw_p, double *latency_p)
+/* One channel one way: T = latency + bytes / bw for one call of @big_bytes
+ * (@big seconds) and for each of @pieces calls of @piece_bytes (@pieces_t
+ * seconds in all), solved for both; if noise makes the small calls look
+ * cheaper than the model allows, the big call alone gives the bandwidth. */
+static int fit_calls(uint64_t big_bytes, double big, uint64_t piece_bytes, uint32_t pieces,
+                     double pieces_t, double *bw_p, double *latency_p)
 {
     double per_piece, bw, latency;
 
-    if (big <= 0 || pieces <= 0 || s->pieces == 0 || s->big_bytes <= s->piece_bytes)
+    if (big <= 0 || pieces_t <= 0 || pieces == 0 || big_bytes <= piece_bytes)
         return -1;
-    per_piece = pieces / s->pieces;
-    bw = big > per_piece ? (double)(s->big_bytes - s->piece_bytes) / (big - per_piece)
-                         : (double)s->big_bytes / big;
+    per_piece = pieces_t / pieces;
+    bw = big > per_piece ? (double)(big_bytes - piece_bytes) / (big - per_piece)
+                         : (double)big_bytes / big;
     if (!bw_believable(bw))
         return -1;
-    latency = big - (double)s->big_bytes / bw;
+    latency = big - (double)big_bytes / bw;
     if (!umadv__link_figure_plausible(0, latency > 0 ? latency : 0))
         return -1;
     *bw_p      = bw;
     *latency_p = latency > 0 ? latency : 0;
     return 0;
+}
+
+/* A UVM migration one way. */
+static int fit_direction(const umadv_link_sample_t *s, double big, double pieces,
+                         double *bw_p, double *latency_p)
+{
+    return fit_calls(s->big_bytes, big, s->piece_bytes, s->pieces, pieces, bw_p, latency_p);
+}
+
+/* The staged channel one way (@out: evictions), into @bw_p and
+ * @latency_p, or both 0: not measured (optional figures, trace.h). */
+static void fit_stage(const umadv_link_sample_t *s, int out, double *bw_p, double *latency_p)
+{
+    double big = out ? s->stage_out_big : s->stage_in_big;
+    double pieces = out ? s->stage_out_pieces : s->stage_in_pieces;
+
+    *bw_p = *latency_p = 0;
+    if (big <= 0)
+        return; /* not measured: linkstage.c said why */
+    if (fit_calls(s->stage_big_bytes, big, s->stage_piece_bytes, s->stage_pieces, pieces, bw_p,
+                  latency_p) != 0) {
+        *bw_p = *latency_p = 0;
+        umadv_debug("link probe: staged %s timing not believable: not measured",
+                    out ? "eviction" : "restore");
+    }
 }
 
 /* Shares of their own rates that two transfers of @a and @b seconds
@@ -156,6 +182,8 @@ umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_mod
         }
     }
     fit_duplex(sample, link);
+    fit_stage(sample, 1, &link->stage_evict_bw, &link->stage_evict_latency);
+    fit_stage(sample, 0, &link->stage_restore_bw, &link->stage_restore_latency);
     return status;
 }
 
@@ -425,6 +453,10 @@ static umadv_status_t probe_run(int device, umadv_link_sample_t *s)
     if (p.lib != NULL)
         (void)UMADV_CUDART_FUNC_LOG(cudaLibraryUnload(p.lib), UMADV_LOG_WARN);
     (void)UMADV_CUDART_FUNC_LOG(cudaFree(p.buf), UMADV_LOG_WARN);
+    /* on buffers of its own, once the UVM one is released; a channel the
+     * driver lacks costs only its figures (linkstage.c) */
+    if (status == UMADV_OK)
+        (void)umadv__link_probe_stage(umadv__cuda_ops_select(0), device, s);
     return status;
 }
 
@@ -432,9 +464,12 @@ static void probe_log(int device, const umadv_link_model_t *link)
 {
     umadv_info("link probe on gpu %d: fetch %.1f GB/s + %.0f us/call, evict %.1f GB/s + "
                "%.0f us/call, demand paging %.2f GB/s; both at once: fetch %.1f GB/s, evict "
-               "%.1f GB/s", device, link->fetch_bw / 1e9, link->fetch_latency * 1e6,
+               "%.1f GB/s; staged: out %.1f GB/s + %.0f us/call, back %.1f GB/s + %.0f us/call "
+               "(0: not measured)", device, link->fetch_bw / 1e9, link->fetch_latency * 1e6,
                link->evict_bw / 1e9, link->evict_latency * 1e6, link->fault_bw / 1e9,
-               link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9);
+               link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9,
+               link->stage_evict_bw / 1e9, link->stage_evict_latency * 1e6,
+               link->stage_restore_bw / 1e9, link->stage_restore_latency * 1e6);
 }
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;

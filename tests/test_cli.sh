@@ -63,6 +63,25 @@ golden plan-vgg16-host.out plan vgg16-bs256.umt --budget 16G --policy plan --hos
 for t in vgg16-bs256 resnet50-bs256 gpt2-bs8 resnet-deep-1001; do
     golden "report-$t.out" report "$t.umt"
 done
+# A trace from a PyTorch run marks its allocations stageable: the plan
+# says which channel its evictions take, with and without the staged
+# figures of the link probe, and with --no-stage.
+stage_golden() {
+    name=$1
+    shift
+    (cd "$tmp" && "$umadv" "$@") >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+    filter_timing "$tmp/$name.out" >"$tmp/$name.filtered"
+    check_golden "$name" "$tmp/$name.filtered" "umadv $*"
+}
+"$builddir/tests/stage_trace" "$traces/resnet50-bs256.umt" "$tmp/r50-staged.umt" figures &&
+    "$builddir/tests/stage_trace" "$traces/resnet50-bs256.umt" "$tmp/r50-stageable.umt"
+ok $? "tests/stage_trace marks a shipped trace stageable"
+stage_golden plan-stage.out plan r50-staged.umt --budget 50%,25% --policy demand,plan
+stage_golden plan-stage-nofig.out plan r50-stageable.umt --budget 50% --policy plan
+stage_golden plan-stage-off.out plan r50-staged.umt --budget 50% --policy plan --no-stage
+stage_golden plan-stage-host.out plan r50-staged.umt --budget 50% --policy plan --host-placement
+stage_golden report-stage.out report r50-staged.umt
 golden help.out --help
 for c in plan report synth info; do
     golden "help-$c.out" "$c" --help

@@ -151,6 +151,54 @@ static void test_slow_link(void)
     umadv__trace_cleanup(&t);
 }
 
+/*
+ * The write-once trace with X and Y stageable (plan.c, CHANNELS). Priced
+ * as UVM evictions (no staged figures), X's write is placed on the host as
+ * above; with figures where a staged eviction takes 0.1 ms, moving X costs
+ * less than its remote write (estimate max(0.4, 0.5, 0.2) = 0.5 ms
+ * against 0.9 with the write remote), and nothing is placed. But the
+ * staging pool holds one section (two alive, room for one: core.h,
+ * STAGING), so Y's eviction migrates while X is staged; REFINE, which
+ * also plans priced as UVM with the figures, keeps the faster plan.
+ */
+static void test_staged_channel(void)
+{
+    umadv_trace_t t;
+    umadv_schedule_t s0, s1, r0s, r1s;
+    umadv_sim_result_t r0, r1, q0, q1;
+    umadv_sim_params_t sp;
+    umadv_status_t status;
+
+    build_write_once(&t, SEC / (0.5 * MS));
+    t.allocs[0].stageable = t.allocs[1].stageable = 1;
+    ok(plan_sim(&t, SEC, 2, &s0, &r0) == 0 && plan_sim(&t, SEC, 1, &r0s, &q0) == 0,
+       "staged channel: planned without staged figures");
+    ok(s0.remote_bytes == SEC && s0.staged_bytes == s0.evict_bytes && s0.evict_bytes > 0,
+       "staged channel: priced as UVM, X's write is placed; the evictions are staged");
+    t.link.stage_evict_bw = SEC / (0.1 * MS);
+    t.link.stage_evict_latency = 0;
+    t.link.stage_restore_bw = t.link.fetch_bw;
+    t.link.stage_restore_latency = 0;
+    ok(plan_sim(&t, SEC, 2, &s1, &r1) == 0 && plan_sim(&t, SEC, 1, &r1s, &q1) == 0,
+       "staged channel: planned with them");
+    ok(s1.remote_bytes == 0 && s1.advise_ops == 0 && s1.evict_bytes == 2 * SEC &&
+       s1.staged_bytes == 2 * SEC, "staged channel: cheap to stage, X is moved, not placed");
+    /* what was planned without the figures, replayed with them */
+    umadv__sim_params_default(&t, UMADV_POLICY_PLAN, SEC, &sp);
+    sp.schedule = &r0s;
+    status = umadv__sim_run(&t, &sp, &q0);
+    ok(status == UMADV_OK && q1.iteration_s <= q0.iteration_s * (1 + 1e-9),
+       "staged channel: the refined plan is no slower than the one priced as UVM (%.3f ms, "
+       "%.3f)", q1.iteration_s / MS, q0.iteration_s / MS);
+    ok(!r1s.stage_priced && r1s.remote_bytes == SEC && s1.stage_priced,
+       "staged channel: REFINE keeps the plan priced as UVM (X placed) and says so");
+    umadv__schedule_cleanup(&s0);
+    umadv__schedule_cleanup(&s1);
+    umadv__schedule_cleanup(&r0s);
+    umadv__schedule_cleanup(&r1s);
+    umadv__trace_cleanup(&t);
+}
+
 /* Every host set in ops comes as PREFERRED_HOST then ACCESSED_BY on the
  * same run at the same step; the replay checks that each set is reverted. */
 static int advice_pairs(const umadv_schedule_t *s)
@@ -231,9 +279,10 @@ int main(void)
 {
     static const char *const models[] = {"resnet50", "vgg16", "gpt2"};
 
-    plan(10 + 3 + 5 * (int)UMADV_ARRAY_SIZE(models));
+    plan(10 + 3 + 6 + 5 * (int)UMADV_ARRAY_SIZE(models));
     test_write_once();
     test_slow_link();
+    test_staged_channel();
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(models); i++)
         test_model(models[i]);
     return exit_status();

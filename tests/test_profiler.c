@@ -353,6 +353,167 @@ static void test_link_fit_duplex(void)
             "the other from its work left");
 }
 
+/* The staged channel: 45 GB/s + 30 us out, 40 GB/s + 60 us back. */
+static void test_link_fit_stage(void)
+{
+    umadv_link_sample_t s = fit_sample();
+    umadv_link_model_t link;
+
+    umadv__link_model_default(&link);
+    umadv__link_fit(&s, &link);
+    ok(link.stage_evict_bw == 0 && link.stage_restore_bw == 0 && link.stage_evict_latency == 0,
+       "no staged sample: not measured");
+    s.stage_big_bytes = 64 * UMADV_MIB;
+    s.stage_piece_bytes = 2 * UMADV_MIB;
+    s.stage_pieces = 16;
+    s.stage_out_big = 30e-6 + 64.0 * UMADV_MIB / 45e9;
+    s.stage_out_pieces = 16 * (30e-6 + 2.0 * UMADV_MIB / 45e9);
+    s.stage_in_big = 60e-6 + 64.0 * UMADV_MIB / 40e9;
+    s.stage_in_pieces = 16 * (60e-6 + 2.0 * UMADV_MIB / 40e9);
+    is(umadv__link_fit(&s, &link), UMADV_OK, "a staged sample fits");
+    is_near(link.stage_evict_bw, 45e9, 1e-6, "staged eviction bandwidth");
+    is_near(link.stage_evict_latency, 30e-6, 1e-6, "staged eviction latency");
+    is_near(link.stage_restore_bw, 40e9, 1e-6, "restore bandwidth");
+    is_near(link.stage_restore_latency, 60e-6, 1e-6, "restore latency");
+    ok(umadv__link_model_implausible(&link) == NULL, "the trace format takes them");
+    s.stage_in_big = 1e-12; /* a broken timer */
+    log_take();
+    is(umadv__link_fit(&s, &link), UMADV_OK, "an absurd staged timing costs no status");
+    ok(link.stage_restore_bw == 0 && link.stage_restore_latency == 0 &&
+       link.stage_evict_bw > 0, "only its figures are not measured");
+}
+
+/* ---- the staged channel's probe on the host backend ------------------- */
+
+static size_t count_calls(const umadv_cuda_host_record_t *log, size_t n, umadv_cuda_call_t call)
+{
+    size_t count = 0;
+
+    for (size_t i = 0; i < n; i++)
+        count += log[i].call == call;
+    return count;
+}
+
+static int host_released(void)
+{
+    umadv_cuda_host_counters_t c;
+
+    umadv__cuda_host_counters(&c);
+    return c.managed_bytes == 0 && c.pinned_bytes == 0 && c.streams == 0;
+}
+
+/* The first staged eviction: a copy into pinned memory, then the discard
+ * of the same range; the first restore: discard-and-prefetch to the GPU,
+ * then the copy back. */
+static int executor_order(const umadv_cuda_host_record_t *log, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && log[i].call != UMADV_CUDA_CALL_MEMCPY)
+        i++;
+    return i + 3 < n && log[i + 1].call == UMADV_CUDA_CALL_DISCARD &&
+           log[i + 2].call == UMADV_CUDA_CALL_DISCARD_PREFETCH && log[i + 2].location == 0 &&
+           log[i + 3].call == UMADV_CUDA_CALL_MEMCPY && log[i + 3].ptr == log[i + 1].ptr &&
+           log[i + 1].ptr != log[i].ptr;
+}
+
+static void test_stage_probe_host(void)
+{
+    umadv_link_sample_t s;
+    umadv_link_model_t link;
+    const umadv_cuda_host_record_t *log;
+    size_t n;
+
+    memset(&s, 0, sizeof(s));
+    umadv__cuda_host_reset();
+    umadv__cuda_host_log_enable(1);
+    is(umadv__link_probe_stage(&umadv__cuda_ops_host, 0, &s), UMADV_OK,
+       "stage probe: runs on the host backend");
+    log = umadv__cuda_host_log(&n);
+    ok(s.stage_big_bytes == 64 * UMADV_MIB && s.stage_pieces == 16 && s.stage_out_big > 0 &&
+       s.stage_in_big > 0 && s.stage_out_pieces > 0 && s.stage_in_pieces > 0,
+       "stage probe: one 64 MiB call and 16 of 2 MiB, each way");
+    ok(executor_order(log, n), "stage probe: the executor's calls, in its order");
+    /* a warm round and 3 timed ones, 17 calls each way per round */
+    ok(count_calls(log, n, UMADV_CUDA_CALL_DISCARD) == 4 * 17 &&
+       count_calls(log, n, UMADV_CUDA_CALL_DISCARD_PREFETCH) == 4 * 17 &&
+       count_calls(log, n, UMADV_CUDA_CALL_HOST_ALLOC) == 1,
+       "stage probe: 4 rounds of 17 calls each way, one pinned buffer");
+    ok(host_released(), "stage probe: managed, pinned memory and stream released");
+    umadv__link_model_default(&link);
+    umadv__link_fit(&s, &link);
+    ok(umadv__link_stage_evict_known(&link) && umadv__link_stage_restore_known(&link) &&
+       umadv__link_model_implausible(&link) == NULL,
+       "stage probe: host copies give plausible figures");
+    umadv__cuda_host_log_enable(0);
+}
+
+/* A GPU with little free memory: never more than an eighth of it, and
+ * nothing under 16 MiB. */
+static void test_stage_probe_small(void)
+{
+    umadv_link_sample_t s;
+    const umadv_cuda_host_record_t *log;
+    umadv_cuda_host_counters_t c;
+    umadv_log_level_t level;
+    size_t n;
+
+    memset(&s, 0, sizeof(s));
+    umadv__cuda_host_reset();
+    umadv__cuda_host_configure(100 * UMADV_MIB, 1);
+    log_take();
+    level = umadv__log_level;
+    umadv__log_level = UMADV_LOG_DEBUG; /* "why" is a debug line */
+    is(umadv__link_probe_stage(&umadv__cuda_ops_host, 0, &s), UMADV_ERR_UNSUPPORTED,
+       "stage probe: 100 MiB free is too little");
+    umadv__log_level = level;
+    umadv__cuda_host_counters(&c);
+    ok(c.mallocs == 0 && c.pinned_allocs == 0 && s.stage_out_big == 0,
+       "stage probe: nothing allocated, nothing measured");
+    ok(strstr(log_take(), "staged channel not measured") != NULL, "stage probe: logged why");
+    umadv__cuda_host_reset();
+    umadv__cuda_host_configure(200 * UMADV_MIB, 1);
+    umadv__cuda_host_log_enable(1);
+    is(umadv__link_probe_stage(&umadv__cuda_ops_host, 0, &s), UMADV_OK,
+       "stage probe: 200 MiB free is enough");
+    log = umadv__cuda_host_log(&n);
+    ok(n > 0 && log[0].call == UMADV_CUDA_CALL_MALLOC && log[0].size <= 25 * UMADV_MIB &&
+       s.stage_big_bytes == 24 * UMADV_MIB && s.stage_pieces == 12,
+       "stage probe: an eighth of the free memory, in whole sections");
+    umadv__cuda_host_log_enable(0);
+    umadv__cuda_host_reset();
+}
+
+static umadv_status_t no_discard(void **ptrs, size_t *sizes, size_t count,
+                                 umadv_stream_t stream)
+{
+    (void)ptrs, (void)sizes, (void)count, (void)stream;
+    return UMADV_ERR_UNSUPPORTED;
+}
+
+/* A driver without discards: the figures stay unmeasured, the memory is
+ * released. */
+static void test_stage_probe_no_discard(void)
+{
+    umadv_cuda_ops_t ops = umadv__cuda_ops_host;
+    umadv_log_level_t level;
+    umadv_link_sample_t s;
+
+    memset(&s, 0, sizeof(s));
+    ops.discard_batch = no_discard;
+    umadv__cuda_host_reset();
+    log_take();
+    level = umadv__log_level;
+    umadv__log_level = UMADV_LOG_DEBUG;
+    is(umadv__link_probe_stage(&ops, 0, &s), UMADV_ERR_UNSUPPORTED,
+       "stage probe: no discard, no staged channel");
+    umadv__log_level = level;
+    ok(s.stage_out_big == 0 && s.stage_in_big == 0 && s.stage_out_pieces == 0 &&
+       s.stage_in_pieces == 0, "stage probe: nothing measured");
+    ok(host_released(), "stage probe: its memory released");
+    ok(strstr(log_take(), "cudaMemDiscardBatchAsync") != NULL, "stage probe: the log says why");
+}
+
 /* ---- knobs ------------------------------------------------------------- */
 
 static void test_knobs(void)
@@ -378,7 +539,7 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(71);
+    plan(71 + 9 + 6 + 5 + 4);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();
@@ -387,6 +548,10 @@ int main(void)
     test_guess_region();
     test_link_fit();
     test_link_fit_duplex();
+    test_link_fit_stage();
+    test_stage_probe_host();
+    test_stage_probe_small();
+    test_stage_probe_no_discard();
     test_knobs();
     log_capture_stop();
     return exit_status();

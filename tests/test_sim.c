@@ -540,9 +540,147 @@ static void test_duplex(void)
     is(volumes, 0, "duplex: the same bytes move");
 }
 
+/* The staged channel's figures (trace.h), out and back. */
+static void set_stage_figures(umadv_link_model_t *l)
+{
+    l->stage_evict_bw = 45e9;
+    l->stage_evict_latency = 30e-6;
+    l->stage_restore_bw = 60e9;
+    l->stage_restore_latency = 40e-6;
+}
+
+/* A, B and C, one section each, used in turn, all stageable; room for
+ * one, so each step's eviction, then its fetch, then its compute, one
+ * after the other (as in test_cost_model). The staging pool holds what is
+ * off the GPU at once (core.h, STAGING: two sections), so an eviction
+ * decided while two are staged migrates: the chain is 3 compute times
+ * plus each move at its channel's cost. */
+static void build_round_robin(umadv_trace_t *t)
+{
+    uint32_t id;
+
+    umadv__trace_init(t, SEC);
+    for (uint32_t a = 0; a < 3; a++) {
+        umadv__trace_add_alloc(t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, &id);
+        t->allocs[id].stageable = 1;
+    }
+    for (uint32_t a = 0; a < 3; a++) {
+        umadv__trace_add_step(t, "s", UMADV_STEP_LAYER, 0, 1000000, NULL);
+        umadv__trace_add_access_sections(t, a, 0, 1, UMADV_ACCESS_RW, 0);
+    }
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+/* The chain's time from what moved: @out and @back per staged section,
+ * UVM's figures for the rest. */
+static double chain_time(const umadv_sim_result_t *r, const umadv_link_model_t *l, double out,
+                         double back)
+{
+    double uvm_out = l->evict_latency + SEC / l->evict_bw;
+    double uvm_in = l->fetch_latency + SEC / l->fetch_bw;
+
+    return 3e-3 + (double)(r->staged_bytes / SEC) * out + (double)(r->evicted_bytes / SEC) *
+           uvm_out + (double)(r->restored_bytes / SEC) * back +
+           (double)(r->fetched_bytes / SEC) * uvm_in;
+}
+
+/* Staged calls timed with the figures where the link model has them,
+ * without them as before (the built-in rate, UVM's call latencies). */
+static void test_stage_figures(void)
+{
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+    const umadv_link_model_t *l;
+
+    build_round_robin(&t);
+    l = &t.link;
+    umadv__plan_params_default(&t, SEC, &pp);
+    ok(pp.stage == 1, "stage: the plan stages a trace with stageable allocations by default");
+    umadv__plan_build(&t, &pp, &s);
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_OK, "stage: plan runs");
+    ok(r.staged_bytes == 2 * SEC && r.restored_bytes == 2 * SEC &&
+       r.evicted_bytes == SEC && r.fetched_bytes == SEC,
+       "stage: two of the three evictions staged, and restored");
+    is_near(r.iteration_s, chain_time(&r, l, l->evict_latency + SEC / 52.6e9,
+                                      l->fetch_latency + SEC / 52.6e9), 1e-9,
+            "stage: without figures, the built-in rate and the UVM calls' latencies");
+    umadv__schedule_cleanup(&s);
+    set_stage_figures(&t.link);
+    umadv__plan_params_default(&t, SEC, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_OK, "stage: plan runs (figures)");
+    is_near(r.iteration_s, chain_time(&r, l, l->stage_evict_latency + SEC / l->stage_evict_bw,
+                                      l->stage_restore_latency + SEC / l->stage_restore_bw),
+            1e-9, "stage: with figures, each staged call at its own latency and rate");
+    ok(s.staged_bytes == s.evict_bytes && s.evict_bytes == 3 * SEC,
+       "stage: the schedule reports its evictions as staged");
+    t.link.stage_restore_latency = NAN;
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_ERR_INVALID_PARAM,
+       "stage: a staged figure that is not finite is refused");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* Random traces, every allocation stageable, with the staged figures:
+ * the plan that stages is never slower than the one that migrates, and
+ * says how much it stages. */
+static void test_stage_plans(void)
+{
+    int slower = 0, faster = 0, reported = 0, runs = 0;
+
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        tp_params_t tp = {.nallocs = 10, .nsteps = 12, .niters = 2, .max_sections = 4,
+                          .uniform = 1};
+        umadv_trace_t t;
+        umadv_plan_params_t pp;
+        umadv_sim_params_t sp;
+        umadv_schedule_t uvm, staged;
+        umadv_sim_result_t ru, rs;
+        uint64_t total = 0;
+
+        tp_random_trace(seed, &tp, &t);
+        for (uint32_t a = 0; a < t.nallocs; a++) {
+            total += t.allocs[a].size;
+            t.allocs[a].stageable = 1;
+        }
+        set_stage_figures(&t.link);
+        umadv__plan_params_default(&t, total / 2, &pp);
+        pp.stage = 0;
+        if (umadv__plan_build(&t, &pp, &uvm) != UMADV_OK) {
+            umadv__trace_cleanup(&t);
+            continue;
+        }
+        pp.stage = 1;
+        umadv__plan_build(&t, &pp, &staged);
+        umadv__sim_params_default(&t, UMADV_POLICY_PLAN, total / 2, &sp);
+        sp.iteration = t.steps[uvm.first_step].iteration;
+        sp.schedule = &uvm;
+        sp.stage = 0;
+        umadv__sim_run(&t, &sp, &ru);
+        sp.schedule = &staged;
+        sp.stage = 1;
+        if (umadv__sim_run(&t, &sp, &rs) == UMADV_OK) {
+            runs++;
+            slower += rs.iteration_s > ru.iteration_s * (1 + 1e-9);
+            faster += rs.iteration_s < ru.iteration_s * (1 - 1e-9);
+            reported += uvm.staged_bytes == 0 && (staged.evict_bytes == 0) ==
+                        (staged.staged_bytes == 0);
+        }
+        umadv__schedule_cleanup(&uvm);
+        umadv__schedule_cleanup(&staged);
+        umadv__trace_cleanup(&t);
+    }
+    ok(runs >= 25, "stage plans: %d traces planned and simulated both ways", runs);
+    is(slower, 0, "stage plans: staging is never slower than migrating");
+    ok(faster > runs / 4, "stage plans: %d of them faster", faster);
+    is(reported, runs, "stage plans: the schedules say what they stage");
+}
+
 int main(void)
 {
-    plan(35 + 4 + 6 + 4);
+    plan(35 + 4 + 6 + 4 + 8 + 4);
     test_cost_model();
     test_no_pressure();
     test_oracle();
@@ -552,5 +690,7 @@ int main(void)
     test_absurd_link();
     test_batch();
     test_duplex();
+    test_stage_figures();
+    test_stage_plans();
     return exit_status();
 }

@@ -212,6 +212,44 @@ static void test_off(void)
     app_end(&a);
 }
 
+/* The recording says which allocations are stageable (umadv-trace(5)):
+ * a block marked before it entered the trace, one marked after (block
+ * NBLOCKS - 1, live when the recording began), and one made in the
+ * iteration (act). */
+static void test_recorded(void)
+{
+    app_t a;
+    uint32_t blocks = 0, staged_blocks = 0, acts = 0, staged_acts = 0;
+
+    if (!ok(app_init(&a, 0) == 0, "recorded: a context"))
+        return;
+    umadv_profile_next_iteration(a.ctx);
+    umadv_iteration_begin(a.ctx);
+    umadv_malloc(a.ctx, ACT, "act", (void **)&a.act);
+    umadv_set_stageable(a.ctx, a.act, 1);
+    for (int j = 0; j < NSTEPS; j++) {
+        if (j == 1)
+            umadv_set_stageable(a.ctx, a.block[NBLOCKS - 1], 1);
+        step(&a, j);
+    }
+    umadv_free(a.ctx, a.act);
+    a.act = NULL;
+    iteration(&a); /* the timing pass */
+    for (uint32_t i = 0; i < a.ctx->trace.nallocs; i++) {
+        const umadv_trace_alloc_t *t = &a.ctx->trace.allocs[i];
+        int act = t->tag != NULL && strcmp(t->tag, "act") == 0;
+
+        blocks += !act;
+        staged_blocks += !act && t->stageable;
+        acts += act;
+        staged_acts += act && t->stageable;
+    }
+    ok(blocks == NBLOCKS && staged_blocks == NBLOCKS && acts >= 1 && staged_acts == acts,
+       "recorded: every stageable block in the trace marked (%u of %u blocks, %u of %u acts)",
+       staged_blocks, blocks, staged_acts, acts);
+    app_end(&a);
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -231,10 +269,11 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(18);
+    plan(20);
     test_errors();
     test_policies();
     test_off();
+    test_recorded();
     test_torch();
     log_capture_stop();
     return exit_status();

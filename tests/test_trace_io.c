@@ -208,8 +208,8 @@ static void test_written_form(const char *buf, size_t len)
        "NONE lifetimes written as '-', doubles with 17 digits");
 }
 
-/* A link line of a trace written before the duplex figures existed
- * reads, with them "not measured" (0). */
+/* A link line of a trace written before the duplex and staged figures
+ * existed reads, with them "not measured" (0). */
 static void test_tolerated_link(const lines_t *base)
 {
     char why[512];
@@ -222,12 +222,14 @@ static void test_tolerated_link(const lines_t *base)
     lines_set(&l, i, "link fetch_bw=5e10 fetch_latency=6e-05 evict_bw=1e10 evict_latency=4e-4 "
                      "fault_bw=4e9 fault_latency=2e-05 remote_bw=4e10\n");
     if (!ok(read_lines(&l, 1, &t, why, sizeof(why)) == UMADV_OK,
-            "a link line without the duplex figures reads")) {
+            "a link line without the duplex and staged figures reads")) {
         diag("%s", why);
         skip("read failed", "they are not measured (0)");
     } else {
-        ok(t.link.duplex_fetch_bw == 0 && t.link.duplex_evict_bw == 0 && t.link.fetch_bw == 5e10,
-           "they are not measured (0)");
+        ok(t.link.duplex_fetch_bw == 0 && t.link.duplex_evict_bw == 0 &&
+           t.link.stage_evict_bw == 0 && t.link.stage_evict_latency == 0 &&
+           t.link.stage_restore_bw == 0 && t.link.stage_restore_latency == 0 &&
+           t.link.fetch_bw == 5e10, "they are not measured (0)");
         umadv__trace_cleanup(&t);
     }
     lines_free(&l);
@@ -264,9 +266,12 @@ static void test_tolerated(const lines_t *base, const umadv_trace_t *sample)
                t.allocs[0].alloc_step == UMADV_STEP_NONE &&
                t.allocs[0].free_step == UMADV_STEP_NONE && t.allocs[0].base == sample->allocs[0].base,
                "omitted lifetimes read as NONE, tag=\"\" as an empty string");
+            ok(t.allocs[1].stageable == 1 && t.allocs[0].stageable == 0,
+               "stageable=1 reads, an allocation without the key is not stageable");
             umadv__trace_cleanup(&t);
         } else {
             skip("read failed", "omitted lifetimes read as NONE");
+            skip("read failed", "stageable=1 reads");
         }
     }
     lines_free(&l);
@@ -380,6 +385,13 @@ static void test_errors_range(const lines_t *base)
                                             "(0 to 10 seconds)"},
         {"link ", "fault_latency", "-1e-9", "link: fault_latency: \"-1e-9\" is out of range"},
         {"link ", "fetch_latency", "10.5", "link: fetch_latency: \"10.5\" is out of range"},
+        /* present, an optional figure follows the same rule: 0 is written
+         * as absence, never as "=0" */
+        {"link ", "stage_evict_bw", "0", "link: stage_evict_bw: \"0\" is out of range"},
+        {"link ", "stage_restore_latency", "10.5", "link: stage_restore_latency: \"10.5\" is "
+                                                   "out of range (0 to 10 seconds)"},
+        {"alloc id=1 ", "stageable", "2", "alloc: stageable: \"2\" is out of range (at most "
+                                          "1)"},
         {"step id=2 ", "dur_ns", "3600000000001", "step: dur_ns: \"3600000000001\" is out of "
                                                   "range (at most 3600000000000)"},
         {"device ", "memory", "1125899906842625", "device: memory: \"1125899906842625\" is "
@@ -611,7 +623,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(42 + 11 + 2 + 2);
+    plan(42 + 11 + 2 + 2 + 4);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;

@@ -40,6 +40,7 @@ static int sample_add_allocs(umadv_trace_t *t)
         if (umadv__trace_add_alloc(t, a[i].base, a[i].size, kind, sample_tags[i], &id) != 0 ||
             umadv__trace_set_lifetime(t, id, a[i].alloc_step, a[i].free_step) != 0)
             return -1;
+        t->allocs[id].stageable = i % 3 == 1; /* some stageable, most not */
     }
     return 0;
 }
@@ -100,6 +101,10 @@ static int sample_build(umadv_trace_t *t)
     t->link.remote_bw = UMADV_LINK_BW_MAX;
     t->link.duplex_fetch_bw = 9.5e9;
     t->link.duplex_evict_bw = UMADV_LINK_BW_MIN;
+    t->link.stage_evict_bw = 45e9 / 7.0;
+    t->link.stage_evict_latency = 3.3e-5;
+    t->link.stage_restore_bw = UMADV_LINK_BW_MAX;
+    t->link.stage_restore_latency = UMADV_LINK_LATENCY_MAX;
     if (sample_add_allocs(t) != 0 || sample_add_steps(t) != 0)
         return -1;
     return umadv__trace_finalize(t, NULL, 0) == 0 ? 0 : -1;
@@ -115,7 +120,7 @@ static int alloc_same(const umadv_trace_alloc_t *a, const umadv_trace_alloc_t *b
     return a->base == b->base && a->size == b->size && a->kind == b->kind &&
            a->alloc_step == b->alloc_step && a->free_step == b->free_step &&
            a->first_section == b->first_section && a->nsections == b->nsections &&
-           str_same(a->tag, b->tag);
+           a->stageable == b->stageable && str_same(a->tag, b->tag);
 }
 
 static int step_same(const umadv_trace_step_t *a, const umadv_trace_step_t *b)

@@ -287,6 +287,7 @@ UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int
     }
     alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
     alloc->stageable = stageable != 0;
+    umadv__ctx_record_stageable(ctx, alloc);
     umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */
     pthread_mutex_unlock(&ctx->lock);
     return UMADV_OK;

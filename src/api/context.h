@@ -165,6 +165,9 @@ struct umadv_context {
 /* The recorder's side of malloc and free. */
 umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+/* umadv_set_stageable on @alloc: the recording's trace says it (a block
+ * enters the trace with its flag; this follows a change once it is in). */
+void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 
 /* Start recording into ctx->trace (the one there is dropped); live blocks
  * are "allocated before the first step". Nothing recorded on failure. */

@@ -54,6 +54,7 @@ static umadv_status_t trace_enter(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
     if (status != UMADV_OK)
         return status;
     umadv__trace_set_lifetime(&ctx->trace, id, alloc_step, UMADV_STEP_NONE);
+    ctx->trace.allocs[id].stageable = alloc->stageable != 0;
     alloc->trace_id = id;
     return umadv__replay_note_trace_alloc(ctx, alloc, id);
 }
@@ -80,6 +81,12 @@ umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *a
     if (ctx->step_open)
         return trace_enter(ctx, alloc, ctx->step);
     return pending_push(ctx, alloc);
+}
+
+void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (ctx->record == UMADV_CTX_REC_RECORDING && alloc->trace_id != UMADV_CTX_NO_TRACE_ID)
+        ctx->trace.allocs[alloc->trace_id].stageable = alloc->stageable != 0;
 }
 
 void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)

@@ -36,6 +36,8 @@ umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *pl
     params.max_touches = ctx->config.plan_max_touches;
     params.read_mostly = ctx->config.read_mostly;
     params.host_placement = ctx->config.host_placement;
+    /* as the replay will (api/replay.c): staging where the device can */
+    params.stage = ctx->config.stage && ctx->props.concurrent_managed_access;
     status = umadv__plan_build(&ctx->trace, &params, &plan_p->schedule);
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */

@@ -106,9 +106,10 @@ static const umadv_config_field_t config_fields[] = {
      0, 1, 0, NULL, 0, FIELD(profile_evict)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
-     "bandwidth and latency each way, demand-paging bandwidth; a few hundred "
-     "milliseconds, once per process) and plan with those numbers. 0 plans "
-     "with the built-in H200 figures.",
+     "bandwidth and latency each way, demand-paging bandwidth, and the staged "
+     "channel's copies out to pinned memory and back where the driver has "
+     "discards; a few hundred milliseconds, once per process) and plan with "
+     "those numbers. 0 plans with the built-in H200 figures.",
      0, 1, 0, NULL, 0, FIELD(link_probe)},
     {"UMADV_REPROFILE_FAULTS", UMADV_CONFIG_UINT, "64",
      "Replay validation: when a replayed iteration after the first has more "

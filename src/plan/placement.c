@@ -165,11 +165,13 @@ static void step_loads(const place_state_t *st, const umadv_residency_t *res,
     for (size_t e = 0; e < res->nevents; e++) {
         const umadv_res_event_t *ev = &res->events[e];
         double bytes = (double)trace->sections[ev->section].size;
+        umadv_plan_channel_t ch = umadv__plan_channel(st->w, st->params,
+                                                      trace->sections[ev->section].alloc);
 
         if (ev->kind == UMADV_RES_ARRIVE && !ev->fresh)
-            load[((ev->eff % n) + n) % n][LOAD_FETCH] += bytes / link->fetch_bw;
+            load[((ev->eff % n) + n) % n][LOAD_FETCH] += bytes / ch.fetch_bw;
         else if (ev->kind == UMADV_RES_EVICT)
-            load[(((ev->eff - 1) % n) + n) % n][LOAD_EVICT] += bytes / link->evict_bw;
+            load[(((ev->eff - 1) % n) + n) % n][LOAD_EVICT] += bytes / ch.evict_bw;
     }
 }
 
@@ -375,6 +377,7 @@ static void cost_group(const place_state_t *st, candidate_t *c)
 {
     const umadv_link_model_t *link = &st->params->link;
     const segment_t *g = &st->segs[c->first];
+    umadv_plan_channel_t ch = umadv__plan_channel(st->w, st->params, g->alloc);
     uint64_t bytes = 0, touched = 0, touched_b = 0;
 
     for (size_t i = c->first; i < c->first + c->count; i++) {
@@ -383,8 +386,8 @@ static void cost_group(const place_state_t *st, candidate_t *c)
         touched += size * st->segs[i].touches;
         touched_b += size * st->segs[i].touches_b;
     }
-    c->evict_s = g->evict ? umadv__link_time(link->evict_latency, link->evict_bw, bytes) : 0;
-    c->fetch_s = g->copy ? umadv__link_time(link->fetch_latency, link->fetch_bw, bytes) : 0;
+    c->evict_s = g->evict ? umadv__link_time(ch.evict_latency, ch.evict_bw, bytes) : 0;
+    c->fetch_s = g->copy ? umadv__link_time(ch.fetch_latency, ch.fetch_bw, bytes) : 0;
     c->remote_s = (double)touched / link->remote_bw;
     c->remote_b_s = (double)touched_b / link->remote_bw;
     c->evict_ph = phase_of(st, (int64_t)g->d - 1);

@@ -94,6 +94,29 @@
  * footprint (ResNet-50 1264 -> 624 ms): DESIGN.md measured remote access
  * and eviction separately; the combination is a model until measured.
  *
+ * 1c. CHANNELS (plan_int.h, umadv__plan_channel; params->stage). Data
+ * leaves the GPU one of four ways, chosen per run: dropped (read-mostly
+ * copies, freed data: no copy; RESIDENCY decides), served from the host
+ * instead (HOST PLACEMENT), or evicted, by UVM migration (evict_bw,
+ * 10-18 GB/s) or, for the allocations the trace marks stageable (the
+ * PyTorch allocator's blocks), by a copy into pinned host staging and a
+ * discard (schedule/core.h, STAGING: about 45 GB/s; restored the same
+ * way). Which eviction a run gets is the replay core's rule, not the
+ * plan's: staged wherever it may be (stageable, live, not advised), since
+ * it is the faster channel both ways. What the plan chooses is whether to
+ * move a run at all: the placement's estimate and the timing's lane
+ * budget (split_evictions) price each run's eviction and fetch at its own
+ * channel, so a stageable run, cheap to move, is placed on the host only
+ * where even staging costs more than remote access. The staged channel
+ * is priced with the link probe's figures (trace.h, stage_*); a trace
+ * without them prices it as UVM (nothing measured, nothing assumed), and
+ * REFINE's trials still simulate the staging (the simulator's built-in
+ * rate), as the runtime will do it; with figures, REFINE also plans
+ * priced as UVM and keeps what simulates faster (the estimate does not
+ * know the staging pool's size). schedule->staged_bytes reports the
+ * evictions that go through staging, schedule->stage_priced whether the
+ * plan kept was priced at the staged figures.
+ *
  * 2. TIMING (timing.c). An eviction decided at step k is issued at the end
  * of the section's last use before k, not at k: memory comes free as early
  * as possible and the slow eviction lane starts early. Then each fetch is
@@ -181,6 +204,7 @@ void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
     params->host_placement = 1;
     params->refine      = 1;
     params->max_touches = UMADV_PLAN_MAX_TOUCHES_DEFAULT;
+    params->stage       = umadv__trace_stageable_bytes(trace) > 0;
 }
 
 static uint64_t default_max_op_bytes(const umadv_link_model_t *link, uint64_t section_size)
@@ -308,14 +332,20 @@ static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_
     return nops;
 }
 
-/* Seconds the eviction lane spends on @ops per replay. */
-static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv_link_model_t *link)
+/* Seconds the eviction lane spends on @ops per replay, each at its
+ * channel (CHANNELS). */
+static double evict_lane_seconds(const umadv_window_t *w, const umadv_plan_params_t *params,
+                                 const umadv_op_t *ops, size_t nops)
 {
     double t = 0;
 
     for (size_t i = 0; i < nops; i++) {
-        if (ops[i].kind == UMADV_OP_EVICT)
-            t += umadv__link_time(link->evict_latency, link->evict_bw, ops[i].bytes);
+        umadv_plan_channel_t ch;
+
+        if (ops[i].kind != UMADV_OP_EVICT)
+            continue;
+        ch = umadv__plan_channel(w, params, ops[i].alloc);
+        t += umadv__link_time(ch.evict_latency, ch.evict_bw, ops[i].bytes);
     }
     return t;
 }
@@ -332,7 +362,7 @@ static double evict_lane_seconds(const umadv_op_t *ops, size_t nops, const umadv
 static int split_evictions(const umadv_window_t *w, const umadv_plan_params_t *params,
                            const umadv_op_t *split, size_t nsplit, double remote_s)
 {
-    double lane = evict_lane_seconds(split, nsplit, &params->link);
+    double lane = evict_lane_seconds(w, params, split, nsplit);
 
     return lane <= 0.75 * (umadv__window_compute_seconds(w) + remote_s);
 }
@@ -449,6 +479,20 @@ static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_reside
     return UMADV_OK;
 }
 
+/* Bytes of the schedule's evictions that the replay stages (CHANNELS). */
+static uint64_t staged_bytes(const umadv_window_t *w, const umadv_plan_params_t *params,
+                             const umadv_schedule_t *s)
+{
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == UMADV_OP_EVICT && umadv__plan_channel(w, params,
+                                                                     s->ops[i].alloc).staged)
+            bytes += s->ops[i].bytes;
+    }
+    return bytes;
+}
+
 static uint64_t max_op_bytes(const umadv_window_t *w, const umadv_plan_params_t *params)
 {
     if (params->max_op_bytes)
@@ -470,6 +514,10 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
     if (status != UMADV_OK)
         return status;
     count_totals(s);
+    s->staged_bytes = staged_bytes(w, params, s);
+    s->stage_priced = s->staged_bytes > 0 &&
+                      (umadv__link_stage_evict_known(&params->link) ||
+                       umadv__link_stage_restore_known(&params->link));
     s->host_bytes   = pl->host_bytes;
     s->remote_bytes = pl->remote_bytes;
     s->remote_s     = pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw : 0;
@@ -533,6 +581,66 @@ static int link_simulable(const umadv_link_model_t *link)
            isfinite(link->fetch_bw + link->evict_bw + link->fault_bw + link->remote_bw);
 }
 
+/* Whether the plan prices staged evictions with the link model's staged
+ * figures (CHANNELS): staging, something stageable, and figures. */
+static int stage_priced(const umadv_trace_t *trace, const umadv_plan_params_t *params)
+{
+    return params->stage && umadv__trace_stageable_bytes(trace) > 0 &&
+           (umadv__link_stage_evict_known(&params->link) ||
+            umadv__link_stage_restore_known(&params->link));
+}
+
+/* @params as the plan priced as UVM sees them: no staged figures. */
+static void uvm_pricing(const umadv_plan_params_t *params, umadv_plan_params_t *p)
+{
+    *p = *params;
+    p->link.stage_evict_bw = p->link.stage_evict_latency = 0;
+    p->link.stage_restore_bw = p->link.stage_restore_latency = 0;
+}
+
+typedef struct refine {
+    double           best_s;
+    int              unplaced;  /* plans without placement simulated */
+    umadv_schedule_t best;
+} refine_t;
+
+/* Plan @phases with @pricing's figures, replay it in the simulator with
+ * @params' (the link as it is), keep it if it is the fastest yet. */
+static umadv_status_t refine_variant(const umadv_trace_t *trace, const umadv_window_t *w,
+                                     const umadv_plan_params_t *params,
+                                     const umadv_plan_params_t *pricing, uint32_t phases,
+                                     refine_t *rf)
+{
+    umadv_schedule_t s;
+    umadv_sim_params_t sp;
+    umadv_sim_result_t r;
+    umadv_status_t status = plan_variant(w, pricing, phases, &s);
+
+    if (status != UMADV_OK)
+        return status;
+    if (s.remote_bytes == 0 && rf->unplaced++) {
+        umadv__schedule_cleanup(&s); /* the same plan as one simulated already */
+        return UMADV_OK;
+    }
+    umadv__sim_params_default(trace, UMADV_POLICY_PLAN, params->budget, &sp);
+    sp.iteration = params->iteration;
+    sp.link      = params->link;
+    sp.warmup    = 1; /* the replay starts in the plan's steady state */
+    sp.quiet     = 1;
+    sp.schedule  = &s;
+    sp.max_touches = params->max_touches;
+    sp.stage     = params->stage; /* the trace's stageable allocations */
+    status = umadv__sim_run(trace, &sp, &r);
+    if (status == UMADV_OK && r.iteration_s < rf->best_s) {
+        rf->best_s = r.iteration_s;
+        umadv__schedule_cleanup(&rf->best);
+        rf->best = s;
+    } else {
+        umadv__schedule_cleanup(&s);
+    }
+    return status;
+}
+
 /*
  * REFINE: the placement's estimate is a model of a model (placement.c,
  * estimate_t), and on the shipped traces neither of its forms is right
@@ -541,55 +649,38 @@ static int link_simulable(const umadv_link_model_t *link)
  * params->refine each variant (two phases, one phase, no placement) is
  * planned and replayed by the simulator, and the fastest kept; ties go
  * to the earlier one. Three plans and three simulations: a 1,517-layer
- * ResNet still plans in about 0.1 s.
+ * ResNet still plans in about 0.1 s. Where staged evictions are priced
+ * with the staged figures (CHANNELS), each variant is also planned priced
+ * as UVM: the estimate does not know the staging pool (core.h, STAGING:
+ * an eviction decided while it is full migrates), the simulator does;
+ * six plans and simulations then.
  */
 static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t *w,
                                 const umadv_plan_params_t *params, umadv_schedule_t *best)
 {
     static const uint32_t variants[] = {2, 1, 0};
-    double best_s = INFINITY;
-    int unplaced = 0;
-    umadv_status_t status;
+    umadv_plan_params_t pricings[2] = {*params};
+    size_t npricings = 1;
+    refine_t rf = {.best_s = INFINITY};
+    umadv_status_t status = UMADV_OK;
 
     if (!params->host_placement)
         return plan_variant(w, params, 0, best);
     if (!params->refine || !link_simulable(&params->link))
         return plan_variant(w, params, 2, best);
-    memset(best, 0, sizeof(*best));
-    for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants); v++) {
-        umadv_schedule_t s;
-        umadv_sim_params_t sp;
-        umadv_sim_result_t r;
-
-        status = plan_variant(w, params, variants[v], &s);
-        if (status != UMADV_OK)
-            break;
-        if (s.remote_bytes == 0 && unplaced++) {
-            /* the same plan as one simulated already */
-            umadv__schedule_cleanup(&s);
-            continue;
-        }
-        umadv__sim_params_default(trace, UMADV_POLICY_PLAN, params->budget, &sp);
-        sp.iteration = params->iteration;
-        sp.link      = params->link;
-        sp.warmup    = 1; /* the replay starts in the plan's steady state */
-        sp.quiet     = 1;
-        sp.schedule  = &s;
-        sp.max_touches = params->max_touches;
-        status = umadv__sim_run(trace, &sp, &r);
-        if (status == UMADV_OK && r.iteration_s < best_s) {
-            best_s = r.iteration_s;
-            umadv__schedule_cleanup(best);
-            *best = s;
-        } else {
-            umadv__schedule_cleanup(&s);
-        }
-        if (status != UMADV_OK)
-            break;
+    if (stage_priced(trace, params))
+        uvm_pricing(params, &pricings[npricings++]);
+    for (size_t p = 0; p < npricings && status == UMADV_OK; p++) {
+        rf.unplaced = 0;
+        for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants) && status == UMADV_OK; v++)
+            status = refine_variant(trace, w, params, &pricings[p], variants[v], &rf);
     }
-    if (status != UMADV_OK)
-        umadv__schedule_cleanup(best);
-    return status;
+    if (status != UMADV_OK) {
+        umadv__schedule_cleanup(&rf.best);
+        return status;
+    }
+    *best = rf.best;
+    return UMADV_OK;
 }
 
 /* Figures the planner's arithmetic stays finite with: at most 2^64 bytes

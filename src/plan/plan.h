@@ -34,6 +34,12 @@ typedef struct umadv_plan_params {
     uint64_t           max_touches; /* the iteration's section touches plus steps
                                      * at most (window.h, COST); 0 = no limit;
                                      * default UMADV_PLAN_MAX_TOUCHES_DEFAULT */
+    int                stage;      /* the replay stages evictions of the trace's
+                                    * stageable allocations (schedule/core.h,
+                                    * STAGING): the plan prices them at the
+                                    * staged channel (plan.c, CHANNELS) and its
+                                    * trials simulate it; default: the trace
+                                    * marks any allocation stageable */
 } umadv_plan_params_t;
 
 /* What the residency policy alone did (no timing), for tests and what-if
@@ -49,7 +55,8 @@ typedef struct umadv_residency_stats {
 } umadv_residency_stats_t;
 
 /* Defaults: the trace's link model, no lookahead limit, read-mostly,
- * host placement and refine on, the trace's last iteration. */
+ * host placement and refine on, the trace's last iteration, staging
+ * where the trace marks stageable allocations. */
 void umadv__plan_params_default(const umadv_trace_t *trace, uint64_t budget,
                                 umadv_plan_params_t *params);
 

@@ -72,6 +72,38 @@ static inline uint64_t umadv__plan_small_bytes(const umadv_link_model_t *link)
 }
 void umadv__residency_cleanup(umadv_residency_t *res);
 
+/* What moving an allocation's data off the GPU and back costs, per call:
+ * latency + bytes / bandwidth each way (plan.c, CHANNELS). */
+typedef struct umadv_plan_channel {
+    double evict_bw, evict_latency;  /* its eviction */
+    double fetch_bw, fetch_latency;  /* the fetch that brings it back */
+    int    staged;                   /* the replay stages its evictions */
+} umadv_plan_channel_t;
+
+/* @alloc's channel under @params: the staged channel's figures where the
+ * replay stages it (params->stage, stageable in the trace, not advised
+ * read-mostly: core.h, STAGING) and the link model has them; UVM's
+ * otherwise. */
+static inline umadv_plan_channel_t umadv__plan_channel(const umadv_window_t *w,
+                                                       const umadv_plan_params_t *params,
+                                                       uint32_t alloc)
+{
+    const umadv_link_model_t *l = &params->link;
+    umadv_plan_channel_t c = {l->evict_bw, l->evict_latency, l->fetch_bw, l->fetch_latency, 0};
+
+    c.staged = params->stage && w->trace->allocs[alloc].stageable &&
+               !(params->read_mostly && !w->written[alloc]);
+    if (c.staged && umadv__link_stage_evict_known(l)) {
+        c.evict_bw      = l->stage_evict_bw;
+        c.evict_latency = l->stage_evict_latency;
+    }
+    if (c.staged && umadv__link_stage_restore_known(l)) {
+        c.fetch_bw      = l->stage_restore_bw;
+        c.fetch_latency = l->stage_restore_latency;
+    }
+    return c;
+}
+
 /* An operation on one section, before coalescing. issue is relative to the
  * need's replay: negative means issued in the previous one. */
 typedef struct umadv_op1 {

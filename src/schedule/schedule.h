@@ -145,6 +145,13 @@ typedef struct umadv_schedule {
      * read-mostly drops and releases of freed allocations */
     uint64_t    fetch_bytes, evict_bytes, drop_bytes, fresh_bytes;
     uint32_t    fetch_ops, evict_ops;
+    /* of evict_bytes, those of allocations the replay stages (pinned
+     * staging instead of migration: core.h, STAGING; plan.c, CHANNELS);
+     * one decided while the staging pool is full still migrates */
+    uint64_t    staged_bytes;
+    int         stage_priced;   /* the planner priced them at the link model's
+                                 * staged figures (plan.c, CHANNELS), not as
+                                 * UVM evictions */
     /* host placement, per iteration: bytes of the runs advised to the host
      * (each stretch counted once, setup included), bytes the steps access
      * over the link, and the time that adds to the steps (remote_bytes /

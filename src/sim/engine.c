@@ -355,6 +355,14 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     return UMADV_OK;
 }
 
+/* Whether @alloc may be staged: the params' list, else the trace's. */
+static int alloc_stageable(const sim_engine_t *e, uint32_t alloc)
+{
+    if (e->params->stageable != NULL)
+        return e->params->stageable[alloc] != 0;
+    return e->trace->allocs[alloc].stageable != 0;
+}
+
 /* Every allocation is played (the model's lifetimes are its births and
  * frees), with the plan's setup advice; then the core decides the start,
  * as for the executor: the plan's resident set is fetched. */
@@ -364,7 +372,7 @@ static void start(sim_engine_t *e)
     umadv__core_stage_pause(&e->core, 1);
     for (uint32_t a = 0; a < e->trace->nallocs; a++) {
         umadv__core_bind(&e->core, a);
-        umadv__core_set_stageable(&e->core, a, e->params->stageable && e->params->stageable[a]);
+        umadv__core_set_stageable(&e->core, a, alloc_stageable(e, a));
         umadv__sim_take_decisions(e, 0);
     }
     umadv__core_start(&e->core);

@@ -127,13 +127,29 @@ static void fetch_unpend(sim_engine_t *e, const sim_lane_op_t *op)
     }
 }
 
-/* The op's sections on the host start moving in the call of @owner (the
- * op it serves, for a batch). Returns the bytes the call copies for it
- * (fresh sections are populated, not copied). */
-/* A staged copy's bandwidth (sim.h). */
+/* A staged copy's bandwidth when the link model has no staged figure,
+ * or the params override it (sim.h). */
 static double stage_bw(const sim_engine_t *e)
 {
     return e->params->stage_bw > 0 ? e->params->stage_bw : SIM_STAGE_BW_DEFAULT;
+}
+
+/* The link model's staged figures count unless the params override them
+ * (sim.h, stage_bw: tests pin the rate). */
+static int stage_measured(const sim_engine_t *e, int evict)
+{
+    return e->params->stage_bw <= 0 && (evict ? umadv__link_stage_evict_known(&e->link)
+                                              : umadv__link_stage_restore_known(&e->link));
+}
+
+/* A staged eviction of @bytes (copies out, then a discard that copies
+ * nothing): the probe's figures, else the built-in rate with the UVM
+ * eviction's call latency. */
+static double stage_out_time(const sim_engine_t *e, uint64_t bytes)
+{
+    if (stage_measured(e, 1))
+        return umadv__link_time(e->link.stage_evict_latency, e->link.stage_evict_bw, bytes);
+    return e->link.evict_latency + (double)bytes / stage_bw(e);
 }
 
 /* @op's HOST sections start moving to the GPU: the bytes it copies by
@@ -160,15 +176,23 @@ static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t o
 }
 
 /* The time @copy migrated bytes and @restore restored ones add to a
- * call, @latency once; counted in the measured replay. */
-static double fetch_time(sim_engine_t *e, double latency, uint64_t copy, uint64_t restore,
+ * call, @share of a call's latency (a batch's ranges: half); counted in
+ * the measured replay. With the probe's restore figures a restore is a
+ * call of its own (exec/stage.c: discard-and-prefetch, then the copies
+ * back), and a call that only restores makes no migration call. */
+static double fetch_time(sim_engine_t *e, double share, uint64_t copy, uint64_t restore,
                          int count)
 {
+    double migrate = umadv__link_time(share * e->link.fetch_latency, e->link.fetch_bw, copy);
+
     if (count) {
         e->r.fetched_bytes += copy;
         e->r.restored_bytes += restore;
     }
-    return umadv__link_time(latency, e->link.fetch_bw, copy) + (double)restore / stage_bw(e);
+    if (restore == 0 || !stage_measured(e, 0))
+        return migrate + (double)restore / stage_bw(e);
+    return (copy > 0 ? migrate : 0) + umadv__link_time(share * e->link.stage_restore_latency,
+                                                       e->link.stage_restore_bw, restore);
 }
 
 static int fb_add(sim_engine_t *e, const sim_lane_op_t *op)
@@ -214,8 +238,7 @@ static double fetch_batch(sim_engine_t *e)
             continue;
         }
         copy = fetch_claim(e, op, e->f_cur.id, &restore);
-        total += fetch_time(e, e->link.fetch_latency / 2, copy, restore,
-                            counting(e, e->f_cur.start));
+        total += fetch_time(e, 0.5, copy, restore, counting(e, e->f_cur.start));
     }
     return total;
 }
@@ -231,7 +254,7 @@ static void fetch_start(sim_engine_t *e, const sim_lane_op_t *head, double now)
     e->fb_len = 0;
     fb_add(e, head);
     copy = fetch_claim(e, head, head->id, &restore);
-    e->f_end = now + fetch_time(e, e->link.fetch_latency, copy, restore, counting(e, now)) +
+    e->f_end = now + fetch_time(e, 1, copy, restore, counting(e, now)) +
                fetch_batch(e);
     e->f_rate = 1;
     lanes_share(e, now);
@@ -328,8 +351,8 @@ static void evict_start(sim_engine_t *e, sim_lane_op_t *op, double now)
         *(op->d.clean ? &e->r.dropped_bytes
                       : op->d.staged ? &e->r.staged_bytes : &e->r.evicted_bytes) += bytes;
     op->start = now;
-    if (op->d.staged) /* copies at stage_bw, then a discard: no time of its own */
-        op->end = !bytes ? now : now + e->link.evict_latency + (double)bytes / stage_bw(e);
+    if (op->d.staged)
+        op->end = !bytes ? now : now + stage_out_time(e, bytes);
     else
         op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency,
                                                         e->link.evict_bw,

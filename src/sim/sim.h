@@ -82,10 +82,14 @@ typedef struct umadv_sim_params {
     void                   *decisions_arg;
     int                     stage;       /* staged evictions (schedule/core.h,
                                           * STAGING) of the allocations marked in: */
-    const uint8_t          *stageable;   /* per trace allocation; NULL: none */
+    const uint8_t          *stageable;   /* per trace allocation; NULL: the trace's
+                                          * own flags (umadv_trace_alloc_t) */
     double                  stage_bw;    /* bytes/s of a staged copy either way
-                                          * (pinned cudaMemcpyAsync); 0: 52.6e9,
-                                          * measured on an H200 (DESIGN.md) */
+                                          * (pinned cudaMemcpyAsync), with the
+                                          * eviction's call latency; 0: the link
+                                          * model's staged figures (trace.h) where
+                                          * measured, else 52.6e9, measured on an
+                                          * H200 (DESIGN.md) */
 } umadv_sim_params_t;
 
 typedef struct umadv_sim_result {
@@ -120,7 +124,9 @@ typedef struct umadv_sim_result {
 } umadv_sim_result_t;
 
 /* Defaults: the trace's last iteration and link model, 2 warmup
- * iterations, no schedule, no observer. A budget of 0 means no limit. */
+ * iterations, no schedule, no observer; staging of the allocations the
+ * trace marks stageable, as the runtime does by default (UMADV_STAGE),
+ * where it marks any. A budget of 0 means no limit. */
 void umadv__sim_params_default(const umadv_trace_t *trace, umadv_policy_t policy,
                                uint64_t budget, umadv_sim_params_t *params);
 

@@ -79,6 +79,11 @@ void umadv__link_model_default(umadv_link_model_t *link)
     /* not measured there: taken as full overlap */
     link->duplex_fetch_bw = 0;
     link->duplex_evict_bw = 0;
+    /* nor was the staged channel: absent, as in traces made before it */
+    link->stage_evict_bw        = 0;
+    link->stage_evict_latency   = 0;
+    link->stage_restore_bw      = 0;
+    link->stage_restore_latency = 0;
 }
 
 #define LINK_FIGURE(_key, _is_bw, _optional) \
@@ -90,6 +95,8 @@ static const umadv_link_figure_t link_figures[] = {
     LINK_FIGURE(fault_bw, 1, 0), LINK_FIGURE(fault_latency, 0, 0),
     LINK_FIGURE(remote_bw, 1, 0),
     LINK_FIGURE(duplex_fetch_bw, 1, 1), LINK_FIGURE(duplex_evict_bw, 1, 1),
+    LINK_FIGURE(stage_evict_bw, 1, 1), LINK_FIGURE(stage_evict_latency, 0, 1),
+    LINK_FIGURE(stage_restore_bw, 1, 1), LINK_FIGURE(stage_restore_latency, 0, 1),
 };
 
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p)
@@ -116,6 +123,15 @@ const char *umadv__link_model_implausible(const umadv_link_model_t *link)
             return f->key;
     }
     return NULL;
+}
+
+uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace)
+{
+    uint64_t bytes = 0;
+
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        bytes += trace->allocs[a].stageable ? trace->allocs[a].size : 0;
+    return bytes;
 }
 
 /* Sections covering @size bytes, without the wrap of (size + ss - 1) / ss

@@ -45,6 +45,19 @@ typedef struct umadv_link_model {
      * (optional in a trace file, written only when measured). */
     double duplex_fetch_bw;
     double duplex_evict_bw;
+    /* The staged channel (schedule/core.h, STAGING), timed the way the
+     * executor's lanes use it (exec/stage.c): an eviction copies to pinned
+     * host memory (cudaMemcpyAsync, one call per piece) and discards the
+     * range; a restore repopulates the range on the GPU
+     * (cudaMemDiscardAndPrefetchBatchAsync) and copies back. Each as
+     * latency + bytes / bandwidth per call. 0: not measured (optional in a
+     * trace file, each written only when measured); the simulator then
+     * times staged copies as it always has, and the planner weighs
+     * evictions at the UVM figures. */
+    double stage_evict_bw;
+    double stage_evict_latency;
+    double stage_restore_bw;
+    double stage_restore_latency;
 } umadv_link_model_t;
 
 /* The GPU the trace was recorded on (or modelled for). */
@@ -75,6 +88,10 @@ typedef struct umadv_trace_alloc {
     uint32_t           first_section; /* index into trace->sections */
     uint32_t           nsections;
     char              *tag;           /* may be NULL */
+    /* Evictions may stage its data (schedule/core.h, STAGING): what the
+     * recording application declared (the PyTorch allocator's blocks,
+     * umadv_set_stageable). 0 in traces that do not say. */
+    uint8_t            stageable;
 } umadv_trace_alloc_t;
 
 typedef struct umadv_trace_section {
@@ -166,6 +183,18 @@ int umadv__link_figure_plausible(int is_bw, double value);
  * plausible. */
 const char *umadv__link_model_implausible(const umadv_link_model_t *link);
 
+/* Whether @link has the staged channel's figures for evictions (and for
+ * restores): measured, the simulator and the planner time it with them. */
+static inline int umadv__link_stage_evict_known(const umadv_link_model_t *link)
+{
+    return link->stage_evict_bw > 0;
+}
+
+static inline int umadv__link_stage_restore_known(const umadv_link_model_t *link)
+{
+    return link->stage_restore_bw > 0;
+}
+
 /* Seconds for one call moving @bytes at @bw with @latency. */
 static inline double umadv__link_time(double latency, double bw, uint64_t bytes)
 {
@@ -232,6 +261,10 @@ uint64_t umadv__trace_run_bytes(const umadv_trace_t *trace, uint32_t alloc,
 typedef void (*umadv_trace_run_fn)(void *arg, uint32_t alloc, uint32_t first, uint32_t count);
 size_t umadv__trace_for_runs(const umadv_trace_t *trace, uint32_t *sections, size_t count,
                              umadv_trace_run_fn fn, void *arg);
+
+/* Bytes of the allocations marked stageable; 0: none (every trace made
+ * before the flag). */
+uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace);
 
 /* Global section index of section @index of @alloc. */
 static inline uint32_t umadv__trace_section_id(const umadv_trace_t *trace, uint32_t alloc,

@@ -152,6 +152,21 @@ static void sb_step_ref(strbuf_t *sb, const char *key, uint32_t step)
         sb_printf(sb, " %s=%u", key, step);
 }
 
+/* The figures in the table's order (trace.h); an optional one only when
+ * measured, so readers older than it keep reading traces that lack it. */
+static void write_link_figures(strbuf_t *sb, const umadv_link_model_t *l)
+{
+    size_t count;
+    const umadv_link_figure_t *figures = umadv__link_figures(&count);
+
+    for (size_t i = 0; i < count; i++) {
+        double v = *(const double *)((const char *)l + figures[i].offset);
+
+        if (!umadv__link_figure_unset(&figures[i], v))
+            sb_printf(sb, " %s=%.17g", figures[i].key, v);
+    }
+}
+
 static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
 {
     const umadv_link_model_t *l = &trace->link;
@@ -168,14 +183,8 @@ static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
     sb_string_field(sb, "pci_bus_id", d->pci_bus_id);
     sb_printf(sb, " memory=%llu cc=%d.%d driver=%d\n", (unsigned long long)d->memory,
               d->cc_major, d->cc_minor, d->driver_version);
-    sb_printf(sb, "link fetch_bw=%.17g fetch_latency=%.17g evict_bw=%.17g"
-              " evict_latency=%.17g fault_bw=%.17g fault_latency=%.17g remote_bw=%.17g",
-              l->fetch_bw, l->fetch_latency, l->evict_bw, l->evict_latency, l->fault_bw,
-              l->fault_latency, l->remote_bw);
-    /* the duplex rates only when measured: older readers keep working */
-    if (l->duplex_fetch_bw != 0 || l->duplex_evict_bw != 0)
-        sb_printf(sb, " duplex_fetch_bw=%.17g duplex_evict_bw=%.17g", l->duplex_fetch_bw,
-                  l->duplex_evict_bw);
+    sb_append(sb, "link", 4);
+    write_link_figures(sb, l);
     sb_append(sb, "\n", 1);
 }
 
@@ -189,6 +198,8 @@ static void write_allocs(strbuf_t *sb, const umadv_trace_t *trace)
                   umadv__alloc_kind_name(a->kind));
         sb_step_ref(sb, "alloc_step", a->alloc_step);
         sb_step_ref(sb, "free_step", a->free_step);
+        if (a->stageable) /* absent means not: older readers keep working */
+            sb_append(sb, " stageable=1", 12);
         sb_string_field(sb, "tag", a->tag);
         sb_append(sb, "\n", 1);
     }

@@ -714,21 +714,39 @@ static umadv_status_t get_alloc_kind(reader_t *r, umadv_alloc_kind_t *kind_p)
     return status;
 }
 
+/* The optional stageable flag: 0 or 1, absent 0 (traces made before it). */
+static umadv_status_t get_stageable(reader_t *r, uint8_t *v_p)
+{
+    uint32_t v = 0;
+    umadv_status_t status = UMADV_OK;
+
+    if (field_find(r, "stageable") != NULL)
+        status = get_u32(r, "stageable", 1, &v);
+    if (status == UMADV_OK)
+        *v_p = (uint8_t)v;
+    return status;
+}
+
 static umadv_status_t add_alloc(reader_t *r, uint64_t base, uint64_t size,
                                 umadv_alloc_kind_t kind, uint32_t alloc_step,
                                 uint32_t free_step)
 {
     umadv_status_t status;
+    uint8_t stageable = 0;
     uint32_t id;
     char *tag;
 
-    status = get_string(r, "tag", &tag);
+    status = get_stageable(r, &stageable);
+    if (status == UMADV_OK)
+        status = get_string(r, "tag", &tag);
     if (status != UMADV_OK)
         return status;
     status = umadv__trace_add_alloc(&r->trace, base, size, kind, tag, &id);
     free(tag);
     if (status == UMADV_OK)
         status = umadv__trace_set_lifetime(&r->trace, id, alloc_step, free_step);
+    if (status == UMADV_OK)
+        r->trace.allocs[id].stageable = stageable;
     return status == UMADV_OK ? UMADV_OK : fail_builder(r, status);
 }
 
@@ -877,9 +895,10 @@ static const char *const device_keys[] = {"name", "pci_bus_id", "memory", "cc", 
 static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
                                         "evict_latency", "fault_bw", "fault_latency",
                                         "remote_bw", "duplex_fetch_bw", "duplex_evict_bw",
-                                        NULL};
+                                        "stage_evict_bw", "stage_evict_latency",
+                                        "stage_restore_bw", "stage_restore_latency", NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
-                                         "free_step", "tag", NULL};
+                                         "free_step", "stageable", "tag", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};
 static const char *const access_keys[] = {"alloc", "first", "count", "mode", "faults", NULL};
 

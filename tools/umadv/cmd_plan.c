@@ -18,7 +18,7 @@
 
 enum {
     OPT_BUDGET, OPT_POLICY, OPT_ITERATION, OPT_LOOKAHEAD, OPT_JSON, OPT_OPS,
-    OPT_NO_READ_MOSTLY, OPT_HOST_PLACEMENT, OPT_TIMELINE
+    OPT_NO_READ_MOSTLY, OPT_HOST_PLACEMENT, OPT_NO_STAGE, OPT_TIMELINE
 };
 
 const umadv_cli_option_t umadv__cli_plan_options[] = {
@@ -35,6 +35,8 @@ const umadv_cli_option_t umadv__cli_plan_options[] = {
                             "never advise read-mostly"},
     [OPT_HOST_PLACEMENT] = {"host-placement", 0, NULL,
                             "let the plan place data on the host for remote access"},
+    [OPT_NO_STAGE]  = {"no-stage", 0, NULL,
+                       "never stage evictions of stageable allocations (UMADV_STAGE=0)"},
     [OPT_TIMELINE]  = {"timeline", 0, "FILE",
                        "write every simulated iteration to FILE as a Chrome trace "
                        "(Perfetto)"},
@@ -154,6 +156,9 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
     case OPT_HOST_PLACEMENT:
         args->host_placement = 1;
         return 0;
+    case OPT_NO_STAGE:
+        args->stage = 0;
+        return 0;
     case OPT_TIMELINE:
         args->timeline = value;
         return 0;
@@ -179,6 +184,7 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv,
     args->npolicies = UMADV_ARRAY_SIZE(all);
     args->read_mostly = 1;
     args->host_placement = 0; /* as UMADV_HOST_PLACEMENT's default */
+    args->stage = 1;          /* as UMADV_STAGE's: where the trace marks stageable data */
     umadv__cli_parser_init(&parser, cmd, argc, argv);
     for (;;) {
         switch (umadv__cli_next(&parser, &opt, &value)) {
@@ -325,6 +331,7 @@ static int simulate(const umadv_plan_run_t *run, umadv_policy_t policy, uint64_t
     params.link = run->link;
     params.schedule = schedule;
     params.max_touches = run->max_touches;
+    params.stage = params.stage && run->args->stage;
     if (tracked && run->timeline != NULL)
         timeline_track(run, policy, budget, &params);
     status = umadv__sim_run(&run->trace, &params, result);
@@ -355,6 +362,7 @@ static int build_schedule(const umadv_plan_run_t *run, umadv_plan_block_t *block
     params.max_touches = run->max_touches;
     params.read_mostly = run->args->read_mostly;
     params.host_placement = run->args->host_placement;
+    params.stage = params.stage && run->args->stage;
     if (run->args->lookahead_set)
         params.lookahead = run->args->lookahead;
     status = umadv__plan_build(&run->trace, &params, &block->schedule);
@@ -377,9 +385,12 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
     if ((rc = build_schedule(run, block)) != 0)
         return rc;
     run->nblocks++; /* from here the schedule is ours to clean up */
+    /* staged evictions take another channel (sim.c, RESULTS) */
     block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s + block->schedule.remote_s,
                                             block->schedule.fetch_bytes,
-                                            block->schedule.evict_bytes, &run->link);
+                                            block->schedule.evict_bytes -
+                                                block->schedule.staged_bytes,
+                                            &run->link);
     for (unsigned i = 0; i < run->args->npolicies; i++) {
         rc = simulate(run, run->args->policies[i], block->budget, &block->schedule, 1,
                       &block->results[i]);

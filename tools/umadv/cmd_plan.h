@@ -32,6 +32,7 @@ typedef struct umadv_plan_args {
     uint32_t            lookahead;
     int                 lookahead_set;
     int                 json, ops, read_mostly, host_placement;
+    int                 stage;       /* 0: --no-stage */
     const char         *timeline;    /* --timeline FILE, or NULL */
 } umadv_plan_args_t;
 

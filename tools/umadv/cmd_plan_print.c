@@ -56,11 +56,56 @@ static uint32_t count_ops(const umadv_schedule_t *schedule, umadv_op_kind_t kind
     return n;
 }
 
+/* The figures a plan priced at the staged channel used: staged ones where
+ * measured, UVM's otherwise (plan_int.h, umadv__plan_channel). */
+static void print_stage_priced(const umadv_link_model_t *l)
+{
+    int out = umadv__link_stage_evict_known(l), back = umadv__link_stage_restore_known(l);
+
+    printf("                 priced at the measured staged channel: out %.1f GB/s + %.0f "
+           "us/call, back %.1f GB/s + %.0f us/call; UVM evicts at %.1f GB/s\n",
+           (out ? l->stage_evict_bw : l->evict_bw) / 1e9,
+           (out ? l->stage_evict_latency : l->evict_latency) * 1e6,
+           (back ? l->stage_restore_bw : l->fetch_bw) / 1e9,
+           (back ? l->stage_restore_latency : l->fetch_latency) * 1e6, l->evict_bw / 1e9);
+}
+
+/* Which channel the evictions take and why (plan.c, CHANNELS); nothing
+ * for a trace without stageable allocations, where UVM is the only one. */
+static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *sch)
+{
+    const umadv_link_model_t *l = &run->link;
+    uint64_t stageable = umadv__trace_stageable_bytes(&run->trace);
+    char s1[32], s2[32];
+
+    if (stageable == 0)
+        return;
+    umadv__size_format(stageable, s1, 32);
+    if (!run->args->stage) {
+        printf("  evict channel: UVM migration for all (--no-stage; %s of the trace is "
+               "stageable)\n", s1);
+        return;
+    }
+    printf("  evict channel: %s of %s evicted through pinned staging (stageable allocations, "
+           "where the pool has room), the rest by UVM migration\n",
+           umadv__size_format(sch->staged_bytes, s2, 32),
+           umadv__size_format(sch->evict_bytes, s1, 32));
+    if (!umadv__link_stage_evict_known(l) && !umadv__link_stage_restore_known(l))
+        printf("                 the trace has no staged figures: the plan prices them as "
+               "UVM evictions; simulated at the built-in rate\n");
+    else if (sch->stage_priced)
+        print_stage_priced(l);
+    else
+        printf("                 priced as UVM evictions: that plan simulated faster than "
+               "the one priced at the measured staged channel\n");
+}
+
 static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t *block)
 {
     const umadv_schedule_t *sch = &block->schedule;
     double fetch_s = (double)sch->fetch_bytes / run->link.fetch_bw;
-    double evict_s = (double)sch->evict_bytes / run->link.evict_bw;
+    /* the bound's eviction term: staged evictions take another channel */
+    double evict_s = (double)(sch->evict_bytes - sch->staged_bytes) / run->link.evict_bw;
     char s1[32], s2[32];
 
     printf("  fetch:         %s in %u ops\n", umadv__size_format(sch->fetch_bytes, s1, 32),
@@ -69,6 +114,7 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
            sch->evict_ops);
     printf("  drop:          %s in %u ops\n", umadv__size_format(sch->drop_bytes, s1, 32),
            count_ops(sch, UMADV_OP_DROP));
+    print_channel(run, sch);
     printf("  fresh:         %s populated without a copy\n",
            umadv__size_format(sch->fresh_bytes, s1, 32));
     printf("  setup advice:  %zu runs\n", sch->nsetup);
@@ -115,6 +161,20 @@ static void print_result(const umadv_plan_run_t *run, const umadv_plan_block_t *
            (unsigned long long)r->faults, umadv__cli_gib(r->fault_bytes, g1, 16),
            umadv__cli_gib(r->fetched_bytes, g2, 16), umadv__cli_gib(r->evicted_bytes, g3, 16),
            umadv__cli_gib(r->peak_resident, g4, 16), budget);
+}
+
+/* Staged bytes are in neither fetched nor evicted: a line of their own,
+ * only for a policy that staged (none in a trace without stageable
+ * allocations). */
+static void print_staged(const umadv_sim_result_t *r)
+{
+    char g1[16], g2[16];
+
+    if (r->staged_bytes == 0 && r->restored_bytes == 0)
+        return;
+    printf("  %-13s staged %s GiB out, restored %s GiB (pinned staging, not in fetched or "
+           "evicted)\n", umadv_policy_name(r->policy), umadv__cli_gib(r->staged_bytes, g1, 16),
+           umadv__cli_gib(r->restored_bytes, g2, 16));
 }
 
 static const char *op_kind_label(const umadv_op_t *op, char *buf, size_t len)
@@ -169,6 +229,8 @@ void umadv__plan_print_text(const umadv_plan_run_t *run)
         print_table_header();
         for (unsigned i = 0; i < run->args->npolicies; i++)
             print_result(run, block, &block->results[i]);
+        for (unsigned i = 0; i < run->args->npolicies; i++)
+            print_staged(&block->results[i]);
         if (run->args->ops)
             print_ops(run, &block->schedule);
     }
@@ -210,6 +272,8 @@ static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
     umadv__json_u64(js, "fetch_ops", sch->fetch_ops);
     umadv__json_u64(js, "evict_bytes", sch->evict_bytes);
     umadv__json_u64(js, "evict_ops", sch->evict_ops);
+    umadv__json_u64(js, "staged_bytes", sch->staged_bytes);
+    umadv__json_bool(js, "stage_priced", sch->stage_priced);
     umadv__json_u64(js, "drop_bytes", sch->drop_bytes);
     umadv__json_u64(js, "drop_ops", count_ops(sch, UMADV_OP_DROP));
     umadv__json_u64(js, "fresh_bytes", sch->fresh_bytes);
@@ -243,6 +307,8 @@ static void json_result(umadv_json_t *js, const umadv_plan_run_t *run,
     umadv__json_u64(js, "remote_bytes", r->remote_bytes);
     umadv__json_u64(js, "fetched_bytes", r->fetched_bytes);
     umadv__json_u64(js, "evicted_bytes", r->evicted_bytes);
+    umadv__json_u64(js, "staged_bytes", r->staged_bytes);
+    umadv__json_u64(js, "restored_bytes", r->restored_bytes);
     umadv__json_u64(js, "dropped_bytes", r->dropped_bytes);
     umadv__json_u64(js, "peak_bytes", r->peak_resident);
     if (oracle)

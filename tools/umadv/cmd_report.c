@@ -104,6 +104,27 @@ static void print_device(const umadv_trace_t *trace)
     if (link->duplex_fetch_bw != 0 || link->duplex_evict_bw != 0)
         printf("              both ways at once: fetch %.1f GB/s, evict %.1f GB/s\n",
                link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9);
+    if (umadv__link_stage_evict_known(link))
+        printf("              staged eviction %.1f GB/s + %.0f us/call\n",
+               link->stage_evict_bw / 1e9, link->stage_evict_latency * 1e6);
+    if (umadv__link_stage_restore_known(link))
+        printf("              staged restore %.1f GB/s + %.0f us/call\n",
+               link->stage_restore_bw / 1e9, link->stage_restore_latency * 1e6);
+}
+
+/* Only for a trace that marks any (umadv-trace(5), stageable). */
+static void print_stageable(const umadv_trace_t *trace)
+{
+    uint64_t bytes = umadv__trace_stageable_bytes(trace);
+    uint32_t count = 0;
+    char size[32];
+
+    if (bytes == 0)
+        return;
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        count += trace->allocs[a].stageable != 0;
+    printf("stageable:    %u allocations, %s: evicted through pinned staging\n", count,
+           umadv__size_format(bytes, size, sizeof(size)));
 }
 
 static void print_steps_line(const umadv_trace_t *trace)
@@ -157,6 +178,7 @@ static void print_summary(const report_t *rep)
     print_steps_line(trace);
     printf("allocations:  %u, %s in %u sections\n", trace->nallocs,
            umadv__size_format(total, s2, sizeof(s2)), trace->nsections);
+    print_stageable(trace);
     print_iteration(trace);
 }
 
