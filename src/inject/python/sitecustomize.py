@@ -17,6 +17,7 @@ It does nothing when UMADV_INJECT_LIBRARY is empty or torch has no CUDA
 device; a program that sets its own allocator before its first CUDA
 allocation keeps it.
 """
+import importlib
 import importlib.abc
 import importlib.util
 import os
@@ -130,8 +131,16 @@ def _install(torch):
     except Exception as e:  # the program still runs, on PyTorch's allocator
         _warn("cannot put umadv's allocator under PyTorch (%s): running without umadv" % (e,))
         return
-    hook = torch.optim.optimizer.register_optimizer_step_post_hook(
-        lambda optimizer, args, kwargs: um.inject.umadv_inject_iteration())
+    # torch.optim's submodule by its full name: `import torch` binds no
+    # `torch.optim.optimizer` attribute in every release (2.11 does not)
+    try:
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        hook = optimizer.register_optimizer_step_post_hook(
+            lambda optimizer, args, kwargs: um.inject.umadv_inject_iteration())
+    except (ImportError, AttributeError) as e:
+        _warn("cannot hook the optimizer's step (%s): iterations come from NVTX ranges only"
+              % (e,))
+        hook = None
     _memory_queries(torch, um)
 
     import atexit
