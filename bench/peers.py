@@ -32,8 +32,10 @@ forces per iteration (benchlib.min_traffic on the footprint trace: the
 optimal residency, never the bytes a plan chose to move), the bandwidths
 pinned memcpy's: --pinned-gbps H2D,D2H (bench/evict_channels measures
 them: staged-evict's copy and restore-copy's rates), else the trace's
-link record, the UVM fetch and evict rates, as a stand-in (the table
-says which; the stand-in makes the bound looser). x UVM: over today's
+link record: the link probe's staged channel (stage_restore_bw,
+stage_evict_bw: pinned copies each way) where it was measured, the UVM
+fetch and evict rates as a stand-in where not (the table says which;
+the stand-in makes the bound looser). x UVM: over today's
 bound, max(oracle ms, plan's fetched / fetch bw, plan's evicted / evict
 bw) with the link probe's UVM rates (bench/torch_policies.py's). held:
 the GPU memory the row held: PyTorch's peak allocated (native, peers),
@@ -237,6 +239,10 @@ class Bounds:
         self.uvm = (link["fetch_bw"], link["evict_bw"])
         if args.pinned is not None:
             self.pinned, self.rates = args.pinned, "pinned, --pinned-gbps"
+        elif "stage_restore_bw" in link and "stage_evict_bw" in link:
+            # the probe's staged channel: pinned copies each way, as measured
+            self.pinned = (link["stage_restore_bw"], link["stage_evict_bw"])
+            self.rates = "pinned: the link probe's staged channel"
         else:
             self.pinned, self.rates = self.uvm, "stand-in: the trace's UVM fetch and evict rates"
         self.compute_ms = compute_ms
