@@ -259,8 +259,10 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
 
     if (live)
         umadv__exec_restore_alloc(e, alloc);
+    e->waiting++;
     while (b->base != 0 && b->busy > 0)
         pthread_cond_wait(&e->cond, &e->lock);
+    e->waiting--;
     if (b->base == 0)
         return;
     old = *b;
@@ -269,7 +271,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
     b->advised = 0;
     umadv__exec_stage_release(e, alloc); /* live: restored above; dead: dropped */
     umadv__core_unbind(&e->core, alloc);
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_wake(e);
     if (old.advised != 0) {
         pthread_mutex_unlock(&e->lock);
         advice_undo(e, old.base, old.size, old.advised);
@@ -450,6 +452,7 @@ static void wait_pending(umadv_exec_t *e)
     uint64_t start = umadv__now_ns();
 
     e->stats.waits++;
+    e->waiting++;
     while (!e->broken && umadv__exec_pending(e, e->key)) {
         if (pthread_cond_timedwait(&e->cond, &e->lock, &until) != 0 &&
             umadv__exec_pending(e, e->key)) {
@@ -457,6 +460,7 @@ static void wait_pending(umadv_exec_t *e)
             break;
         }
     }
+    e->waiting--;
     e->stats.wait_ns += umadv__now_ns() - start;
 }
 

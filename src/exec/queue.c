@@ -204,3 +204,10 @@ void umadv__exec_events_destroy(umadv_exec_t *e)
     e->events = e->spare = NULL;
     e->nevents = e->nspare = 0;
 }
+
+void umadv__exec_wake(umadv_exec_t *e)
+{
+    if (e->waiting > 0 || e->draining > 0 || umadv__exec_queue_peek(&e->fetch) != NULL ||
+        umadv__exec_queue_peek(&e->evict) != NULL)
+        pthread_cond_broadcast(&e->cond);
+}

@@ -425,9 +425,11 @@ static int in_flight(umadv_sec_state_t state)
 static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
 {
     /* a lane's call on it settles it (stopped lanes have none) */
+    e->waiting++;
     while (e->core.staged[s] && in_flight((umadv_sec_state_t)e->core.state[s]) &&
            (e->fetch.started || e->evict.started))
         pthread_cond_wait(&e->cond, &e->lock);
+    e->waiting--;
     if (!e->core.staged[s])
         return 0;
     if (e->core.state[s] == UMADV_SEC_OUT_QUEUED || e->stage.slot[s] == EXEC_NO_SLOT) {
