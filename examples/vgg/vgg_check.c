@@ -41,9 +41,12 @@ static float read_at(const float *p, size_t i)
     return x;
 }
 
+/* cudaMemcpy from pageable memory may return before the copy lands, and
+ * the training stream does not wait for the legacy stream: sync. */
 static void write_at(float *p, size_t i, float x)
 {
     CUDA_CHECK(cudaMemcpy(p + i, &x, sizeof(x), cudaMemcpyDefault));
+    CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 /* The loss of the current weights on the batch in place (forward only). */

@@ -129,12 +129,15 @@ static cudnnTensorDescriptor_t tensor_desc(vgg_shape_t s)
 }
 
 /* Only plain FP32 arithmetic (no TF32 tensor cores): the gradient check
- * needs fp32's precision, and the math stays the same on every GPU. */
+ * needs fp32's precision. The descriptor's CUDNN_FMA_MATH is what cuDNN
+ * enforces when the algorithm runs; a result offered for tensor cores is
+ * refused here so that it is never picked for its speed there. */
 static int algo_usable(const vgg_t *v, cudnnStatus_t status, size_t memory,
                        cudnnDeterminism_t det, cudnnMathType_t math)
 {
     return status == CUDNN_STATUS_SUCCESS && memory <= v->opt.workspace_limit &&
-           math == CUDNN_FMA_MATH && (!v->opt.deterministic || det == CUDNN_DETERMINISTIC);
+           math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+           (!v->opt.deterministic || det == CUDNN_DETERMINISTIC);
 }
 
 static void choose_fwd(vgg_t *v, vgg_layer_t *ly)

@@ -81,8 +81,9 @@ void vgg_data(vgg_t *v, uint64_t first)
     step_end(v);
 }
 
-/* The mean loss into *v->loss; returns the logits' gradient (transient). */
-static float *step_loss(vgg_t *v)
+/* The mean loss into *v->loss; returns the logits' gradient (transient),
+ * or frees it and returns NULL when no backward follows. */
+static float *step_loss(vgg_t *v, int backward)
 {
     const vgg_layer_t *last = &v->layer[VGG_LAYERS - 1];
     size_t logits = fbytes(elems(last->out)), batch = (size_t)v->opt.batch;
@@ -97,6 +98,10 @@ static float *step_loss(vgg_t *v)
     CUDA_CHECK(mlp_softmax_xent(last->y, v->labels, v->opt.classes, v->opt.batch,
                                 v->loss_rows, dlogits, v->stream));
     CUDA_CHECK(mlp_mean(v->loss_rows, v->opt.batch, v->loss, v->stream));
+    if (!backward) {
+        UMADV_CHECK(umadv_free(v->ctx, dlogits));
+        dlogits = NULL;
+    }
     step_end(v);
     return dlogits;
 }
@@ -241,12 +246,8 @@ void vgg_forward_loss(vgg_t *v, int backward)
 
     for (int l = 0; l < VGG_LAYERS; l++)
         step_forward(v, l);
-    grad = step_loss(v);
-    if (!backward) {
-        UMADV_CHECK(umadv_free(v->ctx, grad));
-        return;
-    }
-    for (int l = VGG_LAYERS - 1; l >= 0; l--)
+    grad = step_loss(v, backward);
+    for (int l = VGG_LAYERS - 1; grad != NULL && l >= 0; l--)
         grad = step_backward(v, l, grad);
 }
 

@@ -296,7 +296,7 @@ static void device_close(vgg_t *v)
 
 /* Refuse a run whose managed memory could pass FREE_SHARE of the free GPU
  * memory. Returns that share: umadv's cap on managed memory. */
-static uint64_t memory_check(const vgg_t *v, uint64_t need)
+static uint64_t memory_check(uint64_t need)
 {
     size_t free_b = 0, total_b = 0;
     uint64_t cap;
@@ -307,7 +307,6 @@ static uint64_t memory_check(const vgg_t *v, uint64_t need)
         vgg_die("this run needs %" PRIu64 " bytes of managed memory, more than %.0f%% of the "
                 "%zu bytes free: use a smaller --batch or --image-size, or a larger "
                 "--width-scale", need, FREE_SHARE * 100.0, free_b);
-    (void)v;
     return cap;
 }
 
@@ -447,7 +446,7 @@ int main(int argc, char **argv)
     printf("footprint workspace %zu (cuDNN, the most one layer's algorithms need)\n",
            v.workspace_bytes);
     fflush(stdout);
-    context_open(&v, memory_check(&v, fp.total + v.workspace_bytes));
+    context_open(&v, memory_check(fp.total + v.workspace_bytes));
     vgg_alloc(&v);
     vgg_init(&v);
     failed = v.opt.check_grad ? vgg_check_grad(&v) : train(&v);
