@@ -72,6 +72,14 @@ want=$(( (2*8*1024 + 8*256 + 2*16*256 + 16*64 + 3*32*64 + 32*16 + 3*64*16 + 64*4
 [ "$rc" -eq 0 ] && [ "$act" = "$want" ] && ! grep -q '^iter' "$tmp/fp.out"
 ok $? "--footprint prints the footprint and trains nothing (activations $act, want $want)"
 
+# Full size, the layer table against the published count: VGG-16 has
+# 138,357,544 parameters, held three times (values, gradients, momentum).
+"$prog" --footprint >"$tmp/fp16.out" 2>"$tmp/fp16.err"
+rc=$?
+weights=$(awk '$1 == "footprint" && $2 == "weights" { print $3 }' "$tmp/fp16.out")
+[ "$rc" -eq 0 ] && [ "$weights" = $(( 138357544 * 3 * 4 )) ]
+ok $? "--footprint at 224x224: 138,357,544 parameters, 3 copies ($weights bytes)"
+
 # ---- on the GPU -------------------------------------------------------
 
 train grad -- --image-size 32 --width-scale 8 --batch 2 --check-grad
