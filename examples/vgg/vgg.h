@@ -1,0 +1,116 @@
+/*
+ * vgg_train's model: VGG-16 (13 convolutions 3x3 pad 1 with ReLU, 5 max
+ * pools 2x2, 3 fully connected layers, the first two with ReLU), fp32,
+ * NCHW, on memory from umadv_malloc(). vgg_net.c holds the layers (cuDNN
+ * and cuBLAS, one umadv step per layer and pass); vgg_train.c the program
+ * (options, training, checks, results).
+ */
+#ifndef UMADV_EXAMPLES_VGG_H
+#define UMADV_EXAMPLES_VGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <umadv.h>
+
+#define VGG_PROG "vgg_train"
+/* 13 convolutions, 5 pools, 3 fully connected */
+#define VGG_LAYERS 21
+
+typedef enum vgg_kind { VGG_CONV, VGG_POOL, VGG_FC } vgg_kind_t;
+
+typedef struct vgg_shape {
+    int n, c, h, w;
+} vgg_shape_t;
+
+typedef struct vgg_opts {
+    int      batch, iters, image, width_scale, classes, profile_iter;
+    double   lr, momentum;
+    uint64_t seed;
+    uint64_t workspace_limit; /* bytes an algorithm may ask for */
+    int      deterministic, fixed_batch, check_grad, footprint_only;
+} vgg_opts_t;
+
+typedef struct vgg_layer {
+    vgg_kind_t  kind;
+    char        name[32];
+    vgg_shape_t in, out;
+    int         relu;
+    size_t      nw, nb;                 /* weights and biases (elements); 0 for a pool */
+    float      *w, *b, *dw, *db, *vw, *vb;
+    float      *y;                      /* the output, kept for backward */
+    cudnnTensorDescriptor_t       x_desc, y_desc, b_desc;
+    cudnnFilterDescriptor_t       w_desc;
+    cudnnConvolutionDescriptor_t  conv_desc;
+    cudnnConvolutionFwdAlgo_t     fwd_algo;
+    cudnnConvolutionBwdDataAlgo_t data_algo;
+    cudnnConvolutionBwdFilterAlgo_t filter_algo;
+    size_t      workspace;              /* the most its three algorithms need */
+} vgg_layer_t;
+
+/* Bytes by what they hold; transient is the peak of activation gradients. */
+typedef struct vgg_footprint {
+    uint64_t weights, activations, input, transient, total; /* total: all but workspace */
+    unsigned blocks;
+} vgg_footprint_t;
+
+typedef struct vgg {
+    vgg_opts_t      opt;
+    umadv_context_t ctx;
+    cudnnHandle_t   dnn;
+    cublasHandle_t  blas;
+    cudaStream_t    stream;
+    cudnnActivationDescriptor_t relu;
+    cudnnPoolingDescriptor_t    pool;
+    vgg_layer_t     layer[VGG_LAYERS];
+    float          *input;
+    int            *labels;
+    float          *loss_rows;
+    void           *workspace;
+    size_t          workspace_bytes;
+    double         *loss;       /* mapped host memory: the last batch's mean loss */
+} vgg_t;
+
+/* ---- vgg_train.c: errors --------------------------------------------- */
+void vgg_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void vgg_check_cuda(cudaError_t err, const char *call, int line);
+void vgg_check_dnn(cudnnStatus_t status, const char *call, int line);
+void vgg_check_blas(cublasStatus_t status, const char *call, int line);
+void vgg_check_umadv(umadv_status_t status, const char *call, int line);
+
+#define CUDA_CHECK(_call) vgg_check_cuda((_call), #_call, __LINE__)
+#define DNN_CHECK(_call) vgg_check_dnn((_call), #_call, __LINE__)
+#define BLAS_CHECK(_call) vgg_check_blas((_call), #_call, __LINE__)
+#define UMADV_CHECK(_call) vgg_check_umadv((_call), #_call, __LINE__)
+
+/* ---- vgg_net.c ------------------------------------------------------- */
+
+/* The layer table from the options (shapes and names; no GPU). */
+void vgg_layout(vgg_t *v);
+void vgg_footprint(const vgg_t *v, vgg_footprint_t *f);
+/* Descriptors and the algorithms, chosen once; then every buffer. */
+void vgg_setup(vgg_t *v);
+void vgg_alloc(vgg_t *v);
+/* Initial weights from --seed; zero momentum. */
+void vgg_init(vgg_t *v);
+void vgg_free(vgg_t *v);
+
+/* One pass, each layer a umadv step: the batch (samples first ..), the
+ * forward, the loss into *v->loss; with @backward, the gradients too. */
+void vgg_data(vgg_t *v, uint64_t first);
+void vgg_forward_loss(vgg_t *v, int backward);
+void vgg_update(vgg_t *v);
+
+/* ---- vgg_check.c ----------------------------------------------------- */
+
+/* Analytic gradients against central finite differences on the first
+ * batch; prints one line a check. Returns 0 when all agree, 1 if not. */
+int vgg_check_grad(vgg_t *v);
+/* A hash of the bits of every weight and bias, in layer order: equal
+ * digests mean bitwise equal models. */
+uint64_t vgg_digest(vgg_t *v);
+
+#endif

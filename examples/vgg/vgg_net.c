@@ -1,0 +1,344 @@
+/*
+ * VGG-16's layers on cuDNN and cuBLAS (see vgg.h). Activations are kept
+ * per layer for backward, as a framework keeps them; ReLU works in place
+ * on a layer's output (its gradient only needs the sign of the output);
+ * the gradient of an activation is transient: allocated when backward
+ * reaches its layer, freed once the layer below has consumed it.
+ *
+ * Reproducibility: cuDNN runs FMA-only algorithms (no TF32), chosen once
+ * per layer; with --deterministic only those cuDNN reports deterministic.
+ * cuBLAS runs plain FP32 without atomics; pooling is
+ * CUDNN_POOLING_MAX_DETERMINISTIC. The same inputs then give bitwise the
+ * same weights, wherever umadv places the memory.
+ */
+#include "vgg.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mlp_kernels.h"
+#include "vgg_kernels.h"
+
+/* VGG-16's configuration "D": output channels, 0 a max pool. */
+static const int vgg16_cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0,
+                                512, 512, 512, 0, 512, 512, 512, 0};
+#define VGG_CFG_LEN ((int)(sizeof(vgg16_cfg) / sizeof(vgg16_cfg[0])))
+#define VGG_FC_WIDTH 4096
+
+/* ---- layout (no GPU) ------------------------------------------------- */
+
+static size_t elems(vgg_shape_t s)
+{
+    return (size_t)s.n * (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
+
+static int scaled(int channels, int scale)
+{
+    return channels / scale > 0 ? channels / scale : 1;
+}
+
+static void layout_conv(vgg_layer_t *ly, vgg_shape_t in, int out_c, int block, int conv)
+{
+    ly->kind = VGG_CONV;
+    ly->relu = 1;
+    ly->in = in;
+    ly->out = (vgg_shape_t){in.n, out_c, in.h, in.w};
+    ly->nw = (size_t)out_c * (size_t)in.c * 9u;
+    ly->nb = (size_t)out_c;
+    snprintf(ly->name, sizeof(ly->name), "conv%d_%d", block, conv);
+}
+
+static void layout_pool(vgg_layer_t *ly, vgg_shape_t in, int block)
+{
+    ly->kind = VGG_POOL;
+    ly->in = in;
+    ly->out = (vgg_shape_t){in.n, in.c, in.h / 2, in.w / 2};
+    snprintf(ly->name, sizeof(ly->name), "pool%d", block);
+}
+
+/* A fully connected layer sees its input as (c*h*w x n), sample-major. */
+static void layout_fc(vgg_layer_t *ly, vgg_shape_t in, int out, int relu, int index)
+{
+    ly->kind = VGG_FC;
+    ly->relu = relu;
+    ly->in = in;
+    ly->out = (vgg_shape_t){in.n, out, 1, 1};
+    ly->nw = (size_t)out * (elems(in) / (size_t)in.n);
+    ly->nb = (size_t)out;
+    snprintf(ly->name, sizeof(ly->name), "fc%d", index);
+}
+
+void vgg_layout(vgg_t *v)
+{
+    const vgg_opts_t *o = &v->opt;
+    vgg_shape_t s = {o->batch, 3, o->image, o->image};
+    int l = 0, block = 1, conv = 1, fc = scaled(VGG_FC_WIDTH, o->width_scale);
+
+    for (int i = 0; i < VGG_CFG_LEN; i++, l++) {
+        if (vgg16_cfg[i] == 0) {
+            layout_pool(&v->layer[l], s, block++);
+            conv = 1;
+        } else {
+            layout_conv(&v->layer[l], s, scaled(vgg16_cfg[i], o->width_scale), block, conv++);
+        }
+        s = v->layer[l].out;
+    }
+    layout_fc(&v->layer[l], s, fc, 1, 6);
+    layout_fc(&v->layer[l + 1], v->layer[l].out, fc, 1, 7);
+    layout_fc(&v->layer[l + 2], v->layer[l + 1].out, o->classes, 0, 8);
+}
+
+static uint64_t fbytes(size_t n)
+{
+    return (uint64_t)n * sizeof(float);
+}
+
+/* What vgg_alloc() asks for, but the workspace (chosen on the GPU). */
+void vgg_footprint(const vgg_t *v, vgg_footprint_t *f)
+{
+    uint64_t batch = (uint64_t)v->opt.batch;
+
+    memset(f, 0, sizeof(*f));
+    f->transient = fbytes(elems(v->layer[VGG_LAYERS - 1].out)); /* the logits' gradient */
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        const vgg_layer_t *ly = &v->layer[l];
+        uint64_t both = fbytes(elems(ly->out)) + (l > 0 ? fbytes(elems(ly->in)) : 0);
+
+        f->weights += 3u * fbytes(ly->nw + ly->nb); /* values, gradients, momentum */
+        f->activations += fbytes(elems(ly->out));
+        f->transient = both > f->transient ? both : f->transient;
+        f->blocks += ly->nw > 0 ? 7u : 1u;
+    }
+    f->input = fbytes(elems(v->layer[0].in)) + batch * sizeof(int) + fbytes(batch);
+    f->blocks += 3u;
+    f->total = f->weights + f->activations + f->input + f->transient;
+}
+
+/* ---- descriptors and algorithms -------------------------------------- */
+
+static cudnnTensorDescriptor_t tensor_desc(vgg_shape_t s)
+{
+    cudnnTensorDescriptor_t d;
+
+    DNN_CHECK(cudnnCreateTensorDescriptor(&d));
+    DNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c,
+                                         s.h, s.w));
+    return d;
+}
+
+/* Only plain FP32 arithmetic (no TF32 tensor cores): the gradient check
+ * needs fp32's precision. The descriptor's CUDNN_FMA_MATH is what cuDNN
+ * enforces when the algorithm runs; a result offered for tensor cores is
+ * refused here so that it is never picked for its speed there. */
+static int algo_usable(const vgg_t *v, cudnnStatus_t status, size_t memory,
+                       cudnnDeterminism_t det, cudnnMathType_t math)
+{
+    return status == CUDNN_STATUS_SUCCESS && memory <= v->opt.workspace_limit &&
+           math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+           (!v->opt.deterministic || det == CUDNN_DETERMINISTIC);
+}
+
+static void choose_fwd(vgg_t *v, vgg_layer_t *ly)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+
+    DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(v->dnn, ly->x_desc, ly->w_desc,
+                                                     ly->conv_desc, ly->y_desc,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                                     perf));
+    for (int i = 0; i < count; i++) {
+        if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
+                        perf[i].mathType)) {
+            ly->fwd_algo = perf[i].algo;
+            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            return;
+        }
+    }
+    vgg_die("%s: cuDNN offers no usable forward algorithm (FP32 FMA%s, workspace <= %" PRIu64
+            " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
+            v->opt.workspace_limit);
+}
+
+static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+
+    DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(v->dnn, ly->w_desc, ly->y_desc,
+                                                          ly->conv_desc, ly->x_desc,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                          &count, perf));
+    for (int i = 0; i < count; i++) {
+        if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
+                        perf[i].mathType)) {
+            ly->data_algo = perf[i].algo;
+            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            return;
+        }
+    }
+    vgg_die("%s: cuDNN offers no usable backward-data algorithm (FP32 FMA%s, workspace <= %"
+            PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
+            v->opt.workspace_limit);
+}
+
+static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+
+    DNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        v->dnn, ly->x_desc, ly->y_desc, ly->conv_desc, ly->w_desc,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+    for (int i = 0; i < count; i++) {
+        if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
+                        perf[i].mathType)) {
+            ly->filter_algo = perf[i].algo;
+            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            return;
+        }
+    }
+    vgg_die("%s: cuDNN offers no usable backward-filter algorithm (FP32 FMA%s, workspace <= %"
+            PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
+            v->opt.workspace_limit);
+}
+
+static void setup_conv(vgg_t *v, vgg_layer_t *ly)
+{
+    DNN_CHECK(cudnnCreateFilterDescriptor(&ly->w_desc));
+    DNN_CHECK(cudnnSetFilter4dDescriptor(ly->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                         ly->out.c, ly->in.c, 3, 3));
+    DNN_CHECK(cudnnCreateConvolutionDescriptor(&ly->conv_desc));
+    DNN_CHECK(cudnnSetConvolution2dDescriptor(ly->conv_desc, 1, 1, 1, 1, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN_CHECK(cudnnSetConvolutionMathType(ly->conv_desc, CUDNN_FMA_MATH));
+    choose_fwd(v, ly);
+    choose_bwd_data(v, ly);
+    choose_bwd_filter(v, ly);
+    printf("algorithms %s fwd %d bwd_data %d bwd_filter %d workspace %zu\n", ly->name,
+           (int)ly->fwd_algo, (int)ly->data_algo, (int)ly->filter_algo, ly->workspace);
+}
+
+void vgg_setup(vgg_t *v)
+{
+    DNN_CHECK(cudnnCreateActivationDescriptor(&v->relu));
+    DNN_CHECK(cudnnSetActivationDescriptor(v->relu, CUDNN_ACTIVATION_RELU,
+                                           CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    DNN_CHECK(cudnnCreatePoolingDescriptor(&v->pool));
+    DNN_CHECK(cudnnSetPooling2dDescriptor(v->pool, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                          CUDNN_NOT_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
+    v->workspace_bytes = 0;
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        vgg_layer_t *ly = &v->layer[l];
+
+        ly->x_desc = tensor_desc(ly->in);
+        ly->y_desc = tensor_desc(ly->out);
+        if (ly->nb > 0)
+            ly->b_desc = tensor_desc((vgg_shape_t){1, ly->out.c, 1, 1});
+        if (ly->kind == VGG_CONV)
+            setup_conv(v, ly);
+        if (ly->workspace > v->workspace_bytes)
+            v->workspace_bytes = ly->workspace;
+    }
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+static void *alloc(vgg_t *v, size_t bytes, const char *name, const char *what)
+{
+    char tag[64];
+    void *p;
+    umadv_status_t status;
+
+    snprintf(tag, sizeof(tag), "%s%s", name, what);
+    status = umadv_malloc(v->ctx, bytes, tag, &p);
+    if (status != UMADV_OK)
+        vgg_die("umadv_malloc(%zu bytes, %s): %s", bytes, tag, umadv_status_string(status));
+    return p;
+}
+
+static void free_block(vgg_t *v, void *p)
+{
+    if (p != NULL)
+        UMADV_CHECK(umadv_free(v->ctx, p));
+}
+
+void vgg_alloc(vgg_t *v)
+{
+    size_t batch = (size_t)v->opt.batch;
+
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        vgg_layer_t *ly = &v->layer[l];
+
+        if (ly->nw > 0) {
+            ly->w  = alloc(v, fbytes(ly->nw), ly->name, ".weight");
+            ly->b  = alloc(v, fbytes(ly->nb), ly->name, ".bias");
+            ly->dw = alloc(v, fbytes(ly->nw), ly->name, ".weight.grad");
+            ly->db = alloc(v, fbytes(ly->nb), ly->name, ".bias.grad");
+            ly->vw = alloc(v, fbytes(ly->nw), ly->name, ".weight.momentum");
+            ly->vb = alloc(v, fbytes(ly->nb), ly->name, ".bias.momentum");
+        }
+        ly->y = alloc(v, fbytes(elems(ly->out)), ly->name, ".out");
+    }
+    v->input = alloc(v, fbytes(elems(v->layer[0].in)), "input", "");
+    v->labels = alloc(v, batch * sizeof(int), "labels", "");
+    v->loss_rows = alloc(v, fbytes(batch), "loss", "");
+    if (v->workspace_bytes > 0)
+        v->workspace = alloc(v, v->workspace_bytes, "cudnn", ".workspace");
+    CUDA_CHECK(cudaHostAlloc((void **)&v->loss, sizeof(double), cudaHostAllocMapped));
+}
+
+/* He-uniform for the layers followed by a ReLU (variance 2/fan_in keeps
+ * the signal's scale through 15 of them, no normalisation needed);
+ * Glorot-uniform for the classifier; zero biases. One seed per tensor. */
+void vgg_init(vgg_t *v)
+{
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        vgg_layer_t *ly = &v->layer[l];
+        double fan_in = (double)(ly->nw / ly->nb), fan_out = (double)ly->nb;
+        float scale;
+
+        if (ly->nw == 0)
+            continue;
+        scale = (float)(ly->relu ? sqrt(6.0 / fan_in) : sqrt(6.0 / (fan_in + fan_out)));
+        CUDA_CHECK(mlp_fill_uniform(ly->w, ly->nw, scale,
+                                    v->opt.seed * 1000003u + 17u + (uint64_t)l, v->stream));
+        CUDA_CHECK(cudaMemsetAsync(ly->b, 0, fbytes(ly->nb), v->stream));
+        CUDA_CHECK(cudaMemsetAsync(ly->vw, 0, fbytes(ly->nw), v->stream));
+        CUDA_CHECK(cudaMemsetAsync(ly->vb, 0, fbytes(ly->nb), v->stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(v->stream));
+}
+
+static void destroy_descs(vgg_layer_t *ly)
+{
+    DNN_CHECK(cudnnDestroyTensorDescriptor(ly->x_desc));
+    DNN_CHECK(cudnnDestroyTensorDescriptor(ly->y_desc));
+    if (ly->nb > 0)
+        DNN_CHECK(cudnnDestroyTensorDescriptor(ly->b_desc));
+    if (ly->kind == VGG_CONV) {
+        DNN_CHECK(cudnnDestroyFilterDescriptor(ly->w_desc));
+        DNN_CHECK(cudnnDestroyConvolutionDescriptor(ly->conv_desc));
+    }
+}
+
+void vgg_free(vgg_t *v)
+{
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        vgg_layer_t *ly = &v->layer[l];
+        float *p[] = {ly->w, ly->b, ly->dw, ly->db, ly->vw, ly->vb, ly->y};
+
+        for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+            free_block(v, p[i]);
+        destroy_descs(ly);
+    }
+    free_block(v, v->input);
+    free_block(v, v->labels);
+    free_block(v, v->loss_rows);
+    free_block(v, v->workspace);
+    DNN_CHECK(cudnnDestroyActivationDescriptor(v->relu));
+    DNN_CHECK(cudnnDestroyPoolingDescriptor(v->pool));
+    CUDA_CHECK(cudaFreeHost(v->loss));
+}

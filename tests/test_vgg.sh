@@ -1,0 +1,141 @@
+#!/bin/sh
+# TAP: the VGG-16 example (examples/vgg/vgg_train, cuDNN) on a GPU, scaled
+# down (32x32 or 64x64 images, channels divided by 8 or 4). The analytic
+# gradients agree with finite differences; the loss falls on a fixed
+# batch; with deterministic algorithms, the final weights are bitwise the
+# same under oracle, demand, prefetch-all and plan at a budget below the
+# footprint, and plan keeps to that budget. Skips the whole file when
+# configure found no cuDNN (the example is not built), and the GPU checks
+# when the program finds no GPU (exit 77); the command-line checks need none.
+. "${top_srcdir:-.}/tests/tap.sh"
+prog=$builddir/examples/vgg/vgg_train
+if [ ! -x "$prog" ]; then
+    echo "1..0 # SKIP cuDNN not found by configure: examples/vgg/vgg_train not built"
+    exit 0
+fi
+unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
+
+small="--image-size 64 --width-scale 4 --batch 8 --iters 4 --profile-iter 1 --deterministic"
+
+# train NAME [ENV=VALUE...] -- ARGS...: NAME.out, NAME.err, NAME.rc
+train() {
+    name=$1
+    shift
+    envs=""
+    while [ "$1" != "--" ]; do
+        envs="$envs $1"
+        shift
+    done
+    shift
+    env $envs "$prog" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+
+field() { # NAME KEY: the first value after KEY
+    awk -v k="$2" '$1 == k { print $2; exit }' "$tmp/$1.out"
+}
+
+summary() { # NAME KEY: KEY's value on the summary line
+    awk -v k="$2" '$1 == "summary" { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }' \
+        "$tmp/$1.out"
+}
+
+losses() { # NAME
+    awk '$1 == "iter" && $3 == "loss" { print $4 }' "$tmp/$1.out"
+}
+
+# ---- the command line (no GPU needed) -------------------------------
+
+"$prog" --image-size 48 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--image-size" "$tmp/usage.err" && [ ! -s "$tmp/usage.out" ]
+ok $? "--image-size 48 (not a multiple of 32) is a usage error naming the flag (exit $rc)"
+
+"$prog" --batch 0 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--batch" "$tmp/usage.err"
+ok $? "--batch 0 is a usage error naming the flag (exit $rc)"
+
+"$prog" --frobnicate >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--frobnicate" "$tmp/usage.err"
+ok $? "an unknown flag is a usage error naming it (exit $rc)"
+
+# The activations are arithmetic: at 32x32, channels / 8, a sample's
+# layer outputs are 2x8x32x32, 8x16x16, 2x16x16x16, 16x8x8, 3x32x8x8,
+# 32x4x4, 3x64x4x4, 64x2x2, 3x64x2x2, 64x1x1, then 512, 512 and 1000.
+"$prog" --image-size 32 --width-scale 8 --batch 4 --footprint >"$tmp/fp.out" 2>"$tmp/fp.err"
+rc=$?
+act=$(awk '$1 == "footprint" && $2 == "activations" { print $3 }' "$tmp/fp.out")
+want=$(( (2*8*1024 + 8*256 + 2*16*256 + 16*64 + 3*32*64 + 32*16 + 3*64*16 + 64*4 + 3*64*4 +
+          64 + 512 + 512 + 1000) * 4 * 4 ))
+[ "$rc" -eq 0 ] && [ "$act" = "$want" ] && ! grep -q '^iter' "$tmp/fp.out"
+ok $? "--footprint prints the footprint and trains nothing (activations $act, want $want)"
+
+# Full size, the layer table against the published count: VGG-16 has
+# 138,357,544 parameters, held three times (values, gradients, momentum).
+"$prog" --footprint >"$tmp/fp16.out" 2>"$tmp/fp16.err"
+rc=$?
+weights=$(awk '$1 == "footprint" && $2 == "weights" { print $3 }' "$tmp/fp16.out")
+[ "$rc" -eq 0 ] && [ "$weights" = $(( 138357544 * 3 * 4 )) ]
+ok $? "--footprint at 224x224: 138,357,544 parameters, 3 copies ($weights bytes)"
+
+# ---- on the GPU -------------------------------------------------------
+
+train grad -- --image-size 32 --width-scale 8 --batch 2 --check-grad
+rc=$(cat "$tmp/grad.rc")
+if [ "$rc" -eq 77 ]; then
+    for what in "gradient check" "loss falls on a fixed batch" "oracle run" \
+                "demand digest" "prefetch-all digest" "plan digest under a budget" \
+                "plan within its budget"; do
+        n=$((n + 1))
+        echo "ok $n # SKIP no CUDA device: $what"
+    done
+    tap_done
+    exit
+fi
+
+[ "$rc" -eq 0 ] && grep -q '^grad_check .* mismatches: pass$' "$tmp/grad.out"
+ok $? "analytic gradients agree with central finite differences (exit $rc)" ||
+    { diag "$tmp/grad.out" 60; diag "$tmp/grad.err"; }
+
+train fixed -- --image-size 32 --width-scale 8 --batch 8 --iters 8 --fixed-batch
+rc=$(cat "$tmp/fixed.rc")
+[ "$rc" -eq 0 ] && grep -q '^fixed_batch loss .* falls$' "$tmp/fixed.out"
+ok $? "the loss falls on a fixed batch: $(losses fixed | tr '\n' ' ')" ||
+    { diag "$tmp/fixed.out"; diag "$tmp/fixed.err"; }
+
+train oracle UMADV_POLICY=oracle -- $small
+rc=$(cat "$tmp/oracle.rc")
+digest=$(field oracle digest)
+[ "$rc" -eq 0 ] && echo "$digest" | grep -q '^0x[0-9a-f]\{16\}$'
+ok $? "oracle trains and prints a digest of the weights ($digest, exit $rc)" ||
+    diag "$tmp/oracle.err"
+losses oracle >"$tmp/oracle.loss"
+
+same_as_oracle() { # NAME
+    losses "$1" >"$tmp/$1.loss"
+    [ "$(cat "$tmp/$1.rc")" -eq 0 ] && [ "$(field "$1" digest)" = "$digest" ] &&
+        cmp -s "$tmp/oracle.loss" "$tmp/$1.loss"
+}
+
+train demand UMADV_POLICY=demand -- $small
+same_as_oracle demand
+ok $? "demand: bitwise the oracle's losses and digest" || diag "$tmp/demand.err"
+
+train prefetch UMADV_POLICY=prefetch-all -- $small
+same_as_oracle prefetch
+ok $? "prefetch-all: bitwise the oracle's losses and digest" || diag "$tmp/prefetch.err"
+
+# Below the footprint: 75% of umadv's managed peak, as test_example.sh.
+budget=$(( $(summary oracle managed_peak) * 3 / 4 ))
+train plan UMADV_POLICY=plan UMADV_BUDGET=$budget -- $small
+same_as_oracle plan && ! grep -q 'without a plan' "$tmp/plan.err"
+ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses and digest" ||
+    diag "$tmp/plan.err"
+
+peak=$(summary plan resident_peak)
+[ -n "$peak" ] && [ "$peak" -le "$budget" ]
+ok $? "plan's resident peak within the budget ($peak <= $budget)"
+
+tap_done
