@@ -63,6 +63,11 @@ golden plan-vgg16-host.out plan vgg16-bs256.umt --budget 16G --policy plan --hos
 for t in vgg16-bs256 resnet50-bs256 gpt2-bs8 resnet-deep-1001; do
     golden "report-$t.out" report "$t.umt"
 done
+# The advice with the options: a budget of our own, shorter top lists, and
+# the same data as JSON.
+golden report-gpt2-budget.out report gpt2-bs8.umt --budget 6G --top 3
+golden report-gpt2.json report gpt2-bs8.umt --json --top 3
+fails report-top0 2 "invalid value '0' for '--top'" report gpt2-bs8.umt --top 0
 # A trace from a PyTorch run marks its allocations stageable: the plan
 # says which channel its evictions take, with and without the staged
 # figures of the link probe, and with --no-stage.
@@ -83,7 +88,7 @@ stage_golden plan-stage-off.out plan r50-staged.umt --budget 50% --policy plan -
 stage_golden plan-stage-host.out plan r50-staged.umt --budget 50% --policy plan --host-placement
 stage_golden report-stage.out report r50-staged.umt
 golden help.out --help
-for c in plan report synth info; do
+for c in plan report synth info profile; do
     golden "help-$c.out" "$c" --help
 done
 
