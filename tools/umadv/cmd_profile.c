@@ -124,6 +124,23 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv,
 
 /* ---- the trace file ---- */
 
+/* @path made absolute: the program may change its directory before the
+ * library saves. */
+static int absolute(const char *path, char *out, size_t len)
+{
+    char cwd[PATH_MAX];
+
+    if (path[0] == '/') {
+        snprintf(out, len, "%s", path);
+        return 0;
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL)
+        return umadv__cli_fail("cannot name the current directory: %s", strerror(errno));
+    if ((size_t)snprintf(out, len, "%s/%s", cwd, path) >= len)
+        return umadv__cli_fail("%s: the path is too long", path);
+    return 0;
+}
+
 /* Where the trace goes: a regular file (the report reads it back), not
  * replaced without --force. A symbolic link to one is followed, as every
  * umadv output does. 0, or an exit status after the error. */
@@ -137,8 +154,7 @@ static int output_target(const umadv_cli_command_t *cmd, const profile_args_t *a
     if (lstat(args->output, &st) != 0) {
         if (errno != ENOENT)
             return umadv__cli_fail("%s: %s", args->output, strerror(errno));
-        snprintf(target, len, "%s", args->output);
-        return 0;
+        return absolute(args->output, target, len);
     }
     if (stat(args->output, &st) != 0)
         return umadv__cli_fail("%s: a symbolic link to nothing", args->output);
