@@ -67,7 +67,9 @@ done
 # the same data as JSON.
 golden report-gpt2-budget.out report gpt2-bs8.umt --budget 6G --top 3
 golden report-gpt2.json report gpt2-bs8.umt --json --top 3
+golden report-gpt2-share.out report gpt2-bs8.umt --budget 60% --top 2
 fails report-top0 2 "invalid value '0' for '--top'" report gpt2-bs8.umt --top 0
+fails report-budget0 2 "invalid value '0%' for '--budget'" report gpt2-bs8.umt --budget 0%
 # A trace from a PyTorch run marks its allocations stageable: the plan
 # says which channel its evictions take, with and without the staged
 # figures of the link probe, and with --no-stage.

@@ -126,9 +126,11 @@ static int try_budgets(const advice_run_t *run, const umadv_report_opts_t *opts,
         if ((rc = try_budget(run, advice, tried)) != 0)
             return rc;
     }
-    if (opts->budget != 0) {
+    if (advice->given) {
         umadv_advice_budget_t *tried = &advice->tried[advice->ntried++];
-        tried->bytes = opts->budget;
+        tried->bytes = opts->budget != 0 ? opts->budget
+                                         : (uint64_t)floor((double)advice->footprint *
+                                                           opts->budget_percent / 100.0);
         return try_budget(run, advice, tried);
     }
     return 0;
@@ -421,7 +423,7 @@ int umadv__advice_compute(const umadv_trace_t *trace, const umadv_report_opts_t 
     advice->footprint = oracle.peak_resident;
     advice->oracle_s = oracle.iteration_s;
     advice->largest_step = largest_step(&run);
-    advice->given = opts->budget != 0;
+    advice->given = opts->budget != 0 || opts->budget_percent > 0;
     if ((rc = try_budgets(&run, opts, advice)) != 0)
         return rc;
     choose(advice);

@@ -39,7 +39,7 @@ const umadv_cli_option_t umadv__cli_profile_options[] = {
     {"iteration", 0, "N", "the iteration profiled, from 0 (UMADV_PROFILE_ITERATION)"},
     {"json", 0, "FILE", "also write the report as JSON to FILE"},
     {"top", 0, "N", "rows in each top list of the report (default 10)"},
-    {"budget", 'b', "SIZE", "advise for this GPU memory budget"},
+    {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
     {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"},
     {"iteration-range", 0, "NAME", "NVTX range that marks an iteration (UMADV_ITERATION_RANGE)"},
     {"managed-malloc", 0, NULL, "route cudaMalloc into umadv's managed pool (UMADV_ROUTE_MALLOC)"},
@@ -65,8 +65,8 @@ static int take_report_option(const umadv_cli_command_t *cmd, const umadv_cli_op
         if (umadv__cli_parse_u32(value, 1, 1000000, &args->report.top) != 0)
             return umadv__cli_bad_value(cmd, opt, value, "an integer between 1 and 1000000");
     } else if (strcmp(opt->name, "budget") == 0) {
-        if (umadv_size_parse(value, &args->report.budget) != UMADV_OK || args->report.budget == 0)
-            return umadv__cli_bad_value(cmd, opt, value, "a size above 0: 8G, 512M, 1.5GiB");
+        if (umadv__report_parse_budget(value, &args->report) != 0)
+            return umadv__cli_bad_value(cmd, opt, value, UMADV_REPORT_BUDGET_RULE);
     }
     return 0;
 }

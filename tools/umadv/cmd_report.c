@@ -16,7 +16,7 @@
 
 const umadv_cli_option_t umadv__cli_report_options[] = {
     {"top", 0, "N", "rows in each top list (default 10)"},
-    {"budget", 'b', "SIZE", "advise for this GPU memory budget"},
+    {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
     {"json", 0, NULL, "print JSON instead of text"},
     {NULL, 0, NULL, NULL}
 };
@@ -476,6 +476,21 @@ int umadv__report_print_both(const char *path, const umadv_report_opts_t *opts,
 
 /* ---- the command ---- */
 
+int umadv__report_parse_budget(const char *text, umadv_report_opts_t *opts)
+{
+    size_t len = strlen(text);
+    char *end;
+
+    opts->budget = 0;
+    opts->budget_percent = 0;
+    if (len > 1 && text[len - 1] == '%') {
+        opts->budget_percent = strtod(text, &end);
+        return end == text + len - 1 && opts->budget_percent > 0 &&
+               opts->budget_percent <= 100 ? 0 : -1;
+    }
+    return umadv_size_parse(text, &opts->budget) == UMADV_OK && opts->budget > 0 ? 0 : -1;
+}
+
 typedef struct report_args {
     const char         *path;
     int                 json;
@@ -491,8 +506,8 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
         if (umadv__cli_parse_u32(value, 1, 1000000, &args->opts.top) != 0)
             return umadv__cli_bad_value(cmd, opt, value, "an integer between 1 and 1000000");
     } else if (strcmp(opt->name, "budget") == 0) {
-        if (umadv_size_parse(value, &args->opts.budget) != UMADV_OK || args->opts.budget == 0)
-            return umadv__cli_bad_value(cmd, opt, value, "a size above 0: 8G, 512M, 1.5GiB");
+        if (umadv__report_parse_budget(value, &args->opts) != 0)
+            return umadv__cli_bad_value(cmd, opt, value, UMADV_REPORT_BUDGET_RULE);
     }
     return 0;
 }

@@ -13,12 +13,19 @@
 #include "trace/trace.h"
 
 #define UMADV_REPORT_TOP_DEFAULT 10
+#define UMADV_REPORT_BUDGET_RULE \
+    "a size above 0 (8G, 512M, 1.5GiB) or a percentage of the footprint above 0 and at most 100"
 
 typedef struct umadv_report_opts {
     uint32_t    top;     /* rows of each top list, >= 1 */
     uint64_t    budget;  /* the advice's budget; 0: the one the advice finds */
+    double      budget_percent; /* or this share of the footprint; 0: none */
     const char *program; /* the command the advice names; NULL: "PROGRAM" */
 } umadv_report_opts_t;
+
+/* --budget's value: a size ("8G") or a share of the footprint ("50%")
+ * into @opts; 0, or -1 when it is neither. */
+int umadv__report_parse_budget(const char *text, umadv_report_opts_t *opts);
 
 /* Read @path and print its report on standard output (@json: as JSON).
  * 0, or an exit status after the error. */
