@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/config.h"
 #include "common/util.h"
 #include "plan/plan.h"
 #include "report.h"
@@ -30,9 +31,12 @@
 
 static const unsigned fractions[UMADV_ADVICE_FRACTIONS] = {25, 50, 75, 100};
 
+/* The advice is for `umadv run --policy plan` with the knobs' defaults
+ * (umadv(7)): the planner and the simulator are set as the runtime is. */
 typedef struct advice_run {
     const umadv_trace_t *trace;
     uint32_t             iteration, first_step, nsteps;
+    umadv_config_t       config;
 } advice_run_t;
 
 /* ---- simulations ---- */
@@ -45,6 +49,7 @@ static umadv_status_t simulate(const advice_run_t *run, umadv_policy_t policy, u
     params->iteration = run->iteration;
     params->schedule = schedule;
     params->quiet = 1;
+    params->stage = params->stage && run->config.stage;
     return umadv__sim_run(run->trace, params, result);
 }
 
@@ -59,7 +64,10 @@ static umadv_status_t simulate_plan(const advice_run_t *run, uint64_t budget, in
 
     umadv__plan_params_default(run->trace, budget, &params);
     params.iteration = run->iteration;
-    params.read_mostly = read_mostly;
+    params.read_mostly = read_mostly && run->config.read_mostly;
+    params.host_placement = run->config.host_placement;
+    params.lookahead = run->config.lookahead;
+    params.stage = params.stage && run->config.stage;
     status = umadv__plan_build(run->trace, &params, &schedule);
     if (status != UMADV_OK)
         return status;
@@ -334,6 +342,7 @@ static int watch_demand(const advice_run_t *run, const umadv_report_opts_t *opts
                               &params);
     params.iteration = run->iteration;
     params.quiet = 1;
+    params.stage = params.stage && run->config.stage;
     params.observer = observe;
     params.observer_arg = &w;
     w.measured = params.warmup;
@@ -397,6 +406,7 @@ static int select_iteration(const umadv_trace_t *trace, advice_run_t *run)
     umadv_plan_params_t params;
 
     umadv__plan_params_default(trace, 0, &params);
+    umadv__config_defaults(&run->config);
     run->trace = trace;
     run->iteration = params.iteration;
     if (umadv__trace_iteration_steps(trace, run->iteration, &run->first_step,
