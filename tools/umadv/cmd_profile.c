@@ -250,9 +250,9 @@ static int no_profile(const profile_args_t *args, int status)
 {
     const char *iteration = getenv("UMADV_PROFILE_ITERATION");
 
-    fprintf(stderr, "umadv profile: %s saved no profile: it ended before iteration %s ended "
-            "(umadv found fewer iterations: an NVTX range named by --iteration-range, or "
-            "PyTorch's optimizer step, marks them; see umadv-profile(1))\n",
+    fprintf(stderr, "umadv profile: %s saved no profile: iteration %s never ended (umadv finds "
+            "iterations at an NVTX range, --iteration-range, or at PyTorch's optimizer step), "
+            "or the save failed (the library's message above says why); see umadv-profile(1)\n",
             args->command[0], iteration != NULL ? iteration : "1");
     return status != 0 ? status : UMADV_EXIT_FAILURE;
 }

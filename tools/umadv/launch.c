@@ -408,7 +408,7 @@ void umadv__launch_print_summary(const char *path, int temp, int quiet, const ch
      * into SIGPIPE's: the program has ended, nothing inherits this */
     signal(SIGPIPE, SIG_IGN);
     if (!quiet)
-        (void)umadv__run_summary_print(path, program, stderr);
+        (void)umadv__run_summary_print(path, launch_who, program, stderr);
     if (temp)
         unlink(path);
 }
