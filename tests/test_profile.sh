@@ -56,6 +56,22 @@ esac
 ok $? "profile mode: a file beside the output, oracle, no budget, --iteration" ||
     diag "$tmp/env.err"
 
+record='umadv-run-summary 1
+pid 7
+policy oracle
+budget 0
+iterations 4
+ms_per_iteration 2.5
+plan none
+profile saved
+end'
+(cd "$tmp" && "$umadv" profile $np -o summary.umt -- sh -c "$saver; printf '%s\n' '$record' >>\"\$UMADV_RUN_SUMMARY\"") \
+    >"$tmp/summary.out" 2>"$tmp/summary.err"
+grep -q '^umadv profile: sh (pid 7): policy oracle, budget none' "$tmp/summary.err" &&
+    grep -q 'iterations 4, 2.500 ms/iteration; profile: saved$' "$tmp/summary.err"
+ok $? "the run summary, as umadv run prints it, says the profile was saved" ||
+    diag "$tmp/summary.err"
+
 profile status -o status.umt -- sh -c "$saver; exit 5"
 [ "$(rc_of status)" -eq 5 ] && [ -s "$tmp/status.umt" ] && grep -q '^advice' "$tmp/status.out"
 ok $? "the program's exit status comes back (5), after the report"

@@ -160,8 +160,11 @@ void umadv__inject_iteration(void)
 
 void umadv__inject_counts(umadv_inject_counts_t *counts_p)
 {
+    const umadv_config_t *config_p = umadv__inject_config();
+
     pthread_mutex_lock(&state_lock);
     *counts_p = counts;
+    counts_p->profile_mode = config_p != NULL && config_p->profile_output[0] != '\0';
     pthread_mutex_unlock(&state_lock);
 }
 

@@ -16,7 +16,8 @@
 #define SUMMARY_MAGIC "umadv-run-summary 1"
 
 typedef struct summary {
-    char     policy[32], plan[64], iterations_by[16];
+    char     policy[32], plan[64], iterations_by[16], profile[16]; /* profile: "" unless
+                                                                 * profile mode */
     long     pid;
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
     uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
@@ -44,6 +45,7 @@ static const key_t_ keys[] = {
     K("ms_per_replayed_iteration", KEY_DOUBLE, replayed_ms),
     K("iterations_by", KEY_WORD, iterations_by),
     K("plan", KEY_WORD, plan),
+    K("profile", KEY_WORD, profile),
     K("gpu_peak_used", KEY_U64, gpu_peak),
     K("resident_peak", KEY_U64, resident_peak),
     K("managed_peak", KEY_U64, managed_peak),
@@ -125,7 +127,10 @@ static void print_iterations(const summary_t *s, FILE *stream)
     if (s->replayed > 0)
         fprintf(stream, " (%" PRIu64 " replaying the plan: %.3f ms/iteration)", s->replayed,
                 s->replayed_ms);
-    fprintf(stream, "; plan: %s\n", s->plan);
+    if (s->profile[0] != '\0')
+        fprintf(stream, "; profile: %s\n", s->profile);
+    else
+        fprintf(stream, "; plan: %s\n", s->plan);
 }
 
 /* The command its messages name: "umadv run: ...". */
