@@ -119,6 +119,7 @@ static int try_budget(const advice_run_t *run, const umadv_report_advice_t *advi
     tried->demand_s = demand.iteration_s;
     tried->plan_faults = plan.faults;
     tried->demand_faults = demand.faults;
+    tried->demand_fault_bytes = demand.fault_bytes;
     return 0;
 }
 
@@ -155,6 +156,8 @@ static void choose(umadv_report_advice_t *advice)
             continue;
         if (advice->no_fault_budget == 0 && t->percent != 0 && t->demand_faults == 0)
             advice->no_fault_budget = t->bytes;
+        if (advice->no_copy_budget == 0 && t->percent != 0 && t->demand_fault_bytes == 0)
+            advice->no_copy_budget = t->bytes;
         if (advice->chosen < 0 && t->percent != 0 &&
             t->plan_s <= advice->oracle_s * ADVICE_SLOWDOWN)
             advice->chosen = (int)i;
@@ -535,8 +538,11 @@ static void print_budget_advice(const umadv_report_advice_t *advice, const umadv
     if (advice->no_fault_budget != 0)
         printf("     demand stops faulting at %s\n",
                umadv__size_format(advice->no_fault_budget, size, sizeof(size)));
+    else if (advice->no_copy_budget != 0)
+        printf("     demand's faults copy nothing from %s on (first touches of fresh memory "
+               "only)\n", umadv__size_format(advice->no_copy_budget, size, sizeof(size)));
     else
-        printf("     demand faults at every budget tried\n");
+        printf("     demand's faults copy data at every budget tried\n");
 }
 
 static void print_prefetch_advice(const umadv_trace_t *trace, const umadv_report_advice_t *advice,
@@ -623,6 +629,7 @@ static void json_tried(const umadv_report_advice_t *advice, umadv_json_t *json)
             umadv__json_double(json, "plan_ms", t->plan_s * 1e3, 3);
             umadv__json_double(json, "demand_ms", t->demand_s * 1e3, 3);
             umadv__json_u64(json, "demand_faults", t->demand_faults);
+            umadv__json_u64(json, "demand_fault_bytes", t->demand_fault_bytes);
         }
         umadv__json_end_object(json);
     }
@@ -681,6 +688,7 @@ void umadv__advice_print_json(const umadv_trace_t *trace, const umadv_report_adv
         umadv__json_u64(json, "budget_bytes", at->bytes);
         umadv__json_bool(json, "keeps_up", advice->keeps_up);
         umadv__json_u64(json, "no_fault_budget_bytes", advice->no_fault_budget);
+        umadv__json_u64(json, "no_copy_budget_bytes", advice->no_copy_budget);
         umadv__json_double(json, "plan_saving_ms", (at->demand_s - at->plan_s) * 1e3, 3);
         umadv__json_u64(json, "read_only_allocations", advice->nread_only_all);
         umadv__json_u64(json, "read_only_bytes", advice->read_only_bytes);

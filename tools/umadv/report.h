@@ -45,6 +45,8 @@ typedef struct umadv_advice_budget {
     int      fits;          /* no step needs more than the budget */
     double   plan_s, demand_s; /* simulated iteration times */
     uint64_t plan_faults, demand_faults; /* sections faulted in */
+    uint64_t demand_fault_bytes; /* what demand's faults copied (first touches
+                                  * of fresh memory copy nothing) */
 } umadv_advice_budget_t;
 
 /* An allocation worth prefetching: faults under demand at the budget. */
@@ -76,6 +78,7 @@ typedef struct umadv_report_advice {
     int                   keeps_up;   /* some fraction kept plan within 1.1x oracle */
     uint64_t              no_fault_budget; /* the least tried where demand faults
                                             * nothing; 0: none did */
+    uint64_t              no_copy_budget;  /* ... where its faults copy nothing */
     double                read_mostly_saving_s; /* plan with read-mostly advice vs
                                                  * without, at the budget */
     umadv_advice_alloc_t *allocs;     /* by faults, the top ones */
