@@ -66,6 +66,10 @@ typedef struct umadv_advice_step {
 
 #define UMADV_ADVICE_FRACTIONS 4
 
+/* Plan at most this much slower than oracle: "keeps up". */
+#define UMADV_ADVICE_SLOWDOWN      1.1
+#define UMADV_ADVICE_SLOWDOWN_TEXT "1.1x"
+
 typedef struct umadv_report_advice {
     uint32_t              iteration;  /* of the trace, the one simulated */
     uint64_t              footprint;  /* oracle's peak residency */
@@ -91,11 +95,12 @@ typedef struct umadv_report_advice {
     uint64_t              read_only_bytes;
 } umadv_report_advice_t;
 
-/* Compute the advice for the iteration of @trace the planner takes; 0,
+/* advice.c: compute the advice for the iteration of @trace the planner takes; 0,
  * or an exit status after the error. */
 int umadv__advice_compute(const umadv_trace_t *trace, const umadv_report_opts_t *opts,
                           umadv_report_advice_t *advice);
 void umadv__advice_cleanup(umadv_report_advice_t *advice);
+/* advice_print.c: print it. */
 void umadv__advice_print_text(const umadv_trace_t *trace, const umadv_report_advice_t *advice,
                               const umadv_report_opts_t *opts);
 void umadv__advice_print_json(const umadv_trace_t *trace, const umadv_report_advice_t *advice,
