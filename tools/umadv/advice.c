@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "common/config.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "plan/plan.h"
 #include "report.h"
@@ -25,6 +26,17 @@
 #include "sim/sim.h"
 
 static const unsigned fractions[UMADV_ADVICE_FRACTIONS] = {25, 50, 75, 100};
+
+/* The simulator failed on the trace (figures it refuses, a trace it cannot
+ * play): the report goes on without advice, as it goes on without a
+ * footprint. */
+#define ADVICE_UNAVAILABLE (-2)
+
+static int unavailable(const char *what, umadv_status_t status)
+{
+    umadv_warn("no advice: %s: %s", what, umadv_status_string(status));
+    return ADVICE_UNAVAILABLE;
+}
 
 /* The advice is for `umadv run --policy plan` with the knobs' defaults
  * (umadv(7)): the planner and the simulator are set as the runtime is. */
@@ -90,7 +102,7 @@ static uint64_t largest_step(const advice_run_t *run)
 
 /* Plan and demand at @tried->bytes; a budget a step does not fit is no
  * error (fits = 0). */
-static int try_budget(const advice_run_t *run, const umadv_report_advice_t *advice,
+static int try_budget(const advice_run_t *run, umadv_report_advice_t *advice,
                       umadv_advice_budget_t *tried)
 {
     umadv_sim_params_t params;
@@ -108,8 +120,7 @@ static int try_budget(const advice_run_t *run, const umadv_report_advice_t *advi
         return 0;
     }
     if (status != UMADV_OK)
-        return umadv__cli_fail("simulating budget %llu: %s", (unsigned long long)tried->bytes,
-                               umadv_status_string(status));
+        return unavailable("simulating a budget", status);
     tried->plan_s = plan.iteration_s;
     tried->demand_s = demand.iteration_s;
     tried->plan_faults = plan.faults;
@@ -331,6 +342,7 @@ static int watch_demand(const advice_run_t *run, const umadv_report_opts_t *opts
 {
     umadv_sim_params_t params;
     umadv_sim_result_t result;
+    umadv_status_t status;
     fault_watch_t w;
     int rc;
 
@@ -344,8 +356,9 @@ static int watch_demand(const advice_run_t *run, const umadv_report_opts_t *opts
     params.observer = observe;
     params.observer_arg = &w;
     w.measured = params.warmup;
-    if (umadv__sim_run(run->trace, &params, &result) != UMADV_OK) { /* tried already */
-        rc = umadv__cli_fail("simulating demand failed");
+    status = umadv__sim_run(run->trace, &params, &result);
+    if (status != UMADV_OK) { /* tried already */
+        rc = unavailable("simulating demand", status);
         goto out;
     }
     rc = rank_faults(run, &w, opts->top, advice);
@@ -388,11 +401,13 @@ static int read_mostly_saving(const advice_run_t *run, umadv_report_advice_t *ad
 {
     umadv_sim_result_t without;
     const umadv_advice_budget_t *at = &advice->tried[advice->chosen];
+    umadv_status_t status;
 
     if (advice->nread_only == 0)
         return 0;
-    if (simulate_plan(run, at->bytes, 0, &without) != UMADV_OK)
-        return umadv__cli_fail("planning without read-mostly advice failed");
+    status = simulate_plan(run, at->bytes, 0, &without);
+    if (status != UMADV_OK)
+        return unavailable("planning without read-mostly advice", status);
     advice->read_mostly_saving_s = without.iteration_s - at->plan_s;
     return 0;
 }
@@ -407,26 +422,24 @@ static int select_iteration(const umadv_trace_t *trace, advice_run_t *run)
     umadv__config_defaults(&run->config);
     run->trace = trace;
     run->iteration = params.iteration;
-    if (umadv__trace_iteration_steps(trace, run->iteration, &run->first_step,
-                                     &run->nsteps) != UMADV_OK)
-        return umadv__cli_fail("the trace has no iteration %u", run->iteration);
-    return 0;
+    return umadv__trace_iteration_steps(trace, run->iteration, &run->first_step, &run->nsteps) ==
+           UMADV_OK ? 0 : -1;
 }
 
-int umadv__advice_compute(const umadv_trace_t *trace, const umadv_report_opts_t *opts,
-                          umadv_report_advice_t *advice)
+static int compute(const umadv_trace_t *trace, const umadv_report_opts_t *opts,
+                   umadv_report_advice_t *advice)
 {
     umadv_sim_params_t params;
     umadv_sim_result_t oracle;
+    umadv_status_t status;
     advice_run_t run;
     int rc;
 
-    memset(advice, 0, sizeof(*advice));
-    advice->chosen = -1;
-    if ((rc = select_iteration(trace, &run)) != 0)
-        return rc;
-    if (simulate(&run, UMADV_POLICY_ORACLE, 0, NULL, &params, &oracle) != UMADV_OK)
-        return umadv__cli_fail("the simulator failed on the trace's oracle run");
+    if (select_iteration(trace, &run) != 0)
+        return unavailable("finding the iteration to plan", UMADV_ERR_NOT_FOUND);
+    status = simulate(&run, UMADV_POLICY_ORACLE, 0, NULL, &params, &oracle);
+    if (status != UMADV_OK)
+        return unavailable("simulating oracle", status);
     advice->iteration = run.iteration;
     advice->footprint = oracle.peak_resident;
     advice->oracle_s = oracle.iteration_s;
@@ -440,6 +453,23 @@ int umadv__advice_compute(const umadv_trace_t *trace, const umadv_report_opts_t 
     if ((rc = watch_demand(&run, opts, advice)) != 0)
         return rc;
     return read_mostly_saving(&run, advice);
+}
+
+int umadv__advice_compute(const umadv_trace_t *trace, const umadv_report_opts_t *opts,
+                          umadv_report_advice_t *advice)
+{
+    int rc;
+
+    memset(advice, 0, sizeof(*advice));
+    advice->chosen = -1;
+    rc = compute(trace, opts, advice);
+    if (rc != ADVICE_UNAVAILABLE)
+        return rc;
+    /* what was found stays out of the report: it would be half of it */
+    umadv__advice_cleanup(advice);
+    advice->chosen = -1;
+    advice->unavailable = 1;
+    return 0;
 }
 
 void umadv__advice_cleanup(umadv_report_advice_t *advice)

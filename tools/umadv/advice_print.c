@@ -153,6 +153,10 @@ void umadv__advice_print_text(const umadv_trace_t *trace, const umadv_report_adv
     const umadv_advice_budget_t *at;
     char arg[32];
 
+    if (advice->unavailable) {
+        printf("\nadvice:       none: the simulator failed on this trace\n");
+        return;
+    }
     printf("\nbudgets (iteration %u simulated; oracle %.2f ms):\n", advice->iteration,
            advice->oracle_s * 1e3);
     print_tried(advice);
@@ -237,6 +241,7 @@ void umadv__advice_print_json(const umadv_trace_t *trace, const umadv_report_adv
     char arg[32], command[ADVICE_COMMAND_MAX];
 
     umadv__json_begin_object(json, "advice");
+    umadv__json_bool(json, "available", !advice->unavailable);
     umadv__json_u64(json, "iteration", advice->iteration);
     umadv__json_double(json, "oracle_ms", advice->oracle_s * 1e3, 3);
     umadv__json_u64(json, "largest_step_bytes", advice->largest_step);

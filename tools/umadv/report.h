@@ -78,6 +78,7 @@ typedef struct umadv_report_advice {
     umadv_advice_budget_t tried[UMADV_ADVICE_FRACTIONS + 1];
     unsigned              ntried;
     int                   chosen;     /* index in tried: the advice's budget; -1: none */
+    int                   unavailable; /* the simulator failed on the trace (logged) */
     int                   given;      /* the budget came from --budget */
     int                   keeps_up;   /* some fraction kept plan within 1.1x oracle */
     uint64_t              no_fault_budget; /* the least tried where demand faults
