@@ -63,6 +63,23 @@ golden plan-vgg16-host.out plan vgg16-bs256.umt --budget 16G --policy plan --hos
 for t in vgg16-bs256 resnet50-bs256 gpt2-bs8 resnet-deep-1001; do
     golden "report-$t.out" report "$t.umt"
 done
+# The advice with the options: a budget of our own, shorter top lists, and
+# the same data as JSON.
+golden report-gpt2-budget.out report gpt2-bs8.umt --budget 6G --top 3
+golden report-gpt2.json report gpt2-bs8.umt --json --top 3
+golden report-gpt2-share.out report gpt2-bs8.umt --budget 60% --top 2
+# The advice's figures are the simulator's, as umadv plan shows them:
+# plan and demand at 50% of the footprint, the same milliseconds.
+"$umadv" report --json "$traces/gpt2-bs8.umt" >"$tmp/advice.json" 2>&1 &&
+    "$umadv" plan "$traces/gpt2-bs8.umt" --budget 50% --policy plan,demand --json \
+        >"$tmp/plan50.json" 2>&1
+advice50=$(grep '"percent": 50,' "$tmp/advice.json" |
+    sed 's/.*"plan_ms": \([0-9.]*\), "demand_ms": \([0-9.]*\),.*/\1 \2/')
+plan50=$(grep '"ms_per_iter"' "$tmp/plan50.json" | sed 's/[^0-9.]//g' | tr '\n' ' ')
+[ -n "$advice50" ] && [ "$advice50 " = "$plan50" ]
+ok $? "the advice's plan and demand at 50% are umadv plan's ($advice50 / $plan50)"
+fails report-top0 2 "invalid value '0' for '--top'" report gpt2-bs8.umt --top 0
+fails report-budget0 2 "invalid value '0%' for '--budget'" report gpt2-bs8.umt --budget 0%
 # A trace from a PyTorch run marks its allocations stageable: the plan
 # says which channel its evictions take, with and without the staged
 # figures of the link probe, and with --no-stage.
@@ -83,7 +100,7 @@ stage_golden plan-stage-off.out plan r50-staged.umt --budget 50% --policy plan -
 stage_golden plan-stage-host.out plan r50-staged.umt --budget 50% --policy plan --host-placement
 stage_golden report-stage.out report r50-staged.umt
 golden help.out --help
-for c in plan report synth info; do
+for c in plan report synth info profile; do
     golden "help-$c.out" "$c" --help
 done
 

@@ -4,7 +4,9 @@
  * counts (the configured name only, in every message form) and the
  * values it answers; the iterations it profiles, plans and replays on
  * the process's context, unless the program marks its own; the summary
- * record it appends once at exit.
+ * record it appends once at exit; in profile mode (UMADV_PROFILE_OUTPUT,
+ * in a child process: the knobs are read once) the trace it saves and
+ * the plan it does not make.
  * cudaMalloc routing needs the real runtime: tests/test_run_gpu.sh.
  */
 #include <umadv.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -21,10 +25,12 @@
 #include "interpose/torch.h"
 #include "tap.h"
 #include "testutil.h"
+#include "trace/trace_io.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table);
 
 #define SECTION (64 * UMADV_KIB)
+#define PATH_MAX_SUMMARY 256
 
 /* ---- a stand-in for NVTX's loader ---- */
 
@@ -162,14 +168,84 @@ static void test_driver(umadv_context_t ctx, const char *summary)
     umadv_free(ctx, x);
 }
 
+/* In the child: profile mode on a host context. 0 when iteration 1's
+ * trace was saved and nothing planned; 1 after a message. */
+static int profile_child(const char *trace_path)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+    umadv_inject_counts_t c;
+    umadv_trace_t trace;
+    umadv_context_t ctx;
+    char why[256];
+    void *x = NULL;
+
+    char summary[PATH_MAX_SUMMARY], *record;
+
+    snprintf(summary, sizeof(summary), "%s.summary", trace_path);
+    setenv("UMADV_PROFILE_OUTPUT", trace_path, 1);
+    setenv("UMADV_PROFILE_ITERATION", "1", 1);
+    setenv("UMADV_RUN_SUMMARY", summary, 1);
+    ctx = test_host_context(SECTION, 0);
+    if (ctx == NULL || umadv__torch_reset(ctx) != NULL ||
+        umadv_malloc(ctx, 2 * SECTION, "x", &x) != UMADV_OK)
+        return fprintf(stderr, "# no host context\n"), 1;
+    for (int it = 0; it < 4; it++) {
+        umadv__inject_iteration();
+        for (int step = 0; step < 2; step++) {
+            umadv_step_begin(ctx, step ? "b" : "a", NULL);
+            umadv_step_access(ctx, (char *)x + step * SECTION, SECTION, UMADV_ACCESS_RW);
+            umadv_step_end(ctx, 1000);
+        }
+    }
+    umadv__inject_counts(&c);
+    umadv_get_stats(ctx, &s);
+    if (c.planned || s.plans != 0 || c.profile_saved != 1)
+        return fprintf(stderr, "# planned %d, plans %llu, saved %d\n", c.planned,
+                       (unsigned long long)s.plans, c.profile_saved), 1;
+    umadv__inject_summary_write();
+    record = slurp(summary);
+    unlink(summary);
+    if (record == NULL || !strstr(record, "\nplan none\n") || !strstr(record, "\nprofile saved\n"))
+        return fprintf(stderr, "# the record: %s\n", record != NULL ? record : "none"), 1;
+    free(record);
+    if (umadv__trace_read_file(trace_path, &trace, why, sizeof(why)) != UMADV_OK)
+        return fprintf(stderr, "# %s\n", why), 1;
+    if (trace.nsteps != 2 || trace.niterations != 1 || trace.nallocs != 1)
+        return fprintf(stderr, "# %u steps, %u iterations, %u allocations\n", trace.nsteps,
+                       trace.niterations, trace.nallocs), 1;
+    umadv__trace_cleanup(&trace);
+    return 0;
+}
+
+static void test_profile_mode(void)
+{
+    char path[] = "/tmp/umadv-test-profile.XXXXXX";
+    int fd = mkstemp(path), status = -1;
+    pid_t pid;
+
+    if (fd >= 0)
+        close(fd);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0)
+        _exit(profile_child(path));
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    ok(fd >= 0 && pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "profile mode: iteration 1's trace (2 steps, 1 allocation) saved where it ended, "
+       "nothing planned, the record says so");
+    unlink(path);
+}
+
 int main(void)
 {
     char summary[] = "/tmp/umadv-test-inject.XXXXXX";
     int fd = mkstemp(summary);
     umadv_context_t ctx;
 
-    plan(13);
+    plan(14);
     env_clear();
+    test_profile_mode();
     setenv("UMADV_RUN_SUMMARY", summary, 1);
     setenv("UMADV_PROFILE_ITERATION", "3", 1);
     ctx = test_host_context(SECTION, 0);

@@ -170,6 +170,13 @@ static const umadv_config_field_t config_fields[] = {
      "umadv appends its counters when it exits (the format is in "
      "umadv-run(1)); umadv run names one and prints it. Unset: none.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(run_summary)},
+    {"UMADV_PROFILE_OUTPUT", UMADV_CONFIG_STRING, "",
+     "Under the injection library: profile mode (umadv profile sets it). "
+     "The iteration UMADV_PROFILE_ITERATION is profiled and its trace saved "
+     "to this file when it ends, as umadv_trace_save(3) writes one; nothing "
+     "is planned or replayed, and the program runs on as under oracle. "
+     "Unset: umadv run's plan and replay.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(profile_output)},
 };
 
 static const char *const type_names[] = {

@@ -41,6 +41,7 @@ typedef struct umadv_config {
     uint32_t          profile_iteration; /* UMADV_PROFILE_ITERATION (umadv run) */
     char              inject_library[UMADV_CONFIG_STRING_MAX]; /* UMADV_INJECT_LIBRARY */
     char              run_summary[UMADV_CONFIG_STRING_MAX]; /* UMADV_RUN_SUMMARY, "" = none */
+    char              profile_output[UMADV_CONFIG_STRING_MAX]; /* UMADV_PROFILE_OUTPUT, "" = none */
 } umadv_config_t;
 
 /* UMADV_HOST_NUMA's words; node numbers are >= 0. */

@@ -73,6 +73,19 @@ umadv_context_t umadv__inject_context(void)
     return ctx;
 }
 
+/* Profile mode (UMADV_PROFILE_OUTPUT): the profiled iteration's trace
+ * is saved where it ends, and nothing is planned: the program runs on as
+ * it did (umadv profile gives oracle, no budget). */
+static void save_profile(umadv_context_t ctx, uint64_t k)
+{
+    umadv_status_t status = umadv_trace_save(ctx, config.profile_output);
+
+    counts.profile_saved = status == UMADV_OK ? 1 : -1;
+    if (status != UMADV_OK)
+        umadv_warn("iteration %llu: the profile was not saved to %s (%s)", (unsigned long long)k,
+                   config.profile_output, umadv_status_string(status));
+}
+
 /* Profile iteration p, plan once it ends (at boundary p + 1): the same
  * sequence examples/torch_train.py makes by hand. A failure costs time,
  * never data: the program goes on under what ran before. */
@@ -80,7 +93,9 @@ static void drive(umadv_context_t ctx, uint64_t k, uint32_t p)
 {
     umadv_status_t status;
 
-    if (k == (uint64_t)p + 1) {
+    if (k == (uint64_t)p + 1 && config.profile_output[0] != '\0') {
+        save_profile(ctx, k);
+    } else if (k == (uint64_t)p + 1) {
         status = umadv_plan(ctx);
         counts.planned = 1;
         counts.plan_status = status;
@@ -145,8 +160,11 @@ void umadv__inject_iteration(void)
 
 void umadv__inject_counts(umadv_inject_counts_t *counts_p)
 {
+    const umadv_config_t *config_p = umadv__inject_config();
+
     pthread_mutex_lock(&state_lock);
     *counts_p = counts;
+    counts_p->profile_mode = config_p != NULL && config_p->profile_output[0] != '\0';
     pthread_mutex_unlock(&state_lock);
 }
 

@@ -50,6 +50,8 @@ typedef struct umadv_inject_counts {
     uint64_t unrouted;        /* calls passed to CUDA: no context, another device */
     uint64_t ctx_iterations;  /* the context's count after the last boundary */
     int      program_marks;   /* the program marks iterations itself: left to it */
+    int      profile_mode;    /* UMADV_PROFILE_OUTPUT is set */
+    int      profile_saved;   /* profile mode: 1 saved, -1 failed, 0 not yet */
 } umadv_inject_counts_t;
 
 void umadv__inject_counts(umadv_inject_counts_t *counts);

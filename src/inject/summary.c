@@ -60,6 +60,9 @@ static void put_iterations(record_t *r, const umadv_inject_counts_t *c)
     put(r, "plan %s\n", !c->planned ? "none"
                         : c->plan_status == UMADV_OK ? "ok"
                                                      : umadv_status_string(c->plan_status));
+    if (c->profile_mode) /* profile mode only: umadv profile's record */
+        put(r, "profile %s\n", c->profile_saved > 0 ? "saved" : c->profile_saved < 0 ? "failed"
+                                                                                   : "none");
 }
 
 static void put_stats(record_t *r, const umadv_stats_t *s)

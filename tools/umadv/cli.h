@@ -44,6 +44,7 @@ int umadv__cmd_synth(const umadv_cli_command_t *cmd, int argc, char **argv);
 int umadv__cmd_info(const umadv_cli_command_t *cmd, int argc, char **argv);
 int umadv__cmd_topo(const umadv_cli_command_t *cmd, int argc, char **argv);
 int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv);
+int umadv__cmd_profile(const umadv_cli_command_t *cmd, int argc, char **argv);
 
 extern const umadv_cli_option_t umadv__cli_plan_options[];
 extern const umadv_cli_option_t umadv__cli_report_options[];
@@ -51,6 +52,7 @@ extern const umadv_cli_option_t umadv__cli_synth_options[];
 extern const umadv_cli_option_t umadv__cli_info_options[];
 extern const umadv_cli_option_t umadv__cli_topo_options[];
 extern const umadv_cli_option_t umadv__cli_run_options[];
+extern const umadv_cli_option_t umadv__cli_profile_options[];
 
 /* ---- option parsing (options.c) ---- */
 

@@ -1,19 +1,23 @@
 /*
  * umadv report: a summary of a trace for people, the first thing to read
- * before planning: what is big, what is slow, what faulted.
+ * before planning: what is big, what is slow, what faulted, and what to
+ * do about it (advice.c). umadv profile prints the same report.
  */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/outfile.h"
 #include "common/util.h"
+#include "report.h"
 #include "sim/sim.h"
 #include "trace/trace_io.h"
 
-#define REPORT_TOP 10
-
 const umadv_cli_option_t umadv__cli_report_options[] = {
+    {"top", 0, "N", "rows in each top list (default 10)"},
+    {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
+    {"json", 0, NULL, "print JSON instead of text"},
     {NULL, 0, NULL, NULL}
 };
 
@@ -26,10 +30,12 @@ typedef struct ranked {
 
 typedef struct report {
     const char    *path;
+    const umadv_report_opts_t *opts;
     umadv_trace_t  trace;
     uint64_t      *step_bytes; /* working set of each step */
     uint64_t      *step_faults;
     uint64_t      *step_ns;    /* duration of each step */
+    umadv_json_t  *json;       /* while JSON is written */
 } report_t;
 
 static int ranked_compare(const void *a, const void *b)
@@ -41,9 +47,9 @@ static int ranked_compare(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* The (at most) REPORT_TOP largest of @keys with a key above 0, into @top;
+/* The (at most) @max largest of @keys with a key above 0, into @top;
  * returns how many. */
-static size_t rank_top(const uint64_t *keys, uint32_t n, ranked_t *top)
+static size_t rank_top(const uint64_t *keys, uint32_t n, size_t max, ranked_t *top)
 {
     ranked_t *all = malloc(sizeof(*all) * (n ? n : 1));
     size_t count = 0;
@@ -55,7 +61,7 @@ static size_t rank_top(const uint64_t *keys, uint32_t n, ranked_t *top)
             all[count++] = (ranked_t){keys[i], i};
     }
     qsort(all, count, sizeof(*all), ranked_compare);
-    count = UMADV_MIN(count, (size_t)REPORT_TOP);
+    count = UMADV_MIN(count, max);
     memcpy(top, all, count * sizeof(*all));
     free(all);
     return count;
@@ -205,8 +211,8 @@ static void print_kinds(const umadv_trace_t *trace)
 static void print_step_table(const report_t *rep, const char *title, const uint64_t *keys)
 {
     const umadv_trace_t *trace = &rep->trace;
-    ranked_t top[REPORT_TOP];
-    size_t n = rank_top(keys, trace->nsteps, top);
+    ranked_t *top = malloc(sizeof(*top) * rep->opts->top);
+    size_t n = top != NULL ? rank_top(keys, trace->nsteps, rep->opts->top, top) : 0;
     char size[32];
 
     printf("\n%s (top %zu of %u):\n", title, n, trace->nsteps);
@@ -220,6 +226,7 @@ static void print_step_table(const report_t *rep, const char *title, const uint6
                (double)step->duration_ns * 1e-6, step->naccesses,
                (unsigned long long)rep->step_faults[top[i].index], name_or_dash(step->name));
     }
+    free(top);
 }
 
 static void format_step(uint32_t step, char *buf, size_t len)
@@ -230,18 +237,21 @@ static void format_step(uint32_t step, char *buf, size_t len)
         snprintf(buf, len, "%u", step);
 }
 
-static int print_alloc_table(const umadv_trace_t *trace)
+static int print_alloc_table(const umadv_trace_t *trace, size_t max)
 {
     uint64_t *sizes = malloc(sizeof(*sizes) * (trace->nallocs ? trace->nallocs : 1));
-    ranked_t top[REPORT_TOP];
+    ranked_t *top = malloc(sizeof(*top) * max);
     char size[32], from[16], to[16];
     size_t n;
 
-    if (sizes == NULL)
+    if (sizes == NULL || top == NULL) {
+        free(sizes);
+        free(top);
         return umadv__cli_fail("out of memory");
+    }
     for (uint32_t a = 0; a < trace->nallocs; a++)
         sizes[a] = trace->allocs[a].size;
-    n = rank_top(sizes, trace->nallocs, top);
+    n = rank_top(sizes, trace->nallocs, max, top);
     free(sizes);
     printf("\nlargest allocations (top %zu of %u):\n", n, trace->nallocs);
     printf("  %6s %-11s %12s %8s %13s  %s\n", "id", "kind", "size", "sections", "lifetime",
@@ -254,6 +264,7 @@ static int print_alloc_table(const umadv_trace_t *trace)
                umadv__alloc_kind_name(alloc->kind), umadv__size_format(alloc->size, size, 32),
                alloc->nsections, from, to, name_or_dash(alloc->tag));
     }
+    free(top);
     return 0;
 }
 
@@ -275,30 +286,260 @@ static void print_faults(const report_t *rep)
     print_step_table(rep, "steps by faults", rep->step_faults);
 }
 
-static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv, const char **path_p)
+/* ---- JSON: the same tables ---- */
+
+static void json_step_table(const report_t *rep, const char *key, const uint64_t *keys)
+{
+    const umadv_trace_t *trace = &rep->trace;
+    ranked_t *top = malloc(sizeof(*top) * rep->opts->top);
+    size_t n = top != NULL ? rank_top(keys, trace->nsteps, rep->opts->top, top) : 0;
+    umadv_json_t *json = rep->json;
+
+    umadv__json_begin_array(json, key);
+    for (size_t i = 0; i < n; i++) {
+        const umadv_trace_step_t *step = &trace->steps[top[i].index];
+        umadv__json_begin_object_inline(json, NULL);
+        umadv__json_u64(json, "step", top[i].index);
+        umadv__json_u64(json, "iteration", step->iteration);
+        umadv__json_string(json, "kind", umadv__step_kind_name(step->kind));
+        umadv__json_u64(json, "working_set_bytes", rep->step_bytes[top[i].index]);
+        umadv__json_double(json, "duration_ms", (double)step->duration_ns * 1e-6, 3);
+        umadv__json_u64(json, "accesses", step->naccesses);
+        umadv__json_u64(json, "faults", rep->step_faults[top[i].index]);
+        umadv__json_string(json, "name", step->name);
+        umadv__json_end_object(json);
+    }
+    umadv__json_end_array(json);
+    free(top);
+}
+
+static void json_alloc_table(const report_t *rep)
+{
+    const umadv_trace_t *trace = &rep->trace;
+    uint64_t *sizes = malloc(sizeof(*sizes) * (trace->nallocs ? trace->nallocs : 1));
+    ranked_t *top = malloc(sizeof(*top) * rep->opts->top);
+    size_t n = 0;
+
+    if (sizes != NULL && top != NULL) {
+        for (uint32_t a = 0; a < trace->nallocs; a++)
+            sizes[a] = trace->allocs[a].size;
+        n = rank_top(sizes, trace->nallocs, rep->opts->top, top);
+    }
+    umadv__json_begin_array(rep->json, "largest_allocations");
+    for (size_t i = 0; i < n; i++) {
+        const umadv_trace_alloc_t *alloc = &trace->allocs[top[i].index];
+        umadv__json_begin_object_inline(rep->json, NULL);
+        umadv__json_u64(rep->json, "id", top[i].index);
+        umadv__json_string(rep->json, "kind", umadv__alloc_kind_name(alloc->kind));
+        umadv__json_u64(rep->json, "size_bytes", alloc->size);
+        umadv__json_u64(rep->json, "sections", alloc->nsections);
+        umadv__json_string(rep->json, "tag", alloc->tag);
+        umadv__json_end_object(rep->json);
+    }
+    umadv__json_end_array(rep->json);
+    free(sizes);
+    free(top);
+}
+
+static void json_summary(const report_t *rep, const umadv_report_advice_t *advice)
+{
+    const umadv_trace_t *trace = &rep->trace;
+    umadv_json_t *json = rep->json;
+    uint64_t total = 0, faults = 0;
+
+    for (uint32_t a = 0; a < trace->nallocs; a++)
+        total += trace->allocs[a].size;
+    for (uint32_t s = 0; s < trace->nsteps; s++)
+        faults += rep->step_faults[s];
+    umadv__json_string(json, "trace", rep->path);
+    umadv__json_string(json, "source", trace->source);
+    umadv__json_string(json, "device", trace->device.name);
+    umadv__json_u64(json, "section_size", trace->section_size);
+    umadv__json_u64(json, "iterations", trace->niterations);
+    umadv__json_u64(json, "steps", trace->nsteps);
+    umadv__json_u64(json, "allocations", trace->nallocs);
+    umadv__json_u64(json, "allocated_bytes", total);
+    umadv__json_u64(json, "footprint_bytes", advice->footprint);
+    umadv__json_double(json, "oracle_ms", advice->oracle_s * 1e3, 3);
+    umadv__json_u64(json, "trace_fault_groups", faults);
+}
+
+static void print_json(report_t *rep, const umadv_report_advice_t *advice, FILE *out)
+{
+    umadv_json_t json;
+
+    umadv__json_init(&json, out);
+    rep->json = &json;
+    umadv__json_begin_object(&json, NULL);
+    json_summary(rep, advice);
+    json_step_table(rep, "largest_steps", rep->step_bytes);
+    json_step_table(rep, "longest_steps", rep->step_ns);
+    json_alloc_table(rep);
+    json_step_table(rep, "steps_by_faults", rep->step_faults);
+    umadv__advice_print_json(&rep->trace, advice, rep->opts, &json);
+    umadv__json_end_object(&json);
+    fputc('\n', out);
+    rep->json = NULL;
+}
+
+/* ---- the report ---- */
+
+static int print_text(report_t *rep, const umadv_report_advice_t *advice)
+{
+    int rc;
+
+    print_summary(rep);
+    print_kinds(&rep->trace);
+    print_step_table(rep, "largest steps by working set", rep->step_bytes);
+    print_step_table(rep, "longest steps", rep->step_ns);
+    rc = print_alloc_table(&rep->trace, rep->opts->top);
+    print_faults(rep);
+    umadv__advice_print_text(&rep->trace, advice, rep->opts);
+    return rc;
+}
+
+/* Read @path, compute what the report shows, call @show; 0 or an exit
+ * status. */
+static int with_report(const char *path, const umadv_report_opts_t *opts,
+                       int (*show)(report_t *, const umadv_report_advice_t *, void *), void *arg)
+{
+    umadv_report_advice_t advice;
+    report_t rep;
+    char why[512];
+    int rc;
+
+    memset(&rep, 0, sizeof(rep));
+    memset(&advice, 0, sizeof(advice));
+    rep.path = path;
+    rep.opts = opts;
+    if (umadv__cli_input(path) != 0)
+        return UMADV_EXIT_FAILURE;
+    if (umadv__trace_read_file(path, &rep.trace, why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
+    if ((rc = compute_steps(&rep)) == 0 &&
+        (rc = umadv__advice_compute(&rep.trace, opts, &advice)) == 0)
+        rc = show(&rep, &advice, arg);
+    umadv__advice_cleanup(&advice);
+    free(rep.step_ns);
+    free(rep.step_faults);
+    free(rep.step_bytes);
+    umadv__trace_cleanup(&rep.trace);
+    return rc;
+}
+
+static int flush_stdout(int rc)
+{
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = umadv__cli_fail("writing the output: %m");
+    return rc;
+}
+
+static int show_text(report_t *rep, const umadv_report_advice_t *advice, void *arg)
+{
+    (void)arg;
+    return flush_stdout(print_text(rep, advice));
+}
+
+static int show_json(report_t *rep, const umadv_report_advice_t *advice, void *arg)
+{
+    (void)arg;
+    print_json(rep, advice, stdout);
+    return flush_stdout(0);
+}
+
+/* The text on standard output, the JSON into the file @arg names. */
+static int show_both(report_t *rep, const umadv_report_advice_t *advice, void *arg)
+{
+    umadv_outfile_t of;
+    char why[512];
+    int rc;
+
+    if (umadv__outfile_open(&of, arg, "the JSON report", why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
+    print_json(rep, advice, of.stream);
+    if (umadv__outfile_commit(&of, why, sizeof(why)) != UMADV_OK)
+        return umadv__cli_fail("%s", why);
+    rc = print_text(rep, advice);
+    return flush_stdout(rc);
+}
+
+int umadv__report_print(const char *path, const umadv_report_opts_t *opts, int json)
+{
+    return with_report(path, opts, json ? show_json : show_text, NULL);
+}
+
+int umadv__report_print_both(const char *path, const umadv_report_opts_t *opts,
+                             const char *json_path)
+{
+    return with_report(path, opts, show_both, (void *)json_path);
+}
+
+/* ---- the command ---- */
+
+int umadv__report_parse_budget(const char *text, umadv_report_opts_t *opts)
+{
+    size_t len = strlen(text);
+    char *end;
+
+    opts->budget = 0;
+    opts->budget_percent = 0;
+    if (len > 1 && text[len - 1] == '%') {
+        opts->budget_percent = strtod(text, &end);
+        return end == text + len - 1 && opts->budget_percent > 0 &&
+               opts->budget_percent <= 100 ? 0 : -1;
+    }
+    return umadv_size_parse(text, &opts->budget) == UMADV_OK && opts->budget > 0 ? 0 : -1;
+}
+
+typedef struct report_args {
+    const char         *path;
+    int                 json;
+    umadv_report_opts_t opts;
+} report_args_t;
+
+static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
+                       const char *value, report_args_t *args)
+{
+    if (strcmp(opt->name, "json") == 0) {
+        args->json = 1;
+    } else if (strcmp(opt->name, "top") == 0) {
+        if (umadv__cli_parse_u32(value, 1, 1000000, &args->opts.top) != 0)
+            return umadv__cli_bad_value(cmd, opt, value, "an integer between 1 and 1000000");
+    } else if (strcmp(opt->name, "budget") == 0) {
+        if (umadv__report_parse_budget(value, &args->opts) != 0)
+            return umadv__cli_bad_value(cmd, opt, value, UMADV_REPORT_BUDGET_RULE);
+    }
+    return 0;
+}
+
+static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv, report_args_t *args)
 {
     umadv_cli_parser_t parser;
     const umadv_cli_option_t *opt;
     const char *value;
+    int rc;
 
-    *path_p = NULL;
     umadv__cli_parser_init(&parser, cmd, argc, argv);
     for (;;) {
         switch (umadv__cli_next(&parser, &opt, &value)) {
         case UMADV_CLI_END:
-            if (*path_p == NULL)
+            if (args->path == NULL)
                 return umadv__cli_usage_error(cmd, "'report' needs a TRACE file");
             return 0;
         case UMADV_CLI_HELP:
             umadv__cli_print_help(cmd, stdout);
             return -1;
         case UMADV_CLI_ARG:
-            if (*path_p != NULL)
+            if (args->path != NULL)
                 return umadv__cli_usage_error(cmd, "'report' takes one trace, got '%s' too",
                                               value);
-            *path_p = value;
+            args->path = value;
             break;
-        default: /* no options of its own: the parser reported the error */
+        case UMADV_CLI_OPTION:
+            if ((rc = take_option(cmd, opt, value, args)) != 0)
+                return rc;
+            break;
+        default: /* the parser reported the error */
             return UMADV_EXIT_USAGE;
         }
     }
@@ -306,30 +547,10 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv, con
 
 int umadv__cmd_report(const umadv_cli_command_t *cmd, int argc, char **argv)
 {
-    report_t rep;
-    char why[512];
+    report_args_t args = {.opts = {.top = UMADV_REPORT_TOP_DEFAULT}};
     int rc;
 
-    memset(&rep, 0, sizeof(rep));
-    if ((rc = parse_args(cmd, argc, argv, &rep.path)) != 0)
+    if ((rc = parse_args(cmd, argc, argv, &args)) != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
-    if (umadv__cli_input(rep.path) != 0)
-        return UMADV_EXIT_FAILURE;
-    if (umadv__trace_read_file(rep.path, &rep.trace, why, sizeof(why)) != UMADV_OK)
-        return umadv__cli_fail("%s", why);
-    if ((rc = compute_steps(&rep)) == 0) {
-        print_summary(&rep);
-        print_kinds(&rep.trace);
-        print_step_table(&rep, "largest steps by working set", rep.step_bytes);
-        print_step_table(&rep, "longest steps", rep.step_ns);
-        rc = print_alloc_table(&rep.trace);
-        print_faults(&rep);
-        if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
-            rc = umadv__cli_fail("writing the output: %m");
-    }
-    free(rep.step_ns);
-    free(rep.step_faults);
-    free(rep.step_bytes);
-    umadv__trace_cleanup(&rep.trace);
-    return rc;
+    return umadv__report_print(args.path, &args.opts, args.json);
 }

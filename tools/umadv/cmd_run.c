@@ -9,41 +9,15 @@
  * and exits as the program did. At the end it prints the summary records
  * the processes it started wrote (run_summary.c).
  */
-#define _GNU_SOURCE /* asprintf, pipe2 */
 #include "cli.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/config.h"
-#include "run_summary.h"
+#include "launch.h"
 
-#if !defined(UMADV_PKGLIBDIR) || !defined(UMADV_PYDIR) || !defined(UMADV_BUILDDIR) || \
-    !defined(UMADV_SRC_PYDIR)
-#  error "UMADV_PKGLIBDIR, UMADV_PYDIR, UMADV_BUILDDIR and UMADV_SRC_PYDIR must be defined"
-#endif
-
-#define INJECT_NAME "libumadv_inject.so"
-
-/* Exit statuses of a program that could not be run, as shells give them. */
-#define RUN_EXIT_NOT_EXECUTABLE 126
-#define RUN_EXIT_NOT_FOUND      127
-
-/* An option that sets a knob: its value is checked by the knob's rules. */
-typedef struct run_knob_option {
-    const char *option;
-    const char *knob;
-    const char *fixed; /* a flag's value; NULL: the option's */
-} run_knob_option_t;
-
-static const run_knob_option_t knob_options[] = {
+static const umadv_launch_knob_t knob_options[] = {
     {"budget", "UMADV_BUDGET", NULL},
     {"policy", "UMADV_POLICY", NULL},
     {"device", "UMADV_DEVICE", NULL},
@@ -75,40 +49,12 @@ typedef struct run_args {
 
 /* ---- options ---- */
 
-static const umadv_config_field_t *knob_field(const char *name)
-{
-    size_t n;
-    const umadv_config_field_t *fields = umadv__config_fields(&n);
-
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(fields[i].name, name) == 0)
-            return &fields[i];
-    }
-    return NULL;
-}
-
-/* Check @value by the knob's rules and export it; a usage error otherwise. */
-static int set_knob(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
-                    const run_knob_option_t *ko, const char *value)
-{
-    const umadv_config_field_t *field = knob_field(ko->knob);
-    char why[160];
-
-    if (ko->fixed != NULL)
-        value = ko->fixed;
-    if (field == NULL || umadv__config_check(field, value, why, sizeof(why)) != UMADV_OK)
-        return umadv__cli_bad_value(cmd, opt, value, field != NULL ? why : "unknown knob");
-    if (setenv(ko->knob, value, 1) != 0)
-        return umadv__cli_fail("cannot set %s: %s", ko->knob, strerror(errno));
-    return 0;
-}
-
 static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
                        const char *value, run_args_t *args)
 {
     for (size_t i = 0; i < sizeof(knob_options) / sizeof(knob_options[0]); i++) {
         if (strcmp(opt->name, knob_options[i].option) == 0)
-            return set_knob(cmd, opt, &knob_options[i], value);
+            return umadv__launch_set_knob(cmd, opt, &knob_options[i], value);
     }
     if (strcmp(opt->name, "quiet") == 0)
         args->quiet = 1;
@@ -151,356 +97,6 @@ static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv, run
     }
 }
 
-/* ---- where umadv's parts are ---- */
-
-/* The build tree's parts for a umadv that runs from it, else the
- * installed ones: a build never runs an older installation's library. */
-static int running_from_build_tree(void)
-{
-    char exe[PATH_MAX], tree[PATH_MAX];
-    size_t len;
-
-    if (realpath("/proc/self/exe", exe) == NULL || realpath(UMADV_BUILDDIR, tree) == NULL)
-        return 0;
-    len = strlen(tree);
-    return strncmp(exe, tree, len) == 0 && exe[len] == '/';
-}
-
-static void parts_paths(char *inject, size_t inject_len, char *pydir, size_t pydir_len)
-{
-    if (running_from_build_tree()) {
-        snprintf(inject, inject_len, "%s/.libs/%s", UMADV_BUILDDIR, INJECT_NAME);
-        snprintf(pydir, pydir_len, "%s", UMADV_SRC_PYDIR);
-    } else {
-        snprintf(inject, inject_len, "%s/%s", UMADV_PKGLIBDIR, INJECT_NAME);
-        snprintf(pydir, pydir_len, "%s", UMADV_PYDIR);
-    }
-}
-
-/* ---- the program ---- */
-
-/* Find @name as execvp would: a name with a slash is a path; otherwise
- * the first executable file of that name in PATH, else the first of
- * that name at all (so that the error is "not executable"). */
-static int find_program(const char *name, char *path, size_t len)
-{
-    const char *dirs = getenv("PATH");
-    int found = 0;
-
-    if (strchr(name, '/') != NULL) {
-        snprintf(path, len, "%s", name);
-        return access(path, F_OK) == 0 ? 0 : -1;
-    }
-    if (dirs == NULL || *dirs == '\0')
-        dirs = "/usr/local/bin:/usr/bin:/bin";
-    while (name[0] != '\0') {
-        size_t n = strcspn(dirs, ":");
-        char candidate[PATH_MAX];
-        struct stat st;
-
-        snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)n, n > 0 ? dirs : ".", name);
-        if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (access(candidate, X_OK) == 0) {
-                snprintf(path, len, "%s", candidate);
-                return 0;
-            }
-            if (!found)
-                snprintf(path, len, "%s", candidate);
-            found = 1;
-        }
-        if (dirs[n] == '\0')
-            break;
-        dirs += n + 1;
-    }
-    return found ? 0 : -1;
-}
-
-/* A Python interpreter, or a script whose #! line names one: the
- * start-up hook brings umadv in; preloading would put a second CUDA
- * runtime under PyTorch's. */
-static int is_python(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    char line[256] = "";
-    FILE *file;
-
-    base = base != NULL ? base + 1 : path;
-    if (strncmp(base, "python", 6) == 0)
-        return 1;
-    file = fopen(path, "r");
-    if (file == NULL)
-        return 0;
-    if (fgets(line, sizeof(line), file) == NULL)
-        line[0] = '\0';
-    fclose(file);
-    return strncmp(line, "#!", 2) == 0 && strstr(line, "python") != NULL;
-}
-
-/* Whether umadv can run @path: 0, or the shell's status after an error
- * that names the program. */
-static int check_program(const char *name, char *path, size_t len)
-{
-    struct stat st;
-
-    if (find_program(name, path, len) != 0) {
-        fprintf(stderr, "umadv run: %s: %s\n", name,
-                strchr(name, '/') != NULL ? "no such file" : "command not found in PATH");
-        return RUN_EXIT_NOT_FOUND;
-    }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "umadv run: %s: is a directory\n", name);
-        return RUN_EXIT_NOT_EXECUTABLE;
-    }
-    if (access(path, X_OK) != 0) {
-        fprintf(stderr, "umadv run: %s: not executable: %s\n", name, strerror(errno));
-        return RUN_EXIT_NOT_EXECUTABLE;
-    }
-    return 0;
-}
-
-/* ---- the environment ---- */
-
-/* Export a knob umadv run chooses (a path), checked by the knob's rules:
- * a value the library would refuse is said here, naming it. */
-static int export_knob(const char *name, const char *value, int overwrite)
-{
-    const umadv_config_field_t *field = knob_field(name);
-    char why[160];
-
-    if (!overwrite && getenv(name) != NULL)
-        return 0;
-    if (field != NULL && umadv__config_check(field, value, why, sizeof(why)) != UMADV_OK) {
-        umadv__cli_fail("%s=%s: %s", name, value, why);
-        errno = EINVAL;
-        return -1;
-    }
-    return setenv(name, value, 1);
-}
-
-static int prepend_env(const char *name, const char *value)
-{
-    const char *old = getenv(name);
-    char *joined;
-    int rc;
-
-    if (old == NULL || old[0] == '\0')
-        return setenv(name, value, 1);
-    if (asprintf(&joined, "%s:%s", value, old) < 0)
-        return -1;
-    rc = setenv(name, joined, 1);
-    free(joined);
-    return rc;
-}
-
-/* NVTX takes one tool: a user's (a profiler's) stays. */
-static int set_nvtx(const char *inject)
-{
-    const char *old = getenv("NVTX_INJECTION64_PATH");
-
-    if (old == NULL || old[0] == '\0')
-        return setenv("NVTX_INJECTION64_PATH", inject, 1);
-    if (strcmp(old, inject) != 0)
-        fprintf(stderr, "umadv run: NVTX_INJECTION64_PATH names another tool (%s): umadv will "
-                "not see NVTX iteration ranges\n", old);
-    return 0;
-}
-
-static int set_parts(const run_args_t *args, const char *program)
-{
-    char inject[PATH_MAX], pydir[PATH_MAX];
-
-    parts_paths(inject, sizeof(inject), pydir, sizeof(pydir));
-    if (access(inject, R_OK) != 0) {
-        umadv__cli_fail("the injection library %s is missing (%s): build or install umadv",
-                        inject, strerror(errno));
-        return -1;
-    }
-    if (export_knob("UMADV_INJECT_LIBRARY", inject, 0) != 0 || prepend_env("PYTHONPATH", pydir) != 0 ||
-        set_nvtx(inject) != 0)
-        goto fail;
-    if (!args->no_preload && !is_python(program) && prepend_env("LD_PRELOAD", inject) != 0)
-        goto fail;
-    return 0;
-fail:
-    umadv__cli_fail("cannot set the program's environment: %s", strerror(errno));
-    return -1;
-}
-
-/* The summary file: --summary, else UMADV_RUN_SUMMARY, else a temporary
- * one (*temp_p set); started empty. NULL path: none (--quiet). */
-static int set_summary(const run_args_t *args, char *path, size_t len, int *temp_p)
-{
-    const char *named = args->summary != NULL ? args->summary : getenv("UMADV_RUN_SUMMARY");
-    const char *dir = getenv("TMPDIR");
-    int fd;
-
-    *temp_p = 0;
-    path[0] = '\0';
-    if (named != NULL && named[0] != '\0')
-        snprintf(path, len, "%s", named);
-    else if (args->quiet)
-        return 0;
-    else
-        snprintf(path, len, "%s/umadv-run.XXXXXX", dir != NULL && dir[0] != '\0' ? dir : "/tmp");
-    if (export_knob("UMADV_RUN_SUMMARY", path, 1) != 0) /* the library's rules first */
-        return -1;
-    if (named != NULL && named[0] != '\0') {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    } else {
-        fd = mkstemp(path);
-        *temp_p = fd >= 0;
-    }
-    if (fd < 0 || close(fd) != 0) {
-        umadv__cli_fail("cannot create the summary file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return setenv("UMADV_RUN_SUMMARY", path, 1); /* mkstemp's name */
-}
-
-/* ---- running it ---- */
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-static volatile sig_atomic_t child_pid;
-
-/* A signal the kernel sent (a terminal's ^C, ^\) reached the child's
- * process group already; one a process sent to umadv is passed on. */
-static void forward(int sig, siginfo_t *info, void *unused)
-{
-    int saved = errno;
-
-    if (child_pid > 0 && (info == NULL || info->si_code != SI_KERNEL))
-        kill((pid_t)child_pid, sig);
-    errno = saved;
-}
-
-static void forwarding_mask(sigset_t *set)
-{
-    sigemptyset(set);
-    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-        sigaddset(set, forwarded[i]);
-}
-
-static void forward_signals(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = forward;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-        sigaction(forwarded[i], &sa, NULL);
-}
-
-/* Whether @path is text (no NUL in its first bytes): a file the kernel
- * cannot run is a shell script then, a binary of another kind otherwise. */
-static int is_text(const char *path)
-{
-    char head[256];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, head, sizeof(head)) : -1;
-
-    if (fd >= 0)
-        close(fd);
-    return n >= 0 && memchr(head, '\0', (size_t)n) == NULL;
-}
-
-/* In the child: exec @path, as a shell script if the kernel cannot
- * (ENOEXEC, a text file without #! line); on failure, errno goes up
- * @report. */
-static void exec_child(const char *path, char **command, int report, const sigset_t *mask)
-{
-    int err;
-
-    sigprocmask(SIG_SETMASK, mask, NULL);
-    execv(path, command);
-    if (errno == ENOEXEC && is_text(path)) {
-        size_t n = 0;
-        while (command[n] != NULL)
-            n++;
-        char **sh = calloc(n + 2, sizeof(*sh));
-        if (sh != NULL) {
-            sh[0] = (char *)"sh";
-            sh[1] = (char *)path;
-            memcpy(sh + 2, command + 1, n * sizeof(*sh)); /* and its NULL */
-            execv("/bin/sh", sh);
-        }
-        errno = ENOEXEC;
-    }
-    err = errno;
-    /* a report lost leaves the parent the exit status below */
-    if (write(report, &err, sizeof(err)) < 0)
-        err = 0;
-    _exit(RUN_EXIT_NOT_EXECUTABLE);
-}
-
-/* Start the program; its pid, or -1 after an error naming it (*status_p:
- * the exit status to give). */
-static pid_t spawn(const char *path, char **command, int *status_p)
-{
-    sigset_t block, old;
-    int report[2], err = 0;
-    pid_t pid;
-
-    if (pipe2(report, O_CLOEXEC) != 0) {
-        *status_p = umadv__cli_fail("cannot start %s: %s", command[0], strerror(errno));
-        return -1;
-    }
-    forwarding_mask(&block);
-    sigprocmask(SIG_BLOCK, &block, &old); /* no signal lost before child_pid is known */
-    pid = fork();
-    if (pid == 0)
-        exec_child(path, command, report[1], &old);
-    if (pid < 0)
-        err = errno;
-    if (pid > 0) {
-        child_pid = pid;
-        forward_signals();
-    }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    close(report[1]);
-    /* the pipe closes at a successful exec: nothing to read */
-    if (pid > 0 && read(report[0], &err, sizeof(err)) == (ssize_t)sizeof(err)) {
-        waitpid(pid, NULL, 0);
-        child_pid = 0;
-        pid = -1;
-    }
-    close(report[0]);
-    if (pid < 0) {
-        fprintf(stderr, "umadv run: %s: cannot run: %s\n", command[0], strerror(err));
-        *status_p = err == ENOENT ? RUN_EXIT_NOT_FOUND : RUN_EXIT_NOT_EXECUTABLE;
-    }
-    return pid;
-}
-
-/* The program's exit status as a shell gives it: 128 + N for signal N. */
-static int wait_child(pid_t pid)
-{
-    int status;
-
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return umadv__cli_fail("waiting for the program: %s", strerror(errno));
-    }
-    child_pid = 0;
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
-static void print_summary(const run_args_t *args, const char *path, int temp)
-{
-    if (path[0] == '\0')
-        return;
-    /* a reader of our stderr gone must not turn the program's status
-     * into SIGPIPE's: the program has ended, nothing inherits this */
-    signal(SIGPIPE, SIG_IGN);
-    if (!args->quiet)
-        (void)umadv__run_summary_print(path, args->command[0], stderr);
-    if (temp)
-        unlink(path);
-}
-
 int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
 {
     char program[PATH_MAX], summary[PATH_MAX];
@@ -508,21 +104,23 @@ int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
     int rc, temp, status;
     pid_t pid;
 
+    umadv__launch_init("run");
     rc = parse_args(cmd, argc, argv, &args);
     if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
-    rc = check_program(args.command[0], program, sizeof(program));
+    rc = umadv__launch_check_program(args.command[0], program, sizeof(program));
     if (rc != 0)
         return rc;
-    if (set_parts(&args, program) != 0 || set_summary(&args, summary, sizeof(summary), &temp) != 0)
+    if (umadv__launch_set_parts(args.no_preload, program) != 0 ||
+        umadv__launch_set_summary(args.summary, args.quiet, summary, sizeof(summary), &temp) != 0)
         return UMADV_EXIT_FAILURE;
-    pid = spawn(program, args.command, &status);
+    pid = umadv__launch_spawn(program, args.command, &status);
     if (pid < 0) {
         if (temp)
             unlink(summary);
         return status;
     }
-    status = wait_child(pid);
-    print_summary(&args, summary, temp);
+    status = umadv__launch_wait(pid);
+    umadv__launch_print_summary(summary, temp, args.quiet, args.command[0]);
     return status;
 }

@@ -36,6 +36,16 @@ const umadv_cli_command_t umadv__cli_commands[] = {
      "executable; 2 for a bad option or UMADV_* value, with nothing run) and\n"
      "prints a summary on standard error unless --quiet. See umadv-run(1).",
      umadv__cli_run_options, umadv__cmd_run},
+    {"profile", "profile a program's iteration and advise: budget, prefetches, read-mostly",
+     "[-o TRACE] [--iteration N] [--budget SIZE] [OPTIONS] [--] PROGRAM [ARGS]",
+     "Run PROGRAM with ARGS (passed as given) under umadv as 'umadv run' does,\n"
+     "profile iteration N (default 1) and save its trace to TRACE (default\n"
+     "umadv-profile.umt; an existing file only with --force); nothing is planned\n"
+     "and the program runs on unmanaged. Then print the trace's report with its\n"
+     "advice: the budget to run with, what to prefetch, what is read-mostly, and\n"
+     "the umadv run command that applies it. Exits as PROGRAM did, or 1 when no\n"
+     "profile was saved. See umadv-profile(1).",
+     umadv__cli_profile_options, umadv__cmd_profile},
     {"plan", "plan a schedule under GPU memory budgets and compare policies",
      "[TRACE] --budget SIZE[,SIZE...] [OPTIONS]",
      "Read TRACE (a umadv-trace(5) file; default: the shipped " UMADV_DEFAULT_TRACE "),\n"
@@ -45,10 +55,11 @@ const umadv_cli_command_t umadv__cli_commands[] = {
      "footprint (50%).",
      umadv__cli_plan_options, umadv__cmd_plan},
     {"report", "summarise a trace: allocations, steps, working sets, faults",
-     "TRACE",
+     "TRACE [--top N] [--budget SIZE] [--json]",
      "Print a readable summary of TRACE (a umadv-trace(5) file, \"-\" for standard\n"
      "input): device, link model, allocations by kind, the largest steps and\n"
-     "allocations, and the faults the profiling pass saw.",
+     "allocations, the faults the profiling pass saw, and advice from the\n"
+     "simulator: the budget to run with, what to prefetch, what is read-mostly.",
      umadv__cli_report_options, umadv__cmd_report},
     {"synth", "write a synthetic trace of a DNN training iteration",
      "MODEL -o FILE [OPTIONS]",
@@ -206,8 +217,10 @@ int main(int argc, char **argv)
     cmd = umadv__cli_find_command(arg);
     if (cmd == NULL)
         return unknown_command(arg);
-    /* run: a bad knob is refused before the program starts, as a bad option */
+    /* run, profile: a bad knob is refused before the program starts, as
+     * a bad option */
     if (load_config(cmd) != 0)
-        return cmd->run == umadv__cmd_run ? UMADV_EXIT_USAGE : UMADV_EXIT_FAILURE;
+        return cmd->run == umadv__cmd_run || cmd->run == umadv__cmd_profile ? UMADV_EXIT_USAGE
+                                                                            : UMADV_EXIT_FAILURE;
     return cmd->run(cmd, argc - 1, argv + 1);
 }

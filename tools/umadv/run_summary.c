@@ -16,7 +16,8 @@
 #define SUMMARY_MAGIC "umadv-run-summary 1"
 
 typedef struct summary {
-    char     policy[32], plan[64], iterations_by[16];
+    char     policy[32], plan[64], iterations_by[16], profile[16]; /* profile: "" unless
+                                                                 * profile mode */
     long     pid;
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
     uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
@@ -44,6 +45,7 @@ static const key_t_ keys[] = {
     K("ms_per_replayed_iteration", KEY_DOUBLE, replayed_ms),
     K("iterations_by", KEY_WORD, iterations_by),
     K("plan", KEY_WORD, plan),
+    K("profile", KEY_WORD, profile),
     K("gpu_peak_used", KEY_U64, gpu_peak),
     K("resident_peak", KEY_U64, resident_peak),
     K("managed_peak", KEY_U64, managed_peak),
@@ -125,8 +127,14 @@ static void print_iterations(const summary_t *s, FILE *stream)
     if (s->replayed > 0)
         fprintf(stream, " (%" PRIu64 " replaying the plan: %.3f ms/iteration)", s->replayed,
                 s->replayed_ms);
-    fprintf(stream, "; plan: %s\n", s->plan);
+    if (s->profile[0] != '\0')
+        fprintf(stream, "; profile: %s\n", s->profile);
+    else
+        fprintf(stream, "; plan: %s\n", s->plan);
 }
+
+/* The command its messages name: "umadv run: ...". */
+static const char *summary_who = "run";
 
 static void summary_print(const summary_t *s, const char *program, FILE *stream)
 {
@@ -136,7 +144,7 @@ static void summary_print(const summary_t *s, const char *program, FILE *stream)
         snprintf(a, sizeof(a), "none");
     else
         snprintf(a, sizeof(a), "%s GiB", gib(s->budget, b, sizeof(b)));
-    fprintf(stream, "umadv run: %s (pid %ld): policy %s, budget %s\n", program, s->pid,
+    fprintf(stream, "umadv %s: %s (pid %ld): policy %s, budget %s\n", summary_who, program, s->pid,
             s->policy, a);
     print_iterations(s, stream);
     fprintf(stream, "  peak GPU memory %s GiB (umadv resident peak %s GiB, managed peak %s GiB)\n",
@@ -172,19 +180,22 @@ static int summary_read(FILE *file, summary_t *s, int *line_p)
 
 static int summary_fail(FILE *stream, const char *path, int line, const char *what)
 {
-    fprintf(stream, "umadv run: summary %s, line %d: %s\n", path, line, what);
+    fprintf(stream, "umadv %s: summary %s, line %d: %s\n", summary_who, path, line, what);
     return -1;
 }
 
-int umadv__run_summary_print(const char *path, const char *program, FILE *stream)
+int umadv__run_summary_print(const char *path, const char *command, const char *program,
+                             FILE *stream)
 {
+    summary_who = command;
     FILE *file = fopen(path, "r");
     char line[512];
     int records = 0, lineno = 0;
     summary_t s;
 
     if (file == NULL) {
-        fprintf(stream, "umadv run: cannot read the summary %s: %s\n", path, strerror(errno));
+        fprintf(stream, "umadv %s: cannot read the summary %s: %s\n", summary_who, path,
+                strerror(errno));
         return -1;
     }
     while (fgets(line, sizeof(line), file) != NULL) {
@@ -203,7 +214,7 @@ int umadv__run_summary_print(const char *path, const char *program, FILE *stream
     }
     fclose(file);
     if (records == 0)
-        fprintf(stream, "umadv run: %s never used umadv (no CUDA allocation or iteration "
-                "reached it): nothing to summarise\n", program);
+        fprintf(stream, "umadv %s: %s never used umadv (no CUDA allocation or iteration "
+                "reached it): nothing to summarise\n", summary_who, program);
     return records;
 }
