@@ -495,6 +495,54 @@ static void test_only_when_needed(void)
     umadv_context_destroy(ctx);
 }
 
+/* Under oracle the profile moves nothing: its kernel records are the
+ * durations (no timing pass), and its replay counts no faults (nothing
+ * it does rests on the profile); a profile that faulted is timed. */
+static void test_oracle_untimed(void)
+{
+    void *a = NULL, *args[2];
+    int counted = 0;
+    umadv_context_t ctx;
+
+    mock_reset();
+    setenv("UMADV_POLICY", "oracle", 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, SECTION, "a", &a);
+    args[0] = args[1] = &a;
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    runtime_launch("k", 20, args, 0);
+    queue_kernel(20, 1000, 2000);
+    umadv_iteration_begin(ctx);
+    ok(ctx->tpass.state != UMADV_CTX_TPASS_RUNNING && !mock.kernels_on &&
+           ctx->trace.steps[0].duration_ns == 1000,
+       "oracle: nothing moved, few faults: the profiled durations stand, no timing pass");
+    umadv_plan(ctx);
+    for (int i = 0; i < 4; i++) {
+        umadv_iteration_begin(ctx);
+        counted += mock.um_on;
+    }
+    ok(ctx->replay.exec != NULL && counted == 0, "its replay counts no faults");
+    umadv_context_destroy(ctx);
+
+    mock_reset();
+    setenv("UMADV_POLICY", "oracle", 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    runtime_launch("k", 20, args, 0);
+    queue_kernel(20, 1000, 2000);
+    for (int i = 0; i < 3; i++)
+        queue_fault((char *)a + i * 4096, 1500, 100);
+    umadv_iteration_begin(ctx);
+    ok(ctx->tpass.state == UMADV_CTX_TPASS_RUNNING,
+       "oracle, but 300 fault groups in the profile: the next iteration is timed");
+    umadv_context_destroy(ctx);
+}
+
 static size_t count_of(const char *haystack, const char *needle)
 {
     size_t n = 0;
@@ -865,11 +913,12 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(63);
+    plan(66);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
     test_only_when_needed();
+    test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
     test_restore_under_budget();

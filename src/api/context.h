@@ -149,6 +149,10 @@ struct umadv_context {
     uint64_t                 profile_guessed;  /* this profile's launches without a layout
                                                 * whose guessed struct named blocks */
     uint64_t                 profile_evictions;/* and those evicted before, to fault */
+    uint64_t                 profile_moved;    /* calls that moved blocks to the host
+                                                * when this profile began */
+    uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until
+                                                * known */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c
                                                 * scales the re-profile threshold) */
     int                      live_on_host;     /* the profile left live blocks on the
@@ -215,6 +219,10 @@ void umadv__ctx_profile_close(umadv_context_t ctx);
  * (its kernel launches go unseen), else 0. */
 int umadv__ctx_profile_start(umadv_context_t ctx);
 void umadv__ctx_profile_finish(umadv_context_t ctx);
+/* Whether the profiled step durations may hold fault stalls, so that the
+ * next iteration must be timed: the profile moved blocks off the GPU, or
+ * faulted more than a replay's noise, or its faults are not known. */
+int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 
 /* The timing pass. Start times the iteration beginning now (1), unless
  * there is no profiler or no memory (0). Step numbers the next step of

@@ -116,7 +116,7 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
 }
 
 /* Whether this profile may go by guesses (a guessed parameter struct,
- * stageable blocks left on the GPU): only under oracle, which moves
+ * nothing evicted when it begins): only under oracle, which moves
  * nothing on its word. Elsewhere a missed access costs a fault each
  * iteration (and replay validation profiles again), and a step that
  * misses a staged block reads a discarded range: with guesses, a PyTorch
@@ -232,7 +232,6 @@ typedef enum ranges_of {
 typedef struct ranges_arg {
     umadv_context_t     ctx;
     ranges_of_t         of;
-    int                 named_too;  /* stageable blocks as well (see evict_all) */
     umadv_bulk_range_t *ranges;
     size_t              n, cap;
 } ranges_arg_t;
@@ -241,11 +240,8 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
 {
     ranges_arg_t *ra = arg;
     umadv_pool_loc_t loc;
-    const umadv_ctx_alloc_t *alloc = (const umadv_ctx_alloc_t *)(uintptr_t)user;
     uintptr_t start = (uintptr_t)base, arena;
 
-    if (!ra->named_too && alloc != NULL && alloc->stageable)
-        return;
     if (umadv__pool_lookup(ra->ctx->pool, base, &loc) != UMADV_OK ||
         umadv__array_reserve((void **)&ra->ranges, &ra->cap, ra->n + 1, sizeof(*ra->ranges)) !=
             UMADV_OK)
@@ -262,10 +258,9 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
 /* Move the live blocks (as @of says) to @location: the executor's bulk
  * mover issues the calls; the profiling pass only says what. Returns the
  * calls made. */
-static size_t live_move(umadv_context_t ctx, ranges_of_t of, int named_too, int location,
-                        unsigned flags)
+static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags)
 {
-    ranges_arg_t ra = {ctx, of, named_too, NULL, 0, 0};
+    ranges_arg_t ra = {ctx, of, NULL, 0, 0};
     size_t calls;
 
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
@@ -279,7 +274,7 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int named_too, int 
  * the launch call must not block on it). */
 static void evict_live(umadv_context_t ctx)
 {
-    live_move(ctx, RANGES_ARENA_RUNS, 1, UMADV_CUDA_LOCATION_HOST, 0);
+    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0);
 }
 
 /* The profiled iteration's evictions are its own: when the arenas (else
@@ -304,21 +299,15 @@ static void restore_live(umadv_context_t ctx)
         return;
     room = budget != 0 ? UMADV_MIN(budget, free_b) : free_b;
     if (stats.arena_bytes <= room)
-        live_move(ctx, RANGES_ARENAS, 1, ctx->config.device, UMADV_BULK_SYNC);
+        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC);
     else if (stats.span_in_use <= room)
-        live_move(ctx, RANGES_BLOCKS, 1, ctx->config.device, UMADV_BULK_SYNC);
+        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC);
     else
         return;
     ctx->live_on_host = 0;
 }
 
-/* Everything to the host, so the iteration's first touches fault; but,
- * where the profile may go by guesses, stageable blocks (device memory:
- * the PyTorch allocator's, one per tensor), which only kernels, copies
- * and memsets reach, mostly through pointers the parameter scan reads:
- * its access names the whole block, and faults would add mostly time
- * (the first touches of a PyTorch ResNet-50 batch 32 iteration fault in
- * some 3 GiB at demand-paging speed). */
+/* Everything to the host, so the iteration's first touches fault. */
 static void evict_all(umadv_context_t ctx)
 {
     umadv_pool_stats_t stats;
@@ -326,10 +315,9 @@ static void evict_all(umadv_context_t ctx)
     char size[32];
 
     umadv__pool_get_stats(ctx->pool, &stats);
-    calls = live_move(ctx, RANGES_ARENA_RUNS, !profile_may_guess(ctx), UMADV_CUDA_LOCATION_HOST,
-                      UMADV_BULK_SYNC);
-    umadv_debug("profiling: evicted the live blocks but stageable ones (of %s in %llu blocks) "
-                "to the host (%zu calls)",
+    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC);
+    ctx->profile_moved = calls;
+    umadv_debug("profiling: evicted %s in %llu blocks to the host (%zu calls)",
                 umadv__size_format(stats.bytes_in_use, size, sizeof(size)),
                 (unsigned long long)stats.blocks, calls);
 }
@@ -341,8 +329,11 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->trace.link = ctx->link;
     if (ctx->profiler == NULL)
         return ctx->profiler_lost;
-    ctx->profile_guessed = ctx->profile_evictions = 0;
-    if (ctx->config.profile_evict)
+    ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
+    ctx->profile_faults = UINT64_MAX;
+    /* under oracle nothing moves on the profile's word: its first
+     * touches would fault for nothing (profile_may_guess) */
+    if (ctx->config.profile_evict && !profile_may_guess(ctx))
         evict_all(ctx);
     if (umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_FULL) != UMADV_OK)
         return 1; /* warned: declared accesses only */
@@ -409,6 +400,7 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
     if (status == UMADV_OK) {
         profile_report(ctx, r, &st);
         ctx->profile_fault_groups = st.fault_groups;
+        ctx->profile_faults = st.fault_groups;
     }
     free(iv);
     free(acc);
@@ -428,6 +420,19 @@ void umadv__ctx_profile_finish(umadv_context_t ctx)
     if (ctx->profile_evictions > 0)
         restore_live(ctx);
     umadv__prof_result_cleanup(&result);
+}
+
+/* A replay's stray faults (kernels whose arguments cannot be scanned):
+ * some 70 groups per PyTorch ResNet-50 iteration (replay.c). */
+#define PROFILE_STALL_FAULTS 128
+
+/* A profile under oracle moves nothing (guesses, no evictions): its
+ * kernel records time the kernels as they run, and a timing pass would
+ * cost a PyTorch ResNet-18 iteration 78 ms of 10 for nothing. */
+int umadv__ctx_profile_stalled(const umadv_context_t ctx)
+{
+    return ctx->profile_moved > 0 || ctx->profile_evictions > 0 ||
+           ctx->profile_faults > PROFILE_STALL_FAULTS;
 }
 
 /* ---- the timing pass --------------------------------------------------- */
@@ -583,9 +588,11 @@ static int count_faults_now(umadv_context_t ctx)
 {
     uint64_t n;
 
-    /* Without a replayed schedule nobody judges drift: count only when
-     * asked to count every iteration (benchmarks, plain managed memory). */
-    if (ctx->replay.exec == NULL)
+    /* Without a replayed schedule nobody judges drift, and oracle, which
+     * moves nothing on the schedule's word, loses nothing to drift: count
+     * only when asked to count every iteration (benchmarks, plain managed
+     * memory). The counters cost every kernel launch 20-40 us. */
+    if (ctx->replay.exec == NULL || ctx->config.policy == UMADV_POLICY_ORACLE)
         return ctx->config.fault_period == 1;
     if (ctx->faults_exec != (const void *)ctx->replay.exec) {
         ctx->faults_exec = ctx->replay.exec;

@@ -325,8 +325,10 @@ umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status
     ctx->record = UMADV_CTX_REC_DONE;
     umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
                ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
-    /* Profiled durations hold fault stalls: the next iteration is timed. */
-    return ctx->profiler != NULL ? UMADV_CYCLE_RECORD_UNTIMED : UMADV_CYCLE_RECORD_FINAL;
+    /* Profiled durations that may hold fault stalls: the next iteration
+     * is timed. */
+    return ctx->profiler != NULL && umadv__ctx_profile_stalled(ctx) ? UMADV_CYCLE_RECORD_UNTIMED
+                                                                     : UMADV_CYCLE_RECORD_FINAL;
 }
 
 static void spare_events_destroy(umadv_context_t ctx)

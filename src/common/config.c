@@ -100,9 +100,9 @@ static const umadv_config_field_t config_fields[] = {
     {"UMADV_PROFILE_EVICT", UMADV_CONFIG_BOOL, "1",
      "Evict umadv allocations to the host when the profiling iteration "
      "begins, so that the first touch of every section faults and is seen "
-     "(under oracle, stageable ones excepted: the parameter scan names them "
-     "whole), and again before a launch whose parameters CUDA's layout does "
-     "not explain (under oracle: nor its guessed parameter struct).",
+     "(not under oracle, which moves nothing on the profile's word), and "
+     "again before a launch whose parameters CUDA's layout does not explain "
+     "(under oracle: nor its guessed parameter struct).",
      0, 1, 0, NULL, 0, FIELD(profile_evict)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
@@ -123,6 +123,7 @@ static const umadv_config_field_t config_fields[] = {
      "iterations, then of one iteration in this many: the unified-memory "
      "counters cost every kernel launch 20-40 us of host time. 1 counts "
      "every iteration, with or without a replayed schedule (benchmarks); "
+     "an oracle replay counts none but then; "
      "an iteration not counted reports 0.",
      1, 1000000, 0, NULL, 0, FIELD(fault_period)},
     {"UMADV_PLAN_MAX_TOUCHES", UMADV_CONFIG_UINT, CONFIG_STR(UMADV_PLAN_MAX_TOUCHES_DEFAULT),
