@@ -21,235 +21,34 @@
 #include "profiler/profiler_int.h"
 #include "tap.h"
 #include "testutil.h"
-
 #define SECTION (64 * UMADV_KIB)
 
-/* ---- the mock ---------------------------------------------------------- */
-
-typedef union mock_record {
-    CUpti_Activity                       any;
-    CUpti_ActivityKernel10               kernel;
-    CUpti_ActivityUnifiedMemoryCounter3  um;
-} mock_record_t;
-
-static struct {
-    CUptiResult         subscribe_result, configure_result;
-    int                 subscribed, subscribe_calls;
-    int                 callbacks;      /* launch callbacks enabled now */
-    int                 um_on, kernels_on;
-    size_t              param_queries;
-    CUpti_CallbackFunc  callback;
-    void               *userdata;
-    mock_record_t       queue[64];
-    size_t              nqueue;
-} mock;
-
-static CUptiResult mock_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
-{
-    mock.subscribe_calls++;
-    if (mock.subscribe_result != CUPTI_SUCCESS)
-        return mock.subscribe_result;
-    if (mock.subscribed)
-        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    mock.subscribed = 1;
-    mock.callback   = cb;
-    mock.userdata   = ud;
-    *s = (CUpti_SubscriberHandle)&mock;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_unsubscribe(CUpti_SubscriberHandle s)
-{
-    mock.subscribed = 0;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_enable_callback(uint32_t e, CUpti_SubscriberHandle s,
-                                        CUpti_CallbackDomain d, CUpti_CallbackId id)
-{
-    umadv_prof_range_t r[2];
-
-    /* copies are watched while a replay stages (test_profiler_copies) */
-    if (umadv__prof_copy_ranges(d, id, NULL, r) < 0)
-        mock.callbacks += e ? 1 : -1;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_register(CUpti_BuffersCallbackRequestFunc r,
-                                 CUpti_BuffersCallbackCompleteFunc c)
-{
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_configure(CUpti_ActivityUnifiedMemoryCounterConfig *c, uint32_t n)
-{
-    return mock.configure_result;
-}
-
-static int *kind_state(CUpti_ActivityKind kind)
-{
-    static int other;
-
-    if (kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
-        return &mock.um_on;
-    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-        return &mock.kernels_on;
-    return &other;
-}
-
-static CUptiResult mock_enable(CUpti_ActivityKind kind)
-{
-    *kind_state(kind) = 1;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_disable(CUpti_ActivityKind kind)
-{
-    *kind_state(kind) = 0;
-    return CUPTI_SUCCESS;
-}
-
-/* Deliver the queued records in one buffer, as CUPTI does on a flush. */
-static CUptiResult mock_flush(uint32_t flag)
-{
-    uint8_t *buffer;
-    size_t size, max;
-
-    if (mock.nqueue == 0)
-        return CUPTI_SUCCESS;
-    umadv__prof_buffer_requested(&buffer, &size, &max);
-    memcpy(buffer, mock.queue, mock.nqueue * sizeof(mock_record_t));
-    size = mock.nqueue * sizeof(mock_record_t);
-    mock.nqueue = 0;
-    umadv__prof_buffer_completed(NULL, 0, buffer, size, size);
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_next(uint8_t *buffer, size_t valid, CUpti_Activity **record)
-{
-    mock_record_t *next = *record == NULL ? (mock_record_t *)buffer
-                                          : (mock_record_t *)*record + 1;
-
-    if ((uint8_t *)(next + 1) > buffer + valid)
-        return CUPTI_ERROR_MAX_LIMIT_REACHED;
-    *record = &next->any;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_result_string(CUptiResult r, const char **s)
-{
-    *s = "mock failure";
-    return CUPTI_SUCCESS;
-}
-
-#define FUNC_RT  ((const void *)0x1234) /* two pointer parameters */
-#define FUNC_DRV ((const void *)0x5678) /* one */
-
-static umadv_status_t mock_param_info(const void *func, int driver, size_t index,
-                                      size_t *offset_p, size_t *size_p)
-{
-    size_t nparams = func == FUNC_RT ? 2 : func == FUNC_DRV ? 1 : 0;
-
-    mock.param_queries++;
-    if (index >= nparams)
-        return UMADV_ERR_NOT_FOUND;
-    *offset_p = index * 8;
-    *size_p   = 8;
-    return UMADV_OK;
-}
-
-static umadv_status_t mock_sync(void)
-{
-    return UMADV_OK;
-}
-
-static const umadv_cupti_ops_t mock_ops = {
-    "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
-    mock_configure, mock_enable, mock_disable, mock_flush, mock_next, mock_result_string,
-    mock_param_info, mock_sync,
-};
-
-static void mock_reset(void)
-{
-    memset(&mock, 0, sizeof(mock));
-}
-
-static void queue_kernel(uint32_t corr, uint64_t start, uint64_t end)
-{
-    mock_record_t *r = &mock.queue[mock.nqueue++];
-
-    memset(r, 0, sizeof(*r));
-    r->kernel.kind          = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    r->kernel.correlationId = corr;
-    r->kernel.start         = start;
-    r->kernel.end           = end;
-}
-
-static void queue_fault(const void *addr, uint64_t start, uint64_t groups)
-{
-    mock_record_t *r = &mock.queue[mock.nqueue++];
-
-    memset(r, 0, sizeof(*r));
-    r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
-    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
-    r->um.address     = (uintptr_t)addr;
-    r->um.start       = start;
-    r->um.end         = start + 10;
-    r->um.value       = groups;
-    r->um.flags       = CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE;
-}
-
-static void queue_migration(const void *addr, uint64_t start, uint64_t bytes, uint32_t cause)
-{
-    mock_record_t *r = &mock.queue[mock.nqueue++];
-
-    memset(r, 0, sizeof(*r));
-    r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
-    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
-    r->um.address     = (uintptr_t)addr;
-    r->um.start       = start;
-    r->um.end         = start + 100;
-    r->um.value       = bytes;
-    r->um.flags       = cause;
-}
+#include "cupti_mock.h"
 
 /* ---- launches as CUPTI reports them ----------------------------------- */
-
-static void call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
-                 const void *params, const char *symbol, uint32_t corr)
-{
-    CUpti_CallbackData cb;
-
-    memset(&cb, 0, sizeof(cb));
-    cb.callbackSite   = site;
-    cb.functionParams = params;
-    cb.symbolName     = symbol;
-    cb.correlationId  = corr;
-    mock.callback(mock.userdata, domain, cbid, &cb);
-}
 
 static void runtime_launch(const char *symbol, uint32_t corr, void **args, int nested_driver)
 {
     cudaLaunchKernel_v7000_params p = {.func = FUNC_RT, .args = args};
     cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)0x9999, .kernelParams = args};
 
-    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-         CUPTI_API_ENTER, &p, symbol, corr);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+              CUPTI_API_ENTER, &p, symbol, corr);
     if (nested_driver) /* the runtime's own driver launch: the same kernel */
-        call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-             CUPTI_API_ENTER, &d, symbol, corr + 1);
-    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-         CUPTI_API_EXIT, &p, symbol, corr);
+        mock_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                  CUPTI_API_ENTER, &d, symbol, corr + 1);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+              CUPTI_API_EXIT, &p, symbol, corr);
 }
 
 static void driver_launch_of(const void *func, const char *symbol, uint32_t corr, void **args)
 {
     cuLaunchKernel_params d = {.f = (CUfunction)(uintptr_t)func, .kernelParams = args};
 
-    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
-         &d, symbol, corr);
-    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT,
-         &d, symbol, corr);
+    mock_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
+              &d, symbol, corr);
+    mock_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT,
+              &d, symbol, corr);
 }
 
 static void driver_launch(const char *symbol, uint32_t corr, void **args)
@@ -261,10 +60,10 @@ static void graph_launch(uint32_t corr)
 {
     cudaGraphLaunch_v10000_params g = {0};
 
-    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-         CUPTI_API_ENTER, &g, NULL, corr);
-    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-         CUPTI_API_EXIT, &g, NULL, corr);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+              CUPTI_API_ENTER, &g, NULL, corr);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+              CUPTI_API_EXIT, &g, NULL, corr);
 }
 
 /* ---- tests ------------------------------------------------------------- */
@@ -686,8 +485,8 @@ static void launch_site(const char *symbol, uint32_t corr, void **args, void *st
 {
     cudaLaunchKernel_v7000_params p = {.func = FUNC_RT, .args = args, .stream = stream};
 
-    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, site,
-         &p, symbol, corr);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, site,
+              &p, symbol, corr);
 }
 
 /* Profiled and timed, then replayed under the plan policy. */

@@ -24,102 +24,13 @@
 #include "profiler/profiler_int.h"
 #include "tap.h"
 #include "testutil.h"
-
-/* ---- the mock ---------------------------------------------------------- */
-
-static struct {
-    CUpti_CallbackFunc callback;
-    void              *userdata;
-    int                subscribed;
-    int                copy_callbacks;  /* copy and memset callbacks on now */
-} mock;
-
-static CUptiResult mock_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
-{
-    if (mock.subscribed)
-        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    mock.subscribed = 1;
-    mock.callback   = cb;
-    mock.userdata   = ud;
-    *s = (CUpti_SubscriberHandle)&mock;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_unsubscribe(CUpti_SubscriberHandle s)
-{
-    mock.subscribed = 0;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_enable_callback(uint32_t e, CUpti_SubscriberHandle s,
-                                        CUpti_CallbackDomain d, CUpti_CallbackId id)
-{
-    umadv_prof_range_t r[2];
-
-    if (umadv__prof_copy_ranges(d, id, NULL, r) >= 0)
-        mock.copy_callbacks += e ? 1 : -1;
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_register(CUpti_BuffersCallbackRequestFunc r,
-                                 CUpti_BuffersCallbackCompleteFunc c)
-{
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_configure(CUpti_ActivityUnifiedMemoryCounterConfig *c, uint32_t n)
-{
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_activity(CUpti_ActivityKind kind)
-{
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_flush(uint32_t flag)
-{
-    return CUPTI_SUCCESS;
-}
-
-static CUptiResult mock_next(uint8_t *buffer, size_t valid, CUpti_Activity **record)
-{
-    return CUPTI_ERROR_MAX_LIMIT_REACHED;
-}
-
-static CUptiResult mock_result_string(CUptiResult r, const char **s)
-{
-    *s = "mock failure";
-    return CUPTI_SUCCESS;
-}
-
-static umadv_status_t mock_param_info(const void *func, int driver, size_t index,
-                                      size_t *offset_p, size_t *size_p)
-{
-    return UMADV_ERR_NOT_FOUND;
-}
-
-static umadv_status_t mock_sync(void)
-{
-    return UMADV_OK;
-}
-
-static const umadv_cupti_ops_t mock_ops = {
-    "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
-    mock_configure, mock_activity, mock_activity, mock_flush, mock_next, mock_result_string,
-    mock_param_info, mock_sync,
-};
+#include "cupti_mock.h"
 
 /* A call as CUPTI reports it: entry or exit. */
 static void call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
                  const void *params)
 {
-    CUpti_CallbackData cb;
-
-    memset(&cb, 0, sizeof(cb));
-    cb.callbackSite   = site;
-    cb.functionParams = params;
-    mock.callback(mock.userdata, domain, cbid, &cb);
+    mock_call(domain, cbid, site, params, NULL, 0);
 }
 
 #define RT  CUPTI_CB_DOMAIN_RUNTIME_API
@@ -285,7 +196,7 @@ static void test_watch(void)
     cuMemcpyDtoD_v2_params d = {.dstDevice = 0x1000, .srcDevice = 0x2000, .ByteCount = 4};
     umadv_profiler_t *prof = NULL;
 
-    memset(&mock, 0, sizeof(mock));
+    mock_reset();
     if (!ok(umadv__prof_open(1, no_launch, NULL, &prof) == UMADV_OK && prof != NULL,
             "a profiler on the mock"))
         return;
@@ -508,7 +419,7 @@ static void test_context(void)
     umadv_exec_stats_t st;
     app_t a;
 
-    memset(&mock, 0, sizeof(mock));
+    mock_reset();
     if (!ok(app_init(&a) == 0, "a host context profiled on the mock, four stageable blocks "
                                "under a two-block budget")) {
         skip("no context", "watched while replaying");
