@@ -4,6 +4,9 @@
  * on a layer's output (its gradient only needs the sign of the output);
  * the gradient of an activation is transient: allocated when backward
  * reaches its layer, freed once the layer below has consumed it.
+ * With --split, each layer holds descriptors and algorithms for each size
+ * of its parts (at most two: the remainder's parts hold one sample less),
+ * and the footprint's largest step is a part's.
  *
  * Reproducibility: cuDNN runs FMA-only algorithms (no TF32), chosen once
  * per layer; with --deterministic only those cuDNN reports deterministic.

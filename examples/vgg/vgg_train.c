@@ -7,6 +7,8 @@
  * umadv_iteration_begin(); iteration --profile-iter is profiled and the
  * plan built after it. Policy and budget come from umadv's environment
  * (UMADV_POLICY, UMADV_BUDGET), as for examples/mlp_train.c.
+ * --split K runs each layer in K parts along the batch (vgg_steps.c), so
+ * that a budget below one layer's working set still trains.
  *
  * The data: synthetic images made on the GPU from --seed (a label uniform
  * over the classes, each pixel noise plus the label's prototype), batch
