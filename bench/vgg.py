@@ -224,7 +224,7 @@ def run_budget(args, batch, label, budget, oracle, references):
     oracle_ms = steady(args, oracle)[0]
     plan = runs["plan"]
     bound = None
-    if "error" not in plan:
+    if "error" not in plan and "refused" not in plan:  # a refused plan's bytes are no plan's
         _, fetched, evicted, _ = steady(args, plan)
         bound = bound_ms(oracle_ms, fetched, evicted, args.rates_bps)
     ctx = {"batch": batch, "budget_label": label, "budget": budget, "split": split,
