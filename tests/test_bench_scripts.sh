@@ -32,7 +32,7 @@
 # skipped, vgg_train's own --split auto per budget with an oracle at that
 # split as the digest's reference, steady-state medians, the bound from
 # plan's bytes over --rates, a digest unlike the reference's flagged (exit
-# 1), and umadv_plan's refusal of an unsplit budget shown.
+# 1), and umadv_plan's refusal of an unsplit budget shown (no bound).
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -509,8 +509,9 @@ python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 --budgets 25 --spl
     --gpu-free 2G --out "$tmp/vgg1" >"$tmp/vgg1.table" 2>"$tmp/vgg1.err"
 rc=$?
 [ "$rc" -eq 0 ] && [ "$(vfield vgg1 25% plan refused)" = "budget too small for a step" ] &&
+    [ "$(vfield vgg1 25% plan bound_ms)" = None ] &&
     grep -q 'plan refused: budget too small for a step' "$tmp/vgg1.table"
-ok $? "unsplit below the largest step: umadv_plan's refusal is shown (exit $rc)" ||
+ok $? "unsplit below the largest step: umadv_plan's refusal is shown, no bound (exit $rc)" ||
     diag "$tmp/vgg1.err"
 
 # Failures: no result is exit 1 with the reason, never a table.
