@@ -16,7 +16,8 @@ parts change the gradients' summation order, not the result across
 policies). Per row: ms per iteration in the steady state (the median of
 the iterations after the plan's first, profile-iter + 2 on), x oracle
 (against the unsplit oracle), x bound, faults and bytes each way per
-iteration (the same iterations' mean), umadv's resident and managed
+iteration (the same iterations' mean; every run counts the faults of
+every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
 peaks, and whether the losses and digest equal the reference's.
 
 The physical bound of a budget: max(oracle ms, fetched / H2D rate,
@@ -133,7 +134,10 @@ def vgg_train(args, name, batch, policy, budget, split, iters=None):
     argv = [args.exe, "--batch", str(batch), "--iters", str(iters or args.iters),
             "--profile-iter", str(args.profile_iter), "--image-size", str(args.image_size),
             "--deterministic", "--split", str(split)]
-    env = {"UMADV_POLICY": policy, "UMADV_BUDGET": str(budget) if budget else None}
+    # Count the faults of every iteration (umadv samples them otherwise),
+    # in every run alike, as bench/policies.py does.
+    env = {"UMADV_POLICY": policy, "UMADV_BUDGET": str(budget) if budget else None,
+           "UMADV_FAULT_PERIOD": "1"}
     rc, out, err, _ = run_command(argv, os.path.join(args.out, name + ".log"), env,
                                   args.timeout)
     run = parse_run(out)
@@ -169,7 +173,8 @@ def steady(args, run):
     its = run["iters"][args.profile_iter + 2:]
     if not its:
         return None
-    mean = lambda key: sum(i[key] for i in its) / len(its)
+    def mean(key):
+        return sum(i[key] for i in its) / len(its)
     return (statistics.median(i["ms"] for i in its), mean("fetched"), mean("evicted"),
             mean("faults"))
 

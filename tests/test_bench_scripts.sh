@@ -487,9 +487,9 @@ print(rows[0].get(sys.argv[4]) if rows else "missing")' "$tmp/$dir/vgg.json" "$@
 [ "$(vfield 25% plan budget)" = $((256 << 20)) ] && [ "$(vfield 25% plan split)" = 4 ] &&
     [ "$(vfield 512M plan split)" = 2 ] && [ "$(vfield 12G - skipped)" = "above the GPU's 2.0 GiB free" ] &&
     grep -q -- '--split 1$' "$tmp/vgg/b16-oracle.log" &&
-    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_POLICY=plan .*--split 4$' \
+    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4$' \
         "$tmp/vgg/b16-25-plan.log" &&
-    grep -q -- '^\$ env -u UMADV_BUDGET UMADV_POLICY=oracle .*--split 2$' \
+    grep -q -- '^\$ env -u UMADV_BUDGET UMADV_FAULT_PERIOD=1 UMADV_POLICY=oracle .*--split 2$' \
         "$tmp/vgg/b16-oracle-split2.log"
 ok $? "budgets as sizes and shares; --split auto per budget, its oracle as reference; 12G skipped"
 
