@@ -26,7 +26,13 @@
 # largest batch under a cap found exactly, one process per probe; a run
 # that fails exits 1. benchlib.min_traffic (the bound's fewest bytes) on
 # a trace with dead data, and on a recorded ResNet-50 trace against the
-# real umadv plan (never above its policies, near plan).
+# real umadv plan (never above its policies, near plan). bench/vgg.py
+# over tests/bench/fake_vgg_train.py: an unsplit oracle per batch, budgets
+# as sizes and shares of its managed peak, one above the free memory
+# skipped, vgg_train's own --split auto per budget with an oracle at that
+# split as the digest's reference, steady-state medians, the bound from
+# plan's bytes over --rates, a digest unlike the reference's flagged (exit
+# 1), and umadv_plan's refusal of an unsplit budget shown (no bound).
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -456,6 +462,57 @@ else
     ok 0 "# SKIP $umadv is not built"
     ok 0 "# SKIP $umadv is not built"
 fi
+
+# ---- bench/vgg.py -------------------------------------------------------
+
+fake_vgg=$srcdir/tests/bench/fake_vgg_train.py
+FAKE_DIFFER=demand python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 \
+    --budgets 12G,512M,25 --gpu-free 2G --rates 10,20 --out "$tmp/vgg" \
+    >"$tmp/vgg.table" 2>"$tmp/vgg.err"
+echo $? >"$tmp/vgg.rc"
+[ -s "$tmp/vgg/vgg.json" ] && tail -1 "$tmp/vgg.table" | grep -q '^ *16 25% .* plan '
+ok $? "vgg.py runs over the stand-in: JSON written, the table last" || diag "$tmp/vgg.err"
+
+vfield() { # [DIR] LABEL POLICY KEY: in DIR/vgg.json (default vgg)
+    [ $# -eq 4 ] && { dir=$1; shift; } || dir=vgg
+    python3 -c '
+import json, sys
+rows = [r for b in json.load(open(sys.argv[1]))["batches"] for r in b["rows"]
+        if r["budget_label"] == sys.argv[2] and r.get("policy", "-") == sys.argv[3]]
+print(rows[0].get(sys.argv[4]) if rows else "missing")' "$tmp/$dir/vgg.json" "$@"
+}
+
+# Footprint 1 GiB (batch 16): 25% is 256 MiB; the largest step, 512 MiB
+# whole, takes half the budget in 2 parts at 512M and in 4 at 256M.
+[ "$(vfield 25% plan budget)" = $((256 << 20)) ] && [ "$(vfield 25% plan split)" = 4 ] &&
+    [ "$(vfield 512M plan split)" = 2 ] && [ "$(vfield 12G - skipped)" = "above the GPU's 2.0 GiB free" ] &&
+    grep -q -- '--split 1$' "$tmp/vgg/b16-oracle.log" &&
+    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4$' \
+        "$tmp/vgg/b16-25-plan.log" &&
+    grep -q -- '^\$ env -u UMADV_BUDGET UMADV_FAULT_PERIOD=1 UMADV_POLICY=oracle .*--split 2$' \
+        "$tmp/vgg/b16-oracle-split2.log"
+ok $? "budgets as sizes and shares; --split auto per budget, its oracle as reference; 12G skipped"
+
+# Steady state: iterations 3 on, 125 ms but one 900 (the median ignores
+# it); plan moves 2 GiB in, 1 GiB out: bound max(100, 2 GiB / 10 GB/s,
+# 1 GiB / 20 GB/s) = 214.75 ms.
+[ "$(vfield 25% plan ms_per_iter)" = 125.0 ] && [ "$(vfield 25% plan x_oracle)" = 1.25 ] &&
+    near "$(vfield 25% plan bound_ms)" 214.74 214.76 &&
+    [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ]
+ok $? "steady-state medians, x oracle, and the bound from plan's bytes over --rates"
+
+[ "$(cat "$tmp/vgg.rc")" -eq 1 ] && [ "$(vfield 25% demand digest_equal)" = False ] &&
+    [ "$(vfield 25% plan digest_equal)" = True ] && grep -q ' demand .* DIFFER$' "$tmp/vgg.table"
+ok $? "a digest unlike the same split's oracle is flagged, and the script exits 1"
+
+python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 --budgets 25 --split 1 \
+    --gpu-free 2G --out "$tmp/vgg1" >"$tmp/vgg1.table" 2>"$tmp/vgg1.err"
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(vfield vgg1 25% plan refused)" = "budget too small for a step" ] &&
+    [ "$(vfield vgg1 25% plan bound_ms)" = None ] &&
+    grep -q 'plan refused: budget too small for a step' "$tmp/vgg1.table"
+ok $? "unsplit below the largest step: umadv_plan's refusal is shown, no bound (exit $rc)" ||
+    diag "$tmp/vgg1.err"
 
 # Failures: no result is exit 1 with the reason, never a table.
 sve svf -- --umadv "$fake_umadv" --budgets 50 --exe false

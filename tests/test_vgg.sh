@@ -4,7 +4,11 @@
 # gradients agree with finite differences; the loss falls on a fixed
 # batch; with deterministic algorithms, the final weights are bitwise the
 # same under oracle, demand, prefetch-all and plan at a budget below the
-# footprint, and plan keeps to that budget. Skips the whole file when
+# footprint, and plan keeps to that budget. Split along the batch
+# (--split), each layer in parts: the arithmetic of the largest step and
+# of --split auto (no GPU); the loss falls with a remainder part; at a
+# budget below the unsplit run's largest step, which umadv_plan refuses,
+# the split run trains under every policy, bitwise alike. Skips the whole file when
 # configure found no cuDNN (the example is not built), and the GPU checks
 # when the program finds no GPU (exit 77); the command-line checks need none.
 . "${top_srcdir:-.}/tests/tap.sh"
@@ -80,6 +84,49 @@ weights=$(awk '$1 == "footprint" && $2 == "weights" { print $3 }' "$tmp/fp16.out
 [ "$rc" -eq 0 ] && [ "$weights" = $(( 138357544 * 3 * 4 )) ]
 ok $? "--footprint at 224x224: 138,357,544 parameters, 3 copies ($weights bytes)"
 
+"$prog" --split 0 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--split" "$tmp/usage.err"
+ok $? "--split 0 is a usage error naming the flag (exit $rc)"
+
+"$prog" --batch 8 --split 9 >"$tmp/usage.out" 2>"$tmp/usage.err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--split.*at most --batch (8)" "$tmp/usage.err"
+ok $? "--split beyond --batch is a usage error (exit $rc)"
+
+largest() { # ARGS...: the footprint's largest step, "BYTES NAME"
+    "$prog" --footprint "$@" 2>/dev/null |
+        awk '$1 == "footprint" && $2 == "largest_step" { print $3, $4 }'
+}
+
+# At 224x224, batch 64: conv1_2's backward reads its input, output and
+# output's gradient and writes its input's gradient (64x64x224x224 floats
+# each), with weight, bias and weight gradient; in 4 parts each holds a
+# quarter, and fc6's update (values, gradients, momentum of 25088x4096 +
+# 4096) is the largest step, which no split makes smaller.
+conv=$(( 4 * 64 * 64 * 224 * 224 * 4 + (36864 + 64 + 36864) * 4 ))
+fc6=$(( 3 * (25088 * 4096 + 4096) * 4 ))
+[ "$(largest --batch 64)" = "$conv conv1_2.backward" ] &&
+    [ "$(largest --batch 64 --split 4)" = "$fc6 fc6.update" ]
+ok $? "largest step: conv1_2.backward $conv bytes whole, fc6.update $fc6 in 4 parts"
+
+# --split auto: the fewest parts whose largest step takes half the
+# budget: at 4G, 2 (conv1_2's backward in halves, 1.64 GB); at 2G none
+# does (fc6's update is 1.23 GB), so the fewest that reach fc6's: 3.
+auto() { # BUDGET: the split --split auto chooses at batch 64
+    env ${1:+UMADV_BUDGET=$1} "$prog" --footprint --batch 64 --split auto 2>/dev/null |
+        awk '$1 == "split" { print $2 }'
+}
+[ "$(auto 4G)" = 2 ] && [ "$(auto 2G)" = 3 ] && [ "$(auto "")" = 1 ] &&
+    [ "$(largest --batch 64 --split 3)" = "$fc6 fc6.update" ] &&
+    [ "$(largest --batch 64 --split 2 | cut -d' ' -f2)" = conv1_2.backward ]
+ok $? "--split auto: 2 parts at 4G, 3 at 2G (fc6.update's floor), 1 without a budget"
+
+UMADV_BUDGET=lots "$prog" --footprint --split auto >"$tmp/auto.out" 2>"$tmp/auto.err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -q 'UMADV_BUDGET=lots' "$tmp/auto.err"
+ok $? "--split auto with a UMADV_BUDGET that is no size fails naming it (exit $rc)"
+
 # ---- on the GPU -------------------------------------------------------
 
 train grad -- --image-size 32 --width-scale 8 --batch 2 --check-grad
@@ -87,7 +134,9 @@ rc=$(cat "$tmp/grad.rc")
 if [ "$rc" -eq 77 ]; then
     for what in "gradient check" "loss falls on a fixed batch" "oracle run" \
                 "demand digest" "prefetch-all digest" "plan digest under a budget" \
-                "plan within its budget"; do
+                "plan within its budget" "split: loss falls with a remainder part" \
+                "split oracle run" "unsplit refused by umadv_plan" "split demand digest" \
+                "split prefetch-all digest" "split plan digest" "split plan within budget"; do
         n=$((n + 1))
         echo "ok $n # SKIP no CUDA device: $what"
     done
@@ -137,5 +186,55 @@ ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses a
 peak=$(summary plan resident_peak)
 [ -n "$peak" ] && [ "$peak" -le "$budget" ]
 ok $? "plan's resident peak within the budget ($peak <= $budget)"
+
+# ---- split along the batch --------------------------------------------
+
+# 10 samples in 4 parts: 3, 3, 2 and 2 (two shapes of descriptors).
+train splitfixed -- --image-size 32 --width-scale 8 --batch 10 --iters 8 --fixed-batch --split 4
+rc=$(cat "$tmp/splitfixed.rc")
+[ "$rc" -eq 0 ] && grep -q '^fixed_batch loss .* falls$' "$tmp/splitfixed.out" &&
+    grep -q '^split 4 (parts of 3 and 2 samples)' "$tmp/splitfixed.out"
+ok $? "split 4 with a remainder part: the loss falls: $(losses splitfixed | tr '\n' ' ')" ||
+    { diag "$tmp/splitfixed.out"; diag "$tmp/splitfixed.err"; }
+
+# 128x128, channels / 4, batch 32: conv1_2's backward touches 128 MB
+# whole, 32 MB a part in 4; small sections (64K) keep umadv's step sizes
+# near the declared bytes. The budget lies halfway between the split
+# run's largest step (with its workspace) and the unsplit one's.
+net="--image-size 128 --width-scale 4 --batch 32 --iters 4 --profile-iter 1 --deterministic
+     --workspace-limit 16M"
+sec=UMADV_SECTION_SIZE=64K
+train soracle UMADV_POLICY=oracle $sec -- $net --split 4
+rc=$(cat "$tmp/soracle.rc")
+sdigest=$(field soracle digest)
+split_step=$(field soracle largest_step)
+whole_step=$(largest $net | cut -d' ' -f1)
+budget=$(( (split_step + whole_step) / 2 ))
+[ "$rc" -eq 0 ] && [ -n "$sdigest" ] && [ $((split_step + (4 << 20))) -lt "$budget" ]
+ok $? "split oracle trains; largest step $split_step split, $whole_step whole: budget $budget" ||
+    { diag "$tmp/soracle.out"; diag "$tmp/soracle.err"; }
+losses soracle >"$tmp/soracle.loss"
+
+train whole UMADV_POLICY=plan UMADV_BUDGET=$budget $sec -- $net --iters 2
+grep -q 'umadv_plan: budget too small for a step' "$tmp/whole.err"
+ok $? "unsplit at $budget bytes: umadv_plan refuses it (budget too small for a step)" ||
+    diag "$tmp/whole.err"
+
+same_as_split() { # NAME
+    losses "$1" >"$tmp/$1.loss"
+    [ "$(cat "$tmp/$1.rc")" -eq 0 ] && [ "$(field "$1" digest)" = "$sdigest" ] &&
+        cmp -s "$tmp/soracle.loss" "$tmp/$1.loss"
+}
+
+for policy in demand prefetch-all plan; do
+    train "s$policy" UMADV_POLICY=$policy UMADV_BUDGET=$budget $sec -- $net --split 4
+    same_as_split "s$policy" && ! grep -q 'without a plan' "$tmp/s$policy.err"
+    ok $? "split $policy at $budget bytes: bitwise the split oracle's losses and digest" ||
+        diag "$tmp/s$policy.err"
+done
+
+peak=$(summary splan resident_peak)
+[ -n "$peak" ] && [ "$peak" -le "$budget" ]
+ok $? "split plan's resident peak within the budget ($peak <= $budget)"
 
 tap_done

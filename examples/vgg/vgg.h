@@ -32,7 +32,28 @@ typedef struct vgg_opts {
     uint64_t seed;
     uint64_t workspace_limit; /* bytes an algorithm may ask for */
     int      deterministic, fixed_batch, check_grad, footprint_only;
+    int      split;      /* parts of the batch each layer runs in (1: whole) */
+    int      split_auto; /* --split auto: from UMADV_BUDGET (vgg_split_auto) */
 } vgg_opts_t;
+
+/* Samples [first, first + n) of the batch: one part of a split layer. */
+typedef struct vgg_part {
+    int first, n;
+} vgg_part_t;
+
+/* What a layer's parts of one size share: descriptors of n samples and
+ * the algorithms cuDNN offers for them. The first batch % split parts
+ * hold one sample more than the rest (the shape VGG_SHAPE_BIG). */
+enum { VGG_SHAPE_BIG, VGG_SHAPE_EVEN, VGG_SHAPES };
+
+typedef struct vgg_part_shape {
+    int                             n; /* samples; 0: no part has this size */
+    cudnnTensorDescriptor_t         x_desc, y_desc;
+    cudnnConvolutionFwdAlgo_t       fwd_algo;
+    cudnnConvolutionBwdDataAlgo_t   data_algo;
+    cudnnConvolutionBwdFilterAlgo_t filter_algo;
+    size_t                          workspace; /* the most its three algorithms need */
+} vgg_part_shape_t;
 
 typedef struct vgg_layer {
     vgg_kind_t  kind;
@@ -42,18 +63,20 @@ typedef struct vgg_layer {
     size_t      nw, nb;                 /* weights and biases (elements); 0 for a pool */
     float      *w, *b, *dw, *db, *vw, *vb;
     float      *y;                      /* the output, kept for backward */
-    cudnnTensorDescriptor_t       x_desc, y_desc, b_desc;
+    cudnnTensorDescriptor_t       b_desc;
     cudnnFilterDescriptor_t       w_desc;
     cudnnConvolutionDescriptor_t  conv_desc;
-    cudnnConvolutionFwdAlgo_t     fwd_algo;
-    cudnnConvolutionBwdDataAlgo_t data_algo;
-    cudnnConvolutionBwdFilterAlgo_t filter_algo;
-    size_t      workspace;              /* the most its three algorithms need */
+    vgg_part_shape_t              shape[VGG_SHAPES];
+    size_t      workspace;              /* the most its shapes need */
 } vgg_layer_t;
 
-/* Bytes by what they hold; transient is the peak of activation gradients. */
+/* Bytes by what they hold; transient is the peak of activation gradients;
+ * largest_step what the largest step declares at once (its workspace
+ * left out: cuDNN chooses it on the GPU), named by largest_name. */
 typedef struct vgg_footprint {
     uint64_t weights, activations, input, transient, total; /* total: all but workspace */
+    uint64_t largest_step;
+    char     largest_name[48];
     unsigned blocks;
 } vgg_footprint_t;
 
@@ -91,6 +114,13 @@ void vgg_check_umadv(umadv_status_t status, const char *call, int line);
 /* The layer table from the options (shapes and names; no GPU). */
 void vgg_layout(vgg_t *v);
 void vgg_footprint(const vgg_t *v, vgg_footprint_t *f);
+/* --split auto: the fewest parts whose largest step takes at most half of
+ * @budget (room to move the next part while one computes), or the most
+ * that still make it smaller when none does; 1 without a budget. */
+int vgg_split_auto(vgg_t *v, uint64_t budget);
+/* Part @p of the batch (0 .. split - 1) and the shape of its size. */
+vgg_part_t vgg_part(const vgg_t *v, int p);
+int vgg_part_shape(const vgg_t *v, vgg_part_t part);
 /* Descriptors and the algorithms, chosen once; then every buffer. */
 void vgg_setup(vgg_t *v);
 void vgg_alloc(vgg_t *v);
@@ -98,7 +128,7 @@ void vgg_alloc(vgg_t *v);
 void vgg_init(vgg_t *v);
 void vgg_free(vgg_t *v);
 
-/* One pass, each layer a umadv step: the batch (samples first ..), the
+/* One pass, each layer a umadv step (one a part with --split): the batch (samples first ..), the
  * forward, the loss into *v->loss; with @backward, the gradients too. */
 void vgg_data(vgg_t *v, uint64_t first);
 void vgg_forward_loss(vgg_t *v, int backward);

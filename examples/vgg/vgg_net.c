@@ -4,6 +4,9 @@
  * on a layer's output (its gradient only needs the sign of the output);
  * the gradient of an activation is transient: allocated when backward
  * reaches its layer, freed once the layer below has consumed it.
+ * With --split, each layer holds descriptors and algorithms for each size
+ * of its parts (at most two: the remainder's parts hold one sample less),
+ * and the footprint's largest step is a part's.
  *
  * Reproducibility: cuDNN runs FMA-only algorithms (no TF32), chosen once
  * per layer; with --deterministic only those cuDNN reports deterministic.
@@ -95,6 +98,70 @@ static uint64_t fbytes(size_t n)
     return (uint64_t)n * sizeof(float);
 }
 
+/* ---- parts of the batch ---------------------------------------------- */
+
+vgg_part_t vgg_part(const vgg_t *v, int p)
+{
+    int even = v->opt.batch / v->opt.split, big = v->opt.batch % v->opt.split;
+
+    return (vgg_part_t){p * even + (p < big ? p : big), even + (p < big)};
+}
+
+int vgg_part_shape(const vgg_t *v, vgg_part_t part)
+{
+    return part.n > v->opt.batch / v->opt.split ? VGG_SHAPE_BIG : VGG_SHAPE_EVEN;
+}
+
+/* The size of each shape's parts; 0 where no part has that size. */
+static void part_sizes(const vgg_opts_t *o, int n[VGG_SHAPES])
+{
+    n[VGG_SHAPE_EVEN] = o->batch / o->split;
+    n[VGG_SHAPE_BIG] = o->batch % o->split != 0 ? n[VGG_SHAPE_EVEN] + 1 : 0;
+}
+
+/* ---- footprint (no GPU) ---------------------------------------------- */
+
+static void note_step(vgg_footprint_t *f, uint64_t bytes, const char *name, const char *pass)
+{
+    if (bytes <= f->largest_step)
+        return;
+    f->largest_step = bytes;
+    snprintf(f->largest_name, sizeof(f->largest_name), "%s%s", name, pass);
+}
+
+/* Per sample, and a layer's parameters once: what vgg_steps.c declares
+ * for a part of @n samples, with @workspace bytes of cuDNN's. */
+static void note_layer_steps(vgg_footprint_t *f, const vgg_layer_t *ly, int first, uint64_t n,
+                             uint64_t workspace)
+{
+    uint64_t in = fbytes(elems(ly->in)) / (uint64_t)ly->in.n * n;
+    uint64_t out = fbytes(elems(ly->out)) / (uint64_t)ly->out.n * n;
+    uint64_t params = fbytes(ly->nw + ly->nb);
+
+    note_step(f, in + out + params + workspace, ly->name, ".forward");
+    note_step(f, in + 2u * out + (first ? 0 : in) + params + fbytes(ly->nw) + workspace,
+              ly->name, ".backward");
+    note_step(f, 3u * params, ly->name, ".update");
+}
+
+/* The largest step at the options' split: its parts of the most samples,
+ * with their workspace once vgg_setup() has chosen the algorithms. */
+static void note_steps(const vgg_t *v, vgg_footprint_t *f)
+{
+    const vgg_layer_t *last = &v->layer[VGG_LAYERS - 1];
+    uint64_t batch = (uint64_t)v->opt.batch, logits = fbytes(elems(last->out));
+    int n[VGG_SHAPES], most;
+
+    part_sizes(&v->opt, n);
+    most = n[VGG_SHAPE_BIG] > 0 ? VGG_SHAPE_BIG : VGG_SHAPE_EVEN;
+    f->largest_step = 0;
+    note_step(f, fbytes(elems(v->layer[0].in)) + batch * sizeof(int), "data", "");
+    note_step(f, 2u * logits + batch * sizeof(int) + fbytes(batch), "loss", "");
+    for (int l = 0; l < VGG_LAYERS; l++)
+        note_layer_steps(f, &v->layer[l], l == 0, (uint64_t)n[most],
+                         v->layer[l].shape[most].workspace);
+}
+
 /* What vgg_alloc() asks for, but the workspace (chosen on the GPU). */
 void vgg_footprint(const vgg_t *v, vgg_footprint_t *f)
 {
@@ -114,6 +181,26 @@ void vgg_footprint(const vgg_t *v, vgg_footprint_t *f)
     f->input = fbytes(elems(v->layer[0].in)) + batch * sizeof(int) + fbytes(batch);
     f->blocks += 3u;
     f->total = f->weights + f->activations + f->input + f->transient;
+    note_steps(v, f);
+}
+
+int vgg_split_auto(vgg_t *v, uint64_t budget)
+{
+    vgg_footprint_t f;
+    uint64_t last = UINT64_MAX;
+    int best = 1;
+
+    for (int k = 1; budget > 0 && k <= v->opt.batch; k++) {
+        v->opt.split = k;
+        vgg_footprint(v, &f);
+        if (f.largest_step < last)
+            best = k; /* more parts than this gain nothing */
+        last = f.largest_step;
+        if (f.largest_step <= budget / 2)
+            break;
+    }
+    v->opt.split = best;
+    return best;
 }
 
 /* ---- descriptors and algorithms -------------------------------------- */
@@ -140,20 +227,20 @@ static int algo_usable(const vgg_t *v, cudnnStatus_t status, size_t memory,
            (!v->opt.deterministic || det == CUDNN_DETERMINISTIC);
 }
 
-static void choose_fwd(vgg_t *v, vgg_layer_t *ly)
+static void choose_fwd(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
 
-    DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(v->dnn, ly->x_desc, ly->w_desc,
-                                                     ly->conv_desc, ly->y_desc,
+    DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(v->dnn, sh->x_desc, ly->w_desc,
+                                                     ly->conv_desc, sh->y_desc,
                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
                                                      perf));
     for (int i = 0; i < count; i++) {
         if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
                         perf[i].mathType)) {
-            ly->fwd_algo = perf[i].algo;
-            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            sh->fwd_algo = perf[i].algo;
+            sh->workspace = perf[i].memory > sh->workspace ? perf[i].memory : sh->workspace;
             return;
         }
     }
@@ -162,20 +249,20 @@ static void choose_fwd(vgg_t *v, vgg_layer_t *ly)
             v->opt.workspace_limit);
 }
 
-static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly)
+static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
 
-    DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(v->dnn, ly->w_desc, ly->y_desc,
-                                                          ly->conv_desc, ly->x_desc,
+    DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(v->dnn, ly->w_desc, sh->y_desc,
+                                                          ly->conv_desc, sh->x_desc,
                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                           &count, perf));
     for (int i = 0; i < count; i++) {
         if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
                         perf[i].mathType)) {
-            ly->data_algo = perf[i].algo;
-            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            sh->data_algo = perf[i].algo;
+            sh->workspace = perf[i].memory > sh->workspace ? perf[i].memory : sh->workspace;
             return;
         }
     }
@@ -184,19 +271,19 @@ static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly)
             v->opt.workspace_limit);
 }
 
-static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly)
+static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
 {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int count = 0;
 
     DNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        v->dnn, ly->x_desc, ly->y_desc, ly->conv_desc, ly->w_desc,
+        v->dnn, sh->x_desc, sh->y_desc, ly->conv_desc, ly->w_desc,
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
     for (int i = 0; i < count; i++) {
         if (algo_usable(v, perf[i].status, perf[i].memory, perf[i].determinism,
                         perf[i].mathType)) {
-            ly->filter_algo = perf[i].algo;
-            ly->workspace = perf[i].memory > ly->workspace ? perf[i].memory : ly->workspace;
+            sh->filter_algo = perf[i].algo;
+            sh->workspace = perf[i].memory > sh->workspace ? perf[i].memory : sh->workspace;
             return;
         }
     }
@@ -214,11 +301,36 @@ static void setup_conv(vgg_t *v, vgg_layer_t *ly)
     DNN_CHECK(cudnnSetConvolution2dDescriptor(ly->conv_desc, 1, 1, 1, 1, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DNN_CHECK(cudnnSetConvolutionMathType(ly->conv_desc, CUDNN_FMA_MATH));
-    choose_fwd(v, ly);
-    choose_bwd_data(v, ly);
-    choose_bwd_filter(v, ly);
-    printf("algorithms %s fwd %d bwd_data %d bwd_filter %d workspace %zu\n", ly->name,
-           (int)ly->fwd_algo, (int)ly->data_algo, (int)ly->filter_algo, ly->workspace);
+    for (int k = 0; k < VGG_SHAPES; k++) {
+        vgg_part_shape_t *sh = &ly->shape[k];
+
+        if (sh->n == 0)
+            continue;
+        choose_fwd(v, ly, sh);
+        choose_bwd_data(v, ly, sh);
+        choose_bwd_filter(v, ly, sh);
+        printf("algorithms %s n %d fwd %d bwd_data %d bwd_filter %d workspace %zu\n", ly->name,
+               sh->n, (int)sh->fwd_algo, (int)sh->data_algo, (int)sh->filter_algo,
+               sh->workspace);
+        ly->workspace = sh->workspace > ly->workspace ? sh->workspace : ly->workspace;
+    }
+}
+
+/* Descriptors of each part size (a split layer's parts hold n samples). */
+static void setup_shapes(vgg_t *v, vgg_layer_t *ly)
+{
+    int n[VGG_SHAPES];
+
+    part_sizes(&v->opt, n);
+    for (int k = 0; k < VGG_SHAPES; k++) {
+        vgg_part_shape_t *sh = &ly->shape[k];
+
+        sh->n = n[k];
+        if (n[k] == 0)
+            continue;
+        sh->x_desc = tensor_desc((vgg_shape_t){n[k], ly->in.c, ly->in.h, ly->in.w});
+        sh->y_desc = tensor_desc((vgg_shape_t){n[k], ly->out.c, ly->out.h, ly->out.w});
+    }
 }
 
 /* The gradient check runs the same calls with smooth modes: tanh for
@@ -243,8 +355,7 @@ void vgg_setup(vgg_t *v)
     for (int l = 0; l < VGG_LAYERS; l++) {
         vgg_layer_t *ly = &v->layer[l];
 
-        ly->x_desc = tensor_desc(ly->in);
-        ly->y_desc = tensor_desc(ly->out);
+        setup_shapes(v, ly);
         if (ly->nb > 0)
             ly->b_desc = tensor_desc((vgg_shape_t){1, ly->out.c, 1, 1});
         if (ly->kind == VGG_CONV)
@@ -331,8 +442,12 @@ void vgg_init(vgg_t *v)
 
 static void destroy_descs(vgg_layer_t *ly)
 {
-    DNN_CHECK(cudnnDestroyTensorDescriptor(ly->x_desc));
-    DNN_CHECK(cudnnDestroyTensorDescriptor(ly->y_desc));
+    for (int k = 0; k < VGG_SHAPES; k++) {
+        if (ly->shape[k].n == 0)
+            continue;
+        DNN_CHECK(cudnnDestroyTensorDescriptor(ly->shape[k].x_desc));
+        DNN_CHECK(cudnnDestroyTensorDescriptor(ly->shape[k].y_desc));
+    }
     if (ly->nb > 0)
         DNN_CHECK(cudnnDestroyTensorDescriptor(ly->b_desc));
     if (ly->kind == VGG_CONV) {

@@ -3,6 +3,13 @@
  * backward, and every update, is one step on the training stream with
  * its accesses declared, as examples/mlp_train.c does; cuDNN and cuBLAS
  * queue their work on that stream.
+ *
+ * With --split K, each layer's forward and backward run in K parts along
+ * the batch (tvDNN's sectioning of memory objects, ooc_cuDNN's division
+ * of N): the same cuDNN or cuBLAS call on a part's slices, each part its
+ * own step declaring only its slices, so that a budget below one layer's
+ * whole working set still holds a part, and umadv can move one part's
+ * data while another computes. The data, loss and update steps stay whole.
  */
 #include "vgg.h"
 
@@ -106,137 +113,223 @@ static float *step_loss(vgg_t *v, int backward)
     return dlogits;
 }
 
-/* ---- forward --------------------------------------------------------- */
+/* ---- parts ------------------------------------------------------------ */
 
-static void relu_forward(vgg_t *v, vgg_layer_t *ly)
+/* What one part of a layer's step works on: its samples' slices of the
+ * layer's input, output and their gradients (NCHW: a sample's data is
+ * contiguous, so a part is a sub-tensor), its shape's descriptors. */
+typedef struct part_io {
+    int                     index, n;
+    const vgg_part_shape_t *sh;
+    const float            *x;
+    float                  *y, *dy, *dx;
+    size_t                  x_bytes, y_bytes;
+    float                   beta; /* 0 for the first part; then accumulate */
+} part_io_t;
+
+static size_t sample_elems(vgg_shape_t s)
 {
-    DNN_CHECK(cudnnActivationForward(v->dnn, v->relu, &one, ly->y_desc, ly->y, &zero,
-                                     ly->y_desc, ly->y));
+    return elems(s) / (size_t)s.n;
 }
 
-static void conv_forward(vgg_t *v, vgg_layer_t *ly, const float *x)
+static part_io_t part_io(const vgg_t *v, const vgg_layer_t *ly, int p, const float *x,
+                         float *dy, float *dx)
 {
-    DNN_CHECK(cudnnConvolutionForward(v->dnn, &one, ly->x_desc, x, ly->w_desc, ly->w,
-                                      ly->conv_desc, ly->fwd_algo, v->workspace,
-                                      v->workspace_bytes, &zero, ly->y_desc, ly->y));
-    DNN_CHECK(cudnnAddTensor(v->dnn, &one, ly->b_desc, ly->b, &one, ly->y_desc, ly->y));
-    relu_forward(v, ly);
+    vgg_part_t part = vgg_part(v, p);
+    size_t in = sample_elems(ly->in) * (size_t)part.first;
+    size_t out = sample_elems(ly->out) * (size_t)part.first;
+
+    return (part_io_t){
+        .index = p, .n = part.n, .sh = &ly->shape[vgg_part_shape(v, part)],
+        .x = x + in, .y = ly->y + out, .dy = dy != NULL ? dy + out : NULL,
+        .dx = dx != NULL ? dx + in : NULL,
+        .x_bytes = fbytes(sample_elems(ly->in) * (size_t)part.n),
+        .y_bytes = fbytes(sample_elems(ly->out) * (size_t)part.n),
+        .beta = p == 0 ? 0.0f : 1.0f};
+}
+
+/* "conv1_1.forward", or "conv1_1.forward.part2" when the layer is split. */
+static void part_begin(vgg_t *v, const vgg_layer_t *ly, const char *pass, int p)
+{
+    char step[64];
+
+    if (v->opt.split == 1)
+        snprintf(step, sizeof(step), "%s%s", ly->name, pass);
+    else
+        snprintf(step, sizeof(step), "%s%s.part%d", ly->name, pass, p);
+    UMADV_CHECK(umadv_step_begin(v->ctx, step, v->stream));
+}
+
+static void uses_workspace(vgg_t *v, const vgg_layer_t *ly, const part_io_t *io)
+{
+    if (ly->kind == VGG_CONV && io->sh->workspace > 0)
+        uses(v, v->workspace, io->sh->workspace, UMADV_ACCESS_RW);
+}
+
+/* ---- forward --------------------------------------------------------- */
+
+static void relu_forward(vgg_t *v, const part_io_t *io)
+{
+    DNN_CHECK(cudnnActivationForward(v->dnn, v->relu, &one, io->sh->y_desc, io->y, &zero,
+                                     io->sh->y_desc, io->y));
+}
+
+static void conv_forward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
+{
+    DNN_CHECK(cudnnConvolutionForward(v->dnn, &one, io->sh->x_desc, io->x, ly->w_desc, ly->w,
+                                      ly->conv_desc, io->sh->fwd_algo, v->workspace,
+                                      io->sh->workspace, &zero, io->sh->y_desc, io->y));
+    DNN_CHECK(cudnnAddTensor(v->dnn, &one, ly->b_desc, ly->b, &one, io->sh->y_desc, io->y));
+    relu_forward(v, io);
 }
 
 /* y (out x n) = W (out x in) x (in x n), column-major as cuBLAS reads it. */
-static void fc_forward(vgg_t *v, vgg_layer_t *ly, const float *x)
+static void fc_forward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
 {
     int out = ly->out.c, in = fc_in(ly);
 
-    BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_N, out, ly->in.n, in, &one, ly->w,
-                           out, x, in, &zero, ly->y, out));
-    DNN_CHECK(cudnnAddTensor(v->dnn, &one, ly->b_desc, ly->b, &one, ly->y_desc, ly->y));
+    BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_N, out, io->n, in, &one, ly->w,
+                           out, io->x, in, &zero, io->y, out));
+    DNN_CHECK(cudnnAddTensor(v->dnn, &one, ly->b_desc, ly->b, &one, io->sh->y_desc, io->y));
     if (ly->relu)
-        relu_forward(v, ly);
+        relu_forward(v, io);
 }
 
-static void step_forward(vgg_t *v, int l)
+static void part_forward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
 {
-    vgg_layer_t *ly = &v->layer[l];
-    const float *x = layer_input(v, l);
-
-    step_begin(v, ly->name, ".forward");
-    uses(v, x, fbytes(elems(ly->in)), UMADV_ACCESS_READ);
-    uses(v, ly->y, fbytes(elems(ly->out)), UMADV_ACCESS_WRITE);
+    part_begin(v, ly, ".forward", io->index);
+    uses(v, io->x, io->x_bytes, UMADV_ACCESS_READ);
+    uses(v, io->y, io->y_bytes, UMADV_ACCESS_WRITE);
     if (ly->nw > 0) {
         uses(v, ly->w, fbytes(ly->nw), UMADV_ACCESS_READ);
         uses(v, ly->b, fbytes(ly->nb), UMADV_ACCESS_READ);
     }
-    if (ly->kind == VGG_CONV && v->workspace != NULL)
-        uses(v, v->workspace, v->workspace_bytes, UMADV_ACCESS_RW);
+    uses_workspace(v, ly, io);
     if (ly->kind == VGG_CONV)
-        conv_forward(v, ly, x);
+        conv_forward(v, ly, io);
     else if (ly->kind == VGG_FC)
-        fc_forward(v, ly, x);
+        fc_forward(v, ly, io);
     else
-        DNN_CHECK(cudnnPoolingForward(v->dnn, v->pool, &one, ly->x_desc, x, &zero, ly->y_desc,
-                                      ly->y));
+        DNN_CHECK(cudnnPoolingForward(v->dnn, v->pool, &one, io->sh->x_desc, io->x, &zero,
+                                      io->sh->y_desc, io->y));
     step_end(v);
+}
+
+static void step_forward(vgg_t *v, int l)
+{
+    for (int p = 0; p < v->opt.split; p++) {
+        part_io_t io = part_io(v, &v->layer[l], p, layer_input(v, l), NULL, NULL);
+
+        part_forward(v, &v->layer[l], &io);
+    }
 }
 
 /* ---- backward -------------------------------------------------------- */
 
 /* In place on @dy: the ReLU's gradient needs only the sign of its output
  * (in place, the output is also what cuDNN reads as the input). */
-static void relu_backward(vgg_t *v, vgg_layer_t *ly, float *dy)
+static void relu_backward(vgg_t *v, const part_io_t *io)
 {
-    DNN_CHECK(cudnnActivationBackward(v->dnn, v->relu, &one, ly->y_desc, ly->y, ly->y_desc, dy,
-                                      ly->y_desc, ly->y, &zero, ly->y_desc, dy));
+    const vgg_part_shape_t *sh = io->sh;
+
+    DNN_CHECK(cudnnActivationBackward(v->dnn, v->relu, &one, sh->y_desc, io->y, sh->y_desc,
+                                      io->dy, sh->y_desc, io->y, &zero, sh->y_desc, io->dy));
 }
 
-static void conv_backward(vgg_t *v, vgg_layer_t *ly, const float *x, float *dy, float *dx)
+/* The weights' and bias's gradients sum over the parts (beta 1 after the
+ * first): a split changes the order of that sum, not the sum's terms. */
+static void conv_backward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
 {
-    relu_backward(v, ly, dy);
-    DNN_CHECK(cudnnConvolutionBackwardBias(v->dnn, &one, ly->y_desc, dy, &zero, ly->b_desc,
-                                           ly->db));
-    DNN_CHECK(cudnnConvolutionBackwardFilter(v->dnn, &one, ly->x_desc, x, ly->y_desc, dy,
-                                             ly->conv_desc, ly->filter_algo, v->workspace,
-                                             v->workspace_bytes, &zero, ly->w_desc, ly->dw));
-    if (dx != NULL)
-        DNN_CHECK(cudnnConvolutionBackwardData(v->dnn, &one, ly->w_desc, ly->w, ly->y_desc, dy,
-                                               ly->conv_desc, ly->data_algo, v->workspace,
-                                               v->workspace_bytes, &zero, ly->x_desc, dx));
+    const vgg_part_shape_t *sh = io->sh;
+
+    relu_backward(v, io);
+    DNN_CHECK(cudnnConvolutionBackwardBias(v->dnn, &one, sh->y_desc, io->dy, &io->beta,
+                                           ly->b_desc, ly->db));
+    DNN_CHECK(cudnnConvolutionBackwardFilter(v->dnn, &one, sh->x_desc, io->x, sh->y_desc,
+                                             io->dy, ly->conv_desc, sh->filter_algo,
+                                             v->workspace, sh->workspace, &io->beta,
+                                             ly->w_desc, ly->dw));
+    if (io->dx != NULL)
+        DNN_CHECK(cudnnConvolutionBackwardData(v->dnn, &one, ly->w_desc, ly->w, sh->y_desc,
+                                               io->dy, ly->conv_desc, sh->data_algo,
+                                               v->workspace, sh->workspace, &zero, sh->x_desc,
+                                               io->dx));
 }
 
 /* dW = dy x^T, db = the sum of dy over the batch, dx = W^T dy. */
-static void fc_backward(vgg_t *v, vgg_layer_t *ly, const float *x, float *dy, float *dx)
+static void fc_backward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
 {
-    int out = ly->out.c, in = fc_in(ly), n = ly->in.n;
+    int out = ly->out.c, in = fc_in(ly);
 
     if (ly->relu)
-        relu_backward(v, ly, dy);
-    BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_T, out, in, n, &one, dy, out, x, in,
-                           &zero, ly->dw, out));
-    DNN_CHECK(cudnnConvolutionBackwardBias(v->dnn, &one, ly->y_desc, dy, &zero, ly->b_desc,
-                                           ly->db));
-    if (dx != NULL)
-        BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_T, CUBLAS_OP_N, in, n, out, &one, ly->w, out,
-                               dy, out, &zero, dx, in));
+        relu_backward(v, io);
+    BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_T, out, in, io->n, &one, io->dy, out,
+                           io->x, in, &io->beta, ly->dw, out));
+    DNN_CHECK(cudnnConvolutionBackwardBias(v->dnn, &one, io->sh->y_desc, io->dy, &io->beta,
+                                           ly->b_desc, ly->db));
+    if (io->dx != NULL)
+        BLAS_CHECK(cublasSgemm(v->blas, CUBLAS_OP_T, CUBLAS_OP_N, in, io->n, out, &one, ly->w,
+                               out, io->dy, out, &zero, io->dx, in));
 }
 
-static void backward_uses(vgg_t *v, vgg_layer_t *ly, const float *x, float *dy, float *dx)
+static void pool_backward(vgg_t *v, const part_io_t *io)
 {
-    uses(v, x, fbytes(elems(ly->in)), UMADV_ACCESS_READ);
-    uses(v, ly->y, fbytes(elems(ly->out)), UMADV_ACCESS_READ);
-    uses(v, dy, fbytes(elems(ly->out)), ly->relu ? UMADV_ACCESS_RW : UMADV_ACCESS_READ);
-    if (dx != NULL)
-        uses(v, dx, fbytes(elems(ly->in)), UMADV_ACCESS_WRITE);
+    const vgg_part_shape_t *sh = io->sh;
+
+    DNN_CHECK(cudnnPoolingBackward(v->dnn, v->pool, &one, sh->y_desc, io->y, sh->y_desc, io->dy,
+                                   sh->x_desc, io->x, &zero, sh->x_desc, io->dx));
+}
+
+static void backward_uses(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
+{
+    /* The first part overwrites the gradients, the others add to them. */
+    umadv_access_mode_t sum = io->index == 0 ? UMADV_ACCESS_WRITE : UMADV_ACCESS_RW;
+
+    uses(v, io->x, io->x_bytes, UMADV_ACCESS_READ);
+    uses(v, io->y, io->y_bytes, UMADV_ACCESS_READ);
+    uses(v, io->dy, io->y_bytes, ly->relu ? UMADV_ACCESS_RW : UMADV_ACCESS_READ);
+    if (io->dx != NULL)
+        uses(v, io->dx, io->x_bytes, UMADV_ACCESS_WRITE);
     if (ly->nw > 0) {
         uses(v, ly->w, fbytes(ly->nw), UMADV_ACCESS_READ);
-        uses(v, ly->dw, fbytes(ly->nw), UMADV_ACCESS_WRITE);
-        uses(v, ly->db, fbytes(ly->nb), UMADV_ACCESS_WRITE);
+        uses(v, ly->dw, fbytes(ly->nw), sum);
+        uses(v, ly->db, fbytes(ly->nb), sum);
     }
-    if (ly->kind == VGG_CONV && v->workspace != NULL)
-        uses(v, v->workspace, v->workspace_bytes, UMADV_ACCESS_RW);
+    uses_workspace(v, ly, io);
+}
+
+static void part_backward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
+{
+    backward_uses(v, ly, io);
+    if (ly->kind == VGG_CONV)
+        conv_backward(v, ly, io);
+    else if (ly->kind == VGG_FC)
+        fc_backward(v, ly, io);
+    else
+        pool_backward(v, io);
 }
 
 /* Gradients of layer l from @dy, its output's gradient; returns its
- * input's gradient (NULL for the first layer) and frees @dy. */
+ * input's gradient (NULL for the first layer), allocated in the first
+ * part's step, and frees @dy in the last part's. */
 static float *step_backward(vgg_t *v, int l, float *dy)
 {
     vgg_layer_t *ly = &v->layer[l];
-    const float *x = layer_input(v, l);
     float *dx = NULL;
 
-    step_begin(v, ly->name, ".backward");
-    if (l > 0)
-        dx = alloc_grad(v, ly->in, v->layer[l - 1].name);
-    backward_uses(v, ly, x, dy, dx);
-    if (ly->kind == VGG_CONV)
-        conv_backward(v, ly, x, dy, dx);
-    else if (ly->kind == VGG_FC)
-        fc_backward(v, ly, x, dy, dx);
-    else
-        DNN_CHECK(cudnnPoolingBackward(v->dnn, v->pool, &one, ly->y_desc, ly->y, ly->y_desc, dy,
-                                       ly->x_desc, x, &zero, ly->x_desc, dx));
-    /* Stream order keeps the block alive for the work queued above. */
-    UMADV_CHECK(umadv_free(v->ctx, dy));
-    step_end(v);
+    for (int p = 0; p < v->opt.split; p++) {
+        part_io_t io;
+
+        part_begin(v, ly, ".backward", p);
+        if (l > 0 && p == 0)
+            dx = alloc_grad(v, ly->in, v->layer[l - 1].name);
+        io = part_io(v, ly, p, layer_input(v, l), dy, dx);
+        part_backward(v, ly, &io);
+        /* Stream order keeps the block alive for the work queued above. */
+        if (p == v->opt.split - 1)
+            UMADV_CHECK(umadv_free(v->ctx, dy));
+        step_end(v);
+    }
     return dx;
 }
 

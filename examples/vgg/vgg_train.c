@@ -7,6 +7,8 @@
  * umadv_iteration_begin(); iteration --profile-iter is profiled and the
  * plan built after it. Policy and budget come from umadv's environment
  * (UMADV_POLICY, UMADV_BUDGET), as for examples/mlp_train.c.
+ * --split K runs each layer in K parts along the batch (vgg_steps.c), so
+ * that a budget below one layer's working set still trains.
  *
  * The data: synthetic images made on the GPU from --seed (a label uniform
  * over the classes, each pixel noise plus the label's prototype), batch
@@ -99,6 +101,9 @@ static void usage(FILE *out)
         "  --seed N             seed of the data and the initial weights (default 1)\n"
         "  --workspace-limit SIZE  most cuDNN workspace an algorithm may use (default 512M)\n"
         "  --deterministic      only convolution algorithms cuDNN reports deterministic\n"
+        "  --split K|auto       run each layer's forward and backward in K parts along\n"
+        "                       the batch, each part a umadv step (default 1); auto: the\n"
+        "                       fewest parts whose largest step takes half of UMADV_BUDGET\n"
         "  --fixed-batch        train on the first batch every iteration; fail unless\n"
         "                       the loss falls\n"
         "  --check-grad         compare analytic gradients with central finite differences\n"
@@ -109,7 +114,7 @@ static void usage(FILE *out)
         "  --help               show this help and exit\n\n"
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
         "prefetch-all, plan), UMADV_BUDGET (e.g. 8G); see umadv(7).\n"
-        "Prints 'iter N loss X ms Y' per iteration, the digest of the final weights\n"
+        "Prints 'iter N loss X ms Y fetched B evicted B faults N' per iteration, the digest of the final weights\n"
         "and a summary of umadv's counters.\n"
         "Exit status: 0 done, 1 failed (a check included), 2 usage error, 77 no CUDA device.\n");
 }
@@ -163,7 +168,7 @@ static uint64_t parse_size(const char *flag, const char *text)
 
 enum { OPT_BATCH = 256, OPT_ITERS, OPT_IMAGE, OPT_WIDTH, OPT_CLASSES, OPT_PROFILE, OPT_LR,
        OPT_MOMENTUM, OPT_SEED, OPT_WORKSPACE, OPT_DETERMINISTIC, OPT_FIXED, OPT_CHECK_GRAD,
-       OPT_FOOTPRINT, OPT_HELP };
+       OPT_FOOTPRINT, OPT_SPLIT, OPT_HELP };
 
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -180,6 +185,7 @@ static const struct option long_opts[] = {
     {"fixed-batch", no_argument, NULL, OPT_FIXED},
     {"check-grad", no_argument, NULL, OPT_CHECK_GRAD},
     {"footprint", no_argument, NULL, OPT_FOOTPRINT},
+    {"split", required_argument, NULL, OPT_SPLIT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}
 };
@@ -197,6 +203,7 @@ static void opts_default(vgg_opts_t *o)
     o->momentum        = 0.9;
     o->seed            = 1;
     o->workspace_limit = UINT64_C(512) << 20;
+    o->split           = 1;
 }
 
 static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
@@ -216,6 +223,10 @@ static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_FIXED:         o->fixed_batch = 1; break;
     case OPT_CHECK_GRAD:    o->check_grad = 1; break;
     case OPT_FOOTPRINT:     o->footprint_only = 1; break;
+    case OPT_SPLIT:
+        o->split_auto = strcmp(arg, "auto") == 0;
+        o->split = o->split_auto ? 1 : (int)parse_int(flag, arg, 1, 1 << 16);
+        break;
     }
 }
 
@@ -224,6 +235,9 @@ static void opts_check(vgg_opts_t *o)
     if (o->image % 32 != 0)
         usage_error("invalid value '%d' for --image-size: a multiple of 32 (five 2x2 pools)",
                     o->image);
+    if (o->split > o->batch)
+        usage_error("invalid value '%d' for --split: at most --batch (%d) parts", o->split,
+                    o->batch);
     if (o->profile_iter >= o->iters)
         usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
                     o->profile_iter, o->iters);
@@ -252,6 +266,20 @@ static void opts_parse(int argc, char **argv, vgg_opts_t *o)
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
     opts_check(o);
+}
+
+/* --split auto: from UMADV_BUDGET, read as umadv reads it (a bad value
+ * is an error naming the variable); no budget, no split. */
+static void split_choose(vgg_t *v)
+{
+    const char *text = getenv("UMADV_BUDGET");
+    uint64_t budget = 0;
+
+    if (!v->opt.split_auto)
+        return;
+    if (text != NULL && *text != '\0' && umadv_size_parse(text, &budget) != UMADV_OK)
+        vgg_die("UMADV_BUDGET=%s: not a size (--split auto reads it)", text);
+    vgg_split_auto(v, budget);
 }
 
 /* ---- device, memory and context ------------------------------------- */
@@ -342,6 +370,8 @@ static void print_header(const vgg_t *v)
            o->width_scale, v->layer[0].out.c, fc6->out.c, o->classes, o->batch, o->lr,
            o->momentum, o->seed, o->deterministic ? ", deterministic" : "",
            o->fixed_batch ? ", fixed batch" : "");
+    printf("split %d (parts of %d and %d samples)%s\n", o->split, vgg_part(v, 0).n,
+           vgg_part(v, o->split - 1).n, o->split_auto ? ", chosen from UMADV_BUDGET" : "");
 }
 
 static void footprint_print(const vgg_footprint_t *f)
@@ -353,6 +383,8 @@ static void footprint_print(const vgg_footprint_t *f)
     printf("footprint transient %" PRIu64 " (activation gradients at their peak)\n",
            f->transient);
     printf("footprint total %" PRIu64 " (without the cuDNN workspace)\n", f->total);
+    printf("footprint largest_step %" PRIu64 " %s (without the cuDNN workspace)\n",
+           f->largest_step, f->largest_name);
 }
 
 /* The counters since the context began: what umadv moved, and its peaks. */
@@ -401,19 +433,40 @@ static double iteration(vgg_t *v, int it)
     return *v->loss;
 }
 
+static umadv_stats_t stats_now(const vgg_t *v)
+{
+    umadv_stats_t st = {.size = sizeof(st)};
+
+    UMADV_CHECK(umadv_get_stats(v->ctx, &st));
+    return st;
+}
+
+/* One iteration's line: its loss, time, and what umadv moved during it
+ * (bench/vgg.py reads the steady state from these). */
+static void print_iteration(int it, double loss, double ms, const umadv_stats_t *before,
+                            const umadv_stats_t *after)
+{
+    printf("iter %d loss %.9f ms %.3f fetched %" PRIu64 " evicted %" PRIu64 " faults %" PRIu64
+           "\n", it, loss, ms, after->fetched_bytes - before->fetched_bytes,
+           after->evicted_bytes - before->evicted_bytes, after->gpu_faults - before->gpu_faults);
+}
+
 /* Returns 0, or 1 when --fixed-batch's loss did not fall. */
 static int train(vgg_t *v)
 {
     double first_loss = 0.0, loss = 0.0;
 
     for (int it = 0; it < v->opt.iters; it++) {
+        umadv_stats_t before, after;
         double start;
 
         if (it == v->opt.profile_iter)
             UMADV_CHECK(umadv_profile_next_iteration(v->ctx));
+        before = stats_now(v);
         start = now_ms();
         loss = iteration(v, it);
-        printf("iter %d loss %.9f ms %.3f\n", it, loss, now_ms() - start);
+        after = stats_now(v);
+        print_iteration(it, loss, now_ms() - start, &before, &after);
         fflush(stdout);
         if (!isfinite(loss))
             vgg_die("iteration %d: the loss is %g", it, loss);
@@ -437,6 +490,7 @@ int main(int argc, char **argv)
 
     opts_parse(argc, argv, &v.opt);
     vgg_layout(&v);
+    split_choose(&v);
     vgg_footprint(&v, &fp);
     print_header(&v);
     footprint_print(&fp);
@@ -446,6 +500,9 @@ int main(int argc, char **argv)
     vgg_setup(&v);
     printf("footprint workspace %zu (cuDNN, the most one layer's algorithms need)\n",
            v.workspace_bytes);
+    vgg_footprint(&v, &fp);
+    printf("largest_step %" PRIu64 " %s (with its cuDNN workspace)\n", fp.largest_step,
+           fp.largest_name);
     fflush(stdout);
     context_open(&v, memory_check(fp.total + v.workspace_bytes));
     vgg_alloc(&v);

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""examples/vgg/vgg_train (VGG-16 in C on cuDNN and cuBLAS, every buffer from
+umadv) under every umadv policy, batch size and budget, side by side.
+
+For the GPU machine. Per batch size, an oracle run without a budget first:
+its managed peak is the footprint the percentage budgets are shares of,
+and its time the reference. Budgets: 12G and 16G stand for the papers'
+Titan X and P100, and 25, 50 and 75% of that managed peak; a budget above
+the GPU's free memory (nvidia-smi, or --gpu-free) is skipped. Each
+budget runs demand,
+prefetch-all and plan, one process each, with --deterministic and
+--split (default auto: the fewest parts whose largest step takes half the
+budget, vgg_train's own choice); when that split is not 1, an oracle run
+at the same split is the reference the digest is compared with (the
+parts change the gradients' summation order, not the result across
+policies). Per row: ms per iteration in the steady state (the median of
+the iterations after the plan's first, profile-iter + 2 on), x oracle
+(against the unsplit oracle), x bound, faults and bytes each way per
+iteration (the same iterations' mean; every run counts the faults of
+every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
+peaks, and whether the losses and digest equal the reference's.
+
+The physical bound of a budget: max(oracle ms, fetched / H2D rate,
+evicted / D2H rate), with the bytes per iteration plan moved at that
+budget (the fewest a schedule there moved; the same for every row of the
+budget) and the rates of --rates (GB/s; default 47,45, the link probe's
+staged restore and evict rates measured on the H100). It bounds what a
+schedule moving plan's bytes could reach, not the fewest bytes the budget
+forces (bench/peers.py computes those from a trace).
+
+  bench/vgg.py [--exe PATH] [--batches 128,256] [--budgets 12G,16G,25,50,75]
+               [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
+               [--image-size N] [--out DIR]
+
+Writes DIR/vgg.json and one log per run; prints the table last. Exits 1
+when a run's losses or digest differ from its reference's.
+
+The papers' figures, for bench/RESULTS.md beside ours (their hardware and
+their baselines, not measured here):
+- vDNN (Rhu et al., MICRO 2016): VGG-16 at batch 256 trains in the 12 GB
+  of a Titan X with 18% performance loss against an unlimited GPU.
+- ooc_cuDNN (Ito et al., 2019): 10-13% overhead against in-core runs;
+  1.45x faster than plain Unified Memory and 1.42x faster than Unified
+  Memory with prefetching.
+- Layrub (Liu et al., 2018): 24.1% average performance loss.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+from benchlib import run_command
+
+GIB = float(1 << 30)
+POLICIES = ("demand", "prefetch-all", "plan")
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--exe", default="examples/vgg/vgg_train")
+    p.add_argument("--batches", default="128,256")
+    p.add_argument("--budgets", default="12G,16G,25,50,75",
+                   help="sizes (12G) or percentages of the oracle's managed peak (25)")
+    p.add_argument("--iters", type=int, default=8)
+    p.add_argument("--profile-iter", type=int, default=1)
+    p.add_argument("--split", default="auto", help="auto or a number of parts")
+    p.add_argument("--rates", default="47,45", help="H2D,D2H in GB/s")
+    p.add_argument("--gpu-free", help="the GPU's free memory (default: nvidia-smi)")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--timeout", type=int, default=900, help="seconds per run")
+    args = p.parse_args()
+    args.rates_bps = tuple(float(r) * 1e9 for r in args.rates.split(","))
+    if len(args.rates_bps) != 2 or min(args.rates_bps) <= 0:
+        p.error("--rates: two positive rates, H2D,D2H in GB/s")
+    if args.iters < args.profile_iter + 3:
+        p.error("--iters: at least --profile-iter + 3, for a steady state")
+    return args
+
+
+def parse_size(text):
+    """'12G' -> bytes (binary units, as umadv reads sizes)."""
+    m = re.match(r"^(\d+(?:\.\d+)?)([KMGT]?)i?B?$", text.strip(), re.I)
+    if not m:
+        raise ValueError("not a size: %r" % text)
+    return int(float(m.group(1)) * UNITS[m.group(2).upper()])
+
+
+def gpu_free(args):
+    """Bytes free on the GPU: --gpu-free, or nvidia-smi; None if neither."""
+    if args.gpu_free:
+        return parse_size(args.gpu_free)
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.free",
+                              "--format=csv,noheader,nounits", "-i",
+                              os.environ.get("UMADV_DEVICE", "0")],
+                             stdout=subprocess.PIPE, text=True, timeout=30).stdout
+        return int(out.split()[0]) << 20
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        print("bench: no nvidia-smi and no --gpu-free: budgets unchecked against the "
+              "GPU's free memory", file=sys.stderr)
+        return None
+
+
+# ---- one run of vgg_train -------------------------------------------------
+
+def parse_run(text):
+    """vgg_train's standard output -> dict: iterations, digest, summary."""
+    run = {"iters": []}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 6 and words[0] == "iter" and words[2] == "loss":
+            kv = dict(zip(words[2::2], words[3::2]))
+            run["iters"].append({"loss": kv["loss"], "ms": float(kv["ms"]),
+                                 "fetched": int(kv.get("fetched", 0)),
+                                 "evicted": int(kv.get("evicted", 0)),
+                                 "faults": int(kv.get("faults", 0))})
+        elif words[:1] == ["digest"]:
+            run["digest"] = words[1]
+        elif words[:1] == ["split"]:
+            run["split"] = int(words[1])
+        elif words[:1] == ["summary"]:
+            run.update((k, v) for k, v in zip(words[1::2], words[2::2]))
+    return run
+
+
+def vgg_train(args, name, batch, policy, budget, split, iters=None):
+    """Run vgg_train; returns the parsed run, with 'error' when it failed
+    and 'refused' when umadv_plan refused the budget."""
+    argv = [args.exe, "--batch", str(batch), "--iters", str(iters or args.iters),
+            "--profile-iter", str(args.profile_iter), "--image-size", str(args.image_size),
+            "--deterministic", "--split", str(split)]
+    # Count the faults of every iteration (umadv samples them otherwise),
+    # in every run alike, as bench/policies.py does.
+    env = {"UMADV_POLICY": policy, "UMADV_BUDGET": str(budget) if budget else None,
+           "UMADV_FAULT_PERIOD": "1"}
+    rc, out, err, _ = run_command(argv, os.path.join(args.out, name + ".log"), env,
+                                  args.timeout)
+    run = parse_run(out)
+    if rc != 0 or "digest" not in run:
+        lines = err.strip().splitlines() or ["no output"]
+        run["error"] = "exit %s: %s" % (rc, lines[-1])
+    m = re.search(r"umadv_plan: (.*): training goes on without a plan", err)
+    if m:
+        run["refused"] = m.group(1)
+    return run
+
+
+def split_for(args, batch, budget):
+    """The split vgg_train takes at @budget (--footprint: no GPU)."""
+    if args.split != "auto":
+        return int(args.split)
+    argv = [args.exe, "--footprint", "--batch", str(batch), "--image-size",
+            str(args.image_size), "--split", "auto"]
+    env = dict(os.environ, UMADV_BUDGET=str(budget))
+    out = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True,
+                         timeout=args.timeout).stdout
+    m = re.search(r"^split (\d+)", out, re.M)
+    if not m:
+        sys.exit("bench: %s --footprint printed no split" % args.exe)
+    return int(m.group(1))
+
+
+# ---- rows -----------------------------------------------------------------
+
+def steady(args, run):
+    """The iterations after the plan's first: (median ms, mean fetched,
+    mean evicted, mean faults)."""
+    its = run["iters"][args.profile_iter + 2:]
+    if not its:
+        return None
+    def mean(key):
+        return sum(i[key] for i in its) / len(its)
+    return (statistics.median(i["ms"] for i in its), mean("fetched"), mean("evicted"),
+            mean("faults"))
+
+
+def bound_ms(oracle_ms, fetched, evicted, rates):
+    return max(oracle_ms, fetched / rates[0] * 1e3, evicted / rates[1] * 1e3)
+
+
+def row(args, ctx, policy, run, reference, bound):
+    """One table row; @ctx: batch, budget label and bytes, split."""
+    r = dict(ctx, policy=policy)
+    if "error" in run:
+        return dict(r, error=run["error"])
+    ms, fetched, evicted, faults = steady(args, run)
+    same = (run["digest"] == reference.get("digest") and
+            [i["loss"] for i in run["iters"]] == [i["loss"] for i in reference["iters"]])
+    return dict(r, ms_per_iter=ms, x_oracle=ms / ctx["oracle_ms"],
+                x_bound=ms / bound if bound else None, bound_ms=bound,
+                faults_per_iter=faults, fetched_per_iter=fetched, evicted_per_iter=evicted,
+                resident_peak=int(run.get("resident_peak", 0)),
+                managed_peak=int(run.get("managed_peak", 0)),
+                digest=run["digest"], digest_equal=same, refused=run.get("refused"))
+
+
+def budget_list(args, footprint, free):
+    """[(label, bytes, why skipped or None)] for the batch's footprint."""
+    out = []
+    for text in args.budgets.split(","):
+        text = text.strip()
+        if re.match(r"^\d+(\.\d+)?%?$", text):
+            label, size = text.rstrip("%") + "%", int(footprint * float(text.rstrip("%")) / 100)
+        else:
+            label, size = text, parse_size(text)
+        size = size >> 20 << 20
+        why = None
+        if free is not None and size > free:
+            why = "above the GPU's %.1f GiB free" % (free / GIB)
+        out.append((label, size, why))
+    return out
+
+
+def run_budget(args, batch, label, budget, oracle, references):
+    """The rows of one budget: a reference oracle at its split, if new,
+    then every policy."""
+    split = split_for(args, batch, budget)
+    tag = "b%d-%s" % (batch, label.rstrip("%"))
+    if split not in references:
+        references[split] = vgg_train(args, "b%d-oracle-split%d" % (batch, split), batch,
+                                      "oracle", None, split)
+    reference = references[split]
+    runs = {p: vgg_train(args, "%s-%s" % (tag, p), batch, p, budget, split) for p in POLICIES}
+    oracle_ms = steady(args, oracle)[0]
+    plan = runs["plan"]
+    bound = None
+    if "error" not in plan and "refused" not in plan:  # a refused plan's bytes are no plan's
+        _, fetched, evicted, _ = steady(args, plan)
+        bound = bound_ms(oracle_ms, fetched, evicted, args.rates_bps)
+    ctx = {"batch": batch, "budget_label": label, "budget": budget, "split": split,
+           "oracle_ms": oracle_ms}
+    rows = []
+    if split != 1:
+        rows.append(row(args, ctx, "oracle", reference, reference, None))
+    return rows + [row(args, ctx, p, runs[p], reference, bound) for p in POLICIES]
+
+
+def run_batch(args, batch, free):
+    oracle = vgg_train(args, "b%d-oracle" % batch, batch, "oracle", None, 1)
+    if "error" in oracle:
+        sys.exit("bench: the oracle run at batch %d failed (%s); see b%d-oracle.log"
+                 % (batch, oracle["error"], batch))
+    footprint = int(oracle["managed_peak"])
+    oracle_ms = steady(args, oracle)[0]
+    ctx = {"batch": batch, "budget_label": "none", "budget": 0, "split": 1,
+           "oracle_ms": oracle_ms}
+    rows, references = [row(args, ctx, "oracle", oracle, oracle, None)], {1: oracle}
+    for label, budget, why in budget_list(args, footprint, free):
+        if why:
+            rows.append({"batch": batch, "budget_label": label, "budget": budget,
+                         "skipped": why})
+            continue
+        rows += run_budget(args, batch, label, budget, oracle, references)
+    return {"batch": batch, "footprint": footprint, "rows": rows}
+
+
+# ---- output ---------------------------------------------------------------
+
+HEAD = ("batch", "budget", "split", "policy", "ms/iter", "x oracle", "x bound", "faults/it",
+        "H2D GiB/it", "D2H GiB/it", "resident pk", "managed pk", "digest")
+
+
+def print_row(r):
+    budget = r["budget_label"] if not r["budget"] else "%s %.1fG" % (
+        r["budget_label"], r["budget"] / GIB)
+    if "skipped" in r:
+        print("%5d %-12s skipped: %s" % (r["batch"], budget, r["skipped"]))
+        return
+    if "error" in r:
+        print("%5d %-12s %5d %-13s failed: %s" % (r["batch"], budget, r["split"], r["policy"],
+                                                  r["error"]))
+        return
+    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %10.1f %10.2f %10.2f %11.2f %10.2f %6s%s" % (
+        r["batch"], budget, r["split"], r["policy"], r["ms_per_iter"], r["x_oracle"],
+        "-" if r["x_bound"] is None else "%.2f" % r["x_bound"], r["faults_per_iter"],
+        r["fetched_per_iter"] / GIB, r["evicted_per_iter"] / GIB, r["resident_peak"] / GIB,
+        r["managed_peak"] / GIB, "equal" if r["digest_equal"] else "DIFFER",
+        "  (plan refused: %s)" % r["refused"] if r.get("refused") else ""))
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    free = gpu_free(args)
+    batches = [run_batch(args, int(b), free) for b in args.batches.split(",")]
+    result = {"config": {k: v for k, v in vars(args).items()}, "gpu_free": free,
+              "batches": batches}
+    with open(os.path.join(args.out, "vgg.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print("vgg_train VGG-16 %dx%d, %d iterations (steady: from %d), split %s; bound rates "
+          "H2D %.0f GB/s D2H %.0f GB/s; footprints %s" % (
+              args.image_size, args.image_size, args.iters, args.profile_iter + 2, args.split,
+              args.rates_bps[0] / 1e9, args.rates_bps[1] / 1e9,
+              ", ".join("%d: %.2f GiB" % (b["batch"], b["footprint"] / GIB) for b in batches)))
+    print("%5s %-12s %5s %-13s %9s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
+    for b in batches:
+        for r in b["rows"]:
+            print_row(r)
+    if any(r.get("digest_equal") is False for b in batches for r in b["rows"]):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

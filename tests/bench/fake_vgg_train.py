@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""A stand-in for examples/vgg/vgg_train in the test of bench/vgg.py: it
+prints what vgg_train prints, from numbers made up so that the script's
+arithmetic can be checked. The footprint is batch x 64 MiB (the oracle's
+managed peak), the largest step batch x 32 MiB whole, divided by the
+split; --split auto takes the fewest parts whose largest step takes half
+of UMADV_BUDGET. Iterations up to --profile-iter + 1 take 1000 ms, then
+oracle 100, demand 400, prefetch-all 200, plan 125, but for one 900 ms
+iteration of each (the median ignores it). Plan moves 2 GiB in and 1 GiB
+out per iteration; demand faults 1000 times. The digest depends on the
+split alone, unless FAKE_DIFFER names the policy. Unsplit, under plan, a
+budget below the largest step is refused as umadv_plan refuses it."""
+import argparse
+import os
+import sys
+
+MIB = 1 << 20
+MS = {"oracle": 100.0, "demand": 400.0, "prefetch-all": 200.0, "plan": 125.0}
+
+
+def auto_split(batch, budget):
+    if budget == 0:
+        return 1
+    for k in range(1, batch + 1):
+        if batch * 32 * MIB // k <= budget // 2:
+            return k
+    return batch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for flag in ("--batch", "--iters", "--profile-iter", "--image-size"):
+        p.add_argument(flag, type=int, default=1)
+    p.add_argument("--split", default="1")
+    p.add_argument("--deterministic", action="store_true")
+    p.add_argument("--footprint", action="store_true")
+    a = p.parse_args()
+    budget = int(os.environ.get("UMADV_BUDGET", "0"))
+    policy = os.environ.get("UMADV_POLICY", "oracle")
+    split = auto_split(a.batch, budget) if a.split == "auto" else int(a.split)
+    print("split %d (parts of %d and %d samples)" % (split, a.batch // split, a.batch // split))
+    if a.footprint:
+        return
+    step = a.batch * 32 * MIB // split
+    if policy == "plan" and 0 < budget < step:
+        print("vgg_train: umadv_plan: budget too small for a step: training goes on without "
+              "a plan", file=sys.stderr)
+    for it in range(a.iters):
+        ms = 1000.0 if it <= a.profile_iter + 1 else MS[policy]
+        ms = 900.0 if it == a.iters - 2 and it > a.profile_iter + 1 else ms
+        moved = (2 << 30, 1 << 30) if policy == "plan" else (0, 0)
+        print("iter %d loss %.9f ms %.3f fetched %d evicted %d faults %d" % (
+            it, 7.0 / (it + 1), ms, moved[0], moved[1], 1000 if policy == "demand" else 0))
+    differ = os.environ.get("FAKE_DIFFER") == policy
+    print("digest 0x%016x" % (split * 16 + differ))
+    print("summary policy %s budget %s faults 0 fetched_bytes 0 evicted_bytes 0 managed_peak %d "
+          "resident_peak %d" % (policy, budget or "none", a.batch * 64 * MIB,
+                                budget or a.batch * 64 * MIB))
+
+
+if __name__ == "__main__":
+    main()
