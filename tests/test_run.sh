@@ -192,8 +192,22 @@ print("finders left %d" % sum(type(f).__name__ == "_TorchFinder" for f in sys.me
     [ "$(rc_of py)" -eq 0 ] && cmp -s "$tmp/py.want" "$tmp/py.out"
     ok $? "python: the user's sitecustomize runs, torch imports, nothing preloaded" ||
         { diag "$tmp/py.out"; diag "$tmp/py.err"; }
+
+    # A rank of a distributed job whose hook cannot install umadv says which
+    # rank it is (a torch with CUDA whose pluggable allocator fails).
+    mkdir -p "$tmp/pyr/torch"
+    printf '%s
+' 'class _Memory:' '    @staticmethod' \
+        '    def CUDAPluggableAllocator(*args):' '        raise RuntimeError("no allocator")' \
+        'class cuda:' '    memory = _Memory' '    @staticmethod' '    def is_available():' \
+        '        return True' >"$tmp/pyr/torch/__init__.py"
+    RANK=3 LOCAL_RANK=1 PYTHONPATH=$tmp/pyr run pyr -q -- python3 -c 'import torch'
+    [ "$(rc_of pyr)" -eq 0 ] &&
+        grep -q "^umadv\[rank 3\]: cannot put umadv's allocator under PyTorch" "$tmp/pyr.err"
+    ok $? "python: a rank whose hook cannot install umadv names its rank" || diag "$tmp/pyr.err"
 else
     skip "no python3: the start-up hook"
+    skip "no python3: the start-up hook's rank"
 fi
 
 # ---- the summary -------------------------------------------------------
