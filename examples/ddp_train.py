@@ -223,11 +223,11 @@ def main():
     route = "native" if um is None else ("lib" if args.lib else "umadv-run")
     if rank.distributed:
         torch.distributed.init_process_group("nccl")
-    try:
-        times, losses, guard = train(torch, args, rank, um, marks=route == "lib")
-    finally:
-        if rank.distributed:
-            torch.distributed.destroy_process_group()
+    # A failure raises out of here and ends the process without a word to
+    # the group: torchrun then stops the other ranks, wherever they wait.
+    times, losses, guard = train(torch, args, rank, um, marks=route == "lib")
+    if rank.distributed:
+        torch.distributed.destroy_process_group()
     doc = result(args, rank, um, times, losses, guard, route)
     if guard is not None and guard.missed:
         rank.say("%d bucket calls found no umadv block to guard" % guard.missed)
