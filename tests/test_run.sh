@@ -210,6 +210,14 @@ else
     skip "no python3: the start-up hook's rank"
 fi
 
+# A per-rank budget reaches every rank as given; a bad entry is a usage error.
+run rankb -q --budget 8G,4G -- sh -c 'echo "$UMADV_BUDGET"'
+run rankbad -q --budget 8G,4X -- true
+[ "$(rc_of rankb)" -eq 0 ] && [ "$(cat "$tmp/rankb.out")" = 8G,4G ] && [ "$(rc_of rankbad)" -eq 2 ] &&
+    grep -q "invalid value '8G,4X' for '--budget': entry 1 (\"4X\") of the per-rank list" \
+        "$tmp/rankbad.err"
+ok $? "--budget takes a per-rank list, checked entry by entry" || diag "$tmp/rankbad.err"
+
 # ---- the summary -------------------------------------------------------
 
 record='umadv-run-summary 1
