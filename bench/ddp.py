@@ -19,7 +19,7 @@ the whole footprint F(1) as its budget, then two processes at once, each
 with half of it; each one's ms/iteration, and the total throughput of
 the two against the one alone. Losses against a native run alone.
 
-  bench/ddp.py [--lib PATH] [--model gpt2] [--batch 8] [--iters 10]
+  bench/ddp.py [--lib PATH] [--model gpt2] [--batch 8] [--iters 12]
                [--gpus 1,2] [--pct 50] [--share] [--out DIR]
 
 Writes DIR/ddp.json and one log per process group.
@@ -41,7 +41,7 @@ def parse_args():
     p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
     p.add_argument("--model", default="gpt2")
     p.add_argument("--batch", type=int, default=8, help="per rank")
-    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--iters", type=int, default=12)
     p.add_argument("--gpus", default="1,2",
                    help="world sizes; those above the GPUs there are skipped")
     p.add_argument("--pct", type=int, default=50, help="budget, percent of the footprint")
