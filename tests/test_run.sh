@@ -259,6 +259,12 @@ run two -- sh -c 'printf "%s\n" "$record" >>"$UMADV_RUN_SUMMARY"; printf "%s\n" 
 [ "$(grep -c '^umadv run: sh (pid 4242)' "$tmp/two.err")" -eq 2 ]
 ok $? "every process's record is printed"
 
+ranked=$(printf '%s\n' "$record" | sed 's/^pid 4242$/pid 4242\nrank 1/')
+export ranked
+run ranked -- sh -c 'printf "%s\n" "$ranked" >>"$UMADV_RUN_SUMMARY"'
+grep -q '^umadv run: sh (pid 4242, rank 1): policy plan, budget 8.00 GiB$' "$tmp/ranked.err"
+ok $? "a rank's record says which rank it is" || diag "$tmp/ranked.err"
+
 own=$(printf '%s\n' "$record" | sed 's/^iterations 10$/iterations 0\niterations_by program/')
 export own
 run own -- sh -c 'printf "%s\n" "$own" >>"$UMADV_RUN_SUMMARY"'

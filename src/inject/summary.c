@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,12 +77,26 @@ static void put_stats(record_t *r, const umadv_stats_t *s)
     put(r, "plans %llu\n", (unsigned long long)s->plans);
 }
 
+/* A distributed job's process (RANK, else LOCAL_RANK): which rank this
+ * record is, as its log lines say. */
+static void put_rank(record_t *r)
+{
+    const char *rank = getenv("RANK");
+
+    if (rank == NULL || rank[0] == '\0')
+        rank = getenv("LOCAL_RANK");
+    if (rank != NULL && rank[0] != '\0' && strspn(rank, "0123456789") == strlen(rank) &&
+        strlen(rank) <= 9)
+        put(r, "rank %s\n", rank);
+}
+
 static void record_build(record_t *r, const umadv_config_t *config, const umadv_stats_t *s,
                          const umadv_inject_counts_t *c)
 {
     r->len = 0;
     put(r, "umadv-run-summary 1\n");
     put(r, "pid %ld\n", (long)getpid());
+    put_rank(r);
     put(r, "policy %s\n", umadv_policy_name(config->policy));
     put(r, "budget %llu\n", (unsigned long long)config->budget);
     put_iterations(r, c);
