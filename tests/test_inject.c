@@ -254,8 +254,10 @@ int main(void)
        "a host context as the process's");
     test_nvtx();
     setenv("RANK", "2", 1); /* a rank of a distributed job: its record says which */
+    umadv__log_rank_reload();
     test_driver(ctx, summary);
     unsetenv("RANK");
+    umadv__log_rank_reload();
     unlink(summary);
     umadv_context_destroy(umadv__torch_reset(NULL));
     return exit_status();

@@ -24,8 +24,11 @@ static const char *log_enum_name(unsigned value)
     return umadv__log_level_name((umadv_log_level_t)value);
 }
 
-#define FIELD(_member) offsetof(umadv_config_t, _member), \
-                       sizeof(((umadv_config_t *)NULL)->_member)
+#define FIELD_AT(_member) offsetof(umadv_config_t, _member), \
+                          sizeof(((umadv_config_t *)NULL)->_member)
+#define FIELD(_member)        FIELD_AT(_member), 0
+/* a SIZE that may be one per local rank ("8G,4G") */
+#define RANKED_FIELD(_member) FIELD_AT(_member), 1
 
 static const umadv_config_field_t config_fields[] = {
     {"UMADV_BUDGET", UMADV_CONFIG_SIZE, "0",
@@ -33,7 +36,7 @@ static const umadv_config_field_t config_fields[] = {
      "GPU, evicting to the host before it fetches beyond it. 0 means no budget "
      "(the whole GPU). A comma-separated list (8G,4G) gives each rank of a "
      "distributed job its own: the entry LOCAL_RANK indexes, from 0.",
-     0, UINT64_MAX, 0, NULL, 0, FIELD(budget), 1},
+     0, UINT64_MAX, 0, NULL, 0, RANKED_FIELD(budget)},
     {"UMADV_POLICY", UMADV_CONFIG_ENUM, "plan",
      "Placement policy. oracle: no budget, everything resident (the reference); "
      "demand: LRU eviction at step boundaries, kernels fault data in; "

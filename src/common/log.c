@@ -16,6 +16,7 @@ static FILE *log_stream;          /* NULL means stderr */
 static char *log_path;            /* UMADV_LOG_FILE, when log_stream is set */
 static struct stat log_st;        /* what it is: outputs and inputs must differ */
 static const char *log_prefix = "umadv";
+static char job_rank[16];         /* RANK (else LOCAL_RANK) of a distributed job, else "" */
 static char log_rank[32];         /* "[rank N]" in a distributed job's process, else "" */
 static pthread_once_t log_rank_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,10 +110,17 @@ static void rank_load(void)
 
     if (!is_rank(rank))
         rank = getenv("LOCAL_RANK");
-    if (is_rank(rank))
-        snprintf(log_rank, sizeof(log_rank), "[rank %s]", rank);
+    snprintf(job_rank, sizeof(job_rank), "%s", is_rank(rank) ? rank : "");
+    if (job_rank[0] != '\0')
+        snprintf(log_rank, sizeof(log_rank), "[rank %s]", job_rank);
     else
         log_rank[0] = '\0';
+}
+
+const char *umadv__log_job_rank(void)
+{
+    pthread_once(&log_rank_once, rank_load);
+    return job_rank;
 }
 
 void umadv__log_rank_reload(void)

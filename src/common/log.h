@@ -54,6 +54,10 @@ int umadv__log_file(struct stat *st_p, char *path, size_t len);
  * number) the rank follows it: "umadv[rank 1]: error: ...". */
 void umadv__log_set_prefix(const char *prefix);
 
+/* This process's rank in a distributed job, the one the prefix shows
+ * ("" when none): the digits of RANK, else of LOCAL_RANK. */
+const char *umadv__log_job_rank(void);
+
 /* Read RANK and LOCAL_RANK again (they are read once, at the first
  * message); for tests. */
 void umadv__log_rank_reload(void);

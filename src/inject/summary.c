@@ -10,7 +10,6 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -77,16 +76,13 @@ static void put_stats(record_t *r, const umadv_stats_t *s)
     put(r, "plans %llu\n", (unsigned long long)s->plans);
 }
 
-/* A distributed job's process (RANK, else LOCAL_RANK): which rank this
- * record is, as its log lines say. */
+/* A distributed job's process: which rank this record is, as its log
+ * lines say. */
 static void put_rank(record_t *r)
 {
-    const char *rank = getenv("RANK");
+    const char *rank = umadv__log_job_rank();
 
-    if (rank == NULL || rank[0] == '\0')
-        rank = getenv("LOCAL_RANK");
-    if (rank != NULL && rank[0] != '\0' && strspn(rank, "0123456789") == strlen(rank) &&
-        strlen(rank) <= 9)
+    if (rank[0] != '\0')
         put(r, "rank %s\n", rank);
 }
 
