@@ -29,10 +29,10 @@ DDP's gradient buckets are read by NCCL's kernels, on NCCL's stream,
 while backward goes on; umadv's plan does not see those reads (the
 launch parameters do not name the buckets). Under umadv a communication
 hook (DDP's built-in allreduce, in its arithmetic: multiply by 1/world
-size, then sum) first
-marks each bucket's block not stageable (umadv_set_stageable(3) with 0),
-so that umadv never discards a bucket under a collective: an eviction of
-it migrates, which UVM keeps coherent with a concurrent reader.
+size, then sum) first marks each bucket's block not stageable
+(umadv_set_stageable(3) with 0), so that umadv never discards a bucket
+under a collective: an eviction of it migrates, which UVM keeps coherent
+with a concurrent reader.
 --no-bucket-guard leaves buckets stageable (to measure the guard).
 
 Synthetic data (each rank its own batch, from --seed and the rank),
@@ -146,7 +146,7 @@ class BucketGuard:
         else:
             self.missed += 1  # not a block start (a pool route): reported at the end
         dist = self.torch.distributed
-        buf.mul_(1.0 / dist.get_world_size())  # as DDP's own: the same bits
+        buf.mul_(1.0 / dist.get_world_size())  # DDP's own arithmetic, for the same bits
         fut = dist.all_reduce(buf, async_op=True).get_future()
         return fut.then(lambda f: f.value()[0])
 
