@@ -29,6 +29,7 @@ import glob
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -94,8 +95,9 @@ def collect(args, name, procs, log_lines):
         try:
             out, _ = proc.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)  # torchrun's workers too
             out, _ = proc.communicate()
+            out += "\nbench: killed after %d s\n" % args.timeout
         log_lines.append("$ %s\n%s" % (" ".join(cmd), out))
         if proc.returncode != 0:
             failed.append("exit %d:\n%s" % (proc.returncode, out[-3000:]))
@@ -116,7 +118,7 @@ def start(cmd, env):
     for old in glob.glob(json_path.replace("{rank}", "*")):
         os.unlink(old)
     return cmd, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
+                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def torchrun(args, name, n, route, env):
