@@ -33,6 +33,13 @@
 # split as the digest's reference, steady-state medians, the bound from
 # plan's bytes over --rates, a digest unlike the reference's flagged (exit
 # 1), and umadv_plan's refusal of an unsplit budget shown (no bound).
+# bench/ddp.py
+# over tests/bench/fake_ddp_train.py under tests/bench/fake_torchrun.py:
+# the footprint the largest rank's, the budget a per-rank UMADV_BUDGET
+# list, the job's time its slowest rank's, scaling efficiency, --share's
+# two processes at half the budget against one alone, losses unlike
+# native DDP's failing the bench, a world larger than the GPUs skipped,
+# a failing rank failing the bench with its rank named.
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -522,5 +529,77 @@ sve svj FAKE_PLAN_BREAK=json -- --umadv "$fake_umadv" --budgets 50
     [ "$(cat "$tmp/svj.rc")" -eq 1 ] && grep -q 'no umadv-plan JSON' "$tmp/svj.err" &&
     [ ! -s "$tmp/svj.table" ] && [ ! -e "$tmp/svj/sim_vs_exec.json" ]
 ok $? "a run or a simulation that fails exits 1 and says which"
+
+# ---- bench/ddp.py ------------------------------------------------------
+
+# ddp NAME [VAR=VALUE...] -- ARGS: bench/ddp.py over the stand-ins
+ddp() {
+    name=$1
+    shift
+    while [ "$1" != -- ]; do
+        export "${1?}"
+        shift
+    done
+    shift
+    python3 "$srcdir/bench/ddp.py" --script "$srcdir/tests/bench/fake_ddp_train.py" \
+        --launcher "python3 $srcdir/tests/bench/fake_torchrun.py --standalone" --iters 4 \
+        --out "$tmp/$name" "$@" >"$tmp/$name.table" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+    unset FAKE_DIFFER FAKE_FAIL_RANK
+}
+
+# dfield NAME EXPR: a Python expression over NAME/ddp.json (as d)
+dfield() {
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+        "$tmp/$1/ddp.json" "$2"
+}
+
+ddp dd -- --visible 2 --share
+[ "$(cat "$tmp/dd.rc")" -eq 0 ]
+ok $? "ddp.py runs over the stand-ins, 1 and 2 GPUs and --share" || diag "$tmp/dd.err"
+
+# footprints 4 GiB at 1 GPU, 4.5 GiB at 2 (rank 1's): 50% per rank in whole MiB
+grep -q '^# UMADV_BUDGET=2048M UMADV_POLICY=plan' "$tmp/dd/plan-1.log" &&
+    grep -q '^# UMADV_BUDGET=2304M,2304M UMADV_POLICY=plan' "$tmp/dd/plan-2.log" &&
+    grep -q '^# UMADV_BUDGET= UMADV_POLICY=oracle' "$tmp/dd/fp-2.log" &&
+    [ "$(dfield dd 'd["rows"][1]["footprint"]')" = $((9 << 29)) ]
+ok $? "the footprint is the largest rank's; the budget a per-rank UMADV_BUDGET list"
+
+# native 100 -> 125 ms, umadv 150 -> 201 (rank 1's 201 is the job's)
+[ "$(dfield dd 'd["rows"][1]["plan"]["ms_per_iter"]')" = 201.0 ] &&
+    [ "$(dfield dd 'd["rows"][1]["native"]["efficiency"]')" = 0.8 ] &&
+    [ "$(dfield dd 'round(d["rows"][1]["plan"]["efficiency"], 4)')" = 0.7463 ] &&
+    [ "$(dfield dd 'd["rows"][1]["native"]["samples_per_s"]')" = 128.0 ] &&
+    grep -q '^   2 .* 0.80      0.75  losses identical$' "$tmp/dd.table"
+ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GPU"
+
+# alone 150 ms at 4 GiB; two at 2 GiB each, 240 ms each: 66.7 samples/s together
+[ "$(dfield dd 'd["share"]["alone_budget"], d["share"]["shared_budget"]')" = \
+    "($((4 << 30)), $((2 << 30)))" ] &&
+    [ "$(dfield dd 'd["share"]["shared_ms"]')" = "[240.0, 240.0]" ] &&
+    [ "$(dfield dd 'round(d["share"]["shared_samples_per_s"], 2)')" = 66.67 ] &&
+    [ "$(dfield dd 'd["share"]["identical"]')" = True ] &&
+    grep -q '^# UMADV_BUDGET=2048M, 2 process(es) on GPU 0' "$tmp/dd/share-two.log" &&
+    grep -q 'two at once (2.00G each) 240.0 and 240.0 ms, 66.7 samples/s together' \
+        "$tmp/dd.table"
+ok $? "--share: two processes on one GPU at half the budget each, against one alone"
+
+ddp ddiff FAKE_DIFFER=1 -- --visible 2
+[ "$(cat "$tmp/ddiff.rc")" -eq 1 ] && grep -q 'losses DIFFER$' "$tmp/ddiff.table" &&
+    [ "$(dfield ddiff 'd["rows"][1]["plan"]["identical"]')" = False ] &&
+    [ "$(dfield ddiff 'd["rows"][0]["plan"]["identical"]')" = True ] &&
+    grep -q '^bench: losses differ from native DDP.s (GPUs \[2\])' "$tmp/ddiff.err"
+ok $? "a rank's losses unlike native DDP's are flagged, and the bench fails"
+
+ddp dvis -- --visible 1
+[ "$(cat "$tmp/dvis.rc")" -eq 0 ] && grep -q '^2 GPUs: skipped, 1 visible' "$tmp/dvis.table" &&
+    [ "$(dfield dvis 'd["skipped_gpus"]')" = "[2]" ] && [ ! -e "$tmp/dvis/fp-2.log" ]
+ok $? "a world larger than the GPUs there is skipped, and said so"
+
+ddp dfail FAKE_FAIL_RANK=1 -- --visible 2
+[ "$(cat "$tmp/dfail.rc")" -eq 1 ] && grep -q '^bench: fp-2 failed (exit 2' "$tmp/dfail.err" &&
+    grep -q 'fake_ddp_train.py\[rank 1\]: no umadv context on GPU 1' "$tmp/dfail.err" &&
+    [ ! -e "$tmp/dfail/ddp.json" ]
+ok $? "a rank that fails fails the bench, naming the rank" || diag "$tmp/dfail.err"
 
 tap_done

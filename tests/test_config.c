@@ -275,6 +275,8 @@ static void test_print(void)
     ok(all_listed, "every knob listed on a row of its own with its type");
     ok(strstr(text, "UMADV_BUDGET         size    0          8G\n") != NULL,
        "current value from the environment shown beside the default");
+    ok(strstr(text, "; or one per LOCAL_RANK, separated by commas: 8G,4G") != NULL,
+       "the budget's rule shows the per-rank list");
     ok(strstr(text, "\"3M\" (bad value: not a power of two") != NULL,
        "a bad environment value is flagged with the reason");
     ok(strstr(text, "UMADV_LOOKAHEAD      uint    0          (unset)\n") != NULL,
@@ -284,6 +286,113 @@ static void test_print(void)
     ok(strstr(text, "    Section size: the unit of placement.") != NULL, "doc printed, indented");
     free(text);
     env_clear();
+}
+
+/* Load with only the given knob, and LOCAL_RANK (NULL: unset). */
+static umadv_status_t load_ranked(const char *rank, const char *name, const char *value,
+                                  umadv_config_t *config)
+{
+    umadv_status_t status;
+
+    env_clear();
+    if (rank != NULL)
+        setenv("LOCAL_RANK", rank, 1);
+    else
+        unsetenv("LOCAL_RANK");
+    if (name != NULL)
+        setenv(name, value, 1);
+    status = umadv__config_load(config);
+    unsetenv("LOCAL_RANK");
+    env_clear();
+    return status;
+}
+
+/* UMADV_BUDGET=8G,4G: each rank of a job (LOCAL_RANK) takes its entry;
+ * a list no rank can use is an error naming the knob and the rank. */
+static void test_per_rank_budget(void)
+{
+    umadv_config_t c;
+    const char *log;
+
+    log_take();
+    is(load_ranked("1", "UMADV_BUDGET", "8G,4G,512M", &c), UMADV_OK, "per-rank list accepted");
+    is_u64(c.budget, 4 * UMADV_GIB, "LOCAL_RANK=1 takes the second entry");
+    is(load_ranked("0", "UMADV_BUDGET", "8G,4G", &c), UMADV_OK, "rank 0 too");
+    is_u64(c.budget, 8 * UMADV_GIB, "LOCAL_RANK=0 takes the first entry");
+    is(load_ranked("3", "UMADV_BUDGET", "6G", &c), UMADV_OK, "a single size is every rank's");
+    is_u64(c.budget, 6 * UMADV_GIB, "a single size under LOCAL_RANK=3");
+
+    is(load_ranked("2", "UMADV_BUDGET", "8G,4G", &c), UMADV_ERR_INVALID_PARAM,
+       "a rank beyond the list is an error");
+    log = log_take();
+    ok(strstr(log, "UMADV_BUDGET=8G,4G: no entry for LOCAL_RANK 2 (the list has 2") != NULL,
+       "which names the knob, the value and the rank");
+    is(load_ranked(NULL, "UMADV_BUDGET", "8G,4G", &c), UMADV_ERR_INVALID_PARAM,
+       "a list without LOCAL_RANK is an error, not entry 0");
+    ok(strstr(log_take(), "a per-rank list needs LOCAL_RANK") != NULL, "and says so");
+    is(load_ranked("0", "UMADV_BUDGET", "8G,4X", &c), UMADV_ERR_INVALID_PARAM,
+       "a bad entry of another rank fails every rank");
+    ok(strstr(log_take(), "UMADV_BUDGET=8G,4X: entry 1 (\"4X\") of the per-rank list: "
+                          "not a size") != NULL, "naming the entry");
+    is(load_ranked("0", "UMADV_BUDGET", "8G,,4G", &c), UMADV_ERR_INVALID_PARAM,
+       "an empty entry is an error");
+    is(load_ranked("0", "UMADV_BUDGET", "8G,", &c), UMADV_ERR_INVALID_PARAM,
+       "a trailing comma is an error");
+    is(load_ranked("x1", "UMADV_BUDGET", "8G,4G", &c), UMADV_ERR_INVALID_PARAM,
+       "a LOCAL_RANK that is not a number is an error");
+    ok(strstr(log_take(), "LOCAL_RANK=x1 is not a rank") != NULL, "naming LOCAL_RANK");
+    is(load_ranked("0", "UMADV_SECTION_SIZE", "2M,4M", &c), UMADV_ERR_INVALID_PARAM,
+       "only per-rank knobs take a list");
+}
+
+/* UMADV_DEVICE unset: LOCAL_RANK's GPU; set: UMADV_DEVICE's. */
+static void test_device_default(void)
+{
+    umadv_config_t c;
+
+    is(load_ranked("3", NULL, NULL, &c), UMADV_OK, "LOCAL_RANK alone loads");
+    is(c.device, 3, "UMADV_DEVICE unset: the device is LOCAL_RANK's");
+    is(load_ranked("3", "UMADV_DEVICE", "1", &c), UMADV_OK, "UMADV_DEVICE with LOCAL_RANK");
+    is(c.device, 1, "UMADV_DEVICE set wins over LOCAL_RANK");
+    is(load_ranked(NULL, NULL, NULL, &c), UMADV_OK, "neither set");
+    is(c.device, 0, "neither set: device 0");
+    log_take();
+    is(load_ranked("-1", NULL, NULL, &c), UMADV_ERR_INVALID_PARAM,
+       "a bad LOCAL_RANK fails the device default");
+    ok(strstr(log_take(), "LOCAL_RANK=-1 is not a rank (0 to 65535) (UMADV_DEVICE, unset, "
+                          "follows it") != NULL, "naming LOCAL_RANK and UMADV_DEVICE");
+    is(load_ranked("-1", "UMADV_DEVICE", "0", &c), UMADV_OK,
+       "UMADV_DEVICE set: LOCAL_RANK is not needed");
+    is(load_ranked("2000", NULL, NULL, &c), UMADV_ERR_INVALID_PARAM,
+       "LOCAL_RANK beyond the last device ordinal is an error");
+}
+
+/* A distributed job's process names its rank in every message. */
+static void test_log_rank_prefix(void)
+{
+    umadv_config_t c;
+
+    setenv("RANK", "5", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    umadv__log_rank_reload();
+    log_take();
+    load_one("UMADV_POLICY", "lru", &c, &(int){0});
+    ok(strncmp(log_take(), "umadv[rank 5]: error: UMADV_POLICY=lru", 38) == 0,
+       "RANK set: umadv[rank 5]: error: ...");
+    unsetenv("RANK");
+    umadv__log_rank_reload();
+    load_one("UMADV_POLICY", "lru", &c, &(int){0});
+    ok(strncmp(log_take(), "umadv[rank 1]: error: ", 22) == 0, "LOCAL_RANK alone: its number");
+    setenv("RANK", "", 1);
+    setenv("LOCAL_RANK", "one", 1);
+    umadv__log_rank_reload();
+    load_one("UMADV_POLICY", "lru", &c, &(int){0});
+    ok(strncmp(log_take(), "umadv: error: ", 14) == 0, "no number: no rank in the prefix");
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+    umadv__log_rank_reload();
+    load_one("UMADV_POLICY", "lru", &c, &(int){0});
+    ok(strncmp(log_take(), "umadv: error: ", 14) == 0, "neither set: the plain prefix");
 }
 
 /* Runs first: the warning about unknown UMADV_* variables comes once
@@ -315,7 +424,7 @@ static void test_unknown_variables(void)
 int main(void)
 {
     log_capture_start();
-    plan(110);
+    plan(110 + 1 + 17 + 10 + 4);
     test_unknown_variables();
     test_defaults();
     test_sizes();
@@ -324,6 +433,9 @@ int main(void)
     test_messages();
     test_load_many_and_set();
     test_print();
+    test_per_rank_budget();
+    test_device_default();
+    test_log_rank_prefix();
     log_capture_stop();
     return exit_status();
 }

@@ -148,9 +148,10 @@ static void test_driver(umadv_context_t ctx, const char *summary)
     ok(first != NULL && strncmp(first, "umadv-run-summary 1\n", 20) == 0 &&
        strstr(first, "\npolicy plan\n") && strstr(first, "\niterations 7\n") &&
        strstr(first, "\nreplayed_iterations 2\n") && strstr(first, "\nplan ok\n") &&
-       strstr(first, "\nbudget 0\n") && strlen(first) > 4 &&
+       strstr(first, "\nbudget 0\n") && strstr(first, "\nrank 2\npolicy") &&
+       strlen(first) > 4 &&
        strcmp(first + strlen(first) - 4, "end\n") == 0,
-       "the summary record: policy, budget, 7 iterations, 2 replayed, the plan, ended");
+       "the summary record: rank, policy, budget, 7 iterations, 2 replayed, the plan, ended");
     if (first != NULL && !strstr(first, "\niterations 7\n"))
         diag("%s", first);
     umadv__inject_summary_write();
@@ -252,7 +253,11 @@ int main(void)
     ok(fd >= 0 && ctx != NULL && umadv__torch_reset(ctx) == NULL,
        "a host context as the process's");
     test_nvtx();
+    setenv("RANK", "2", 1); /* a rank of a distributed job: its record says which */
+    umadv__log_rank_reload();
     test_driver(ctx, summary);
+    unsetenv("RANK");
+    umadv__log_rank_reload();
     unlink(summary);
     umadv_context_destroy(umadv__torch_reset(NULL));
     return exit_status();

@@ -52,6 +52,8 @@ static void test_lazy_failure(void)
     int word;
 
     setenv("UMADV_BUDGET", "12 parsecs", 1);
+    setenv("RANK", "1", 1); /* a rank of a distributed job: its messages say which */
+    umadv__log_rank_reload();
     log_take();
     pthread_barrier_init(&start, NULL, THREADS);
     for (int i = 0; i < THREADS; i++)
@@ -62,8 +64,15 @@ static void test_lazy_failure(void)
     }
     pthread_barrier_destroy(&start);
     ok(all_invalid, "bad UMADV_BUDGET: every racing thread gets INVALID_PARAM");
-    is(count_of(log_take(), "UMADV_BUDGET=12 parsecs"), 1,
+    log = log_take();
+    is(count_of(log, "UMADV_BUDGET=12 parsecs"), 1,
        "one creation was tried, its error names the variable and value");
+    ok(strstr(log, "umadv[rank 1]: error: UMADV_BUDGET=12 parsecs: not a size") != NULL &&
+       count_of(log, "umadv[rank 1]: error: the process's umadv context cannot be made "
+                     "(invalid parameter): every PyTorch allocation through umadv fails") == 1,
+       "the failing rank says which it is, why, and what it costs, once");
+    unsetenv("RANK");
+    umadv__log_rank_reload();
 
     ok(umadv_torch_malloc(4096, 0, NULL) == NULL, "malloc without a context returns NULL");
     log = log_take();
@@ -223,7 +232,7 @@ int main(void)
 
     log_capture_start();
     env_clear();
-    plan(22);
+    plan(23);
     test_lazy_failure();
 
     ctx = host_context(0);

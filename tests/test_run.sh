@@ -192,9 +192,31 @@ print("finders left %d" % sum(type(f).__name__ == "_TorchFinder" for f in sys.me
     [ "$(rc_of py)" -eq 0 ] && cmp -s "$tmp/py.want" "$tmp/py.out"
     ok $? "python: the user's sitecustomize runs, torch imports, nothing preloaded" ||
         { diag "$tmp/py.out"; diag "$tmp/py.err"; }
+
+    # A rank of a distributed job whose hook cannot install umadv says which
+    # rank it is (a torch with CUDA whose pluggable allocator fails).
+    mkdir -p "$tmp/pyr/torch"
+    printf '%s
+' 'class _Memory:' '    @staticmethod' \
+        '    def CUDAPluggableAllocator(*args):' '        raise RuntimeError("no allocator")' \
+        'class cuda:' '    memory = _Memory' '    @staticmethod' '    def is_available():' \
+        '        return True' >"$tmp/pyr/torch/__init__.py"
+    RANK=3 LOCAL_RANK=1 PYTHONPATH=$tmp/pyr run pyr -q -- python3 -c 'import torch'
+    [ "$(rc_of pyr)" -eq 0 ] &&
+        grep -q "^umadv\[rank 3\]: cannot put umadv's allocator under PyTorch" "$tmp/pyr.err"
+    ok $? "python: a rank whose hook cannot install umadv names its rank" || diag "$tmp/pyr.err"
 else
     skip "no python3: the start-up hook"
+    skip "no python3: the start-up hook's rank"
 fi
+
+# A per-rank budget reaches every rank as given; a bad entry is a usage error.
+run rankb -q --budget 8G,4G -- sh -c 'echo "$UMADV_BUDGET"'
+run rankbad -q --budget 8G,4X -- true
+[ "$(rc_of rankb)" -eq 0 ] && [ "$(cat "$tmp/rankb.out")" = 8G,4G ] && [ "$(rc_of rankbad)" -eq 2 ] &&
+    grep -q "invalid value '8G,4X' for '--budget': entry 1 (\"4X\") of the per-rank list" \
+        "$tmp/rankbad.err"
+ok $? "--budget takes a per-rank list, checked entry by entry" || diag "$tmp/rankbad.err"
 
 # ---- the summary -------------------------------------------------------
 
@@ -236,6 +258,12 @@ ok $? "a summary record is read back and printed on stderr, unknown keys skipped
 run two -- sh -c 'printf "%s\n" "$record" >>"$UMADV_RUN_SUMMARY"; printf "%s\n" "$record" >>"$UMADV_RUN_SUMMARY"'
 [ "$(grep -c '^umadv run: sh (pid 4242)' "$tmp/two.err")" -eq 2 ]
 ok $? "every process's record is printed"
+
+ranked=$(printf '%s\n' "$record" | sed 's/^pid 4242$/pid 4242\nrank 1/')
+export ranked
+run ranked -- sh -c 'printf "%s\n" "$ranked" >>"$UMADV_RUN_SUMMARY"'
+grep -q '^umadv run: sh (pid 4242, rank 1): policy plan, budget 8.00 GiB$' "$tmp/ranked.err"
+ok $? "a rank's record says which rank it is" || diag "$tmp/ranked.err"
 
 own=$(printf '%s\n' "$record" | sed 's/^iterations 10$/iterations 0\niterations_by program/')
 export own

@@ -84,8 +84,8 @@ static umadv_status_t device_open(umadv_context_t ctx)
         return status;
     }
     if (device >= count) {
-        umadv_error("umadv_context_create: device %d requested (UMADV_DEVICE or params), "
-                    "but only %d cuda device(s) are visible", device, count);
+        umadv_error("umadv_context_create: device %d requested (UMADV_DEVICE, LOCAL_RANK or "
+                    "params), but only %d cuda device(s) are visible", device, count);
         return UMADV_ERR_NO_DEVICE;
     }
     status = ctx->ops->get_device_props(device, &ctx->props);

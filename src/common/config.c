@@ -24,15 +24,19 @@ static const char *log_enum_name(unsigned value)
     return umadv__log_level_name((umadv_log_level_t)value);
 }
 
-#define FIELD(_member) offsetof(umadv_config_t, _member), \
-                       sizeof(((umadv_config_t *)NULL)->_member)
+#define FIELD_AT(_member) offsetof(umadv_config_t, _member), \
+                          sizeof(((umadv_config_t *)NULL)->_member)
+#define FIELD(_member)        FIELD_AT(_member), 0
+/* a SIZE that may be one per local rank ("8G,4G") */
+#define RANKED_FIELD(_member) FIELD_AT(_member), 1
 
 static const umadv_config_field_t config_fields[] = {
     {"UMADV_BUDGET", UMADV_CONFIG_SIZE, "0",
      "GPU memory budget: the most managed memory umadv keeps resident on the "
      "GPU, evicting to the host before it fetches beyond it. 0 means no budget "
-     "(the whole GPU).",
-     0, UINT64_MAX, 0, NULL, 0, FIELD(budget)},
+     "(the whole GPU). A comma-separated list (8G,4G) gives each rank of a "
+     "distributed job its own: the entry LOCAL_RANK indexes, from 0.",
+     0, UINT64_MAX, 0, NULL, 0, RANKED_FIELD(budget)},
     {"UMADV_POLICY", UMADV_CONFIG_ENUM, "plan",
      "Placement policy. oracle: no budget, everything resident (the reference); "
      "demand: LRU eviction at step boundaries, kernels fault data in; "
@@ -41,7 +45,8 @@ static const umadv_config_field_t config_fields[] = {
      0, 0, 0, policy_enum_name, UMADV_POLICY_COUNT, FIELD(policy)},
     {"UMADV_DEVICE", UMADV_CONFIG_UINT, "0",
      "CUDA device ordinal the context manages, as the CUDA runtime numbers "
-     "devices (CUDA_VISIBLE_DEVICES applies first).",
+     "devices (CUDA_VISIBLE_DEVICES applies first). Unset in a process with "
+     "LOCAL_RANK set (torchrun's ranks): LOCAL_RANK, each rank its own GPU.",
      0, 1023, 0, NULL, 0, FIELD(device)},
     {"UMADV_SECTION_SIZE", UMADV_CONFIG_SIZE, "2M",
      "Section size: the unit of placement. Allocations are cut into sections "
@@ -335,10 +340,87 @@ static umadv_status_t parse_node(const umadv_config_field_t *field, const char *
     return UMADV_ERR_INVALID_PARAM;
 }
 
+#define LOCAL_RANK_MAX 65535
+
+umadv_status_t umadv__config_local_rank(int *rank_p, char *why, size_t why_len)
+{
+    const char *value = getenv("LOCAL_RANK");
+    size_t digits;
+
+    if (value == NULL) {
+        *rank_p = -1;
+        return UMADV_OK;
+    }
+    digits = strspn(value, "0123456789");
+    if (digits == 0 || digits > 5 || value[digits] != '\0' || atoi(value) > LOCAL_RANK_MAX) {
+        snprintf(why, why_len, "LOCAL_RANK=%s is not a rank (0 to %d)", value, LOCAL_RANK_MAX);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    *rank_p = atoi(value);
+    return UMADV_OK;
+}
+
+/* Entry @index of the comma-separated @list, checked as a size. */
+static umadv_status_t parse_rank_entry(const umadv_config_field_t *field, const char *list,
+                                       unsigned index, uint64_t *bytes_p, char *why,
+                                       size_t why_len)
+{
+    char entry[64], reason[128];
+    const char *start = list;
+    size_t len;
+
+    for (unsigned i = 0; i < index; i++)
+        start = strchr(start, ',') + 1;
+    len = strcspn(start, ",");
+    if (len == 0 || len >= sizeof(entry)) {
+        snprintf(why, why_len, "entry %u of the per-rank list is %s", index,
+                 len == 0 ? "empty" : "too long");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    snprintf(entry, sizeof(entry), "%.*s", (int)len, start);
+    if (parse_size(field, entry, bytes_p, reason, sizeof(reason)) != UMADV_OK) {
+        snprintf(why, why_len, "entry %u (\"%s\") of the per-rank list: %s", index, entry,
+                 reason);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    return UMADV_OK;
+}
+
+/* A per-rank list ("8G,4G"): every entry must be a size; @select takes
+ * LOCAL_RANK's entry, which must exist. Without @select, the first. */
+static umadv_status_t parse_rank_sizes(const umadv_config_field_t *field, const char *value,
+                                       int select, uint64_t *bytes_p, char *why,
+                                       size_t why_len)
+{
+    unsigned count = 1;
+    uint64_t bytes;
+    int rank = 0;
+
+    for (const char *c = value; (c = strchr(c, ',')) != NULL; c++)
+        count++;
+    for (unsigned i = 0; i < count; i++) {
+        if (parse_rank_entry(field, value, i, &bytes, why, why_len) != UMADV_OK)
+            return UMADV_ERR_INVALID_PARAM;
+    }
+    if (select && umadv__config_local_rank(&rank, why, why_len) != UMADV_OK)
+        return UMADV_ERR_INVALID_PARAM;
+    if (select && rank < 0) {
+        snprintf(why, why_len, "a per-rank list needs LOCAL_RANK (torchrun sets it); "
+                 "give a single size to a process of its own");
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if ((unsigned)rank >= count) {
+        snprintf(why, why_len, "no entry for LOCAL_RANK %d (the list has %u, for local "
+                 "ranks 0 to %u)", rank, count, count - 1);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    return parse_rank_entry(field, value, (unsigned)rank, bytes_p, why, why_len);
+}
+
 /* Parse @value into *@number (SIZE, UINT, ENUM, BOOL, NODE) or check it
  * (STRING). */
 static umadv_status_t field_parse(const umadv_config_field_t *field, const char *value,
-                                  uint64_t *number, char *why, size_t why_len)
+                                  int select, uint64_t *number, char *why, size_t why_len)
 {
     if (value[0] == '\0') {
         snprintf(why, why_len, "empty value: unset the variable for the default (%s)",
@@ -347,6 +429,8 @@ static umadv_status_t field_parse(const umadv_config_field_t *field, const char 
     }
     switch (field->type) {
     case UMADV_CONFIG_SIZE:
+        if (field->per_rank && strchr(value, ',') != NULL)
+            return parse_rank_sizes(field, value, select, number, why, why_len);
         return parse_size(field, value, number, why, why_len);
     case UMADV_CONFIG_UINT:
         return parse_uint(field, value, number, why, why_len);
@@ -373,7 +457,7 @@ umadv_status_t umadv__config_check(const umadv_config_field_t *field, const char
 {
     uint64_t number;
 
-    return field_parse(field, value, &number, why, why_len);
+    return field_parse(field, value, 0, &number, why, why_len);
 }
 
 static void field_store(const umadv_config_field_t *field, umadv_config_t *config,
@@ -397,9 +481,9 @@ static void field_store(const umadv_config_field_t *field, umadv_config_t *confi
 static umadv_status_t field_set(const umadv_config_field_t *field, umadv_config_t *config,
                                 const char *value)
 {
-    char why[160];
+    char why[256];
     uint64_t number = 0;
-    umadv_status_t status = field_parse(field, value, &number, why, sizeof(why));
+    umadv_status_t status = field_parse(field, value, 1, &number, why, sizeof(why));
 
     if (status != UMADV_OK) {
         umadv_error("%s=%s: %s", field->name, value, why);
@@ -473,6 +557,29 @@ static void warn_unknown_knobs(void)
     }
 }
 
+/* UMADV_DEVICE unset, LOCAL_RANK set: the rank's GPU, as launchers
+ * that start one process per GPU number them. */
+static umadv_status_t device_from_local_rank(umadv_config_t *config)
+{
+    char why[160];
+    int rank;
+
+    if (getenv("UMADV_DEVICE") != NULL)
+        return UMADV_OK;
+    if (umadv__config_local_rank(&rank, why, sizeof(why)) != UMADV_OK) {
+        umadv_error("%s (UMADV_DEVICE, unset, follows it; set UMADV_DEVICE)", why);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (rank > 1023) {
+        umadv_error("LOCAL_RANK=%d: beyond device 1023 (UMADV_DEVICE, unset, follows it; "
+                    "set UMADV_DEVICE)", rank);
+        return UMADV_ERR_INVALID_PARAM;
+    }
+    if (rank >= 0)
+        config->device = rank;
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__config_load(umadv_config_t *config)
 {
     umadv_config_t loaded;
@@ -490,6 +597,8 @@ umadv_status_t umadv__config_load(umadv_config_t *config)
         if (status != UMADV_OK)
             return status;
     }
+    if (device_from_local_rank(&loaded) != UMADV_OK)
+        return UMADV_ERR_INVALID_PARAM;
     *config = loaded;
     return UMADV_OK;
 }
@@ -553,6 +662,9 @@ static void print_rule(FILE *stream, const umadv_config_field_t *field)
             size_rule(field, rule, sizeof(rule));
         if (strncmp(rule, "not ", 4) == 0)
             memmove(rule, rule + 4, strlen(rule + 4) + 1);
+        if (field->per_rank)
+            snprintf(rule + strlen(rule), sizeof(rule) - strlen(rule),
+                     "; or one per LOCAL_RANK, separated by commas: 8G,4G");
         break;
     case UMADV_CONFIG_UINT:
         snprintf(rule, sizeof(rule), "an integer between %llu and %llu",

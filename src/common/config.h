@@ -71,7 +71,15 @@ typedef struct umadv_config_field {
     unsigned             enum_count;
     size_t               offset;      /* in umadv_config_t */
     size_t               width;       /* bytes of the field */
+    int                  per_rank;    /* SIZE: may be a comma-separated list, one
+                                       * entry per LOCAL_RANK (a job's ranks) */
 } umadv_config_field_t;
+
+/* This process's local rank (LOCAL_RANK, as torchrun and other launchers
+ * set it) in *@rank_p, -1 when LOCAL_RANK is unset. UMADV_ERR_INVALID_PARAM,
+ * with the reason in @why, when it is set but not a number from 0 to
+ * 65535. */
+umadv_status_t umadv__config_local_rank(int *rank_p, char *why, size_t why_len);
 
 /* The knob table, in the order `umadv info -c` prints it. */
 const umadv_config_field_t *umadv__config_fields(size_t *count_p);
@@ -81,7 +89,9 @@ void umadv__config_defaults(umadv_config_t *config);
 
 /* Defaults overridden by the environment. UMADV_ERR_INVALID_PARAM, logged as
  * "UMADV_X=value: reason", for the first bad value; @config is then
- * unchanged. */
+ * unchanged. A per-rank knob takes LOCAL_RANK's entry; UMADV_DEVICE,
+ * when unset and LOCAL_RANK is set, is LOCAL_RANK (each rank of a job
+ * on its own GPU). */
 umadv_status_t umadv__config_load(umadv_config_t *config);
 
 /* Parse @value for the knob @name into @config (as if it came from the
@@ -92,7 +102,9 @@ umadv_status_t umadv__config_set(umadv_config_t *config, const char *name,
                                  const char *value);
 
 /* Check a value against a field's rules without storing it; on error
- * writes "reason" (no variable name) to @why. */
+ * writes "reason" (no variable name) to @why. A per-rank list is checked
+ * entry by entry, whatever LOCAL_RANK says (umadv run checks a value
+ * before the launcher that sets it runs). */
 umadv_status_t umadv__config_check(const umadv_config_field_t *field, const char *value,
                                    char *why, size_t why_len);
 

@@ -16,6 +16,9 @@ static FILE *log_stream;          /* NULL means stderr */
 static char *log_path;            /* UMADV_LOG_FILE, when log_stream is set */
 static struct stat log_st;        /* what it is: outputs and inputs must differ */
 static const char *log_prefix = "umadv";
+static char job_rank[16];         /* RANK (else LOCAL_RANK) of a distributed job, else "" */
+static char log_rank[32];         /* "[rank N]" in a distributed job's process, else "" */
+static pthread_once_t log_rank_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
@@ -91,6 +94,43 @@ void umadv__log_set_prefix(const char *prefix)
     log_prefix = prefix;
 }
 
+static int is_rank(const char *value)
+{
+    size_t digits = value != NULL ? strspn(value, "0123456789") : 0;
+
+    return digits > 0 && digits <= 9 && value[digits] == '\0';
+}
+
+/* RANK, as torchrun and MPI-style launchers set it (else LOCAL_RANK):
+ * when one rank of many fails, its messages say which. Read once: the
+ * environment is not safe to read while another thread may set it. */
+static void rank_load(void)
+{
+    const char *rank = getenv("RANK");
+
+    if (!is_rank(rank))
+        rank = getenv("LOCAL_RANK");
+    snprintf(job_rank, sizeof(job_rank), "%s", is_rank(rank) ? rank : "");
+    if (job_rank[0] != '\0')
+        snprintf(log_rank, sizeof(log_rank), "[rank %s]", job_rank);
+    else
+        log_rank[0] = '\0';
+}
+
+const char *umadv__log_job_rank(void)
+{
+    pthread_once(&log_rank_once, rank_load);
+    return job_rank;
+}
+
+void umadv__log_rank_reload(void)
+{
+    pthread_once(&log_rank_once, rank_load); /* so that a later once does not redo it */
+    pthread_mutex_lock(&log_lock);
+    rank_load();
+    pthread_mutex_unlock(&log_lock);
+}
+
 /* One message on @out; returns 0, or the errno of the write that failed. */
 static int write_message(FILE *out, umadv_log_level_t level, const char *file, int line,
                          int saved_errno, const char *fmt, va_list ap)
@@ -98,9 +138,10 @@ static int write_message(FILE *out, umadv_log_level_t level, const char *file, i
     int err = 0;
 
     if (umadv__log_level >= UMADV_LOG_DEBUG) {
-        if (fprintf(out, "%s: %s: %s:%d: ", log_prefix, level_names[level], file, line) < 0)
+        if (fprintf(out, "%s%s: %s: %s:%d: ", log_prefix, log_rank, level_names[level], file,
+                    line) < 0)
             err = errno;
-    } else if (fprintf(out, "%s: %s: ", log_prefix, level_names[level]) < 0) {
+    } else if (fprintf(out, "%s%s: %s: ", log_prefix, log_rank, level_names[level]) < 0) {
         err = errno;
     }
     errno = saved_errno; /* keep %m meaningful for the caller's format */
@@ -120,8 +161,8 @@ static int write_message(FILE *out, umadv_log_level_t level, const char *file, i
  * this message nor the next is lost without a word. Lock held. */
 static void log_file_failed(int err)
 {
-    fprintf(stderr, "%s: error: cannot write the log file UMADV_LOG_FILE=%s: %s; logging to "
-            "stderr from now on\n", log_prefix, log_path, strerror(err));
+    fprintf(stderr, "%s%s: error: cannot write the log file UMADV_LOG_FILE=%s: %s; logging to "
+            "stderr from now on\n", log_prefix, log_rank, log_path, strerror(err));
     set_stream(NULL, NULL);
 }
 
@@ -132,6 +173,7 @@ void umadv__log_emit(umadv_log_level_t level, const char *file, int line,
     va_list ap, again;
     int err;
 
+    pthread_once(&log_rank_once, rank_load);
     va_start(ap, fmt);
     va_copy(again, ap);
     pthread_mutex_lock(&log_lock);

@@ -49,7 +49,17 @@ int umadv__log_set_file(const char *path);
  * *@st_p (fstat of the open stream) and its name in @path. */
 int umadv__log_file(struct stat *st_p, char *path, size_t len);
 
-/* The program name printed before each message ("umadv" by default). */
+/* The program name printed before each message ("umadv" by default).
+ * In a process of a distributed job (RANK, else LOCAL_RANK, set to a
+ * number) the rank follows it: "umadv[rank 1]: error: ...". */
 void umadv__log_set_prefix(const char *prefix);
+
+/* This process's rank in a distributed job, the one the prefix shows
+ * ("" when none): the digits of RANK, else of LOCAL_RANK. */
+const char *umadv__log_job_rank(void);
+
+/* Read RANK and LOCAL_RANK again (they are read once, at the first
+ * message); for tests. */
+void umadv__log_rank_reload(void);
 
 #endif

@@ -76,12 +76,23 @@ static void put_stats(record_t *r, const umadv_stats_t *s)
     put(r, "plans %llu\n", (unsigned long long)s->plans);
 }
 
+/* A distributed job's process: which rank this record is, as its log
+ * lines say. */
+static void put_rank(record_t *r)
+{
+    const char *rank = umadv__log_job_rank();
+
+    if (rank[0] != '\0')
+        put(r, "rank %s\n", rank);
+}
+
 static void record_build(record_t *r, const umadv_config_t *config, const umadv_stats_t *s,
                          const umadv_inject_counts_t *c)
 {
     r->len = 0;
     put(r, "umadv-run-summary 1\n");
     put(r, "pid %ld\n", (long)getpid());
+    put_rank(r);
     put(r, "policy %s\n", umadv_policy_name(config->policy));
     put(r, "budget %llu\n", (unsigned long long)config->budget);
     put_iterations(r, c);

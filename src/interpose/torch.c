@@ -34,6 +34,18 @@ static umadv_status_t torch_create(int device, umadv_context_t *ctx_p)
     return umadv_context_create(&params, ctx_p);
 }
 
+/* The reason was logged where it was found; this says what it costs, once.
+ * In a distributed job the log names the rank (RANK), so that the rank
+ * that fails says which it is and why, and its first allocation raises in
+ * Python, which ends the process rather than leaving the other ranks
+ * waiting in a collective. */
+static umadv_status_t torch_failure(umadv_status_t status)
+{
+    umadv_error("the process's umadv context cannot be made (%s): every PyTorch "
+                "allocation through umadv fails", umadv_status_string(status));
+    return status;
+}
+
 static umadv_status_t torch_get(int device, umadv_context_t *ctx_p)
 {
     umadv_context_t ctx = atomic_load_explicit(&torch_ctx, memory_order_acquire);
@@ -50,7 +62,7 @@ static umadv_status_t torch_get(int device, umadv_context_t *ctx_p)
         if (status == UMADV_OK)
             atomic_store_explicit(&torch_ctx, ctx, memory_order_release);
         else
-            torch_failed = status; /* the reason was logged where it was found */
+            torch_failed = torch_failure(status);
     } else if (ctx == NULL) {
         status = torch_failed;
     }

@@ -28,7 +28,7 @@ static const umadv_launch_knob_t knob_options[] = {
 };
 
 const umadv_cli_option_t umadv__cli_run_options[] = {
-    {"budget", 'b', "SIZE", "GPU memory budget (UMADV_BUDGET): 8G, 512M, 1.5GiB"},
+    {"budget", 'b', "SIZE", "GPU memory budget (UMADV_BUDGET): 8G, 512M, 1.5GiB; per rank: 8G,4G"},
     {"policy", 'p', "P", "oracle, demand, prefetch-all or plan (UMADV_POLICY)"},
     {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"},
     {"max-managed", 0, "SIZE", "refuse managed memory beyond SIZE (UMADV_MAX_MANAGED)"},

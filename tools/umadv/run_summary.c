@@ -18,6 +18,7 @@
 typedef struct summary {
     char     policy[32], plan[64], iterations_by[16], profile[16]; /* profile: "" unless
                                                                  * profile mode */
+    char     rank[16];  /* "" unless a rank of a distributed job */
     long     pid;
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
     uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
@@ -37,6 +38,7 @@ typedef struct key {
 
 static const key_t_ keys[] = {
     K("pid", KEY_LONG, pid),
+    K("rank", KEY_WORD, rank),
     K("policy", KEY_WORD, policy),
     K("budget", KEY_U64, budget),
     K("iterations", KEY_U64, iterations),
@@ -144,8 +146,8 @@ static void summary_print(const summary_t *s, const char *program, FILE *stream)
         snprintf(a, sizeof(a), "none");
     else
         snprintf(a, sizeof(a), "%s GiB", gib(s->budget, b, sizeof(b)));
-    fprintf(stream, "umadv %s: %s (pid %ld): policy %s, budget %s\n", summary_who, program, s->pid,
-            s->policy, a);
+    fprintf(stream, "umadv %s: %s (pid %ld%s%s): policy %s, budget %s\n", summary_who, program,
+            s->pid, s->rank[0] != '\0' ? ", rank " : "", s->rank, s->policy, a);
     print_iterations(s, stream);
     fprintf(stream, "  peak GPU memory %s GiB (umadv resident peak %s GiB, managed peak %s GiB)\n",
             gib(s->gpu_peak, a, sizeof(a)), gib(s->resident_peak, b, sizeof(b)),

@@ -27,7 +27,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _warn(message):
-    sys.stderr.write("umadv: %s\n" % message)
+    """As libumadv logs (umadv(7), LOGGING): a rank of a distributed job
+    (RANK, else LOCAL_RANK) says which it is."""
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or ""
+    tag = "[rank %s]" % rank if rank.isdigit() else ""
+    sys.stderr.write("umadv%s: %s\n" % (tag, message))
 
 
 def _chain_user_sitecustomize():

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""PyTorch DistributedDataParallel with and without umadv, on 1 and 2 GPUs,
+and two jobs sharing one GPU under half a budget each (--share).
+
+For the GPU machine. Per world size N of --gpus, under torchrun
+(examples/ddp_train.py, one process per GPU):
+  * a footprint run on umadv's allocator under oracle: each rank's
+    managed peak, the largest of them the footprint F(N);
+  * native DDP (PyTorch's allocator);
+  * umadv plan at --pct percent of F(N) per rank, given as a per-rank
+    UMADV_BUDGET list (one entry per local rank).
+Reported: ms/iteration (the slowest rank's median), samples/s, the
+scaling efficiency from 1 GPU to N (ms at 1 over ms at N: the batch is
+per rank), and whether every rank's losses are bit for bit native DDP's
+at the same N.
+
+--share: on GPU 0, one process alone (no DDP) on umadv's allocator with
+the whole footprint F(1) as its budget, then two processes at once, each
+with half of it; each one's ms/iteration, and the total throughput of
+the two against the one alone. Losses against a native run alone.
+
+  bench/ddp.py [--lib PATH] [--model gpt2] [--batch 8] [--iters 12]
+               [--gpus 1,2] [--pct 50] [--share] [--out DIR]
+
+Writes DIR/ddp.json and one log per process group.
+"""
+import argparse
+import glob
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "examples", "ddp_train.py")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
+    p.add_argument("--model", default="gpt2")
+    p.add_argument("--batch", type=int, default=8, help="per rank")
+    p.add_argument("--iters", type=int, default=12)
+    p.add_argument("--gpus", default="1,2",
+                   help="world sizes; those above the GPUs there are skipped")
+    p.add_argument("--pct", type=int, default=50, help="budget, percent of the footprint")
+    p.add_argument("--share", action="store_true", help="two processes on one GPU too")
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--timeout", type=int, default=500, help="seconds per process group")
+    p.add_argument("--launcher", default="%s -m torch.distributed.run --standalone"
+                   % shlex.quote(sys.executable),
+                   help="torchrun's command line, before --nproc-per-node")
+    p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
+    p.add_argument("--visible", type=int, help=argparse.SUPPRESS)  # tests: GPUs there
+    return p.parse_args()
+
+
+def gpu_count():
+    """Visible GPUs, asked of PyTorch in a child (this process stays CUDA-free)."""
+    try:
+        out = subprocess.run([sys.executable, "-c",
+                              "import torch; print(torch.cuda.device_count())"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             timeout=120)
+        return int(out.stdout.strip())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return 0
+
+
+def script_args(args, name, route):
+    out = os.path.join(args.out, name + "-rank{rank}.json")
+    route_args = ["--native"] if route == "native" else ["--lib", args.lib]
+    return [args.script, "--model", args.model, "--batch", str(args.batch), "--iters",
+            str(args.iters), "--json", out] + route_args
+
+
+def env_for(budget=None, policy=None):
+    env = dict(os.environ)
+    for knob in ("UMADV_BUDGET", "UMADV_POLICY", "UMADV_DEVICE"):
+        env.pop(knob, None)
+    if budget is not None:
+        env["UMADV_BUDGET"] = budget
+    if policy is not None:
+        env["UMADV_POLICY"] = policy
+    return env
+
+
+def collect(args, name, procs, log_lines):
+    """Wait for @procs; every rank's document (named NAME-rankR.json),
+    or exit naming the failure."""
+    failed = []
+    for cmd, proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # torchrun's workers too
+            out, _ = proc.communicate()
+            out += "\nbench: killed after %d s\n" % args.timeout
+        log_lines.append("$ %s\n%s" % (" ".join(cmd), out))
+        if proc.returncode != 0:
+            failed.append("exit %d:\n%s" % (proc.returncode, out[-3000:]))
+    with open(os.path.join(args.out, name + ".log"), "w") as log:
+        log.write("".join(log_lines))
+    if failed:
+        sys.exit("bench: %s failed (%s)" % (name, "\n".join(failed)))
+    docs = []
+    for path in sorted(glob.glob(os.path.join(args.out, name + "-rank*.json"))):
+        with open(path) as f:
+            docs.append(json.load(f))
+    return sorted(docs, key=lambda d: d["rank"])
+
+
+def start(cmd, env):
+    """Run @cmd, its stale documents removed first (a failed run leaves none)."""
+    json_path = cmd[cmd.index("--json") + 1]
+    for old in glob.glob(json_path.replace("{rank}", "*")):
+        os.unlink(old)
+    return cmd, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def torchrun(args, name, n, route, env):
+    """One DDP job of @n ranks; each rank's document."""
+    cmd = shlex.split(args.launcher) + ["--nproc-per-node", str(n)] + \
+        script_args(args, name, route)
+    header = ["# UMADV_BUDGET=%s UMADV_POLICY=%s\n" % (env.get("UMADV_BUDGET", ""),
+                                                       env.get("UMADV_POLICY", ""))]
+    return collect(args, name, [start(cmd, env)], header)
+
+
+def alone(args, name, route, env, count=1):
+    """@count processes at once on GPU 0, without torchrun (no DDP)."""
+    procs = []
+    for k in range(count):
+        cmd = [sys.executable] + script_args(args, "%s-%d" % (name, k), route)
+        procs.append(start(cmd, env))
+    header = ["# UMADV_BUDGET=%s, %d process(es) on GPU 0\n" % (env.get("UMADV_BUDGET", ""),
+                                                                 count)]
+    collect(args, name, procs, header)
+    docs = []
+    for k in range(count):
+        with open(os.path.join(args.out, "%s-%d-rank0.json" % (name, k))) as f:
+            docs.append(json.load(f))
+    return docs
+
+
+def summary(docs, batch):
+    """The job's time is its slowest rank's."""
+    ms = max(d["ms_per_iter"] for d in docs)
+    return {"ms_per_iter": ms, "samples_per_s": len(docs) * batch * 1e3 / ms,
+            "ranks": docs}
+
+
+def same_losses(docs, native):
+    by_rank = {d["rank"]: d["losses"] for d in native}
+    return all(by_rank.get(d["rank"]) == d["losses"] for d in docs)
+
+
+def footprint(docs):
+    return max(d["managed_peak"] for d in docs)
+
+
+def world(args, n):
+    """Native, footprint and umadv plan runs on @n GPUs."""
+    peak = footprint(torchrun(args, "fp-%d" % n, n, "umadv", env_for(policy="oracle")))
+    budget = peak * args.pct // 100 >> 20 << 20
+    per_rank = ",".join(["%dM" % (budget >> 20)] * n)
+    native = torchrun(args, "native-%d" % n, n, "native", env_for())
+    plan = torchrun(args, "plan-%d" % n, n, "umadv", env_for(per_rank, "plan"))
+    row = {"gpus": n, "footprint": peak, "budget": budget, "budget_env": per_rank,
+           "native": summary(native, args.batch), "plan": summary(plan, args.batch)}
+    row["plan"]["identical"] = same_losses(plan, native)
+    return row
+
+
+def share(args):
+    """Two processes on GPU 0, half the budget each, against one alone."""
+    peak = footprint(alone(args, "share-fp", "umadv", env_for(policy="oracle")))
+    whole, half = peak >> 20 << 20, peak // 2 >> 20 << 20
+    native = alone(args, "share-native", "native", env_for())[0]
+    one = alone(args, "share-alone", "umadv", env_for("%dM" % (whole >> 20), "plan"))[0]
+    two = alone(args, "share-two", "umadv", env_for("%dM" % (half >> 20), "plan"), count=2)
+    rate = lambda d: args.batch * 1e3 / d["ms_per_iter"]  # noqa: E731
+    return {"footprint": peak, "alone_budget": whole, "shared_budget": half,
+            "native_ms": native["ms_per_iter"], "alone_ms": one["ms_per_iter"],
+            "shared_ms": [d["ms_per_iter"] for d in two],
+            "alone_samples_per_s": rate(one), "shared_samples_per_s": sum(map(rate, two)),
+            "identical": all(d["losses"] == native["losses"] for d in [one] + two)}
+
+
+def scaling(rows):
+    """ms at 1 GPU over ms at N, per mode (weak scaling: batch per rank)."""
+    base = next((r for r in rows if r["gpus"] == 1), None)
+    for r in rows:
+        for mode in ("native", "plan"):
+            if base is not None:
+                r[mode]["efficiency"] = base[mode]["ms_per_iter"] / r[mode]["ms_per_iter"]
+
+
+def print_tables(args, rows, shared):
+    print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank" % (
+        args.model, args.batch, args.pct))
+    print("%4s %9s %9s %11s %11s %10s %10s %9s %9s" % (
+        "gpus", "budget", "footprnt", "native ms", "umadv ms", "native s/s", "umadv s/s",
+        "eff nat", "eff umadv"))
+    for r in rows:
+        eff = lambda m: "-" if "efficiency" not in r[m] else "%.2f" % r[m]["efficiency"]  # noqa
+        print("%4d %8.2fG %8.2fG %11.1f %11.1f %10.1f %10.1f %9s %9s  losses %s" % (
+            r["gpus"], r["budget"] / 2**30, r["footprint"] / 2**30,
+            r["native"]["ms_per_iter"], r["plan"]["ms_per_iter"],
+            r["native"]["samples_per_s"], r["plan"]["samples_per_s"], eff("native"),
+            eff("plan"), "identical" if r["plan"]["identical"] else "DIFFER"))
+    if shared is not None:
+        s = shared
+        print("share GPU 0: native alone %.1f ms; umadv alone (%.2fG) %.1f ms, %.1f samples/s;"
+              " two at once (%.2fG each) %s ms, %.1f samples/s together; losses %s" % (
+                  s["native_ms"], s["alone_budget"] / 2**30, s["alone_ms"],
+                  s["alone_samples_per_s"], s["shared_budget"] / 2**30,
+                  " and ".join("%.1f" % m for m in s["shared_ms"]),
+                  s["shared_samples_per_s"], "identical" if s["identical"] else "DIFFER"))
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    sizes = [int(n) for n in args.gpus.split(",")]
+    have = args.visible if args.visible is not None else (
+        gpu_count() if max(sizes) > 1 else 1)
+    rows, skipped = [], [n for n in sizes if n > have]
+    for n in sizes:
+        if n <= have:
+            rows.append(world(args, n))
+    scaling(rows)
+    shared = share(args) if args.share else None
+    with open(os.path.join(args.out, "ddp.json"), "w") as f:
+        json.dump({"config": vars(args), "rows": rows, "skipped_gpus": skipped,
+                   "share": shared}, f, indent=1)
+    print_tables(args, rows, shared)
+    for n in skipped:
+        print("%d GPUs: skipped, %d visible" % (n, have))
+    bad = [r["gpus"] for r in rows if not r["plan"]["identical"]]
+    if bad or (shared is not None and not shared["identical"]):
+        sys.exit("bench: losses differ from native DDP's (GPUs %s%s)" % (
+            bad, ", share" if shared is not None and not shared["identical"] else ""))
+
+
+if __name__ == "__main__":
+    main()
