@@ -131,6 +131,9 @@ class BucketGuard:
     bucket's block not stageable: NCCL reads it on its own stream, unseen
     by umadv's plan, so it must never be discarded under the collective."""
 
+    # DDP logs its hook by name (register_comm_hook reads __name__)
+    __name__ = "umadv_bucket_guard"
+
     def __init__(self, torch, um):
         self.torch, self.um, self.marked, self.missed = torch, um, set(), 0
         self.um.lib.umadv_set_stageable.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
