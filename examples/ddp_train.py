@@ -131,15 +131,13 @@ class BucketGuard:
     bucket's block not stageable: NCCL reads it on its own stream, unseen
     by umadv's plan, so it must never be discarded under the collective."""
 
-    # DDP logs its hook by name (register_comm_hook reads __name__)
-    __name__ = "umadv_bucket_guard"
-
     def __init__(self, torch, um):
         self.torch, self.um, self.marked, self.missed = torch, um, set(), 0
         self.um.lib.umadv_set_stageable.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                                     ctypes.c_int]
 
-    def __call__(self, state, bucket):
+    def allreduce(self, state, bucket):
+        """The hook (a bound method: DDP reads its __name__ and __qualname__)."""
         buf = bucket.buffer()
         ptr = buf.data_ptr()
         # every call: a freed bucket's address may be a new, stageable block
@@ -176,7 +174,7 @@ def build(torch, args, rank, um):
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank.local])
         if um is not None and not args.no_bucket_guard:
             guard = BucketGuard(torch, um)
-            model.register_comm_hook(None, guard)
+            model.register_comm_hook(None, guard.allreduce)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     return model, opt, guard
 
