@@ -50,10 +50,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "example_cli.h"
 #include "mlp_kernels.h"
 
 #define PROG "mlp_train"
-#define EXIT_USAGE 2
 #define EXIT_SKIP 77 /* automake's "skipped": no GPU here */
 
 /* Never ask for more managed memory than this share of the free memory:
@@ -119,40 +119,22 @@ typedef struct mlp {
 
 /* ---- errors ---------------------------------------------------------- */
 
-/* "mlp_train: message", without the line's end. */
-static void vreport(const char *fmt, va_list ap)
-{
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vreport(fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(EXIT_FAILURE);
-}
-
 static void check_cuda(cudaError_t err, const char *call, int line)
 {
     if (err != cudaSuccess)
-        die("%s failed (line %d): %s", call, line, cudaGetErrorString(err));
+        example_die("%s failed (line %d): %s", call, line, cudaGetErrorString(err));
 }
 
 static void check_blas(cublasStatus_t status, const char *call, int line)
 {
     if (status != CUBLAS_STATUS_SUCCESS)
-        die("%s failed (line %d): %s", call, line, cublasGetStatusString(status));
+        example_die("%s failed (line %d): %s", call, line, cublasGetStatusString(status));
 }
 
 static void check_umadv(umadv_status_t status, const char *call, int line)
 {
     if (status != UMADV_OK)
-        die("%s failed (line %d): %s", call, line, umadv_status_string(status));
+        example_die("%s failed (line %d): %s", call, line, umadv_status_string(status));
 }
 
 static const char *size_str(uint64_t bytes, char *buf, size_t len)
@@ -204,42 +186,6 @@ static void usage(FILE *out)
         "Prints 'run POLICY', then 'iter N loss X' per iteration, the checksum of\n"
         "the final weights, ms/iteration and umadv's counters, for every run.\n"
         "Exit status: 0 done, 1 failed, 2 usage error, 77 no CUDA device.\n");
-}
-
-static void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vreport(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
-    exit(EXIT_USAGE);
-}
-
-static long long parse_int(const char *flag, const char *text, long long min, long long max)
-{
-    char *end;
-    long long v;
-
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-        usage_error("invalid value '%s' for --%s: an integer from %lld to %lld", text, flag,
-                    min, max);
-    return v;
-}
-
-static double parse_real(const char *flag, const char *text, double min, double max)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v < max))
-        usage_error("invalid value '%s' for --%s: a number in [%g, %g)", text, flag, min, max);
-    return v;
 }
 
 enum { OPT_BATCH = 256, OPT_HIDDEN, OPT_LAYERS, OPT_CLASSES, OPT_ITERS, OPT_PROFILE,
@@ -294,11 +240,11 @@ static void parse_policies(mlp_opts_t *o, const char *flag, const char *text)
         size_t len = strcspn(p, ",");
 
         if (o->npolicies == MAX_RUNS)
-            usage_error("invalid value '%s' for --%s: at most %d policies", text, flag,
+            example_usage_error("invalid value '%s' for --%s: at most %d policies", text, flag,
                         MAX_RUNS);
         snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : 0), p);
         if (umadv_policy_parse(name, &o->policies[o->npolicies]) != UMADV_OK)
-            usage_error("invalid value '%s' for --%s: '%.*s' is not a policy (oracle, demand, "
+            example_usage_error("invalid value '%s' for --%s: '%.*s' is not a policy (oracle, demand, "
                         "prefetch-all, plan)", text, flag, (int)len, p);
         o->npolicies++;
         if (p[len] == '\0')
@@ -321,7 +267,7 @@ static void parse_range(mlp_opts_t *o, const char *flag, const char *text)
             o->budget_lo <= o->budget_hi && o->budget_hi <= 1.0)
             return;
     }
-    usage_error("invalid value '%s' for --%s: LO,HI, fractions of the footprint with "
+    example_usage_error("invalid value '%s' for --%s: LO,HI, fractions of the footprint with "
                 "0 < LO <= HI <= 1", text, flag);
 }
 
@@ -329,20 +275,20 @@ static void parse_range(mlp_opts_t *o, const char *flag, const char *text)
 static void opt_apply(mlp_opts_t *o, int c, const char *flag, const char *arg)
 {
     switch (c) {
-    case OPT_BATCH:     o->batch = (int)parse_int(flag, arg, 1, 1 << 24); break;
-    case OPT_HIDDEN:    o->hidden = (int)parse_int(flag, arg, 1, 1 << 16); break;
-    case OPT_LAYERS:    o->layers = (int)parse_int(flag, arg, 1, 1024); break;
-    case OPT_CLASSES:   o->classes = (int)parse_int(flag, arg, 2, 1 << 16); break;
-    case OPT_ITERS:     o->iters = (int)parse_int(flag, arg, 1, 1 << 24); break;
-    case OPT_PROFILE:   o->profile_iter = (int)parse_int(flag, arg, 0, 1 << 24); break;
-    case OPT_LR:        o->lr = parse_real(flag, arg, 1e-12, 1e3); break;
-    case OPT_MOMENTUM:  o->momentum = parse_real(flag, arg, 0.0, 1.0); break;
-    case OPT_SEED:      o->seed = (uint64_t)parse_int(flag, arg, 0, LLONG_MAX); break;
+    case OPT_BATCH:     o->batch = (int)example_parse_int(flag, arg, 1, 1 << 24); break;
+    case OPT_HIDDEN:    o->hidden = (int)example_parse_int(flag, arg, 1, 1 << 16); break;
+    case OPT_LAYERS:    o->layers = (int)example_parse_int(flag, arg, 1, 1024); break;
+    case OPT_CLASSES:   o->classes = (int)example_parse_int(flag, arg, 2, 1 << 16); break;
+    case OPT_ITERS:     o->iters = (int)example_parse_int(flag, arg, 1, 1 << 24); break;
+    case OPT_PROFILE:   o->profile_iter = (int)example_parse_int(flag, arg, 0, 1 << 24); break;
+    case OPT_LR:        o->lr = example_parse_real(flag, arg, 1e-12, 1e3); break;
+    case OPT_MOMENTUM:  o->momentum = example_parse_real(flag, arg, 0.0, 1.0); break;
+    case OPT_SEED:      o->seed = (uint64_t)example_parse_int(flag, arg, 0, LLONG_MAX); break;
     case OPT_POLICIES:  parse_policies(o, flag, arg); break;
     case OPT_TRACE:     o->trace_path = arg; break;
     case OPT_FOOTPRINT: o->footprint_only = 1; break;
-    case OPT_BUDGET_CHANGE: o->budget_change = (int)parse_int(flag, arg, 0, 1 << 24); break;
-    case OPT_BUDGET_SEED:   o->budget_seed = (uint64_t)parse_int(flag, arg, 0, LLONG_MAX); break;
+    case OPT_BUDGET_CHANGE: o->budget_change = (int)example_parse_int(flag, arg, 0, 1 << 24); break;
+    case OPT_BUDGET_SEED:   o->budget_seed = (uint64_t)example_parse_int(flag, arg, 0, LLONG_MAX); break;
     case OPT_BUDGET_RANGE:  parse_range(o, flag, arg); break;
     }
 }
@@ -359,15 +305,15 @@ static void opts_parse(int argc, char **argv, mlp_opts_t *o)
             exit(EXIT_SUCCESS);
         }
         if (c == ':')
-            usage_error("option '%s' needs a value", argv[optind - 1]);
+            example_usage_error("option '%s' needs a value", argv[optind - 1]);
         if (c == '?')
-            usage_error("unknown option '%s'", argv[optind - 1]);
+            example_usage_error("unknown option '%s'", argv[optind - 1]);
         opt_apply(o, c, long_opts[index].name, optarg);
     }
     if (optind < argc)
-        usage_error("unexpected argument '%s'", argv[optind]);
+        example_usage_error("unexpected argument '%s'", argv[optind]);
     if (o->profile_iter >= o->iters)
-        usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
+        example_usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
                     o->profile_iter, o->iters);
     if (o->budget_seed == UINT64_MAX)
         o->budget_seed = o->seed;
@@ -472,7 +418,7 @@ static void device_open(mlp_t *m)
         exit(EXIT_SKIP);
     }
     if (device < 0 || device >= count)
-        die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
+        example_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     BLAS_CHECK(cublasCreate(&m->blas));
@@ -498,7 +444,7 @@ static uint64_t memory_check(const mlp_footprint_t *f, int device, uint64_t *use
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     cap = (uint64_t)(FREE_SHARE * (double)free_b);
     if (need > cap)
-        die("this run needs up to %s of managed memory (footprint %s with the pool's "
+        example_die("this run needs up to %s of managed memory (footprint %s with the pool's "
             "rounding), more than %.0f%% of the %s free on device %d: use a smaller "
             "--batch, --hidden or --layers", size_str(need, s1, 32), size_str(f->total, s2, 32),
             FREE_SHARE * 100.0, size_str(free_b, s3, 32), device);
@@ -522,7 +468,7 @@ static void context_open(mlp_t *m, uint64_t cap)
         exit(EXIT_SKIP);
     }
     if (status != UMADV_OK)
-        die("umadv_context_create: %s", umadv_status_string(status));
+        example_die("umadv_context_create: %s", umadv_status_string(status));
 }
 
 /* ---- model ----------------------------------------------------------- */
@@ -536,7 +482,7 @@ static void *alloc(mlp_t *m, uint64_t bytes, const char *fmt, int index)
     snprintf(tag, sizeof(tag), fmt, index);
     status = umadv_malloc(m->ctx, bytes, tag, &p);
     if (status != UMADV_OK)
-        die("umadv_malloc(%" PRIu64 " bytes, %s): %s", bytes, tag, umadv_status_string(status));
+        example_die("umadv_malloc(%" PRIu64 " bytes, %s): %s", bytes, tag, umadv_status_string(status));
     return p;
 }
 
@@ -563,7 +509,7 @@ static void model_alloc(mlp_t *m)
     m->act = calloc((size_t)o->layers + 1, sizeof(*m->act));
     m->iter_ms = calloc((size_t)o->iters, sizeof(*m->iter_ms));
     if (m->layer == NULL || m->act == NULL || m->iter_ms == NULL)
-        die("out of host memory");
+        example_die("out of host memory");
     for (int l = 0; l < o->layers; l++) {
         m->layer[l].in  = o->hidden;
         m->layer[l].out = layer_out(o, l);
@@ -809,7 +755,7 @@ static void save_trace(mlp_t *m)
         return;
     status = umadv_trace_save(m->ctx, m->opt.trace_path);
     if (status != UMADV_OK)
-        die("umadv_trace_save(%s): %s", m->opt.trace_path, umadv_status_string(status));
+        example_die("umadv_trace_save(%s): %s", m->opt.trace_path, umadv_status_string(status));
 }
 
 /* GPU memory in use (all processes) at the end of the iteration. */
@@ -898,7 +844,7 @@ static void budget_step(mlp_t *m, int it)
         return;
     }
     if (status != UMADV_OK)
-        die("umadv_set_budget(%" PRIu64 "): %s", want, umadv_status_string(status));
+        example_die("umadv_set_budget(%" PRIu64 "): %s", want, umadv_status_string(status));
     m->budget_now = want;
     m->budgets_set++;
     printf("budget_set %d %" PRIu64 " at iter %d\n", k, want, it);
@@ -968,7 +914,7 @@ static uint64_t checksum(mlp_t *m)
     uint64_t h = 0xcbf29ce484222325ull, *dev, *host = malloc(chunks * sizeof(*host));
 
     if (host == NULL)
-        die("out of host memory");
+        example_die("out of host memory");
     CUDA_CHECK(cudaMalloc((void **)&dev, chunks * sizeof(*dev)));
     for (int l = 0; l < m->opt.layers; l++) {
         mlp_layer_t *ly = &m->layer[l];
@@ -1005,7 +951,7 @@ static void print_times(const mlp_t *m)
     }
     sorted = malloc((size_t)n * sizeof(*sorted));
     if (sorted == NULL)
-        die("out of host memory");
+        example_die("out of host memory");
     memcpy(sorted, m->iter_ms + first, (size_t)n * sizeof(*sorted));
     qsort(sorted, (size_t)n, sizeof(*sorted), cmp_double);
     printf("ms_per_iter %.3f (median of %d steady-state iteration%s)\n",
@@ -1110,7 +1056,7 @@ static int run_policy(mlp_t *m)
         return 0;
     }
     if (status != UMADV_OK)
-        die("umadv_set_policy(%s): %s", umadv_policy_name(policy), umadv_status_string(status));
+        example_die("umadv_set_policy(%s): %s", umadv_policy_name(policy), umadv_status_string(status));
     return 1;
 }
 
@@ -1162,6 +1108,7 @@ int main(int argc, char **argv)
     uint64_t cap, used_base;
     int runs;
 
+    example_cli_name(PROG);
     opts_parse(argc, argv, &m.opt);
     footprint_compute(&m.opt, &fp);
     print_header(&m.opt);

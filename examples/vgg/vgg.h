@@ -16,6 +16,8 @@
 #include <cudnn.h>
 #include <umadv.h>
 
+#include "../example_cli.h"
+
 #define VGG_PROG "vgg_train"
 /* 13 convolutions, 5 pools, 3 fully connected */
 #define VGG_LAYERS 21
@@ -98,7 +100,6 @@ typedef struct vgg {
 } vgg_t;
 
 /* ---- vgg_train.c: errors --------------------------------------------- */
-void vgg_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void vgg_check_cuda(cudaError_t err, const char *call, int line);
 void vgg_check_dnn(cudnnStatus_t status, const char *call, int line);
 void vgg_check_blas(cublasStatus_t status, const char *call, int line);

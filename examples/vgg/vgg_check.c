@@ -83,7 +83,7 @@ static size_t largest(const float *grad, size_t n, const size_t *tried, int ntri
     size_t best = SIZE_MAX;
 
     if (host == NULL)
-        vgg_die("out of host memory");
+        example_die("out of host memory");
     CUDA_CHECK(cudaMemcpy(host, grad, n * sizeof(*host), cudaMemcpyDefault));
     for (size_t i = 0; i < n; i++)
         if (!was_tried(i, tried, ntried) &&
@@ -198,7 +198,7 @@ uint64_t vgg_digest(vgg_t *v)
     chunks = most / MLP_HASH_CHUNK + 1;
     host = malloc(chunks * sizeof(*host));
     if (host == NULL)
-        vgg_die("out of host memory");
+        example_die("out of host memory");
     CUDA_CHECK(cudaMalloc((void **)&dev, chunks * sizeof(*dev)));
     for (int l = 0; l < VGG_LAYERS; l++) {
         vgg_layer_t *ly = &v->layer[l];

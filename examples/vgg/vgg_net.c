@@ -244,7 +244,7 @@ static void choose_fwd(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    vgg_die("%s: cuDNN offers no usable forward algorithm (FP32 FMA%s, workspace <= %" PRIu64
+    example_die("%s: cuDNN offers no usable forward algorithm (FP32 FMA%s, workspace <= %" PRIu64
             " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
             v->opt.workspace_limit);
 }
@@ -266,7 +266,7 @@ static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    vgg_die("%s: cuDNN offers no usable backward-data algorithm (FP32 FMA%s, workspace <= %"
+    example_die("%s: cuDNN offers no usable backward-data algorithm (FP32 FMA%s, workspace <= %"
             PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
             v->opt.workspace_limit);
 }
@@ -287,7 +287,7 @@ static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    vgg_die("%s: cuDNN offers no usable backward-filter algorithm (FP32 FMA%s, workspace <= %"
+    example_die("%s: cuDNN offers no usable backward-filter algorithm (FP32 FMA%s, workspace <= %"
             PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
             v->opt.workspace_limit);
 }
@@ -376,7 +376,7 @@ static void *alloc(vgg_t *v, size_t bytes, const char *name, const char *what)
     snprintf(tag, sizeof(tag), "%s%s", name, what);
     status = umadv_malloc(v->ctx, bytes, tag, &p);
     if (status != UMADV_OK)
-        vgg_die("umadv_malloc(%zu bytes, %s): %s", bytes, tag, umadv_status_string(status));
+        example_die("umadv_malloc(%zu bytes, %s): %s", bytes, tag, umadv_status_string(status));
     return p;
 }
 

@@ -68,7 +68,7 @@ static void *alloc_grad(vgg_t *v, vgg_shape_t s, const char *name)
     snprintf(tag, sizeof(tag), "%s.grad", name);
     status = umadv_malloc(v->ctx, fbytes(elems(s)), tag, &p);
     if (status != UMADV_OK)
-        vgg_die("umadv_malloc(%zu bytes, %s): %s", fbytes(elems(s)), tag,
+        example_die("umadv_malloc(%zu bytes, %s): %s", fbytes(elems(s)), tag,
                 umadv_status_string(status));
     return p;
 }

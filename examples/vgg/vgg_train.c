@@ -33,7 +33,6 @@
 
 #include "../mlp_kernels.h"
 
-#define EXIT_USAGE 2
 #define EXIT_SKIP 77 /* automake's "skipped": no GPU here */
 /* Never ask for more managed memory than this share of the free memory:
  * oversubscribing a shared GPU can hang it. */
@@ -41,45 +40,28 @@
 
 /* ---- errors ---------------------------------------------------------- */
 
-static void vreport(const char *fmt, va_list ap)
-{
-    fprintf(stderr, VGG_PROG ": ");
-    vfprintf(stderr, fmt, ap);
-}
-
-void vgg_die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vreport(fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(EXIT_FAILURE);
-}
-
 void vgg_check_cuda(cudaError_t err, const char *call, int line)
 {
     if (err != cudaSuccess)
-        vgg_die("%s failed (line %d): %s", call, line, cudaGetErrorString(err));
+        example_die("%s failed (line %d): %s", call, line, cudaGetErrorString(err));
 }
 
 void vgg_check_dnn(cudnnStatus_t status, const char *call, int line)
 {
     if (status != CUDNN_STATUS_SUCCESS)
-        vgg_die("%s failed (line %d): %s", call, line, cudnnGetErrorString(status));
+        example_die("%s failed (line %d): %s", call, line, cudnnGetErrorString(status));
 }
 
 void vgg_check_blas(cublasStatus_t status, const char *call, int line)
 {
     if (status != CUBLAS_STATUS_SUCCESS)
-        vgg_die("%s failed (line %d): %s", call, line, cublasGetStatusString(status));
+        example_die("%s failed (line %d): %s", call, line, cublasGetStatusString(status));
 }
 
 void vgg_check_umadv(umadv_status_t status, const char *call, int line)
 {
     if (status != UMADV_OK)
-        vgg_die("%s failed (line %d): %s", call, line, umadv_status_string(status));
+        example_die("%s failed (line %d): %s", call, line, umadv_status_string(status));
 }
 
 /* ---- options --------------------------------------------------------- */
@@ -119,50 +101,12 @@ static void usage(FILE *out)
         "Exit status: 0 done, 1 failed (a check included), 2 usage error, 77 no CUDA device.\n");
 }
 
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vreport(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '" VGG_PROG " --help' for more information.\n");
-    exit(EXIT_USAGE);
-}
-
-static long long parse_int(const char *flag, const char *text, long long min, long long max)
-{
-    char *end;
-    long long v;
-
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-        usage_error("invalid value '%s' for --%s: an integer from %lld to %lld", text, flag,
-                    min, max);
-    return v;
-}
-
-static double parse_real(const char *flag, const char *text, double min, double max)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v < max))
-        usage_error("invalid value '%s' for --%s: a number in [%g, %g)", text, flag, min, max);
-    return v;
-}
-
 static uint64_t parse_size(const char *flag, const char *text)
 {
     uint64_t v;
 
     if (umadv_size_parse(text, &v) != UMADV_OK)
-        usage_error("invalid value '%s' for --%s: a size such as 512M", text, flag);
+        example_usage_error("invalid value '%s' for --%s: a size such as 512M", text, flag);
     return v;
 }
 
@@ -209,15 +153,15 @@ static void opts_default(vgg_opts_t *o)
 static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
 {
     switch (c) {
-    case OPT_BATCH:         o->batch = (int)parse_int(flag, arg, 1, 1 << 16); break;
-    case OPT_ITERS:         o->iters = (int)parse_int(flag, arg, 1, 1 << 24); break;
-    case OPT_IMAGE:         o->image = (int)parse_int(flag, arg, 32, 4096); break;
-    case OPT_WIDTH:         o->width_scale = (int)parse_int(flag, arg, 1, 512); break;
-    case OPT_CLASSES:       o->classes = (int)parse_int(flag, arg, 2, 1 << 16); break;
-    case OPT_PROFILE:       o->profile_iter = (int)parse_int(flag, arg, 0, 1 << 24); break;
-    case OPT_LR:            o->lr = parse_real(flag, arg, 1e-12, 1e3); break;
-    case OPT_MOMENTUM:      o->momentum = parse_real(flag, arg, 0.0, 1.0); break;
-    case OPT_SEED:          o->seed = (uint64_t)parse_int(flag, arg, 0, LLONG_MAX); break;
+    case OPT_BATCH:         o->batch = (int)example_parse_int(flag, arg, 1, 1 << 16); break;
+    case OPT_ITERS:         o->iters = (int)example_parse_int(flag, arg, 1, 1 << 24); break;
+    case OPT_IMAGE:         o->image = (int)example_parse_int(flag, arg, 32, 4096); break;
+    case OPT_WIDTH:         o->width_scale = (int)example_parse_int(flag, arg, 1, 512); break;
+    case OPT_CLASSES:       o->classes = (int)example_parse_int(flag, arg, 2, 1 << 16); break;
+    case OPT_PROFILE:       o->profile_iter = (int)example_parse_int(flag, arg, 0, 1 << 24); break;
+    case OPT_LR:            o->lr = example_parse_real(flag, arg, 1e-12, 1e3); break;
+    case OPT_MOMENTUM:      o->momentum = example_parse_real(flag, arg, 0.0, 1.0); break;
+    case OPT_SEED:          o->seed = (uint64_t)example_parse_int(flag, arg, 0, LLONG_MAX); break;
     case OPT_WORKSPACE:     o->workspace_limit = parse_size(flag, arg); break;
     case OPT_DETERMINISTIC: o->deterministic = 1; break;
     case OPT_FIXED:         o->fixed_batch = 1; break;
@@ -225,7 +169,7 @@ static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_FOOTPRINT:     o->footprint_only = 1; break;
     case OPT_SPLIT:
         o->split_auto = strcmp(arg, "auto") == 0;
-        o->split = o->split_auto ? 1 : (int)parse_int(flag, arg, 1, 1 << 16);
+        o->split = o->split_auto ? 1 : (int)example_parse_int(flag, arg, 1, 1 << 16);
         break;
     }
 }
@@ -233,13 +177,13 @@ static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
 static void opts_check(vgg_opts_t *o)
 {
     if (o->image % 32 != 0)
-        usage_error("invalid value '%d' for --image-size: a multiple of 32 (five 2x2 pools)",
+        example_usage_error("invalid value '%d' for --image-size: a multiple of 32 (five 2x2 pools)",
                     o->image);
     if (o->split > o->batch)
-        usage_error("invalid value '%d' for --split: at most --batch (%d) parts", o->split,
+        example_usage_error("invalid value '%d' for --split: at most --batch (%d) parts", o->split,
                     o->batch);
     if (o->profile_iter >= o->iters)
-        usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
+        example_usage_error("invalid value '%d' for --profile-iter: an iteration below --iters (%d)",
                     o->profile_iter, o->iters);
     /* A finite difference must see the same arithmetic as the gradient. */
     if (o->check_grad)
@@ -258,13 +202,13 @@ static void opts_parse(int argc, char **argv, vgg_opts_t *o)
             exit(EXIT_SUCCESS);
         }
         if (c == ':')
-            usage_error("option '%s' needs a value", argv[optind - 1]);
+            example_usage_error("option '%s' needs a value", argv[optind - 1]);
         if (c == '?')
-            usage_error("unknown option '%s'", argv[optind - 1]);
+            example_usage_error("unknown option '%s'", argv[optind - 1]);
         opt_apply(o, c, long_opts[index].name, optarg);
     }
     if (optind < argc)
-        usage_error("unexpected argument '%s'", argv[optind]);
+        example_usage_error("unexpected argument '%s'", argv[optind]);
     opts_check(o);
 }
 
@@ -278,7 +222,7 @@ static void split_choose(vgg_t *v)
     if (!v->opt.split_auto)
         return;
     if (text != NULL && *text != '\0' && umadv_size_parse(text, &budget) != UMADV_OK)
-        vgg_die("UMADV_BUDGET=%s: not a size (--split auto reads it)", text);
+        example_die("UMADV_BUDGET=%s: not a size (--split auto reads it)", text);
     vgg_split_auto(v, budget);
 }
 
@@ -303,7 +247,7 @@ static void device_open(vgg_t *v)
         exit(EXIT_SKIP);
     }
     if (device < 0 || device >= count)
-        vgg_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
+        example_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking));
     DNN_CHECK(cudnnCreate(&v->dnn));
@@ -333,7 +277,7 @@ static uint64_t memory_check(uint64_t need)
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     cap = (uint64_t)(FREE_SHARE * (double)free_b);
     if (need > cap)
-        vgg_die("this run needs %" PRIu64 " bytes of managed memory, more than %.0f%% of the "
+        example_die("this run needs %" PRIu64 " bytes of managed memory, more than %.0f%% of the "
                 "%zu bytes free: use a smaller --batch or --image-size, or a larger "
                 "--width-scale", need, FREE_SHARE * 100.0, free_b);
     return cap;
@@ -355,7 +299,7 @@ static void context_open(vgg_t *v, uint64_t cap)
         exit(EXIT_SKIP);
     }
     if (status != UMADV_OK)
-        vgg_die("umadv_context_create: %s", umadv_status_string(status));
+        example_die("umadv_context_create: %s", umadv_status_string(status));
 }
 
 /* ---- report ---------------------------------------------------------- */
@@ -469,7 +413,7 @@ static int train(vgg_t *v)
         print_iteration(it, loss, now_ms() - start, &before, &after);
         fflush(stdout);
         if (!isfinite(loss))
-            vgg_die("iteration %d: the loss is %g", it, loss);
+            example_die("iteration %d: the loss is %g", it, loss);
         if (it == 0)
             first_loss = loss;
         if (it == v->opt.profile_iter)
@@ -488,6 +432,7 @@ int main(int argc, char **argv)
     vgg_footprint_t fp;
     int failed;
 
+    example_cli_name(VGG_PROG);
     opts_parse(argc, argv, &v.opt);
     vgg_layout(&v);
     split_choose(&v);
