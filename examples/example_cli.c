@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cuda_runtime_api.h>
+
 static const char *program_name = "example";
 
 void example_cli_name(const char *program)
@@ -66,4 +68,23 @@ double example_parse_real(const char *flag, const char *text, double min, double
         example_usage_error("invalid value '%s' for --%s: a number in [%g, %g)", text, flag, min,
                             max);
     return v;
+}
+
+int example_cuda_device(void)
+{
+    const char *text = getenv("UMADV_DEVICE");
+    int count = 0, device = text != NULL ? atoi(text) : 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+
+    if (err != cudaSuccess || count == 0) {
+        fprintf(stderr, "%s: no CUDA device (%s)\n", program_name,
+                err != cudaSuccess ? cudaGetErrorString(err) : "none visible");
+        exit(EXAMPLE_EXIT_SKIP);
+    }
+    if (device < 0 || device >= count)
+        example_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
+    err = cudaSetDevice(device);
+    if (err != cudaSuccess)
+        example_die("cudaSetDevice(%d): %s", device, cudaGetErrorString(err));
+    return device;
 }

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 
 #define EXAMPLE_EXIT_USAGE 2
+#define EXAMPLE_EXIT_SKIP 77 /* automake's "skipped": no GPU here */
 
 /* The program's name in every message; set once, before any. */
 void example_cli_name(const char *program);
@@ -28,5 +29,10 @@ long long example_parse_int(const char *flag, const char *text, long long min, l
 
 /* --@flag's @text as a number in [@min, @max), or a usage error. */
 double example_parse_real(const char *flag, const char *text, double min, double max);
+
+/* Make UMADV_DEVICE's GPU (default 0) current: exit 77 when there is no
+ * CUDA device, so that test harnesses count a skip; a usage of a device
+ * that is not there is a failure naming it. Returns the device. */
+int example_cuda_device(void);
 
 #endif

@@ -54,7 +54,6 @@
 #include "mlp_kernels.h"
 
 #define PROG "mlp_train"
-#define EXIT_SKIP 77 /* automake's "skipped": no GPU here */
 
 /* Never ask for more managed memory than this share of the free memory:
  * oversubscribing a shared GPU can hang it. */
@@ -399,27 +398,12 @@ static uint64_t env_size(const char *name, uint64_t dflt)
     return v;
 }
 
-static int env_device(void)
+/* Exit 77 without a device, so that test harnesses count a skip.
+ * Returns the device. */
+static int device_open(mlp_t *m)
 {
-    const char *text = getenv("UMADV_DEVICE");
+    int device = example_cuda_device();
 
-    return text != NULL ? atoi(text) : 0;
-}
-
-/* Exit 77 without a device, so that test harnesses count a skip. */
-static void device_open(mlp_t *m)
-{
-    int count = 0, device = env_device();
-    cudaError_t err = cudaGetDeviceCount(&count);
-
-    if (err != cudaSuccess || count == 0) {
-        fprintf(stderr, PROG ": no CUDA device (%s)\n",
-                err != cudaSuccess ? cudaGetErrorString(err) : "none visible");
-        exit(EXIT_SKIP);
-    }
-    if (device < 0 || device >= count)
-        example_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
-    CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     BLAS_CHECK(cublasCreate(&m->blas));
     BLAS_CHECK(cublasSetStream(m->blas, m->stream));
@@ -427,6 +411,7 @@ static void device_open(mlp_t *m)
     BLAS_CHECK(cublasSetMathMode(m->blas, CUBLAS_DEFAULT_MATH));
     BLAS_CHECK(cublasSetAtomicsMode(m->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
     BLAS_CHECK(cublasSetPointerMode(m->blas, CUBLAS_POINTER_MODE_HOST));
+    return device;
 }
 
 /* Refuse a run whose managed memory could exceed FREE_SHARE of the free
@@ -465,7 +450,7 @@ static void context_open(mlp_t *m, uint64_t cap)
     status = umadv_context_create(&params, &m->ctx);
     if (status == UMADV_ERR_NO_DEVICE) {
         fprintf(stderr, PROG ": umadv finds no usable CUDA device\n");
-        exit(EXIT_SKIP);
+        exit(EXAMPLE_EXIT_SKIP);
     }
     if (status != UMADV_OK)
         example_die("umadv_context_create: %s", umadv_status_string(status));
@@ -1118,8 +1103,7 @@ int main(int argc, char **argv)
         budget_draws(&m);
         return EXIT_SUCCESS;
     }
-    device_open(&m);
-    cap = memory_check(&fp, env_device(), &used_base);
+    cap = memory_check(&fp, device_open(&m), &used_base);
     print_device(cap);
     fflush(stdout);
     context_open(&m, cap);

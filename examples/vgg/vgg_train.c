@@ -33,7 +33,6 @@
 
 #include "../mlp_kernels.h"
 
-#define EXIT_SKIP 77 /* automake's "skipped": no GPU here */
 /* Never ask for more managed memory than this share of the free memory:
  * oversubscribing a shared GPU can hang it. */
 #define FREE_SHARE 0.9
@@ -228,27 +227,10 @@ static void split_choose(vgg_t *v)
 
 /* ---- device, memory and context ------------------------------------- */
 
-static int env_device(void)
-{
-    const char *text = getenv("UMADV_DEVICE");
-
-    return text != NULL ? atoi(text) : 0;
-}
-
 /* Exit 77 without a device, so that test harnesses count a skip. */
 static void device_open(vgg_t *v)
 {
-    int count = 0, device = env_device();
-    cudaError_t err = cudaGetDeviceCount(&count);
-
-    if (err != cudaSuccess || count == 0) {
-        fprintf(stderr, VGG_PROG ": no CUDA device (%s)\n",
-                err != cudaSuccess ? cudaGetErrorString(err) : "none visible");
-        exit(EXIT_SKIP);
-    }
-    if (device < 0 || device >= count)
-        example_die("UMADV_DEVICE=%d: only %d CUDA device(s) visible", device, count);
-    CUDA_CHECK(cudaSetDevice(device));
+    example_cuda_device();
     CUDA_CHECK(cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking));
     DNN_CHECK(cudnnCreate(&v->dnn));
     DNN_CHECK(cudnnSetStream(v->dnn, v->stream));
@@ -296,7 +278,7 @@ static void context_open(vgg_t *v, uint64_t cap)
     status = umadv_context_create(&params, &v->ctx);
     if (status == UMADV_ERR_NO_DEVICE) {
         fprintf(stderr, VGG_PROG ": umadv finds no usable CUDA device\n");
-        exit(EXIT_SKIP);
+        exit(EXAMPLE_EXIT_SKIP);
     }
     if (status != UMADV_OK)
         example_die("umadv_context_create: %s", umadv_status_string(status));
