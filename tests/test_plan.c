@@ -516,10 +516,39 @@ static void test_victimq_levels(void)
     free(in);
 }
 
+/* Evictions never read back: the next op on their sections (wrapping
+ * into the next iteration) is a fresh fetch, a drop, or none; read back
+ * when it is a copying fetch, even one issued before them. */
+static void test_evicted_unread(void)
+{
+    umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 4, .first = 0, .count = 1, .bytes = 16},
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .first = 0, .count = 2, .bytes = 1},
+        {.kind = UMADV_OP_EVICT, .alloc = 1, .first = 0, .count = 1, .bytes = 2},
+        {.kind = UMADV_OP_EVICT, .alloc = 2, .first = 1, .count = 1, .bytes = 4},
+        {.kind = UMADV_OP_EVICT, .alloc = 3, .first = 0, .count = 1, .bytes = 8},
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .first = 1, .count = 1, .bytes = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .first = 0, .count = 1, .bytes = 2,
+         .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 2, .first = 0, .count = 1, .bytes = 4},
+        {.kind = UMADV_OP_DROP, .alloc = 2, .first = 1, .count = 1, .bytes = 4},
+        {.kind = UMADV_OP_EVICT, .alloc = 4, .first = 0, .count = 1, .bytes = 16},
+    };
+    umadv_schedule_t sch = {.ops = ops, .nops = sizeof(ops) / sizeof(ops[0])};
+    uint64_t bytes = 0;
+    umadv_status_t status = umadv__schedule_evicted_unread(&sch, &bytes);
+
+    ok(status == UMADV_OK && bytes == 2 + 4 + 8,
+       "unread evictions: refilled fresh, dropped past a fetch of other sections, never "
+       "touched again; read back: fetched later, or fetched at the next iteration's start "
+       "(%llu bytes)", (unsigned long long)bytes);
+}
+
 int main(void)
 {
-    plan(55 + 1);
+    plan(55 + 2);
     test_victimq_levels();
+    test_evicted_unread();
     test_coalescing();
     test_hoisting();
     test_eviction_order();

@@ -169,6 +169,16 @@ typedef struct umadv_schedule {
 
 void umadv__schedule_cleanup(umadv_schedule_t *schedule);
 
+/* Bytes of the schedule's evictions that it never reads back: an EVICT
+ * whose next op on its sections (in issue order, wrapping into the next
+ * iteration) is a fresh FETCH or a DROP, or that no other op touches.
+ * Data alive when room was needed, that the next iteration repopulates
+ * without a copy or releases (on a PyTorch GPT-2, gradients that the
+ * next zero_grad frees unread): why evictions can exceed fetches.
+ * UMADV_ERR_NO_MEMORY when the op index cannot be made. */
+umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *schedule,
+                                              uint64_t *bytes_p);
+
 /* A fetch whose copy takes no longer than a call's latency joins the
  * batch call of its need step (see BATCHES above): latency * bandwidth
  * bytes; 0 (no batches) without a link model. */

@@ -106,12 +106,16 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     double fetch_s = (double)sch->fetch_bytes / run->link.fetch_bw;
     /* the bound's eviction term: staged evictions take another channel */
     double evict_s = (double)(sch->evict_bytes - sch->staged_bytes) / run->link.evict_bw;
+    uint64_t unread = 0;
     char s1[32], s2[32];
 
     printf("  fetch:         %s in %u ops\n", umadv__size_format(sch->fetch_bytes, s1, 32),
            sch->fetch_ops);
     printf("  evict:         %s in %u ops\n", umadv__size_format(sch->evict_bytes, s1, 32),
            sch->evict_ops);
+    if (umadv__schedule_evicted_unread(sch, &unread) == UMADV_OK && unread > 0)
+        printf("                 %s of it never read back: repopulated fresh or freed "
+               "before its next use\n", umadv__size_format(unread, s1, 32));
     printf("  drop:          %s in %u ops\n", umadv__size_format(sch->drop_bytes, s1, 32),
            count_ops(sch, UMADV_OP_DROP));
     print_channel(run, sch);
@@ -266,11 +270,14 @@ static void json_trace(umadv_json_t *js, const umadv_plan_run_t *run)
 static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
 {
     const umadv_schedule_t *sch = &block->schedule;
+    uint64_t unread = 0;
 
     umadv__json_begin_object(js, "schedule");
     umadv__json_u64(js, "fetch_bytes", sch->fetch_bytes);
     umadv__json_u64(js, "fetch_ops", sch->fetch_ops);
     umadv__json_u64(js, "evict_bytes", sch->evict_bytes);
+    if (umadv__schedule_evicted_unread(sch, &unread) == UMADV_OK)
+        umadv__json_u64(js, "evict_unread_bytes", unread);
     umadv__json_u64(js, "evict_ops", sch->evict_ops);
     umadv__json_u64(js, "staged_bytes", sch->staged_bytes);
     umadv__json_bool(js, "stage_priced", sch->stage_priced);
