@@ -49,11 +49,11 @@ const umadv_cli_option_t umadv__cli_profile_options[] = {
 };
 
 typedef struct profile_args {
-    int                 quiet, no_preload, force;
+    umadv_launch_args_t launch;
+    int                 force;
     const char         *output;  /* -o, or the default */
     const char         *json;    /* --json FILE, or NULL */
     umadv_report_opts_t report;
-    char              **command; /* PROGRAM and its arguments, NULL-terminated */
 } profile_args_t;
 
 /* ---- options ---- */
@@ -72,54 +72,17 @@ static int take_report_option(const umadv_cli_command_t *cmd, const umadv_cli_op
 }
 
 static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
-                       const char *value, profile_args_t *args)
+                       const char *value, void *own)
 {
-    for (size_t i = 0; i < sizeof(knob_options) / sizeof(knob_options[0]); i++) {
-        if (strcmp(opt->name, knob_options[i].option) == 0)
-            return umadv__launch_set_knob(cmd, opt, &knob_options[i], value);
-    }
-    if (strcmp(opt->name, "quiet") == 0)
-        args->quiet = 1;
-    else if (strcmp(opt->name, "no-preload") == 0)
-        args->no_preload = 1;
-    else if (strcmp(opt->name, "force") == 0)
+    profile_args_t *args = own;
+
+    if (strcmp(opt->name, "force") == 0)
         args->force = 1;
     else if (strcmp(opt->name, "output") == 0)
         args->output = value;
     else if (strcmp(opt->name, "json") == 0)
         args->json = value;
     return take_report_option(cmd, opt, value, args);
-}
-
-/* Options up to PROGRAM (or "--"): what follows is the program's, as given. */
-static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv,
-                      profile_args_t *args)
-{
-    umadv_cli_parser_t parser;
-    const umadv_cli_option_t *opt;
-    const char *value;
-    int rc;
-
-    umadv__cli_parser_init(&parser, cmd, argc, argv);
-    for (;;) {
-        switch (umadv__cli_next(&parser, &opt, &value)) {
-        case UMADV_CLI_END:
-            return umadv__cli_usage_error(cmd, "'profile' needs a program: umadv profile "
-                                               "[OPTIONS] -- PROGRAM [ARGS]");
-        case UMADV_CLI_HELP:
-            umadv__cli_print_help(cmd, stdout);
-            return -1;
-        case UMADV_CLI_ERROR:
-            return UMADV_EXIT_USAGE;
-        case UMADV_CLI_ARG:
-            args->command = &argv[parser.next - 1];
-            return 0;
-        case UMADV_CLI_OPTION:
-            if ((rc = take_option(cmd, opt, value, args)) != 0)
-                return rc;
-            break;
-        }
-    }
 }
 
 /* ---- the trace file ---- */
@@ -231,18 +194,19 @@ static int run_program(const profile_args_t *args, const char *program, const ch
     int temp_summary;
     pid_t pid;
 
-    if (set_profile_env(temp) != 0 || umadv__launch_set_parts(args->no_preload, program) != 0 ||
-        umadv__launch_set_summary(NULL, args->quiet, summary, sizeof(summary),
+    if (set_profile_env(temp) != 0 ||
+        umadv__launch_set_parts(args->launch.no_preload, program) != 0 ||
+        umadv__launch_set_summary(NULL, args->launch.quiet, summary, sizeof(summary),
                                   &temp_summary) != 0)
         return UMADV_EXIT_FAILURE;
-    pid = umadv__launch_spawn(program, args->command, status_p);
+    pid = umadv__launch_spawn(program, args->launch.command, status_p);
     if (pid < 0) {
         if (temp_summary)
             unlink(summary);
         return *status_p;
     }
     *status_p = umadv__launch_wait(pid);
-    umadv__launch_print_summary(summary, temp_summary, args->quiet, args->command[0]);
+    umadv__launch_print_summary(summary, temp_summary, args->launch.quiet, args->launch.command[0]);
     return 0;
 }
 
@@ -253,7 +217,7 @@ static int no_profile(const profile_args_t *args, int status)
     fprintf(stderr, "umadv profile: %s saved no profile: iteration %s never ended (umadv finds "
             "iterations at an NVTX range, --iteration-range, or at PyTorch's optimizer step), "
             "or the save failed (the library's message above says why); see umadv-profile(1)\n",
-            args->command[0], iteration != NULL ? iteration : "1");
+            args->launch.command[0], iteration != NULL ? iteration : "1");
     return status != 0 ? status : UMADV_EXIT_FAILURE;
 }
 
@@ -277,12 +241,15 @@ int umadv__cmd_profile(const umadv_cli_command_t *cmd, int argc, char **argv)
     int rc, status;
 
     umadv__launch_init("profile");
-    if ((rc = parse_args(cmd, argc, argv, &args)) != 0)
+    rc = umadv__launch_parse(cmd, argc, argv, knob_options,
+                             sizeof(knob_options) / sizeof(knob_options[0]), take_option, &args,
+                             &args.launch);
+    if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
-    args.report.program = args.command[0];
+    args.report.program = args.launch.command[0];
     if ((rc = output_target(cmd, &args, target, sizeof(target))) != 0)
         return rc;
-    if ((rc = umadv__launch_check_program(args.command[0], program, sizeof(program))) != 0)
+    if ((rc = umadv__launch_check_program(args.launch.command[0], program, sizeof(program))) != 0)
         return rc;
     if ((rc = make_temp(target, temp, sizeof(temp))) != 0)
         return rc;

@@ -42,59 +42,20 @@ const umadv_cli_option_t umadv__cli_run_options[] = {
 };
 
 typedef struct run_args {
-    int         quiet, no_preload;
-    const char *summary;   /* --summary FILE, or NULL */
-    char      **command;   /* PROGRAM and its arguments, NULL-terminated */
+    umadv_launch_args_t launch;
+    const char         *summary; /* --summary FILE, or NULL */
 } run_args_t;
 
 /* ---- options ---- */
 
 static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
-                       const char *value, run_args_t *args)
+                       const char *value, void *own)
 {
-    for (size_t i = 0; i < sizeof(knob_options) / sizeof(knob_options[0]); i++) {
-        if (strcmp(opt->name, knob_options[i].option) == 0)
-            return umadv__launch_set_knob(cmd, opt, &knob_options[i], value);
-    }
-    if (strcmp(opt->name, "quiet") == 0)
-        args->quiet = 1;
-    else if (strcmp(opt->name, "no-preload") == 0)
-        args->no_preload = 1;
-    else if (strcmp(opt->name, "summary") == 0)
+    run_args_t *args = own;
+
+    if (strcmp(opt->name, "summary") == 0)
         args->summary = value;
     return 0;
-}
-
-/* Options up to PROGRAM (or "--"): what follows is the program's, as given. */
-static int parse_args(const umadv_cli_command_t *cmd, int argc, char **argv, run_args_t *args)
-{
-    umadv_cli_parser_t parser;
-    const umadv_cli_option_t *opt;
-    const char *value;
-    int rc;
-
-    memset(args, 0, sizeof(*args));
-    umadv__cli_parser_init(&parser, cmd, argc, argv);
-    for (;;) {
-        switch (umadv__cli_next(&parser, &opt, &value)) {
-        case UMADV_CLI_END:
-            return umadv__cli_usage_error(cmd, "'run' needs a program: umadv run [OPTIONS] -- "
-                                               "PROGRAM [ARGS]");
-        case UMADV_CLI_HELP:
-            umadv__cli_print_help(cmd, stdout);
-            return -1;
-        case UMADV_CLI_ERROR:
-            return UMADV_EXIT_USAGE;
-        case UMADV_CLI_ARG:
-            args->command = &argv[parser.next - 1];
-            return 0;
-        case UMADV_CLI_OPTION:
-            rc = take_option(cmd, opt, value, args);
-            if (rc != 0)
-                return rc;
-            break;
-        }
-    }
 }
 
 int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
@@ -105,22 +66,26 @@ int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
     pid_t pid;
 
     umadv__launch_init("run");
-    rc = parse_args(cmd, argc, argv, &args);
+    memset(&args, 0, sizeof(args));
+    rc = umadv__launch_parse(cmd, argc, argv, knob_options,
+                             sizeof(knob_options) / sizeof(knob_options[0]), take_option, &args,
+                             &args.launch);
     if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
-    rc = umadv__launch_check_program(args.command[0], program, sizeof(program));
+    rc = umadv__launch_check_program(args.launch.command[0], program, sizeof(program));
     if (rc != 0)
         return rc;
-    if (umadv__launch_set_parts(args.no_preload, program) != 0 ||
-        umadv__launch_set_summary(args.summary, args.quiet, summary, sizeof(summary), &temp) != 0)
+    if (umadv__launch_set_parts(args.launch.no_preload, program) != 0 ||
+        umadv__launch_set_summary(args.summary, args.launch.quiet, summary, sizeof(summary),
+                                  &temp) != 0)
         return UMADV_EXIT_FAILURE;
-    pid = umadv__launch_spawn(program, args.command, &status);
+    pid = umadv__launch_spawn(program, args.launch.command, &status);
     if (pid < 0) {
         if (temp)
             unlink(summary);
         return status;
     }
     status = umadv__launch_wait(pid);
-    umadv__launch_print_summary(summary, temp, args.quiet, args.command[0]);
+    umadv__launch_print_summary(summary, temp, args.launch.quiet, args.launch.command[0]);
     return status;
 }

@@ -226,7 +226,8 @@ int umadv__launch_set_parts(int no_preload, const char *program)
                         inject, strerror(errno));
         return -1;
     }
-    if (umadv__launch_export_knob("UMADV_INJECT_LIBRARY", inject, 0) != 0 || prepend_env("PYTHONPATH", pydir) != 0 ||
+    if (umadv__launch_export_knob("UMADV_INJECT_LIBRARY", inject, 0) != 0 ||
+        prepend_env("PYTHONPATH", pydir) != 0 ||
         set_nvtx(inject) != 0)
         goto fail;
     if (!no_preload && !is_python(program) && prepend_env("LD_PRELOAD", inject) != 0)
@@ -413,3 +414,55 @@ void umadv__launch_print_summary(const char *path, int temp, int quiet, const ch
         unlink(path);
 }
 
+
+/* ---- the command line ---- */
+
+static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t *opt,
+                       const char *value, const umadv_launch_knob_t *knobs, size_t nknobs,
+                       umadv_launch_option_fn own_option, void *own, umadv_launch_args_t *args)
+{
+    for (size_t i = 0; i < nknobs; i++) {
+        if (strcmp(opt->name, knobs[i].option) == 0)
+            return umadv__launch_set_knob(cmd, opt, &knobs[i], value);
+    }
+    if (strcmp(opt->name, "quiet") == 0)
+        args->quiet = 1;
+    else if (strcmp(opt->name, "no-preload") == 0)
+        args->no_preload = 1;
+    else
+        return own_option(cmd, opt, value, own);
+    return 0;
+}
+
+int umadv__launch_parse(const umadv_cli_command_t *cmd, int argc, char **argv,
+                        const umadv_launch_knob_t *knobs, size_t nknobs,
+                        umadv_launch_option_fn own_option, void *own,
+                        umadv_launch_args_t *args)
+{
+    umadv_cli_parser_t parser;
+    const umadv_cli_option_t *opt;
+    const char *value;
+    int rc;
+
+    umadv__cli_parser_init(&parser, cmd, argc, argv);
+    for (;;) {
+        switch (umadv__cli_next(&parser, &opt, &value)) {
+        case UMADV_CLI_END:
+            return umadv__cli_usage_error(cmd, "'%s' needs a program: umadv %s [OPTIONS] -- "
+                                               "PROGRAM [ARGS]", cmd->name, cmd->name);
+        case UMADV_CLI_HELP:
+            umadv__cli_print_help(cmd, stdout);
+            return -1;
+        case UMADV_CLI_ERROR:
+            return UMADV_EXIT_USAGE;
+        case UMADV_CLI_ARG:
+            args->command = &argv[parser.next - 1];
+            return 0;
+        case UMADV_CLI_OPTION:
+            rc = take_option(cmd, opt, value, knobs, nknobs, own_option, own, args);
+            if (rc != 0)
+                return rc;
+            break;
+        }
+    }
+}

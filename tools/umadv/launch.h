@@ -26,6 +26,26 @@ typedef struct umadv_launch_knob {
     const char *fixed; /* a flag's value; NULL: the option's */
 } umadv_launch_knob_t;
 
+/* What every launching command's line holds beside its own options. */
+typedef struct umadv_launch_args {
+    int    quiet, no_preload;
+    char **command; /* PROGRAM and its arguments, NULL-terminated */
+} umadv_launch_args_t;
+
+/* A command's own option: 0, or the exit status that ends the parse. */
+typedef int (*umadv_launch_option_fn)(const umadv_cli_command_t *cmd,
+                                      const umadv_cli_option_t *opt, const char *value,
+                                      void *own);
+
+/* Options up to PROGRAM (or "--"): an option of @knobs sets its knob,
+ * --quiet and --no-preload set @args, any other goes to @own_option with
+ * @own; what follows is the program's, as given, in args->command.
+ * Returns 0, -1 after --help, or an exit status. */
+int umadv__launch_parse(const umadv_cli_command_t *cmd, int argc, char **argv,
+                        const umadv_launch_knob_t *knobs, size_t nknobs,
+                        umadv_launch_option_fn own_option, void *own,
+                        umadv_launch_args_t *args);
+
 /* The command named in messages: "umadv run: prog: command not found". */
 void umadv__launch_init(const char *command_name);
 
