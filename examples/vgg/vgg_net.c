@@ -219,6 +219,14 @@ static cudnnTensorDescriptor_t tensor_desc(vgg_shape_t s)
  * needs fp32's precision. The descriptor's CUDNN_FMA_MATH is what cuDNN
  * enforces when the algorithm runs; a result offered for tensor cores is
  * refused here so that it is never picked for its speed there. */
+/* No algorithm passed algo_usable: a failure naming the layer and why. */
+static void no_usable_algorithm(const vgg_t *v, const vgg_layer_t *ly, const char *pass)
+{
+    example_die("%s: cuDNN offers no usable %s algorithm (FP32 FMA%s, workspace <= %" PRIu64
+                " bytes)", ly->name, pass, v->opt.deterministic ? ", deterministic" : "",
+                v->opt.workspace_limit);
+}
+
 static int algo_usable(const vgg_t *v, cudnnStatus_t status, size_t memory,
                        cudnnDeterminism_t det, cudnnMathType_t math)
 {
@@ -244,9 +252,7 @@ static void choose_fwd(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    example_die("%s: cuDNN offers no usable forward algorithm (FP32 FMA%s, workspace <= %" PRIu64
-            " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
-            v->opt.workspace_limit);
+    no_usable_algorithm(v, ly, "forward");
 }
 
 static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
@@ -266,9 +272,7 @@ static void choose_bwd_data(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    example_die("%s: cuDNN offers no usable backward-data algorithm (FP32 FMA%s, workspace <= %"
-            PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
-            v->opt.workspace_limit);
+    no_usable_algorithm(v, ly, "backward-data");
 }
 
 static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
@@ -287,9 +291,7 @@ static void choose_bwd_filter(vgg_t *v, vgg_layer_t *ly, vgg_part_shape_t *sh)
             return;
         }
     }
-    example_die("%s: cuDNN offers no usable backward-filter algorithm (FP32 FMA%s, workspace <= %"
-            PRIu64 " bytes)", ly->name, v->opt.deterministic ? ", deterministic" : "",
-            v->opt.workspace_limit);
+    no_usable_algorithm(v, ly, "backward-filter");
 }
 
 static void setup_conv(vgg_t *v, vgg_layer_t *ly)
