@@ -68,6 +68,7 @@ typedef struct umadv_ctx_replay {
     uint64_t            gpu_used_base; /* GPU memory in use when the context started */
     umadv_exec_stats_t  done;          /* counters of the executors that ended */
     umadv_exec_stats_t  last;          /* the last one that ended (its peaks) */
+    struct umadv_spans *spans;         /* UMADV_TIMELINE's recording; NULL: off */
 } umadv_ctx_replay_t;
 
 /* The timing pass (api/profile.c): the iteration after a profiled one,

@@ -54,6 +54,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "exec/spans.h"
 #include "profiler/profiler.h"
 
 #define REPLAY_MONITOR_PERIOD_NS (UINT64_C(2) * 1000000u)
@@ -77,6 +78,13 @@ void umadv__replay_init(umadv_context_t ctx)
 
     if (ctx->ops->mem_get_info(&free_b, &total_b) == UMADV_OK)
         ctx->replay.gpu_used_base = total_b - free_b;
+    if (ctx->config.timeline[0] != '\0') {
+        ctx->replay.spans = malloc(sizeof(*ctx->replay.spans));
+        if (ctx->replay.spans == NULL)
+            umadv_error("UMADV_TIMELINE: out of memory: no timeline");
+        else
+            umadv__spans_init(ctx->replay.spans, UMADV_SPANS_MAX_DEFAULT);
+    }
 }
 
 static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
@@ -129,6 +137,11 @@ void umadv__replay_stop(umadv_context_t ctx)
 void umadv__replay_cleanup(umadv_context_t ctx)
 {
     umadv__replay_stop(ctx);
+    if (ctx->replay.spans != NULL) {
+        umadv__spans_save(ctx->replay.spans, ctx->config.timeline);
+        umadv__spans_cleanup(ctx->replay.spans);
+        free(ctx->replay.spans);
+    }
     free(ctx->replay.ordinal_alloc);
     free(ctx->replay.bound);
     memset(&ctx->replay, 0, sizeof(ctx->replay));
@@ -398,6 +411,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->gpu_used_base     = ctx->replay.gpu_used_base;
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
+    p->spans             = ctx->replay.spans;
     /* discards need concurrent managed access, as prefetches do; a step
      * whose accesses were guessed may miss a staged block (profile.c) */
     p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access &&

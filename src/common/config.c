@@ -183,6 +183,14 @@ static const umadv_config_field_t config_fields[] = {
      "is planned or replayed, and the program runs on as under oracle. "
      "Unset: umadv run's plan and replay.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(profile_output)},
+    {"UMADV_TIMELINE", UMADV_CONFIG_STRING, "",
+     "A file to which the context writes, when it is destroyed, the measured "
+     "timeline of its replays as a Chrome trace (Perfetto, chrome://tracing): "
+     "the application's steps and its waits for data by cause, each lane's "
+     "migration, staging and restore calls with their bytes, the eviction "
+     "lane's waits for step ends and the fetch lane's stalls for room "
+     "(umadv(7), TIMELINE). Replaced only once written whole. Unset: none.",
+     0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(timeline)},
 };
 
 static const char *const type_names[] = {

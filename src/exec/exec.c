@@ -433,6 +433,7 @@ void umadv__exec_step_begin(umadv_exec_t *e)
         }
         e->key = e->iteration * e->p.nsteps + UMADV_MIN(e->step, e->p.nsteps - 1);
         e->step++;
+        e->step_start_ns = e->p.spans != NULL ? umadv__now_ns() : 0;
     }
     pthread_mutex_unlock(&e->lock);
 }
@@ -450,6 +451,7 @@ static void wait_pending(umadv_exec_t *e)
 {
     struct timespec until = exec_deadline(e->p.wait_timeout_ns);
     uint64_t start = umadv__now_ns();
+    const char *cause = e->p.spans != NULL ? umadv__exec_pending_cause(e, e->key) : NULL;
 
     e->stats.waits++;
     e->waiting++;
@@ -462,6 +464,8 @@ static void wait_pending(umadv_exec_t *e)
     }
     e->waiting--;
     e->stats.wait_ns += umadv__now_ns() - start;
+    umadv__spans_add(e->p.spans, UMADV_SPAN_WAITS, cause, start, umadv__now_ns(), 0,
+                     e->iteration, e->step - 1);
 }
 
 void umadv__exec_step_wait(umadv_exec_t *e)
@@ -484,6 +488,9 @@ void umadv__exec_step_wait(umadv_exec_t *e)
 void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)
 {
     pthread_mutex_lock(&e->lock);
+    if (e->begun && e->step_start_ns != 0)
+        umadv__spans_add(e->p.spans, UMADV_SPAN_STEPS, "step", e->step_start_ns,
+                         umadv__now_ns(), 0, e->iteration, e->step - 1);
     if (e->begun && !e->broken && e->step <= e->p.nsteps) {
         /* oracle never evicts: no event to order evictions after */
         if (e->p.policy != UMADV_POLICY_ORACLE) {

@@ -69,6 +69,8 @@ typedef struct umadv_exec_params {
                                              * executor. NULL: plain host, unbound */
     int                     stage;          /* staged evictions of stageable memory
                                              * (UMADV_STAGE; schedule/core.h, STAGING) */
+    struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
+                                             * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions
                                              * (tests); NULL: none */
     void                   *decisions_arg;

@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "exec/exec.h"
+#include "exec/spans.h"
 #include "pool/tree.h"
 #include "schedule/core.h"
 
@@ -97,6 +98,7 @@ typedef struct exec_lane {
                                      * waited for, 0 if none */
     int            busy_blocking;
     int            working;         /* serving an op (lane_run) */
+    uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
 } exec_lane_t;
 
 /* pages.c: where the pages of a section-sized range last went. */
@@ -146,6 +148,7 @@ struct umadv_exec {
     uint64_t                abandoned; /* ops needed at keys <= this no longer block */
     uint64_t                iter_faults;
     uint64_t                iter_start_ns;
+    uint64_t                step_start_ns; /* the open step began (the timeline) */
     umadv_exec_stats_t      iter_start; /* counters when the iteration began */
     int                     warned_budget;
 
@@ -200,6 +203,10 @@ void umadv__exec_wake(umadv_exec_t *e);
 void umadv__exec_queue_remove(exec_lane_t *lane, size_t index);
 void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane);
 int umadv__exec_pending(const umadv_exec_t *e, uint64_t key);
+/* What the step of @key waits for first (a span's name in the timeline):
+ * an eviction that makes room, a fetch in flight, one queued behind
+ * another, or one queued with no room yet. */
+const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key);
 void umadv__exec_abandon(umadv_exec_t *e, uint64_t key);
 exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream);
 void umadv__exec_event_ref(exec_event_t *ev);
@@ -220,7 +227,8 @@ void umadv__exec_queue_decisions(umadv_exec_t *e);
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op);
 void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                int to_gpu, int ok);
-void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start);
+void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start,
+                           const char *what, uint64_t bytes);
 
 /* stage.c (its opening comment); all but init and cleanup with the lock
  * held */

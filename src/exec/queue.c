@@ -104,24 +104,44 @@ static int blocks(const umadv_exec_t *e, uint64_t need, int blocking, uint64_t k
     return blocking && need != EXEC_KEY_NONE && need <= key && need >= e->abandoned;
 }
 
+/* Whether a queued op of @lane blocks @key. */
+static int queued_blocks(const umadv_exec_t *e, const exec_lane_t *lane, uint64_t key)
+{
+    const exec_queue_t *q = &lane->queue;
+
+    for (size_t i = q->head; i < q->n; i++) {
+        if (blocks(e, q->ops[i].d.need, q->ops[i].d.blocking, key))
+            return 1;
+        if (lane == &e->fetch && q->ops[i].d.need > key)
+            break; /* sorted by need */
+    }
+    return 0;
+}
+
 /* Does the step of @key still wait for an op, queued or in flight? */
 int umadv__exec_pending(const umadv_exec_t *e, uint64_t key)
 {
     const exec_lane_t *lanes[2] = {&e->fetch, &e->evict};
 
     for (int l = 0; l < 2; l++) {
-        const exec_queue_t *q = &lanes[l]->queue;
-
-        if (blocks(e, lanes[l]->busy_need, lanes[l]->busy_blocking, key))
+        if (blocks(e, lanes[l]->busy_need, lanes[l]->busy_blocking, key) ||
+            queued_blocks(e, lanes[l], key))
             return 1;
-        for (size_t i = q->head; i < q->n; i++) {
-            if (blocks(e, q->ops[i].d.need, q->ops[i].d.blocking, key))
-                return 1;
-            if (lanes[l] == &e->fetch && q->ops[i].d.need > key)
-                break; /* sorted by need */
-        }
     }
     return 0;
+}
+
+const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key)
+{
+    if (blocks(e, e->evict.busy_need, e->evict.busy_blocking, key))
+        return "wait: eviction in flight";
+    if (queued_blocks(e, &e->evict, key))
+        return "wait: eviction queued";
+    if (blocks(e, e->fetch.busy_need, e->fetch.busy_blocking, key))
+        return "wait: fetch in flight";
+    if (e->fetch.busy_need != EXEC_KEY_NONE)
+        return "wait: fetch queued behind another";
+    return "wait: fetch queued, no room yet";
 }
 
 /* A step gave up waiting: nothing needed up to @key blocks any more, and

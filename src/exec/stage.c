@@ -354,6 +354,15 @@ static void stage_refused(umadv_exec_t *e)
     e->stage.failed = 1;
 }
 
+static uint64_t pieces_len(const exec_lane_t *lane, size_t from, size_t to)
+{
+    uint64_t len = 0;
+
+    for (size_t i = from; i < to; i++)
+        len += lane->pieces[i].len;
+    return len;
+}
+
 /* Issue pieces [from, to) of @lane, all staged, as one staged call; the
  * lock is held and dropped for the calls. */
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
@@ -376,7 +385,8 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
     else
         moved = stage_out(e, lane, from, to, &status);
     pthread_mutex_lock(&e->lock);
-    umadv__exec_lane_busy(e, lane, start);
+    umadv__exec_lane_busy(e, lane, start, to_gpu ? "restore from staging" : "stage out",
+                          pieces_len(lane, from, to));
     if (status == UMADV_ERR_UNSUPPORTED && !to_gpu)
         stage_refused(e);
     else if (status != UMADV_OK)
@@ -572,6 +582,7 @@ void umadv__exec_stage_pause(umadv_exec_t *e)
  * does a step past the profiled ones, whose accesses are not known. */
 void umadv__exec_step_guard(umadv_exec_t *e)
 {
+    uint64_t start;
     size_t n;
 
     if (e->broken) {
@@ -585,7 +596,10 @@ void umadv__exec_step_guard(umadv_exec_t *e)
     n = umadv__core_step_unrestored(&e->core);
     if (n == 0)
         return;
+    start = umadv__now_ns();
     umadv_debug("executor: %zu staged sections of step key %llu restored synchronously", n,
                 (unsigned long long)e->key);
     umadv__exec_restore_sections(e, e->core.unrestored, n);
+    umadv__spans_add(e->p.spans, UMADV_SPAN_WAITS, "restore on the application's thread",
+                     start, umadv__now_ns(), 0, e->iteration, e->step - 1);
 }

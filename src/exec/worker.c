@@ -146,14 +146,17 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
 
 /* The time since @start, in a lane's CUDA calls: where the lanes spend
  * an iteration (exec.c logs it). */
-void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start)
+void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start,
+                           const char *what, uint64_t bytes)
 {
-    uint64_t ns = umadv__now_ns() - start;
+    uint64_t now = umadv__now_ns();
 
     if (lane == &e->fetch)
-        e->stats.fetch_busy_ns += ns;
+        e->stats.fetch_busy_ns += now - start;
     else
-        e->stats.evict_busy_ns += ns;
+        e->stats.evict_busy_ns += now - start;
+    umadv__spans_add(e->p.spans, lane == &e->fetch ? UMADV_SPAN_FETCH : UMADV_SPAN_EVICT, what,
+                     start, now, bytes, e->iteration, e->step);
 }
 
 /* One prefetch call over pieces [from, to), synchronised on the lane's
@@ -170,7 +173,9 @@ static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t fro
     if (status == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     pthread_mutex_lock(&e->lock);
-    umadv__exec_lane_busy(e, lane, start);
+    umadv__exec_lane_busy(e, lane, start,
+                          location == e->p.device ? "prefetch to the GPU" : "prefetch to the host",
+                          len);
     return status;
 }
 
@@ -206,6 +211,15 @@ static size_t batch_ranges(umadv_exec_t *e, exec_lane_t *lane)
     return n;
 }
 
+static uint64_t batch_bytes(const exec_lane_t *lane, size_t n)
+{
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < n; i++)
+        bytes += lane->batch_sizes[i];
+    return bytes;
+}
+
 /* Every piece of the fetch lane in one batch call. 0: not possible here
  * (one range, no batch entry, no memory): the caller goes call by call. */
 static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
@@ -225,7 +239,7 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
         if (status == UMADV_OK)
             status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
-        umadv__exec_lane_busy(e, lane, start);
+        umadv__exec_lane_busy(e, lane, start, "prefetch batch to the GPU", batch_bytes(lane, n));
     }
     lane_call_done(e, lane, 0, lane->npieces, 1, status);
     if (status == UMADV_OK && !e->broken)
@@ -329,7 +343,7 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
     start = umadv__now_ns();
     status = e->p.ops->advise((void *)ptr, len, advice, location);
     pthread_mutex_lock(&e->lock);
-    umadv__exec_lane_busy(e, &e->fetch, start);
+    umadv__exec_lane_busy(e, &e->fetch, start, "advise", 0);
     e->binds[op->d.alloc].busy--;
     e->fetch.busy_need = EXEC_KEY_NONE;
     if (status != UMADV_OK) {
@@ -368,7 +382,7 @@ static void unadvise_issue(umadv_exec_t *e, const exec_op_t *op)
             status = e->p.ops->advise((void *)ptr, len, UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY,
                                       e->p.device);
         pthread_mutex_lock(&e->lock);
-        umadv__exec_lane_busy(e, &e->evict, start);
+        umadv__exec_lane_busy(e, &e->evict, start, "advice unset", 0);
         e->binds[op->d.alloc].busy--;
         if (status == UMADV_OK)
             e->stats.advise_calls += 2;
@@ -507,11 +521,16 @@ static void evict_wait_event(umadv_exec_t *e, exec_event_t *ev)
 {
     umadv_status_t status;
 
+    uint64_t start;
+
     if (ev == NULL)
         return;
     pthread_mutex_unlock(&e->lock);
+    start = umadv__now_ns();
     status = e->p.ops->event_synchronize(ev->event);
     pthread_mutex_lock(&e->lock);
+    umadv__spans_add(e->p.spans, UMADV_SPAN_EVICT, "waits for the step end", start,
+                     umadv__now_ns(), 0, e->iteration, e->step);
     umadv__exec_event_put(e, ev);
     if (status != UMADV_OK)
         umadv__exec_fail(e, "event_synchronize");
@@ -580,6 +599,23 @@ static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
     }
 }
 
+/* The timeline's stalls: from when the lane first found an op it could
+ * not serve (a fetch with no room yet, an advice set behind its unset) to
+ * when it served one. */
+static void lane_stalled(umadv_exec_t *e, exec_lane_t *lane, int served)
+{
+    if (e->p.spans == NULL)
+        return;
+    if (!served && lane->stalled_ns == 0 && umadv__exec_queue_peek(lane) != NULL)
+        lane->stalled_ns = umadv__now_ns();
+    if (served && lane->stalled_ns != 0) {
+        umadv__spans_add(e->p.spans, lane == &e->fetch ? UMADV_SPAN_FETCH : UMADV_SPAN_EVICT,
+                         "stalled: no room yet", lane->stalled_ns, umadv__now_ns(), 0,
+                         e->iteration, e->step);
+        lane->stalled_ns = 0;
+    }
+}
+
 static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t *))
 {
     lane_open(e, lane);
@@ -590,6 +626,7 @@ static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t
         lane->working = 1;
         served = one(e);
         lane->working = 0;
+        lane_stalled(e, lane, served);
         if (served)
             continue;
         if (e->draining > 0 && umadv__exec_queue_peek(lane) == NULL)
