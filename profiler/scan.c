@@ -11,7 +11,7 @@
 
 #include "common/util.h"
 
-/* Blocks already reported for this launch; a launch names few. */
+/* Pointers already reported for this launch; a launch passes few. */
 #define SCAN_SEEN_MAX 512
 
 typedef struct scan_seen {
@@ -47,8 +47,8 @@ static size_t scan_region(const umadv_pool_t *pool, const umadv_prof_region_t *r
         memcpy(&word, bytes + off, sizeof(word));
         if (word == 0 || umadv__pool_lookup(pool, (const void *)(uintptr_t)word, &loc) != UMADV_OK)
             continue;
-        if (!seen_add(seen, loc.base))
-            continue;
+        if (!seen_add(seen, (const void *)(uintptr_t)word))
+            continue; /* each pointer once: where in its block it points matters */
         fn(arg, &loc);
         found++;
     }

@@ -26,8 +26,9 @@ typedef struct umadv_prof_region {
 /* The most parameters read from one launch; more are not scanned. */
 #define UMADV_PROF_MAX_PARAMS 256
 
-/* Call @fn once for each distinct live block of @pool that an 8-byte
- * aligned word of @regions points into. Returns how many were found. */
+/* Call @fn once for each distinct 8-byte aligned word of @regions that
+ * points into a live block of @pool (@loc->offset: where in the block);
+ * two pointers into one block are two calls. Returns how many were found. */
 size_t umadv__prof_scan(const umadv_pool_t *pool, const umadv_prof_region_t *regions,
                         size_t nregions,
                         void (*fn)(void *arg, const umadv_pool_loc_t *loc), void *arg);

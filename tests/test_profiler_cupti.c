@@ -250,6 +250,49 @@ out:
     umadv_context_destroy(ctx);
 }
 
+/* A step that declares part of a block (vgg_train's batch parts): a
+ * kernel parameter pointing into the declared bytes leaves them as
+ * declared; one pointing elsewhere in the block takes the whole block. */
+static void test_declared_parts(void)
+{
+    const umadv_trace_access_t *x;
+    void *a, *part, *args1[1];
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, 4 * SECTION, "A", &a);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    part = (char *)a + 2 * SECTION;
+    args1[0] = &part;
+    umadv_step_begin(ctx, "layer.part1", NULL);         /* step 0 */
+    umadv_step_access(ctx, part, 2 * SECTION, UMADV_ACCESS_RW);
+    runtime_launch("kPart", 60, args1, 1);
+    umadv_step_end(ctx, 10);
+    umadv_step_begin(ctx, "layer.part0", NULL);         /* step 1 */
+    umadv_step_access(ctx, part, 2 * SECTION, UMADV_ACCESS_RW);
+    args1[0] = &a;                                      /* outside what it declared */
+    runtime_launch("kWhole", 70, args1, 1);
+    umadv_step_end(ctx, 10);
+    umadv_iteration_begin(ctx);
+    t = &ctx->trace;
+    if (!ok(ctx->record == UMADV_CTX_REC_DONE && t->nsteps == 2, "two declared steps recorded"))
+        goto out;
+    x = access_of(t, 0, 0);
+    ok(x != NULL && x->first == 2 && x->count == 2 && t->steps[0].naccesses == 1,
+       "a parameter inside the declared part: the part only (sections %u+%u)",
+       x ? x->first : 0, x ? x->count : 0);
+    x = access_of(t, 1, 0);
+    ok(x != NULL && x->first == 0 && x->count == 4,
+       "a parameter outside it: the whole block (sections %u+%u)", x ? x->first : 0,
+       x ? x->count : 0);
+out:
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* CUPTI's tracing costs every launch host time: on only while needed. */
 static void test_only_when_needed(void)
 {
@@ -712,7 +755,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(66);
+    plan(69);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -722,6 +765,7 @@ int main(void)
     test_no_layout();
     test_restore_under_budget();
     test_recording();
+    test_declared_parts();
     test_follow();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

@@ -31,11 +31,16 @@ static void scan_found(void *arg, const umadv_pool_loc_t *loc)
     umadv_context_t ctx = arg;
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc->user;
 
-    /* The whole block, read and written: the parameter says the kernel
-     * can reach it, not which bytes it touches. */
-    if (alloc != NULL && alloc->trace_id != UMADV_CTX_NO_TRACE_ID)
-        umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size,
-                                UMADV_ACCESS_RW, 0);
+    if (alloc == NULL || alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
+        return;
+    /* A step that declared the bytes this parameter points into said what
+     * its kernels touch there (a part of a block, vgg's batch parts): the
+     * declaration stands. */
+    if (ctx->step_open && umadv__trace_last_step_covers(&ctx->trace, alloc->trace_id, loc->offset))
+        return;
+    /* Else the whole block, read and written: the parameter says the
+     * kernel can reach it, not which bytes it touches. */
+    umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size, UMADV_ACCESS_RW, 0);
 }
 
 static const char *launch_name(const char *name, int graph)

@@ -289,6 +289,25 @@ umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t a
     return UMADV_OK;
 }
 
+int umadv__trace_last_step_covers(const umadv_trace_t *trace, uint32_t alloc, uint64_t offset)
+{
+    const umadv_trace_step_t *step;
+    uint64_t section;
+
+    if (trace->finalized || trace->nsteps == 0 || alloc >= trace->nallocs ||
+        offset >= trace->allocs[alloc].size)
+        return 0;
+    step = &trace->steps[trace->nsteps - 1];
+    section = offset / trace->section_size;
+    for (uint32_t i = step->first_access; i < step->first_access + step->naccesses; i++) {
+        const umadv_trace_access_t *a = &trace->accesses[i];
+
+        if (a->alloc == alloc && section >= a->first && section < (uint64_t)a->first + a->count)
+            return 1;
+    }
+    return 0;
+}
+
 umadv_status_t umadv__trace_add_access(umadv_trace_t *trace, uint32_t alloc,
                                        uint64_t offset, uint64_t size, uint32_t mode,
                                        uint32_t faults)

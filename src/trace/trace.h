@@ -231,6 +231,10 @@ umadv_status_t umadv__trace_add_access(umadv_trace_t *trace, uint32_t alloc,
                                        uint64_t offset, uint64_t size, uint32_t mode,
                                        uint32_t faults);
 
+/* Whether an access of the last step added (not yet finalized) covers
+ * the section at @offset of @alloc. */
+int umadv__trace_last_step_covers(const umadv_trace_t *trace, uint32_t alloc, uint64_t offset);
+
 /* Add an access by section run (the on-disk form). */
 umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t alloc,
                                                 uint32_t first, uint32_t count,
