@@ -878,6 +878,14 @@ EXIT_OUT_OF_MEMORY = 3
 EXIT_NOT_APPLICABLE = 4
 
 
+def save_timeline(path):
+    """UMADV_TIMELINE's file, which the context would write when destroyed:
+    this process leaves through os._exit without destroying it."""
+    umadv = Umadv(path)
+    umadv.lib.umadv_timeline_save.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    umadv.call("umadv_timeline_save", None)
+
+
 def finish(args, what, status):
     """Leave at once with @status, --json holding @what: a run that did
     not train (out of memory, a --peer the model does not allow)."""
@@ -981,6 +989,8 @@ def main():
                        "budget_range": [args.budget_lo, args.budget_hi],
                        "footprint": args.footprint or args.base, "managed_left": args.left,
                        "runs": rows}, f, indent=1)
+    if os.environ.get("UMADV_TIMELINE") and runs:
+        save_timeline(args.lib)
     sys.stdout.flush()
     # The umadv context lives to the end of the process, its migration
     # threads and CUPTI subscription too: leave without running PyTorch's

@@ -327,6 +327,18 @@ UMADV_API umadv_status_t umadv_set_budget(umadv_context_t ctx, uint64_t bytes);
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats);
 
 /**
+ * @brief Write the measured timeline recorded so far (UMADV_TIMELINE,
+ * umadv(7)) to @a path, or to UMADV_TIMELINE's file when @a path is NULL,
+ * as a Chrome trace. The context writes it when destroyed; this is for a
+ * process that ends without destroying it (os._exit in Python).
+ * @return ::UMADV_OK; ::UMADV_ERR_INVALID_PARAM for a NULL context or when
+ *         nothing is recorded (UMADV_TIMELINE was unset when the context
+ *         was created); ::UMADV_ERR_IO when the file cannot be written
+ *         (logged, naming it; an existing file is then left as it was).
+ */
+UMADV_API umadv_status_t umadv_timeline_save(umadv_context_t ctx, const char *path);
+
+/**
  * @name PyTorch allocator entry points
  * For torch.cuda.memory.CUDAPluggableAllocator(path, "umadv_torch_malloc",
  * "umadv_torch_free"). Two ways to use them:

@@ -161,9 +161,35 @@ static void test_bad_path(void)
     ok(access(path, F_OK) != 0, "nothing was created");
 }
 
+/* umadv_timeline_save: what was recorded so far, before the context ends;
+ * an error when nothing is recorded. */
+static void test_save_now(void)
+{
+    char path[512], early[512];
+    umadv_context_t ctx;
+
+    ctx = test_host_context(SECTION, 0);
+    log_take();
+    is(umadv_timeline_save(ctx, NULL), UMADV_ERR_INVALID_PARAM,
+       "umadv_timeline_save without UMADV_TIMELINE: an error");
+    ok(strstr(log_take(), "UMADV_TIMELINE") != NULL, "saying what to set");
+    umadv_context_destroy(ctx);
+    is(umadv_timeline_save(NULL, NULL), UMADV_ERR_INVALID_PARAM, "a NULL context");
+
+    snprintf(path, sizeof(path), "%s/at-end.json", dir);
+    snprintf(early, sizeof(early), "%s/early.json", dir);
+    setenv("UMADV_TIMELINE", path, 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_TIMELINE");
+    is(umadv_timeline_save(ctx, early), UMADV_OK, "saved to another file while the context lives");
+    ok(access(early, R_OK) == 0 && access(path, F_OK) != 0, "there, and not yet to UMADV_TIMELINE's");
+    umadv_context_destroy(ctx);
+    ok(access(path, R_OK) == 0, "which the context's end writes");
+}
+
 int main(void)
 {
-    plan(11);
+    plan(17);
     log_capture_start();
     if (mkdtemp(dir) == NULL) {
         diag("mkdtemp: cannot make a directory under /tmp");
@@ -172,6 +198,7 @@ int main(void)
     test_recorder();
     test_replay();
     test_bad_path();
+    test_save_now();
     log_capture_stop();
     {
         char cmd[600];

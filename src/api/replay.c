@@ -147,6 +147,24 @@ void umadv__replay_cleanup(umadv_context_t ctx)
     memset(&ctx->replay, 0, sizeof(ctx->replay));
 }
 
+UMADV_API umadv_status_t umadv_timeline_save(umadv_context_t ctx, const char *path)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->replay.spans == NULL) {
+        umadv_error("umadv_timeline_save: no timeline is recorded: set UMADV_TIMELINE before "
+                    "the context is created");
+        status = UMADV_ERR_INVALID_PARAM;
+    } else {
+        status = umadv__spans_save(ctx->replay.spans, path != NULL ? path : ctx->config.timeline);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
 /* ---- binding ------------------------------------------------------------ */
 
 static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int identity)
