@@ -232,15 +232,48 @@ static void test_reprofile_scaled(void)
     umadv_context_destroy(ctx);
 }
 
+/* Faults that a re-profile does not remove (a library's own first
+ * touches) are no drift the next time: one re-profile at a level, another
+ * only above twice it. */
+static void test_reprofile_floor(void)
+{
+    umadv_context_t ctx;
+    int replaying;
+    void *w;
+
+    ctx = context_profiled(&w);
+    umadv_plan(ctx);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    umadv__replay_note_faults(ctx, 40);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    umadv__replay_note_faults(ctx, 40);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ok(ctx->record == UMADV_CTX_REC_RECORDING, "40 stray faults > 5: profiled again");
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0); /* recorded; planned next */
+    replaying = 1;
+    for (int i = 0; i < 4; i++) {
+        umadv__replay_note_faults(ctx, 70);
+        iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+        replaying &= ctx->record == UMADV_CTX_REC_DONE && ctx->replay.exec != NULL;
+    }
+    ok(replaying, "the same level after it (70 <= twice 40): replayed on, no profile again");
+    umadv__replay_note_faults(ctx, 81);
+    iteration(ctx, w, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    ok(ctx->record == UMADV_CTX_REC_RECORDING, "81 > twice 40: drift, profiled again");
+    umadv_free(ctx, w);
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(24);
+    plan(27);
     test_mapping();
     test_set_policy();
     test_reprofile();
     test_reprofile_scaled();
+    test_reprofile_floor();
     log_capture_stop();
     return exit_status();
 }

@@ -405,9 +405,13 @@ static void copies_unwatch(umadv_context_t ctx)
  * the iteration's data faulting again. A PyTorch ResNet-50 replay sees
  * some 70 groups of stray faults per iteration (kernels whose arguments
  * cannot be scanned) out of 130,000 profiled: not drift. 0 stays 0. */
+/* Drift: more faults than UMADV_REPROFILE_FAULTS, than 1% of what the
+ * profile saw, and than twice the level that asked for the last re-profile
+ * (faults a re-profile did not remove are the program's own: a library's
+ * first touches, nothing a new profile changes). */
 static uint64_t reprofile_threshold(const umadv_context_t ctx)
 {
-    uint64_t floor = ctx->profile_fault_groups / 100;
+    uint64_t floor = UMADV_MAX(ctx->profile_fault_groups / 100, 2 * ctx->replay.fault_floor);
 
     if (ctx->config.reprofile_faults == 0)
         return 0;
@@ -492,11 +496,16 @@ void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
 int umadv__replay_iteration(umadv_context_t ctx)
 {
     umadv_exec_t *exec = ctx->replay.exec;
+    uint64_t faults;
 
     if (exec == NULL)
         return 0;
     umadv__exec_note_faults(exec, ctx->replay.faults);
-    return umadv__exec_iteration_begin(exec);
+    faults = umadv__exec_iteration_faults(exec);
+    if (!umadv__exec_iteration_begin(exec))
+        return 0;
+    ctx->replay.fault_floor = faults;
+    return 1;
 }
 
 void umadv__replay_forget_ordinals(umadv_context_t ctx)

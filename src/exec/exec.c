@@ -514,6 +514,16 @@ void umadv__exec_note_faults(umadv_exec_t *e, uint64_t n)
     pthread_mutex_unlock(&e->lock);
 }
 
+uint64_t umadv__exec_iteration_faults(umadv_exec_t *e)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&e->lock);
+    n = e->iter_faults;
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
 void umadv__exec_get_stats(umadv_exec_t *e, umadv_exec_stats_t *stats)
 {
     pthread_mutex_lock(&e->lock);

@@ -196,6 +196,9 @@ void umadv__exec_step_end(umadv_exec_t *exec, umadv_stream_t stream);
  * feeds this); any thread. */
 void umadv__exec_note_faults(umadv_exec_t *exec, uint64_t n);
 
+/* Faults counted in the iteration under way so far. */
+uint64_t umadv__exec_iteration_faults(umadv_exec_t *e);
+
 void umadv__exec_get_stats(umadv_exec_t *exec, umadv_exec_stats_t *stats);
 
 /* Wait until both lanes are idle with nothing queued (or the executor is
