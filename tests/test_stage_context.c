@@ -14,6 +14,7 @@
 
 #include "api/context.h"
 #include "common/util.h"
+#include "cuda_ops/cuda_ops.h"
 #include "interpose/torch.h"
 #include "tap.h"
 #include "testutil.h"
@@ -189,6 +190,36 @@ static void test_policies(void)
     app_end(&a);
 }
 
+/* In a steady plan replay, each staged range moves in one copy each way:
+ * its sections got consecutive slots although restores in another order
+ * freed them. */
+static void test_consecutive_slots(void)
+{
+    umadv_cuda_host_counters_t before, after;
+    uint64_t copies, ranges;
+    app_t a;
+
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "a context for the staging pool's slots"))
+        return;
+    umadv_profile_next_iteration(a.ctx);
+    for (int it = 0; it < 4; it++) {
+        iteration(&a);
+        if (it == 1)
+            umadv_plan(a.ctx);
+    }
+    umadv__cuda_host_counters(&before);
+    for (int it = 0; it < 6; it++)
+        iteration(&a);
+    umadv__cuda_host_counters(&after);
+    copies = after.memcpys - before.memcpys;
+    ranges = after.discards - before.discards + after.discard_prefetches -
+             before.discard_prefetches;
+    ok(ranges > 0 && copies == ranges,
+       "six steady iterations: %llu copies for %llu staged ranges out and in",
+       (unsigned long long)copies, (unsigned long long)ranges);
+    app_end(&a);
+}
+
 /* UMADV_STAGE=0: the same application stages nothing. */
 static void test_off(void)
 {
@@ -269,9 +300,10 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(20);
+    plan(22);
     test_errors();
     test_policies();
+    test_consecutive_slots();
     test_off();
     test_recorded();
     test_torch();

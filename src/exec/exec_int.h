@@ -70,8 +70,9 @@ typedef struct exec_stage {
     void     *base;   /* NULL until the first staged eviction */
     uint64_t  slot_size;
     uint32_t  nslots;
-    uint32_t *free;   /* free slots, a stack (popped in increasing order at first) */
+    uint64_t *freemap;/* a bit per slot, set while it is free */
     uint32_t  nfree;
+    uint32_t  cursor; /* where the next search for free slots begins */
     uint32_t *slot;   /* per section: its slot while its data is staged, or
                        * EXEC_NO_SLOT */
     uint64_t *copied; /* per section: 1 + the events recorded (events_seq) when an
