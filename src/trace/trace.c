@@ -168,6 +168,7 @@ void umadv__trace_cleanup(umadv_trace_t *trace)
     free(trace->steps);
     free(trace->accesses);
     free(trace->source);
+    umadv__activity_cleanup(&trace->activity);
     memset(trace, 0, sizeof(*trace));
 }
 
@@ -472,6 +473,8 @@ umadv_status_t umadv__trace_finalize(umadv_trace_t *trace, char *why, size_t why
         return status;
     compact_accesses(trace);
     status = check_invariants(trace, why, why_len);
+    if (status == UMADV_OK)
+        status = umadv__activity_finalize(&trace->activity, trace->nsteps, why, why_len);
     if (status != UMADV_OK)
         return status;
     trace->niterations = trace->nsteps ? trace->steps[trace->nsteps - 1].iteration + 1 : 0;

@@ -16,6 +16,8 @@
 
 #include <umadv.h>
 
+#include "trace/activity.h"
+
 /* "No step": an allocation that lives across iterations. */
 #define UMADV_STEP_NONE UINT32_MAX
 
@@ -137,6 +139,9 @@ typedef struct umadv_trace {
      * profiling pass, api/profile.c): they may miss blocks the kernel
      * reaches, so nothing may be staged on their word. Not in the file. */
     uint32_t               guessed_steps;
+    /* What CUPTI recorded in the profiled window (activity.h); empty in
+     * traces that have none. */
+    umadv_trace_activity_t activity;
 
     /* builder state */
     size_t                 allocs_cap, steps_cap, accesses_cap;
