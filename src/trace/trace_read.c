@@ -926,10 +926,10 @@ static umadv_status_t parse_kname(reader_t *r)
     umadv_status_t status = activity_begin(r);
     char *name = NULL;
 
-    if (status == UMADV_OK)
-        status = check_id(r, act->nnames, r->decl_names, "kernel names");
     if (status == UMADV_OK && act->nevents > 0)
         return fail_record(r, "after an 'ev' record: kernel names come first");
+    if (status == UMADV_OK)
+        status = check_id(r, act->nnames, r->decl_names, "kernel names");
     if (status == UMADV_OK)
         status = get_string(r, "name", &name);
     if (status == UMADV_OK && name == NULL)
