@@ -390,6 +390,10 @@ static umadv_status_t copy_allocs(umadv_trace_t *to, const umadv_trace_t *from)
         status = umadv__trace_add_alloc(to, a->base, a->size, a->kind, a->tag, &id);
         if (status == UMADV_OK)
             status = umadv__trace_set_lifetime(to, id, a->alloc_step, a->free_step);
+        if (status == UMADV_OK)
+            status = umadv__trace_set_site(to, id, a->site);
+        if (status == UMADV_OK)
+            to->allocs[id].stageable = a->stageable;
     }
     return status;
 }

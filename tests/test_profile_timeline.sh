@@ -4,9 +4,10 @@
 # concurrent kernels, overlapping fault groups, migrations of each
 # direction and several causes, and thrashing: the timeline is the golden
 # Chrome trace; the report ranks kernels by the fault time inside their
-# runs; umadv profile writes the timeline of the trace its program saved,
-# refuses an existing one before the program runs unless --force, and a
-# failed timeline leaves an older one as it was.
+# runs, and names where each allocation was made; umadv profile writes
+# the timeline of the trace its program saved, refuses an existing one
+# before the program runs unless --force, and a failed timeline leaves an
+# older one as it was.
 . "${top_srcdir:-.}/tests/tap.sh"
 tap_require "$umadv"
 unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
@@ -40,6 +41,11 @@ head -1 "$tmp/kernels.txt" | grep -q 'top 2 of 2 that faulted; 0.002 ms stalled 
     sed -n 4p "$tmp/kernels.txt" | grep -q '^ *2 *0.002 *8 *0.001 *40.0%  conv_fwd$'
 ok $? "kernels by fault stall: relu_fwd (1 us of 3) before conv_fwd (0.8 us of two runs of 1)" ||
     diag "$tmp/kernels.txt"
+
+grep -q '^ *0 weight .*  conv1.weight, init_weights+0x2a (train)$' "$tmp/profile-timeline.json.out" &&
+    grep -q '^ *1 activation .*  conv1.out, -$' "$tmp/profile-timeline.json.out"
+ok $? "largest allocations: where each was allocated, where the trace says" ||
+    diag "$tmp/profile-timeline.json.out" 60
 
 run top report "$trace" --top 1 --json
 grep -q '"kernel_fault_stall_ms": 0.001800' "$tmp/top.out" &&

@@ -212,6 +212,7 @@ static void write_allocs(strbuf_t *sb, const umadv_trace_t *trace)
         if (a->stageable) /* absent means not: older readers keep working */
             sb_append(sb, " stageable=1", 12);
         sb_string_field(sb, "tag", a->tag);
+        sb_string_field(sb, "site", a->site); /* absent when not known */
         sb_append(sb, "\n", 1);
     }
 }

@@ -758,15 +758,22 @@ static umadv_status_t add_alloc(reader_t *r, uint64_t base, uint64_t size,
     umadv_status_t status;
     uint8_t stageable = 0;
     uint32_t id;
-    char *tag;
+    char *tag = NULL, *site = NULL;
 
     status = get_stageable(r, &stageable);
     if (status == UMADV_OK)
         status = get_string(r, "tag", &tag);
-    if (status != UMADV_OK)
+    if (status == UMADV_OK)
+        status = get_string(r, "site", &site);
+    if (status != UMADV_OK) {
+        free(tag);
         return status;
+    }
     status = umadv__trace_add_alloc(&r->trace, base, size, kind, tag, &id);
     free(tag);
+    if (status == UMADV_OK)
+        status = umadv__trace_set_site(&r->trace, id, site);
+    free(site);
     if (status == UMADV_OK)
         status = umadv__trace_set_lifetime(&r->trace, id, alloc_step, free_step);
     if (status == UMADV_OK)
@@ -1066,7 +1073,7 @@ static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
                                         "stage_evict_bw", "stage_evict_latency",
                                         "stage_restore_bw", "stage_restore_latency", NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
-                                         "free_step", "stageable", "tag", NULL};
+                                         "free_step", "stageable", "tag", "site", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};
 static const char *const access_keys[] = {"alloc", "first", "count", "mode", "faults", NULL};
 static const char *const kname_keys[] = {"id", "name", NULL};

@@ -240,11 +240,24 @@ static void format_step(uint32_t step, char *buf, size_t len)
         snprintf(buf, len, "%u", step);
 }
 
+/* Whether any allocation of @trace says where it was made (profiles of
+ * umadv profile): only then has the table a site column, so the reports
+ * of other traces read as before. */
+static int has_sites(const umadv_trace_t *trace)
+{
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        if (trace->allocs[a].site != NULL)
+            return 1;
+    }
+    return 0;
+}
+
 static int print_alloc_table(const umadv_trace_t *trace, size_t max)
 {
     uint64_t *sizes = malloc(sizeof(*sizes) * (trace->nallocs ? trace->nallocs : 1));
     ranked_t *top = malloc(sizeof(*top) * max);
     char size[32], from[16], to[16];
+    int sites;
     size_t n;
 
     if (sizes == NULL || top == NULL) {
@@ -256,16 +269,18 @@ static int print_alloc_table(const umadv_trace_t *trace, size_t max)
         sizes[a] = trace->allocs[a].size;
     n = rank_top(sizes, trace->nallocs, max, top);
     free(sizes);
+    sites = has_sites(trace);
     printf("\nlargest allocations (top %zu of %u):\n", n, trace->nallocs);
     printf("  %6s %-11s %12s %8s %13s  %s\n", "id", "kind", "size", "sections", "lifetime",
-           "tag");
+           sites ? "tag, allocated at" : "tag");
     for (size_t i = 0; i < n; i++) {
         const umadv_trace_alloc_t *alloc = &trace->allocs[top[i].index];
         format_step(alloc->alloc_step, from, sizeof(from));
         format_step(alloc->free_step, to, sizeof(to));
-        printf("  %6u %-11s %12s %8u %6s..%-5s  %s\n", top[i].index,
+        printf("  %6u %-11s %12s %8u %6s..%-5s  %s%s%s\n", top[i].index,
                umadv__alloc_kind_name(alloc->kind), umadv__size_format(alloc->size, size, 32),
-               alloc->nsections, from, to, name_or_dash(alloc->tag));
+               alloc->nsections, from, to, name_or_dash(alloc->tag), sites ? ", " : "",
+               sites ? name_or_dash(alloc->site) : "");
     }
     free(top);
     return 0;
@@ -337,6 +352,8 @@ static void json_alloc_table(const report_t *rep)
         umadv__json_u64(rep->json, "size_bytes", alloc->size);
         umadv__json_u64(rep->json, "sections", alloc->nsections);
         umadv__json_string(rep->json, "tag", alloc->tag);
+        if (alloc->site != NULL)
+            umadv__json_string(rep->json, "site", alloc->site);
         umadv__json_end_object(rep->json);
     }
     umadv__json_end_array(rep->json);
