@@ -46,14 +46,24 @@ static int names_grow(umadv_prof_names_t *h, const umadv_prof_activity_t *act)
     return 0;
 }
 
+/* Names kept at most this long (a C++ template's can run to kilobytes;
+ * a trace line must stay under 64 KiB, umadv-trace(5)). */
+#define NAME_MAX_BYTES 4096
+
 uint32_t umadv__prof_name_intern(umadv_prof_names_t *h, umadv_prof_activity_t *act,
                                  const char *name)
 {
+    char cut[NAME_MAX_BYTES + 1];
     size_t slot;
     char *copy;
 
     if (name == NULL)
         return UMADV_EVENT_NO_NAME;
+    if (strlen(name) > NAME_MAX_BYTES) {
+        memcpy(cut, name, NAME_MAX_BYTES);
+        cut[NAME_MAX_BYTES] = '\0';
+        name = cut;
+    }
     if ((act->nnames + 1) * 2 > h->nslots && names_grow(h, act) != 0)
         return UMADV_EVENT_NO_NAME;
     slot = name_slot(h, act, name);

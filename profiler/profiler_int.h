@@ -56,8 +56,9 @@ typedef struct umadv_prof_names {
     size_t    nslots;  /* a power of two, or 0 */
 } umadv_prof_names_t;
 
-/* The index of @name in @act's names, added if new; UMADV_EVENT_NO_NAME
- * for NULL, out of memory, or past UMADV_PROF_EVENTS_MAX names. */
+/* The index of @name (its first 4096 bytes) in @act's names, added if
+ * new; UMADV_EVENT_NO_NAME for NULL, out of memory, or past
+ * UMADV_PROF_EVENTS_MAX names. */
 uint32_t umadv__prof_name_intern(umadv_prof_names_t *h, umadv_prof_activity_t *act,
                                  const char *name);
 

@@ -116,6 +116,7 @@ static int has_event(const umadv_prof_activity_t *act, umadv_event_kind_t kind, 
 static void test_profiler_keeps(void)
 {
     char same[] = "gemm_kernel"; /* the same name at another address */
+    static char long_name[5001];
     umadv_profiler_t *prof = recording(UMADV_PROF_RECORD_FULL);
     umadv_prof_result_t r;
     const umadv_prof_activity_t *act = &r.activity;
@@ -154,6 +155,15 @@ static void test_profiler_keeps(void)
        "every unified-memory record is kept, migrations with their direction and cause");
     ok(act->nevents > 0 && act->events[0].value == 3 && act->events[0].dur_ns == 10,
        "a fault record keeps its groups and its time");
+    umadv__prof_result_cleanup(&r);
+
+    umadv__prof_record_start(prof, UMADV_PROF_RECORD_FULL);
+    memset(long_name, 'k', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    queue_named(5, 4000, long_name);
+    umadv__prof_record_stop(prof, &r);
+    ok(r.activity.nnames == 1 && strlen(r.activity.names[0]) == 4096,
+       "a name of 5000 bytes is kept as its first 4096 (a trace line stays readable)");
     umadv__prof_result_cleanup(&r);
 
     umadv__prof_record_start(prof, UMADV_PROF_RECORD_TIMING);
@@ -386,7 +396,7 @@ static void test_refusals(void)
 
 int main(void)
 {
-    plan(5 + 5 + 1 + 2 + 4 + 11);
+    plan(5 + 6 + 1 + 2 + 4 + 11);
     umadv__cupti_ops_install(&mock_ops);
     test_fault_costs();
     test_profiler_keeps();
