@@ -84,8 +84,21 @@ static int frame_text(void *pc, char *text, size_t len)
     return 1;
 }
 
+/* The index of this function's caller's frame: the one that returns
+ * to @caller (frames[1] usually, later where backtrace() is itself
+ * wrapped, as a sanitizer's runtime does). */
+static int caller_frame(void *const *frames, int n, const void *caller)
+{
+    for (int i = 0; i < n; i++) {
+        if (frames[i] == caller)
+            return i;
+    }
+    return 1;
+}
+
 const char *umadv__callsite_capture(unsigned skip)
 {
+    void *caller = __builtin_return_address(0);
     void *frames[CALLSITE_FRAMES];
     char text[CALLSITE_TEXT];
     int n;
@@ -93,8 +106,7 @@ const char *umadv__callsite_capture(unsigned skip)
     if (python_site[0] != '\0')
         return intern(python_site);
     n = backtrace(frames, CALLSITE_FRAMES);
-    /* frames[0] is this function, frames[1] its caller */
-    for (int i = 1 + (int)skip; i < n; i++) {
+    for (int i = caller_frame(frames, n, caller) + (int)skip; i < n; i++) {
         if (frame_text(frames[i], text, sizeof(text)))
             return intern(text);
     }
