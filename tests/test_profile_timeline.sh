@@ -37,15 +37,19 @@ fi
 
 sed -n '/^kernels by fault stall/,/^$/p' "$tmp/profile-timeline.json.out" >"$tmp/kernels.txt"
 head -1 "$tmp/kernels.txt" | grep -q 'top 2 of 2 that faulted; 0.002 ms stalled in all' &&
-    sed -n 3p "$tmp/kernels.txt" | grep -q '^ *1 *0.003 *8 *0.001 *33.3%  relu_fwd$' &&
-    sed -n 4p "$tmp/kernels.txt" | grep -q '^ *2 *0.002 *8 *0.001 *40.0%  conv_fwd$'
-ok $? "kernels by fault stall: relu_fwd (1 us of 3) before conv_fwd (0.8 us of two runs of 1)" ||
+    sed -n 2p "$tmp/kernels.txt" | grep -q '(5 records past the profiler.s bound were not kept' &&
+    sed -n 4p "$tmp/kernels.txt" | grep -q '^ *1 *0.003 *8 *0.001 *33.3%  relu_fwd$' &&
+    sed -n 5p "$tmp/kernels.txt" | grep -q '^ *2 *0.002 *8 *0.001 *40.0%  conv_fwd$'
+ok $? "kernels by fault stall: relu_fwd (1 us of 3) before conv_fwd (0.8 us of two runs of 1), the records dropped said" ||
     diag "$tmp/kernels.txt"
 
 grep -q '^ *0 weight .*  conv1.weight, init_weights+0x2a (train)$' "$tmp/profile-timeline.json.out" &&
     grep -q '^ *1 activation .*  conv1.out, -$' "$tmp/profile-timeline.json.out"
 ok $? "largest allocations: where each was allocated, where the trace says" ||
     diag "$tmp/profile-timeline.json.out" 60
+
+grep -q '"labels": "5 records dropped past the profiler.s bound"' "$tmp/tl.json"
+ok $? "the timeline says how many records the profiler dropped"
 
 run top report "$trace" --top 1 --json
 grep -q '"kernel_fault_stall_ms": 0.001800' "$tmp/top.out" &&

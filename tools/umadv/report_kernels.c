@@ -94,6 +94,9 @@ void umadv__report_kernels_print_text(const umadv_trace_t *trace,
     }
     printf("\nkernels by fault stall (top %u of %u that faulted; %.3f ms stalled in all):\n",
            n, kernels->nrows, (double)kernels->stall_ns / 1e6);
+    if (trace->activity.dropped > 0)
+        printf("  (%llu records past the profiler's bound were not kept: stalls may be "
+               "short)\n", (unsigned long long)trace->activity.dropped);
     printf("  %8s %11s %12s %9s %6s  %s\n", "launches", "run ms", "fault groups", "stall ms",
            "stall%", "name");
     for (uint32_t i = 0; i < n; i++) {
@@ -115,6 +118,7 @@ void umadv__report_kernels_print_json(const umadv_trace_t *trace,
     if (trace->activity.nevents == 0)
         return;
     umadv__json_double(json, "kernel_fault_stall_ms", (double)kernels->stall_ns / 1e6, 6);
+    umadv__json_u64(json, "events_dropped", trace->activity.dropped);
     umadv__json_begin_array(json, "kernels_by_fault_stall");
     for (uint32_t i = 0; i < n; i++) {
         const umadv_report_kernel_t *row = &kernels->rows[i];
