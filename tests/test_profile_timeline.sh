@@ -114,5 +114,11 @@ ok $? "a profile without activity: exit 1, the trace kept, the older timeline as
 
 run pdash profile $np -q --timeline - -- true
 check_fails pdash 2 "--timeline needs a file" "umadv profile --timeline -"
+run pdir profile $np -q -o d.umt --timeline . -- sh -c "touch '$tmp/ran2'; $saver"
+check_fails pdir 1 "is a folder" "a folder as --timeline"
+run pnodir profile $np -q -o d.umt --timeline no/such/t.json -- sh -c "touch '$tmp/ran2'; $saver"
+check_fails pnodir 1 "no such folder" "--timeline in a folder that does not exist"
+[ ! -e "$tmp/ran2" ] && [ ! -e "$tmp/d.umt" ]
+ok $? "both before the program runs"
 
 tap_done

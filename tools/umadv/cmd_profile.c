@@ -136,15 +136,35 @@ static int output_target(const umadv_cli_command_t *cmd, const profile_args_t *a
     return 0;
 }
 
-/* The timeline, when asked: an existing regular file is refused before
- * the program runs, as the trace is, unless --force; a device or a FIFO
- * is a stream (common/outfile.h). 0, or an exit status after the error. */
+/* Whether the folder that would hold a new @path exists. */
+static int folder_exists(const char *path)
+{
+    char folder[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    if (slash == NULL)
+        return 1;
+    snprintf(folder, sizeof(folder), "%.*s", (int)(slash - path) + 1, path);
+    return stat(folder, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The timeline, when asked, checked before the program runs: an existing
+ * regular file is refused, as the trace is, unless --force; a folder, or
+ * a path in no folder, is an error; a device or a FIFO is a stream
+ * (common/outfile.h). 0, or an exit status after the error. */
 static int timeline_target(const profile_args_t *args)
 {
     const char *path = args->report.timeline;
     struct stat st;
 
-    if (path == NULL || stat(path, &st) != 0 || !S_ISREG(st.st_mode) || args->force)
+    if (path == NULL)
+        return 0;
+    if (stat(path, &st) != 0)
+        return folder_exists(path) ? 0 : umadv__cli_fail("%s: no such folder", path);
+    if (S_ISDIR(st.st_mode))
+        return umadv__cli_fail("%s is a folder: --timeline needs a file", path);
+    if (!S_ISREG(st.st_mode) || args->force)
         return 0;
     return umadv__cli_fail("%s exists: name another with --timeline, or replace it with "
                            "--force", path);
