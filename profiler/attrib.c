@@ -296,6 +296,81 @@ umadv_status_t umadv__prof_attrib_faults(const umadv_trace_t *trace,
     return status;
 }
 
+/* ---- the activity ------------------------------------------------------ */
+
+/* The first timestamp of the window: the earliest kernel or record. */
+static uint64_t activity_origin(const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                const umadv_prof_activity_t *act)
+{
+    uint64_t origin = UINT64_MAX;
+
+    for (size_t i = 0; i < nkernels; i++) {
+        if (kernels[i].end >= kernels[i].start)
+            origin = UMADV_MIN(origin, kernels[i].start);
+    }
+    for (size_t i = 0; i < act->nevents; i++)
+        origin = UMADV_MIN(origin, act->events[i].start_ns);
+    return origin;
+}
+
+/* @e with its start from @origin into @trace, or counted dropped when
+ * the format cannot hold it. */
+static umadv_status_t activity_add(umadv_trace_t *trace, umadv_trace_event_t e,
+                                   uint64_t origin)
+{
+    e.start_ns -= origin;
+    if (e.start_ns > UMADV_ACTIVITY_MAX_NS || e.dur_ns > UMADV_ACTIVITY_MAX_NS) {
+        trace->activity.dropped++;
+        return UMADV_OK;
+    }
+    return umadv__activity_add_event(&trace->activity, &e);
+}
+
+static umadv_status_t activity_kernels(umadv_trace_t *trace,
+                                       const umadv_prof_launch_t *launches, size_t nlaunches,
+                                       const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                       uint64_t origin)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < nkernels && status == UMADV_OK; i++) {
+        const umadv_prof_kernel_t *k = &kernels[i];
+        const umadv_prof_launch_t *l = launch_find(launches, nlaunches, k->correlation_id);
+        umadv_trace_event_t e = {.start_ns = k->start, .dur_ns = k->end - k->start,
+                                 .step = UMADV_STEP_NONE, .name = k->name,
+                                 .kind = UMADV_EVENT_KERNEL};
+
+        if (k->end < k->start)
+            continue;
+        if (l != NULL && l->step < trace->nsteps)
+            e.step = l->step;
+        status = activity_add(trace, e, origin);
+    }
+    return status;
+}
+
+umadv_status_t umadv__prof_attrib_activity(umadv_trace_t *trace, umadv_prof_launch_t *launches,
+                                           size_t nlaunches, const umadv_prof_kernel_t *kernels,
+                                           size_t nkernels, const umadv_prof_activity_t *act)
+{
+    uint64_t origin = activity_origin(kernels, nkernels, act);
+    umadv_status_t status = UMADV_OK;
+
+    umadv__activity_cleanup(&trace->activity);
+    if (nlaunches > 1) /* launches may be NULL when empty: qsort's pointer must not be */
+        qsort(launches, nlaunches, sizeof(*launches), launch_compare);
+    for (size_t i = 0; i < act->nnames && status == UMADV_OK; i++)
+        status = umadv__activity_add_name(&trace->activity, act->names[i], NULL);
+    if (status == UMADV_OK)
+        status = activity_kernels(trace, launches, nlaunches, kernels, nkernels, origin);
+    for (size_t i = 0; i < act->nevents && status == UMADV_OK; i++)
+        status = activity_add(trace, act->events[i], origin);
+    trace->activity.dropped += act->dropped;
+    if (status != UMADV_OK)
+        umadv__activity_cleanup(&trace->activity);
+    return status;
+}
+
 /* ---- merging into the trace ------------------------------------------ */
 
 static int access_step_compare(const void *a, const void *b)
@@ -315,6 +390,10 @@ static umadv_status_t copy_allocs(umadv_trace_t *to, const umadv_trace_t *from)
         status = umadv__trace_add_alloc(to, a->base, a->size, a->kind, a->tag, &id);
         if (status == UMADV_OK)
             status = umadv__trace_set_lifetime(to, id, a->alloc_step, a->free_step);
+        if (status == UMADV_OK)
+            status = umadv__trace_set_site(to, id, a->site);
+        if (status == UMADV_OK)
+            to->allocs[id].stageable = a->stageable;
     }
     return status;
 }
@@ -373,6 +452,8 @@ umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t
         return status;
     }
     merged.niterations = trace->niterations;
+    merged.activity    = trace->activity; /* moved, not copied */
+    memset(&trace->activity, 0, sizeof(trace->activity));
     umadv__trace_cleanup(trace);
     *trace = merged;
     return UMADV_OK;

@@ -32,7 +32,25 @@ typedef struct umadv_prof_kernel {
     uint32_t correlation_id;
     uint32_t device;
     uint64_t start, end;   /* CUPTI timestamps, ns */
+    uint32_t name;         /* in umadv_prof_activity_t's names, or UMADV_EVENT_NO_NAME */
 } umadv_prof_kernel_t;
+
+/* What a full recording keeps for the trace's activity (trace/activity.h)
+ * besides its kernels: every unified-memory record up to
+ * UMADV_PROF_EVENTS_MAX (later ones only counted), with CUPTI
+ * timestamps, and the kernel names its kernels point at. */
+typedef struct umadv_prof_activity {
+    umadv_trace_event_t *events;
+    size_t               nevents, events_cap;
+    uint64_t             dropped;   /* records past the bound */
+    char               **names;     /* each kernel name once */
+    size_t               nnames, names_cap;
+} umadv_prof_activity_t;
+
+/* The bound: 256 Ki records of 40 bytes, 10 MiB in the profiled process
+ * (a PyTorch ResNet-50 iteration under faults makes some tens of
+ * thousands). */
+#define UMADV_PROF_EVENTS_MAX (UINT32_C(1) << 18)
 
 /* A GPU page fault, or a migration to the GPU that faults caused. */
 typedef struct umadv_prof_fault {
@@ -115,6 +133,18 @@ umadv_status_t umadv__prof_alloc_order(const umadv_trace_t *trace,
  * Addresses are reused after a free: the lifetime decides. */
 uint32_t umadv__prof_alloc_at(const umadv_trace_t *trace, const umadv_prof_alloc_ref_t *refs,
                               uint64_t max_size, uint64_t address, uint32_t step);
+
+/* The recording's kernels (their launches in @launches, any order;
+ * sorted in place) and unified-memory records as @trace's activity,
+ * timed from the first of them; a kernel's step is its launch's. Records
+ * starting past UMADV_ACTIVITY_MAX_NS, or lasting longer, are counted
+ * as dropped. On failure (out of memory) @trace has no activity. */
+umadv_status_t umadv__prof_attrib_activity(umadv_trace_t *trace, umadv_prof_launch_t *launches,
+                                           size_t nlaunches, const umadv_prof_kernel_t *kernels,
+                                           size_t nkernels, const umadv_prof_activity_t *act);
+
+/* Free what @act holds. */
+void umadv__prof_activity_cleanup(umadv_prof_activity_t *act);
 
 /* Rebuild the unfinalized @trace with @extra accesses added to their steps
  * after the ones it had. On failure @trace is unchanged. */

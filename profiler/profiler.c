@@ -41,6 +41,7 @@ struct umadv_profiler {
     pthread_mutex_t          lock;          /* what follows */
     umadv_prof_result_t      rec;           /* the recording in progress */
     size_t                   launches_cap, kernels_cap, faults_cap;
+    umadv_prof_names_t       names;         /* of rec.activity's kernel names */
     uint64_t                 replay_faults; /* fault groups outside recordings */
 };
 
@@ -445,17 +446,61 @@ static uint32_t fault_mode(uint32_t flags)
     }
 }
 
+/* Whether records go to the trace's activity: full recordings only. */
+static int keeps_activity(const umadv_profiler_t *prof)
+{
+    return prof->recording && prof->mode == UMADV_PROF_RECORD_FULL;
+}
+
 static void kernel_record(umadv_profiler_t *prof, const CUpti_ActivityKernel10 *k)
 {
     umadv_prof_result_t *rec = &prof->rec;
+    uint32_t name = UMADV_EVENT_NO_NAME;
 
     if (!prof->recording ||
         umadv__array_reserve((void **)&rec->kernels, &prof->kernels_cap, rec->nkernels + 1,
                              sizeof(*rec->kernels)) != UMADV_OK)
         return;
+    if (keeps_activity(prof))
+        name = umadv__prof_name_intern(&prof->names, &rec->activity, k->name);
     rec->kernels[rec->nkernels++] = (umadv_prof_kernel_t){
         .correlation_id = k->correlationId, .device = k->deviceId,
-        .start = k->start, .end = k->end};
+        .start = k->start, .end = k->end, .name = name};
+}
+
+/* CUPTI's migration causes in umadv's terms (trace/activity.h). */
+static uint8_t migration_cause(uint32_t flags)
+{
+    switch (flags) {
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER:
+        return UMADV_CAUSE_USER;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE:
+        return UMADV_CAUSE_FAULT;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH:
+        return UMADV_CAUSE_SPECULATIVE;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION:
+        return UMADV_CAUSE_EVICTION;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS:
+        return UMADV_CAUSE_ACCESS_COUNTERS;
+    default:
+        return UMADV_CAUSE_UNKNOWN;
+    }
+}
+
+/* A unified-memory record of kind @kind for the trace's activity. */
+static void activity_record(umadv_profiler_t *prof, umadv_event_kind_t kind,
+                            const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    int migration = kind == UMADV_EVENT_HTOD || kind == UMADV_EVENT_DTOH;
+    umadv_trace_event_t e = {
+        .start_ns = u->start, .dur_ns = u->end > u->start ? u->end - u->start : 0,
+        .address = u->address, .step = UMADV_STEP_NONE, .name = UMADV_EVENT_NO_NAME,
+        .kind = (uint8_t)kind, .cause = migration ? migration_cause(u->flags) : 0};
+
+    if (kind == UMADV_EVENT_FAULT || migration)
+        e.value = u->value;
+    if (keeps_activity(prof))
+        umadv__prof_event_push(&prof->rec.activity, &e);
 }
 
 static void fault_push(umadv_profiler_t *prof, const umadv_prof_fault_t *fault)
@@ -511,6 +556,7 @@ static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryC
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
         prof->rec.um_records[UMADV_PROF_UM_GPU_FAULT]++;
         fault_record(prof, u);
+        activity_record(prof, UMADV_EVENT_FAULT, u);
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
         prof->rec.um_records[UMADV_PROF_UM_HTOD]++;
@@ -518,13 +564,16 @@ static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryC
         if (um_on_fault(u))
             prof->rec.htod_fault_bytes += u->value;
         demand_migration_record(prof, u);
+        activity_record(prof, UMADV_EVENT_HTOD, u);
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
         prof->rec.um_records[UMADV_PROF_UM_DTOH]++;
         prof->rec.dtoh_bytes += u->value;
+        activity_record(prof, UMADV_EVENT_DTOH, u);
         break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
         prof->rec.um_records[UMADV_PROF_UM_THRASHING]++;
+        activity_record(prof, UMADV_EVENT_THRASH, u);
         break;
     default:
         prof->rec.um_records[UMADV_PROF_UM_OTHER]++;
@@ -774,12 +823,14 @@ void umadv__prof_close(umadv_profiler_t *prof)
     the_profiler = NULL;
     pthread_mutex_unlock(&the_profiler_lock);
     umadv__prof_result_cleanup(&prof->rec);
+    umadv__prof_names_reset(&prof->names);
     pthread_mutex_destroy(&prof->lock);
     free(prof);
 }
 
 void umadv__prof_result_cleanup(umadv_prof_result_t *result)
 {
+    umadv__prof_activity_cleanup(&result->activity);
     free(result->launches);
     free(result->kernels);
     free(result->faults);
@@ -797,6 +848,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     umadv__prof_result_cleanup(&prof->rec);
+    umadv__prof_names_reset(&prof->names);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     prof->rec.um_counters = prof->um_counters;
     prof->mode = mode;
@@ -831,6 +883,7 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
     *result = prof->rec;
     memset(&prof->rec, 0, sizeof(prof->rec));
+    umadv__prof_names_reset(&prof->names);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     pthread_mutex_unlock(&prof->lock);
     um_update(prof);

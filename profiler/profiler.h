@@ -109,6 +109,7 @@ typedef struct umadv_prof_result {
     uint64_t             dtoh_bytes;        /* moved to the host */
     uint64_t             um_records[UMADV_PROF_UM_KINDS]; /* records by kind */
     int                  um_counters;  /* fault records were available */
+    umadv_prof_activity_t activity;    /* full recordings: for the trace's timeline */
     uint64_t             scanned;      /* launches whose parameters were scanned */
     uint64_t             no_layout;    /* launches with arguments but no known layout */
     char                 no_layout_name[96]; /* the first of them */

@@ -50,6 +50,24 @@ void umadv__prof_copy_callback(size_t i, CUpti_CallbackDomain *domain_p,
 int umadv__prof_copy_ranges(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void *params, umadv_prof_range_t ranges[2]);
 
+/* activity.c: kernel names, each kept once in a recording's activity. */
+typedef struct umadv_prof_names {
+    uint32_t *slots;   /* open addressing: name index + 1, 0 empty */
+    size_t    nslots;  /* a power of two, or 0 */
+} umadv_prof_names_t;
+
+/* The index of @name (its first 4096 bytes) in @act's names, added if
+ * new; UMADV_EVENT_NO_NAME for NULL, out of memory, or past
+ * UMADV_PROF_EVENTS_MAX names. */
+uint32_t umadv__prof_name_intern(umadv_prof_names_t *h, umadv_prof_activity_t *act,
+                                 const char *name);
+
+/* Forget every name (the next recording's names begin again). */
+void umadv__prof_names_reset(umadv_prof_names_t *h);
+
+/* Keep @event in @act, or count it dropped past UMADV_PROF_EVENTS_MAX. */
+void umadv__prof_event_push(umadv_prof_activity_t *act, const umadv_trace_event_t *event);
+
 /* The subscriber callback (CUpti_CallbackFunc). */
 void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void *cbdata);

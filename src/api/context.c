@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "profiler/callsite.h"
 
 #define KNOWN_FIELDS \
     (UMADV_CONTEXT_FIELD_BUDGET | UMADV_CONTEXT_FIELD_POLICY | UMADV_CONTEXT_FIELD_DEVICE | \
@@ -213,6 +214,8 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
     status = alloc_record_new(ptr, size, tag, &alloc);
     if (status != UMADV_OK)
         goto err_pool_free;
+    if (ctx->config.profile_output[0] != '\0') /* for the report: a backtrace each */
+        alloc->site = umadv__callsite_capture(0);
     umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
     status = umadv__cycle_fire(ctx, UMADV_CYCLE_EV_ALLOC, alloc);
     if (status != UMADV_OK)

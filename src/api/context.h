@@ -45,6 +45,8 @@ typedef struct umadv_ctx_alloc {
     uint32_t bound;        /* trace allocation it plays in replay, or NO_TRACE_ID */
     uint32_t kept_id;      /* its trace_id in the kept profile (re-profiling) */
     int      stageable;    /* umadv_set_stageable: evictions may stage it */
+    const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
+                            * kept for the process's life); NULL */
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX

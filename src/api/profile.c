@@ -402,6 +402,9 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
                                            &nacc, &cap, &st);
     if (status == UMADV_OK && nacc > 0)
         status = umadv__prof_trace_merge(&ctx->trace, acc, nacc);
+    if (status == UMADV_OK) /* what the timeline and the kernels' stalls read */
+        status = umadv__prof_attrib_activity(&ctx->trace, r->launches, r->nlaunches,
+                                             r->kernels, r->nkernels, &r->activity);
     if (status == UMADV_OK) {
         profile_report(ctx, r, &st);
         ctx->profile_fault_groups = st.fault_groups;

@@ -54,6 +54,7 @@ static umadv_status_t trace_enter(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
     if (status != UMADV_OK)
         return status;
     umadv__trace_set_lifetime(&ctx->trace, id, alloc_step, UMADV_STEP_NONE);
+    umadv__trace_set_site(&ctx->trace, id, alloc->site); /* out of memory: unknown */
     ctx->trace.allocs[id].stageable = alloc->stageable != 0;
     alloc->trace_id = id;
     return umadv__replay_note_trace_alloc(ctx, alloc, id);

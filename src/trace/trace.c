@@ -159,8 +159,10 @@ umadv_status_t umadv__trace_init(umadv_trace_t *trace, uint64_t section_size)
 
 void umadv__trace_cleanup(umadv_trace_t *trace)
 {
-    for (uint32_t i = 0; i < trace->nallocs; i++)
+    for (uint32_t i = 0; i < trace->nallocs; i++) {
         free(trace->allocs[i].tag);
+        free(trace->allocs[i].site);
+    }
     for (uint32_t i = 0; i < trace->nsteps; i++)
         free(trace->steps[i].name);
     free(trace->allocs);
@@ -168,7 +170,21 @@ void umadv__trace_cleanup(umadv_trace_t *trace)
     free(trace->steps);
     free(trace->accesses);
     free(trace->source);
+    umadv__activity_cleanup(&trace->activity);
     memset(trace, 0, sizeof(*trace));
+}
+
+umadv_status_t umadv__trace_set_site(umadv_trace_t *trace, uint32_t alloc, const char *site)
+{
+    char *copy = NULL;
+
+    if (alloc >= trace->nallocs)
+        return UMADV_ERR_INVALID_PARAM;
+    if (site != NULL && umadv__strdup(site, &copy) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    free(trace->allocs[alloc].site);
+    trace->allocs[alloc].site = copy;
+    return UMADV_OK;
 }
 
 umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source)
@@ -491,6 +507,8 @@ umadv_status_t umadv__trace_finalize(umadv_trace_t *trace, char *why, size_t why
         return status;
     compact_accesses(trace);
     status = check_invariants(trace, why, why_len);
+    if (status == UMADV_OK)
+        status = umadv__activity_finalize(&trace->activity, trace->nsteps, why, why_len);
     if (status != UMADV_OK)
         return status;
     trace->niterations = trace->nsteps ? trace->steps[trace->nsteps - 1].iteration + 1 : 0;

@@ -16,6 +16,8 @@
 
 #include <umadv.h>
 
+#include "trace/activity.h"
+
 /* "No step": an allocation that lives across iterations. */
 #define UMADV_STEP_NONE UINT32_MAX
 
@@ -88,6 +90,8 @@ typedef struct umadv_trace_alloc {
     uint32_t           first_section; /* index into trace->sections */
     uint32_t           nsections;
     char              *tag;           /* may be NULL */
+    char              *site;          /* where it was allocated (profiler/callsite.h);
+                                       * may be NULL */
     /* Evictions may stage its data (schedule/core.h, STAGING): what the
      * recording application declared (the PyTorch allocator's blocks,
      * umadv_set_stageable). 0 in traces that do not say. */
@@ -137,6 +141,9 @@ typedef struct umadv_trace {
      * profiling pass, api/profile.c): they may miss blocks the kernel
      * reaches, so nothing may be staged on their word. Not in the file. */
     uint32_t               guessed_steps;
+    /* What CUPTI recorded in the profiled window (activity.h); empty in
+     * traces that have none. */
+    umadv_trace_activity_t activity;
 
     /* builder state */
     size_t                 allocs_cap, steps_cap, accesses_cap;
@@ -218,6 +225,9 @@ umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint6
 /* Lifetime in global step indices (UMADV_STEP_NONE for open ends). */
 umadv_status_t umadv__trace_set_lifetime(umadv_trace_t *trace, uint32_t alloc,
                                          uint32_t alloc_step, uint32_t free_step);
+
+/* Where allocation @alloc was made (copied; NULL: not known). */
+umadv_status_t umadv__trace_set_site(umadv_trace_t *trace, uint32_t alloc, const char *site);
 
 /* Append a step; iterations must not decrease. */
 umadv_status_t umadv__trace_add_step(umadv_trace_t *trace, const char *name,

@@ -167,6 +167,16 @@ static void write_link_figures(strbuf_t *sb, const umadv_link_model_t *l)
     }
 }
 
+/* The activity's counts, only in a trace that has any, so that readers
+ * older than them keep reading traces without. */
+static void write_activity_counts(strbuf_t *sb, const umadv_trace_activity_t *act)
+{
+    if (act->nevents > 0 || act->nnames > 0)
+        sb_printf(sb, " events=%u kernel_names=%u", act->nevents, act->nnames);
+    if (act->dropped > 0)
+        sb_printf(sb, " events_dropped=%llu", (unsigned long long)act->dropped);
+}
+
 static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
 {
     const umadv_link_model_t *l = &trace->link;
@@ -177,6 +187,7 @@ static void write_header(strbuf_t *sb, const umadv_trace_t *trace)
     sb_printf(sb, "trace section_size=%llu allocs=%u steps=%u accesses=%u",
               (unsigned long long)trace->section_size, trace->nallocs, trace->nsteps,
               trace->naccesses);
+    write_activity_counts(sb, &trace->activity);
     sb_string_field(sb, "source", trace->source);
     sb_append(sb, "\ndevice", 7);
     sb_string_field(sb, "name", d->name);
@@ -201,6 +212,7 @@ static void write_allocs(strbuf_t *sb, const umadv_trace_t *trace)
         if (a->stageable) /* absent means not: older readers keep working */
             sb_append(sb, " stageable=1", 12);
         sb_string_field(sb, "tag", a->tag);
+        sb_string_field(sb, "site", a->site); /* absent when not known */
         sb_append(sb, "\n", 1);
     }
 }
@@ -220,6 +232,40 @@ static void write_steps(strbuf_t *sb, const umadv_trace_t *trace)
                       a->first, a->count, umadv__access_mode_name(a->mode), a->faults);
         }
     }
+}
+
+static void write_event(strbuf_t *sb, const umadv_trace_event_t *e)
+{
+    sb_printf(sb, "ev kind=%s start=%llu dur=%llu",
+              umadv__event_kind_name((umadv_event_kind_t)e->kind),
+              (unsigned long long)e->start_ns, (unsigned long long)e->dur_ns);
+    if (e->kind == UMADV_EVENT_KERNEL) {
+        if (e->step != UMADV_STEP_NONE)
+            sb_printf(sb, " step=%u", e->step);
+        if (e->name != UMADV_EVENT_NO_NAME)
+            sb_printf(sb, " name=%u", e->name);
+    } else {
+        sb_printf(sb, " addr=0x%llx", (unsigned long long)e->address);
+    }
+    if (e->kind == UMADV_EVENT_FAULT)
+        sb_printf(sb, " groups=%llu", (unsigned long long)e->value);
+    if (e->kind == UMADV_EVENT_HTOD || e->kind == UMADV_EVENT_DTOH)
+        sb_printf(sb, " bytes=%llu cause=%s", (unsigned long long)e->value,
+                  umadv__migration_cause_name((umadv_migration_cause_t)e->cause));
+    sb_append(sb, "\n", 1);
+}
+
+/* The kernel names, then the events in start order (finalize sorted
+ * them). */
+static void write_activity(strbuf_t *sb, const umadv_trace_activity_t *act)
+{
+    for (uint32_t i = 0; i < act->nnames; i++) {
+        sb_printf(sb, "kname id=%u", i);
+        sb_string_field(sb, "name", act->names[i]);
+        sb_append(sb, "\n", 1);
+    }
+    for (uint32_t i = 0; i < act->nevents; i++)
+        write_event(sb, &act->events[i]);
 }
 
 /* Refuse what the reader would refuse, so that every written file reads. */
@@ -296,6 +342,7 @@ umadv_status_t umadv__trace_write_buffer(const umadv_trace_t *trace, char **buf_
     write_header(&sb, trace);
     write_allocs(&sb, trace);
     write_steps(&sb, trace);
+    write_activity(&sb, &trace->activity);
     umadv__numeric_locale_leave(&nl);
     if (!sb.failed && check_line_lengths(&sb) != UMADV_OK) {
         free(sb.data);

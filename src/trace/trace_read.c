@@ -54,6 +54,8 @@ typedef struct reader {
     unsigned      nfields;
     unsigned      have;         /* HAVE_* */
     uint32_t      decl_allocs, decl_steps, decl_accesses, access_lines;
+    uint32_t      decl_events, decl_names; /* activity.h; 0 when absent */
+    int           in_activity;  /* a kname or ev record was read: they come last */
     uint64_t      nsections;
     umadv_trace_t trace;        /* built here, handed over on success */
     char         *why;
@@ -503,13 +505,30 @@ static umadv_status_t presize(reader_t *r)
     if (status == UMADV_OK)
         status = umadv__array_reserve((void **)&t->accesses, &t->accesses_cap,
                                       UMADV_MIN(r->decl_accesses, cap), sizeof(*t->accesses));
+    if (status == UMADV_OK)
+        status = umadv__array_reserve((void **)&t->activity.events, &t->activity.events_cap,
+                                      UMADV_MIN(r->decl_events, cap),
+                                      sizeof(*t->activity.events));
     return status == UMADV_OK ? UMADV_OK : fail_builder(r, status);
+}
+
+/* The optional counts of the activity records (absent: none). */
+static umadv_status_t get_activity_counts(reader_t *r, uint32_t max)
+{
+    umadv_status_t status = UMADV_OK;
+
+    if (field_find(r, "events") != NULL || field_find(r, "kernel_names") != NULL) {
+        status = get_u32(r, "events", max, &r->decl_events);
+        if (status == UMADV_OK)
+            status = get_u32(r, "kernel_names", max, &r->decl_names);
+    }
+    return status;
 }
 
 static umadv_status_t parse_trace(reader_t *r)
 {
     const uint32_t max = UINT32_MAX - 2; /* the builder's limit */
-    uint64_t section_size;
+    uint64_t section_size, dropped = 0;
     umadv_status_t status;
     char *source;
 
@@ -522,12 +541,17 @@ static umadv_status_t parse_trace(reader_t *r)
         status = get_u32(r, "steps", max, &r->decl_steps);
     if (status == UMADV_OK)
         status = get_u32(r, "accesses", max, &r->decl_accesses);
+    if (status == UMADV_OK)
+        status = get_activity_counts(r, max);
+    if (status == UMADV_OK && field_find(r, "events_dropped") != NULL)
+        status = get_u64(r, "events_dropped", UINT64_MAX, &dropped);
     if (status != UMADV_OK)
         return status;
     if (umadv__trace_init(&r->trace, section_size) != UMADV_OK)
         return fail_value(r, field_find(r, "section_size"),
                           "is not a power of two between 65536 and 1073741824");
     r->have |= HAVE_TRACE;
+    r->trace.activity.dropped = dropped;
     status = get_string(r, "source", &source);
     if (status != UMADV_OK || source == NULL)
         return status == UMADV_OK ? presize(r) : status;
@@ -734,15 +758,22 @@ static umadv_status_t add_alloc(reader_t *r, uint64_t base, uint64_t size,
     umadv_status_t status;
     uint8_t stageable = 0;
     uint32_t id;
-    char *tag;
+    char *tag = NULL, *site = NULL;
 
     status = get_stageable(r, &stageable);
     if (status == UMADV_OK)
         status = get_string(r, "tag", &tag);
-    if (status != UMADV_OK)
+    if (status == UMADV_OK)
+        status = get_string(r, "site", &site);
+    if (status != UMADV_OK) {
+        free(tag);
         return status;
+    }
     status = umadv__trace_add_alloc(&r->trace, base, size, kind, tag, &id);
     free(tag);
+    if (status == UMADV_OK)
+        status = umadv__trace_set_site(&r->trace, id, site);
+    free(site);
     if (status == UMADV_OK)
         status = umadv__trace_set_lifetime(&r->trace, id, alloc_step, free_step);
     if (status == UMADV_OK)
@@ -886,10 +917,154 @@ static umadv_status_t parse_access(reader_t *r)
     return UMADV_OK;
 }
 
+/* --- reader: activity records (activity.h) ---------------------------------- */
+
+static umadv_status_t activity_begin(reader_t *r)
+{
+    if (r->have != HAVE_HEADER)
+        return fail_record(r, "before the header records");
+    r->in_activity = 1;
+    return UMADV_OK;
+}
+
+static umadv_status_t parse_kname(reader_t *r)
+{
+    umadv_trace_activity_t *act = &r->trace.activity;
+    umadv_status_t status = activity_begin(r);
+    char *name = NULL;
+
+    if (status == UMADV_OK && act->nevents > 0)
+        return fail_record(r, "after an 'ev' record: kernel names come first");
+    if (status == UMADV_OK)
+        status = check_id(r, act->nnames, r->decl_names, "kernel names");
+    if (status == UMADV_OK)
+        status = get_string(r, "name", &name);
+    if (status == UMADV_OK && name == NULL)
+        return fail_record(r, "missing key 'name'");
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__activity_add_name(act, name, NULL);
+    free(name);
+    return status == UMADV_OK ? UMADV_OK : fail_builder(r, status);
+}
+
+/* The keys each kind of event has, past kind, start and dur. */
+static const char *const event_kind_keys[UMADV_EVENT_KIND_COUNT][4] = {
+    [UMADV_EVENT_KERNEL] = {"step", "name", NULL},
+    [UMADV_EVENT_FAULT]  = {"addr", "groups", NULL},
+    [UMADV_EVENT_HTOD]   = {"addr", "bytes", "cause", NULL},
+    [UMADV_EVENT_DTOH]   = {"addr", "bytes", "cause", NULL},
+    [UMADV_EVENT_THRASH] = {"addr", NULL},
+};
+
+/* A key of the ev record that its kind does not have is an error, as an
+ * unknown key is. */
+static umadv_status_t check_event_keys(reader_t *r, umadv_event_kind_t kind)
+{
+    char key[64];
+
+    for (unsigned i = 0; i < r->nfields; i++) {
+        const field_t *f = &r->fields[i];
+        int known = token_is(f->key, f->key_len, "kind") ||
+                    token_is(f->key, f->key_len, "start") ||
+                    token_is(f->key, f->key_len, "dur");
+        for (const char *const *k = event_kind_keys[kind]; *k != NULL && !known; k++)
+            known = token_is(f->key, f->key_len, *k);
+        if (!known)
+            return fail_record(r, "key '%s' is not one of a %s event",
+                               shown(f->key, f->key_len, key, sizeof(key)),
+                               umadv__event_kind_name(kind));
+    }
+    return UMADV_OK;
+}
+
+static umadv_status_t get_event_kind(reader_t *r, umadv_event_kind_t *kind_p)
+{
+    const field_t *f;
+    char word[32];
+    umadv_status_t status = get_word(r, "kind", word, sizeof(word), &f);
+
+    if (status == UMADV_OK && umadv__event_kind_parse(word, kind_p) != 0)
+        return fail_value(r, f, "is not an event kind (kernel, fault, htod, dtoh, thrash)");
+    if (status == UMADV_OK)
+        status = check_event_keys(r, *kind_p);
+    return status;
+}
+
+static umadv_status_t get_cause(reader_t *r, uint8_t *cause_p)
+{
+    const field_t *f;
+    char word[32];
+    umadv_migration_cause_t cause;
+    umadv_status_t status = get_word(r, "cause", word, sizeof(word), &f);
+
+    if (status == UMADV_OK && umadv__migration_cause_parse(word, &cause) != 0)
+        return fail_value(r, f, "is not a migration cause (user, fault, speculative, "
+                          "eviction, access_counters, unknown)");
+    if (status == UMADV_OK)
+        *cause_p = (uint8_t)cause;
+    return status;
+}
+
+/* A kernel's step and name index: each may be absent. */
+static umadv_status_t get_kernel_refs(reader_t *r, umadv_trace_event_t *e)
+{
+    umadv_status_t status = get_step_ref(r, "step", &e->step);
+
+    if (status == UMADV_OK && e->step != UMADV_STEP_NONE && e->step >= r->trace.nsteps)
+        return fail_record(r, "step %u is not a step of the trace (%u)", e->step,
+                           r->trace.nsteps);
+    if (status != UMADV_OK || field_find(r, "name") == NULL)
+        return status;
+    if (r->trace.activity.nnames == 0)
+        return fail_record(r, "a kernel name but the trace has no 'kname' record");
+    return get_u32(r, "name", r->trace.activity.nnames - 1, &e->name);
+}
+
+static umadv_status_t get_event_fields(reader_t *r, umadv_trace_event_t *e)
+{
+    umadv_status_t status = UMADV_OK;
+
+    if (e->kind == UMADV_EVENT_KERNEL)
+        return get_kernel_refs(r, e);
+    status = get_hex(r, "addr", &e->address);
+    if (status == UMADV_OK && e->kind == UMADV_EVENT_FAULT)
+        status = get_u64(r, "groups", UINT32_MAX, &e->value);
+    if (status == UMADV_OK && (e->kind == UMADV_EVENT_HTOD || e->kind == UMADV_EVENT_DTOH))
+        status = get_u64(r, "bytes", UMADV_TRACE_IO_MAX_MEMORY, &e->value);
+    if (status == UMADV_OK && (e->kind == UMADV_EVENT_HTOD || e->kind == UMADV_EVENT_DTOH))
+        status = get_cause(r, &e->cause);
+    return status;
+}
+
+static umadv_status_t parse_event(reader_t *r)
+{
+    umadv_trace_event_t e = {.step = UMADV_STEP_NONE, .name = UMADV_EVENT_NO_NAME};
+    umadv_event_kind_t kind = UMADV_EVENT_KERNEL;
+    umadv_status_t status = activity_begin(r);
+
+    if (status == UMADV_OK && r->trace.activity.nevents == r->decl_events)
+        return fail_record(r, "more events than the header declares (%u)", r->decl_events);
+    if (status == UMADV_OK)
+        status = get_event_kind(r, &kind);
+    e.kind = (uint8_t)kind;
+    if (status == UMADV_OK)
+        status = get_u64(r, "start", UMADV_ACTIVITY_MAX_NS, &e.start_ns);
+    if (status == UMADV_OK)
+        status = get_u64(r, "dur", UMADV_ACTIVITY_MAX_NS, &e.dur_ns);
+    if (status == UMADV_OK)
+        status = get_event_fields(r, &e);
+    if (status != UMADV_OK)
+        return status;
+    status = umadv__activity_add_event(&r->trace.activity, &e);
+    return status == UMADV_OK ? UMADV_OK : fail_builder(r, status);
+}
+
 /* --- reader: the file as a whole -------------------------------------------- */
 
 static const char *const trace_keys[] = {"section_size", "allocs", "steps", "accesses",
-                                         "source", NULL};
+                                         "source", "events", "kernel_names",
+                                         "events_dropped", NULL};
 static const char *const device_keys[] = {"name", "pci_bus_id", "memory", "cc", "driver",
                                           NULL};
 static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
@@ -898,9 +1073,12 @@ static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
                                         "stage_evict_bw", "stage_evict_latency",
                                         "stage_restore_bw", "stage_restore_latency", NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
-                                         "free_step", "stageable", "tag", NULL};
+                                         "free_step", "stageable", "tag", "site", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};
 static const char *const access_keys[] = {"alloc", "first", "count", "mode", "faults", NULL};
+static const char *const kname_keys[] = {"id", "name", NULL};
+static const char *const event_keys[] = {"kind", "start", "dur", "step", "name", "addr",
+                                         "groups", "bytes", "cause", NULL};
 
 static const struct record_type {
     const char         *name;
@@ -913,7 +1091,16 @@ static const struct record_type {
     {"alloc",  alloc_keys,  parse_alloc},
     {"step",   step_keys,   parse_step},
     {"a",      access_keys, parse_access},
+    {"kname",  kname_keys,  parse_kname},
+    {"ev",     event_keys,  parse_event},
 };
+
+/* The records that must come before the activity ones. */
+static int before_activity(const struct record_type *type)
+{
+    return type->parse == parse_alloc || type->parse == parse_step ||
+           type->parse == parse_access;
+}
 
 static umadv_status_t parse_record(reader_t *r)
 {
@@ -923,6 +1110,9 @@ static umadv_status_t parse_record(reader_t *r)
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(record_types); i++) {
         if (!token_is(r->rec, r->rec_len, record_types[i].name))
             continue;
+        if (r->in_activity && before_activity(&record_types[i]))
+            return fail(r, "'%s' after the activity records (kname, ev): they come last",
+                        record_types[i].name);
         status = check_keys(r, record_types[i].keys);
         return status == UMADV_OK ? record_types[i].parse(r) : status;
     }
@@ -1060,6 +1250,12 @@ static umadv_status_t check_complete(reader_t *r)
     if (r->access_lines != r->decl_accesses)
         return fail(r, "the header declares %u accesses, the file has %u",
                     r->decl_accesses, r->access_lines);
+    if (r->trace.activity.nnames != r->decl_names)
+        return fail(r, "the header declares %u kernel names, the file has %u",
+                    r->decl_names, r->trace.activity.nnames);
+    if (r->trace.activity.nevents != r->decl_events)
+        return fail(r, "the header declares %u events, the file has %u", r->decl_events,
+                    r->trace.activity.nevents);
     return UMADV_OK;
 }
 
@@ -1195,7 +1391,8 @@ static umadv_status_t peek_header(read_guard_t *g, const char *buf, size_t len,
     while (status == UMADV_OK && !(r->have & HAVE_TRACE) && next_line(r))
         status = read_line(r);
     if (status == UMADV_OK && (r->have & HAVE_TRACE))
-        *counts_p = (uint64_t)r->decl_allocs + r->decl_steps + r->decl_accesses;
+        *counts_p = (uint64_t)r->decl_allocs + r->decl_steps + r->decl_accesses +
+                    r->decl_events + r->decl_names;
     else if (status == UMADV_OK)
         status = UMADV_ERR_NOT_FOUND;
     umadv__trace_cleanup(&r->trace);

@@ -123,6 +123,8 @@ static void print_prefetch_advice(const umadv_trace_t *trace, const umadv_report
                step_name(trace, a->first_step), (unsigned long long)a->faults);
         if (a->trace_faults > 0)
             printf("; the profile saw %llu fault groups", (unsigned long long)a->trace_faults);
+        if (alloc->site != NULL)
+            printf("; allocated at %s", alloc->site);
         printf("\n");
     }
 }
@@ -211,6 +213,8 @@ static void json_lists(const umadv_trace_t *trace, const umadv_report_advice_t *
         umadv__json_u64(json, "before_step", a->first_step);
         umadv__json_u64(json, "demand_faults", a->faults);
         umadv__json_u64(json, "trace_fault_groups", a->trace_faults);
+        if (trace->allocs[a->alloc].site != NULL)
+            umadv__json_string(json, "site", trace->allocs[a->alloc].site);
         umadv__json_end_object(json);
     }
     umadv__json_end_array(json);

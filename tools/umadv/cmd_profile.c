@@ -38,6 +38,7 @@ const umadv_cli_option_t umadv__cli_profile_options[] = {
     {"force", 'f', NULL, "replace TRACE if it exists"},
     {"iteration", 0, "N", "the iteration profiled, from 0 (UMADV_PROFILE_ITERATION)"},
     {"json", 0, "FILE", "also write the report as JSON to FILE"},
+    {"timeline", 0, "FILE", "write the measured window as a Chrome trace (Perfetto) to FILE"},
     {"top", 0, "N", "rows in each top list of the report (default 10)"},
     {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
     {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"},
@@ -82,6 +83,10 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
         args->output = value;
     else if (strcmp(opt->name, "json") == 0)
         args->json = value;
+    else if (strcmp(opt->name, "timeline") == 0 && strcmp(value, "-") == 0)
+        return umadv__cli_usage_error(cmd, UMADV_REPORT_TIMELINE_DASH);
+    else if (strcmp(opt->name, "timeline") == 0)
+        args->report.timeline = value;
     return take_report_option(cmd, opt, value, args);
 }
 
@@ -129,6 +134,40 @@ static int output_target(const umadv_cli_command_t *cmd, const profile_args_t *a
     if (realpath(args->output, target) == NULL)
         return umadv__cli_fail("%s: %s", args->output, strerror(errno));
     return 0;
+}
+
+/* Whether the folder that would hold a new @path exists. */
+static int folder_exists(const char *path)
+{
+    char folder[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    if (slash == NULL)
+        return 1;
+    snprintf(folder, sizeof(folder), "%.*s", (int)(slash - path) + 1, path);
+    return stat(folder, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The timeline, when asked, checked before the program runs: an existing
+ * regular file is refused, as the trace is, unless --force; a folder, or
+ * a path in no folder, is an error; a device or a FIFO is a stream
+ * (common/outfile.h). 0, or an exit status after the error. */
+static int timeline_target(const profile_args_t *args)
+{
+    const char *path = args->report.timeline;
+    struct stat st;
+
+    if (path == NULL)
+        return 0;
+    if (stat(path, &st) != 0)
+        return folder_exists(path) ? 0 : umadv__cli_fail("%s: no such folder", path);
+    if (S_ISDIR(st.st_mode))
+        return umadv__cli_fail("%s is a folder: --timeline needs a file", path);
+    if (!S_ISREG(st.st_mode) || args->force)
+        return 0;
+    return umadv__cli_fail("%s exists: name another with --timeline, or replace it with "
+                           "--force", path);
 }
 
 /* The file the library saves into, beside @target so that a rename puts
@@ -247,7 +286,8 @@ int umadv__cmd_profile(const umadv_cli_command_t *cmd, int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
     args.report.program = args.launch.command[0];
-    if ((rc = output_target(cmd, &args, target, sizeof(target))) != 0)
+    if ((rc = output_target(cmd, &args, target, sizeof(target))) != 0 ||
+        (rc = timeline_target(&args)) != 0)
         return rc;
     if ((rc = umadv__launch_check_program(args.launch.command[0], program, sizeof(program))) != 0)
         return rc;

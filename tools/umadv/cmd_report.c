@@ -12,12 +12,14 @@
 #include "common/util.h"
 #include "report.h"
 #include "sim/sim.h"
+#include "timeline.h"
 #include "trace/trace_io.h"
 
 const umadv_cli_option_t umadv__cli_report_options[] = {
     {"top", 0, "N", "rows in each top list (default 10)"},
     {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
     {"json", 0, NULL, "print JSON instead of text"},
+    {"timeline", 0, "FILE", "write the measured window as a Chrome trace (Perfetto) to FILE"},
     {NULL, 0, NULL, NULL}
 };
 
@@ -35,6 +37,7 @@ typedef struct report {
     uint64_t      *step_bytes; /* working set of each step */
     uint64_t      *step_faults;
     uint64_t      *step_ns;    /* duration of each step */
+    umadv_report_kernels_t kernels; /* by fault stall, from the activity */
     umadv_json_t  *json;       /* while JSON is written */
 } report_t;
 
@@ -237,11 +240,24 @@ static void format_step(uint32_t step, char *buf, size_t len)
         snprintf(buf, len, "%u", step);
 }
 
+/* Whether any allocation of @trace says where it was made (profiles of
+ * umadv profile): only then has the table a site column, so the reports
+ * of other traces read as before. */
+static int has_sites(const umadv_trace_t *trace)
+{
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        if (trace->allocs[a].site != NULL)
+            return 1;
+    }
+    return 0;
+}
+
 static int print_alloc_table(const umadv_trace_t *trace, size_t max)
 {
     uint64_t *sizes = malloc(sizeof(*sizes) * (trace->nallocs ? trace->nallocs : 1));
     ranked_t *top = malloc(sizeof(*top) * max);
     char size[32], from[16], to[16];
+    int sites;
     size_t n;
 
     if (sizes == NULL || top == NULL) {
@@ -253,16 +269,18 @@ static int print_alloc_table(const umadv_trace_t *trace, size_t max)
         sizes[a] = trace->allocs[a].size;
     n = rank_top(sizes, trace->nallocs, max, top);
     free(sizes);
+    sites = has_sites(trace);
     printf("\nlargest allocations (top %zu of %u):\n", n, trace->nallocs);
     printf("  %6s %-11s %12s %8s %13s  %s\n", "id", "kind", "size", "sections", "lifetime",
-           "tag");
+           sites ? "tag, allocated at" : "tag");
     for (size_t i = 0; i < n; i++) {
         const umadv_trace_alloc_t *alloc = &trace->allocs[top[i].index];
         format_step(alloc->alloc_step, from, sizeof(from));
         format_step(alloc->free_step, to, sizeof(to));
-        printf("  %6u %-11s %12s %8u %6s..%-5s  %s\n", top[i].index,
+        printf("  %6u %-11s %12s %8u %6s..%-5s  %s%s%s\n", top[i].index,
                umadv__alloc_kind_name(alloc->kind), umadv__size_format(alloc->size, size, 32),
-               alloc->nsections, from, to, name_or_dash(alloc->tag));
+               alloc->nsections, from, to, name_or_dash(alloc->tag), sites ? ", " : "",
+               sites ? name_or_dash(alloc->site) : "");
     }
     free(top);
     return 0;
@@ -334,6 +352,8 @@ static void json_alloc_table(const report_t *rep)
         umadv__json_u64(rep->json, "size_bytes", alloc->size);
         umadv__json_u64(rep->json, "sections", alloc->nsections);
         umadv__json_string(rep->json, "tag", alloc->tag);
+        if (alloc->site != NULL)
+            umadv__json_string(rep->json, "site", alloc->site);
         umadv__json_end_object(rep->json);
     }
     umadv__json_end_array(rep->json);
@@ -376,6 +396,7 @@ static void print_json(report_t *rep, const umadv_report_advice_t *advice, FILE 
     json_step_table(rep, "longest_steps", rep->step_ns);
     json_alloc_table(rep);
     json_step_table(rep, "steps_by_faults", rep->step_faults);
+    umadv__report_kernels_print_json(&rep->trace, &rep->kernels, rep->opts->top, &json);
     umadv__advice_print_json(&rep->trace, advice, rep->opts, &json);
     umadv__json_end_object(&json);
     fputc('\n', out);
@@ -394,12 +415,37 @@ static int print_text(report_t *rep, const umadv_report_advice_t *advice)
     print_step_table(rep, "longest steps", rep->step_ns);
     rc = print_alloc_table(&rep->trace, rep->opts->top);
     print_faults(rep);
+    umadv__report_kernels_print_text(&rep->trace, &rep->kernels, rep->opts->top);
     umadv__advice_print_text(&rep->trace, advice, rep->opts);
     return rc;
 }
 
-/* Read @path, compute what the report shows, call @show; 0 or an exit
- * status. */
+/* The measured window of @rep's trace into @path: the trace must have
+ * one (profiles of umadv since the activity records). */
+static int write_timeline(const report_t *rep, const char *path)
+{
+    umadv_timeline_t tl;
+    char name[128];
+    int rc;
+
+    if (rep->trace.activity.nevents == 0)
+        return umadv__cli_fail("%s has no measured activity (umadv-trace(5), ev records): no "
+                               "timeline; a trace of umadv synth has none, nor one profiled "
+                               "with no kernel or unified-memory record", rep->path);
+    if ((rc = umadv__timeline_open(&tl, path, &rep->trace)) != 0)
+        return rc;
+    snprintf(name, sizeof(name), "measured, %s",
+             rep->trace.device.name[0] != '\0' ? rep->trace.device.name : "gpu");
+    rc = umadv__timeline_measured(&tl, name);
+    if (rc != 0) {
+        umadv__timeline_discard(&tl);
+        return rc;
+    }
+    return umadv__timeline_close(&tl);
+}
+
+/* Read @path, compute what the report shows, call @show, write the
+ * timeline if asked; 0 or an exit status. */
 static int with_report(const char *path, const umadv_report_opts_t *opts,
                        int (*show)(report_t *, const umadv_report_advice_t *, void *), void *arg)
 {
@@ -417,9 +463,13 @@ static int with_report(const char *path, const umadv_report_opts_t *opts,
     if (umadv__trace_read_file(path, &rep.trace, why, sizeof(why)) != UMADV_OK)
         return umadv__cli_fail("%s", why);
     if ((rc = compute_steps(&rep)) == 0 &&
+        (rc = umadv__report_kernels(&rep.trace, &rep.kernels)) == 0 &&
         (rc = umadv__advice_compute(&rep.trace, opts, &advice)) == 0)
         rc = show(&rep, &advice, arg);
+    if (rc == 0 && opts->timeline != NULL)
+        rc = write_timeline(&rep, opts->timeline);
     umadv__advice_cleanup(&advice);
+    free(rep.kernels.rows);
     free(rep.step_ns);
     free(rep.step_faults);
     free(rep.step_bytes);
@@ -502,6 +552,10 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
 {
     if (strcmp(opt->name, "json") == 0) {
         args->json = 1;
+    } else if (strcmp(opt->name, "timeline") == 0) {
+        if (strcmp(value, "-") == 0)
+            return umadv__cli_usage_error(cmd, UMADV_REPORT_TIMELINE_DASH);
+        args->opts.timeline = value;
     } else if (strcmp(opt->name, "top") == 0) {
         if (umadv__cli_parse_u32(value, 1, 1000000, &args->opts.top) != 0)
             return umadv__cli_bad_value(cmd, opt, value, "an integer between 1 and 1000000");

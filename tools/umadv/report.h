@@ -21,20 +21,56 @@ typedef struct umadv_report_opts {
     uint64_t    budget;  /* the advice's budget; 0: the one the advice finds */
     double      budget_percent; /* or this share of the footprint; 0: none */
     const char *program; /* the command the advice names; NULL: "PROGRAM" */
+    const char *timeline; /* also write the measured window there; NULL: no */
 } umadv_report_opts_t;
+
+/* Why a timeline cannot go to "-": the report is on standard output. */
+#define UMADV_REPORT_TIMELINE_DASH "--timeline needs a file: the report is on standard output"
 
 /* --budget's value: a size ("8G") or a share of the footprint ("50%")
  * into @opts; 0, or -1 when it is neither. */
 int umadv__report_parse_budget(const char *text, umadv_report_opts_t *opts);
 
-/* Read @path and print its report on standard output (@json: as JSON).
- * 0, or an exit status after the error. */
+/* Read @path and print its report on standard output (@json: as JSON),
+ * and with @opts->timeline its measured window as a Chrome trace there
+ * (a trace with no activity is an error). 0, or an exit status after
+ * the error. */
 int umadv__report_print(const char *path, const umadv_report_opts_t *opts, int json);
 
 /* The same JSON report into the file @json_path (umadv(1), OUTPUT FILES),
  * the text on standard output. 0, or an exit status after the error. */
 int umadv__report_print_both(const char *path, const umadv_report_opts_t *opts,
                              const char *json_path);
+
+/* ---- kernels by fault stall (report_kernels.c) ---- */
+
+/* One kernel name, every launch of it summed. */
+typedef struct umadv_report_kernel {
+    uint32_t name;      /* in the trace's activity names, or UMADV_EVENT_NO_NAME */
+    uint64_t launches;
+    uint64_t run_ns;    /* its runs' time */
+    uint64_t faults;    /* fault groups serviced while it ran */
+    uint64_t stall_ns;  /* of its runs' time, what fault groups covered */
+} umadv_report_kernel_t;
+
+typedef struct umadv_report_kernels {
+    umadv_report_kernel_t *rows;    /* by stall, then faults, then run time */
+    uint32_t               nrows;   /* those that faulted or stalled, first */
+    uint32_t               faulted;
+    uint64_t               launches; /* kernel runs measured */
+    uint64_t               stall_ns; /* summed over them */
+} umadv_report_kernels_t;
+
+/* The rows of @trace's activity (none without). 0, or an exit status
+ * after the error; free kernels->rows. */
+int umadv__report_kernels(const umadv_trace_t *trace, umadv_report_kernels_t *kernels);
+
+/* The top @top rows; nothing for a trace without activity. */
+void umadv__report_kernels_print_text(const umadv_trace_t *trace,
+                                      const umadv_report_kernels_t *kernels, uint32_t top);
+void umadv__report_kernels_print_json(const umadv_trace_t *trace,
+                                      const umadv_report_kernels_t *kernels, uint32_t top,
+                                      umadv_json_t *json);
 
 /* ---- the advice (advice.c) ---- */
 

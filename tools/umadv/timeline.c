@@ -1,8 +1,11 @@
 /*
- * umadv plan --timeline (timeline.h). Events are Chrome trace "complete"
- * events (ph X) in microseconds from the start of the measured replay,
- * a counter (ph C) for memory, and metadata (ph M) naming the tracks;
- * written as the simulator observes each step, so nothing is kept.
+ * The Chrome trace document both timelines write (timeline.h), and
+ * umadv plan --timeline's simulated tracks. Events are Chrome trace
+ * "complete" events (ph X) in microseconds from the start of the
+ * measured replay, a counter (ph C) for memory, and metadata (ph M)
+ * naming the tracks; written as the simulator observes each step, so
+ * nothing is kept. The measured window of umadv profile is
+ * timeline_measured.c's.
  */
 #include "timeline.h"
 
@@ -41,11 +44,45 @@ static void event_begin(umadv_timeline_t *tl, const char *name, const char *ph, 
 }
 
 /* A metadata event naming the process (@tid 0) or one of its threads. */
-static void name_track(umadv_timeline_t *tl, uint32_t tid, const char *name)
+void umadv__timeline_name_track(umadv_timeline_t *tl, uint32_t tid, const char *name)
 {
     event_begin(tl, tid == 0 ? "process_name" : "thread_name", "M", tid);
     umadv__json_begin_object_inline(&tl->json, "args");
     umadv__json_string(&tl->json, "name", name);
+    umadv__json_end_object(&tl->json);
+    umadv__json_end_object(&tl->json);
+}
+
+void umadv__timeline_label(umadv_timeline_t *tl, const char *label)
+{
+    event_begin(tl, "process_labels", "M", 0);
+    umadv__json_begin_object_inline(&tl->json, "args");
+    umadv__json_string(&tl->json, "labels", label);
+    umadv__json_end_object(&tl->json);
+    umadv__json_end_object(&tl->json);
+}
+
+void umadv__timeline_process(umadv_timeline_t *tl, const char *name)
+{
+    tl->pid++;
+    umadv__timeline_name_track(tl, 0, name);
+}
+
+void umadv__timeline_complete(umadv_timeline_t *tl, const char *name, uint32_t tid,
+                              double start_us, double dur_us)
+{
+    event_begin(tl, name, "X", tid);
+    umadv__json_double(&tl->json, "ts", start_us, 3);
+    umadv__json_double(&tl->json, "dur", dur_us, 3);
+}
+
+void umadv__timeline_counter(umadv_timeline_t *tl, const char *name, uint32_t tid, double ts_us,
+                             double mib)
+{
+    event_begin(tl, name, "C", tid);
+    umadv__json_double(&tl->json, "ts", ts_us, 3);
+    umadv__json_begin_object_inline(&tl->json, "args");
+    umadv__json_double(&tl->json, "MiB", mib, 3);
     umadv__json_end_object(&tl->json);
     umadv__json_end_object(&tl->json);
 }
@@ -58,9 +95,7 @@ static double us(const umadv_timeline_t *tl, double s)
 static void complete(umadv_timeline_t *tl, const char *name, uint32_t tid, double start_s,
                      double end_s)
 {
-    event_begin(tl, name, "X", tid);
-    umadv__json_double(&tl->json, "ts", us(tl, start_s), 3);
-    umadv__json_double(&tl->json, "dur", (end_s - start_s) * 1e6, 3);
+    umadv__timeline_complete(tl, name, tid, us(tl, start_s), (end_s - start_s) * 1e6);
 }
 
 static void step_event(umadv_timeline_t *tl, const umadv_sim_step_view_t *v)
@@ -113,12 +148,8 @@ static void wait_event(umadv_timeline_t *tl, const umadv_sim_step_view_t *v, dou
 
 static void memory_event(umadv_timeline_t *tl, const umadv_sim_step_view_t *v)
 {
-    event_begin(tl, "gpu memory", "C", TID_STEPS);
-    umadv__json_double(&tl->json, "ts", us(tl, v->start_s), 3);
-    umadv__json_begin_object_inline(&tl->json, "args");
-    umadv__json_double(&tl->json, "MiB", (double)v->used / (1024.0 * 1024.0), 3);
-    umadv__json_end_object(&tl->json);
-    umadv__json_end_object(&tl->json);
+    umadv__timeline_counter(tl, UMADV_TIMELINE_MEMORY, TID_STEPS, us(tl, v->start_s),
+                            (double)v->used / (1024.0 * 1024.0));
 }
 
 /* The simulator's observer: the measured replay's steps only. Its time 0
@@ -142,11 +173,10 @@ static void observe(void *arg, const umadv_sim_step_view_t *v)
 
 static void track_begin(umadv_timeline_t *tl, const char *name)
 {
-    tl->pid++;
+    umadv__timeline_process(tl, name);
     tl->origin_s = -1;
-    name_track(tl, 0, name);
-    name_track(tl, TID_STEPS, "steps");
-    name_track(tl, TID_WAITS, "waiting for data");
+    umadv__timeline_name_track(tl, TID_STEPS, UMADV_TIMELINE_STEPS);
+    umadv__timeline_name_track(tl, TID_WAITS, "waiting for data");
 }
 
 void umadv__timeline_track(umadv_timeline_t *tl, const char *name, umadv_sim_params_t *params)
