@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include "inject/inject.h"
+#include "inject/real.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -71,12 +72,9 @@ static int routed_take(const void *ptr)
     return found != NULL;
 }
 
-/* ---- CUDA's own functions ---- */
+/* ---- CUDA's own functions (inject/real.h) ---- */
 
-/* The definition the program would have called: the next one after this
- * library in the search order. NULL only when no CUDA runtime is loaded,
- * which a caller of these functions rules out. */
-static void *real(const char *name)
+void *umadv__inject_real(const char *name)
 {
     void *fn = dlsym(RTLD_NEXT, name);
 
@@ -84,13 +82,6 @@ static void *real(const char *name)
         umadv_error("%s: no CUDA runtime after the injection library (%s)", name, dlerror());
     return fn;
 }
-
-#define REAL(_name, _type) \
-    static _type real_fn; \
-    if (real_fn == NULL) \
-        real_fn = (_type)real(#_name); \
-    if (real_fn == NULL) \
-        return cudaErrorInitializationError
 
 typedef cudaError_t (*malloc_fn_t)(void **, size_t);
 typedef cudaError_t (*malloc_managed_fn_t)(void **, size_t, unsigned);
@@ -102,9 +93,9 @@ typedef cudaError_t (*ipc_fn_t)(cudaIpcMemHandle_t *, void *);
 /* ---- routing ---- */
 
 /* Whether @caller's code lies in libumadv: the pool's own arenas and the
- * link probe are cudaMallocManaged calls that must reach CUDA, from any
- * thread. */
-static int from_umadv(const void *caller)
+ * link probe are cudaMallocManaged calls (and the probe's kernel a
+ * launch) that must reach CUDA, from any thread. */
+int umadv__inject_from_umadv(const void *caller)
 {
     static const void *umadv_base;
     Dl_info info;
@@ -119,7 +110,7 @@ static int wanted(const void *caller, int managed)
 {
     const umadv_config_t *config;
 
-    if (from_umadv(caller))
+    if (umadv__inject_from_umadv(caller))
         return 0;
     config = umadv__inject_config();
     return config != NULL && (managed || config->route_malloc);
