@@ -208,12 +208,14 @@ static int admitted(int knob, umadv_iteration_source_t source)
 
 void umadv__inject_mark(umadv_iteration_source_t source, int restart_now)
 {
+    /* made first: making it takes the lock. Without one, which source
+     * the program shows is still recorded. */
     umadv_context_t ctx = umadv__inject_context();
 
-    if (ctx == NULL)
+    if (umadv__inject_config() == NULL)
         return;
     pthread_mutex_lock(&state_lock);
-    if (admitted(config.iteration_source, source)) {
+    if (admitted(config.iteration_source, source) && ctx != NULL) {
         if (restart_now)
             restart("the launch sequence repeats another loop");
         boundary(ctx, source);
