@@ -159,7 +159,8 @@ static const umadv_config_field_t config_fields[] = {
      "program's cudaMalloc, cudaFree, cudaMallocAsync and cudaFreeAsync "
      "into umadv's managed pool, so that device memory can be planned and "
      "evicted under the budget. Calls that cannot work on managed memory "
-     "(cudaIpcGetMemHandle) then fail with an error naming the call. "
+     "(cudaIpcGetMemHandle, cudaMemPoolExportPointer) then fail with an error "
+     "naming the call. "
      "umadv run --managed-malloc sets it.",
      0, 1, 0, NULL, 0, FIELD(route_malloc)},
     {"UMADV_ITERATION_RANGE", UMADV_CONFIG_STRING, "iteration",

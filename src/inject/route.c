@@ -6,6 +6,10 @@
  * (no context, another device than the context's) goes to CUDA as it
  * would have: routing costs time, never data.
  *
+ * Calls that cannot take managed memory (cudaIpcGetMemHandle,
+ * cudaMemPoolExportPointer) refuse a routed block with an error naming
+ * the call.
+ *
  * Frees keep CUDA's ordering: cudaFree waits for the device, as CUDA's
  * does; cudaFreeAsync waits for its stream, since the pool may hand the
  * block out again at once.
@@ -89,6 +93,7 @@ typedef cudaError_t (*malloc_async_fn_t)(void **, size_t, cudaStream_t);
 typedef cudaError_t (*free_fn_t)(void *);
 typedef cudaError_t (*free_async_fn_t)(void *, cudaStream_t);
 typedef cudaError_t (*ipc_fn_t)(cudaIpcMemHandle_t *, void *);
+typedef cudaError_t (*export_fn_t)(struct cudaMemPoolPtrExportData *, void *);
 
 /* ---- routing ---- */
 
@@ -208,17 +213,38 @@ UMADV_INJECT_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
     return real_fn(ptr, stream);
 }
 
-UMADV_INJECT_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *ptr)
+/* Whether @call on @ptr from @caller must be refused: under
+ * UMADV_ROUTE_MALLOC, @ptr is managed memory (a routed cudaMalloc's),
+ * which @call cannot take: said, naming the call and what to do. */
+static int refused(const char *call, const char *what, const void *ptr, const void *caller)
 {
     struct cudaPointerAttributes attr;
+
+    if (!wanted(caller, 0) || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess ||
+        attr.type != cudaMemoryTypeManaged)
+        return 0;
+    umadv_error("%s(%p): this is managed memory (UMADV_ROUTE_MALLOC routed its cudaMalloc into "
+                "umadv's pool), which %s; run without --managed-malloc to share it", call, ptr,
+                what);
+    return 1;
+}
+
+UMADV_INJECT_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *ptr)
+{
     REAL(cudaIpcGetMemHandle, ipc_fn_t);
 
-    if (wanted(CALLER, 0) && cudaPointerGetAttributes(&attr, ptr) == cudaSuccess &&
-        attr.type == cudaMemoryTypeManaged) {
-        umadv_error("cudaIpcGetMemHandle(%p): this is managed memory (UMADV_ROUTE_MALLOC routed "
-                    "its cudaMalloc into umadv's pool), which CUDA IPC cannot share; run "
-                    "without --managed-malloc to share it", ptr);
+    if (refused("cudaIpcGetMemHandle", "CUDA IPC cannot share", ptr, CALLER))
         return cudaErrorNotSupported;
-    }
     return real_fn(handle, ptr);
+}
+
+UMADV_INJECT_API cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *data,
+                                                      void *ptr)
+{
+    REAL(cudaMemPoolExportPointer, export_fn_t);
+
+    if (refused("cudaMemPoolExportPointer", "no memory pool holds, so it cannot be exported",
+                ptr, CALLER))
+        return cudaErrorNotSupported;
+    return real_fn(data, ptr);
 }
