@@ -82,18 +82,19 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(args.seed)
     net = model(torch.nn, args.width).cuda()
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    opt = None if args.no_optimizer else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
     images = torch.randn(args.batch * args.iters, 3, 32, 32, generator=gen)
     labels = torch.randint(0, 10, (args.batch * args.iters,), generator=gen)
     for it in range(args.iters):
         lo, hi = it * args.batch, (it + 1) * args.batch
         x, y = images[lo:hi].cuda(), labels[lo:hi].cuda()
-        opt.zero_grad(set_to_none=True)
+        if opt is not None:
+            opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(net(x), y)
         loss.backward()
-        if args.no_optimizer:
-            sgd_by_hand(torch, net, 0.05)
+        if opt is None:
+            sgd_by_hand(torch, net, 0.05)  # which leaves the grads unset
         else:
             opt.step()
         value = loss.item()

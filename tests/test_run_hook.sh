@@ -4,9 +4,10 @@
 # without a GPU or torch: cudnn.benchmark = True kept and read back while
 # ATen's flag stays off (the convolution that would raise runs); the
 # memory queries, memory_stats, empty_cache and reset_peak_memory_stats
-# answered instead of raising; the module-call sequence followed until an
-# optimizer steps (auto), then its hook removed; UMADV_ITERATION_SOURCE
-# keeping only the hook it names. The real thing: test_run_torch_gpu.sh.
+# answered instead of raising; the module-call sequence followed until the
+# program makes an optimizer (auto), the hook gone at its first step;
+# UMADV_ITERATION_SOURCE keeping only the hook it names. The real thing:
+# test_run_torch_gpu.sh.
 . "${top_srcdir:-.}/tests/tap.sh"
 tap_require "$umadv"
 unset UMADV_ITERATION_SOURCE UMADV_RUN_SUMMARY LD_PRELOAD
@@ -76,27 +77,31 @@ ok $? "memory_stats, memory_allocated/reserved, max_memory_allocated, empty_cach
 ok $? "...a reset of the peaks says once that umadv keeps them" || diag "$tmp/memory.err"
 
 cat >"$tmp/loop.py" <<'PY'
+import sitecustomize
 import torch
 import torch.nn as nn
 import torch.optim as optim
 module_hooks = torch.nn.modules.module._global_forward_pre_hooks
 step_hooks = torch.optim.optimizer._post_hooks
+launches = sitecustomize._umadv[2][0]
 print("hooks module %d step %d" % (len(module_hooks), len(step_hooks)))
 net = nn.Module(nn.Module(), nn.Module(nn.Module()))
-opt = optim.Optimizer()
 for it in range(40):
     net(torch.Tensor(4, 3))
-print("after 40 iterations module %d" % len(module_hooks))
+print("after 40 iterations module %d followed %s" % (
+    len(module_hooks), launches is not None and not launches.stopped))
+opt = optim.Optimizer()
+print("optimizer made: followed %s" % (launches is not None and not launches.stopped))
 opt.step()
 net(torch.Tensor(4, 3))
 opt.step()
 print("after steps module %d step %d" % (len(module_hooks), len(step_hooks)))
 PY
 run auto -- python3 "$tmp/loop.py"
-printf '%s\n' "hooks module 1 step 1" "after 40 iterations module 1" \
-    "after steps module 0 step 1" >"$tmp/auto.want"
+printf '%s\n' "hooks module 1 step 1" "after 40 iterations module 1 followed True" \
+    "optimizer made: followed False" "after steps module 0 step 1" >"$tmp/auto.want"
 [ "$(rc_of auto)" -eq 0 ] && cmp -s "$tmp/auto.want" "$tmp/auto.out"
-ok $? "auto: module calls followed until an optimizer steps, then their hook removed" ||
+ok $? "auto: module calls followed until the program makes an optimizer, their hook gone at its step" ||
     { diag "$tmp/auto.out"; diag "$tmp/auto.err"; }
 
 run optimizer --iteration-source optimizer -- python3 "$tmp/loop.py"
@@ -104,7 +109,8 @@ head -n 1 "$tmp/optimizer.out" | grep -q "^hooks module 0 step 1$"
 ok $? "--iteration-source optimizer: no module hook" || diag "$tmp/optimizer.out"
 
 run launches --iteration-source launches -- python3 "$tmp/loop.py"
-grep -q "^after steps module 1 step 0$" "$tmp/launches.out"
+grep -q "^optimizer made: followed True$" "$tmp/launches.out" &&
+    grep -q "^after steps module 1 step 0$" "$tmp/launches.out"
 ok $? "--iteration-source launches: no step hook; the module calls followed throughout" ||
     diag "$tmp/launches.out"
 

@@ -10,7 +10,7 @@ the program can allocate CUDA memory, it
     umadv block;
   * marks an iteration at every optimizer step (a global step post hook):
     the injection library profiles one, plans, and replays the plan;
-  * until an optimizer steps, gives the injection library the program's
+  * until the program makes an optimizer, gives the injection library its
     module calls (a global forward pre-hook) as its launch sequence, so
     that a loop without an optimizer has its iterations found too
     (UMADV_ITERATION_SOURCE says which of the two may mark them);
@@ -219,7 +219,8 @@ class _ModuleLaunches(object):
     period detector reads it: one id per module call (the module, its
     training mode, grad mode and its first input's shape), from a global
     forward pre-hook. Once the library says launches mark no more (an
-    optimizer stepped), the hook does nothing and goes at the next step."""
+    optimizer stepped), or the program makes an optimizer, the hook does
+    nothing, and goes at the next step."""
 
     def __init__(self, torch, um):
         import ctypes
@@ -240,10 +241,31 @@ class _ModuleLaunches(object):
             self.stopped = True  # removed outside the module call
         return None
 
+    def stop(self):
+        self.stopped = True
+
     def remove_if_stopped(self):
         if self.stopped and self.handle is not None:
             self.handle.remove()
             self.handle = None
+
+
+def _stop_at_optimizer(launches):
+    """auto: a program that makes an optimizer will step it, and its steps
+    are its iterations: its module calls need not be followed (their
+    inner loops, a ResNet's blocks, would be taken for iterations until
+    the first step)."""
+    try:
+        cls = importlib.import_module("torch.optim.optimizer").Optimizer
+    except (ImportError, AttributeError):
+        return
+    made = cls.__init__
+
+    def init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        launches.stop()
+    init.__doc__ = made.__doc__
+    cls.__init__ = init
 
 
 def _iteration_hooks(torch, um):
@@ -259,6 +281,8 @@ def _iteration_hooks(torch, um):
                   "and NVTX ranges only" % (e,))
     if source not in ("auto", "optimizer"):
         return (launches, None)
+    if launches is not None:
+        _stop_at_optimizer(launches)
 
     def stepped(optimizer, args, kwargs):
         um.inject.umadv_inject_iteration()
