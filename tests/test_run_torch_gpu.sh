@@ -11,6 +11,10 @@ tap_require "$umadv"
 unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
     UMADV_INJECT_LIBRARY UMADV_ITERATION_RANGE UMADV_ITERATION_SOURCE UMADV_PROFILE_ITERATION \
     NVTX_INJECTION64_PATH LD_PRELOAD
+if nm -D "$builddir/.libs/libumadv_inject.so" 2>/dev/null | grep -q '__asan'; then
+    echo "1..0 # SKIP sanitizer build: Python cannot load the libraries without the ASan runtime"
+    exit 0
+fi
 if ! python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' >/dev/null 2>&1; then
     echo "1..0 # SKIP no torch with a CUDA device"
     exit 0
