@@ -190,7 +190,7 @@ static void restart(const char *why)
 /* Whether a boundary from @source counts (state_lock held). */
 static int admitted(int knob, umadv_iteration_source_t source)
 {
-    static char why[96];
+    char why[96];
 
     if (knob != UMADV_ITERATION_SOURCE_AUTO)
         return knob == (int)source;

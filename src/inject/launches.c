@@ -16,8 +16,10 @@
 #include "common/log.h"
 #include "inject/period.h"
 
-/* Launches after which a sequence that never repeated is reported. */
+/* Launches after which a sequence that never repeated is reported; at
+ * exit, a program of fewer than HINT_LEAST is too short to tell. */
 #define HINT_AFTER 100000u
+#define HINT_LEAST 64u
 
 static pthread_mutex_t detector_lock = PTHREAD_MUTEX_INITIALIZER;
 static umadv_period_t *detector; /* detector_lock */
@@ -31,7 +33,7 @@ static void hint(uint64_t launches)
 
     if (config == NULL || atomic_exchange(&hinted, 1))
         return;
-    umadv_warn("no iteration found: %llu kernel launches repeat no sequence "
+    umadv_warn("no iteration found: %llu launches repeat no sequence "
                "(UMADV_ITERATION_SOURCE=%s); mark each iteration with an NVTX range "
                "named \"%s\" (nvtxRangePushA) so that umadv can plan it (umadv-run(1), "
                "ITERATIONS)", (unsigned long long)launches,
@@ -50,7 +52,7 @@ static void at_exit(void)
     pthread_mutex_lock(&detector_lock);
     umadv__period_info(detector, &info);
     pthread_mutex_unlock(&detector_lock);
-    if (info.units == 0 && info.launches > 0)
+    if (info.units == 0 && info.launches >= HINT_LEAST)
         hint(info.launches);
 }
 
