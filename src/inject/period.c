@@ -311,6 +311,7 @@ static uint32_t adopt(umadv_period_t *p, const candidate_t *cand, uint64_t i)
     p->fresh = old_period != p->period || differs < p->period;
     p->units++;
     p->in_step = 1;
+    p->broke = 0; /* the old unit's breaks say nothing of this one */
     p->match = 0;
     return (uint32_t)((i - start) % p->period);
 }
