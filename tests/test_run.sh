@@ -172,8 +172,12 @@ ok $? "a user's NVTX tool stays, with a warning that iteration ranges go unseen"
 
 nm -D --defined-only "$inject" | awk '$2 == "T" { print $3 }' | sort >"$tmp/exports"
 printf '%s\n' InitializeInjection InitializeInjectionNvtx2 cudaFree cudaFreeAsync \
-    cudaIpcGetMemHandle cudaMalloc cudaMallocAsync cudaMallocManaged umadv_inject_exit \
-    umadv_inject_iteration umadv_inject_libumadv_path | sort >"$tmp/exports.want"
+    cudaIpcGetMemHandle cudaMemPoolExportPointer cudaMalloc cudaMallocAsync cudaMallocManaged \
+    umadv_inject_exit \
+    umadv_inject_iteration umadv_inject_launch umadv_inject_libumadv_path \
+    cudaLaunchKernel cudaLaunchKernel_ptsz cudaLaunchKernelExC cudaLaunchKernelExC_ptsz \
+    cudaLaunchCooperativeKernel cudaLaunchCooperativeKernel_ptsz __cudaLaunchKernel \
+    __cudaLaunchKernel_ptsz cudaGraphLaunch cudaGraphLaunch_ptsz | sort >"$tmp/exports.want"
 cmp -s "$tmp/exports.want" "$tmp/exports"
 ok $? "the injection library exports its entry points and nothing else" || diag "$tmp/exports"
 

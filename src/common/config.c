@@ -24,6 +24,14 @@ static const char *log_enum_name(unsigned value)
     return umadv__log_level_name((umadv_log_level_t)value);
 }
 
+const char *umadv__config_iteration_source_name(unsigned source)
+{
+    static const char *const names[UMADV_ITERATION_SOURCE_COUNT] = {
+        "auto", "nvtx", "optimizer", "launches"};
+
+    return source < UMADV_ITERATION_SOURCE_COUNT ? names[source] : "?";
+}
+
 #define FIELD_AT(_member) offsetof(umadv_config_t, _member), \
                           sizeof(((umadv_config_t *)NULL)->_member)
 #define FIELD(_member)        FIELD_AT(_member), 0
@@ -151,7 +159,8 @@ static const umadv_config_field_t config_fields[] = {
      "program's cudaMalloc, cudaFree, cudaMallocAsync and cudaFreeAsync "
      "into umadv's managed pool, so that device memory can be planned and "
      "evicted under the budget. Calls that cannot work on managed memory "
-     "(cudaIpcGetMemHandle) then fail with an error naming the call. "
+     "(cudaIpcGetMemHandle, cudaMemPoolExportPointer) then fail with an error "
+     "naming the call. "
      "umadv run --managed-malloc sets it.",
      0, 1, 0, NULL, 0, FIELD(route_malloc)},
     {"UMADV_ITERATION_RANGE", UMADV_CONFIG_STRING, "iteration",
@@ -160,6 +169,15 @@ static const umadv_config_field_t config_fields[] = {
      "name) whose every start begins a training iteration of an unmodified "
      "program.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(iteration_range)},
+    {"UMADV_ITERATION_SOURCE", UMADV_CONFIG_ENUM, "auto",
+     "Under the injection library: what begins an iteration of an "
+     "unmodified program. nvtx: the starts of UMADV_ITERATION_RANGE; "
+     "optimizer: PyTorch's optimizer steps; launches: the repeating "
+     "sequence of kernel launches (a CUDA program's launches; under "
+     "PyTorch, its module calls); auto: the first of nvtx and optimizer "
+     "that the program shows, the launch sequence until one does.",
+     0, 0, 0, umadv__config_iteration_source_name, UMADV_ITERATION_SOURCE_COUNT,
+     FIELD(iteration_source)},
     {"UMADV_PROFILE_ITERATION", UMADV_CONFIG_UINT, "1",
      "Under umadv run: which iteration found by itself (numbered from 0) "
      "is profiled; the plan is built when it ends and replayed from the "

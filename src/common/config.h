@@ -38,12 +38,27 @@ typedef struct umadv_config {
     int               host_numa;     /* UMADV_HOST_NUMA: a node, or _AUTO, _NONE below */
     int               route_malloc;  /* UMADV_ROUTE_MALLOC: cudaMalloc into the pool (inject) */
     char              iteration_range[UMADV_CONFIG_STRING_MAX]; /* UMADV_ITERATION_RANGE */
+    int               iteration_source; /* UMADV_ITERATION_SOURCE: umadv_iteration_source_t */
     uint32_t          profile_iteration; /* UMADV_PROFILE_ITERATION (umadv run) */
     char              inject_library[UMADV_CONFIG_STRING_MAX]; /* UMADV_INJECT_LIBRARY */
     char              run_summary[UMADV_CONFIG_STRING_MAX]; /* UMADV_RUN_SUMMARY, "" = none */
     char              profile_output[UMADV_CONFIG_STRING_MAX]; /* UMADV_PROFILE_OUTPUT, "" = none */
     char              timeline[UMADV_CONFIG_STRING_MAX]; /* UMADV_TIMELINE, "" = none */
 } umadv_config_t;
+
+/* UMADV_ITERATION_SOURCE: what begins an iteration of a program under
+ * the injection library (umadv-run(1), ITERATIONS). */
+typedef enum umadv_iteration_source {
+    UMADV_ITERATION_SOURCE_AUTO,      /* the first of NVTX and the optimizer seen;
+                                       * the launch sequence until then */
+    UMADV_ITERATION_SOURCE_NVTX,      /* UMADV_ITERATION_RANGE's starts only */
+    UMADV_ITERATION_SOURCE_OPTIMIZER, /* PyTorch's optimizer steps only */
+    UMADV_ITERATION_SOURCE_LAUNCHES,  /* the repeating launch sequence only */
+    UMADV_ITERATION_SOURCE_COUNT
+} umadv_iteration_source_t;
+
+/* The knob's word for @source ("auto", "nvtx", "optimizer", "launches"). */
+const char *umadv__config_iteration_source_name(unsigned source);
 
 /* UMADV_HOST_NUMA's words; node numbers are >= 0. */
 #define UMADV_CONFIG_NODE_AUTO (-1)

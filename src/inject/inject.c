@@ -1,7 +1,9 @@
 /*
  * The injection library's process state: its knobs, its context and the
  * iteration driver that profiles, plans and marks the iterations it is
- * told about (an NVTX range, PyTorch's optimizer step). See inject.h.
+ * told about (an NVTX range, PyTorch's optimizer step, the repeating
+ * launch sequence), each source admitted as UMADV_ITERATION_SOURCE says.
+ * See inject.h.
  */
 #define _GNU_SOURCE /* dladdr */
 #include "inject/inject.h"
@@ -9,6 +11,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -20,6 +23,11 @@ static int config_ok;
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static umadv_inject_counts_t counts; /* state_lock */
+/* Read on every launch, without the lock: a launch may come while the
+ * lock's holder plans. */
+static atomic_int launches_off;      /* an explicit source won, or the program marks */
+static _Atomic uint64_t launches_seen;
+static _Atomic uint32_t launch_period;
 static int context_failed;           /* state_lock: said once, not retried */
 
 static void config_load(void)
@@ -87,15 +95,16 @@ static void save_profile(umadv_context_t ctx, uint64_t k)
 }
 
 /* Profile iteration p, plan once it ends (at boundary p + 1): the same
- * sequence examples/torch_train.py makes by hand. A failure costs time,
- * never data: the program goes on under what ran before. */
-static void drive(umadv_context_t ctx, uint64_t k, uint32_t p)
+ * sequence examples/torch_train.py makes by hand. @k counts every
+ * boundary; @rel from the last restart. A failure costs time, never
+ * data: the program goes on under what ran before. */
+static void drive(umadv_context_t ctx, uint64_t k, uint64_t rel, uint32_t p)
 {
     umadv_status_t status;
 
-    if (k == (uint64_t)p + 1 && config.profile_output[0] != '\0') {
+    if (rel == (uint64_t)p + 1 && config.profile_output[0] != '\0') {
         save_profile(ctx, k);
-    } else if (k == (uint64_t)p + 1) {
+    } else if (rel == (uint64_t)p + 1) {
         status = umadv_plan(ctx);
         counts.planned = 1;
         counts.plan_status = status;
@@ -105,7 +114,7 @@ static void drive(umadv_context_t ctx, uint64_t k, uint32_t p)
         else
             counts.replay_first = k;
     }
-    if (k == p) {
+    if (rel == p) {
         status = umadv_profile_next_iteration(ctx);
         if (status != UMADV_OK)
             umadv_warn("iteration %llu: cannot profile it (%s)", (unsigned long long)k,
@@ -133,29 +142,101 @@ static int program_marks(umadv_context_t ctx)
     if (!counts.program_marks && context_iterations(ctx) != counts.ctx_iterations) {
         umadv_info("the program marks its own iterations: umadv run leaves them to it");
         counts.program_marks = 1;
+        atomic_store(&launches_off, 1);
     }
     return counts.program_marks;
+}
+
+/* A boundary (state_lock held): driven, counted. */
+static void boundary(umadv_context_t ctx, int source)
+{
+    uint64_t now = umadv__now_ns();
+
+    if (program_marks(ctx))
+        return;
+    drive(ctx, counts.iterations, counts.iterations - counts.base, config.profile_iteration);
+    counts.ctx_iterations = context_iterations(ctx);
+    if (counts.iterations == 0)
+        counts.first_ns = now;
+    if (counts.replay_first != 0 && counts.replay_first == counts.iterations)
+        counts.replay_ns = now;
+    counts.last_ns = now;
+    counts.source = source;
+    counts.iterations++;
 }
 
 void umadv__inject_iteration(void)
 {
     umadv_context_t ctx = umadv__inject_context();
-    uint64_t now = umadv__now_ns();
 
     if (ctx == NULL)
         return;
     pthread_mutex_lock(&state_lock);
-    if (!program_marks(ctx)) {
-        drive(ctx, counts.iterations, config.profile_iteration);
-        counts.ctx_iterations = context_iterations(ctx);
-        if (counts.iterations == 0)
-            counts.first_ns = now;
-        if (counts.replay_first != 0 && counts.replay_first == counts.iterations)
-            counts.replay_ns = now;
-        counts.last_ns = now;
-        counts.iterations++;
+    boundary(ctx, UMADV_ITERATION_SOURCE_COUNT);
+    pthread_mutex_unlock(&state_lock);
+}
+
+/* Number the boundaries from 0 again at the next one (state_lock held),
+ * when some were numbered since the last restart. */
+static void restart(const char *why)
+{
+    if (counts.iterations == counts.base)
+        return;
+    umadv_info("%s: iterations are numbered from 0 again, and the profile and the plan made anew",
+               why);
+    counts.base = counts.iterations;
+}
+
+/* Whether a boundary from @source counts (state_lock held). */
+static int admitted(int knob, umadv_iteration_source_t source)
+{
+    char why[96];
+
+    if (knob != UMADV_ITERATION_SOURCE_AUTO)
+        return knob == (int)source;
+    if (source == UMADV_ITERATION_SOURCE_LAUNCHES)
+        return counts.explicit_source == UMADV_ITERATION_SOURCE_AUTO;
+    if (counts.explicit_source == UMADV_ITERATION_SOURCE_AUTO) {
+        counts.explicit_source = source;
+        atomic_store(&launches_off, 1);
+        snprintf(why, sizeof(why), "iterations come from %s",
+                 source == UMADV_ITERATION_SOURCE_NVTX ? "the NVTX range" : "the optimizer steps");
+        restart(why);
+    }
+    return counts.explicit_source == (int)source;
+}
+
+void umadv__inject_mark(umadv_iteration_source_t source, int restart_now)
+{
+    /* made first: making it takes the lock. Without one, which source
+     * the program shows is still recorded. */
+    umadv_context_t ctx = umadv__inject_context();
+
+    if (umadv__inject_config() == NULL)
+        return;
+    pthread_mutex_lock(&state_lock);
+    if (admitted(config.iteration_source, source) && ctx != NULL) {
+        if (restart_now)
+            restart("the launch sequence repeats another loop");
+        boundary(ctx, source);
     }
     pthread_mutex_unlock(&state_lock);
+}
+
+int umadv__inject_launches_wanted(void)
+{
+    const umadv_config_t *config_p = umadv__inject_config();
+
+    if (config_p == NULL || (config_p->iteration_source != UMADV_ITERATION_SOURCE_AUTO &&
+                             config_p->iteration_source != UMADV_ITERATION_SOURCE_LAUNCHES))
+        return 0;
+    return !atomic_load_explicit(&launches_off, memory_order_relaxed);
+}
+
+void umadv__inject_count_launches(uint64_t launches, uint32_t period)
+{
+    atomic_store_explicit(&launches_seen, launches, memory_order_relaxed);
+    atomic_store_explicit(&launch_period, period, memory_order_relaxed);
 }
 
 void umadv__inject_counts(umadv_inject_counts_t *counts_p)
@@ -164,6 +245,8 @@ void umadv__inject_counts(umadv_inject_counts_t *counts_p)
 
     pthread_mutex_lock(&state_lock);
     *counts_p = counts;
+    counts_p->launches = atomic_load(&launches_seen);
+    counts_p->period = atomic_load(&launch_period);
     counts_p->profile_mode = config_p != NULL && config_p->profile_output[0] != '\0';
     pthread_mutex_unlock(&state_lock);
 }
@@ -185,7 +268,7 @@ void umadv__inject_count_route(int managed, int routed)
 /* Python's start-up hook: the optimizer stepped, an iteration begins. */
 UMADV_INJECT_API void umadv_inject_iteration(void)
 {
-    umadv__inject_iteration();
+    umadv__inject_mark(UMADV_ITERATION_SOURCE_OPTIMIZER, 0);
 }
 
 /* Python's exit: the record is written while the interpreter lives. */

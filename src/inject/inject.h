@@ -7,6 +7,8 @@
  *   route.c    cudaMalloc & co. routed into the pool (UMADV_ROUTE_MALLOC),
  *              cudaMallocManaged always
  *   nvtx.c     NVTX injection: the UMADV_ITERATION_RANGE range's starts
+ *   launches.c iterations from the repeating launch sequence (period.c)
+ *   launch_hooks.c  the CUDA runtime's kernel launches, interposed, as ids
  *   summary.c  the counters appended to UMADV_RUN_SUMMARY at exit
  *
  * The library links the public libumadv and carries its own copy of the
@@ -36,6 +38,30 @@ umadv_context_t umadv__inject_context(void);
 /* An iteration of the program begins: profile, plan and mark it. */
 void umadv__inject_iteration(void);
 
+/* @source says an iteration begins: one unless UMADV_ITERATION_SOURCE
+ * leaves @source out (under auto: the first of NVTX and the optimizer
+ * seen wins for good; the launch sequence counts until one shows). With
+ * @restart, the boundaries are numbered from 0 again (the launch
+ * sequence found another loop), so that the new loop's iteration
+ * UMADV_PROFILE_ITERATION is profiled and planned. */
+void umadv__inject_mark(umadv_iteration_source_t source, int restart);
+
+/* Whether the launch sequence may still begin iterations. */
+int umadv__inject_launches_wanted(void);
+
+/* A kernel launch (or, from PyTorch's hook, a module call) with @id:
+ * fed to the period detector, an iteration begun where it says
+ * (launches.c). 0 once launches no longer mark iterations (the caller
+ * may stop calling). */
+int umadv__inject_launch(uint64_t id);
+
+/* The launch sequence's state, for the summary (launches.c). */
+void umadv__inject_count_launches(uint64_t launches, uint32_t period);
+
+/* Whether @caller's code lies in libumadv (route.c): its own calls of
+ * the interposed functions go straight to CUDA. */
+int umadv__inject_from_umadv(const void *caller);
+
 /* What the driver saw, for the summary. */
 typedef struct umadv_inject_counts {
     uint64_t iterations;      /* boundaries seen */
@@ -52,6 +78,12 @@ typedef struct umadv_inject_counts {
     int      program_marks;   /* the program marks iterations itself: left to it */
     int      profile_mode;    /* UMADV_PROFILE_OUTPUT is set */
     int      profile_saved;   /* profile mode: 1 saved, -1 failed, 0 not yet */
+    uint64_t base;            /* the boundary numbered 0 now (a restart moves it) */
+    int      source;          /* umadv_iteration_source_t of the last boundary;
+                               * UMADV_ITERATION_SOURCE_COUNT: none yet */
+    int      explicit_source; /* auto: the explicit source that won; AUTO: none */
+    uint64_t launches;        /* launch ids given to the detector */
+    uint32_t period;          /* the launch sequence's unit; 0: none */
 } umadv_inject_counts_t;
 
 void umadv__inject_counts(umadv_inject_counts_t *counts);
@@ -61,6 +93,9 @@ void umadv__inject_count_route(int managed, int routed);
 
 /* Python's start-up hook: the optimizer stepped, an iteration begins. */
 UMADV_INJECT_API void umadv_inject_iteration(void);
+/* Python's start-up hook: a module call with @id (the launch sequence of
+ * a PyTorch program); 0 once the hook may stop calling. */
+UMADV_INJECT_API int umadv_inject_launch(uint64_t id);
 /* Python's exit: the summary record, written while the interpreter lives. */
 UMADV_INJECT_API void umadv_inject_exit(void);
 /* The libumadv this library runs on (for CUDAPluggableAllocator); NULL

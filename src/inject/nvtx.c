@@ -52,7 +52,7 @@ static int is_iteration_ex(const nvtxEventAttributes_t *attr)
 static void seen(int iteration)
 {
     if (iteration)
-        umadv__inject_iteration();
+        umadv__inject_mark(UMADV_ITERATION_SOURCE_NVTX, 0);
 }
 
 static int NVTX_API push_a(const char *message)

@@ -6,12 +6,17 @@
  * (no context, another device than the context's) goes to CUDA as it
  * would have: routing costs time, never data.
  *
+ * Calls that cannot take managed memory (cudaIpcGetMemHandle,
+ * cudaMemPoolExportPointer) refuse a routed block with an error naming
+ * the call.
+ *
  * Frees keep CUDA's ordering: cudaFree waits for the device, as CUDA's
  * does; cudaFreeAsync waits for its stream, since the pool may hand the
  * block out again at once.
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include "inject/inject.h"
+#include "inject/real.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -71,12 +76,9 @@ static int routed_take(const void *ptr)
     return found != NULL;
 }
 
-/* ---- CUDA's own functions ---- */
+/* ---- CUDA's own functions (inject/real.h) ---- */
 
-/* The definition the program would have called: the next one after this
- * library in the search order. NULL only when no CUDA runtime is loaded,
- * which a caller of these functions rules out. */
-static void *real(const char *name)
+void *umadv__inject_real(const char *name)
 {
     void *fn = dlsym(RTLD_NEXT, name);
 
@@ -85,26 +87,20 @@ static void *real(const char *name)
     return fn;
 }
 
-#define REAL(_name, _type) \
-    static _type real_fn; \
-    if (real_fn == NULL) \
-        real_fn = (_type)real(#_name); \
-    if (real_fn == NULL) \
-        return cudaErrorInitializationError
-
 typedef cudaError_t (*malloc_fn_t)(void **, size_t);
 typedef cudaError_t (*malloc_managed_fn_t)(void **, size_t, unsigned);
 typedef cudaError_t (*malloc_async_fn_t)(void **, size_t, cudaStream_t);
 typedef cudaError_t (*free_fn_t)(void *);
 typedef cudaError_t (*free_async_fn_t)(void *, cudaStream_t);
 typedef cudaError_t (*ipc_fn_t)(cudaIpcMemHandle_t *, void *);
+typedef cudaError_t (*export_fn_t)(struct cudaMemPoolPtrExportData *, void *);
 
 /* ---- routing ---- */
 
 /* Whether @caller's code lies in libumadv: the pool's own arenas and the
- * link probe are cudaMallocManaged calls that must reach CUDA, from any
- * thread. */
-static int from_umadv(const void *caller)
+ * link probe are cudaMallocManaged calls (and the probe's kernel a
+ * launch) that must reach CUDA, from any thread. */
+int umadv__inject_from_umadv(const void *caller)
 {
     static const void *umadv_base;
     Dl_info info;
@@ -119,7 +115,7 @@ static int wanted(const void *caller, int managed)
 {
     const umadv_config_t *config;
 
-    if (from_umadv(caller))
+    if (umadv__inject_from_umadv(caller))
         return 0;
     config = umadv__inject_config();
     return config != NULL && (managed || config->route_malloc);
@@ -217,17 +213,38 @@ UMADV_INJECT_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
     return real_fn(ptr, stream);
 }
 
-UMADV_INJECT_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *ptr)
+/* Whether @call on @ptr from @caller must be refused: under
+ * UMADV_ROUTE_MALLOC, @ptr is managed memory (a routed cudaMalloc's),
+ * which @call cannot take: said, naming the call and what to do. */
+static int refused(const char *call, const char *what, const void *ptr, const void *caller)
 {
     struct cudaPointerAttributes attr;
+
+    if (!wanted(caller, 0) || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess ||
+        attr.type != cudaMemoryTypeManaged)
+        return 0;
+    umadv_error("%s(%p): this is managed memory (UMADV_ROUTE_MALLOC routed its cudaMalloc into "
+                "umadv's pool), which %s; run without --managed-malloc to share it", call, ptr,
+                what);
+    return 1;
+}
+
+UMADV_INJECT_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *ptr)
+{
     REAL(cudaIpcGetMemHandle, ipc_fn_t);
 
-    if (wanted(CALLER, 0) && cudaPointerGetAttributes(&attr, ptr) == cudaSuccess &&
-        attr.type == cudaMemoryTypeManaged) {
-        umadv_error("cudaIpcGetMemHandle(%p): this is managed memory (UMADV_ROUTE_MALLOC routed "
-                    "its cudaMalloc into umadv's pool), which CUDA IPC cannot share; run "
-                    "without --managed-malloc to share it", ptr);
+    if (refused("cudaIpcGetMemHandle", "CUDA IPC cannot share", ptr, CALLER))
         return cudaErrorNotSupported;
-    }
     return real_fn(handle, ptr);
+}
+
+UMADV_INJECT_API cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *data,
+                                                      void *ptr)
+{
+    REAL(cudaMemPoolExportPointer, export_fn_t);
+
+    if (refused("cudaMemPoolExportPointer", "no memory pool holds, so it cannot be exported",
+                ptr, CALLER))
+        return cudaErrorNotSupported;
+    return real_fn(data, ptr);
 }

@@ -57,6 +57,11 @@ static void put_iterations(record_t *r, const umadv_inject_counts_t *c)
     put(r, "replayed_iterations %llu\n", (unsigned long long)replayed);
     put(r, "ms_per_replayed_iteration %.3f\n", mean_ms(c->replay_ns, c->last_ns, replayed));
     put(r, "iterations_by %s\n", c->program_marks ? "program" : "umadv");
+    put(r, "iterations_from %s\n", c->iterations > 0 && c->source < UMADV_ITERATION_SOURCE_COUNT
+                                        ? umadv__config_iteration_source_name((unsigned)c->source)
+                                        : "none");
+    if (c->launches > 0) /* the launch sequence was followed */
+        put(r, "launches %llu\nlaunch_period %u\n", (unsigned long long)c->launches, c->period);
     put(r, "plan %s\n", !c->planned ? "none"
                         : c->plan_status == UMADV_OK ? "ok"
                                                      : umadv_status_string(c->plan_status));

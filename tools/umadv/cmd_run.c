@@ -23,6 +23,7 @@ static const umadv_launch_knob_t knob_options[] = {
     {"device", "UMADV_DEVICE", NULL},
     {"max-managed", "UMADV_MAX_MANAGED", NULL},
     {"iteration-range", "UMADV_ITERATION_RANGE", NULL},
+    {"iteration-source", "UMADV_ITERATION_SOURCE", NULL},
     {"profile-iteration", "UMADV_PROFILE_ITERATION", NULL},
     {"managed-malloc", "UMADV_ROUTE_MALLOC", "1"},
 };
@@ -34,6 +35,8 @@ const umadv_cli_option_t umadv__cli_run_options[] = {
     {"max-managed", 0, "SIZE", "refuse managed memory beyond SIZE (UMADV_MAX_MANAGED)"},
     {"managed-malloc", 0, NULL, "route cudaMalloc into umadv's managed pool (UMADV_ROUTE_MALLOC)"},
     {"iteration-range", 0, "NAME", "NVTX range that marks an iteration (UMADV_ITERATION_RANGE)"},
+    {"iteration-source", 0, "S", "auto, nvtx, optimizer or launches: what begins an iteration "
+     "(UMADV_ITERATION_SOURCE)"},
     {"profile-iteration", 0, "N", "the iteration profiled, from 0 (UMADV_PROFILE_ITERATION)"},
     {"summary", 0, "FILE", "also keep the summary records in FILE"},
     {"no-preload", 0, NULL, "do not LD_PRELOAD the injection library"},

@@ -122,7 +122,8 @@ static void print_iterations(const summary_t *s, FILE *stream)
     }
     if (s->iterations == 0) {
         fputs("  iterations: none found (no NVTX range named UMADV_ITERATION_RANGE, no "
-              "optimizer step): nothing was profiled or planned\n", stream);
+              "optimizer step, no repeating launch sequence): nothing was profiled or "
+              "planned\n", stream);
         return;
     }
     fprintf(stream, "  iterations %" PRIu64 ", %.3f ms/iteration", s->iterations, s->ms);

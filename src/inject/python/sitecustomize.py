@@ -10,8 +10,13 @@ the program can allocate CUDA memory, it
     umadv block;
   * marks an iteration at every optimizer step (a global step post hook):
     the injection library profiles one, plans, and replays the plan;
+  * until the program makes an optimizer, gives the injection library its
+    module calls (a global forward pre-hook) as its launch sequence, so
+    that a loop without an optimizer has its iterations found too
+    (UMADV_ITERATION_SOURCE says which of the two may mark them);
   * answers torch.cuda's memory queries that the pluggable allocator
-    cannot (they raise) from umadv's counters.
+    cannot (they raise) from umadv's counters, and keeps empty_cache,
+    reset_peak_memory_stats and cudnn.benchmark = True from raising.
 
 It does nothing when UMADV_INJECT_LIBRARY is empty or torch has no CUDA
 device; a program that sets its own allocator before its first CUDA
@@ -95,31 +100,204 @@ class _Umadv(object):
         return _Stats.read(self.ctypes, self.lib, ctx)
 
 
-def _memory_queries(torch, um):
-    """torch.cuda.memory_allocated & co. raise under a pluggable allocator:
-    answer them from umadv's pool (allocated = reserved: umadv's blocks)."""
+def _nested_stats(um):
+    """torch.cuda.memory_stats_as_nested_dict's answer from umadv's pool:
+    allocated, reserved and active bytes are all umadv's live blocks, the
+    peaks its managed peak; what umadv does not count is left out."""
+    s = um.stats()
+    current = 0 if s is None else s.managed_bytes
+    peak = 0 if s is None else s.managed_peak
+    count = 0 if s is None else s.allocations
+
+    def per_pool(value, top):
+        return {"all": {"current": value, "peak": top}}
+    return {
+        "allocated_bytes": per_pool(current, peak),
+        "reserved_bytes": per_pool(current, peak),
+        "active_bytes": per_pool(current, peak),
+        "allocation": per_pool(count, count),
+        "num_alloc_retries": 0,
+        "num_ooms": 0,
+    }
+
+
+def _wrap(module, name, fallback):
+    """module.name(...) as it was, or fallback(...) where it raises
+    RuntimeError (the pluggable allocator's "does not yet support")."""
+    original = getattr(module, name, None)
+    if original is None:
+        return None
+
+    def call(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except RuntimeError:
+            return fallback(*args, **kwargs)
+    call.__name__ = name
+    call.__doc__ = original.__doc__
+    return call
+
+
+def _memory_fallbacks(um):
+    """What torch.cuda's memory calls answer where the pluggable allocator
+    raises: allocated = reserved = umadv's live blocks, the maxima its
+    managed peak; memory_stats (and memory_summary) read
+    memory_stats_as_nested_dict; empty_cache frees nothing (umadv's pool
+    keeps its arenas); the peaks are umadv's, kept for the process, so a
+    reset only says so."""
+    said = []
+
     def stat(field):
         s = um.stats()
         return 0 if s is None else getattr(s, field)
 
-    answers = {
+    def peaks_kept(device=None):
+        if not said:
+            said.append(True)
+            _warn("torch.cuda.reset_peak_memory_stats: the peaks are umadv's, kept for "
+                  "the whole process")
+    return {
         "memory_allocated": lambda device=None: stat("managed_bytes"),
         "memory_reserved": lambda device=None: stat("managed_bytes"),
         "max_memory_allocated": lambda device=None: stat("managed_peak"),
         "max_memory_reserved": lambda device=None: stat("managed_peak"),
+        "memory_stats_as_nested_dict": lambda device=None: _nested_stats(um),
+        "empty_cache": lambda: None,
+        "reset_peak_memory_stats": peaks_kept,
+        "reset_max_memory_allocated": peaks_kept,
     }
-    for name, answer in answers.items():
-        original = getattr(torch.cuda, name, None)
-        if original is None:
-            continue
 
-        def query(device=None, _original=original, _answer=answer):
-            try:
-                return _original(device)
-            except RuntimeError:
-                return _answer(device)
-        setattr(torch.cuda, name, query)
-        setattr(torch.cuda.memory, name, query)
+
+def _memory_queries(torch, um):
+    """torch.cuda's memory calls that raise under a pluggable allocator,
+    answered from umadv's pool (_memory_fallbacks)."""
+    for name, fallback in _memory_fallbacks(um).items():
+        call = _wrap(torch.cuda.memory, name, fallback)
+        if call is not None:
+            setattr(torch.cuda.memory, name, call)
+            setattr(torch.cuda, name, call)
+
+
+def _cudnn_benchmark(torch):
+    """torch.backends.cudnn.benchmark = True under the pluggable allocator:
+    cuDNN's autotuning asks the allocator for the largest block it may use
+    as workspace (CUDACachingAllocator::cacheInfo), which a pluggable
+    allocator cannot answer: the first convolution would raise. The
+    program's setting is kept and read back; ATen's stays off, so cuDNN
+    picks its algorithms by its heuristics, as with benchmark off."""
+    cudnn = importlib.import_module("torch.backends.cudnn")
+    real_get, real_set = torch._C._get_cudnn_benchmark, torch._C._set_cudnn_benchmark
+    wanted = [bool(real_get())]
+
+    def get_benchmark():
+        return wanted[0]
+
+    def set_benchmark(value):
+        if value and not wanted[0]:
+            _warn("cudnn.benchmark: PyTorch cannot size cuDNN's autotuning workspace under "
+                  "umadv's allocator (a pluggable allocator has no cacheInfo); cuDNN picks "
+                  "its algorithms by its heuristics, as with benchmark off")
+        wanted[0] = bool(value)
+        real_set(False)
+    torch._C._get_cudnn_benchmark = get_benchmark
+    torch._C._set_cudnn_benchmark = set_benchmark
+    prop = type(cudnn).__dict__.get("benchmark")
+    if prop is not None and hasattr(prop, "getter") and hasattr(prop, "setter"):
+        prop.getter, prop.setter = get_benchmark, set_benchmark
+    else:
+        _warn("cannot keep cudnn.benchmark off under umadv's allocator: leave it off")
+    real_set(False)
+
+
+def _sources():
+    """UMADV_ITERATION_SOURCE's word (umadv run has checked it)."""
+    return os.environ.get("UMADV_ITERATION_SOURCE", "auto").strip().lower() or "auto"
+
+
+class _ModuleLaunches(object):
+    """A PyTorch program's launch sequence, as the injection library's
+    period detector reads it: one id per module call (the module, its
+    training mode, grad mode and its first input's shape), from a global
+    forward pre-hook. Once the library says launches mark no more (an
+    optimizer stepped), or the program makes an optimizer, the hook does
+    nothing, and goes at the next step."""
+
+    def __init__(self, torch, um):
+        import ctypes
+        self.torch = torch
+        self.launch = um.inject.umadv_inject_launch
+        self.launch.argtypes = [ctypes.c_uint64]
+        self.launch.restype = ctypes.c_int
+        self.stopped = False
+        self.handle = torch.nn.modules.module.register_module_forward_pre_hook(self.pre_hook)
+
+    def pre_hook(self, module, args):
+        if self.stopped:
+            return None
+        first = args[0] if args and isinstance(args[0], self.torch.Tensor) else None
+        key = hash((id(module), module.training, self.torch.is_grad_enabled(),
+                    tuple(first.shape) if first is not None else None))
+        if not self.launch(key & 0xFFFFFFFFFFFFFFFF):
+            self.stopped = True  # removed outside the module call
+        return None
+
+    def stop(self):
+        self.stopped = True
+
+    def remove_if_stopped(self):
+        if self.stopped and self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+
+def _stop_at_optimizer(launches):
+    """auto: a program that makes an optimizer will step it, and its steps
+    are its iterations: its module calls need not be followed (their
+    inner loops, a ResNet's blocks, would be taken for iterations until
+    the first step)."""
+    try:
+        cls = importlib.import_module("torch.optim.optimizer").Optimizer
+    except (ImportError, AttributeError):
+        return
+    made = cls.__init__
+
+    def init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        launches.stop()
+    init.__doc__ = made.__doc__
+    cls.__init__ = init
+
+
+def _iteration_hooks(torch, um):
+    """The optimizer step hook and the module-call sequence, as
+    UMADV_ITERATION_SOURCE admits them."""
+    source = _sources()
+    launches = None
+    if source in ("auto", "launches"):
+        try:
+            launches = _ModuleLaunches(torch, um)
+        except (AttributeError, OSError) as e:
+            _warn("cannot follow the module calls (%s): iterations come from the optimizer "
+                  "and NVTX ranges only" % (e,))
+    if source not in ("auto", "optimizer"):
+        return (launches, None)
+    if launches is not None:
+        _stop_at_optimizer(launches)
+
+    def stepped(optimizer, args, kwargs):
+        um.inject.umadv_inject_iteration()
+        if launches is not None:
+            launches.remove_if_stopped()
+    # torch.optim's submodule by its full name: `import torch` binds no
+    # `torch.optim.optimizer` attribute in every release (2.11 does not)
+    try:
+        optimizer = importlib.import_module("torch.optim.optimizer")
+        hook = optimizer.register_optimizer_step_post_hook(stepped)
+    except (ImportError, AttributeError) as e:
+        _warn("cannot hook the optimizer's step (%s): iterations come from NVTX ranges and "
+              "the module calls only" % (e,))
+        hook = None
+    return (launches, hook)
 
 
 def _install(torch):
@@ -135,17 +313,13 @@ def _install(torch):
     except Exception as e:  # the program still runs, on PyTorch's allocator
         _warn("cannot put umadv's allocator under PyTorch (%s): running without umadv" % (e,))
         return
-    # torch.optim's submodule by its full name: `import torch` binds no
-    # `torch.optim.optimizer` attribute in every release (2.11 does not)
-    try:
-        optimizer = importlib.import_module("torch.optim.optimizer")
-        hook = optimizer.register_optimizer_step_post_hook(
-            lambda optimizer, args, kwargs: um.inject.umadv_inject_iteration())
-    except (ImportError, AttributeError) as e:
-        _warn("cannot hook the optimizer's step (%s): iterations come from NVTX ranges only"
-              % (e,))
-        hook = None
+    hooks = _iteration_hooks(torch, um)
     _memory_queries(torch, um)
+    try:
+        _cudnn_benchmark(torch)
+    except (ImportError, AttributeError) as e:
+        _warn("cannot keep cudnn.benchmark off under umadv's allocator (%s): leave it off"
+              % (e,))
 
     import atexit
 
@@ -153,7 +327,7 @@ def _install(torch):
         if torch.cuda.is_initialized():  # then the allocator made the context
             um.inject.umadv_inject_exit()
     atexit.register(summary)
-    sys.modules[__name__]._umadv = (um, allocator, hook)  # kept alive
+    sys.modules[__name__]._umadv = (um, allocator, hooks)  # kept alive
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):

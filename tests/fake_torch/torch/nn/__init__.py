@@ -1,0 +1,2 @@
+from torch.nn import modules  # noqa: F401
+from torch.nn.modules.module import Module  # noqa: F401
