@@ -74,6 +74,42 @@ static const umadv_core_op_t *find(const umadv_core_t *c, umadv_op_kind_t kind, 
     return NULL;
 }
 
+/* The pool counts the most sections alive at one step, not every block
+ * of the iteration: P (2, persistent), X (4, step 0 only), Y (4, step 1
+ * only) peak at 6; at a budget of 2, 4 slots (not 10 - 2). */
+static void test_pool_peak(void)
+{
+    umadv_core_params_t p = {.first_step = 0, .nsteps = 2, .policy = UMADV_POLICY_PREFETCH_ALL,
+                             .budget = 2 * SEC, .stage = 1};
+    umadv_trace_t t;
+    umadv_core_t c;
+    uint32_t id;
+
+    umadv__trace_init(&t, SEC);
+    umadv__trace_add_alloc(&t, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &id);
+    umadv__trace_add_alloc(&t, 0, 4 * SEC, UMADV_ALLOC_ACTIVATION, NULL, &id);
+    umadv__trace_add_alloc(&t, 0, 4 * SEC, UMADV_ALLOC_ACTIVATION, NULL, &id);
+    umadv__trace_set_lifetime(&t, 1, 0, 0);
+    umadv__trace_set_lifetime(&t, 2, 1, 1);
+    umadv__trace_add_step(&t, NULL, UMADV_STEP_LAYER, 0, 1000, NULL);
+    umadv__trace_add_access_sections(&t, 0, 0, 2, UMADV_ACCESS_READ, 0);
+    umadv__trace_add_access_sections(&t, 1, 0, 4, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_add_step(&t, NULL, UMADV_STEP_LAYER, 0, 1000, NULL);
+    umadv__trace_add_access_sections(&t, 0, 0, 2, UMADV_ACCESS_READ, 0);
+    umadv__trace_add_access_sections(&t, 2, 0, 4, UMADV_ACCESS_WRITE, 0);
+    if (!ok(umadv__trace_finalize(&t, NULL, 0) == UMADV_OK, "a trace of two transients"))
+        return;
+    p.trace = &t;
+    if (umadv__core_init(&c, &p) != UMADV_OK) {
+        ok(0, "a core on it");
+        umadv__trace_cleanup(&t);
+        return;
+    }
+    is(c.stage_slots, 4u, "the pool: the peak of 6 sections alive less the budget's 2");
+    umadv__core_cleanup(&c);
+    umadv__trace_cleanup(&t);
+}
+
 /* prefetch-all at a budget of 4 sections: step 1 needs B (2) with A and
  * T resident (6 + 2 = 8): LRU victims, A's (not T's: T is in the step). */
 static void test_staged_evictions(void)
@@ -233,8 +269,9 @@ static void test_unbind(void)
 
 int main(void)
 {
-    plan(24);
+    plan(26);
     trace_build();
+    test_pool_peak();
     test_staged_evictions();
     test_not_staged();
     test_guard();

@@ -155,9 +155,11 @@ static void test_policies(void)
 {
     static const umadv_policy_t policies[] = {UMADV_POLICY_PLAN, UMADV_POLICY_DEMAND,
                                               UMADV_POLICY_PREFETCH_ALL, UMADV_POLICY_PLAN};
+    umadv_cuda_host_counters_t before, after;
     umadv_stats_t s;
     app_t a;
 
+    umadv__cuda_host_counters(&before);
     if (!ok(app_init(&a, 3 * BLOCK) == 0, "six blocks of four sections, a three-block budget"))
         return;
     umadv_profile_next_iteration(a.ctx);
@@ -188,6 +190,10 @@ static void test_policies(void)
        "umadv_get_stats counts staged (%llu) and restored (%llu) bytes",
        (unsigned long long)s.staged_bytes, (unsigned long long)s.restored_bytes);
     app_end(&a);
+    umadv__cuda_host_counters(&after);
+    ok(after.pinned_allocs - before.pinned_allocs == 1 && after.pinned_bytes == before.pinned_bytes,
+       "one staging pool pinned for every replay of the context (%llu pinned), freed with it",
+       (unsigned long long)(after.pinned_allocs - before.pinned_allocs));
 }
 
 /* In a steady plan replay, each staged range moves in one copy each way:
@@ -300,7 +306,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(22);
+    plan(23);
     test_errors();
     test_policies();
     test_consecutive_slots();

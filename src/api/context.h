@@ -71,6 +71,7 @@ typedef struct umadv_ctx_replay {
     umadv_exec_stats_t  done;          /* counters of the executors that ended */
     umadv_exec_stats_t  last;          /* the last one that ended (its peaks) */
     struct umadv_spans *spans;         /* UMADV_TIMELINE's recording; NULL: off */
+    umadv_stage_cache_t stage_cache;   /* the pinned staging pool between replays */
     uint64_t            fault_floor;   /* faults of the iteration that last asked for a
                                         * re-profile: drift is measured above twice it */
 } umadv_ctx_replay_t;

@@ -137,6 +137,7 @@ void umadv__replay_stop(umadv_context_t ctx)
 void umadv__replay_cleanup(umadv_context_t ctx)
 {
     umadv__replay_stop(ctx);
+    umadv__exec_stage_cache_free(ctx->ops, &ctx->replay.stage_cache);
     if (ctx->replay.spans != NULL) {
         umadv__spans_save(ctx->replay.spans, ctx->config.timeline);
         umadv__spans_cleanup(ctx->replay.spans);
@@ -434,6 +435,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->reprofile_faults  = reprofile_threshold(ctx);
     p->numa              = ctx->numa;
     p->spans             = ctx->replay.spans;
+    p->stage_cache       = &ctx->replay.stage_cache;
     /* discards need concurrent managed access, as prefetches do; a step
      * whose accesses were guessed may miss a staged block (profile.c) */
     p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access &&

@@ -50,6 +50,16 @@ typedef struct umadv_exec umadv_exec_t;
 
 struct umadv_numa_place; /* numa/numa.h */
 
+/* A pinned staging pool kept between executors (exec/stage.c, THE POOL):
+ * an executor takes it when it is large enough and leaves its own here
+ * when it ends; the owner frees it with umadv__exec_stage_cache_free. */
+typedef struct umadv_stage_cache {
+    void    *base; /* NULL: none */
+    uint64_t bytes;
+} umadv_stage_cache_t;
+
+void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache);
+
 typedef struct umadv_exec_params {
     const umadv_cuda_ops_t *ops;
     int                     device;
@@ -69,6 +79,8 @@ typedef struct umadv_exec_params {
                                              * executor. NULL: plain host, unbound */
     int                     stage;          /* staged evictions of stageable memory
                                              * (UMADV_STAGE; schedule/core.h, STAGING) */
+    umadv_stage_cache_t    *stage_cache;    /* the staging pool between replays;
+                                             * NULL: each executor pins its own */
     struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
                                              * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions

@@ -69,6 +69,7 @@ typedef struct exec_piece {
 typedef struct exec_stage {
     void     *base;   /* NULL until the first staged eviction */
     uint64_t  slot_size;
+    uint64_t  bytes;  /* pinned at base (a cached pool may be larger) */
     uint32_t  nslots;
     uint64_t *freemap;/* a bit per slot, set while it is free */
     uint32_t  nfree;

@@ -5,7 +5,9 @@
  *
  * THE POOL. One page-locked host allocation per executor, made by the
  * eviction lane at its first staged eviction (pinning takes time: not on
- * the application's thread). The lane runs on the cores nearest the GPU
+ * the application's thread), and handed to the next executor through
+ * params.stage_cache when it is large enough (a policy change or a
+ * re-profile then pins nothing). The lane runs on the cores nearest the GPU
  * (params.numa), so the pages the driver pins for it land on the GPU's
  * NUMA node (first touch by the pinning thread; no explicit binding). It
  * has the core's stage_slots slots of one section each (schedule/core.h,
@@ -123,14 +125,58 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
     return UMADV_OK;
 }
 
+void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache)
+{
+    if (cache->base != NULL)
+        ops->host_free(cache->base);
+    cache->base = NULL;
+    cache->bytes = 0;
+}
+
 void umadv__exec_stage_cleanup(umadv_exec_t *e)
 {
-    if (e->stage.base != NULL)
+    umadv_stage_cache_t *cache = e->p.stage_cache;
+
+    if (e->stage.base != NULL && cache != NULL && cache->base == NULL) {
+        cache->base = e->stage.base; /* kept for the next replay */
+        cache->bytes = e->stage.bytes;
+    } else if (e->stage.base != NULL) {
         e->p.ops->host_free(e->stage.base);
+    }
     free(e->stage.slot);
     free(e->stage.copied);
     free(e->stage.freemap);
     memset(&e->stage, 0, sizeof(e->stage));
+}
+
+/* @bytes of pinned memory: the cache's pool if it is large enough (the
+ * previous replay's: pinning gigabytes takes seconds, at every policy
+ * change and re-profile otherwise), else a new one (the cache's, too
+ * small, freed first). The lock is dropped to pin. */
+static umadv_status_t pool_pin(umadv_exec_t *e, uint64_t bytes, void **base_p,
+                               uint64_t *got_p)
+{
+    umadv_stage_cache_t *cache = e->p.stage_cache;
+    void *old = NULL;
+    umadv_status_t status;
+
+    *got_p = bytes;
+    if (cache != NULL && cache->base != NULL && cache->bytes >= bytes) {
+        *base_p = cache->base;
+        *got_p = cache->bytes;
+        cache->base = NULL;
+        return UMADV_OK;
+    }
+    if (cache != NULL) {
+        old = cache->base;
+        cache->base = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (old != NULL)
+        e->p.ops->host_free(old);
+    status = e->p.ops->host_alloc(bytes, base_p);
+    pthread_mutex_lock(&e->lock);
+    return status;
 }
 
 /* The pool the core counts (core.h, STAGING): core.stage_slots slots. */
@@ -143,9 +189,7 @@ static int pool_make(umadv_exec_t *e)
     e->stage.freemap = calloc(nslots / 64 + 1, sizeof(*e->stage.freemap));
     if (e->stage.freemap == NULL)
         return 0;
-    pthread_mutex_unlock(&e->lock);
-    status = e->p.ops->host_alloc((size_t)nslots * e->stage.slot_size, &base);
-    pthread_mutex_lock(&e->lock);
+    status = pool_pin(e, (uint64_t)nslots * e->stage.slot_size, &base, &e->stage.bytes);
     if (status != UMADV_OK) {
         umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
                    (unsigned long long)nslots * e->stage.slot_size,

@@ -63,8 +63,8 @@
  *    data's staging is released; a driver restores live data first);
  *  - demand's kernels never fault a staged section in;
  *  - the staging pool holds stage_slots sections: what can be off the GPU
- *    at once, the allocations alive in the replayed iteration less the
- *    budget. A section holds a slot while it is marked staged; an eviction
+ *    at once, the most sections alive at one step of the replayed
+ *    iteration less the budget. A section holds a slot while it is marked staged; an eviction
  *    the pool has no room for migrates (the driver's pool is this size and
  *    is never short: both drivers follow the same count);
  *  - only data a later kernel will read is staged: a section no step of
