@@ -30,7 +30,7 @@ forces (bench/peers.py computes those from a trace).
 
   bench/vgg.py [--exe PATH] [--batches 128,256] [--budgets 12G,16G,25,50,75]
                [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
-               [--image-size N] [--out DIR]
+               [--image-size N] [--workspace-limit SIZE] [--out DIR]
 
 Writes DIR/vgg.json and one log per run; prints the table last. Exits 1
 when a run's losses or digest differ from its reference's.
@@ -71,6 +71,9 @@ def parse_args():
     p.add_argument("--rates", default="47,45", help="H2D,D2H in GB/s")
     p.add_argument("--gpu-free", help="the GPU's free memory (default: nvidia-smi)")
     p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--workspace-limit", default="2G",
+                   help="vgg_train --workspace-limit: deterministic backward-filter "
+                        "algorithms need more than its 512M default at batch 256")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("--timeout", type=int, default=900, help="seconds per run")
     args = p.parse_args()
@@ -133,7 +136,7 @@ def vgg_train(args, name, batch, policy, budget, split, iters=None):
     and 'refused' when umadv_plan refused the budget."""
     argv = [args.exe, "--batch", str(batch), "--iters", str(iters or args.iters),
             "--profile-iter", str(args.profile_iter), "--image-size", str(args.image_size),
-            "--deterministic", "--split", str(split)]
+            "--deterministic", "--workspace-limit", args.workspace_limit, "--split", str(split)]
     # Count the faults of every iteration (umadv samples them otherwise),
     # in every run alike, as bench/policies.py does.
     env = {"UMADV_POLICY": policy, "UMADV_BUDGET": str(budget) if budget else None,
@@ -155,7 +158,7 @@ def split_for(args, batch, budget):
     if args.split != "auto":
         return int(args.split)
     argv = [args.exe, "--footprint", "--batch", str(batch), "--image-size",
-            str(args.image_size), "--split", "auto"]
+            str(args.image_size), "--split", "auto", "--workspace-limit", args.workspace_limit]
     env = dict(os.environ, UMADV_BUDGET=str(budget))
     out = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True,
                          timeout=args.timeout).stdout

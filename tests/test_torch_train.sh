@@ -46,10 +46,12 @@ grep -q '^losses bitwise identical: yes$' "$tmp/both.out"
 ok $? "losses are bitwise identical with and without umadv" || diag "$tmp/both.out"
 
 # shellcheck disable=SC2086
-python3 "$script" $small --umadv --trace "$tmp/t.umt" >"$tmp/um.out" 2>"$tmp/um.err"
+# Under plan (the profile evicts first, so it faults: an oracle profile
+# that moved nothing is not timed again, umadv(7) THE TIMING PASS).
+python3 "$script" $small --umadv --policy plan --trace "$tmp/t.umt" >"$tmp/um.out" 2>"$tmp/um.err"
 ok $? "umadv alone, with a trace, runs" || diag "$tmp/um.err"
-first=$(sed -n 's/^ *oracle  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
-last=$(sed -n 's/^ *oracle  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+first=$(sed -n 's/^ *plan  *iter  *0 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
+last=$(sed -n 's/^ *plan  *iter  *3 .* loss \([0-9.]*\) .*/\1/p' "$tmp/um.out")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(a != "" && b != "" && b < a) }'
 ok $? "the loss falls ($first -> $last)"
 blocks=$(sed -n 's/.*umadv: managed now .* in \([0-9]*\) blocks.*/\1/p' "$tmp/um.out")

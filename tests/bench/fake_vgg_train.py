@@ -34,6 +34,7 @@ def main():
     p.add_argument("--split", default="1")
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--footprint", action="store_true")
+    p.add_argument("--workspace-limit", default="512M")
     a = p.parse_args()
     budget = int(os.environ.get("UMADV_BUDGET", "0"))
     policy = os.environ.get("UMADV_POLICY", "oracle")
