@@ -2,8 +2,9 @@
  * The injection library's process state: its knobs, its context and the
  * iteration driver that profiles, plans and marks the iterations it is
  * told about (an NVTX range, PyTorch's optimizer step, the repeating
- * launch sequence), each source admitted as UMADV_ITERATION_SOURCE says.
- * See inject.h.
+ * launch sequence), each source admitted as UMADV_ITERATION_SOURCE says;
+ * or, in profile mode with UMADV_PROFILE_SECONDS, the window of time it
+ * profiles instead, which those boundaries do not end. See inject.h.
  */
 #define _GNU_SOURCE /* dladdr */
 #include "inject/inject.h"

@@ -3,13 +3,16 @@
  * program under umadv. umadv run loads it with LD_PRELOAD (and names it
  * as the NVTX injection); CUDA_INJECTION64_PATH may name it too.
  *
- *   inject.c   the process's knobs, its context, the iteration driver
+ *   inject.c   the process's knobs, its context, the iteration driver,
+ *              the profile window (UMADV_PROFILE_SECONDS)
  *   route.c    cudaMalloc & co. routed into the pool (UMADV_ROUTE_MALLOC),
  *              cudaMallocManaged always
  *   nvtx.c     NVTX injection: the UMADV_ITERATION_RANGE range's starts
  *   launches.c iterations from the repeating launch sequence (period.c)
  *   launch_hooks.c  the CUDA runtime's kernel launches, interposed, as ids
- *   summary.c  the counters appended to UMADV_RUN_SUMMARY at exit
+ *   summary.c  what happens at exit: the window saved, the timeline
+ *              (UMADV_TIMELINE) written, the counters appended to
+ *              UMADV_RUN_SUMMARY
  *
  * The library links the public libumadv and carries its own copy of the
  * knob table (common/config.c), so a value means here what it means in

@@ -1,9 +1,10 @@
 /*
  * umadv profile: run a program under the injection library as umadv run
  * does (launch.c), in profile mode (UMADV_PROFILE_OUTPUT): the library
- * profiles one iteration and saves its trace, the program runs on under
- * oracle with no budget, and the trace's report with its advice is
- * printed (umadv-profile(1)).
+ * profiles one iteration (--iteration) or a window of seconds from the
+ * program's first CUDA allocation (--seconds, UMADV_PROFILE_SECONDS) and
+ * saves its trace, the program runs on under oracle with no budget, and
+ * the trace's report with its advice is printed (umadv-profile(1)).
  *
  * The library saves into a temporary file beside the output, which is
  * put in place once the program has ended: an existing output is never
