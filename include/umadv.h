@@ -231,6 +231,22 @@ UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr);
 UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable);
 
 /**
+ * @brief Name the call site of this thread's next allocations, for a
+ * profile's report (umadv-profile(1), CALL SITES): until it is changed or
+ * cleared, every allocation the calling thread makes through umadv, in
+ * any context, has @a site as its site in profile mode instead of the
+ * first native frame outside umadv and CUDA. For an interpreter whose
+ * native stack says nothing of the program's line: umadv's Python
+ * start-up hook declares the user's "file.py:42" around each module call.
+ * Thread-local; cheap (a copy); outside profile mode it is kept unused.
+ * @param site  the text ("train.py:42"), at most 255 bytes, copied;
+ *              NULL or "" clears it.
+ * @return ::UMADV_OK; ::UMADV_ERR_INVALID_PARAM for a site longer than
+ *         255 bytes (the thread's site is then unchanged).
+ */
+UMADV_API umadv_status_t umadv_set_alloc_site(const char *site);
+
+/**
  * @brief Mark the start of a training iteration. The first iteration after
  * ::umadv_profile_next_iteration() is recorded; replay starts after it.
  * @return ::UMADV_OK; ::UMADV_ERR_STATE if a step is still open.

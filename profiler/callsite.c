@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define CALLSITE_FRAMES 48
-#define CALLSITE_TEXT   256
+#define CALLSITE_TEXT   UMADV_CALLSITE_TEXT
 
 static __thread char python_site[CALLSITE_TEXT];
 

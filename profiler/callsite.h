@@ -14,6 +14,8 @@
 #include <stddef.h>
 
 #define UMADV_CALLSITE_MAX 4096
+/* The longest site text kept, with its NUL (umadv_set_alloc_site). */
+#define UMADV_CALLSITE_TEXT 256
 
 /* The call site of this thread's caller, beyond @skip more frames (and
  * always beyond the frames of the libraries above): "symbol+0xOFF
@@ -23,10 +25,11 @@
  * full. The string lives as long as the process. */
 const char *umadv__callsite_capture(unsigned skip);
 
-/* What this thread runs in Python now ("train.py:42"; NULL: nothing),
- * copied: the Python start-up hook declares it through the injection
- * library so that allocations PyTorch makes for a line name that line.
- * A site declared takes precedence over the native stack. */
+/* What this thread runs in Python now ("train.py:42"; NULL or "":
+ * nothing), copied, cut to UMADV_CALLSITE_TEXT - 1 bytes: the Python
+ * start-up hook declares it through umadv_set_alloc_site(3) so that
+ * allocations PyTorch makes for a line name that line. A site declared
+ * takes precedence over the native stack. */
 void umadv__callsite_set_python(const char *site);
 
 /* Whether a shared object's file @path is one whose frames are never a

@@ -61,7 +61,7 @@ static void knobs_are_exactly(const umadv_config_field_t *fields, size_t n)
         "UMADV_PLAN_MAX_TOUCHES", "UMADV_ROUTE_MALLOC", "UMADV_ITERATION_RANGE",
         "UMADV_ITERATION_SOURCE",
         "UMADV_PROFILE_ITERATION", "UMADV_INJECT_LIBRARY", "UMADV_RUN_SUMMARY",
-        "UMADV_PROFILE_OUTPUT", "UMADV_TIMELINE",
+        "UMADV_PROFILE_OUTPUT", "UMADV_PROFILE_SECONDS", "UMADV_TIMELINE",
     };
     size_t found = 0;
 

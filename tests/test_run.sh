@@ -173,7 +173,7 @@ ok $? "a user's NVTX tool stays, with a warning that iteration ranges go unseen"
 nm -D --defined-only "$inject" | awk '$2 == "T" { print $3 }' | sort >"$tmp/exports"
 printf '%s\n' InitializeInjection InitializeInjectionNvtx2 cudaFree cudaFreeAsync \
     cudaIpcGetMemHandle cudaMemPoolExportPointer cudaMalloc cudaMallocAsync cudaMallocManaged \
-    umadv_inject_exit \
+    umadv_inject_exit umadv_inject_torch_malloc umadv_inject_torch_free \
     umadv_inject_iteration umadv_inject_launch umadv_inject_libumadv_path \
     cudaLaunchKernel cudaLaunchKernel_ptsz cudaLaunchKernelExC cudaLaunchKernelExC_ptsz \
     cudaLaunchCooperativeKernel cudaLaunchCooperativeKernel_ptsz __cudaLaunchKernel \

@@ -296,6 +296,16 @@ UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int
     return UMADV_OK;
 }
 
+/* The site is the thread's, not a context's: PyTorch's allocator reaches
+ * a context the caller does not know. */
+UMADV_API umadv_status_t umadv_set_alloc_site(const char *site)
+{
+    if (site != NULL && strlen(site) >= UMADV_CALLSITE_TEXT)
+        return UMADV_ERR_INVALID_PARAM;
+    umadv__callsite_set_python(site);
+    return UMADV_OK;
+}
+
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats)
 {
     umadv_pool_stats_t pool;

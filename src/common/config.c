@@ -201,6 +201,17 @@ static const umadv_config_field_t config_fields[] = {
      "is planned or replayed, and the program runs on as under oracle. "
      "Unset: umadv run's plan and replay.",
      0, UMADV_CONFIG_STRING_MAX - 1, 0, NULL, 0, FIELD(profile_output)},
+    {"UMADV_PROFILE_SECONDS", UMADV_CONFIG_UINT, "",
+     "Under the injection library, in profile mode (umadv profile --seconds "
+     "sets it): profile a window of this many seconds of wall time instead "
+     "of an iteration, for a program whose iterations umadv cannot find. "
+     "The window is iteration 0: it begins when the process's context is "
+     "made (the first CUDA allocation umadv sees) and ends at the first "
+     "launch, allocation or iteration boundary umadv sees once the time is "
+     "up, or at exit if the program ends first; its trace is saved to "
+     "UMADV_PROFILE_OUTPUT. Iteration boundaries do not end it. Unset: the "
+     "iteration UMADV_PROFILE_ITERATION is profiled.",
+     1, 3600, 0, NULL, 0, FIELD(profile_seconds)},
     {"UMADV_TIMELINE", UMADV_CONFIG_STRING, "",
      "A file to which the context writes, when it is destroyed, the measured "
      "timeline of its replays as a Chrome trace (Perfetto, chrome://tracing): "

@@ -43,6 +43,7 @@ typedef struct umadv_config {
     char              inject_library[UMADV_CONFIG_STRING_MAX]; /* UMADV_INJECT_LIBRARY */
     char              run_summary[UMADV_CONFIG_STRING_MAX]; /* UMADV_RUN_SUMMARY, "" = none */
     char              profile_output[UMADV_CONFIG_STRING_MAX]; /* UMADV_PROFILE_OUTPUT, "" = none */
+    uint32_t          profile_seconds; /* UMADV_PROFILE_SECONDS, 0 = an iteration */
     char              timeline[UMADV_CONFIG_STRING_MAX]; /* UMADV_TIMELINE, "" = none */
 } umadv_config_t;
 

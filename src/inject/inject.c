@@ -2,8 +2,9 @@
  * The injection library's process state: its knobs, its context and the
  * iteration driver that profiles, plans and marks the iterations it is
  * told about (an NVTX range, PyTorch's optimizer step, the repeating
- * launch sequence), each source admitted as UMADV_ITERATION_SOURCE says.
- * See inject.h.
+ * launch sequence), each source admitted as UMADV_ITERATION_SOURCE says;
+ * or, in profile mode with UMADV_PROFILE_SECONDS, the window of time it
+ * profiles instead, which those boundaries do not end. See inject.h.
  */
 #define _GNU_SOURCE /* dladdr */
 #include "inject/inject.h"
@@ -29,6 +30,9 @@ static atomic_int launches_off;      /* an explicit source won, or the program m
 static _Atomic uint64_t launches_seen;
 static _Atomic uint32_t launch_period;
 static int context_failed;           /* state_lock: said once, not retried */
+static _Atomic(umadv_context_t) made; /* the process's context, once made; read without the lock */
+
+static void window_begin(umadv_context_t ctx);
 
 static void config_load(void)
 {
@@ -50,12 +54,11 @@ const umadv_config_t *umadv__inject_config(void)
  * registered when CUDA started, before the context existed. */
 static void at_exit(void)
 {
-    umadv__inject_summary_write();
+    umadv__inject_exit();
 }
 
 umadv_context_t umadv__inject_context(void)
 {
-    static _Atomic(umadv_context_t) made; /* once made, read without the lock */
     static int exit_registered;           /* state_lock */
     umadv_context_t ctx = atomic_load_explicit(&made, memory_order_acquire);
     umadv_status_t status;
@@ -75,6 +78,8 @@ umadv_context_t umadv__inject_context(void)
             if (!exit_registered)
                 atexit(at_exit);
             exit_registered = 1;
+            if (umadv__inject_window_mode())
+                window_begin(ctx);
         }
     }
     pthread_mutex_unlock(&state_lock);
@@ -169,6 +174,10 @@ void umadv__inject_iteration(void)
 {
     umadv_context_t ctx = umadv__inject_context();
 
+    if (umadv__inject_window_mode()) { /* the window's clock only */
+        (void)umadv__inject_window_seen();
+        return;
+    }
     if (ctx == NULL)
         return;
     pthread_mutex_lock(&state_lock);
@@ -214,6 +223,10 @@ void umadv__inject_mark(umadv_iteration_source_t source, int restart_now)
 
     if (umadv__inject_config() == NULL)
         return;
+    if (umadv__inject_window_mode()) { /* boundaries do not end the window */
+        (void)umadv__inject_window_seen();
+        return;
+    }
     pthread_mutex_lock(&state_lock);
     if (admitted(config.iteration_source, source) && ctx != NULL) {
         if (restart_now)
@@ -223,12 +236,112 @@ void umadv__inject_mark(umadv_iteration_source_t source, int restart_now)
     pthread_mutex_unlock(&state_lock);
 }
 
+/* ---- profile mode over a window of wall time (UMADV_PROFILE_SECONDS) ---- */
+
+static uint64_t (*window_clock)(void) = umadv__now_ns;
+/* When the open window's time is up, read on every launch without the
+ * lock; 0: no window open. */
+static _Atomic uint64_t window_deadline;
+
+#ifdef UMADV_TEST_HOOKS
+void umadv__inject_set_clock(uint64_t (*now_ns)(void))
+{
+    window_clock = now_ns != NULL ? now_ns : umadv__now_ns;
+}
+#endif
+
+int umadv__inject_window_mode(void)
+{
+    const umadv_config_t *config_p = umadv__inject_config();
+
+    return config_p != NULL && config_p->profile_seconds != 0 &&
+           config_p->profile_output[0] != '\0';
+}
+
+/* The window begins with the context @ctx, just made (state_lock held):
+ * iteration 0 is profiled from now. */
+static void window_begin(umadv_context_t ctx)
+{
+    uint64_t now = window_clock();
+    umadv_status_t status = umadv_profile_next_iteration(ctx);
+
+    if (status == UMADV_OK)
+        status = umadv_iteration_begin(ctx);
+    if (status != UMADV_OK) {
+        umadv_warn("the profile window cannot begin (%s): nothing is profiled",
+                   umadv_status_string(status));
+        counts.window = UMADV_INJECT_WINDOW_ENDED;
+        counts.profile_saved = -1;
+        return;
+    }
+    counts.window = UMADV_INJECT_WINDOW_OPEN;
+    counts.window_begin_ns = counts.first_ns = counts.last_ns = now;
+    counts.iterations = 1;
+    counts.ctx_iterations = context_iterations(ctx);
+    umadv_info("profile window of %u s begun", config.profile_seconds);
+    atomic_store_explicit(&window_deadline,
+                          now + (uint64_t)config.profile_seconds * UINT64_C(1000000000),
+                          memory_order_release);
+}
+
+/* The open window ends at @now (state_lock held): its trace is saved. */
+static void window_end(umadv_context_t ctx, uint64_t now)
+{
+    atomic_store_explicit(&window_deadline, 0, memory_order_release);
+    counts.window = UMADV_INJECT_WINDOW_ENDED;
+    counts.window_end_ns = now;
+    umadv_info("profile window ended after %.3f s", (double)(now - counts.window_begin_ns) / 1e9);
+    save_profile(ctx, 0);
+}
+
+/* End the window if it is open and @force or its time is up; whether it
+ * is still open. */
+static int window_update(umadv_context_t ctx, int force)
+{
+    uint64_t now;
+    int open;
+
+    pthread_mutex_lock(&state_lock);
+    now = window_clock();
+    if (counts.window == UMADV_INJECT_WINDOW_OPEN &&
+        (force || now >= atomic_load_explicit(&window_deadline, memory_order_acquire)))
+        window_end(ctx, now);
+    open = counts.window != UMADV_INJECT_WINDOW_ENDED;
+    pthread_mutex_unlock(&state_lock);
+    return open;
+}
+
+int umadv__inject_window_seen(void)
+{
+    umadv_context_t ctx;
+    uint64_t deadline;
+
+    if (!umadv__inject_window_mode())
+        return 0;
+    ctx = umadv__inject_context(); /* made now: the window begins */
+    if (ctx == NULL)
+        return 0;
+    deadline = atomic_load_explicit(&window_deadline, memory_order_acquire);
+    if (deadline != 0 && window_clock() < deadline)
+        return 1;
+    return window_update(ctx, 0);
+}
+
+void umadv__inject_window_close(void)
+{
+    umadv_context_t ctx = atomic_load_explicit(&made, memory_order_acquire);
+
+    if (ctx != NULL && umadv__inject_window_mode())
+        (void)window_update(ctx, 1);
+}
+
 int umadv__inject_launches_wanted(void)
 {
     const umadv_config_t *config_p = umadv__inject_config();
 
-    if (config_p == NULL || (config_p->iteration_source != UMADV_ITERATION_SOURCE_AUTO &&
-                             config_p->iteration_source != UMADV_ITERATION_SOURCE_LAUNCHES))
+    if (config_p == NULL || umadv__inject_window_mode() ||
+        (config_p->iteration_source != UMADV_ITERATION_SOURCE_AUTO &&
+         config_p->iteration_source != UMADV_ITERATION_SOURCE_LAUNCHES))
         return 0;
     return !atomic_load_explicit(&launches_off, memory_order_relaxed);
 }
@@ -274,7 +387,22 @@ UMADV_INJECT_API void umadv_inject_iteration(void)
 /* Python's exit: the record is written while the interpreter lives. */
 UMADV_INJECT_API void umadv_inject_exit(void)
 {
-    umadv__inject_summary_write();
+    umadv__inject_exit();
+}
+
+/* PyTorch's allocator in window mode: the allocation is made first, so
+ * that the context is the one PyTorch's device asks for. */
+UMADV_INJECT_API void *umadv_inject_torch_malloc(size_t size, int device, void *stream)
+{
+    void *ptr = umadv_torch_malloc(size, device, stream);
+
+    (void)umadv__inject_window_seen();
+    return ptr;
+}
+
+UMADV_INJECT_API void umadv_inject_torch_free(void *ptr, size_t size, int device, void *stream)
+{
+    umadv_torch_free(ptr, size, device, stream);
 }
 
 /* The libumadv this library runs on, for CUDAPluggableAllocator. */

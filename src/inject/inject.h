@@ -3,13 +3,16 @@
  * program under umadv. umadv run loads it with LD_PRELOAD (and names it
  * as the NVTX injection); CUDA_INJECTION64_PATH may name it too.
  *
- *   inject.c   the process's knobs, its context, the iteration driver
+ *   inject.c   the process's knobs, its context, the iteration driver,
+ *              the profile window (UMADV_PROFILE_SECONDS)
  *   route.c    cudaMalloc & co. routed into the pool (UMADV_ROUTE_MALLOC),
  *              cudaMallocManaged always
  *   nvtx.c     NVTX injection: the UMADV_ITERATION_RANGE range's starts
  *   launches.c iterations from the repeating launch sequence (period.c)
  *   launch_hooks.c  the CUDA runtime's kernel launches, interposed, as ids
- *   summary.c  the counters appended to UMADV_RUN_SUMMARY at exit
+ *   summary.c  what happens at exit: the window saved, the timeline
+ *              (UMADV_TIMELINE) written, the counters appended to
+ *              UMADV_RUN_SUMMARY
  *
  * The library links the public libumadv and carries its own copy of the
  * knob table (common/config.c), so a value means here what it means in
@@ -18,6 +21,7 @@
 #ifndef UMADV_INJECT_INJECT_H
 #define UMADV_INJECT_INJECT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <umadv.h>
@@ -45,6 +49,28 @@ void umadv__inject_iteration(void);
  * sequence found another loop), so that the new loop's iteration
  * UMADV_PROFILE_ITERATION is profiled and planned. */
 void umadv__inject_mark(umadv_iteration_source_t source, int restart);
+
+/* ---- profile mode over a window of wall time (UMADV_PROFILE_SECONDS) ---- */
+
+/* Whether this process profiles a window of seconds, not an iteration:
+ * UMADV_PROFILE_SECONDS in profile mode. Iteration boundaries then only
+ * tell the window the time. */
+int umadv__inject_window_mode(void);
+
+/* Something the library sees (a launch, an allocation, an iteration
+ * boundary), in window mode: the process's context is made, which
+ * begins the window, and a window whose time is up is ended and saved.
+ * 1 while the window may still end; 0 once it has (or is not window
+ * mode): the caller may stop calling. */
+int umadv__inject_window_seen(void);
+
+/* At exit: a window still open ends now and is saved. */
+void umadv__inject_window_close(void);
+
+#ifdef UMADV_TEST_HOOKS
+/* For tests: the window's clock (monotonic nanoseconds); NULL: the real one. */
+void umadv__inject_set_clock(uint64_t (*now_ns)(void));
+#endif
 
 /* Whether the launch sequence may still begin iterations. */
 int umadv__inject_launches_wanted(void);
@@ -84,7 +110,14 @@ typedef struct umadv_inject_counts {
     int      explicit_source; /* auto: the explicit source that won; AUTO: none */
     uint64_t launches;        /* launch ids given to the detector */
     uint32_t period;          /* the launch sequence's unit; 0: none */
+    int      window;          /* UMADV_PROFILE_SECONDS: UMADV_INJECT_WINDOW_* */
+    uint64_t window_begin_ns; /* when the window began */
+    uint64_t window_end_ns;   /* when it ended */
 } umadv_inject_counts_t;
+
+#define UMADV_INJECT_WINDOW_NONE  0 /* not begun (or not window mode) */
+#define UMADV_INJECT_WINDOW_OPEN  1 /* iteration 0 is recorded */
+#define UMADV_INJECT_WINDOW_ENDED 2 /* ended and saved (or the save failed) */
 
 void umadv__inject_counts(umadv_inject_counts_t *counts);
 void umadv__inject_count_route(int managed, int routed);
@@ -98,6 +131,11 @@ UMADV_INJECT_API void umadv_inject_iteration(void);
 UMADV_INJECT_API int umadv_inject_launch(uint64_t id);
 /* Python's exit: the summary record, written while the interpreter lives. */
 UMADV_INJECT_API void umadv_inject_exit(void);
+/* PyTorch's allocator in window mode (CUDAPluggableAllocator over this
+ * library): umadv_torch_malloc and umadv_torch_free, with each
+ * allocation seen by the window (umadv__inject_window_seen). */
+UMADV_INJECT_API void *umadv_inject_torch_malloc(size_t size, int device, void *stream);
+UMADV_INJECT_API void umadv_inject_torch_free(void *ptr, size_t size, int device, void *stream);
 /* The libumadv this library runs on (for CUDAPluggableAllocator); NULL
  * if unknown. */
 UMADV_INJECT_API const char *umadv_inject_libumadv_path(void);
@@ -106,5 +144,11 @@ UMADV_INJECT_API int InitializeInjection(void);
 
 /* Append this process's record to UMADV_RUN_SUMMARY, once (summary.c). */
 void umadv__inject_summary_write(void);
+
+/* What the library does when the process exits, once (summary.c): a
+ * profile window still open is saved, the measured timeline written
+ * (UMADV_TIMELINE: the process's context is never destroyed), the
+ * summary record appended. */
+void umadv__inject_exit(void);
 
 #endif

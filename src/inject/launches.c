@@ -4,7 +4,8 @@
  * module calls (the Python hook) go to one period detector (period.c);
  * where it says a unit of the sequence starts, an iteration begins.
  * Followed while UMADV_ITERATION_SOURCE admits it: under auto, until the
- * program shows an NVTX range or an optimizer step. A program whose
+ * program shows an NVTX range or an optimizer step. In a profile window
+ * (UMADV_PROFILE_SECONDS) a launch only tells the window the time. A program whose
  * launches never repeat is told, once, how to mark its iterations.
  */
 #include "inject/inject.h"
@@ -99,6 +100,8 @@ int umadv__inject_launch(uint64_t id)
 
     if (atomic_load_explicit(&stopped, memory_order_relaxed))
         return 0;
+    if (umadv__inject_window_mode()) /* a launch tells the window the time */
+        return umadv__inject_window_seen();
     if (!umadv__inject_launches_wanted()) {
         atomic_store(&stopped, 1);
         return 0;

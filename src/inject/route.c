@@ -135,6 +135,7 @@ static int route(size_t size, int managed, void **ptr_p, cudaError_t *err_p)
         umadv__inject_count_route(managed, 0);
         return 0;
     }
+    (void)umadv__inject_window_seen(); /* an allocation after its time ends the window */
     status = umadv_malloc(ctx, size, managed ? "cudaMallocManaged" : "cudaMalloc", &ptr);
     if (status == UMADV_OK && routed_add(ptr) != 0) {
         umadv_free(ctx, ptr);

@@ -1,5 +1,7 @@
 /*
- * The record a process appends to UMADV_RUN_SUMMARY when it exits: what
+ * What the injection library does when the process exits: a profile
+ * window still open is saved, the measured timeline written
+ * (UMADV_TIMELINE), and the record appended to UMADV_RUN_SUMMARY: what
  * umadv run prints (umadv-run(1), SUMMARY FILE). One write(2) with
  * O_APPEND per process, so the processes of one run (a launcher script,
  * one process per GPU) never interleave their records.
@@ -140,4 +142,30 @@ void umadv__inject_summary_write(void)
     umadv__inject_counts(&counts);
     record_build(&r, config, &stats, &counts);
     record_append(config->run_summary, &r);
+}
+
+/* UMADV_TIMELINE: the process's context is never destroyed, which is
+ * where a context writes its timeline otherwise. A failure is logged
+ * where it is found. */
+static void timeline_write(void)
+{
+    const umadv_config_t *config = umadv__inject_config();
+    umadv_context_t ctx;
+
+    if (config == NULL || config->timeline[0] == '\0')
+        return;
+    ctx = umadv__inject_context();
+    if (ctx != NULL && umadv_timeline_save(ctx, NULL) == UMADV_OK)
+        umadv_info("UMADV_TIMELINE: the measured timeline is in %s", config->timeline);
+}
+
+void umadv__inject_exit(void)
+{
+    static atomic_int done;
+
+    if (atomic_exchange(&done, 1))
+        return;
+    umadv__inject_window_close(); /* first: the record says whether it was saved */
+    timeline_write();
+    umadv__inject_summary_write();
 }

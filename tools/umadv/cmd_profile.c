@@ -1,9 +1,10 @@
 /*
  * umadv profile: run a program under the injection library as umadv run
  * does (launch.c), in profile mode (UMADV_PROFILE_OUTPUT): the library
- * profiles one iteration and saves its trace, the program runs on under
- * oracle with no budget, and the trace's report with its advice is
- * printed (umadv-profile(1)).
+ * profiles one iteration (--iteration) or a window of seconds from the
+ * program's first CUDA allocation (--seconds, UMADV_PROFILE_SECONDS) and
+ * saves its trace, the program runs on under oracle with no budget, and
+ * the trace's report with its advice is printed (umadv-profile(1)).
  *
  * The library saves into a temporary file beside the output, which is
  * put in place once the program has ended: an existing output is never
@@ -26,24 +27,21 @@
 
 #define PROFILE_DEFAULT_OUTPUT "umadv-profile.umt"
 
-static const umadv_launch_knob_t knob_options[] = {
-    {"iteration", "UMADV_PROFILE_ITERATION", NULL},
-    {"device", "UMADV_DEVICE", NULL},
-    {"iteration-range", "UMADV_ITERATION_RANGE", NULL},
-    {"managed-malloc", "UMADV_ROUTE_MALLOC", "1"},
-};
+/* Set here, not by the launcher: the two are exclusive. */
+static const umadv_launch_knob_t iteration_knob = {"iteration", "UMADV_PROFILE_ITERATION", NULL};
+static const umadv_launch_knob_t seconds_knob = {"seconds", "UMADV_PROFILE_SECONDS", NULL};
 
 const umadv_cli_option_t umadv__cli_profile_options[] = {
     {"output", 'o', "TRACE", "save the trace to TRACE (default " PROFILE_DEFAULT_OUTPUT ")"},
-    {"force", 'f', NULL, "replace TRACE if it exists"},
+    {"force", 'f', NULL, "replace TRACE (and the --timeline FILE) if it exists"},
     {"iteration", 0, "N", "the iteration profiled, from 0 (UMADV_PROFILE_ITERATION)"},
+    {"seconds", 0, "S", "profile the first S seconds (1 to 3600) instead of an iteration "
+     "(UMADV_PROFILE_SECONDS)"},
     {"json", 0, "FILE", "also write the report as JSON to FILE"},
     {"timeline", 0, "FILE", "write the measured window as a Chrome trace (Perfetto) to FILE"},
     {"top", 0, "N", "rows in each top list of the report (default 10)"},
     {"budget", 'b', "SIZE", "advise for this budget: 8G, or 50% of the footprint"},
-    {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"},
-    {"iteration-range", 0, "NAME", "NVTX range that marks an iteration (UMADV_ITERATION_RANGE)"},
-    {"managed-malloc", 0, NULL, "route cudaMalloc into umadv's managed pool (UMADV_ROUTE_MALLOC)"},
+    UMADV_LAUNCH_KNOB_OPTIONS,
     {"no-preload", 0, NULL, "do not LD_PRELOAD the injection library"},
     {"quiet", 'q', NULL, "print no run summary at exit"},
     {NULL, 0, NULL, NULL}
@@ -52,8 +50,10 @@ const umadv_cli_option_t umadv__cli_profile_options[] = {
 typedef struct profile_args {
     umadv_launch_args_t launch;
     int                 force;
-    const char         *output;  /* -o, or the default */
-    const char         *json;    /* --json FILE, or NULL */
+    const char         *output;    /* -o, or the default */
+    const char         *json;      /* --json FILE, or NULL */
+    const char         *iteration; /* --iteration N, or NULL */
+    const char         *seconds;   /* --seconds S, or NULL */
     umadv_report_opts_t report;
 } profile_args_t;
 
@@ -77,6 +77,14 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
 {
     profile_args_t *args = own;
 
+    if (strcmp(opt->name, "iteration") == 0) {
+        args->iteration = value;
+        return umadv__launch_set_knob(cmd, opt, &iteration_knob, value);
+    }
+    if (strcmp(opt->name, "seconds") == 0) {
+        args->seconds = value;
+        return umadv__launch_set_knob(cmd, opt, &seconds_knob, value);
+    }
     if (strcmp(opt->name, "force") == 0)
         args->force = 1;
     else if (strcmp(opt->name, "output") == 0)
@@ -92,23 +100,6 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
 
 /* ---- the trace file ---- */
 
-/* @path made absolute: the program may change its directory before the
- * library saves. */
-static int absolute(const char *path, char *out, size_t len)
-{
-    char cwd[PATH_MAX];
-
-    if (path[0] == '/') {
-        snprintf(out, len, "%s", path);
-        return 0;
-    }
-    if (getcwd(cwd, sizeof(cwd)) == NULL)
-        return umadv__cli_fail("cannot name the current directory: %s", strerror(errno));
-    if ((size_t)snprintf(out, len, "%s/%s", cwd, path) >= len)
-        return umadv__cli_fail("%s: the path is too long", path);
-    return 0;
-}
-
 /* Where the trace goes: a regular file (the report reads it back), not
  * replaced without --force. A symbolic link to one is followed, as every
  * umadv output does. 0, or an exit status after the error. */
@@ -122,7 +113,7 @@ static int output_target(const umadv_cli_command_t *cmd, const profile_args_t *a
     if (lstat(args->output, &st) != 0) {
         if (errno != ENOENT)
             return umadv__cli_fail("%s: %s", args->output, strerror(errno));
-        return absolute(args->output, target, len);
+        return umadv__launch_absolute(args->output, target, len);
     }
     if (stat(args->output, &st) != 0)
         return umadv__cli_fail("%s: a symbolic link to nothing", args->output);
@@ -136,38 +127,27 @@ static int output_target(const umadv_cli_command_t *cmd, const profile_args_t *a
     return 0;
 }
 
-/* Whether the folder that would hold a new @path exists. */
-static int folder_exists(const char *path)
-{
-    char folder[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    struct stat st;
-
-    if (slash == NULL)
-        return 1;
-    snprintf(folder, sizeof(folder), "%.*s", (int)(slash - path) + 1, path);
-    return stat(folder, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The timeline, when asked, checked before the program runs: an existing
- * regular file is refused, as the trace is, unless --force; a folder, or
- * a path in no folder, is an error; a device or a FIFO is a stream
- * (common/outfile.h). 0, or an exit status after the error. */
+/* The timeline, when asked, checked before the program runs as every
+ * output of a launched program is (launch.h). */
 static int timeline_target(const profile_args_t *args)
 {
-    const char *path = args->report.timeline;
-    struct stat st;
+    if (args->report.timeline == NULL)
+        return 0;
+    return umadv__launch_check_output("timeline", args->report.timeline, args->force);
+}
 
-    if (path == NULL)
-        return 0;
-    if (stat(path, &st) != 0)
-        return folder_exists(path) ? 0 : umadv__cli_fail("%s: no such folder", path);
-    if (S_ISDIR(st.st_mode))
-        return umadv__cli_fail("%s is a folder: --timeline needs a file", path);
-    if (!S_ISREG(st.st_mode) || args->force)
-        return 0;
-    return umadv__cli_fail("%s exists: name another with --timeline, or replace it with "
-                           "--force", path);
+/* --iteration and --seconds: one of the two is profiled. The option
+ * beats the environment: --iteration profiles an iteration whatever
+ * UMADV_PROFILE_SECONDS says. 0, or an exit status after the error. */
+static int profiled_what(const umadv_cli_command_t *cmd, const profile_args_t *args)
+{
+    if (args->iteration != NULL && args->seconds != NULL)
+        return umadv__cli_usage_error(cmd, "--seconds and --iteration exclude each other: "
+                                      "umadv profile records a window of time or an "
+                                      "iteration, not both");
+    if (args->iteration != NULL && unsetenv("UMADV_PROFILE_SECONDS") != 0)
+        return umadv__cli_fail("cannot unset UMADV_PROFILE_SECONDS: %s", strerror(errno));
+    return 0;
 }
 
 /* The file the library saves into, beside @target so that a rename puts
@@ -252,7 +232,14 @@ static int run_program(const profile_args_t *args, const char *program, const ch
 static int no_profile(const profile_args_t *args, int status)
 {
     const char *iteration = getenv("UMADV_PROFILE_ITERATION");
+    const char *seconds = getenv("UMADV_PROFILE_SECONDS");
 
+    if (seconds != NULL) {
+        fprintf(stderr, "umadv profile: %s saved no profile: its window never began (umadv saw "
+                "no CUDA allocation or kernel launch of it), or the save failed (the library's "
+                "message above says why); see umadv-profile(1)\n", args->launch.command[0]);
+        return status != 0 ? status : UMADV_EXIT_FAILURE;
+    }
     fprintf(stderr, "umadv profile: %s saved no profile: iteration %s never ended (umadv finds "
             "iterations at an NVTX range, --iteration-range, or at PyTorch's optimizer step), "
             "or the save failed (the library's message above says why); see umadv-profile(1)\n",
@@ -280,11 +267,11 @@ int umadv__cmd_profile(const umadv_cli_command_t *cmd, int argc, char **argv)
     int rc, status;
 
     umadv__launch_init("profile");
-    rc = umadv__launch_parse(cmd, argc, argv, knob_options,
-                             sizeof(knob_options) / sizeof(knob_options[0]), take_option, &args,
-                             &args.launch);
+    rc = umadv__launch_parse(cmd, argc, argv, NULL, 0, take_option, &args, &args.launch);
     if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
+    if ((rc = profiled_what(cmd, &args)) != 0)
+        return rc;
     args.report.program = args.launch.command[0];
     if ((rc = output_target(cmd, &args, target, sizeof(target))) != 0 ||
         (rc = timeline_target(&args)) != 0)

@@ -20,24 +20,19 @@
 static const umadv_launch_knob_t knob_options[] = {
     {"budget", "UMADV_BUDGET", NULL},
     {"policy", "UMADV_POLICY", NULL},
-    {"device", "UMADV_DEVICE", NULL},
     {"max-managed", "UMADV_MAX_MANAGED", NULL},
-    {"iteration-range", "UMADV_ITERATION_RANGE", NULL},
-    {"iteration-source", "UMADV_ITERATION_SOURCE", NULL},
     {"profile-iteration", "UMADV_PROFILE_ITERATION", NULL},
-    {"managed-malloc", "UMADV_ROUTE_MALLOC", "1"},
 };
 
 const umadv_cli_option_t umadv__cli_run_options[] = {
     {"budget", 'b', "SIZE", "GPU memory budget (UMADV_BUDGET): 8G, 512M, 1.5GiB; per rank: 8G,4G"},
     {"policy", 'p', "P", "oracle, demand, prefetch-all or plan (UMADV_POLICY)"},
-    {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"},
     {"max-managed", 0, "SIZE", "refuse managed memory beyond SIZE (UMADV_MAX_MANAGED)"},
-    {"managed-malloc", 0, NULL, "route cudaMalloc into umadv's managed pool (UMADV_ROUTE_MALLOC)"},
-    {"iteration-range", 0, "NAME", "NVTX range that marks an iteration (UMADV_ITERATION_RANGE)"},
-    {"iteration-source", 0, "S", "auto, nvtx, optimizer or launches: what begins an iteration "
-     "(UMADV_ITERATION_SOURCE)"},
+    UMADV_LAUNCH_KNOB_OPTIONS,
     {"profile-iteration", 0, "N", "the iteration profiled, from 0 (UMADV_PROFILE_ITERATION)"},
+    {"timeline", 0, "FILE", "write the measured timeline of the replays to FILE at exit "
+     "(UMADV_TIMELINE)"},
+    {"force", 'f', NULL, "replace the --timeline FILE if it exists"},
     {"summary", 0, "FILE", "also keep the summary records in FILE"},
     {"no-preload", 0, NULL, "do not LD_PRELOAD the injection library"},
     {"quiet", 'q', NULL, "print no summary at exit"},
@@ -46,7 +41,9 @@ const umadv_cli_option_t umadv__cli_run_options[] = {
 
 typedef struct run_args {
     umadv_launch_args_t launch;
-    const char         *summary; /* --summary FILE, or NULL */
+    const char         *summary;  /* --summary FILE, or NULL */
+    const char         *timeline; /* --timeline FILE, or NULL */
+    int                 force;
 } run_args_t;
 
 /* ---- options ---- */
@@ -58,7 +55,30 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
 
     if (strcmp(opt->name, "summary") == 0)
         args->summary = value;
+    else if (strcmp(opt->name, "timeline") == 0 && strcmp(value, "-") == 0)
+        return umadv__cli_usage_error(cmd, "--timeline needs a file: standard output is the "
+                                      "program's");
+    else if (strcmp(opt->name, "timeline") == 0)
+        args->timeline = value;
+    else if (strcmp(opt->name, "force") == 0)
+        args->force = 1;
     return 0;
+}
+
+/* --timeline: checked as umadv profile checks its outputs, before the
+ * program runs, and given to the library as an absolute path. 0, or an
+ * exit status after the error. */
+static int set_timeline(const run_args_t *args)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    if (args->timeline == NULL)
+        return 0;
+    if ((rc = umadv__launch_check_output("timeline", args->timeline, args->force)) != 0 ||
+        (rc = umadv__launch_absolute(args->timeline, path, sizeof(path))) != 0)
+        return rc;
+    return umadv__launch_export_knob("UMADV_TIMELINE", path, 1) != 0 ? UMADV_EXIT_FAILURE : 0;
 }
 
 int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
@@ -75,6 +95,8 @@ int umadv__cmd_run(const umadv_cli_command_t *cmd, int argc, char **argv)
                              &args.launch);
     if (rc != 0)
         return rc < 0 ? UMADV_EXIT_OK : rc;
+    if ((rc = set_timeline(&args)) != 0)
+        return rc;
     rc = umadv__launch_check_program(args.launch.command[0], program, sizeof(program));
     if (rc != 0)
         return rc;

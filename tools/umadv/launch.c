@@ -62,6 +62,58 @@ int umadv__launch_set_knob(const umadv_cli_command_t *cmd, const umadv_cli_optio
     return 0;
 }
 
+/* The knobs of UMADV_LAUNCH_KNOB_OPTIONS. */
+static const umadv_launch_knob_t shared_knobs[] = {
+    {"device", "UMADV_DEVICE", NULL},
+    {"managed-malloc", "UMADV_ROUTE_MALLOC", "1"},
+    {"iteration-range", "UMADV_ITERATION_RANGE", NULL},
+    {"iteration-source", "UMADV_ITERATION_SOURCE", NULL},
+};
+
+/* ---- outputs ---- */
+
+int umadv__launch_absolute(const char *path, char *out, size_t len)
+{
+    char cwd[PATH_MAX];
+
+    if (path[0] == '/') {
+        snprintf(out, len, "%s", path);
+        return 0;
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL)
+        return umadv__cli_fail("cannot name the current directory: %s", strerror(errno));
+    if ((size_t)snprintf(out, len, "%s/%s", cwd, path) >= len)
+        return umadv__cli_fail("%s: the path is too long", path);
+    return 0;
+}
+
+/* Whether the folder that would hold a new @path exists. */
+static int folder_exists(const char *path)
+{
+    char folder[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    if (slash == NULL)
+        return 1;
+    snprintf(folder, sizeof(folder), "%.*s", (int)(slash - path) + 1, path);
+    return stat(folder, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int umadv__launch_check_output(const char *option, const char *path, int force)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0)
+        return folder_exists(path) ? 0 : umadv__cli_fail("%s: no such folder", path);
+    if (S_ISDIR(st.st_mode))
+        return umadv__cli_fail("%s is a folder: --%s needs a file", path, option);
+    if (!S_ISREG(st.st_mode) || force)
+        return 0;
+    return umadv__cli_fail("%s exists: name another with --%s, or replace it with --force",
+                           path, option);
+}
+
 /* ---- where umadv's parts are ---- */
 
 /* The build tree's parts for a umadv that runs from it, else the
@@ -424,6 +476,10 @@ static int take_option(const umadv_cli_command_t *cmd, const umadv_cli_option_t 
     for (size_t i = 0; i < nknobs; i++) {
         if (strcmp(opt->name, knobs[i].option) == 0)
             return umadv__launch_set_knob(cmd, opt, &knobs[i], value);
+    }
+    for (size_t i = 0; i < sizeof(shared_knobs) / sizeof(shared_knobs[0]); i++) {
+        if (strcmp(opt->name, shared_knobs[i].option) == 0)
+            return umadv__launch_set_knob(cmd, opt, &shared_knobs[i], value);
     }
     if (strcmp(opt->name, "quiet") == 0)
         args->quiet = 1;

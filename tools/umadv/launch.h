@@ -26,6 +26,18 @@ typedef struct umadv_launch_knob {
     const char *fixed; /* a flag's value; NULL: the option's */
 } umadv_launch_knob_t;
 
+/* The options that set a knob and that every launching command has,
+ * for its option table (cli.h), where its --help lists them; the
+ * launcher sets their knobs (umadv__launch_parse). */
+#define UMADV_LAUNCH_KNOB_OPTIONS \
+    {"device", 0, "N", "the CUDA device umadv manages (UMADV_DEVICE)"}, \
+    {"managed-malloc", 0, NULL, "route cudaMalloc into umadv's managed pool " \
+     "(UMADV_ROUTE_MALLOC)"}, \
+    {"iteration-range", 0, "NAME", "NVTX range that marks an iteration " \
+     "(UMADV_ITERATION_RANGE)"}, \
+    {"iteration-source", 0, "S", "auto, nvtx, optimizer or launches: what begins an " \
+     "iteration (UMADV_ITERATION_SOURCE)"}
+
 /* What every launching command's line holds beside its own options. */
 typedef struct umadv_launch_args {
     int    quiet, no_preload;
@@ -37,7 +49,8 @@ typedef int (*umadv_launch_option_fn)(const umadv_cli_command_t *cmd,
                                       const umadv_cli_option_t *opt, const char *value,
                                       void *own);
 
-/* Options up to PROGRAM (or "--"): an option of @knobs sets its knob,
+/* Options up to PROGRAM (or "--"): an option of @knobs or of
+ * UMADV_LAUNCH_KNOB_OPTIONS sets its knob,
  * --quiet and --no-preload set @args, any other goes to @own_option with
  * @own; what follows is the program's, as given, in args->command.
  * Returns 0, -1 after --help, or an exit status. */
@@ -59,6 +72,17 @@ int umadv__launch_set_knob(const umadv_cli_command_t *cmd, const umadv_cli_optio
 /* Export a knob the launcher chooses, checked by the knob's rules (said,
  * naming it); with !@overwrite a value set already stays. 0 or -1. */
 int umadv__launch_export_knob(const char *name, const char *value, int overwrite);
+
+/* An output file that the program or the command writes once the
+ * program has run, named by --@option, checked before it runs: an
+ * existing regular file is refused unless @force; a folder, or a path in
+ * no folder, is an error; a device or a FIFO is a stream
+ * (common/outfile.h). 0, or an exit status after the error. */
+int umadv__launch_check_output(const char *option, const char *path, int force);
+
+/* @path made absolute in @out: the program may change its directory
+ * before it writes there. 0, or an exit status after the error. */
+int umadv__launch_absolute(const char *path, char *out, size_t len);
 
 /* Whether @name can be run: 0 with its path in @path, or the shell's
  * status (126, 127) after an error that names it. */

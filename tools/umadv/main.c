@@ -38,14 +38,14 @@ const umadv_cli_command_t umadv__cli_commands[] = {
      "prints a summary on standard error unless --quiet. See umadv-run(1).",
      umadv__cli_run_options, umadv__cmd_run},
     {"profile", "profile a program's iteration and advise: budget, prefetches, read-mostly",
-     "[-o TRACE] [--iteration N] [--budget SIZE] [OPTIONS] [--] PROGRAM [ARGS]",
+     "[-o TRACE] [--iteration N | --seconds S] [--budget SIZE] [OPTIONS] [--] PROGRAM [ARGS]",
      "Run PROGRAM with ARGS (passed as given) under umadv as 'umadv run' does,\n"
-     "profile iteration N (default 1) and save its trace to TRACE (default\n"
-     "umadv-profile.umt; an existing file only with --force); nothing is planned\n"
-     "and the program runs on unmanaged. Then print the trace's report with its\n"
-     "advice: the budget to run with, what to prefetch, what is read-mostly, and\n"
-     "the umadv run command that applies it. Exits as PROGRAM did, or 1 when no\n"
-     "profile was saved. See umadv-profile(1).",
+     "profile iteration N (default 1), or its first S seconds, and save the trace\n"
+     "to TRACE (default umadv-profile.umt; an existing file only with --force);\n"
+     "nothing is planned and the program runs on unmanaged. Then print the\n"
+     "trace's report with its advice: the budget to run with, what to prefetch,\n"
+     "what is read-mostly, and the umadv run command that applies it. Exits as\n"
+     "PROGRAM did, or 1 when no profile was saved. See umadv-profile(1).",
      umadv__cli_profile_options, umadv__cmd_profile},
     {"plan", "plan a schedule under GPU memory budgets and compare policies",
      "[TRACE] --budget SIZE[,SIZE...] [OPTIONS]",

@@ -16,7 +16,11 @@ the program can allocate CUDA memory, it
     (UMADV_ITERATION_SOURCE says which of the two may mark them);
   * answers torch.cuda's memory queries that the pluggable allocator
     cannot (they raise) from umadv's counters, and keeps empty_cache,
-    reset_peak_memory_stats and cudnn.benchmark = True from raising.
+    reset_peak_memory_stats and cudnn.benchmark = True from raising;
+  * in profile mode (umadv profile), names the user's line that called
+    each module as the call site of the allocations it makes; with
+    umadv profile --seconds, allocates through the injection library,
+    whose window begins at the first allocation and may end at any.
 
 It does nothing when UMADV_INJECT_LIBRARY is empty or torch has no CUDA
 device; a program that sets its own allocator before its first CUDA
@@ -209,6 +213,117 @@ def _cudnn_benchmark(torch):
     real_set(False)
 
 
+def _profile_mode():
+    """umadv profile runs the program (UMADV_PROFILE_OUTPUT)."""
+    return bool(os.environ.get("UMADV_PROFILE_OUTPUT"))
+
+
+def _allocator_names(um, inject_path):
+    """The library and the functions of PyTorch's allocator: libumadv's,
+    or under umadv profile --seconds the injection library's over them,
+    which see every allocation (the window begins at the first and ends
+    at one made after its time)."""
+    if _profile_mode() and os.environ.get("UMADV_PROFILE_SECONDS"):
+        return (inject_path, "umadv_inject_torch_malloc", "umadv_inject_torch_free")
+    return (um.lib_path, "umadv_torch_malloc", "umadv_torch_free")
+
+
+class _AllocSites(object):
+    """Profile mode: the call site of the allocations a module call makes
+    is the user's line that called the module (the first frame outside
+    torch, installed packages and this hook), declared to libumadv
+    (umadv_set_alloc_site: the thread's own) by a global forward
+    pre-hook and given back to the enclosing call's when the module
+    returns, so that a report names train.py:42 rather than a frame of
+    PyTorch's allocator. Only in profile mode: a frame walk per call."""
+
+    LONGEST = 255  # umadv_set_alloc_site's bound, in bytes
+
+    def __init__(self, torch, um):
+        import ctypes
+        import threading
+        self.set_site = um.lib.umadv_set_alloc_site
+        self.set_site.argtypes = [ctypes.c_char_p]
+        self.set_site.restype = ctypes.c_int
+        self.torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        self.cwd = os.getcwd() + os.sep
+        self.local = threading.local()
+        self.library = {}  # co_filename: whether its frames are never a site
+        modules = torch.nn.modules.module
+        self.handles = [modules.register_module_forward_pre_hook(self.enter)]
+        try:  # also when the module raises (PyTorch 2.1 and later)
+            self.handles.append(modules.register_module_forward_hook(self.leave,
+                                                                     always_call=True))
+        except TypeError:
+            self.handles.append(modules.register_module_forward_hook(self.leave))
+
+    def is_library(self, filename):
+        known = self.library.get(filename)
+        if known is None:
+            path = filename if filename.startswith("<") else os.path.abspath(filename)
+            parts = path.split(os.sep)
+            known = (path.startswith(self.torch_dir) or path.startswith(_HERE + os.sep) or
+                     "site-packages" in parts or "dist-packages" in parts or
+                     filename.startswith("<frozen"))
+            self.library[filename] = known
+        return known
+
+    def caller_site(self):
+        """b"FILE:LINE" of the user's frame below this hook; None if none."""
+        frame = sys._getframe(1)
+        while frame is not None and self.is_library(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        name = frame.f_code.co_filename
+        if name.startswith(self.cwd):
+            name = name[len(self.cwd):]
+        site = ("%s:%d" % (name, frame.f_lineno)).encode("utf-8", "replace")
+        if len(site) > self.LONGEST:
+            site = b"..." + site[len(site) - self.LONGEST + 3:]
+        return site
+
+    def calls(self):
+        """This thread's module calls under way: (id(module), site)."""
+        stack = getattr(self.local, "stack", None)
+        if stack is None:
+            stack = self.local.stack = []
+            self.local.site = None
+        return stack
+
+    def declare(self, site):
+        if site != self.local.site:
+            self.set_site(site)
+            self.local.site = site
+
+    def enter(self, module, args):
+        stack = self.calls()
+        site = self.caller_site()
+        stack.append((id(module), site))
+        self.declare(site)
+        return None
+
+    def leave(self, module, args, output):
+        stack = self.calls()
+        key = id(module)
+        while stack and stack.pop()[0] != key:
+            pass  # calls that raised past their forward hook
+        self.declare(stack[-1][1] if stack else None)
+        return None
+
+
+def _alloc_sites(torch, um):
+    """_AllocSites in profile mode; None otherwise, or when it cannot be."""
+    if not _profile_mode():
+        return None
+    try:
+        return _AllocSites(torch, um)
+    except (AttributeError, OSError) as e:
+        _warn("cannot follow the module calls for the allocations' call sites (%s): the "
+              "profile names PyTorch's frames" % (e,))
+        return None
+
+
 def _sources():
     """UMADV_ITERATION_SOURCE's word (umadv run has checked it)."""
     return os.environ.get("UMADV_ITERATION_SOURCE", "auto").strip().lower() or "auto"
@@ -307,13 +422,13 @@ def _install(torch):
         return
     try:
         um = _Umadv(inject_path)
-        allocator = torch.cuda.memory.CUDAPluggableAllocator(
-            um.lib_path, "umadv_torch_malloc", "umadv_torch_free")
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(*_allocator_names(um, inject_path))
         torch.cuda.memory.change_current_allocator(allocator)
     except Exception as e:  # the program still runs, on PyTorch's allocator
         _warn("cannot put umadv's allocator under PyTorch (%s): running without umadv" % (e,))
         return
     hooks = _iteration_hooks(torch, um)
+    sites = _alloc_sites(torch, um)
     _memory_queries(torch, um)
     try:
         _cudnn_benchmark(torch)
@@ -327,7 +442,7 @@ def _install(torch):
         if torch.cuda.is_initialized():  # then the allocator made the context
             um.inject.umadv_inject_exit()
     atexit.register(summary)
-    sys.modules[__name__]._umadv = (um, allocator, hooks)  # kept alive
+    sys.modules[__name__]._umadv = (um, allocator, hooks, sites)  # kept alive
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
