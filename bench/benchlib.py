@@ -108,6 +108,7 @@ def read_trace(path):
                 step = [] if int(s["iter"]) == first_iter else None
                 if step is not None:
                     trace["steps"].append((int(s["id"]), step))
+                    trace.setdefault("durations", []).append(int(s.get("dur_ns", 0)))
             elif rec == "a" and step is not None:
                 a = _fields(line)
                 step.append((int(a["alloc"]), int(a["first"]), int(a["count"]), a["mode"]))
@@ -246,6 +247,75 @@ def min_traffic(trace, budget, passes=8):
             break
         last = moved
     return moved
+
+
+def _live_intervals(uses):
+    """(written, last read) step pairs of one section's data within the
+    iteration, from its uses [(step, mode)] in step order: a write starts
+    data (a read-write reads the old data first), reads extend it."""
+    spans, start, last = [], None, None
+    for step, mode in uses:
+        if "r" in mode and start is not None:
+            last = step
+        if "w" in mode:
+            if start is not None and last is not None:
+                spans.append((start, last))
+            start, last = step, None
+    if start is not None and last is not None:
+        spans.append((start, last))
+    return spans
+
+
+def _cut_offloads(trace, budget):
+    """Per step t, the fewest bytes of data born in the iteration that must
+    be off the GPU while t runs: data written before t and read after it
+    (transient allocations), beside t's own working set, less what the
+    budget leaves for them. None when a step alone needs more."""
+    r = _Residency(trace, budget)
+    live = [0.0] * (r.n + 1)
+    inside = {}
+    for s, uses in r.uses.items():
+        if s[0] not in r.transient:
+            continue
+        for w, last in _live_intervals(uses):
+            if last - w > 1:
+                live[w + 1] += r.size(s)
+                live[last] -= r.size(s)
+                inside.setdefault(s, []).append((w, last))
+    out, acc = [], 0.0
+    for t, here in enumerate(r.touch):
+        acc += live[t]
+        work = sum(r.size(s) for s in here)
+        if work > budget:
+            return None
+        both = sum(r.size(s) for s in here
+                   if any(w < t < last for w, last in inside.get(s, ())))
+        out.append(max(0.0, acc - both + work - budget))
+    return out
+
+
+def cut_bound_ms(trace, budget, compute_ms, rates):
+    """A stricter physical bound than max(compute, in / H2D, out / D2H): at
+    each step t, the bytes X(t) of this iteration's data that must be off
+    the GPU while t runs (_cut_offloads) left it before t and come back
+    after t, so the iteration lasts at least max(X / D2H, compute before t)
+    + max(X / H2D, compute after t); the bound is the largest over t and
+    never below compute. Compute per step: the trace's step durations
+    scaled to @compute_ms. In a network's forward and backward, the
+    evictions and the fetches cannot overlap each other across the peak,
+    which max(...) assumes. None when a step alone needs more than
+    @budget. @rates: (H2D, D2H) bytes per second."""
+    offloads = _cut_offloads(trace, budget)
+    if offloads is None:
+        return None
+    durations = trace.get("durations") or [1] * len(offloads)
+    scale = compute_ms / 1e3 / max(sum(durations), 1)
+    before, best, total = 0.0, compute_ms / 1e3, sum(durations) * scale
+    for t, x in enumerate(offloads):
+        after = total - before - durations[t] * scale
+        best = max(best, max(x / rates[1], before) + max(x / rates[0], after))
+        before += durations[t] * scale
+    return best * 1e3
 
 
 def moved_bytes(run, uvm, staged):

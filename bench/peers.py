@@ -35,7 +35,13 @@ them: staged-evict's copy and restore-copy's rates), else the trace's
 link record: the link probe's staged channel (stage_restore_bw,
 stage_evict_bw: pinned copies each way) where it was measured, the UVM
 fetch and evict rates as a stand-in where not (the table says which;
-the stand-in makes the bound looser). x UVM: over today's
+the stand-in makes the bound looser). x cut: over a stricter bound at
+the same rates (benchlib.cut_bound_ms): while a step runs, the data of
+the iteration written before it and read after it that the memory cannot
+hold has left before it and comes back after it, so those bytes cross
+the link one way and then the other, not both at once as max(...)
+assumes (a network's forward evicts, its backward fetches); both bounds
+hold, so x cut is over the larger. x UVM: over today's
 bound, max(oracle ms, plan's fetched / fetch bw, plan's evicted / evict
 bw) with the link probe's UVM rates (bench/torch_policies.py's). held:
 the GPU memory the row held: PyTorch's peak allocated (native, peers),
@@ -74,7 +80,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (bound_ms, command_line, min_traffic, moved_bytes, read_trace,
+from benchlib import (bound_ms, command_line, cut_bound_ms, min_traffic, moved_bytes, read_trace,
                       run_command)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -249,17 +255,31 @@ class Bounds:
         self.cache = {}
 
     def at(self, budget):
-        """{"bound_ms", "min_in", "min_out"} at @budget bytes; bound_ms
-        None when a step alone needs more."""
+        """{"bound_ms", "min_in", "min_out", "cut_ms"} at @budget bytes;
+        the bounds None when a step alone needs more."""
         if budget not in self.cache:
             moved = min_traffic(self.trace, budget)
             if moved is None:
-                self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None}
+                self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None,
+                                      "cut_ms": None}
             else:
                 self.cache[budget] = {"bound_ms": bound_ms(self.compute_ms, moved[0], moved[1],
                                                            self.pinned),
-                                      "min_in": moved[0], "min_out": moved[1]}
+                                      "min_in": moved[0], "min_out": moved[1],
+                                      "cut_ms": max_known(
+                                          self.compute_ms,
+                                          bound_ms(self.compute_ms, moved[0], moved[1],
+                                                   self.pinned),
+                                          cut_bound_ms(self.trace, budget, self.compute_ms,
+                                                       self.pinned))}
         return self.cache[budget]
+
+
+def max_known(*values):
+    """The largest of @values that are not None (both bounds hold: the
+    tighter is their maximum)."""
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 def ratio(a, b):
@@ -287,6 +307,7 @@ def native_row(method, run, native, bounds):
     if held is not None:
         row.update(bounds.at(held))
         row["x_phys"] = ratio(r["ms_per_iter"], row["bound_ms"])
+        row["x_cut"] = ratio(r["ms_per_iter"], row["cut_ms"])
     return row
 
 
@@ -315,6 +336,7 @@ def policy_rows(label, budget, doc, native, bounds, command):
                    x_native=ratio(r["ms_per_iter"], native["ms_per_iter"]),
                    identical=r["losses"] == native["losses"],
                    x_phys=ratio(r["ms_per_iter"], phys["bound_ms"]),
+                   x_cut=ratio(r["ms_per_iter"], phys["cut_ms"]),
                    x_uvm=ratio(r["ms_per_iter"], uvm))
         if policy == "oracle":  # no budget binds it: no bound to compare with
             row.update(x_phys=None, x_uvm=None)
@@ -459,8 +481,8 @@ def print_model(model, entries, cap, args):
 
 
 def print_rows(entries):
-    print("%-6s %-13s %-17s %9s %8s %7s %7s %8s %8s %8s %7s %7s" % (
-        "batch", "method", "budget", "ms/iter", "x native", "x phys", "x UVM", "held GiB",
+    print("%-6s %-13s %-17s %9s %8s %7s %7s %7s %8s %8s %8s %7s %7s" % (
+        "batch", "method", "budget", "ms/iter", "x native", "x phys", "x cut", "x UVM", "held GiB",
         "out GiB", "in GiB", "faults", "losses"))
     for e in entries:
         for r in e["rows"]:
@@ -473,9 +495,9 @@ def print_rows(entries):
             if r["outcome"] != "ok":
                 print("%s %s: %s" % (head, r["outcome"], r["why"]))
                 continue
-            print("%s %9.1f %8s %7s %7s %8s %8s %8s %7s %7s" % (
+            print("%s %9.1f %8s %7s %7s %7s %8s %8s %8s %7s %7s" % (
                 head, r["ms_per_iter"], cell(r["x_native"], "%.2f"), cell(r.get("x_phys"), "%.2f"),
-                cell(r.get("x_uvm"), "%.2f"), gib_cell(r["held"]), gib_cell(r["out_bytes"]),
+                cell(r.get("x_cut"), "%.2f"), cell(r.get("x_uvm"), "%.2f"), gib_cell(r["held"]), gib_cell(r["out_bytes"]),
                 gib_cell(r["in_bytes"]),
                 cell(r["faults"], "%d"), "yes" if r["identical"] else "NO"))
 
@@ -522,6 +544,8 @@ def main():
     for model, m in result["models"].items():
         print_model(model, m["batches"], m["cap"], args)
     print("x phys: over max(native ms, fewest bytes in / H2D, out / D2H) at the memory held; "
+          "x cut: over the larger of that and the cut bound (benchlib.cut_bound_ms: what must "
+          "leave before a step and return after it, one way and then the other); "
           "x UVM: over max(oracle ms, plan's bytes / the UVM rates)")
 
 

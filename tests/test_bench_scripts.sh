@@ -156,7 +156,8 @@ ok $? "a process per peer, a footprint run with its trace, one per budget: soc p
     near "$(pfield peers resnet50 plan 50% bound_ms)" 42.949 42.950 &&
     near "$(pfield peers resnet50 plan 50% x_phys)" 6.9849 6.9850 &&
     near "$(pfield peers resnet50 plan 50% x_uvm)" 1.1175 1.1178 &&
-    grep -q '^64  *plan  *50% 2.00G  *300.0  *10.00  *6.98  *1.12  *2.00  *2.50  *2.50  *0  *yes$' \
+    near "$(pfield peers resnet50 plan 50% x_cut)" 6.9849 6.9850 &&
+    grep -q '^64  *plan  *50% 2.00G  *300.0  *10.00  *6.98  *6.98  *1.12  *2.00  *2.50  *2.50  *0  *yes$' \
         "$tmp/peers.table"
 ok $? "x native, x the physical bound (the trace's fewest bytes, pinned rates), x the UVM bound"
 
@@ -164,13 +165,13 @@ ok $? "x native, x the physical bound (the trace's fewest bytes, pinned rates), 
 # each way: bound 2 GiB / 25 GB/s = 85.9 ms; its hooks moved 2 GiB each way
 near "$(pfield peers resnet50 save_on_cpu - x_phys)" 3.4924 3.4925 &&
     [ "$(pfield peers resnet50 plan 'save_on_cpu peak' min_out)" = $((2 << 30)).0 ] &&
-    grep -q '^64  *save_on_cpu  *-  *300.0  *10.00  *3.49  *-  *1.50  *2.00  *2.00  *-  *yes$' \
+    grep -q '^64  *save_on_cpu  *-  *300.0  *10.00  *3.49  *3.49  *-  *1.50  *2.00  *2.00  *-  *yes$' \
         "$tmp/peers.table" && [ "$(pfield peers resnet50 native - x_phys)" = 1.0 ]
 ok $? "peers: GPU memory held, bytes each way, the bound at the memory they hold"
 
 # 25% (1 GiB): a step of the trace alone needs 1.5 GiB: no bound
 [ "$(pfield peers resnet50 plan 25% bound_ms)" = None ] &&
-    grep -q '^64  *plan  *25% 1.00G  *300.0  *10.00  *-  *1.12 ' "$tmp/peers.table"
+    grep -q '^64  *plan  *25% 1.00G  *300.0  *10.00  *-  *-  *1.12 ' "$tmp/peers.table"
 ok $? "a budget below a step's bytes has no physical bound"
 
 [ "$(pfield peers vgg16 checkpoint - identical)" = False ] &&
@@ -601,5 +602,24 @@ ddp dfail FAKE_FAIL_RANK=1 -- --visible 2
     grep -q 'fake_ddp_train.py\[rank 1\]: no umadv context on GPU 1' "$tmp/dfail.err" &&
     [ ! -e "$tmp/dfail/ddp.json" ]
 ok $? "a rank that fails fails the bench, naming the rank" || diag "$tmp/dfail.err"
+
+# benchlib.cut_bound_ms: T (1 GiB) written at step 0, read at step 2; step 1
+# reads P (1 GiB); 1 GiB of memory: T is off the GPU while step 1 runs, so
+# it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute) and comes
+# back after (1 GiB / 50 GB/s, 21.47 ms; 10 ms): 64.42 ms. Read at step 1
+# as well, T never has to leave: the bound is the compute, 30 ms.
+cut() { # T's modes at steps 0, 1, 2 (as a Python list)
+    PYTHONPATH=$srcdir/bench python3 -c '
+import sys, benchlib
+modes = eval(sys.argv[1])
+g = 1 << 30
+t = {"section_size": g, "link": {}, "durations": [1, 1, 1],
+     "allocs": {0: (g, None, None), 1: (g, 0, 2)},
+     "steps": [(j, [(1, 0, 1, m)] if m else []) for j, m in enumerate(modes)]}
+t["steps"][1][1].append((0, 0, 1, "r"))
+print("%.2f" % benchlib.cut_bound_ms(t, 2 * g if modes[1] else g, 30.0, (50e9, 25e9)))' "$1"
+}
+[ "$(cut '["w", "", "r"]')" = 64.42 ] && [ "$(cut '["w", "r", "r"]')" = 30.00 ]
+ok $? "the cut bound: data live across a step it does not fit beside leaves before and returns after"
 
 tap_done
