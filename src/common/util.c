@@ -221,3 +221,12 @@ const char *umadv__suggest(const char *word, const void *candidates, size_t stri
         return NULL;
     return best;
 }
+
+int umadv__name_index(const char *const *names, unsigned count, const char *name)
+{
+    for (unsigned i = 0; i < count; i++) {
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    }
+    return -1;
+}

@@ -30,6 +30,10 @@ umadv_status_t umadv__array_reserve(void **array, size_t *cap, size_t need,
 /* strdup that maps NULL to NULL; sets *@copy_p only on success. */
 umadv_status_t umadv__strdup(const char *s, char **copy_p);
 
+/* The index of @name in @names[0 .. @count) (a table of enum names), or
+ * -1. */
+int umadv__name_index(const char *const *names, unsigned count, const char *name);
+
 /* CRC-32 (IEEE 802.3, the zlib polynomial), continuable: pass the previous
  * result as @crc, 0 to start. */
 uint32_t umadv__crc32(uint32_t crc, const void *data, size_t len);

@@ -27,18 +27,9 @@ const char *umadv__event_kind_name(umadv_event_kind_t kind)
     return (unsigned)kind < UMADV_EVENT_KIND_COUNT ? kind_names[kind] : "?";
 }
 
-static int name_index(const char *const *names, int n, const char *name)
-{
-    for (int i = 0; i < n; i++) {
-        if (strcmp(names[i], name) == 0)
-            return i;
-    }
-    return -1;
-}
-
 int umadv__event_kind_parse(const char *name, umadv_event_kind_t *kind_p)
 {
-    int i = name_index(kind_names, UMADV_EVENT_KIND_COUNT, name);
+    int i = umadv__name_index(kind_names, UMADV_EVENT_KIND_COUNT, name);
 
     if (i < 0)
         return -1;
@@ -53,7 +44,7 @@ const char *umadv__migration_cause_name(umadv_migration_cause_t cause)
 
 int umadv__migration_cause_parse(const char *name, umadv_migration_cause_t *cause_p)
 {
-    int i = name_index(cause_names, UMADV_CAUSE_COUNT, name);
+    int i = umadv__name_index(cause_names, UMADV_CAUSE_COUNT, name);
 
     if (i < 0)
         return -1;

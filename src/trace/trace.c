@@ -24,15 +24,6 @@ static const char *const step_kind_names[UMADV_STEP_KIND_COUNT] = {
 };
 
 /* Position of @name in @names, -1 when it is not there. */
-static int name_index(const char *const *names, unsigned count, const char *name)
-{
-    for (unsigned i = 0; i < count; i++) {
-        if (strcmp(name, names[i]) == 0)
-            return (int)i;
-    }
-    return -1;
-}
-
 const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
 {
     return (unsigned)kind < UMADV_ALLOC_KIND_COUNT ? alloc_kind_names[kind] : "?";
@@ -40,7 +31,7 @@ const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
 
 int umadv__alloc_kind_parse(const char *name, umadv_alloc_kind_t *kind_p)
 {
-    int i = name_index(alloc_kind_names, UMADV_ALLOC_KIND_COUNT, name);
+    int i = umadv__name_index(alloc_kind_names, UMADV_ALLOC_KIND_COUNT, name);
 
     if (i < 0)
         return -1;
@@ -55,7 +46,7 @@ const char *umadv__step_kind_name(umadv_step_kind_t kind)
 
 int umadv__step_kind_parse(const char *name, umadv_step_kind_t *kind_p)
 {
-    int i = name_index(step_kind_names, UMADV_STEP_KIND_COUNT, name);
+    int i = umadv__name_index(step_kind_names, UMADV_STEP_KIND_COUNT, name);
 
     if (i < 0)
         return -1;
