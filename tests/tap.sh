@@ -56,6 +56,29 @@ tap_require() {
     fi
 }
 
+# tap_jacobi_on_gpu: examples/jacobi ($jacobi) under umadv's injection
+# library, on a GPU: the knobs a run would take from the environment
+# unset; the whole file skipped in a sanitizer build (the injection
+# library would need the ASan runtime preloaded) or without a CUDA device.
+tap_jacobi_on_gpu() {
+    tap_require "$umadv"
+    jacobi=$builddir/examples/jacobi
+    tap_require "$jacobi"
+    unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
+        UMADV_INJECT_LIBRARY UMADV_ITERATION_RANGE UMADV_ITERATION_SOURCE \
+        UMADV_PROFILE_ITERATION UMADV_PROFILE_OUTPUT UMADV_PROFILE_SECONDS UMADV_TIMELINE \
+        NVTX_INJECTION64_PATH LD_PRELOAD
+    if [ -n "${SANITIZERS:-}" ]; then
+        echo "1..0 # SKIP sanitizer build ($SANITIZERS): the injection library would need the ASan runtime preloaded"
+        exit 0
+    fi
+    "$jacobi" --size 64 --iters 3 >/dev/null 2>&1
+    if [ $? -eq 77 ]; then
+        echo "1..0 # SKIP no CUDA device"
+        exit 0
+    fi
+}
+
 # tap_done: the plan, last, and the exit status.
 tap_done() {
     echo "1..$n"

@@ -6,22 +6,7 @@
 # (its NVTX ranges did not end it), where --iteration's profile holds
 # one iteration's. Skipped as a whole without a CUDA device.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-jacobi=$builddir/examples/jacobi
-tap_require "$jacobi"
-unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
-    UMADV_INJECT_LIBRARY UMADV_ITERATION_RANGE UMADV_ITERATION_SOURCE UMADV_PROFILE_ITERATION \
-    UMADV_PROFILE_OUTPUT UMADV_PROFILE_SECONDS NVTX_INJECTION64_PATH LD_PRELOAD
-
-if [ -n "${SANITIZERS:-}" ]; then
-    echo "1..0 # SKIP sanitizer build ($SANITIZERS): the injection library would need the ASan runtime preloaded"
-    exit 0
-fi
-"$jacobi" --size 64 --iters 3 >/dev/null 2>&1
-if [ $? -eq 77 ]; then
-    echo "1..0 # SKIP no CUDA device"
-    exit 0
-fi
+tap_jacobi_on_gpu
 
 iters=10
 small="--size 1024 --iters $iters"

@@ -5,22 +5,7 @@
 # kernels, by name, inside their steps. Skipped as a whole without a
 # CUDA device.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-jacobi=$builddir/examples/jacobi
-tap_require "$jacobi"
-unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
-    UMADV_INJECT_LIBRARY UMADV_ITERATION_RANGE UMADV_PROFILE_ITERATION UMADV_PROFILE_OUTPUT \
-    NVTX_INJECTION64_PATH LD_PRELOAD
-
-if [ -n "${SANITIZERS:-}" ]; then
-    echo "1..0 # SKIP sanitizer build ($SANITIZERS): the injection library would need the ASan runtime preloaded"
-    exit 0
-fi
-"$jacobi" --size 64 --iters 3 >/dev/null 2>&1
-if [ $? -eq 77 ]; then
-    echo "1..0 # SKIP no CUDA device"
-    exit 0
-fi
+tap_jacobi_on_gpu
 
 "$umadv" profile -q -o "$tmp/j.umt" --timeline "$tmp/j.json" -- "$jacobi" --size 1024 \
     --iters 10 >"$tmp/prof.out" 2>"$tmp/prof.err"

@@ -6,22 +6,7 @@
 # the launches over its range; --iteration-source nvtx with no range
 # finds none. Skipped without a CUDA device.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-jacobi=$builddir/examples/jacobi
-tap_require "$jacobi"
-unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED UMADV_ROUTE_MALLOC UMADV_RUN_SUMMARY \
-    UMADV_INJECT_LIBRARY UMADV_ITERATION_RANGE UMADV_ITERATION_SOURCE UMADV_PROFILE_ITERATION \
-    NVTX_INJECTION64_PATH LD_PRELOAD
-
-if [ -n "${SANITIZERS:-}" ]; then
-    echo "1..0 # SKIP sanitizer build ($SANITIZERS): the injection library would need the ASan runtime preloaded"
-    exit 0
-fi
-"$jacobi" --size 64 --iters 3 >/dev/null 2>&1
-if [ $? -eq 77 ]; then
-    echo "1..0 # SKIP no CUDA device"
-    exit 0
-fi
+tap_jacobi_on_gpu
 
 # One sweep (one launch) per iteration: the loop is found once 32 launches
 # repeat, so 80 iterations leave about 45 for umadv.
