@@ -72,6 +72,14 @@ grep -q '^umadv profile: sh (pid 7): policy oracle, budget none' "$tmp/summary.e
 ok $? "the run summary, as umadv run prints it, says the profile was saved" ||
     diag "$tmp/summary.err"
 
+window=$(printf '%s\n' "$record" | sed 's/^plan none$/profile_window_ms 1500.25\nplan none/')
+(cd "$tmp" && "$umadv" profile $np -o window.umt -- sh -c "$saver; printf '%s\n' '$window' >>\"\$UMADV_RUN_SUMMARY\"") \
+    >"$tmp/window.out" 2>"$tmp/window.err"
+grep -q '^  profiled a window of 1.500 s (--seconds); profile: saved$' "$tmp/window.err" &&
+    ! grep -q 'ms/iteration' "$tmp/window.err"
+ok $? "a --seconds window is summarised as its time, not as iterations" ||
+    diag "$tmp/window.err"
+
 profile status -o status.umt -- sh -c "$saver; exit 5"
 [ "$(rc_of status)" -eq 5 ] && [ -s "$tmp/status.umt" ] && grep -q '^advice' "$tmp/status.out"
 ok $? "the program's exit status comes back (5), after the report"

@@ -67,6 +67,9 @@ static void put_iterations(record_t *r, const umadv_inject_counts_t *c)
     put(r, "plan %s\n", !c->planned ? "none"
                         : c->plan_status == UMADV_OK ? "ok"
                                                      : umadv_status_string(c->plan_status));
+    if (c->window == UMADV_INJECT_WINDOW_ENDED) /* UMADV_PROFILE_SECONDS: the window */
+        put(r, "profile_window_ms %.3f\n",
+            (double)(c->window_end_ns - c->window_begin_ns) / 1e6);
     if (c->profile_mode) /* profile mode only: umadv profile's record */
         put(r, "profile %s\n", c->profile_saved > 0 ? "saved" : c->profile_saved < 0 ? "failed"
                                                                                    : "none");

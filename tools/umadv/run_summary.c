@@ -23,6 +23,7 @@ typedef struct summary {
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
     uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
     double   ms, replayed_ms;
+    double   window_ms; /* UMADV_PROFILE_SECONDS's window as recorded; 0: none */
 } summary_t;
 
 typedef enum { KEY_U64, KEY_DOUBLE, KEY_LONG, KEY_WORD } key_type_t;
@@ -45,6 +46,7 @@ static const key_t_ keys[] = {
     K("ms_per_iteration", KEY_DOUBLE, ms),
     K("replayed_iterations", KEY_U64, replayed),
     K("ms_per_replayed_iteration", KEY_DOUBLE, replayed_ms),
+    K("profile_window_ms", KEY_DOUBLE, window_ms),
     K("iterations_by", KEY_WORD, iterations_by),
     K("plan", KEY_WORD, plan),
     K("profile", KEY_WORD, profile),
@@ -118,6 +120,11 @@ static void print_iterations(const summary_t *s, FILE *stream)
     if (strcmp(s->iterations_by, "program") == 0) {
         fputs("  iterations: the program marks its own through umadv's API; umadv run left "
               "them to it\n", stream);
+        return;
+    }
+    if (s->window_ms > 0) { /* one window of time, not iterations */
+        fprintf(stream, "  profiled a window of %.3f s (--seconds); profile: %s\n",
+                s->window_ms / 1e3, s->profile[0] != '\0' ? s->profile : "none");
         return;
     }
     if (s->iterations == 0) {
