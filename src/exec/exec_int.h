@@ -207,7 +207,8 @@ void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane);
 int umadv__exec_pending(const umadv_exec_t *e, uint64_t key);
 /* What the step of @key waits for first (a span's name in the timeline):
  * an eviction that makes room, a fetch in flight, one queued behind
- * another, or one queued with no room yet. */
+ * another, one queued with no room yet, one that may go while the lane
+ * has yet to take it, or advice. */
 const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key);
 void umadv__exec_abandon(umadv_exec_t *e, uint64_t key);
 exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream);

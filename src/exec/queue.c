@@ -131,6 +131,24 @@ int umadv__exec_pending(const umadv_exec_t *e, uint64_t key)
     return 0;
 }
 
+/* The fetch lane is idle and an op of the step is queued: what keeps the
+ * head of its queue from going. */
+static const char *idle_fetch_cause(const umadv_exec_t *e)
+{
+    const exec_op_t *head = umadv__exec_queue_peek((exec_lane_t *)&e->fetch);
+    uint64_t add;
+
+    if (head == NULL)
+        return "wait: fetch queued, no room yet";
+    if (head->d.kind == UMADV_OP_ADVISE)
+        return "wait: advice queued";
+    if (umadv__core_fetch_verdict(&e->core, &head->d, &add) == UMADV_FETCH_WAIT)
+        return "wait: fetch queued, no room yet";
+    /* it may go: the lane has yet to wake and take it */
+    return head->d.fresh ? "wait: fresh population queued, lane waking"
+                         : "wait: fetch queued, lane waking";
+}
+
 const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key)
 {
     if (blocks(e, e->evict.busy_need, e->evict.busy_blocking, key))
@@ -141,7 +159,7 @@ const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key)
         return "wait: fetch in flight";
     if (e->fetch.busy_need != EXEC_KEY_NONE)
         return "wait: fetch queued behind another";
-    return "wait: fetch queued, no room yet";
+    return idle_fetch_cause(e);
 }
 
 /* A step gave up waiting: nothing needed up to @key blocks any more, and
