@@ -97,12 +97,14 @@ static void test_alloc_at(void)
     {.address = (_addr), .start = (_time), .device = (_dev), .groups = (_groups), \
      .mode = UMADV_ACCESS_##_mode}
 
+#define NO_NAME UMADV_EVENT_NO_NAME
+
 static void test_attrib_and_merge(void)
 {
     umadv_prof_launch_t launches[] = {{42, 2}, {7, 0}, {9, 1}, {11, 3}};
     umadv_prof_kernel_t kernels[] = {
-        {7, 0, 1000, 2000}, {9, 0, 3000, 5000}, {42, 0, 6000, 6500}, {42, 0, 6600, 7000},
-        {11, 0, 8000, 9000}, {99, 0, 10, 20},
+        {7, 0, 1000, 2000, NO_NAME}, {9, 0, 3000, 5000, NO_NAME}, {42, 0, 6000, 6500, NO_NAME},
+        {42, 0, 6600, 7000, NO_NAME}, {11, 0, 8000, 9000, NO_NAME}, {99, 0, 10, 20, NO_NAME},
     };
     umadv_prof_fault_t faults[] = {
         FAULT(UMADV_MIB + 70 * UMADV_KIB, 1500, 0, 3, READ), /* A sec 1, step 0 */

@@ -256,7 +256,7 @@ out:
 static void test_declared_parts(void)
 {
     const umadv_trace_access_t *x;
-    void *a, *part, *args1[1];
+    void *a, *part, *args2[2];
     const umadv_trace_t *t;
     umadv_context_t ctx;
 
@@ -266,15 +266,16 @@ static void test_declared_parts(void)
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     part = (char *)a + 2 * SECTION;
-    args1[0] = &part;
+    args2[0] = &part;
+    args2[1] = &part;
     umadv_step_begin(ctx, "layer.part1", NULL);         /* step 0 */
     umadv_step_access(ctx, part, 2 * SECTION, UMADV_ACCESS_RW);
-    runtime_launch("kPart", 60, args1, 1);
+    runtime_launch("kPart", 60, args2, 1);
     umadv_step_end(ctx, 10);
     umadv_step_begin(ctx, "layer.part0", NULL);         /* step 1 */
     umadv_step_access(ctx, part, 2 * SECTION, UMADV_ACCESS_RW);
-    args1[0] = &a;                                      /* outside what it declared */
-    runtime_launch("kWhole", 70, args1, 1);
+    args2[0] = &a;                                      /* outside what it declared */
+    runtime_launch("kWhole", 70, args2, 1);
     umadv_step_end(ctx, 10);
     umadv_iteration_begin(ctx);
     t = &ctx->trace;

@@ -33,10 +33,10 @@ static void scan_found(void *arg, const umadv_pool_loc_t *loc)
 
     if (alloc == NULL || alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
         return;
-    /* A step that declared the bytes this parameter points into said what
-     * its kernels touch there (a part of a block, vgg's batch parts): the
-     * declaration stands. */
-    if (ctx->step_open && umadv__trace_last_step_covers(&ctx->trace, alloc->trace_id, loc->offset))
+    /* Bytes the step has already (another pointer into the block took it
+     * whole; or the step declared them: a part of a block, vgg's batch
+     * parts, whose declaration stands) take nothing more. */
+    if (umadv__trace_last_step_covers(&ctx->trace, alloc->trace_id, loc->offset))
         return;
     /* Else the whole block, read and written: the parameter says the
      * kernel can reach it, not which bytes it touches. */
@@ -97,6 +97,10 @@ static void guess_found(void *arg, const umadv_pool_loc_t *loc)
 
     if (alloc == NULL || alloc->trace_id == UMADV_CTX_NO_TRACE_ID || g->n == GUESS_MAX)
         return;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->found[i] == alloc)
+            return; /* another pointer into a block already named */
+    }
     g->found[g->n++] = alloc;
     g->bytes += alloc->size;
 }
