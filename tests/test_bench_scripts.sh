@@ -603,6 +603,48 @@ ddp dfail FAKE_FAIL_RANK=1 -- --visible 2
     [ ! -e "$tmp/dfail/ddp.json" ]
 ok $? "a rank that fails fails the bench, naming the rank" || diag "$tmp/dfail.err"
 
+# ---- bench/unmodified.py ------------------------------------------------
+
+# fake_plain_train.py: native 100 ms; profiled, 1000 ms at iteration 1
+# (a trace of 3 GiB peak: 50% is 1.5 GiB); under umadv run 306 ms from
+# iteration 4; torch_train.py's route 300 ms (fake_torch_train.py).
+unmod() { # NAME [ENV...] -- [OPTIONS]: NAME.table, .err, .rc, NAME/unmodified.json
+    name=$1
+    shift
+    while [ "$1" != "--" ]; do export "${1?}"; shift; done
+    shift
+    python3 "$srcdir/bench/unmodified.py" --umadv "$srcdir/tests/bench/fake_umadv_launch.py" \
+        --plain "$srcdir/tests/bench/fake_plain_train.py" \
+        --route "$srcdir/tests/bench/fake_torch_train.py" --lib /nonexistent --iters 8 \
+        --steady-from 4 --out "$tmp/$name" "$@" >"$tmp/$name.table" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+    unset FAKE_WANT_BUDGET FAKE_DIFFER
+}
+ufield() { # NAME PYTHON-EXPRESSION over d, NAME/unmodified.json
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+        "$tmp/$1/unmodified.json" "$2"
+}
+
+unmod um FAKE_WANT_BUDGET=1610612736 --
+[ "$(cat "$tmp/um.rc")" -eq 0 ] && [ "$(ufield um 'd["budget"]')" = 1610612736 ] &&
+    [ "$(ufield um 'd["runs"]["native"]["ms_per_iter"]')" = 100.0 ] &&
+    [ "$(ufield um 'd["profile_adds_iterations"]')" = 9.0 ] &&
+    [ "$(ufield um 'd["runs"]["run"]["ms_per_iter"]')" = 306.0 ] &&
+    [ "$(ufield um 'round(d["run_x_route"], 3)')" = 1.02 ] &&
+    [ "$(ufield um 'd["run_target_met"]')" = True ] && [ "$(ufield um 'd["losses_identical"]')" = True ] &&
+    tail -1 "$tmp/um.table" | grep -q 'profiling adds 9.0 native iterations; run x route 1.020 (target 1.05: met)'
+ok $? "unmodified.py: 50% of the profile's footprint, profiling's cost, run against the route" ||
+    diag "$tmp/um.err"
+
+unmod udiff FAKE_WANT_BUDGET=2147483648 FAKE_DIFFER=1 -- --budget 2G
+[ "$(cat "$tmp/udiff.rc")" -eq 1 ] && [ "$(ufield udiff 'd["losses_identical"]')" = False ] &&
+    grep -q "^bench: run's losses differ from native's" "$tmp/udiff.err"
+ok $? "unmodified.py --budget 2G: losses unlike native's fail the bench" || diag "$tmp/udiff.err"
+
+unmod ubad FAKE_WANT_BUDGET=1 -- --budget 150%
+[ "$(cat "$tmp/ubad.rc")" -eq 2 ] && grep -q -- '--budget: a size' "$tmp/ubad.err"
+ok $? "unmodified.py: a budget above 100% is a usage error" || diag "$tmp/ubad.err"
+
 # benchlib.cut_bound_ms: T (1 GiB) written at step 0, read at step 2; step 1
 # reads P (1 GiB); 1 GiB of memory: T is off the GPU while step 1 runs, so
 # it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute) and comes
