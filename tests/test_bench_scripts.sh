@@ -645,6 +645,37 @@ unmod ubad FAKE_WANT_BUDGET=1 -- --budget 150%
 [ "$(cat "$tmp/ubad.rc")" -eq 2 ] && grep -q -- '--budget: a size' "$tmp/ubad.err"
 ok $? "unmodified.py: a budget above 100% is a usage error" || diag "$tmp/ubad.err"
 
+# ---- bench/timeline_breakdown.py ----------------------------------------
+
+# Iteration 3 of a hand-made UMADV_TIMELINE: a 10 ms step; a wait from 2 to
+# 6 ms; a restore of 200 MB from 1 to 5 ms (50 GB/s); a staging out of 360
+# MB from 0 to 8 ms (45 GB/s). Iteration 2 only has a step.
+cat >"$tmp/tl.json" <<'EOF_TL'
+{"displayTimeUnit":"ms","traceEvents":[
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"umadv replay (measured)"}},
+{"name":"step","ph":"X","pid":1,"tid":1,"ts":0,"dur":1000,"args":{"iteration":2,"step":0}},
+{"name":"step","ph":"X","pid":1,"tid":1,"ts":20000,"dur":10000,"args":{"iteration":3,"step":0}},
+{"name":"wait: fetch in flight","ph":"X","pid":1,"tid":2,"ts":22000,"dur":4000,"args":{"iteration":3,"step":0}},
+{"name":"restore from staging","ph":"X","pid":1,"tid":3,"ts":21000,"dur":4000,"args":{"iteration":3,"step":0,"bytes":200000000}},
+{"name":"stage out","ph":"X","pid":1,"tid":4,"ts":20000,"dur":8000,"args":{"iteration":3,"step":0,"bytes":360000000}}
+],"otherData":{"spans":5,"dropped_spans":0}}
+EOF_TL
+python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl.json" --last 1 --bucket 5 \
+    --json "$tmp/tl.out.json" >"$tmp/tl.table" 2>"$tmp/tl.err"
+[ $? -eq 0 ] && grep -q '^iteration 3: 10.0 ms$' "$tmp/tl.table" &&
+    grep -q 'fetch lane  *restore from staging  *1  *4.00 ms .* 50.0 GB/s$' "$tmp/tl.table" &&
+    grep -q 'eviction lane  *stage out  *1  *8.00 ms .* 45.0 GB/s$' "$tmp/tl.table" &&
+    grep -q '^ *0  *100%  *60%  *80%  *100%$' "$tmp/tl.table" &&
+    grep -q '^ *5  *100%  *20%  *0%  *60%$' "$tmp/tl.table" &&
+    ! grep -q '^iteration 2' "$tmp/tl.table"
+ok $? "timeline_breakdown.py: an iteration's calls, rates and waits, and its buckets" ||
+    { diag "$tmp/tl.table"; diag "$tmp/tl.err"; }
+
+echo '{"traceEvents":[{"name":"x","ph":"X","tid":9,"ts":0,"dur":1,"args":{}}]}' >"$tmp/tl-bad.json"
+python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-bad.json" >/dev/null 2>"$tmp/tl-bad.err"
+[ $? -eq 1 ] && grep -q 'not a umadv replay timeline' "$tmp/tl-bad.err"
+ok $? "timeline_breakdown.py: a file that is not a replay timeline is refused, named"
+
 # benchlib.cut_bound_ms: T (1 GiB) written at step 0, read at step 2; step 1
 # reads P (1 GiB); 1 GiB of memory: T is off the GPU while step 1 runs, so
 # it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute) and comes
