@@ -129,7 +129,7 @@ static void test_replay(void)
         return;
     ok(access(path, R_OK) == 0, "its timeline was written when the context ended");
     if (!have_python()) {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             skip("no python3", "the timeline read back");
         return;
     }
@@ -146,6 +146,10 @@ static void test_replay(void)
                           "all(e[\"name\"].startswith(\"wait: \") or e[\"name\"].startswith("
                           "\"restore on\") for e in ev if e[\"tid\"]==2)"),
        "no negative times; every wait is named by its cause");
+    ok(python_check(path, "all(b[\"ts\"] >= a[\"ts\"] + a[\"dur\"] - 0.002 for t in (1, 2, 3, 4) "
+                          "for a, b in (lambda l: zip(l, l[1:]))(sorted([e for e in ev "
+                          "if e[\"tid\"] == t], key=lambda e: e[\"ts\"])))"),
+       "each track's spans follow one another (a lane's stall ends where its call begins)");
 }
 
 /* The file is replaced only whole: an output that cannot be written says
@@ -189,7 +193,7 @@ static void test_save_now(void)
 
 int main(void)
 {
-    plan(17);
+    plan(18);
     log_capture_start();
     if (mkdtemp(dir) == NULL) {
         diag("mkdtemp: cannot make a directory under /tmp");

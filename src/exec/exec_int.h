@@ -230,7 +230,7 @@ void umadv__exec_queue_decisions(umadv_exec_t *e);
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op);
 void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                int to_gpu, int ok);
-void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start,
+void umadv__exec_lane_busy(umadv_exec_t *e, exec_lane_t *lane, uint64_t start,
                            const char *what, uint64_t bytes);
 
 /* stage.c (its opening comment); all but init and cleanup with the lock

@@ -146,10 +146,24 @@ static size_t call_extent(const umadv_exec_t *e, const exec_lane_t *lane, size_t
 
 /* The time since @start, in a lane's CUDA calls: where the lanes spend
  * an iteration (exec.c logs it). */
-void umadv__exec_lane_busy(umadv_exec_t *e, const exec_lane_t *lane, uint64_t start,
+/* The timeline's stall of @lane, if one is open, ends at @at (the lane
+ * went on: its call began then). */
+static void lane_stall_end(umadv_exec_t *e, exec_lane_t *lane, uint64_t at)
+{
+    if (lane->stalled_ns == 0)
+        return;
+    umadv__spans_add(e->p.spans, lane == &e->fetch ? UMADV_SPAN_FETCH : UMADV_SPAN_EVICT,
+                     "stalled: no room yet", lane->stalled_ns, UMADV_MAX(at, lane->stalled_ns),
+                     0, e->iteration, e->step);
+    lane->stalled_ns = 0;
+}
+
+void umadv__exec_lane_busy(umadv_exec_t *e, exec_lane_t *lane, uint64_t start,
                            const char *what, uint64_t bytes)
 {
     uint64_t now = umadv__now_ns();
+
+    lane_stall_end(e, lane, start);
 
     if (lane == &e->fetch)
         e->stats.fetch_busy_ns += now - start;
@@ -601,19 +615,15 @@ static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 
 /* The timeline's stalls: from when the lane first found an op it could
  * not serve (a fetch with no room yet, an advice set behind its unset) to
- * when it served one. */
+ * when it began the next call, or served an op that needs none. */
 static void lane_stalled(umadv_exec_t *e, exec_lane_t *lane, int served)
 {
     if (e->p.spans == NULL)
         return;
     if (!served && lane->stalled_ns == 0 && umadv__exec_queue_peek(lane) != NULL)
         lane->stalled_ns = umadv__now_ns();
-    if (served && lane->stalled_ns != 0) {
-        umadv__spans_add(e->p.spans, lane == &e->fetch ? UMADV_SPAN_FETCH : UMADV_SPAN_EVICT,
-                         "stalled: no room yet", lane->stalled_ns, umadv__now_ns(), 0,
-                         e->iteration, e->step);
-        lane->stalled_ns = 0;
-    }
+    if (served) /* an op that made no call (its call, if any, ended the stall) */
+        lane_stall_end(e, lane, umadv__now_ns());
 }
 
 static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t *))
