@@ -241,7 +241,8 @@ static int no_profile(const profile_args_t *args, int status)
         return status != 0 ? status : UMADV_EXIT_FAILURE;
     }
     fprintf(stderr, "umadv profile: %s saved no profile: iteration %s never ended (umadv finds "
-            "iterations at an NVTX range, --iteration-range, or at PyTorch's optimizer step), "
+            "iterations at an NVTX range, --iteration-range, at PyTorch's optimizer step, or in "
+            "the repeating kernel-launch sequence; --seconds records a window of time instead), "
             "or the save failed (the library's message above says why); see umadv-profile(1)\n",
             args->launch.command[0], iteration != NULL ? iteration : "1");
     return status != 0 ? status : UMADV_EXIT_FAILURE;
