@@ -263,23 +263,12 @@ class Bounds:
                 self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None,
                                       "cut_ms": None}
             else:
-                self.cache[budget] = {"bound_ms": bound_ms(self.compute_ms, moved[0], moved[1],
-                                                           self.pinned),
-                                      "min_in": moved[0], "min_out": moved[1],
-                                      "cut_ms": max_known(
-                                          self.compute_ms,
-                                          bound_ms(self.compute_ms, moved[0], moved[1],
-                                                   self.pinned),
-                                          cut_bound_ms(self.trace, budget, self.compute_ms,
-                                                       self.pinned))}
+                phys = bound_ms(self.compute_ms, moved[0], moved[1], self.pinned)
+                # both bounds hold (a step that fits for one fits for the other)
+                cut = cut_bound_ms(self.trace, budget, self.compute_ms, self.pinned)
+                self.cache[budget] = {"bound_ms": phys, "min_in": moved[0], "min_out": moved[1],
+                                      "cut_ms": max(phys, cut)}
         return self.cache[budget]
-
-
-def max_known(*values):
-    """The largest of @values that are not None (both bounds hold: the
-    tighter is their maximum)."""
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
 
 
 def ratio(a, b):
