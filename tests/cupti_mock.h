@@ -175,32 +175,33 @@ static inline void queue_kernel(uint32_t corr, uint64_t start, uint64_t end)
     r->kernel.end           = end;
 }
 
-static inline void queue_fault(const void *addr, uint64_t start, uint64_t groups)
+/* A unified-memory counter record of @counter_kind queued for the next
+ * buffer CUPTI hands out. */
+static inline void queue_um(uint32_t counter_kind, const void *addr, uint64_t start,
+                            uint64_t dur, uint64_t value, uint32_t flags)
 {
     mock_record_t *r = &mock.queue[mock.nqueue++];
 
     memset(r, 0, sizeof(*r));
     r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
-    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    r->um.counterKind = counter_kind;
     r->um.address     = (uintptr_t)addr;
     r->um.start       = start;
-    r->um.end         = start + 10;
-    r->um.value       = groups;
-    r->um.flags       = CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE;
+    r->um.end         = start + dur;
+    r->um.value       = value;
+    r->um.flags       = flags;
+}
+
+static inline void queue_fault(const void *addr, uint64_t start, uint64_t groups)
+{
+    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, addr, start, 10, groups,
+             CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE);
 }
 
 static inline void queue_migration(const void *addr, uint64_t start, uint64_t bytes, uint32_t cause)
 {
-    mock_record_t *r = &mock.queue[mock.nqueue++];
-
-    memset(r, 0, sizeof(*r));
-    r->um.kind        = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
-    r->um.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
-    r->um.address     = (uintptr_t)addr;
-    r->um.start       = start;
-    r->um.end         = start + 100;
-    r->um.value       = bytes;
-    r->um.flags       = cause;
+    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, addr, start, 100,
+             bytes, cause);
 }
 
 /* A call as CUPTI reports it to the subscriber: entry or exit. */

@@ -81,11 +81,10 @@ static uint32_t launch_step(void *arg, const char *name, unsigned flags,
     return 0;
 }
 
-static void queue_um(uint32_t counter_kind, uint64_t start, uint64_t value, uint32_t flags)
+/* A record at one address, 10 ns long. */
+static void queue_record(uint32_t counter_kind, uint64_t start, uint64_t value, uint32_t flags)
 {
-    queue_fault((void *)0x2000, start, value);
-    mock.queue[mock.nqueue - 1].um.counterKind = counter_kind;
-    mock.queue[mock.nqueue - 1].um.flags = flags;
+    queue_um(counter_kind, (void *)0x2000, start, 10, value, flags);
 }
 
 static void queue_named(uint32_t corr, uint64_t start, const char *name)
@@ -127,18 +126,18 @@ static void test_profiler_keeps(void)
     queue_named(1, 1000, "gemm_kernel");
     queue_named(2, 2000, same);
     queue_named(3, 3000, "relu_kernel");
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, 1100, 3, 0);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1200, 65536,
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, 1100, 3, 0);
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1200, 65536,
              CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1300, 65536,
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1300, 65536,
              CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1400, 65536,
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, 1400, 65536,
              CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, 1500, 65536,
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, 1500, 65536,
              CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, 1600, 65536,
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, 1600, 65536,
              CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS);
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING, 1700, 0, 0);
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING, 1700, 0, 0);
     umadv__prof_record_stop(prof, &r);
     ok(r.nkernels == 3 && act->nnames == 2 && r.kernels[0].name == r.kernels[1].name &&
        r.kernels[2].name != r.kernels[0].name &&
@@ -168,7 +167,7 @@ static void test_profiler_keeps(void)
 
     umadv__prof_record_start(prof, UMADV_PROF_RECORD_TIMING);
     queue_named(4, 5000, "gemm_kernel");
-    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, 5100, 1, 0);
+    queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, 5100, 1, 0);
     umadv__prof_record_stop(prof, &r);
     ok(r.nkernels == 1 && r.activity.nevents == 0 && r.activity.nnames == 0,
        "a timing recording keeps no activity");
@@ -188,7 +187,7 @@ static void test_profiler_bound(void)
     }
     while (sent < UMADV_PROF_EVENTS_MAX + 100) {
         for (int i = 0; i < 50; i++, sent++)
-            queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, sent, 1, 0);
+            queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, sent, 1, 0);
         mock_flush(0);
     }
     umadv__prof_record_stop(prof, &r);
