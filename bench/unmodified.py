@@ -71,8 +71,10 @@ def parse_args():
 
 
 def plain_argv(args):
+    # --tf32: the arithmetic of torch_train.py (PyTorch's defaults), so
+    # that run and route time the same kernels.
     return [sys.executable, args.plain, "--model", args.model, "--batch", str(args.batch),
-            "--iters", str(args.iters)]
+            "--iters", str(args.iters), "--tf32"]
 
 
 def parse_plain(out, err):

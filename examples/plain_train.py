@@ -2,15 +2,18 @@
 """plain_train.py: PyTorch training with no umadv code, for `umadv run`.
 
 A small convolutional network (torch.nn) trained with SGD and momentum on
-synthetic images from a fixed seed: one batch per iteration, the loss of
+synthetic images drawn on the GPU from a fixed seed (no host-side data
+path to dominate the time): one batch per iteration, the loss of
 each printed with its exact bits (float.hex), so that a run under
 `umadv run -- python3 plain_train.py` can be compared with a plain run
-line for line. cuDNN runs its deterministic algorithms and TF32 is off:
+line for line. cuDNN runs its deterministic algorithms and TF32 is off
+(--tf32: cuDNN's convolutions in TF32, PyTorch's default and
+examples/torch_train.py's, for timings to compare with it); either way
 the bits depend on the data and the arithmetic alone.
 
     python3 plain_train.py [--iters N] [--batch N] [--width N] [--seed N]
                            [--model small|NAME] [--image-size N]
-                           [--cudnn-benchmark] [--no-optimizer] [--memory]
+                           [--cudnn-benchmark] [--tf32] [--no-optimizer] [--memory]
 --model NAME trains a torchvision classification model (resnet50, ...)
 with 1000 classes at --image-size (default 224) instead of the small
 network (32x32 images, 10 classes). Each iteration's wall time, the loss
@@ -37,6 +40,8 @@ def parse():
     p.add_argument("--width", type=int, default=32, help="channels of the first layer")
     p.add_argument("--seed", type=int, default=1, help="seed of the weights and data")
     p.add_argument("--cudnn-benchmark", action="store_true", help="cudnn.benchmark = True")
+    p.add_argument("--tf32", action="store_true",
+                   help="cuDNN convolutions in TF32 (cudnn.allow_tf32, PyTorch's default)")
     p.add_argument("--no-optimizer", action="store_true",
                    help="update the weights by hand (no torch.optim)")
     p.add_argument("--memory", action="store_true",
@@ -105,17 +110,17 @@ def main():
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = args.tf32
     torch.manual_seed(args.seed)
     net, classes = network(torch, args)
     net = net.cuda()
     opt = None if args.no_optimizer else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-    gen = torch.Generator(device="cpu").manual_seed(args.seed + 1)
+    gen = torch.Generator(device="cuda").manual_seed(args.seed + 1)
     size = args.image_size
     for it in range(args.iters):
         start = time.perf_counter()
-        x = torch.randn(args.batch, 3, size, size, generator=gen).cuda()
-        y = torch.randint(0, classes, (args.batch,), generator=gen).cuda()
+        x = torch.randn(args.batch, 3, size, size, generator=gen, device="cuda")
+        y = torch.randint(0, classes, (args.batch,), generator=gen, device="cuda")
         if opt is not None:
             opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(net(x), y)

@@ -28,6 +28,13 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
     case cudaErrorInsufficientDriver:
         status = UMADV_ERR_NO_DEVICE;
         break;
+    case cudaErrorCudartUnloading:
+        /* The process is exiting and took the runtime with it (a thread of
+         * ours still running from an atexit handler): no device from here
+         * on, and nothing the user must hear about. */
+        status = UMADV_ERR_NO_DEVICE;
+        level  = UMADV_LOG_DEBUG;
+        break;
     case cudaErrorNotSupported:
         status = UMADV_ERR_UNSUPPORTED;
         break;

@@ -676,8 +676,11 @@ static void monitor_fail(const char *call)
 static int monitor_sample(umadv_exec_t *e)
 {
     uint64_t free_b, total_b, used;
+    umadv_status_t status = e->p.ops->mem_get_info(&free_b, &total_b);
 
-    if (e->p.ops->mem_get_info(&free_b, &total_b) != UMADV_OK) {
+    if (status == UMADV_ERR_NO_DEVICE)
+        return 0; /* the runtime is unloading: the process is exiting */
+    if (status != UMADV_OK) {
         monitor_fail("mem_get_info");
         return 0;
     }

@@ -33,6 +33,7 @@ def main():
     p.add_argument("--model")
     p.add_argument("--batch", type=int)
     p.add_argument("--iters", type=int)
+    p.add_argument("--tf32", action="store_true")
     a = p.parse_args()
     profile, policy = os.environ.get("UMADV_PROFILE_OUTPUT"), os.environ.get("UMADV_POLICY")
     if policy == "plan" and os.environ.get("UMADV_BUDGET") != os.environ.get("FAKE_WANT_BUDGET"):
