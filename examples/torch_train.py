@@ -691,9 +691,6 @@ def use_umadv_allocator(torch, args):
     """--alloc tensor: umadv is the process's CUDA allocator (before any
     CUDA allocation: PyTorch refuses to swap an initialized allocator)."""
     args.lib = find_library(args.lib)
-    # Arenas that hold a whole iteration: an arena emptied by backward and
-    # returned would be mapped again, and populated again, every iteration.
-    os.environ.setdefault("UMADV_ARENA_SIZE", "16G")
     torch.cuda.memory.change_current_allocator(pluggable(torch, args))
 
 

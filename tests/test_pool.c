@@ -118,12 +118,22 @@ static void test_coalescing(void)
     for (int i = 0; i < 5; i++)
         umadv__pool_free(pool, blocks[i]);
     s = stats_of(pool);
-    ok(s.arenas == 1 && s.arena_bytes == ARENA, "empty arenas returned, one kept");
+    ok(s.arenas == 5 && s.arena_bytes == 5 * ARENA, "emptied arenas are kept (%u)", s.arenas);
     is_u64(s.arena_peak, 5 * ARENA, "arena peak remembered");
+    for (int i = 0; i < 5; i++)
+        umadv__pool_malloc(pool, 900 * UMADV_KIB, &blocks[i]);
+    s = stats_of(pool);
+    ok(s.arenas == 5 && s.arena_peak == 5 * ARENA,
+       "an iteration that fills them again maps nothing new (arenas %u)", s.arenas);
+    for (int i = 0; i < 5; i++)
+        umadv__pool_free(pool, blocks[i]);
     umadv__pool_malloc(pool, 3 * ARENA, &a);
     umadv__pool_free(pool, a);
     s = stats_of(pool);
-    ok(s.arenas == 1 && s.arena_bytes == ARENA, "an oversize arena is not the one kept");
+    ok(s.arenas == 6 && s.arena_bytes == 8 * ARENA, "an oversize arena is kept too");
+    is(umadv__pool_malloc(pool, 2 * ARENA, &a), UMADV_OK, "2M from the kept oversize arena");
+    ok(stats_of(pool).arenas == 6, "carved from a kept arena, none added");
+    umadv__pool_free(pool, a);
     umadv__pool_destroy(pool);
 }
 
@@ -131,7 +141,7 @@ static void test_limit(void)
 {
     umadv_pool_t *pool = pool_new(ARENA, 2 * ARENA, &umadv__cuda_ops_host);
     umadv_pool_stats_t before, s;
-    void *a, *b, *c;
+    void *a, *b, *c, *four[4];
     const char *log;
 
     log_take();
@@ -156,6 +166,20 @@ static void test_limit(void)
     s = stats_of(pool);
     ok(s.arena_bytes <= 2 * ARENA && s.arena_peak <= 2 * ARENA,
        "held memory never exceeded the limit (%llu)", (unsigned long long)s.arena_peak);
+    umadv__pool_destroy(pool);
+
+    /* Four kept empty arenas under a 4M limit: a 2.5M request returns as
+     * many of them as its room needs, and keeps the rest. */
+    pool = pool_new(ARENA, 4 * ARENA, &umadv__cuda_ops_host);
+    for (int i = 0; i < 4; i++)
+        umadv__pool_malloc(pool, 900 * UMADV_KIB, &four[i]);
+    for (int i = 0; i < 4; i++)
+        umadv__pool_free(pool, four[i]);
+    is(umadv__pool_malloc(pool, 5 * ARENA / 2, &a), UMADV_OK, "2.5M under a 4M limit held by kept arenas");
+    s = stats_of(pool);
+    ok(s.arenas == 2 && s.arena_bytes == 7 * ARENA / 2,
+       "three kept arenas returned for its room, one kept (%u arenas, %llu bytes)", s.arenas,
+       (unsigned long long)s.arena_bytes);
     umadv__pool_destroy(pool);
 }
 
@@ -270,8 +294,9 @@ static void test_random(void)
     while (n > 0)
         umadv__pool_free(pool, live[--n].ptr);
     s = stats_of(pool);
-    ok(s.arenas == 1 && s.free_blocks == 1 && s.bytes_in_use == 0 && s.span_in_use == 0,
-       "everything freed: one whole free arena left");
+    ok(s.free_blocks == s.arenas && s.bytes_in_use == 0 && s.span_in_use == 0,
+       "everything freed: each kept arena one whole free block (%u arenas, %llu free blocks)",
+       s.arenas, (unsigned long long)s.free_blocks);
     umadv__pool_destroy(pool);
     free(live);
 }
@@ -305,7 +330,8 @@ static void test_many(void)
          (double)(umadv__now_ns() - t_lookup) / N);
     ok(all_ok, "100k blocks allocated, looked up and freed in random order");
     ok(umadv__now_ns() - t0 < 5000000000ull, "in under 5 s");
-    is(stats_of(pool).free_blocks, 1, "all coalesced back into one free block");
+    is(stats_of(pool).free_blocks, stats_of(pool).arenas,
+       "all coalesced back into one free block per arena");
     umadv__pool_destroy(pool);
     free(ptrs);
 }
@@ -378,7 +404,7 @@ static void test_odd_backend(void)
 int main(void)
 {
     log_capture_start();
-    plan(54);
+    plan(59);
     test_basics();
     test_coalescing();
     test_limit();

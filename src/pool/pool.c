@@ -35,7 +35,6 @@ struct umadv_pool {
     umadv_tree_t        used, free;
     pool_arena_t      **arenas;       /* sorted by base */
     size_t              narenas, arenas_cap;
-    pool_arena_t       *spare;        /* the one empty arena kept */
     pool_block_t       *block_cache;  /* unused block structs, linked by next */
     umadv_pool_stats_t  stats;
 };
@@ -172,10 +171,29 @@ static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
     pool->narenas--;
     pool->stats.arena_bytes -= arena->raw_size;
     pool->stats.arenas--;
-    if (pool->spare == arena)
-        pool->spare = NULL;
     pool->params.ops->free(arena->raw, arena->raw_size);
     free(arena);
+}
+
+/* Return empty arenas, the largest first, until @want bytes are
+ * returned or none is left (the limit needs the room). */
+static void release_empty(umadv_pool_t *pool, uint64_t want)
+{
+    uint64_t returned = 0;
+
+    while (returned < want) {
+        pool_arena_t *largest = NULL;
+
+        for (size_t i = 0; i < pool->narenas; i++) {
+            pool_arena_t *a = pool->arenas[i];
+            if (a->used_blocks == 0 && (largest == NULL || a->raw_size > largest->raw_size))
+                largest = a;
+        }
+        if (largest == NULL)
+            return;
+        returned += largest->raw_size;
+        arena_release(pool, largest);
+    }
 }
 
 static void log_limit(const umadv_pool_t *pool, uint64_t request, uint64_t need)
@@ -202,8 +220,8 @@ static umadv_status_t arena_size_for(umadv_pool_t *pool, uint64_t request, uint6
         *size_p = size;
         return UMADV_OK;
     }
-    if (pool->stats.arena_bytes + need > max && pool->spare != NULL)
-        arena_release(pool, pool->spare);
+    if (pool->stats.arena_bytes + need > max)
+        release_empty(pool, pool->stats.arena_bytes + need - max);
     if (pool->stats.arena_bytes > max || need > max - pool->stats.arena_bytes) {
         log_limit(pool, request, need);
         return UMADV_ERR_LIMIT;
@@ -354,8 +372,6 @@ umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_
         if (status != UMADV_OK)
             return status;
     }
-    if (b->arena == pool->spare)
-        pool->spare = NULL;
     b = carve(pool, b, span, align);
     b->size = size;
     pool->stats.bytes_in_use += size;
@@ -373,20 +389,9 @@ static pool_block_t *used_find(const umadv_pool_t *pool, const void *ptr)
     return node != NULL && node->key_hi == (uintptr_t)ptr ? block_of(node) : NULL;
 }
 
-/* Keep one empty default-size arena; return any other empty one. */
-static void arena_emptied(umadv_pool_t *pool, pool_arena_t *arena)
-{
-    if (pool->spare == NULL && arena->raw_size == pool->params.arena_size) {
-        pool->spare = arena;
-        return;
-    }
-    arena_release(pool, arena);
-}
-
 umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr)
 {
     pool_block_t *b = used_find(pool, ptr);
-    pool_arena_t *arena;
 
     if (b == NULL)
         return UMADV_ERR_NOT_FOUND;
@@ -394,8 +399,7 @@ umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr)
     pool->stats.bytes_in_use -= b->size;
     pool->stats.span_in_use -= b->span;
     pool->stats.blocks--;
-    arena = b->arena;
-    arena->used_blocks--;
+    b->arena->used_blocks--;
     if (b->prev != NULL && b->prev->is_free) {
         pool_block_t *prev = b->prev;
         free_remove(pool, prev);
@@ -406,9 +410,7 @@ umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr)
         free_remove(pool, b->next);
         block_absorb(pool, b, b->next);
     }
-    free_insert(pool, b);
-    if (arena->used_blocks == 0)
-        arena_emptied(pool, arena);
+    free_insert(pool, b); /* an arena left empty is kept (pool.h, Arenas) */
     return UMADV_OK;
 }
 
