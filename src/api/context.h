@@ -45,6 +45,7 @@ typedef struct umadv_ctx_alloc {
     uint32_t bound;        /* trace allocation it plays in replay, or NO_TRACE_ID */
     uint32_t kept_id;      /* its trace_id in the kept profile (re-profiling) */
     int      stageable;    /* umadv_set_stageable: evictions may stage it */
+    uint32_t fetched_epoch;/* profiling: the profile_epoch it was fetched back in */
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
 } umadv_ctx_alloc_t;
@@ -157,6 +158,9 @@ struct umadv_context {
     uint64_t                 profile_evictions;/* and those evicted before, to fault */
     uint64_t                 profile_moved;    /* calls that moved blocks to the host
                                                 * when this profile began */
+    uint32_t                 profile_epoch;    /* evictions of every live block in this
+                                                * profile (profile.c, fetch_scanned) */
+    uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until
                                                 * known */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c
