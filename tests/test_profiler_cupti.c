@@ -623,6 +623,54 @@ static void test_follow(void)
     umadv_context_destroy(ctx);
 }
 
+/* The timing pass times the iteration the replay runs: its launches are
+ * the replay's steps, which wait for their data (else its kernels fault
+ * and their faults are timed as compute), and are timed too. */
+static void test_follow_timing(void)
+{
+    static const char *const names[] = {"k1", "k2", "k3"};
+    void *a = NULL, *args[2];
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+    umadv_exec_t *e;
+    int first_followed;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    args[0] = &a;
+    args[1] = &a;
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    for (uint32_t k = 0; k < 3; k++) {
+        runtime_launch(names[k], 10 + k, args, 0);
+        queue_kernel(10 + k, 10 * k, 10 * k + 5);
+    }
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    e = ctx->replay.exec;
+    ok(e != NULL && ctx->tpass.state == UMADV_CTX_TPASS_RUNNING,
+       "the iteration after the profile: a timing pass under the replay");
+    runtime_launch("k1", 110, args, 1);
+    first_followed = e != NULL && e->step == 1;
+    runtime_launch("k2", 112, args, 0);
+    driver_launch("k3", 113, args);
+    ok(first_followed && e->step == 3,
+       "its launches are the replay's steps, runtime or driver, nested launches once");
+    queue_kernel(111, 5000, 5007); /* the nested driver launch's id */
+    queue_kernel(112, 5010, 5018);
+    queue_kernel(113, 5020, 5029);
+    umadv_iteration_begin(ctx);
+    t = &ctx->trace;
+    ok(t->steps[0].duration_ns == 7 && t->steps[1].duration_ns == 8 &&
+       t->steps[2].duration_ns == 9, "and timed by their kernels (%llu, %llu, %llu ns)",
+       (unsigned long long)t->steps[0].duration_ns, (unsigned long long)t->steps[1].duration_ns,
+       (unsigned long long)t->steps[2].duration_ns);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* A parameter struct that names no block, larger than the bytes a guess
  * reads, so that a guess over it reads zeros only. */
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
@@ -756,7 +804,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(69);
+    plan(72);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -768,6 +816,7 @@ int main(void)
     test_recording();
     test_declared_parts();
     test_follow();
+    test_follow_timing();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();
     return exit_status();
