@@ -107,7 +107,13 @@ forwarded() {
 }
 forwarded TERM
 forwarded USR1
-forwarded HUP
+# A shell cannot trap a signal ignored when it started (POSIX): under
+# nohup, SIGHUP is, and the program would never exit.
+if sh -c 'trap "exit 0" HUP; kill -HUP $$; exit 1' 2>/dev/null; then
+    forwarded HUP
+else
+    ok 0 "# SKIP SIGHUP is ignored here (nohup?): a shell cannot trap it"
+fi
 
 # ---- options and knobs -----------------------------------------------
 
