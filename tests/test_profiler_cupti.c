@@ -741,6 +741,37 @@ static void test_no_layout(void)
        "under a policy that moves data, no guess: evicted before it, its faults decide");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
+
+    /* Steps whose application declares what they touch. */
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    umadv_step_begin(ctx, "declared", NULL);
+    umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_RW);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 60, opaque);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 61, opaque);
+    umadv_step_end(ctx, 1000);
+    umadv_step_begin(ctx, "undeclared", NULL);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 62, opaque);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 1 && ctx->trace.guessed_steps == 1,
+       "in a step that declared its accesses, its opaque launches evict nothing (the step "
+       "counted once as taken on its word); in one that declared none, evicted");
+    umadv_set_stageable(ctx, a, 1);
+    umadv_step_begin(ctx, "declared, stageable", NULL);
+    umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_RW);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 63, opaque);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 2,
+       "with a stageable block, declarations are not enough: evicted (a missed access would "
+       "read a discarded range)");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
 }
 
 /* One recording with an opaque kernel (everything evicted before it)
@@ -804,7 +835,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(72);
+    plan(74);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -114,6 +114,9 @@ struct umadv_context {
     /* marking */
     int                      in_iteration;
     int                      step_open;
+    int                      step_declared;    /* the open step declared an access while
+                                                * recorded (umadv_step_access); 2 once
+                                                * profile.c took it on its word */
     uint32_t                 step;           /* trace index of the open step */
     void                    *step_stream;    /* the open step's cudaStream_t */
     uint64_t                 step_start_ns;

@@ -380,6 +380,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
     }
     ctx->step_stream = stream;
     ctx->step_open = 1;
+    ctx->step_declared = 0;
     ctx->stats.steps++;
     return UMADV_OK;
 }
@@ -421,6 +422,7 @@ static umadv_status_t step_access(umadv_context_t ctx, const void *ptr, size_t s
     alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
     if (ctx->record != UMADV_CTX_REC_RECORDING)
         return UMADV_OK;
+    ctx->step_declared = 1;
     return umadv__trace_add_access(&ctx->trace, alloc->trace_id, loc.offset, size, mode, 0);
 }
 

@@ -441,8 +441,8 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access &&
                            ctx->trace.guessed_steps == 0;
     if (ctx->config.stage && ctx->trace.guessed_steps > 0)
-        umadv_info("replay: no staged evictions: %u steps of the profile were guessed (the "
-                   "profile was taken under oracle)",
+        umadv_info("replay: no staged evictions: %u steps of the profile were guessed (a "
+                   "profile under oracle) or taken on the application's declarations",
                    ctx->trace.guessed_steps);
 }
 

@@ -137,9 +137,10 @@ typedef struct umadv_trace {
     umadv_trace_access_t  *accesses;   /* grouped by step, in step order */
     uint32_t               naccesses;
     uint32_t               niterations;
-    /* Steps whose access sets include a guessed parameter struct (the
-     * profiling pass, api/profile.c): they may miss blocks the kernel
-     * reaches, so nothing may be staged on their word. Not in the file. */
+    /* Steps whose access sets include a guessed parameter struct, or
+     * rest on the application's declarations alone (the profiling pass,
+     * api/profile.c): they may miss blocks the kernel reaches, so
+     * nothing may be staged on their word. Not in the file. */
     uint32_t               guessed_steps;
     /* What CUPTI recorded in the profiled window (activity.h); empty in
      * traces that have none. */
