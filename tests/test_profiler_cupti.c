@@ -761,6 +761,8 @@ static void test_no_layout(void)
     ok(counters.prefetches_to_host == 1 && ctx->trace.guessed_steps == 1,
        "in a step that declared its accesses, its opaque launches evict nothing (the step "
        "counted once as taken on its word); in one that declared none, evicted");
+    ok(counters.prefetches_to_device == 1 && ctx->profile_fetched == SECTION,
+       "the declared range, evicted when the profile began, fetched back at its declaration");
     umadv_set_stageable(ctx, a, 1);
     umadv_step_begin(ctx, "declared, stageable", NULL);
     umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_RW);
@@ -835,7 +837,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(74);
+    plan(75);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -237,6 +237,10 @@ void umadv__ctx_profile_finish(umadv_context_t ctx);
  * faulted more than a replay's noise, or its faults are not known. */
 int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 
+/* A range the open step declared while recorded: back on the GPU ahead
+ * of its launches if the profile evicted it (profile.c). */
+void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t size);
+
 /* The timing pass. Start times the iteration beginning now (1), unless
  * there is no profiler or no memory (0). Step numbers the next step of
  * the timed iteration (kind and name as in the trace, else the sequence

@@ -35,8 +35,8 @@
  * faults in its profiled iteration (H100, 11 s). Their accesses are
  * known from the scan, so their blocks are fetched back by prefetch
  * instead, ordered before the launch as the evictions are, once per
- * eviction (profile_epoch). Not under umadv profile, whose report shows
- * the faults the profile takes.
+ * eviction (profile_epoch); so are the ranges a step declares. Not under
+ * umadv profile, whose report shows the faults the profile takes.
  */
 typedef struct scan {
     umadv_context_t     ctx;
@@ -44,19 +44,37 @@ typedef struct scan {
     size_t              nfetch, cap;
 } scan_t;
 
+/* Whether this profile fetches back: something was evicted, and not
+ * under umadv profile, which reports the faults as they come. */
+static int fetching_back(const umadv_context_t ctx)
+{
+    return ctx->config.profile_output[0] == '\0' && ctx->profile_epoch != 0;
+}
+
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr;
 
-    /* umadv profile reports the faults as they come: it fetches nothing */
-    if (sc->ctx->config.profile_output[0] != '\0' || sc->ctx->profile_epoch == 0 ||
-        alloc->fetched_epoch == sc->ctx->profile_epoch ||
+    if (!fetching_back(sc->ctx) || alloc->fetched_epoch == sc->ctx->profile_epoch ||
         umadv__array_reserve((void **)&sc->fetch, &sc->cap, sc->nfetch + 1,
                              sizeof(*sc->fetch)) != UMADV_OK)
         return; /* nothing evicted since it came back; or it faults back */
     alloc->fetched_epoch = sc->ctx->profile_epoch;
     sc->ctx->profile_fetched += alloc->size;
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
+}
+
+/* A range the open step declared: fetched back as a scanned block is
+ * (declarations come before the step's launches). Each declaration, not
+ * each block once: steps may declare parts of a block (vgg's split). */
+void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t size)
+{
+    umadv_bulk_range_t range = {(uintptr_t)ptr, (uintptr_t)ptr + size, (uintptr_t)ptr};
+
+    if (!fetching_back(ctx))
+        return;
+    ctx->profile_fetched += size;
+    umadv__exec_bulk_move(ctx->ops, &range, 1, ctx->config.device, ctx->numa, 0);
 }
 
 static void scan_found(void *arg, const umadv_pool_loc_t *loc)
