@@ -588,7 +588,8 @@ static void test_bulk(void)
     spy.prefetch = spy_prefetch;
     spy.stream_synchronize = spy_sync;
     memset(&moves, 0, sizeof(moves));
-    calls = umadv__exec_bulk_move(&spy, r, 4, UMADV_CUDA_LOCATION_HOST, &node1, UMADV_BULK_SYNC);
+    calls = umadv__exec_bulk_move(&spy, r, 4, UMADV_CUDA_LOCATION_HOST, &node1, UMADV_BULK_SYNC,
+                                  NULL);
     ok(calls == 2 && moves.n == 2 && moves.start[0] == 0x10000 && moves.size[0] == 0x3000 &&
        moves.start[1] == 0x30000 && moves.size[1] == 0x1000,
        "bulk: sorted, one call per group's run of ranges over its span");
@@ -599,12 +600,12 @@ static void test_bulk(void)
     moves.fail_at = 1;
     umadv__log_level = UMADV_LOG_DEBUG;
     log_take();
-    calls = umadv__exec_bulk_move(&spy, r, 4, 0, NULL, 0);
+    calls = umadv__exec_bulk_move(&spy, r, 4, 0, NULL, 0, NULL);
     umadv__log_level = UMADV_LOG_WARN;
     ok(calls == 2 && moves.location[0] == 0 && moves.syncs == 0 &&
        strstr(log_take(), "bulk move: 1 of 2 calls failed") != NULL,
        "to a device, unsynchronized; a failed call is a hint not taken, counted");
-    ok(umadv__exec_bulk_move(&spy, r, 0, 0, NULL, UMADV_BULK_SYNC) == 0 && moves.syncs == 0,
+    ok(umadv__exec_bulk_move(&spy, r, 0, 0, NULL, UMADV_BULK_SYNC, NULL) == 0 && moves.syncs == 0,
        "nothing to move: no call at all");
 }
 

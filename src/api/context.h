@@ -164,6 +164,7 @@ struct umadv_context {
     uint32_t                 profile_epoch;    /* evictions of every live block in this
                                                 * profile (profile.c, fetch_scanned) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
+    int                      profile_fetch_failed; /* a fetch back failed: no more */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until
                                                 * known */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c

@@ -48,7 +48,20 @@ typedef struct scan {
  * under umadv profile, which reports the faults as they come. */
 static int fetching_back(const umadv_context_t ctx)
 {
-    return ctx->config.profile_output[0] == '\0' && ctx->profile_epoch != 0;
+    return ctx->config.profile_output[0] == '\0' && ctx->profile_epoch != 0 &&
+           !ctx->profile_fetch_failed;
+}
+
+/* Fetch @n ranges back to the GPU, ordered on the legacy stream as the
+ * evictions are (no wait). A call that fails (logged by the backend)
+ * ends fetching back for this profile: the rest faults back, and a
+ * device that fails every call is not asked once per launch. */
+static void fetch_back(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n)
+{
+    size_t failed = 0;
+
+    umadv__exec_bulk_move(ctx->ops, ranges, n, ctx->config.device, ctx->numa, 0, &failed);
+    ctx->profile_fetch_failed = failed > 0;
 }
 
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
@@ -74,7 +87,7 @@ void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t 
     if (!fetching_back(ctx))
         return;
     ctx->profile_fetched += size;
-    umadv__exec_bulk_move(ctx->ops, &range, 1, ctx->config.device, ctx->numa, 0);
+    fetch_back(ctx, &range, 1);
 }
 
 static void scan_found(void *arg, const umadv_pool_loc_t *loc)
@@ -96,13 +109,11 @@ static void scan_found(void *arg, const umadv_pool_loc_t *loc)
     fetch_note(sc, alloc);
 }
 
-/* The scan's blocks back on the GPU before the launch, ordered on the
- * legacy stream as the evictions are (no wait). */
+/* The scan's blocks back on the GPU before the launch. */
 static void fetch_scanned(scan_t *sc)
 {
     if (sc->nfetch > 0)
-        umadv__exec_bulk_move(sc->ctx->ops, sc->fetch, sc->nfetch, sc->ctx->config.device,
-                              sc->ctx->numa, 0);
+        fetch_back(sc->ctx, sc->fetch, sc->nfetch);
     free(sc->fetch);
 }
 
@@ -364,7 +375,7 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
     size_t calls;
 
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
-    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags);
+    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
     free(ra.ranges);
     return calls;
 }
@@ -433,6 +444,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_fetched = 0;
+    ctx->profile_fetch_failed = 0;
     ctx->profile_faults = UINT64_MAX;
     /* under oracle nothing moves on the profile's word: its first
      * touches would fault for nothing (profile_may_guess) */

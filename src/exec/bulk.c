@@ -26,7 +26,8 @@ static int bulk_location(int location, const struct umadv_numa_place *numa)
 }
 
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
-                             int location, const struct umadv_numa_place *numa, unsigned flags)
+                             int location, const struct umadv_numa_place *numa, unsigned flags,
+                             size_t *failed_p)
 {
     size_t calls = 0, failed = 0;
 
@@ -47,5 +48,7 @@ size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ra
     if (failed > 0)
         umadv_debug("bulk move: %zu of %zu calls failed (each logged): the data stays where "
                     "it was, a hint not taken", failed, calls);
+    if (failed_p != NULL)
+        *failed_p = failed;
     return calls;
 }

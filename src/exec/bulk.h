@@ -32,9 +32,10 @@ enum {
 /* Move the @n ranges (sorted here, by address) to @location: a device
  * ordinal, or UMADV_CUDA_LOCATION_HOST for the host memory the executor
  * evicts to (@numa's node; NULL: plain host). Each call is a hint: a
- * failure is logged by the backend and counted in one debug message.
- * Returns the calls made. */
+ * failure is logged by the backend and counted in one debug message,
+ * and in *@failed_p unless NULL. Returns the calls made. */
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
-                             int location, const struct umadv_numa_place *numa, unsigned flags);
+                             int location, const struct umadv_numa_place *numa, unsigned flags,
+                             size_t *failed_p);
 
 #endif
