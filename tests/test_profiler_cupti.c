@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/context.h"
 #include "common/util.h"
@@ -671,6 +672,84 @@ static void test_follow_timing(void)
     umadv_context_destroy(ctx);
 }
 
+/* Fetches to the GPU that take SLOW_FETCH_MS each: the replay's steps
+ * wait for them on the host. */
+#define SLOW_FETCH_MS 30
+
+static void fetch_slowly(int location)
+{
+    struct timespec ts = {0, SLOW_FETCH_MS * 1000000L};
+
+    if (location >= 0)
+        nanosleep(&ts, NULL);
+}
+
+static umadv_status_t slow_prefetch(void *ptr, size_t size, int location, umadv_stream_t stream)
+{
+    fetch_slowly(location);
+    return spy_real->prefetch(ptr, size, location, stream);
+}
+
+static umadv_status_t slow_prefetch_batch(void **ptrs, size_t *sizes, size_t count, int location,
+                                          umadv_stream_t stream)
+{
+    fetch_slowly(location);
+    return spy_real->prefetch_batch(ptrs, sizes, count, location, stream);
+}
+
+static void declared_step(umadv_context_t ctx, const char *name, void *p, size_t bytes)
+{
+    umadv_step_begin(ctx, name, NULL);
+    umadv_step_access(ctx, p, bytes, UMADV_ACCESS_RW);
+    umadv_step_end(ctx, 0);
+}
+
+/* The timing pass times steps marked through the api from the end of
+ * their wait for data: the wait is the host's, not the step's compute. */
+static void test_timed_after_wait(void)
+{
+    umadv_stats_t st = {.size = sizeof(st)};
+    void *a = NULL, *b = NULL;
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+    uint64_t waited;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 3 * SECTION);
+    spy_install(ctx);
+    spy_ops.prefetch = slow_prefetch;
+    spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? slow_prefetch_batch : NULL;
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    umadv_malloc(ctx, 2 * SECTION, "a", &a);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_profile_next_iteration(ctx);
+    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
+        umadv_iteration_begin(ctx);
+        if (i == 1) {
+            umadv_get_stats(ctx, &st);
+            waited = st.wait_ns;
+        }
+        declared_step(ctx, "a", a, 2 * SECTION);
+        declared_step(ctx, "b", b, 2 * SECTION);
+        if (i == 0)
+            umadv_plan(ctx);
+    }
+    umadv_iteration_begin(ctx);
+    umadv_get_stats(ctx, &st);
+    t = &ctx->trace;
+    ok(st.wait_ns - waited >= SLOW_FETCH_MS * 1000000ull && t->source != NULL &&
+       strstr(t->source, "step durations from a timing pass") != NULL,
+       "the timing pass ran under the replay, its steps waited %.1f ms for their data",
+       (double)(st.wait_ns - waited) / 1e6);
+    ok(t->nsteps == 2 && t->steps[0].duration_ns + t->steps[1].duration_ns <
+                             SLOW_FETCH_MS * 1000000ull,
+       "and their durations leave the waits out (%.3f and %.3f ms)",
+       (double)t->steps[0].duration_ns / 1e6, (double)t->steps[1].duration_ns / 1e6);
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
 /* A parameter struct that names no block, larger than the bytes a guess
  * reads, so that a guess over it reads zeros only. */
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
@@ -837,7 +916,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(75);
+    plan(77);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -850,6 +929,7 @@ int main(void)
     test_declared_parts();
     test_follow();
     test_follow_timing();
+    test_timed_after_wait();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();
     return exit_status();

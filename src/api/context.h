@@ -114,6 +114,8 @@ struct umadv_context {
     /* marking */
     int                      in_iteration;
     int                      step_open;
+    int                      step_timed;       /* the open step is timed, from the end of
+                                                * its wait (umadv__ctx_step_timing_start) */
     int                      step_declared;    /* the open step declared an access while
                                                 * recorded (umadv_step_access); 2 once
                                                 * profile.c took it on its word */
@@ -214,6 +216,8 @@ umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *na
 /* Marked steps: begin (recorded or timed, as the leaves' data says) and
  * end (step_open already cleared by the caller: its duration). */
 umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void *stream);
+/* After the step's wait for its data: its timing starts (record.c). */
+void umadv__ctx_step_timing_start(umadv_context_t ctx);
 void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns);
 
 /* The step events of the timing pass, read into ctx->tpass.durations. */

@@ -580,9 +580,14 @@ UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name,
     exec = ctx->replay.exec;
     pthread_mutex_unlock(&ctx->lock);
     /* Wait for the step's data without the lock: other threads may
-     * allocate meanwhile. */
+     * allocate meanwhile. Its time starts after. */
     if (status == UMADV_OK && exec != NULL)
         umadv__exec_step_wait(exec);
+    if (status == UMADV_OK) {
+        pthread_mutex_lock(&ctx->lock);
+        umadv__ctx_step_timing_start(ctx);
+        pthread_mutex_unlock(&ctx->lock);
+    }
     return status;
 }
 
