@@ -150,6 +150,9 @@ typedef struct umadv_stats {
     uint64_t plans;            /**< schedules built: the first plan and every one after
                                 *   it (the timing pass's durations, a new budget or
                                 *   policy, a re-profile after drift) */
+    uint64_t managed_held;     /**< managed memory the pool holds now: its arenas, the
+                                *   live blocks and the free space kept for reuse */
+    uint64_t managed_held_peak;/**< largest managed_held seen */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */
@@ -353,6 +356,16 @@ UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *sta
  *         (logged, naming it; an existing file is then left as it was).
  */
 UMADV_API umadv_status_t umadv_timeline_save(umadv_context_t ctx, const char *path);
+
+/**
+ * @brief Return to CUDA the managed memory the pool holds but no live
+ * allocation uses: its arenas left empty, which it keeps for reuse as
+ * PyTorch's caching allocator keeps its segments
+ * (torch.cuda.empty_cache() calls this under umadv run).
+ * @param released_p  if not NULL, the bytes returned.
+ * @return ::UMADV_OK; ::UMADV_ERR_INVALID_PARAM for a NULL context.
+ */
+UMADV_API umadv_status_t umadv_release_cached(umadv_context_t ctx, uint64_t *released_p);
 
 /**
  * @name PyTorch allocator entry points

@@ -340,6 +340,7 @@ static void test_stats(void)
     umadv_context_params_t p = host_params();
     umadv_context_t ctx;
     umadv_stats_t s;
+    uint64_t held, released = 0;
     void *a, *b;
 
     umadv_context_create(&p, &ctx);
@@ -367,6 +368,19 @@ static void test_stats(void)
     s.size = 0;
     is(umadv_get_stats(ctx, &s), UMADV_ERR_INVALID_PARAM, "size 0 refused");
     is(umadv_get_stats(ctx, NULL), UMADV_ERR_INVALID_PARAM, "NULL refused");
+
+    umadv_free(ctx, b);
+    s.size = sizeof(s);
+    umadv_get_stats(ctx, &s);
+    held = s.managed_held;
+    ok(s.managed_bytes == 0 && held > 0 && s.managed_held_peak == held,
+       "the emptied arena is held (%llu bytes)", (unsigned long long)held);
+    is(umadv_release_cached(ctx, &released), UMADV_OK, "umadv_release_cached");
+    umadv_get_stats(ctx, &s);
+    ok(released == held && s.managed_held == 0 && s.managed_held_peak == held,
+       "returns it, and says how much; the peak stays");
+    is(umadv_release_cached(ctx, NULL), UMADV_OK, "again, nothing left, no count asked");
+    is(umadv_release_cached(NULL, &released), UMADV_ERR_INVALID_PARAM, "NULL context refused");
     umadv_context_destroy(ctx);
 }
 
@@ -523,7 +537,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(101);
+    plan(106);
     test_create();
     test_state_errors();
     test_limit();

@@ -306,6 +306,20 @@ UMADV_API umadv_status_t umadv_set_alloc_site(const char *site)
     return UMADV_OK;
 }
 
+UMADV_API umadv_status_t umadv_release_cached(umadv_context_t ctx, uint64_t *released_p)
+{
+    uint64_t released;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    released = umadv__pool_release_empty(ctx->pool, UINT64_MAX);
+    pthread_mutex_unlock(&ctx->lock);
+    if (released_p != NULL)
+        *released_p = released;
+    return UMADV_OK;
+}
+
 UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *stats)
 {
     umadv_pool_stats_t pool;
@@ -322,6 +336,8 @@ UMADV_API umadv_status_t umadv_get_stats(umadv_context_t ctx, umadv_stats_t *sta
     now.managed_bytes = pool.bytes_in_use;
     now.managed_peak  = pool.bytes_peak;
     now.allocations   = pool.blocks;
+    now.managed_held  = pool.arena_bytes;
+    now.managed_held_peak = pool.arena_peak;
     /* Copy what the caller's struct has room for; its size stays its own. */
     known = UMADV_MIN(stats->size, sizeof(now));
     now.size = stats->size;

@@ -175,9 +175,7 @@ static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
     free(arena);
 }
 
-/* Return empty arenas, the largest first, until @want bytes are
- * returned or none is left (the limit needs the room). */
-static void release_empty(umadv_pool_t *pool, uint64_t want)
+uint64_t umadv__pool_release_empty(umadv_pool_t *pool, uint64_t want)
 {
     uint64_t returned = 0;
 
@@ -190,10 +188,11 @@ static void release_empty(umadv_pool_t *pool, uint64_t want)
                 largest = a;
         }
         if (largest == NULL)
-            return;
+            break;
         returned += largest->raw_size;
         arena_release(pool, largest);
     }
+    return returned;
 }
 
 static void log_limit(const umadv_pool_t *pool, uint64_t request, uint64_t need)
@@ -221,7 +220,7 @@ static umadv_status_t arena_size_for(umadv_pool_t *pool, uint64_t request, uint6
         return UMADV_OK;
     }
     if (pool->stats.arena_bytes + need > max)
-        release_empty(pool, pool->stats.arena_bytes + need - max);
+        umadv__pool_release_empty(pool, pool->stats.arena_bytes + need - max);
     if (pool->stats.arena_bytes > max || need > max - pool->stats.arena_bytes) {
         log_limit(pool, request, need);
         return UMADV_ERR_LIMIT;

@@ -22,7 +22,9 @@
  * whose every page the GPU then populated by faults, every iteration
  * (ResNet-50 under umadv run: 180-320 ms an iteration against 40 with
  * the arenas kept). Empty arenas are returned, the largest first, when
- * UMADV_MAX_MANAGED needs their room, and by umadv__pool_destroy.
+ * UMADV_MAX_MANAGED needs their room, when asked
+ * (umadv__pool_release_empty: umadv_release_cached) and by
+ * umadv__pool_destroy.
  * UMADV_MAX_MANAGED caps the sum of arena sizes.
  *
  * Not thread-safe: the context serialises calls.
@@ -100,6 +102,10 @@ void umadv__pool_foreach(const umadv_pool_t *pool,
                          void *arg);
 
 void umadv__pool_get_stats(const umadv_pool_t *pool, umadv_pool_stats_t *stats);
+
+/* Return empty arenas, the largest first, until @want bytes are returned
+ * or none is left (UINT64_MAX: all). Returns the bytes returned. */
+uint64_t umadv__pool_release_empty(umadv_pool_t *pool, uint64_t want);
 
 uint64_t umadv__pool_section_size(const umadv_pool_t *pool);
 

@@ -64,7 +64,10 @@ def _chain_user_sitecustomize():
 class _Stats(object):
     """umadv_stats_t (umadv.h), up to the fields read here."""
 
-    FIELDS = ("iterations", "steps", "managed_bytes", "managed_peak", "allocations")
+    FIELDS = ("iterations", "steps", "managed_bytes", "managed_peak", "allocations",
+              "fetched_bytes", "evicted_bytes", "gpu_faults", "gpu_peak_used", "fetch_ops",
+              "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
+              "restored_bytes", "plans", "managed_held", "managed_held_peak")
 
     @staticmethod
     def read(ctypes, lib, ctx):
@@ -96,28 +99,42 @@ class _Umadv(object):
         self.lib = ctypes.CDLL(self.lib_path)
         self.lib.umadv_torch_context.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.lib.umadv_get_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.umadv_release_cached.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
-    def stats(self):
+    def context(self):
         ctx = self.ctypes.c_void_p()
         if self.lib.umadv_torch_context(self.ctypes.byref(ctx)) != 0:
             return None
-        return _Stats.read(self.ctypes, self.lib, ctx)
+        return ctx
+
+    def stats(self):
+        ctx = self.context()
+        return None if ctx is None else _Stats.read(self.ctypes, self.lib, ctx)
+
+    def release_cached(self):
+        """torch.cuda.empty_cache: the pool's empty arenas back to CUDA."""
+        ctx = self.context()
+        if ctx is not None:
+            self.lib.umadv_release_cached(ctx, None)
 
 
 def _nested_stats(um):
     """torch.cuda.memory_stats_as_nested_dict's answer from umadv's pool:
-    allocated, reserved and active bytes are all umadv's live blocks, the
-    peaks its managed peak; what umadv does not count is left out."""
+    allocated and active bytes are umadv's live blocks, reserved bytes
+    the managed memory its pool holds, the peaks theirs; what umadv does
+    not count is left out."""
     s = um.stats()
     current = 0 if s is None else s.managed_bytes
     peak = 0 if s is None else s.managed_peak
+    held = 0 if s is None else s.managed_held
+    held_peak = 0 if s is None else s.managed_held_peak
     count = 0 if s is None else s.allocations
 
     def per_pool(value, top):
         return {"all": {"current": value, "peak": top}}
     return {
         "allocated_bytes": per_pool(current, peak),
-        "reserved_bytes": per_pool(current, peak),
+        "reserved_bytes": per_pool(held, held_peak),
         "active_bytes": per_pool(current, peak),
         "allocation": per_pool(count, count),
         "num_alloc_retries": 0,
@@ -144,11 +161,11 @@ def _wrap(module, name, fallback):
 
 def _memory_fallbacks(um):
     """What torch.cuda's memory calls answer where the pluggable allocator
-    raises: allocated = reserved = umadv's live blocks, the maxima its
-    managed peak; memory_stats (and memory_summary) read
-    memory_stats_as_nested_dict; empty_cache frees nothing (umadv's pool
-    keeps its arenas); the peaks are umadv's, kept for the process, so a
-    reset only says so."""
+    raises: allocated = umadv's live blocks, reserved = the managed
+    memory its pool holds, the maxima their peaks; memory_stats (and
+    memory_summary) read memory_stats_as_nested_dict; empty_cache returns
+    the pool's empty arenas (umadv_release_cached); the peaks are umadv's,
+    kept for the process, so a reset only says so."""
     said = []
 
     def stat(field):
@@ -162,11 +179,11 @@ def _memory_fallbacks(um):
                   "the whole process")
     return {
         "memory_allocated": lambda device=None: stat("managed_bytes"),
-        "memory_reserved": lambda device=None: stat("managed_bytes"),
+        "memory_reserved": lambda device=None: stat("managed_held"),
         "max_memory_allocated": lambda device=None: stat("managed_peak"),
-        "max_memory_reserved": lambda device=None: stat("managed_peak"),
+        "max_memory_reserved": lambda device=None: stat("managed_held_peak"),
         "memory_stats_as_nested_dict": lambda device=None: _nested_stats(um),
-        "empty_cache": lambda: None,
+        "empty_cache": um.release_cached,
         "reset_peak_memory_stats": peaks_kept,
         "reset_max_memory_allocated": peaks_kept,
     }
