@@ -164,7 +164,8 @@ struct umadv_context {
     uint64_t                 profile_moved;    /* calls that moved blocks to the host
                                                 * when this profile began */
     uint32_t                 profile_epoch;    /* evictions of every live block in this
-                                                * profile (profile.c, fetch_scanned) */
+                                                * profile (profile.c, FETCHING SCANNED
+                                                * BLOCKS BACK) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
     int                      profile_fetch_failed; /* a fetch back failed: no more */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until

@@ -211,15 +211,6 @@ static int profile_may_guess(const umadv_context_t ctx)
     return ctx->config.policy == UMADV_POLICY_ORACLE;
 }
 
-/* A launch whose parameter layout CUDA does not give (cuDNN's and
- * cuBLASLt's library kernels: measured, a sixth of the launches of a
- * PyTorch ResNet-50): where guesses may be taken, the blocks its guessed
- * parameter struct names (profiler_int.h, umadv__prof_guess_region);
- * otherwise, or when the guess names none, every live block evicted
- * first, so that everything the kernel touches faults and is attributed
- * to it (UMADV_PROFILE_EVICT). Evicting before each of them made a
- * PyTorch ResNet-50's profiled iteration 5.4 s instead of 69 ms (H100,
- * 123 such launches of 725). */
 /* Whether the launch runs inside a step whose application declared what
  * it touches (umadv_step_access), where nothing is staged: its faults
  * would only repeat the declarations, at the price of every live block
@@ -243,6 +234,15 @@ static void declared_step_trusted(umadv_context_t ctx)
     ctx->step_declared = 2;
 }
 
+/* A launch whose parameter layout CUDA does not give (cuDNN's and
+ * cuBLASLt's library kernels: measured, a sixth of the launches of a
+ * PyTorch ResNet-50): where guesses may be taken, the blocks its guessed
+ * parameter struct names (profiler_int.h, umadv__prof_guess_region);
+ * otherwise, or when the guess names none, every live block evicted
+ * first, so that everything the kernel touches faults and is attributed
+ * to it (UMADV_PROFILE_EVICT), except in a declared step (above). Evicting before each of them made a
+ * PyTorch ResNet-50's profiled iteration 5.4 s instead of 69 ms (H100,
+ * 123 such launches of 725). */
 static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
                           const umadv_prof_region_t *regions, size_t nregions)
 {
@@ -271,6 +271,7 @@ static uint32_t record_launch(umadv_context_t ctx, const char *name, unsigned fl
                               const umadv_prof_region_t *regions, size_t nregions)
 {
     uint32_t step = launch_step(ctx, name, (flags & UMADV_PROF_LAUNCH_GRAPH) != 0);
+    scan_t sc = {ctx, NULL, 0, 0};
 
     if (step == UMADV_STEP_NONE || (flags & UMADV_PROF_LAUNCH_GRAPH))
         return step;
@@ -278,8 +279,6 @@ static uint32_t record_launch(umadv_context_t ctx, const char *name, unsigned fl
         record_unlaid(ctx, step, flags, regions, nregions);
         return step;
     }
-    scan_t sc = {ctx, NULL, 0, 0};
-
     if (umadv__prof_scan(ctx->pool, regions, nregions, scan_found, &sc) == 0)
         scan_miss_report(name, regions, nregions);
     fetch_scanned(&sc);
@@ -487,7 +486,8 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                    (unsigned long long)(r->no_layout - ctx->profile_guessed),
                    (unsigned long long)ctx->profile_evictions);
     if (ctx->profile_fetched > 0)
-        umadv_debug("profiling: %s of scanned blocks fetched back ahead of their launches",
+        umadv_debug("profiling: %s of scanned blocks and declared ranges fetched back ahead "
+                    "of their launches",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)));
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",

@@ -365,6 +365,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
                     ctx->step_open ? "a step is already open" : "no iteration has begun");
         return UMADV_ERR_STATE;
     }
+    ctx->step_timed = 0;
     if (ctx->record == UMADV_CTX_REC_RECORDING) {
         status = umadv__trace_add_step(&ctx->trace, name, UMADV_STEP_LAYER, 0, 0, &step);
         if (status == UMADV_OK)
