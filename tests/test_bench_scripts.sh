@@ -138,15 +138,19 @@ print(rows[0].get(sys.argv[5]) if rows else "missing")' "$tmp/$1/peers.json" "$2
 near() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x > lo && x < hi) }'; }
 
 log=$tmp/peers/resnet50-bs64
+budget_logs() { # one process per policy at each budget
+    for p in oracle plan prefetch-all demand; do
+        grep -q "^\\\$ env UMADV_BUDGET=1610612736 .*--policies $p\$" "$log-soc-$p.log" &&
+            grep -q "^\\\$ env UMADV_BUDGET=2147483648 .*--policies $p\$" "$log-50-$p.log" ||
+            return 1
+    done
+}
 grep -q -- '--native --iters 10$' "$log-native.log" &&
     grep -q -- '--peer save_on_cpu --iters 10$' "$log-save_on_cpu.log" &&
     grep -q -- '--peer checkpoint --iters 10$' "$log-checkpoint.log" &&
     grep -q -- "--policies oracle --trace $log.umt\$" "$log-footprint.log" &&
-    grep -q '^\$ env UMADV_BUDGET=1610612736 .*--policies oracle,plan,prefetch-all,demand$' \
-        "$log-soc.log" &&
-    grep -q '^\$ env UMADV_BUDGET=2147483648 .*--policies oracle,plan,prefetch-all,demand$' \
-        "$log-50.log" && [ "$(pfield peers resnet50 plan 50% budget)" = $((2 << 30)) ]
-ok $? "a process per peer, a footprint run with its trace, one per budget: soc peak and 50%"
+    budget_logs && [ "$(pfield peers resnet50 plan 50% budget)" = $((2 << 30)) ]
+ok $? "a process per peer, a footprint run with its trace, one per budget and policy: soc peak and 50%"
 
 # plan at 50% (2 GiB): 300 ms, native 30; the trace forces 1 GiB each way
 # at 2 GiB: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 25 GB/s) = 42.95 ms;
@@ -300,8 +304,8 @@ python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models
 # stand-in rates: bound max(30, 1 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.37 ms
 near "$(pfield peers-uvm resnet50 plan 50% x_phys)" 2.7939 2.7940 &&
     grep -q 'GB/s (stand-in: the trace.s UVM fetch and evict rates)' "$tmp/peers-uvm.table" &&
-    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1 && [ -e "$tmp/peers-uvm/resnet50-bs64-50.log" ] &&
-    [ ! -e "$tmp/peers-uvm/resnet50-bs64-soc.log" ]
+    ! ls "$tmp"/peers-uvm/*cap* >/dev/null 2>&1 && [ -e "$tmp/peers-uvm/resnet50-bs64-50-plan.log" ] &&
+    ! ls "$tmp"/peers-uvm/resnet50-bs64-soc* >/dev/null 2>&1
 ok $? "without --pinned-gbps the UVM rates stand in; --skip-cap probes nothing; no soc budget"
 
 python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
