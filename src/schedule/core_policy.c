@@ -72,24 +72,17 @@ static void decide_unadvise(umadv_core_t *c, const umadv_op_t *plan_op)
         c->unadvising[umadv__core_section(c, op.alloc, op.first + i)]++;
 }
 
-/* Will a kernel touch section @s of @alloc again (core.h, STAGING)? A
- * step of the iteration does, and for an allocation the iteration frees,
- * a step after the open one (or, before any, the first). */
-static int read_later(const umadv_core_t *c, uint32_t alloc, uint32_t s)
+/* Whether a step of the iteration touches section @s (core.h, STAGING). */
+static int touched_in_iteration(const umadv_core_t *c, uint32_t s)
 {
-    uint32_t free_step = c->p.trace->allocs[alloc].free_step;
-    int dies = free_step != UMADV_STEP_NONE && free_step < c->p.first_step + c->p.nsteps;
-
-    if (c->last_touch[s] == UMADV_STEP_NONE)
-        return 0;
-    return !dies || !c->begun || c->step < c->last_touch[s];
+    return c->last_touch[s] != UMADV_STEP_NONE;
 }
 
 /* Whether the eviction of the run goes staged (core.h, STAGING): live data
  * (dead data is dropped, never evicted) of a stageable allocation, that
  * the host's copy does not already hold (clean), that no advice places,
- * that a kernel reads later, with room in the pool for its resident
- * sections. */
+ * that the iteration's kernels touch, with room in the pool for its
+ * resident sections. */
 static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
                          int clean)
 {
@@ -99,7 +92,7 @@ static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, 
         return 0;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
-        if (c->advised[s] || !read_later(c, alloc, s))
+        if (c->advised[s] || !touched_in_iteration(c, s))
             return 0;
         need += c->state[s] == UMADV_SEC_RESIDENT;
     }
