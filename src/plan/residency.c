@@ -414,21 +414,85 @@ static uint64_t closed_cost(const res_state_t *st, const umadv_residency_t *pass
     return cost;
 }
 
+/* Per section, the index of its first event in @res, or SIZE_MAX. */
+static size_t *first_events(const res_state_t *st, const umadv_residency_t *res)
+{
+    size_t *first = malloc((st->trace->nsections ? st->trace->nsections : 1) * sizeof(*first));
+
+    if (first == NULL)
+        return NULL;
+    for (uint32_t x = 0; x < st->trace->nsections; x++)
+        first[x] = SIZE_MAX;
+    for (size_t e = res->nevents; e-- > 0;)
+        first[res->events[e].section] = e;
+    return first;
+}
+
+/* Whether section @x, resident when the pass began and gone at its end,
+ * left at or before the wrap: its first event (@first) is a departure
+ * effective at step 0 or earlier, right after a last use in the replay
+ * before. The pass never used it resident from its start, and a reload
+ * for the next replay would put that departure after the reload in time
+ * but before it in the cycle (a random trace of 11 steps: arrivals at 0
+ * (the reload) and 9, departures at 10 and 10: an internal error in
+ * timing). It leaves the start set instead (drop_start). */
+static int left_at_wrap(const umadv_residency_t *res, const size_t *first, uint32_t x)
+{
+    const umadv_res_event_t *ev = first[x] != SIZE_MAX ? &res->events[first[x]] : NULL;
+
+    return ev != NULL && ev->kind != UMADV_RES_ARRIVE && ev->eff <= 0;
+}
+
+/* Take section @x's departure at the wrap out of @res (marked in @gone,
+ * compacted by close_pass) and @x out of the start set. */
+static void drop_start(const res_state_t *st, umadv_residency_t *res, const size_t *first,
+                       uint8_t *gone, uint32_t x)
+{
+    const umadv_res_event_t *ev = &res->events[first[x]];
+    uint64_t size = section_size(st, x);
+
+    if (ev->kind == UMADV_RES_EVICT)
+        res->stats.evict_bytes -= size;
+    else
+        res->stats.drop_bytes -= size;
+    gone[first[x]] = 1;
+    res->start[x] = 0;
+}
+
+/* Remove the events marked in @gone[0 .. @marked); those after stay. */
+static void compact_events(umadv_residency_t *res, const uint8_t *gone, size_t marked)
+{
+    size_t kept = 0;
+
+    for (size_t e = 0; e < res->nevents; e++) {
+        if (e >= marked || !gone[e])
+            res->events[kept++] = res->events[e];
+    }
+    res->nevents = kept;
+}
+
 /*
  * The state did not repeat: make a pass periodic by reloading, for the
  * next replay, what it started with and lost, and evicting, after its
  * last use, what it gained. Correct, if not always the best. Sections
  * resident at a wrap were touched in the pass before it, so their last
- * use is their last touch in the window.
+ * use is their last touch in the window. A section that left at the wrap
+ * is no reload: it leaves the start set (left_at_wrap).
  */
 static umadv_status_t close_pass(res_state_t *st, umadv_residency_t *res, const uint8_t *end)
 {
     uint32_t *last = last_touches(st);
-    umadv_status_t status = last == NULL ? UMADV_ERR_NO_MEMORY : UMADV_OK;
+    size_t *first = first_events(st, res);
+    size_t marked = res->nevents;
+    uint8_t *gone = calloc(marked ? marked : 1, 1);
+    umadv_status_t status =
+        last == NULL || first == NULL || gone == NULL ? UMADV_ERR_NO_MEMORY : UMADV_OK;
 
     for (uint32_t x = 0; x < st->trace->nsections && status == UMADV_OK; x++) {
         uint64_t size = section_size(st, x);
-        if (res->start[x] && !end[x]) {
+        if (res->start[x] && !end[x] && left_at_wrap(res, first, x)) {
+            drop_start(st, res, first, gone, x);
+        } else if (res->start[x] && !end[x]) {
             res->stats.fetch_bytes += size;
             res->stats.loads++;
             status = record(res, x, st->n, 0, UMADV_RES_ARRIVE, 0);
@@ -441,6 +505,10 @@ static umadv_status_t close_pass(res_state_t *st, umadv_residency_t *res, const 
                             st->cls[x] ? UMADV_RES_DROP : UMADV_RES_EVICT, 0);
         }
     }
+    if (status == UMADV_OK)
+        compact_events(res, gone, marked);
+    free(gone);
+    free(first);
     free(last);
     return status;
 }
