@@ -295,6 +295,20 @@ out:
     umadv_context_destroy(ctx);
 }
 
+/* A fresh mock and host context holding one block of a section, *@a_p;
+ * both launch arguments point at it. */
+static umadv_context_t one_block_context(void **a_p, void **args)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", a_p);
+    args[0] = a_p;
+    args[1] = a_p;
+    return ctx;
+}
+
 /* CUPTI's tracing costs every launch host time: on only while needed. */
 static void test_only_when_needed(void)
 {
@@ -302,11 +316,7 @@ static void test_only_when_needed(void)
     int counted[40] = {0};
     umadv_context_t ctx;
 
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    args[0] = &a;
-    args[1] = &a;
+    ctx = one_block_context(&a, args);
     umadv_iteration_begin(ctx);
     runtime_launch("k", 10, args, 0);
     ok(mock.callbacks == 0 && !mock.kernels_on && !mock.um_on,
@@ -565,12 +575,8 @@ static void test_follow(void)
     unsigned ev;
     int begun_at_entry;
 
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
+    ctx = one_block_context(&a, args);
     spy_install(ctx);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    args[0] = &a;
-    args[1] = &a;
     follow_setup(ctx, args, 0);
     e = ctx->replay.exec;
     queries = mock.param_queries;
@@ -636,11 +642,7 @@ static void test_follow_timing(void)
     umadv_exec_t *e;
     int first_followed;
 
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    args[0] = &a;
-    args[1] = &a;
+    ctx = one_block_context(&a, args);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
