@@ -23,7 +23,6 @@ static const char *const step_kind_names[UMADV_STEP_KIND_COUNT] = {
     [UMADV_STEP_COPY]   = "copy",
 };
 
-/* Position of @name in @names, -1 when it is not there. */
 const char *umadv__alloc_kind_name(umadv_alloc_kind_t kind)
 {
     return (unsigned)kind < UMADV_ALLOC_KIND_COUNT ? alloc_kind_names[kind] : "?";
