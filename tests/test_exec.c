@@ -29,6 +29,7 @@
 #define SEC        (64 * UMADV_KIB)
 #define MAX_CHUNKS 4096
 #define MAX_CALLS  4096
+#define STEP_STREAM ((umadv_stream_t)0x5eb)
 
 /* ---- the mock GPU ------------------------------------------------------- */
 
@@ -43,7 +44,11 @@ typedef struct mock_call {
     int       location;
     size_t    batch;   /* 'F' of a batch call: its ranges; 0: a single prefetch */
     int       cont;    /* a range of the same batch call as the record before */
+    umadv_stream_t stream; /* 'F', 'E': the call's */
+    int       by_app;  /* made by the test's own thread (the application's) */
 } mock_call_t;
+
+static pthread_t app_thread;
 
 typedef struct mock_event {
     uint64_t done_ns;  /* when the work before it completes */
@@ -138,14 +143,15 @@ static size_t call_log(char kind, void *ptr, uint64_t len)
     size_t i = mock.ncalls < MAX_CALLS ? mock.ncalls++ : MAX_CALLS - 1;
 
     mock.calls[i] = (mock_call_t){.kind = kind, .ptr = (uintptr_t)ptr, .len = len,
-                                  .start_ns = umadv__now_ns()};
+                                  .start_ns = umadv__now_ns(),
+                                  .by_app = pthread_equal(pthread_self(), app_thread)};
     return i;
 }
 
 /* One call over @count ranges (a batch when @batch): logged range by
  * range, one fixed cost of 20 us for the call. */
 static umadv_status_t mock_move(void **ptrs, size_t *sizes, size_t count, int location,
-                                int batch)
+                                int batch, umadv_stream_t stream)
 {
     int to_gpu = location != UMADV_CUDA_LOCATION_HOST, n = 0;
     size_t first;
@@ -162,6 +168,7 @@ static umadv_status_t mock_move(void **ptrs, size_t *sizes, size_t count, int lo
         mock.calls[i].location = location;
         mock.calls[i].batch = batch ? count : 0;
         mock.calls[i].cont = r > 0;
+        mock.calls[i].stream = stream;
         n += to_gpu ? chunks_move((uintptr_t)ptrs[r], sizes[r], CH_HOST, CH_ARRIVING, 0)
                     : chunks_move((uintptr_t)ptrs[r], sizes[r], CH_RESIDENT, CH_LEAVING, 1);
     }
@@ -187,13 +194,13 @@ static umadv_status_t mock_move(void **ptrs, size_t *sizes, size_t count, int lo
 
 static umadv_status_t mock_prefetch(void *ptr, size_t size, int location, umadv_stream_t s)
 {
-    return mock_move(&ptr, &size, 1, location, 0);
+    return mock_move(&ptr, &size, 1, location, 0, s);
 }
 
 static umadv_status_t mock_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
                                           int location, umadv_stream_t s)
 {
-    return mock_move(ptrs, sizes, count, location, 1);
+    return mock_move(ptrs, sizes, count, location, 1, s);
 }
 
 static umadv_status_t mock_advise(void *ptr, size_t size, umadv_cuda_advice_t advice, int loc)
@@ -457,9 +464,9 @@ static const char *calls_text(const workload_t *w, size_t from)
                 mock.calls[i].ptr < (uintptr_t)w->arena[k] + w->trace.allocs[k].size)
                 a = (int)k;
         }
-        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%c%d",
+        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%c%d%s",
                                  used == 0 ? "" : mock.calls[i].cont ? "+" : " ",
-                                 mock.calls[i].kind, a);
+                                 mock.calls[i].kind, a, mock.calls[i].by_app ? "*" : "");
     }
     return buf;
 }
@@ -987,7 +994,7 @@ static void test_advice_ranges(void)
 /* Four allocations in arenas of their own, all fetched for step 0: runs
  * of 0 and 2 copy one section (small: the limit is 100 kB), 1 is FRESH
  * (populated per range whatever the call), 3 copies two sections. */
-static const char *batch_run(int with_batch, umadv_exec_stats_t *st)
+static const char *batch_run(int with_batch, int on_stream, umadv_exec_stats_t *st)
 {
     static const uint32_t uses[1] = {0xf};
     const umadv_op_t ops[] = {
@@ -1004,12 +1011,17 @@ static const char *batch_run(int with_batch, umadv_exec_stats_t *st)
     w.trace.link.fetch_latency = 1e-4; /* small: up to 100000 bytes */
     w.trace.link.fetch_bw = 1e9;
     hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
-    mock_reset(0, 1000, 1000);
+    /* on the step's stream: the lane's batch is slow, so that the step's
+     * thread finds the fresh run still queued */
+    mock_reset(0, on_stream ? 20000000 : 1000, 1000);
     mock_ops.prefetch_batch = with_batch ? mock_prefetch_batch : NULL;
     e = exec_open(&w, UMADV_POLICY_PLAN, 0);
     umadv__exec_iteration_begin(e);
     umadv__exec_step_begin(e);
-    umadv__exec_step_wait(e);
+    if (on_stream)
+        umadv__exec_step_wait_on(e, STEP_STREAM);
+    else
+        umadv__exec_step_wait(e);
     umadv__exec_step_end(e, NULL);
     umadv__exec_get_stats(e, st);
     umadv__exec_destroy(e);
@@ -1023,15 +1035,35 @@ static void test_fresh_batch(void)
 {
     umadv_exec_stats_t st;
 
-    is_str(batch_run(1, &st), "F0+F2 F1 F3",
+    is_str(batch_run(1, 0, &st), "F0+F2 F1 F3",
            "the step's small copies go in one batch call; fresh and large runs alone");
     ok(st.fetch_calls == 3 && st.batch_calls == 1 && st.fresh_bytes == 2 * SEC &&
        st.fetched_bytes == 4 * SEC,
        "stats: 3 calls, 1 batch, fresh and copied bytes apart (%llu %llu %llu %llu)",
        (unsigned long long)st.fetch_calls, (unsigned long long)st.batch_calls,
        (unsigned long long)st.fresh_bytes, (unsigned long long)st.fetched_bytes);
-    is_str(batch_run(0, &st), "F0 F1 F2 F3", "no batch entry: one call per run");
+    is_str(batch_run(0, 0, &st), "F0 F1 F2 F3", "no batch entry: one call per run");
     ok(st.fetch_calls == 4 && st.batch_calls == 0, "and no batch counted");
+}
+
+/* Waiting with the step's stream known: the fresh run is populated by
+ * the waiting thread, on that stream; the copies stay the lane's. */
+static void test_fresh_on_step_stream(void)
+{
+    umadv_exec_stats_t st;
+    const char *text = batch_run(1, 1, &st);
+    int on_stream = 0, by_app = 0;
+
+    for (size_t i = 0; i < mock.ncalls; i++) {
+        by_app += mock.calls[i].by_app;
+        on_stream += mock.calls[i].by_app && mock.calls[i].stream == STEP_STREAM;
+    }
+    ok((strncmp(text, "F1* ", 4) == 0 || strstr(text, " F1* ") != NULL) && by_app == 1 &&
+       on_stream == 1, "the fresh run is populated by the step's thread, on the step's stream: %s",
+       text);
+    ok(strstr(text, "F0+F2") != NULL && strstr(text, "F3") != NULL && st.fetch_calls == 3 &&
+       st.batch_calls == 1 && st.fresh_bytes == 2 * SEC && st.fetched_bytes == 4 * SEC,
+       "the copies are the lane's, in one batch; bytes and calls counted as before");
 }
 
 /* The host backend records a batch range by range. */
@@ -1077,7 +1109,8 @@ int main(void)
     log_capture_start();
     env_clear();
     mock_ops_init();
-    plan(32 + 6 + 4 + 4 + 1 + 3);
+    app_thread = pthread_self();
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 2);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1091,6 +1124,7 @@ int main(void)
     test_pages_reused();
     test_advice_ranges();
     test_fresh_batch();
+    test_fresh_on_step_stream();
     test_host_batch();
     log_capture_stop();
     return exit_status();

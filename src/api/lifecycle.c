@@ -582,7 +582,7 @@ UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name,
     /* Wait for the step's data without the lock: other threads may
      * allocate meanwhile. Its time starts after. */
     if (status == UMADV_OK && exec != NULL)
-        umadv__exec_step_wait(exec);
+        umadv__exec_step_wait_on(exec, stream);
     if (status == UMADV_OK) {
         pthread_mutex_lock(&ctx->lock);
         umadv__ctx_step_timing_start(ctx);

@@ -325,7 +325,7 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
     /* The step's data before its kernel, without the lock (as
      * umadv_step_begin). */
     if (exec != NULL)
-        umadv__exec_step_wait(exec);
+        umadv__exec_step_wait_on(exec, stream);
 }
 
 /* Oracle moves nothing once everything is on the GPU (the profile puts

@@ -7,7 +7,11 @@
  *    api/replay.c calls in with the context's lock held, which is always
  *    taken before the executor's, never after): it queues ops and waits
  *    in umadv__exec_step_wait for the migrations its step needs, and for
- *    nothing else. It records the step-end events. Binding and unbinding
+ *    nothing else. Given the step's stream (umadv__exec_step_wait_on), it
+ *    first serves the step's fetches that need no lane itself: fresh
+ *    populations go on that stream, ordered before the step's work
+ *    (worker.c, umadv__exec_fetch_on_step). It records the step-end
+ *    events. Binding and unbinding
  *    come from whichever thread allocates or frees, serialised by the
  *    context's lock;
  *  - the fetch lane (worker.c), with its own stream: prefetches to the GPU
@@ -159,6 +163,7 @@ static void exec_free(umadv_exec_t *e)
 {
     lane_free(&e->fetch);
     lane_free(&e->evict);
+    lane_free(&e->app);
     umadv__exec_stage_cleanup(e);
     umadv__core_cleanup(&e->core);
     umadv__exec_pages_cleanup(&e->pages);
@@ -468,9 +473,11 @@ static void wait_pending(umadv_exec_t *e)
                      e->iteration, e->step - 1);
 }
 
-void umadv__exec_step_wait(umadv_exec_t *e)
+static void step_wait(umadv_exec_t *e, const umadv_stream_t *stream)
 {
     pthread_mutex_lock(&e->lock);
+    if (stream != NULL && e->begun && !e->broken)
+        umadv__exec_fetch_on_step(e, *stream);
     if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
         wait_pending(e);
     if (e->begun)
@@ -483,6 +490,16 @@ void umadv__exec_step_wait(umadv_exec_t *e)
         e->core.peak = e->core.resident;
     }
     pthread_mutex_unlock(&e->lock);
+}
+
+void umadv__exec_step_wait(umadv_exec_t *e)
+{
+    step_wait(e, NULL);
+}
+
+void umadv__exec_step_wait_on(umadv_exec_t *e, umadv_stream_t stream)
+{
+    step_wait(e, &stream);
 }
 
 void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)

@@ -200,6 +200,11 @@ void umadv__exec_step_begin(umadv_exec_t *exec);
  * timeout (logged; the step goes on: a prefetch is only a hint). */
 void umadv__exec_step_wait(umadv_exec_t *exec);
 
+/* The same, the step's work going to @stream: fresh populations it needs
+ * are issued there by the calling thread, ordered before the work, rather
+ * than waited for (umadv__exec_fetch_on_step). */
+void umadv__exec_step_wait_on(umadv_exec_t *exec, umadv_stream_t stream);
+
 /* Step ends: record an event on @stream and queue the step's evictions
  * behind it. */
 void umadv__exec_step_end(umadv_exec_t *exec, umadv_stream_t stream);

@@ -129,6 +129,8 @@ struct umadv_exec {
                                         * any change may end (umadv__exec_wake) */
 
     exec_lane_t             fetch, evict;
+    exec_lane_t             app;       /* the application's thread's own calls
+                                        * (umadv__exec_fetch_on_step): its pieces */
     pthread_t               monitor;
     int                     monitor_started;
     uint64_t                seq;
@@ -232,6 +234,11 @@ void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
                                int to_gpu, int ok);
 void umadv__exec_lane_busy(umadv_exec_t *e, exec_lane_t *lane, uint64_t start,
                            const char *what, uint64_t bytes);
+/* The application's thread, before it waits for the open step: the
+ * step's queued fetches that need no lane leave the queue. Those with
+ * nothing to move are dropped (as the lane would), fresh populations that
+ * fit are issued on @stream, the step's. */
+void umadv__exec_fetch_on_step(umadv_exec_t *e, umadv_stream_t stream);
 
 /* stage.c (its opening comment); all but init and cleanup with the lock
  * held */

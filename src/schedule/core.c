@@ -318,6 +318,21 @@ int umadv__core_batch_joins(const umadv_core_t *c, const umadv_core_op_t *op, ui
            add <= c->batch_bytes && umadv__core_fits(c, add);
 }
 
+umadv_step_serve_t umadv__core_step_serves(const umadv_core_t *c, const umadv_core_op_t *op)
+{
+    uint64_t add;
+    umadv_fetch_verdict_t verdict;
+
+    if (op->kind != UMADV_OP_FETCH || !op->blocking || !c->bound[op->alloc])
+        return UMADV_STEP_SERVE_NO;
+    verdict = umadv__core_fetch_verdict(c, op, &add);
+    if (verdict == UMADV_FETCH_SKIP && add == 0)
+        return UMADV_STEP_SERVE_DROP;
+    if (verdict == UMADV_FETCH_GO && op->fresh && !op->staged)
+        return UMADV_STEP_SERVE_POPULATE;
+    return UMADV_STEP_SERVE_NO;
+}
+
 void umadv__core_unadvise_done(umadv_core_t *c, const umadv_core_op_t *op)
 {
     for (uint32_t i = 0; i < op->count; i++) {

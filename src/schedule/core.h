@@ -13,7 +13,8 @@
  *    decisions, core->out[0 .. nout), valid until the next such call;
  *  - whether a queued fetch may start now, wait, or be given up
  *    (umadv__core_fetch_verdict), and whether another fetch may ride in
- *    its call (umadv__core_batch_joins);
+ *    its call (umadv__core_batch_joins), and which the thread of the step
+ *    that needs it serves itself (umadv__core_step_serves);
  *  - which resident sections to evict to make room, least recently used
  *    first (umadv__core_lru_victims);
  *  - how the accounting changes as data moves: the driver reports every
@@ -265,6 +266,21 @@ umadv_fetch_verdict_t umadv__core_fetch_verdict(const umadv_core_t *core,
  * fits now. */
 int umadv__core_batch_joins(const umadv_core_t *core, const umadv_core_op_t *op,
                             uint64_t need, uint64_t add);
+
+typedef enum umadv_step_serve {
+    UMADV_STEP_SERVE_NO,       /* the fetch lane serves it */
+    UMADV_STEP_SERVE_DROP,     /* nothing to move: its sections are on the GPU,
+                                * or on their way by migration */
+    UMADV_STEP_SERVE_POPULATE  /* a fresh population that fits: issued on the
+                                * step's own stream before its work */
+} umadv_step_serve_t;
+
+/* How the queued FETCH @op, needed by the open step (its need <= key),
+ * is served once the step is about to wait for it. A fresh population
+ * copies nothing; on the step's stream it is ordered before the step's
+ * work with no wait on the host and no lane to wake, and its sections
+ * count as resident from its start, as a fetch's do. Counts nothing. */
+umadv_step_serve_t umadv__core_step_serves(const umadv_core_t *core, const umadv_core_op_t *op);
 
 /* The unset @op (an ADVISE NONE the core decided) is done, or dropped:
  * fetches and sets over its run stop waiting for it. */

@@ -122,7 +122,7 @@ static double remote_access(sim_engine_t *e, size_t count, uint32_t *remote_p)
 
 const char *umadv__sim_wait_name(umadv_sim_wait_t wait)
 {
-    static const char *const names[] = {"transfer", "lane", "memory", "eviction"};
+    static const char *const names[] = {"transfer", "lane", "memory", "eviction", "populate"};
 
     return (unsigned)wait < UMADV_ARRAY_SIZE(names) ? names[wait] : "?";
 }
@@ -167,9 +167,10 @@ static void log_waits(const sim_engine_t *e, uint32_t j)
     if (!e->measuring || e->params->quiet || total <= 0)
         return;
     umadv_debug("sim: step %u (%s) waits %.3f ms: transfer %.3f, lane %.3f, memory %.3f, "
-                "eviction %.3f", e->w->first + j, name ? name : "?", total * 1e3,
+                "eviction %.3f, populate %.3f", e->w->first + j, name ? name : "?", total * 1e3,
                 e->wait[UMADV_SIM_WAIT_TRANSFER] * 1e3, e->wait[UMADV_SIM_WAIT_LANE] * 1e3,
-                e->wait[UMADV_SIM_WAIT_MEMORY] * 1e3, e->wait[UMADV_SIM_WAIT_EVICTION] * 1e3);
+                e->wait[UMADV_SIM_WAIT_MEMORY] * 1e3, e->wait[UMADV_SIM_WAIT_EVICTION] * 1e3,
+                e->wait[UMADV_SIM_WAIT_POPULATE] * 1e3);
 }
 
 /* Wait for the step's data in flight, charging each piece of the wait to
@@ -337,7 +338,13 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     if (status != UMADV_OK)
         return status;
     umadv__core_step_begin(&e->core, e->replay, j);
+    /* the step's thread serves its own fetches before the lane wakes */
+    e->f_hold = 1;
     umadv__sim_take_decisions(e, now);
+    e->wait[UMADV_SIM_WAIT_POPULATE] = umadv__sim_step_serves(e);
+    now += e->wait[UMADV_SIM_WAIT_POPULATE];
+    e->f_hold = 0;
+    umadv__sim_try_start_fetch(e, now);
     now = wait_ready(e, count, now);
     remote_s = remote_access(e, count, &remote);
     extra = fault_in(e, count, &now, &faults);

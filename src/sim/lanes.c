@@ -284,6 +284,70 @@ void umadv__sim_try_start_fetch(sim_engine_t *e, double now)
     }
 }
 
+/* ------------------------------------------------------------ the step's own fetches */
+
+static int fq_cmp(const void *a, const void *b)
+{
+    return fq_less(a, b) ? -1 : fq_less(b, a) ? 1 : 0;
+}
+
+/* @op's HOST sections land now, populated on the step's stream: the
+ * calls it takes (runs of adjacent HOST sections, as the executor's
+ * pieces). */
+static uint32_t populate(sim_engine_t *e, const sim_lane_op_t *op)
+{
+    uint32_t calls = 0;
+    int in_run = 0;
+
+    for (uint32_t i = 0; i < op->d.count; i++) {
+        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
+        int moves = e->core.state[x] == UMADV_SEC_HOST;
+
+        calls += moves && !in_run;
+        in_run = moves;
+        if (!moves)
+            continue;
+        umadv__core_set_state(&e->core, x, UMADV_SEC_RESIDENT);
+        e->fresh[x] = 0;
+    }
+    return calls;
+}
+
+double umadv__sim_step_serves(sim_engine_t *e)
+{
+    size_t nset = 0, i = 0;
+    uint32_t calls = 0;
+
+    /* the queued fetches the step needs, in the executor's order */
+    while (i < e->fq_len) {
+        if (e->fq[i].d.need > e->cur_need ||
+            umadv__array_reserve((void **)&e->fset, &e->fset_cap, nset + 1,
+                                 sizeof(*e->fset)) != UMADV_OK) {
+            i++;
+            continue;
+        }
+        e->fset[nset++] = e->fq[i];
+        e->fq[i] = e->fq[--e->fq_len];
+    }
+    for (size_t k = e->fq_len / 2 + 1; k-- > 0;)
+        fq_sift_down(e, k);
+    qsort(e->fset, nset, sizeof(*e->fset), fq_cmp);
+    for (size_t k = 0; k < nset; k++) {
+        const sim_lane_op_t *op = &e->fset[k];
+        umadv_step_serve_t serve = umadv__core_step_serves(&e->core, &op->d);
+
+        if (serve == UMADV_STEP_SERVE_NO) {
+            if (fq_push(e, op) != UMADV_OK)
+                fetch_unpend(e, op); /* out of memory: forgotten, the step faults */
+            continue;
+        }
+        fetch_unpend(e, op);
+        if (serve == UMADV_STEP_SERVE_POPULATE)
+            calls += populate(e, op);
+    }
+    return calls * e->link.fetch_latency;
+}
+
 static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner)
 {
     for (uint32_t i = 0; i < op->d.count; i++) {

@@ -19,6 +19,11 @@
  *   its own time (latency + bytes / evict_bw per run of adjacent
  *   sections), as the driver does in its fault path. Then it computes for
  *   its duration.
+ *   Before it waits, it serves the fetches it needs that need no lane
+ *   (umadv__core_step_serves): a fresh population that fits costs it
+ *   fetch_latency per run of sections, as the executor's application
+ *   thread issues it on the step's stream (lanes.c); one with nothing
+ *   to move is dropped.
  * - Fetch lane: one transfer at a time, latency + copied bytes / fetch_bw
  *   per call (fresh sections cost no bytes), half a latency and the bytes
  *   for each fetch that rides in a batch (schedule.h, BATCHES). It serves

@@ -36,6 +36,8 @@ typedef enum umadv_sim_wait {
                                   * that an eviction in flight will free */
     UMADV_SIM_WAIT_EVICTION = 3, /* its data is still being evicted, and a
                                   * queued fetch will bring it back */
+    UMADV_SIM_WAIT_POPULATE = 4, /* its thread populates its fresh memory on
+                                  * its stream (umadv__core_step_serves) */
     UMADV_SIM_WAIT_COUNT
 } umadv_sim_wait_t;
 

@@ -110,6 +110,12 @@ void umadv__sim_advance(sim_engine_t *e, double until);
  * (demand: its faults need the room). */
 int umadv__sim_evictions_block(const sim_engine_t *e, uint64_t need);
 
+/* The open step's own fetches (umadv__core_step_serves), before it
+ * waits: those with nothing to move leave the queue, fresh populations
+ * land now. Returns the time their calls take on the compute lane: the
+ * link model's call latency each (fetch_latency), nothing copied. */
+double umadv__sim_step_serves(sim_engine_t *e);
+
 /* The core's decisions onto the lanes (lanes.c). */
 void umadv__sim_enqueue_fetch(sim_engine_t *e, const umadv_core_op_t *d, double now);
 void umadv__sim_enqueue_evict(sim_engine_t *e, const umadv_core_op_t *d, double now);
