@@ -86,7 +86,6 @@ from benchlib import (bound_ms, command_line, cut_bound_ms, min_traffic, moved_b
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
 POLICIES = ("oracle", "plan", "prefetch-all", "demand")
-SHOWN = ("plan", "prefetch-all", "demand")
 PEERS = ("save_on_cpu", "checkpoint")
 CAP_METHODS = ("native", "save_on_cpu", "checkpoint", "umadv")
 EXIT_OUT_OF_MEMORY = 3   # torch_train.py
@@ -110,6 +109,9 @@ def parse_args():
     p.add_argument("--budgets", default="soc,25,50,75",
                    help="percentages of the footprint, and soc: save_on_cpu's peak")
     p.add_argument("--iters", type=int, default=10, help="iterations per run")
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help="umadv policies run at each budget, one process each (default: all; "
+                   "oracle gives the UVM-rate bound column)")
     p.add_argument("--pinned-gbps", metavar="H2D,D2H",
                    help="pinned memcpy GB/s each way for the physical bound (default: the "
                    "trace's UVM rates, as a stand-in)")
@@ -148,6 +150,9 @@ def parse_args():
     if args.iters < FOOTPRINT_ITERS + 3 or args.cap_iters < FOOTPRINT_ITERS:
         p.error("--iters: at least %d (steady-state iterations after the profile); "
                 "--cap-iters: at least %d" % (FOOTPRINT_ITERS + 3, FOOTPRINT_ITERS))
+    args.policies = args.policies.split(",")
+    if not args.policies or not set(args.policies) <= set(POLICIES):
+        p.error("--policies: of %s" % ",".join(POLICIES))
     args.cap_methods = args.cap_methods.split(",")
     if not set(args.cap_methods) <= set(CAP_METHODS) or (args.cap_only and args.skip_cap):
         p.error("--cap-methods: of %s; --cap-only and --skip-cap exclude each other" %
@@ -300,7 +305,7 @@ def native_row(method, run, native, bounds):
     return row
 
 
-def policy_rows(label, budget, by, native, bounds, commands):
+def policy_rows(args, label, budget, by, native, bounds, commands):
     """The rows of one budget's processes (@by: policy -> its run in
     torch_train.py's JSON; @commands: policy -> command line), oracle
     kept for the JSON."""
@@ -311,7 +316,7 @@ def policy_rows(label, budget, by, native, bounds, commands):
                        plan["evicted_bytes_per_iter"], bounds.uvm)
     phys = bounds.at(budget)
     rows = []
-    for policy in POLICIES:
+    for policy in args.policies:
         r = by.get(policy)
         row = dict(phys, method=policy, budget_label=label, budget=budget,
                    command=commands.get(policy), uvm_bound_ms=uvm)
@@ -343,7 +348,7 @@ def budget_runs(args, model, batch, prefix, label, budget):
     {policy: command line})."""
     by, commands = {}, {}
     tag = "soc" if label.startswith("save_on_cpu") else label[:-1]
-    for policy in POLICIES:
+    for policy in args.policies:
         run = torch_train(args, "%s-%s-%s" % (prefix, tag, policy), model, batch,
                           ["--umadv", "--iters", str(args.iters), "--policies", policy], budget)
         doc = need(run, "%s %s at %s" % (prefix, policy, label))
@@ -367,7 +372,7 @@ def measure(args, model, batch):
     budgets = budget_list(args, footprint, soc)
     for label, budget in budgets:
         by, commands = budget_runs(args, model, batch, prefix, label, budget)
-        rows += policy_rows(label, budget, by, native, bounds, commands)
+        rows += policy_rows(args, label, budget, by, native, bounds, commands)
     return {"model": model, "batch": batch, "footprint": footprint, "trace": trace,
             "footprint_command": fp_run["command"], "device_line": runs["native"]["first_line"],
             "compute_ms": native["ms_per_iter"], "pinned_bw": bounds.pinned,

@@ -308,6 +308,20 @@ near "$(pfield peers-uvm resnet50 plan 50% x_phys)" 2.7939 2.7940 &&
     ! ls "$tmp"/peers-uvm/resnet50-bs64-soc* >/dev/null 2>&1
 ok $? "without --pinned-gbps the UVM rates stand in; --skip-cap probes nothing; no soc budget"
 
+python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
+    --batches 64 --budgets 50 --policies plan --skip-cap --out "$tmp/peers-plan" \
+    >"$tmp/peers-plan.table" 2>&1
+[ -e "$tmp/peers-plan/resnet50-bs64-50-plan.log" ] &&
+    ! ls "$tmp"/peers-plan/resnet50-bs64-50-demand* "$tmp"/peers-plan/resnet50-bs64-50-oracle* \
+        >/dev/null 2>&1 &&
+    [ -n "$(pfield peers-plan resnet50 plan 50% x_phys)" ] &&
+    [ "$(pfield peers-plan resnet50 demand 50% x_phys)" = missing ]
+ok $? "--policies plan: one umadv process at the budget, its row alone" || diag "$tmp/peers-plan.table"
+! python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --policies plan,bogus \
+    --skip-cap --out "$tmp/peers-bad" >/dev/null 2>"$tmp/peers-bad.err" &&
+    grep -q -- "--policies: of oracle,plan,prefetch-all,demand" "$tmp/peers-bad.err"
+ok $? "--policies with an unknown policy is refused, naming the choices" || diag "$tmp/peers-bad.err"
+
 python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
     --batches 64 --skip-cap --out "$tmp/peers-fail" >"$tmp/peers-fail.table" 2>"$tmp/peers-fail.err"
 [ $? -eq 1 ] && grep -q '^bench: resnet50-bs64 native failed (exit 2)' "$tmp/peers-fail.err" &&
