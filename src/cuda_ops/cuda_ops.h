@@ -87,6 +87,10 @@ typedef struct umadv_cuda_ops {
      * pool of staged evictions (exec/stage.c). */
     umadv_status_t (*host_alloc)(size_t size, void **ptr_p);
     umadv_status_t (*host_free)(void *ptr);
+    /* Plain device memory (cudaMalloc): never migrated, outside any
+     * budget. NULL in a backend without it. */
+    umadv_status_t (*device_alloc)(size_t size, void **ptr_p);
+    umadv_status_t (*device_free)(void *ptr);
     /* cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, stream): managed
      * memory to pinned and back. */
     umadv_status_t (*memcpy_async)(void *dst, const void *src, size_t size,
@@ -159,6 +163,8 @@ typedef enum umadv_cuda_call {
     UMADV_CUDA_CALL_EVENT_RECORD,
     UMADV_CUDA_CALL_HOST_ALLOC,
     UMADV_CUDA_CALL_HOST_FREE,
+    UMADV_CUDA_CALL_DEVICE_ALLOC,
+    UMADV_CUDA_CALL_DEVICE_FREE,
     UMADV_CUDA_CALL_MEMCPY,          /* ptr: the destination */
     UMADV_CUDA_CALL_DISCARD,         /* one record per range */
     UMADV_CUDA_CALL_DISCARD_PREFETCH /* one record per range */
@@ -189,6 +195,8 @@ typedef struct umadv_cuda_host_counters {
     uint64_t streams, events;         /* live handles */
     uint64_t pinned_allocs, pinned_frees;
     uint64_t pinned_bytes;            /* live bytes from host_alloc */
+    uint64_t device_allocs, device_frees;
+    uint64_t device_bytes;            /* live bytes from device_alloc */
     uint64_t memcpys, memcpy_bytes;
     uint64_t discards, discard_bytes; /* ranges: each range of a batch counts */
     uint64_t discard_prefetches, discard_prefetch_bytes; /* likewise */

@@ -303,6 +303,16 @@ static umadv_status_t cudart_host_free(void *ptr)
     return UMADV_CUDART_FUNC(cudaFreeHost(ptr));
 }
 
+static umadv_status_t cudart_device_alloc(size_t size, void **ptr_p)
+{
+    return UMADV_CUDART_FUNC(cudaMalloc(ptr_p, size));
+}
+
+static umadv_status_t cudart_device_free(void *ptr)
+{
+    return UMADV_CUDART_FUNC(cudaFree(ptr));
+}
+
 static umadv_status_t cudart_memcpy_async(void *dst, const void *src, size_t size,
                                           umadv_stream_t stream)
 {
@@ -422,6 +432,8 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .advise             = cudart_advise,
     .host_alloc         = cudart_host_alloc,
     .host_free          = cudart_host_free,
+    .device_alloc       = cudart_device_alloc,
+    .device_free        = cudart_device_free,
     .memcpy_async       = cudart_memcpy_async,
     .discard_batch      = cudart_discard_batch,
     .discard_and_prefetch_batch = cudart_discard_and_prefetch_batch,

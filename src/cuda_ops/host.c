@@ -42,6 +42,8 @@ static struct {
     size_t                     nranges, ranges_cap;
     host_range_t              *pinned;   /* live pinned host allocations */
     size_t                     npinned, pinned_cap;
+    host_range_t              *device;   /* live plain device allocations */
+    size_t                     ndevice, device_cap;
     int                        logging;
     umadv_cuda_host_record_t  *log;
     size_t                     nlog, log_cap;
@@ -411,28 +413,85 @@ static umadv_status_t host_host_free(void *ptr)
     return UMADV_OK;
 }
 
-/* Called with the lock held: inside one pinned allocation? */
-static int range_is_pinned(const void *ptr, size_t size)
+/* Plain device memory: a host buffer, registered so that copies to and
+ * from it pass the range check below. */
+static umadv_status_t host_device_alloc(size_t size, void **ptr_p)
+{
+    void *ptr = size == 0 || size > SIZE_MAX / 2 ? NULL : malloc(size);
+
+    if (ptr == NULL) {
+        umadv_error("host backend: device_alloc of %zu bytes failed", size);
+        return UMADV_ERR_CUDA; /* where cudaMalloc would fail */
+    }
+    pthread_mutex_lock(&host.lock);
+    if (umadv__array_reserve((void **)&host.device, &host.device_cap, host.ndevice + 1,
+                             sizeof(*host.device)) != UMADV_OK) {
+        pthread_mutex_unlock(&host.lock);
+        free(ptr);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    host.device[host.ndevice++] = (host_range_t){(uintptr_t)ptr, size};
+    host.counters.device_allocs++;
+    host.counters.device_bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_DEVICE_ALLOC, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    *ptr_p = ptr;
+    return UMADV_OK;
+}
+
+static umadv_status_t host_device_free(void *ptr)
+{
+    size_t i, size;
+
+    pthread_mutex_lock(&host.lock);
+    for (i = 0; i < host.ndevice && host.device[i].base != (uintptr_t)ptr; i++)
+        ;
+    if (i == host.ndevice) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: device_free(%p) of memory it did not allocate", ptr);
+        return UMADV_ERR_CUDA;
+    }
+    size = host.device[i].size;
+    host.device[i] = host.device[--host.ndevice];
+    host.counters.device_frees++;
+    host.counters.device_bytes -= size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_DEVICE_FREE, .ptr = ptr,
+                                         .size = size});
+    pthread_mutex_unlock(&host.lock);
+    free(ptr);
+    return UMADV_OK;
+}
+
+/* Called with the lock held: inside one of @n ranges? */
+static int range_within(const host_range_t *v, size_t n, const void *ptr, size_t size)
 {
     uintptr_t start = (uintptr_t)ptr;
 
-    for (size_t i = 0; i < host.npinned; i++) {
-        const host_range_t *r = &host.pinned[i];
-        if (start >= r->base && start - r->base < r->size && size <= r->size - (start - r->base))
+    for (size_t i = 0; i < n; i++) {
+        if (start >= v[i].base && start - v[i].base < v[i].size &&
+            size <= v[i].size - (start - v[i].base))
             return 1;
     }
     return 0;
 }
 
+/* Called with the lock held: memory the backend made (managed, pinned or
+ * device)? */
+static int range_is_ours(const void *ptr, size_t size)
+{
+    return range_is_managed(ptr, size) || range_within(host.pinned, host.npinned, ptr, size) ||
+           range_within(host.device, host.ndevice, ptr, size);
+}
+
 /* Host work completes when issued: the bytes move now. Both ends must be
- * memory the backend made (managed or pinned): a staging slot outside
+ * memory the backend made (managed, pinned or device): a staging slot outside
  * its pool is a bug the tests should see. */
 static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
                                         umadv_stream_t stream)
 {
     pthread_mutex_lock(&host.lock);
-    if (size == 0 || !(range_is_managed(dst, size) || range_is_pinned(dst, size)) ||
-        !(range_is_managed(src, size) || range_is_pinned(src, size))) {
+    if (size == 0 || !range_is_ours(dst, size) || !range_is_ours(src, size)) {
         pthread_mutex_unlock(&host.lock);
         umadv_error("host backend: memcpy_async(%p <- %p, %zu) outside its memory", dst, src,
                     size);
@@ -608,6 +667,8 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .advise             = host_advise,
     .host_alloc         = host_host_alloc,
     .host_free          = host_host_free,
+    .device_alloc       = host_device_alloc,
+    .device_free        = host_device_free,
     .memcpy_async       = host_memcpy_async,
     .discard_batch      = host_discard_batch,
     .discard_and_prefetch_batch = host_discard_and_prefetch_batch,

@@ -19,6 +19,7 @@
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
 #define EXEC_KEY_NONE         UMADV_CORE_KEY_NONE
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
+#define EXEC_BOUNCE_BYTES     (32 * UMADV_MIB) /* stage.c: a lane's bounce buffer */
 
 typedef struct exec_bind {
     umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while
@@ -100,6 +101,10 @@ typedef struct exec_lane {
                                      * waited for, 0 if none */
     int            busy_blocking;
     int            working;         /* serving an op (lane_run) */
+    void          *bounce;          /* stage.c: device memory its staged copies go
+                                     * through, made at its first staged call; NULL:
+                                     * none (yet, or device_alloc failed) */
+    int            bounce_failed;
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
 } exec_lane_t;
 
@@ -248,6 +253,8 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
 void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);
+/* The lane's bounce buffer goes back (its thread, at its end). */
+void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane);
 /* A step's last check: counted as late_restored_bytes. */
 void umadv__exec_restore_sections(umadv_exec_t *e, const uint32_t *list, size_t n);
 void umadv__exec_restore_alloc(umadv_exec_t *e, uint32_t alloc);

@@ -18,7 +18,14 @@
  * failed) or dead (its block freed). Pinning that fails makes every
  * eviction migrate (logged once).
  *
- * THE CALLS. Out: cudaMemcpyAsync of each piece into its slots, a
+ * THE CALLS. Each lane copies through a bounce buffer of device memory
+ * of its own (EXEC_BOUNCE_BYTES, cudaMalloc at its first staged call,
+ * outside the budget): a copy between managed memory and pinned host
+ * memory goes one way at a time on an H100 (52.8 GB/s both ways together,
+ * 26 each, against 91.5 through device memory: bench/RESULTS.md), so
+ * that staging out while restoring halved both. Every copy below is then
+ * a device-to-device copy and a copy over the link per chunk, in stream
+ * order. Out: cudaMemcpyAsync of each piece into its slots, a
  * synchronisation, then one cudaMemDiscardBatchAsync of the pieces and
  * another: the discard is issued only once the copies are known to be
  * complete (with one synchronisation, a copy that failed asynchronously
@@ -333,9 +340,57 @@ static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t 
     return n;
 }
 
+/* @len bytes from @src to @dst on @lane's stream, through its bounce
+ * buffer where it has one (THE CALLS): a device-to-device copy and a
+ * copy over the link, chunk by chunk, in stream order. */
+static umadv_status_t lane_copy(umadv_exec_t *e, exec_lane_t *lane, char *dst, const char *src,
+                                uint64_t len)
+{
+    umadv_status_t status = UMADV_OK;
+
+    if (lane->bounce == NULL)
+        return own_copy(e, dst, src, len, lane->stream);
+    for (uint64_t o = 0; o < len && status == UMADV_OK; o += EXEC_BOUNCE_BYTES) {
+        size_t n = (size_t)UMADV_MIN((uint64_t)EXEC_BOUNCE_BYTES, len - o);
+
+        status = own_copy(e, lane->bounce, src + o, n, lane->stream);
+        if (status == UMADV_OK)
+            status = own_copy(e, dst + o, lane->bounce, n, lane->stream);
+    }
+    return status;
+}
+
+/* The lane's bounce buffer, made at its first staged call with the lock
+ * dropped; without one (no device_alloc, or it failed: logged once) the
+ * copies go direct. */
+static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
+{
+    void *bounce = NULL;
+
+    if (lane->bounce != NULL || lane->bounce_failed || e->p.ops->device_alloc == NULL)
+        return;
+    pthread_mutex_unlock(&e->lock);
+    if (e->p.ops->device_alloc(EXEC_BOUNCE_BYTES, &bounce) != UMADV_OK)
+        bounce = NULL;
+    pthread_mutex_lock(&e->lock);
+    lane->bounce = bounce;
+    lane->bounce_failed = bounce == NULL;
+    if (bounce == NULL)
+        umadv_warn("executor: no %d MiB device buffer for the %s lane's staged copies: they "
+                   "go direct, one way at a time", (int)(EXEC_BOUNCE_BYTES / UMADV_MIB),
+                   lane == &e->fetch ? "fetch" : "eviction");
+}
+
+void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane)
+{
+    if (lane->bounce != NULL)
+        (void)e->p.ops->device_free(lane->bounce); /* a failure is logged by cuda_ops */
+    lane->bounce = NULL;
+}
+
 /* Copy piece @p out (@out) or back, run by run of slots. */
-static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out,
-                                 umadv_stream_t stream)
+static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
+                                 int out)
 {
     uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
 
@@ -348,8 +403,8 @@ static umadv_status_t piece_copy(umadv_exec_t *e, const exec_piece_t *p, int out
         if (e->stage.slot[s0] == EXEC_NO_SLOT)
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
         n = slot_run(e, p, k, &len);
-        status = out ? own_copy(e, slot_addr(e, s0), range, len, stream)
-                     : own_copy(e, range, slot_addr(e, s0), len, stream);
+        status = out ? lane_copy(e, lane, slot_addr(e, s0), range, len)
+                     : lane_copy(e, lane, range, slot_addr(e, s0), len);
         if (status != UMADV_OK)
             return status;
     }
@@ -362,7 +417,7 @@ static umadv_status_t copies(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
     umadv_status_t status = UMADV_OK;
 
     for (size_t i = from; i < to && status == UMADV_OK; i++)
-        status = piece_copy(e, &lane->pieces[i], out, lane->stream);
+        status = piece_copy(e, lane, &lane->pieces[i], out);
     if (status == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     return status;
@@ -474,6 +529,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
             piece_slots_put(e, &lane->pieces[i]); /* not evicted: resident */
         return;
     }
+    lane_bounce(e, lane);
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
     if (to_gpu)

@@ -703,6 +703,7 @@ static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t
         pthread_cond_wait(&e->cond, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
+    umadv__exec_stage_lane_end(e, lane);
     if (lane->stream != NULL)
         e->p.ops->stream_destroy(lane->stream);
 }
