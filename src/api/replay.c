@@ -70,7 +70,11 @@ static struct replay_follow {
     uint64_t        drift;    /* iterations that diverged */
     uint64_t        entry_ns; /* the open step's launch call began */
     uint64_t        launch_ns;/* in followed launch calls, this iteration */
-} follow = {NULL, 0, UMADV_STEP_NONE, 0, 0, 0, 0, 0};
+    /* where launch_ns goes: the step's begin, its wait for data (its
+     * fresh populations and its waits), its end; the rest is the launch
+     * call itself and CUPTI's callbacks around it */
+    uint64_t        begin_ns, wait_ns, end_ns;
+} follow = {.open = UMADV_STEP_NONE};
 
 void umadv__replay_init(umadv_context_t ctx)
 {
@@ -301,6 +305,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     follow.open = j;
     follow.entry_ns = umadv__now_ns();
     umadv__replay_step_begin(ctx);
+    follow.begin_ns += umadv__now_ns() - follow.entry_ns;
     return ctx->replay.exec;
 }
 
@@ -316,16 +321,23 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
         if (!exit) {
             exec = follow_enter(ctx, name, flags);
         } else if (follow.open != UMADV_STEP_NONE) {
+            uint64_t end = umadv__now_ns();
+
             follow.open = UMADV_STEP_NONE;
-            follow.launch_ns += umadv__now_ns() - follow.entry_ns;
             umadv__exec_step_end(ctx->replay.exec, stream);
+            follow.end_ns += umadv__now_ns() - end;
+            follow.launch_ns += umadv__now_ns() - follow.entry_ns;
         }
     }
     pthread_mutex_unlock(&ctx->lock);
     /* The step's data before its kernel, without the lock (as
      * umadv_step_begin). */
-    if (exec != NULL)
+    if (exec != NULL) {
+        uint64_t start = umadv__now_ns();
+
         umadv__exec_step_wait_on(exec, stream);
+        follow.wait_ns += umadv__now_ns() - start; /* the application's thread alone */
+    }
 }
 
 /* Oracle moves nothing once everything is on the GPU (the profile puts
@@ -338,7 +350,7 @@ static void follow_start(umadv_context_t ctx)
         ctx->config.policy == UMADV_POLICY_ORACLE ||
         (follow.ctx != NULL && follow.ctx != ctx))
         return;
-    follow = (struct replay_follow){NULL, 0, UMADV_STEP_NONE, 0, 0, follow.drift, 0, 0};
+    follow = (struct replay_follow){.open = UMADV_STEP_NONE, .drift = follow.drift};
     if (umadv__prof_follow(ctx->profiler, follow_launch, ctx) == UMADV_OK)
         follow.ctx = ctx;
     else
@@ -487,12 +499,17 @@ void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
     ctx->replay.faults  = faults;
     ctx->replay.mallocs = 0;
     if (follow.ctx == ctx && follow.next > 0)
-        umadv_debug("replay: %u launches followed, %.3f ms inside them (waiting for data "
-                    "included)", follow.next, (double)follow.launch_ns / 1e6);
+        umadv_debug("replay: %u launches followed, %.3f ms inside them: step begins %.3f, "
+                    "waits for data %.3f (fresh populations and waits), step ends %.3f, the "
+                    "launch calls and CUPTI's callbacks %.3f", follow.next,
+                    (double)follow.launch_ns / 1e6, (double)follow.begin_ns / 1e6,
+                    (double)follow.wait_ns / 1e6, (double)follow.end_ns / 1e6,
+                    (double)(follow.launch_ns - UMADV_MIN(follow.launch_ns, follow.begin_ns +
+                             follow.wait_ns + follow.end_ns)) / 1e6);
     follow.next      = 0;
     follow.open      = UMADV_STEP_NONE;
     follow.diverged  = 0;
-    follow.launch_ns = 0;
+    follow.launch_ns = follow.begin_ns = follow.wait_ns = follow.end_ns = 0;
 }
 
 int umadv__replay_iteration(umadv_context_t ctx)
