@@ -369,7 +369,14 @@ void vgg_setup(vgg_t *v)
 
 /* ---- memory ---------------------------------------------------------- */
 
-static void *alloc(vgg_t *v, size_t bytes, const char *name, const char *what)
+/* Memory only the steps' kernels and CUDA copies touch may be staged
+ * (umadv_set_stageable(3)): its evictions then copy it to pinned host
+ * memory at the link's speed instead of migrating at UVM's. The weights,
+ * biases and momenta are not: the digest hashes the weights outside any
+ * step. */
+enum { KEEP = 0, STAGE = 1 };
+
+static void *alloc(vgg_t *v, size_t bytes, const char *name, const char *what, int stage)
 {
     char tag[64];
     void *p;
@@ -379,6 +386,8 @@ static void *alloc(vgg_t *v, size_t bytes, const char *name, const char *what)
     status = umadv_malloc(v->ctx, bytes, tag, &p);
     if (status != UMADV_OK)
         example_die("umadv_malloc(%zu bytes, %s): %s", bytes, tag, umadv_status_string(status));
+    if (stage)
+        UMADV_CHECK(umadv_set_stageable(v->ctx, p, 1));
     return p;
 }
 
@@ -396,20 +405,20 @@ void vgg_alloc(vgg_t *v)
         vgg_layer_t *ly = &v->layer[l];
 
         if (ly->nw > 0) {
-            ly->w  = alloc(v, fbytes(ly->nw), ly->name, ".weight");
-            ly->b  = alloc(v, fbytes(ly->nb), ly->name, ".bias");
-            ly->dw = alloc(v, fbytes(ly->nw), ly->name, ".weight.grad");
-            ly->db = alloc(v, fbytes(ly->nb), ly->name, ".bias.grad");
-            ly->vw = alloc(v, fbytes(ly->nw), ly->name, ".weight.momentum");
-            ly->vb = alloc(v, fbytes(ly->nb), ly->name, ".bias.momentum");
+            ly->w  = alloc(v, fbytes(ly->nw), ly->name, ".weight", KEEP);
+            ly->b  = alloc(v, fbytes(ly->nb), ly->name, ".bias", KEEP);
+            ly->dw = alloc(v, fbytes(ly->nw), ly->name, ".weight.grad", STAGE);
+            ly->db = alloc(v, fbytes(ly->nb), ly->name, ".bias.grad", STAGE);
+            ly->vw = alloc(v, fbytes(ly->nw), ly->name, ".weight.momentum", KEEP);
+            ly->vb = alloc(v, fbytes(ly->nb), ly->name, ".bias.momentum", KEEP);
         }
-        ly->y = alloc(v, fbytes(elems(ly->out)), ly->name, ".out");
+        ly->y = alloc(v, fbytes(elems(ly->out)), ly->name, ".out", STAGE);
     }
-    v->input = alloc(v, fbytes(elems(v->layer[0].in)), "input", "");
-    v->labels = alloc(v, batch * sizeof(int), "labels", "");
-    v->loss_rows = alloc(v, fbytes(batch), "loss", "");
+    v->input = alloc(v, fbytes(elems(v->layer[0].in)), "input", "", STAGE);
+    v->labels = alloc(v, batch * sizeof(int), "labels", "", STAGE);
+    v->loss_rows = alloc(v, fbytes(batch), "loss", "", STAGE);
     if (v->workspace_bytes > 0)
-        v->workspace = alloc(v, v->workspace_bytes, "cudnn", ".workspace");
+        v->workspace = alloc(v, v->workspace_bytes, "cudnn", ".workspace", STAGE);
     CUDA_CHECK(cudaHostAlloc((void **)&v->loss, sizeof(double), cudaHostAllocMapped));
 }
 

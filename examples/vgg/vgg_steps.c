@@ -70,6 +70,7 @@ static void *alloc_grad(vgg_t *v, vgg_shape_t s, const char *name)
     if (status != UMADV_OK)
         example_die("umadv_malloc(%zu bytes, %s): %s", fbytes(elems(s)), tag,
                 umadv_status_string(status));
+    UMADV_CHECK(umadv_set_stageable(v->ctx, p, 1)); /* vgg_net.c, alloc */
     return p;
 }
 

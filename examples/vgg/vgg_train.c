@@ -6,7 +6,10 @@
  * and every update is a umadv step; each iteration is marked with
  * umadv_iteration_begin(); iteration --profile-iter is profiled and the
  * plan built after it. Policy and budget come from umadv's environment
- * (UMADV_POLICY, UMADV_BUDGET), as for examples/mlp_train.c.
+ * (UMADV_POLICY, UMADV_BUDGET), as for examples/mlp_train.c. Every
+ * buffer but the weights, biases and momenta is marked stageable
+ * (umadv_set_stageable(3)): only the steps' kernels and CUDA copies touch
+ * it, so umadv may evict it through pinned staging (UMADV_STAGE=0: never).
  * --split K runs each layer in K parts along the batch (vgg_steps.c), so
  * that a budget below one layer's working set still trains.
  *
