@@ -331,7 +331,8 @@ double umadv__sim_step_serves(sim_engine_t *e)
     }
     for (size_t k = e->fq_len / 2 + 1; k-- > 0;)
         fq_sift_down(e, k);
-    qsort(e->fset, nset, sizeof(*e->fset), fq_cmp);
+    if (nset > 1) /* none may mean no array: qsort(NULL) is UB */
+        qsort(e->fset, nset, sizeof(*e->fset), fq_cmp);
     for (size_t k = 0; k < nset; k++) {
         const sim_lane_op_t *op = &e->fset[k];
         umadv_step_serve_t serve = umadv__core_step_serves(&e->core, &op->d);
