@@ -414,7 +414,12 @@ static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
     for (uint32_t j = 0; j < a->n; j++) {
         umadv__exec_step_begin(a->exec);
         maybe_drain(a);
-        umadv__exec_step_wait(a->exec);
+        /* odd steps name their stream: their fresh populations are their
+         * own (no draw of the generator: the cases stay the same) */
+        if (j & 1)
+            umadv__exec_step_wait_on(a->exec, NULL);
+        else
+            umadv__exec_step_wait(a->exec);
         step_work(a, j);
         umadv__exec_step_end(a->exec, NULL);
         maybe_drain(a);
