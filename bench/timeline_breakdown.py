@@ -8,8 +8,14 @@ lane's and the application's share of every bucket: where the lanes run
 together and where one waits for the other).
 
   bench/timeline_breakdown.py TIMELINE.json [--iterations 3,4] [--last N]
-                              [--bucket MS] [--json OUT]
+                              [--bucket MS] [--fit] [--json OUT]
 
+--fit adds, per lane call that moves bytes, the least-squares line
+duration = fixed cost + bytes / rate over the chosen iterations' calls,
+for all of them and apart for those that ran alone (the other lane busy
+under 1% of the call) and beside the other lane (over 50%): a fixed cost
+far above the link probe's says the calls are too small; a rate that
+halves beside the other lane says the two directions share one path.
 Prints the tables; --json writes the same numbers. Exits 1 on a file
 that is not a umadv replay timeline.
 """
@@ -27,6 +33,8 @@ def parse_args():
     p.add_argument("--iterations", help="comma-separated iteration numbers (default: --last)")
     p.add_argument("--last", type=int, default=2, help="the last N iterations (default 2)")
     p.add_argument("--bucket", type=float, help="also show the iteration in buckets of MS")
+    p.add_argument("--fit", action="store_true",
+                   help="fit each lane call's fixed cost and rate, alone and beside the other lane")
     p.add_argument("--json", help="write the numbers here")
     return p.parse_args()
 
@@ -77,6 +85,67 @@ def buckets(events, width_ms):
     return [[b * width_ms] + [busy[tid][b] / width for tid in TRACKS] for b in range(n)]
 
 
+LANES = (3, 4)  # the fetch and eviction lanes' tracks
+
+
+def overlap(e, others):
+    """The share of @e's duration that spans of @others cover (a track's
+    spans do not overlap each other)."""
+    a, b = e["ts"], e["ts"] + e["dur"]
+    covered = sum(max(0.0, min(b, o["ts"] + o["dur"]) - max(a, o["ts"])) for o in others)
+    return covered / e["dur"] if e["dur"] > 0 else 0.0
+
+
+def line(points):
+    """Least squares of ms against MiB over @points: (calls, fixed ms,
+    GB/s), None where it cannot be fitted (fewer than 2 sizes)."""
+    n = len(points)
+    if n < 2:
+        return None
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx <= 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
+    gbps = 2 ** 20 / (slope * 1e6) if slope > 0 else None
+    return n, my - slope * mx, gbps
+
+
+def fits(events):
+    """Per lane call name that moves bytes: {"all", "alone", "beside"}."""
+    result = {}
+    for tid in LANES:
+        others = [e for e in events if e["tid"] == LANES[1 - LANES.index(tid)]]
+        calls = collections.defaultdict(lambda: {"all": [], "alone": [], "beside": []})
+        for e in events:
+            if e["tid"] != tid or not e["args"].get("bytes"):
+                continue
+            point = (e["args"]["bytes"] / 2 ** 20, e["dur"] / 1e3)
+            share = overlap(e, others)
+            groups = calls[(TRACKS[tid], e["name"])]
+            groups["all"].append(point)
+            if share < 0.01:
+                groups["alone"].append(point)
+            elif share > 0.5:
+                groups["beside"].append(point)
+        for key, groups in sorted(calls.items()):
+            result["%s: %s" % key] = {k: line(v) for k, v in groups.items()}
+    return result
+
+
+def print_fits(fitted):
+    for name, groups in fitted.items():
+        words = []
+        for group in ("all", "alone", "beside"):
+            f = groups[group]
+            if f is None:
+                continue
+            rate = "%.1f GB/s" % f[2] if f[2] else "no rate"
+            words.append("%s %d calls: %.3f ms + bytes / %s" % (group, f[0], f[1], rate))
+        print("  fit %-40s %s" % (name, "; ".join(words) if words else "too few sizes"))
+
+
 def print_iteration(it, bd, rows_b, width_ms):
     print("iteration %d: %.1f ms" % (it, bd["span_ms"]))
     for track, name, count, ms, nbytes in bd["rows"]:
@@ -110,6 +179,11 @@ def main():
         rows_b = buckets(by[it], args.bucket) if args.bucket else None
         print_iteration(it, bd, rows_b, args.bucket)
         result[it] = dict(bd, buckets=rows_b)
+    if args.fit:
+        fitted = fits([e for it in wanted for e in by[it]])
+        print("iterations %s, lane calls fitted:" % ",".join(map(str, wanted)))
+        print_fits(fitted)
+        result["fit"] = fitted
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -689,6 +689,26 @@ python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl.json" --last 1 --bucket 5
 ok $? "timeline_breakdown.py: an iteration's calls, rates and waits, and its buckets" ||
     { diag "$tmp/tl.table"; diag "$tmp/tl.err"; }
 
+# --fit: restores of 100 and 300 MB alone, 0.1 ms + bytes / 50 GB/s; of
+# 100 and 200 MB beside one 400 MB stage-out, 0.2 ms + bytes / 25 GB/s.
+cat >"$tmp/tl-fit.json" <<'EOF_TL'
+{"displayTimeUnit":"ms","traceEvents":[
+{"name":"restore from staging","ph":"X","pid":1,"tid":3,"ts":0,"dur":2100,"args":{"iteration":4,"step":0,"bytes":100000000}},
+{"name":"restore from staging","ph":"X","pid":1,"tid":3,"ts":10000,"dur":6100,"args":{"iteration":4,"step":1,"bytes":300000000}},
+{"name":"restore from staging","ph":"X","pid":1,"tid":3,"ts":20000,"dur":4200,"args":{"iteration":4,"step":2,"bytes":100000000}},
+{"name":"restore from staging","ph":"X","pid":1,"tid":3,"ts":30000,"dur":8200,"args":{"iteration":4,"step":3,"bytes":200000000}},
+{"name":"stage out","ph":"X","pid":1,"tid":4,"ts":20000,"dur":20000,"args":{"iteration":4,"step":2,"bytes":400000000}}
+]}
+EOF_TL
+python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-fit.json" --fit --json "$tmp/tl-fit.out.json" \
+    >"$tmp/tl-fit.table" 2>&1
+grep -q 'fit fetch lane: restore from staging .*alone 2 calls: 0.100 ms + bytes / 50.0 GB/s; beside 2 calls: 0.200 ms + bytes / 25.0 GB/s$' \
+    "$tmp/tl-fit.table" && grep -q 'fit eviction lane: stage out .*too few sizes' "$tmp/tl-fit.table" &&
+    python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))["fit"]
+sys.exit(f["fetch lane: restore from staging"]["all"][0] != 4)' "$tmp/tl-fit.out.json"
+ok $? "timeline_breakdown.py --fit: each lane call's fixed cost and rate, alone and beside the other lane" ||
+    diag "$tmp/tl-fit.table"
+
 echo '{"traceEvents":[{"name":"x","ph":"X","tid":9,"ts":0,"dur":1,"args":{}}]}' >"$tmp/tl-bad.json"
 python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-bad.json" >/dev/null 2>"$tmp/tl-bad.err"
 [ $? -eq 1 ] && grep -q 'not a umadv replay timeline' "$tmp/tl-bad.err"
