@@ -97,8 +97,10 @@ static float *step_loss(vgg_t *v, int backward)
     size_t logits = fbytes(elems(last->out)), batch = (size_t)v->opt.batch;
     float *dlogits;
 
-    step_begin(v, "loss", "");
+    /* allocated before its step begins, so that the plan can populate it
+     * before the step's kernels (umadv(3), Marking the work) */
     dlogits = alloc_grad(v, last->out, last->name);
+    step_begin(v, "loss", "");
     uses(v, last->y, logits, UMADV_ACCESS_READ);
     uses(v, v->labels, batch * sizeof(int), UMADV_ACCESS_READ);
     uses(v, v->loss_rows, fbytes(batch), UMADV_ACCESS_WRITE);
@@ -311,8 +313,8 @@ static void part_backward(vgg_t *v, vgg_layer_t *ly, const part_io_t *io)
 }
 
 /* Gradients of layer l from @dy, its output's gradient; returns its
- * input's gradient (NULL for the first layer), allocated in the first
- * part's step, and frees @dy in the last part's. */
+ * input's gradient (NULL for the first layer), allocated just before the
+ * first part's step, and frees @dy in the last part's. */
 static float *step_backward(vgg_t *v, int l, float *dy)
 {
     vgg_layer_t *ly = &v->layer[l];
@@ -321,9 +323,9 @@ static float *step_backward(vgg_t *v, int l, float *dy)
     for (int p = 0; p < v->opt.split; p++) {
         part_io_t io;
 
-        part_begin(v, ly, ".backward", p);
-        if (l > 0 && p == 0)
+        if (l > 0 && p == 0) /* before its step: see step_loss */
             dx = alloc_grad(v, ly->in, v->layer[l - 1].name);
+        part_begin(v, ly, ".backward", p);
         io = part_io(v, ly, p, layer_input(v, l), dy, dx);
         part_backward(v, ly, &io);
         /* Stream order keeps the block alive for the work queued above. */
