@@ -42,6 +42,34 @@ static void test_pinned(void)
     ok(c.pinned_frees == 1 && c.pinned_bytes == 0, "counted free, no bytes left");
 }
 
+/* Plain device memory (the lanes' bounce buffers): the same rules, its
+ * own counters, and copies to and from it pass. */
+static void test_device(void)
+{
+    umadv_cuda_host_counters_t c;
+    unsigned char *d = NULL, *m = NULL;
+    void *q = NULL;
+
+    ok(H->device_alloc(SIZE, (void **)&d) == UMADV_OK && d != NULL, "device_alloc");
+    ok(H->device_alloc(0, &q) == UMADV_ERR_INVALID_PARAM && q == NULL,
+       "device_alloc of 0 bytes refused, output untouched");
+    H->malloc_managed(SIZE, 4096, (void **)&m);
+    memset(m, 0x5a, SIZE);
+    ok(H->memcpy_async(d, m, SIZE, NULL) == UMADV_OK && all_bytes(d, SIZE, 0x5a),
+       "managed -> device memory copies every byte");
+    ok(H->device_free(d + 1) == UMADV_ERR_CUDA && H->host_free(d) == UMADV_ERR_CUDA,
+       "device_free of another pointer and host_free of device memory refused");
+    umadv__cuda_host_counters(&c);
+    ok(c.device_allocs == 1 && c.device_bytes == SIZE && c.pinned_bytes == 0,
+       "counted apart from pinned memory");
+    ok(H->device_free(d) == UMADV_OK, "device_free");
+    umadv__cuda_host_counters(&c);
+    ok(c.device_frees == 1 && c.device_bytes == 0 &&
+           H->memcpy_async(d, m, 16, NULL) == UMADV_ERR_CUDA,
+       "counted free; a copy to the freed buffer is refused");
+    H->free(m, SIZE);
+}
+
 static void test_copies(void)
 {
     umadv_cuda_host_counters_t c;
@@ -125,17 +153,18 @@ static void test_tables(void)
 
     for (size_t i = 0; i < 2; i++)
         ok(t[i]->host_alloc && t[i]->host_free && t[i]->memcpy_async && t[i]->discard_batch &&
-               t[i]->discard_and_prefetch_batch,
+               t[i]->discard_and_prefetch_batch && t[i]->device_alloc && t[i]->device_free,
            "%s has every staging entry", t[i]->name);
 }
 
 int main(void)
 {
-    plan(22);
+    plan(29);
     umadv__cuda_host_reset();
     test_pinned();
     test_copies();
     test_discards();
+    test_device();
     test_tables();
     return exit_status();
 }

@@ -28,6 +28,16 @@ typedef struct host_range {
     size_t    size;
 } host_range_t;
 
+/* Host buffers standing for CUDA memory that is not managed: pinned host
+ * memory (host_alloc) and plain device memory (device_alloc), registered
+ * so that copies to and from them pass the range check. */
+typedef struct host_buffers {
+    host_range_t     *v;
+    size_t            n, cap;
+    const char       *alloc_name, *free_name;
+    umadv_cuda_call_t alloc_call, free_call;
+} host_buffers_t;
+
 typedef struct host_event {
     uint64_t time_ns;
     int      recorded;
@@ -40,10 +50,8 @@ static struct {
     umadv_cuda_host_counters_t counters;
     host_range_t              *ranges;   /* live allocations, unsorted */
     size_t                     nranges, ranges_cap;
-    host_range_t              *pinned;   /* live pinned host allocations */
-    size_t                     npinned, pinned_cap;
-    host_range_t              *device;   /* live plain device allocations */
-    size_t                     ndevice, device_cap;
+    host_buffers_t             pinned;   /* live pinned host allocations */
+    host_buffers_t             device;   /* live plain device allocations */
     int                        logging;
     umadv_cuda_host_record_t  *log;
     size_t                     nlog, log_cap;
@@ -51,6 +59,11 @@ static struct {
     .lock          = PTHREAD_MUTEX_INITIALIZER,
     .device_memory = HOST_DEFAULT_MEMORY,
     .device_count  = 1,
+    .pinned = {.alloc_name = "host_alloc", .free_name = "host_free",
+               .alloc_call = UMADV_CUDA_CALL_HOST_ALLOC, .free_call = UMADV_CUDA_CALL_HOST_FREE},
+    .device = {.alloc_name = "device_alloc", .free_name = "device_free",
+               .alloc_call = UMADV_CUDA_CALL_DEVICE_ALLOC,
+               .free_call = UMADV_CUDA_CALL_DEVICE_FREE},
 };
 
 void umadv__cuda_host_configure(uint64_t device_memory, int device_count)
@@ -360,117 +373,90 @@ static umadv_status_t host_advise(void *ptr, size_t size, umadv_cuda_advice_t ad
 
 /* ---- staging: pinned memory, copies, discards ---------------------------- */
 
-static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
+/* A buffer of @b's kind; @allocs and @bytes: its counters. */
+static umadv_status_t buffer_alloc(host_buffers_t *b, uint64_t *allocs, uint64_t *bytes,
+                                   size_t size, void **ptr_p)
 {
     void *ptr;
 
     if (size == 0 || size > SIZE_MAX / 2) {
-        umadv_error("host backend: host_alloc(%zu): invalid", size);
+        umadv_error("host backend: %s(%zu): invalid", b->alloc_name, size);
         return UMADV_ERR_INVALID_PARAM;
     }
     ptr = malloc(size);
     if (ptr == NULL) {
-        umadv_error("host backend: host_alloc of %zu bytes failed", size);
-        return UMADV_ERR_CUDA; /* where cudaHostAlloc would fail */
+        umadv_error("host backend: %s of %zu bytes failed", b->alloc_name, size);
+        return UMADV_ERR_CUDA; /* where cudaHostAlloc or cudaMalloc would fail */
     }
     pthread_mutex_lock(&host.lock);
-    if (umadv__array_reserve((void **)&host.pinned, &host.pinned_cap, host.npinned + 1,
-                             sizeof(*host.pinned)) != UMADV_OK) {
+    if (umadv__array_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) != UMADV_OK) {
         pthread_mutex_unlock(&host.lock);
         free(ptr);
         return UMADV_ERR_NO_MEMORY;
     }
-    host.pinned[host.npinned++] = (host_range_t){(uintptr_t)ptr, size};
-    host.counters.pinned_allocs++;
-    host.counters.pinned_bytes += size;
-    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_HOST_ALLOC, .ptr = ptr,
-                                         .size = size});
+    b->v[b->n++] = (host_range_t){(uintptr_t)ptr, size};
+    (*allocs)++;
+    *bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = b->alloc_call, .ptr = ptr, .size = size});
     pthread_mutex_unlock(&host.lock);
     *ptr_p = ptr;
     return UMADV_OK;
+}
+
+static umadv_status_t buffer_free(host_buffers_t *b, uint64_t *frees, uint64_t *bytes, void *ptr)
+{
+    size_t i, size;
+
+    pthread_mutex_lock(&host.lock);
+    for (i = 0; i < b->n && b->v[i].base != (uintptr_t)ptr; i++)
+        ;
+    if (i == b->n) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: %s(%p) of memory it did not allocate", b->free_name, ptr);
+        return UMADV_ERR_CUDA;
+    }
+    size = b->v[i].size;
+    b->v[i] = b->v[--b->n];
+    (*frees)++;
+    *bytes -= size;
+    log_call(&(umadv_cuda_host_record_t){.call = b->free_call, .ptr = ptr, .size = size});
+    pthread_mutex_unlock(&host.lock);
+    free(ptr);
+    return UMADV_OK;
+}
+
+static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
+{
+    return buffer_alloc(&host.pinned, &host.counters.pinned_allocs, &host.counters.pinned_bytes,
+                        size, ptr_p);
 }
 
 static umadv_status_t host_host_free(void *ptr)
 {
-    size_t i, size;
-
-    pthread_mutex_lock(&host.lock);
-    for (i = 0; i < host.npinned && host.pinned[i].base != (uintptr_t)ptr; i++)
-        ;
-    if (i == host.npinned) {
-        pthread_mutex_unlock(&host.lock);
-        umadv_error("host backend: host_free(%p) of memory it did not allocate", ptr);
-        return UMADV_ERR_CUDA;
-    }
-    size = host.pinned[i].size;
-    host.pinned[i] = host.pinned[--host.npinned];
-    host.counters.pinned_frees++;
-    host.counters.pinned_bytes -= size;
-    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_HOST_FREE, .ptr = ptr,
-                                         .size = size});
-    pthread_mutex_unlock(&host.lock);
-    free(ptr);
-    return UMADV_OK;
+    return buffer_free(&host.pinned, &host.counters.pinned_frees, &host.counters.pinned_bytes,
+                       ptr);
 }
 
-/* Plain device memory: a host buffer, registered so that copies to and
- * from it pass the range check below. */
 static umadv_status_t host_device_alloc(size_t size, void **ptr_p)
 {
-    void *ptr = size == 0 || size > SIZE_MAX / 2 ? NULL : malloc(size);
-
-    if (ptr == NULL) {
-        umadv_error("host backend: device_alloc of %zu bytes failed", size);
-        return UMADV_ERR_CUDA; /* where cudaMalloc would fail */
-    }
-    pthread_mutex_lock(&host.lock);
-    if (umadv__array_reserve((void **)&host.device, &host.device_cap, host.ndevice + 1,
-                             sizeof(*host.device)) != UMADV_OK) {
-        pthread_mutex_unlock(&host.lock);
-        free(ptr);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    host.device[host.ndevice++] = (host_range_t){(uintptr_t)ptr, size};
-    host.counters.device_allocs++;
-    host.counters.device_bytes += size;
-    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_DEVICE_ALLOC, .ptr = ptr,
-                                         .size = size});
-    pthread_mutex_unlock(&host.lock);
-    *ptr_p = ptr;
-    return UMADV_OK;
+    return buffer_alloc(&host.device, &host.counters.device_allocs, &host.counters.device_bytes,
+                        size, ptr_p);
 }
 
 static umadv_status_t host_device_free(void *ptr)
 {
-    size_t i, size;
-
-    pthread_mutex_lock(&host.lock);
-    for (i = 0; i < host.ndevice && host.device[i].base != (uintptr_t)ptr; i++)
-        ;
-    if (i == host.ndevice) {
-        pthread_mutex_unlock(&host.lock);
-        umadv_error("host backend: device_free(%p) of memory it did not allocate", ptr);
-        return UMADV_ERR_CUDA;
-    }
-    size = host.device[i].size;
-    host.device[i] = host.device[--host.ndevice];
-    host.counters.device_frees++;
-    host.counters.device_bytes -= size;
-    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_DEVICE_FREE, .ptr = ptr,
-                                         .size = size});
-    pthread_mutex_unlock(&host.lock);
-    free(ptr);
-    return UMADV_OK;
+    return buffer_free(&host.device, &host.counters.device_frees, &host.counters.device_bytes,
+                       ptr);
 }
 
-/* Called with the lock held: inside one of @n ranges? */
-static int range_within(const host_range_t *v, size_t n, const void *ptr, size_t size)
+/* Called with the lock held: inside one of @b's buffers? */
+static int range_within(const host_buffers_t *b, const void *ptr, size_t size)
 {
     uintptr_t start = (uintptr_t)ptr;
 
-    for (size_t i = 0; i < n; i++) {
-        if (start >= v[i].base && start - v[i].base < v[i].size &&
-            size <= v[i].size - (start - v[i].base))
+    for (size_t i = 0; i < b->n; i++) {
+        if (start >= b->v[i].base && start - b->v[i].base < b->v[i].size &&
+            size <= b->v[i].size - (start - b->v[i].base))
             return 1;
     }
     return 0;
@@ -480,8 +466,8 @@ static int range_within(const host_range_t *v, size_t n, const void *ptr, size_t
  * device)? */
 static int range_is_ours(const void *ptr, size_t size)
 {
-    return range_is_managed(ptr, size) || range_within(host.pinned, host.npinned, ptr, size) ||
-           range_within(host.device, host.ndevice, ptr, size);
+    return range_is_managed(ptr, size) || range_within(&host.pinned, ptr, size) ||
+           range_within(&host.device, ptr, size);
 }
 
 /* Host work completes when issued: the bytes move now. Both ends must be
