@@ -309,6 +309,19 @@ static umadv_context_t one_block_context(void **a_p, void **args)
     return ctx;
 }
 
+/* The same, its profiled iteration begun, the host backend's counters
+ * cleared. */
+static umadv_context_t profiling_one_block(void **a_p)
+{
+    void *args[2];
+    umadv_context_t ctx = one_block_context(a_p, args);
+
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    return ctx;
+}
+
 /* CUPTI's tracing costs every launch host time: on only while needed. */
 static void test_only_when_needed(void)
 {
@@ -809,12 +822,7 @@ static void test_no_layout(void)
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    umadv__cuda_host_reset();
+    ctx = profiling_one_block(&a);
     lib_params.tensor = a;
     driver_launch_of((const void *)0xf00d, "library_kernel", 50, args);
     umadv__cuda_host_counters(&counters);
@@ -824,12 +832,7 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 
     /* Steps whose application declares what they touch. */
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    umadv__cuda_host_reset();
+    ctx = profiling_one_block(&a);
     umadv_step_begin(ctx, "declared", NULL);
     umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_RW);
     driver_launch_of((const void *)0xdead, "opaque_kernel", 60, opaque);
