@@ -240,9 +240,9 @@ static void declared_step_trusted(umadv_context_t ctx)
  * parameter struct names (profiler_int.h, umadv__prof_guess_region);
  * otherwise, or when the guess names none, every live block evicted
  * first, so that everything the kernel touches faults and is attributed
- * to it (UMADV_PROFILE_EVICT), except in a declared step (above). Evicting before each of them made a
- * PyTorch ResNet-50's profiled iteration 5.4 s instead of 69 ms (H100,
- * 123 such launches of 725). */
+ * to it (UMADV_PROFILE_EVICT), except in a declared step (above).
+ * Evicting before each of them made a PyTorch ResNet-50's profiled
+ * iteration 5.4 s instead of 69 ms (H100, 123 such launches of 725). */
 static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
                           const umadv_prof_region_t *regions, size_t nregions)
 {
