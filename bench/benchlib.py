@@ -318,6 +318,43 @@ def cut_bound_ms(trace, budget, compute_ms, rates):
     return best * 1e3
 
 
+class Bounds:
+    """The physical bound at any memory, and the rates it uses."""
+
+    def __init__(self, trace_path, compute_ms, pinned=None):
+        """@pinned: (H2D, D2H) bytes/s given by the user (--pinned-gbps),
+        else the trace's link probe's."""
+        self.trace = read_trace(trace_path)
+        link = self.trace["link"]
+        self.uvm = (link["fetch_bw"], link["evict_bw"])
+        if pinned is not None:
+            self.pinned, self.rates = pinned, "pinned, --pinned-gbps"
+        elif "stage_restore_bw" in link and "stage_evict_bw" in link:
+            # the probe's staged channel: pinned copies each way, as measured
+            self.pinned = (link["stage_restore_bw"], link["stage_evict_bw"])
+            self.rates = "pinned: the link probe's staged channel"
+        else:
+            self.pinned, self.rates = self.uvm, "stand-in: the trace's UVM fetch and evict rates"
+        self.compute_ms = compute_ms
+        self.cache = {}
+
+    def at(self, budget):
+        """{"bound_ms", "min_in", "min_out", "cut_ms"} at @budget bytes;
+        the bounds None when a step alone needs more."""
+        if budget not in self.cache:
+            moved = min_traffic(self.trace, budget)
+            if moved is None:
+                self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None,
+                                      "cut_ms": None}
+            else:
+                phys = bound_ms(self.compute_ms, moved[0], moved[1], self.pinned)
+                # both bounds hold (a step that fits for one fits for the other)
+                cut = cut_bound_ms(self.trace, budget, self.compute_ms, self.pinned)
+                self.cache[budget] = {"bound_ms": phys, "min_in": moved[0], "min_out": moved[1],
+                                      "cut_ms": max(phys, cut)}
+        return self.cache[budget]
+
+
 def moved_bytes(run, uvm, staged):
     """Bytes one way per iteration of a torch_train.py --json run: its UVM
     migrations (@uvm: "fetched" or "evicted") and its pinned staging

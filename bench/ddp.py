@@ -8,19 +8,25 @@ For the GPU machine. Per world size N of --gpus, under torchrun
     managed peak, the largest of them the footprint F(N);
   * native DDP (PyTorch's allocator);
   * umadv plan at --pct percent of F(N) per rank, given as a per-rank
-    UMADV_BUDGET list (one entry per local rank).
+    UMADV_BUDGET list (one entry per local rank), by each route of
+    --routes: lib (ddp_train.py --lib: the explicit allocator) and run
+    (`umadv run -- torchrun ...`: the start-up hook, unmodified script).
 Reported: ms/iteration (the slowest rank's median), samples/s, the
 scaling efficiency from 1 GPU to N (ms at 1 over ms at N: the batch is
-per rank), and whether every rank's losses are bit for bit native DDP's
-at the same N.
+per rank), x physical bound per rank (benchlib.Bounds on the rank's
+footprint trace, at its budget, with its native DDP time as compute;
+the job's: its time over the largest rank's bound) and whether every
+rank's losses are bit for bit native DDP's at the same N. The target
+(issue 14): x physical bound on N GPUs within 10% of that on 1.
 
 --share: on GPU 0, one process alone (no DDP) on umadv's allocator with
 the whole footprint F(1) as its budget, then two processes at once, each
 with half of it; each one's ms/iteration, and the total throughput of
 the two against the one alone. Losses against a native run alone.
 
-  bench/ddp.py [--lib PATH] [--model gpt2] [--batch 8] [--iters 12]
-               [--gpus 1,2] [--pct 50] [--share] [--out DIR]
+  bench/ddp.py [--lib PATH] [--umadv PATH] [--model gpt2] [--batch 8]
+               [--iters 12] [--gpus 1,2] [--pct 50] [--routes lib,run]
+               [--share] [--out DIR]
 
 Writes DIR/ddp.json and one log per process group.
 """
@@ -34,12 +40,18 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import Bounds  # noqa: E402
+ROUTES = ("lib", "run")
 SCRIPT = os.path.join(HERE, "..", "examples", "ddp_train.py")
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lib", default=os.environ.get("UMADV_LIBRARY", ".libs/libumadv.so"))
+    p.add_argument("--umadv", default="tools/umadv/umadv", help="umadv, for --routes run")
+    p.add_argument("--routes", default="lib",
+                   help="how umadv comes under each rank's PyTorch: lib, run or both")
     p.add_argument("--model", default="gpt2")
     p.add_argument("--batch", type=int, default=8, help="per rank")
     p.add_argument("--iters", type=int, default=12)
@@ -54,7 +66,11 @@ def parse_args():
                    help="torchrun's command line, before --nproc-per-node")
     p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
     p.add_argument("--visible", type=int, help=argparse.SUPPRESS)  # tests: GPUs there
-    return p.parse_args()
+    args = p.parse_args()
+    args.routes = args.routes.split(",")
+    if not args.routes or not set(args.routes) <= set(ROUTES):
+        p.error("--routes: of %s" % ",".join(ROUTES))
+    return args
 
 
 def gpu_count():
@@ -69,11 +85,15 @@ def gpu_count():
         return 0
 
 
-def script_args(args, name, route):
-    out = os.path.join(args.out, name + "-rank{rank}.json")
-    route_args = ["--native"] if route == "native" else ["--lib", args.lib]
+def script_args(args, name, route, trace=False):
+    """ddp_train.py's arguments; @route: native, lib or run (no --lib:
+    umadv run's start-up hook brings umadv)."""
+    out = os.path.join(args.out, name + "-rank{rank}")
+    route_args = {"native": ["--native"], "lib": ["--lib", args.lib], "run": []}[route]
+    if trace:
+        route_args += ["--trace", out + ".umt"]
     return [args.script, "--model", args.model, "--batch", str(args.batch), "--iters",
-            str(args.iters), "--json", out] + route_args
+            str(args.iters), "--json", out + ".json"] + route_args
 
 
 def env_for(budget=None, policy=None):
@@ -121,10 +141,13 @@ def start(cmd, env):
                                  stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def torchrun(args, name, n, route, env):
+def torchrun(args, name, n, route, env, trace=False):
     """One DDP job of @n ranks; each rank's document."""
     cmd = shlex.split(args.launcher) + ["--nproc-per-node", str(n)] + \
-        script_args(args, name, route)
+        script_args(args, name, route, trace)
+    if route == "run":  # the knobs as umadv run's options, umadv-run(1)'s way
+        cmd = [args.umadv, "run", "-q", "--budget", env.pop("UMADV_BUDGET"), "--policy",
+               env.pop("UMADV_POLICY"), "--"] + cmd
     header = ["# UMADV_BUDGET=%s UMADV_POLICY=%s\n" % (env.get("UMADV_BUDGET", ""),
                                                        env.get("UMADV_POLICY", ""))]
     return collect(args, name, [start(cmd, env)], header)
@@ -162,26 +185,52 @@ def footprint(docs):
     return max(d["managed_peak"] for d in docs)
 
 
+def rank_bounds(args, name, native, budget):
+    """Each rank's physical bound at @budget (ms; None where a step
+    alone needs more): its footprint trace, its native DDP time."""
+    out = {}
+    for d in native:
+        trace = os.path.join(args.out, "%s-rank%d.umt" % (name, d["rank"]))
+        out[d["rank"]] = Bounds(trace, d["ms_per_iter"]).at(budget)["bound_ms"]
+    return out
+
+
+def x_phys(result, bounds):
+    """x physical bound, per rank and the job's (its time over the
+    largest rank's bound)."""
+    for d in result["ranks"]:
+        b = bounds.get(d["rank"])
+        d["x_phys"] = d["ms_per_iter"] / b if b else None
+    known = [b for b in bounds.values() if b]
+    result["bound_ms"] = max(known) if known else None
+    result["x_phys"] = result["ms_per_iter"] / result["bound_ms"] if known else None
+
+
 def world(args, n):
-    """Native, footprint and umadv plan runs on @n GPUs."""
-    peak = footprint(torchrun(args, "fp-%d" % n, n, "umadv", env_for(policy="oracle")))
+    """Native, footprint and umadv plan runs (each route) on @n GPUs."""
+    peak = footprint(torchrun(args, "fp-%d" % n, n, "lib", env_for(policy="oracle"),
+                              trace=True))
     budget = peak * args.pct // 100 >> 20 << 20
     per_rank = ",".join(["%dM" % (budget >> 20)] * n)
     native = torchrun(args, "native-%d" % n, n, "native", env_for())
-    plan = torchrun(args, "plan-%d" % n, n, "umadv", env_for(per_rank, "plan"))
+    bounds = rank_bounds(args, "fp-%d" % n, native, budget)
     row = {"gpus": n, "footprint": peak, "budget": budget, "budget_env": per_rank,
-           "native": summary(native, args.batch), "plan": summary(plan, args.batch)}
-    row["plan"]["identical"] = same_losses(plan, native)
+           "native": summary(native, args.batch), "bounds_ms": bounds}
+    for route in args.routes:
+        plan = torchrun(args, "plan-%s-%d" % (route, n), n, route, env_for(per_rank, "plan"))
+        row[route] = summary(plan, args.batch)
+        row[route]["identical"] = same_losses(plan, native)
+        x_phys(row[route], bounds)
     return row
 
 
 def share(args):
     """Two processes on GPU 0, half the budget each, against one alone."""
-    peak = footprint(alone(args, "share-fp", "umadv", env_for(policy="oracle")))
+    peak = footprint(alone(args, "share-fp", "lib", env_for(policy="oracle")))
     whole, half = peak >> 20 << 20, peak // 2 >> 20 << 20
     native = alone(args, "share-native", "native", env_for())[0]
-    one = alone(args, "share-alone", "umadv", env_for("%dM" % (whole >> 20), "plan"))[0]
-    two = alone(args, "share-two", "umadv", env_for("%dM" % (half >> 20), "plan"), count=2)
+    one = alone(args, "share-alone", "lib", env_for("%dM" % (whole >> 20), "plan"))[0]
+    two = alone(args, "share-two", "lib", env_for("%dM" % (half >> 20), "plan"), count=2)
     rate = lambda d: args.batch * 1e3 / d["ms_per_iter"]  # noqa: E731
     return {"footprint": peak, "alone_budget": whole, "shared_budget": half,
             "native_ms": native["ms_per_iter"], "alone_ms": one["ms_per_iter"],
@@ -190,28 +239,43 @@ def share(args):
             "identical": all(d["losses"] == native["losses"] for d in [one] + two)}
 
 
-def scaling(rows):
-    """ms at 1 GPU over ms at N, per mode (weak scaling: batch per rank)."""
+def modes(args):
+    return ("native",) + tuple(args.routes)
+
+
+def scaling(args, rows):
+    """ms at 1 GPU over ms at N, per mode (weak scaling: batch per rank);
+    and, per route, x physical bound at N over that at 1 (the target)."""
     base = next((r for r in rows if r["gpus"] == 1), None)
+    if base is None:
+        return
     for r in rows:
-        for mode in ("native", "plan"):
-            if base is not None:
-                r[mode]["efficiency"] = base[mode]["ms_per_iter"] / r[mode]["ms_per_iter"]
+        for mode in modes(args):
+            r[mode]["efficiency"] = base[mode]["ms_per_iter"] / r[mode]["ms_per_iter"]
+            if mode != "native" and r[mode]["x_phys"] and base[mode]["x_phys"]:
+                r[mode]["x_phys_vs_1"] = r[mode]["x_phys"] / base[mode]["x_phys"]
+
+
+def cell(value, fmt):
+    return "-" if value is None else fmt % value
 
 
 def print_tables(args, rows, shared):
-    print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank" % (
-        args.model, args.batch, args.pct))
-    print("%4s %9s %9s %11s %11s %10s %10s %9s %9s" % (
-        "gpus", "budget", "footprnt", "native ms", "umadv ms", "native s/s", "umadv s/s",
-        "eff nat", "eff umadv"))
+    print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank "
+          "(lib: the explicit allocator; run: umadv run -- torchrun)" % (
+              args.model, args.batch, args.pct))
+    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s" % (
+        "gpus", "mode", "budget", "footprnt", "ms", "samples/s", "eff", "x phys",
+        "x phys/1", "losses"))
     for r in rows:
-        eff = lambda m: "-" if "efficiency" not in r[m] else "%.2f" % r[m]["efficiency"]  # noqa
-        print("%4d %8.2fG %8.2fG %11.1f %11.1f %10.1f %10.1f %9s %9s  losses %s" % (
-            r["gpus"], r["budget"] / 2**30, r["footprint"] / 2**30,
-            r["native"]["ms_per_iter"], r["plan"]["ms_per_iter"],
-            r["native"]["samples_per_s"], r["plan"]["samples_per_s"], eff("native"),
-            eff("plan"), "identical" if r["plan"]["identical"] else "DIFFER"))
+        for mode in modes(args):
+            m = r[mode]
+            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s" % (
+                r["gpus"], mode, r["budget"] / 2**30 if mode != "native" else 0,
+                r["footprint"] / 2**30, m["ms_per_iter"], m["samples_per_s"],
+                cell(m.get("efficiency"), "%.2f"), cell(m.get("x_phys"), "%.2f"),
+                cell(m.get("x_phys_vs_1"), "%.3f"),
+                "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER")))
     if shared is not None:
         s = shared
         print("share GPU 0: native alone %.1f ms; umadv alone (%.2fG) %.1f ms, %.1f samples/s;"
@@ -232,7 +296,7 @@ def main():
     for n in sizes:
         if n <= have:
             rows.append(world(args, n))
-    scaling(rows)
+    scaling(args, rows)
     shared = share(args) if args.share else None
     with open(os.path.join(args.out, "ddp.json"), "w") as f:
         json.dump({"config": vars(args), "rows": rows, "skipped_gpus": skipped,
@@ -240,9 +304,9 @@ def main():
     print_tables(args, rows, shared)
     for n in skipped:
         print("%d GPUs: skipped, %d visible" % (n, have))
-    bad = [r["gpus"] for r in rows if not r["plan"]["identical"]]
+    bad = ["%d %s" % (r["gpus"], m) for r in rows for m in args.routes if not r[m]["identical"]]
     if bad or (shared is not None and not shared["identical"]):
-        sys.exit("bench: losses differ from native DDP's (GPUs %s%s)" % (
+        sys.exit("bench: losses differ from native DDP's (GPUs and routes %s%s)" % (
             bad, ", share" if shared is not None and not shared["identical"] else ""))
 
 

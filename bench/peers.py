@@ -80,8 +80,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (bound_ms, command_line, cut_bound_ms, min_traffic, moved_bytes, read_trace,
-                      run_command)
+from benchlib import Bounds, bound_ms, command_line, moved_bytes, run_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -241,41 +240,6 @@ def budget_list(args, footprint, soc):
 
 # ---- bounds -------------------------------------------------------------
 
-class Bounds:
-    """The physical bound at any memory, and the rates it uses."""
-
-    def __init__(self, args, trace_path, compute_ms):
-        self.trace = read_trace(trace_path)
-        link = self.trace["link"]
-        self.uvm = (link["fetch_bw"], link["evict_bw"])
-        if args.pinned is not None:
-            self.pinned, self.rates = args.pinned, "pinned, --pinned-gbps"
-        elif "stage_restore_bw" in link and "stage_evict_bw" in link:
-            # the probe's staged channel: pinned copies each way, as measured
-            self.pinned = (link["stage_restore_bw"], link["stage_evict_bw"])
-            self.rates = "pinned: the link probe's staged channel"
-        else:
-            self.pinned, self.rates = self.uvm, "stand-in: the trace's UVM fetch and evict rates"
-        self.compute_ms = compute_ms
-        self.cache = {}
-
-    def at(self, budget):
-        """{"bound_ms", "min_in", "min_out", "cut_ms"} at @budget bytes;
-        the bounds None when a step alone needs more."""
-        if budget not in self.cache:
-            moved = min_traffic(self.trace, budget)
-            if moved is None:
-                self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None,
-                                      "cut_ms": None}
-            else:
-                phys = bound_ms(self.compute_ms, moved[0], moved[1], self.pinned)
-                # both bounds hold (a step that fits for one fits for the other)
-                cut = cut_bound_ms(self.trace, budget, self.compute_ms, self.pinned)
-                self.cache[budget] = {"bound_ms": phys, "min_in": moved[0], "min_out": moved[1],
-                                      "cut_ms": max(phys, cut)}
-        return self.cache[budget]
-
-
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -366,7 +330,7 @@ def measure(args, model, batch):
                 "skipped": "native PyTorch: %s" % outcome(runs["native"]), "rows": []}
     native = runs["native"]["doc"]["native"]
     footprint, trace, fp_run = footprint_run(args, model, batch, prefix)
-    bounds = Bounds(args, trace, native["ms_per_iter"])
+    bounds = Bounds(trace, native["ms_per_iter"], args.pinned)
     rows = [native_row(m, runs[m], native, bounds) for m in ("native",) + PEERS]
     soc = rows[1].get("held") if rows[1]["outcome"] == "ok" else None
     budgets = budget_list(args, footprint, soc)

@@ -26,14 +26,13 @@ and why: torchrun then ends the job, and no rank waits for it in a
 collective.
 
 DDP's gradient buckets are read by NCCL's kernels, on NCCL's stream,
-while backward goes on; umadv's plan does not see those reads (the
-launch parameters do not name the buckets). Under umadv a communication
-hook (DDP's built-in allreduce, in its arithmetic: multiply by 1/world
-size, then sum) first marks each bucket's block not stageable
-(umadv_set_stageable(3) with 0), so that umadv never discards a bucket
-under a collective: an eviction of it migrates, which UVM keeps coherent
-with a concurrent reader.
---no-bucket-guard leaves buckets stageable (to measure the guard).
+while backward goes on, unseen by umadv's plan: each bucket's block is
+marked not stageable before its collective (src/inject/python/umadv_ddp.py,
+umadv(7) DISTRIBUTED TRAINING). With --lib this script registers the
+guard as its DDP communication hook (DDP's own allreduce arithmetic,
+after the mark); under umadv run, the start-up hook does it for every
+DDP of the program.
+--no-bucket-guard leaves buckets stageable with --lib (to measure the guard).
 
 Synthetic data (each rank its own batch, from --seed and the rank),
 fixed seeds, no downloads; cuDNN deterministic. Each rank prints its
@@ -56,6 +55,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import torch_train  # noqa: E402  (the models, the ctypes binding, the marks)
+# the bucket guard: under umadv run its start-up hook's folder is on the
+# path already; from the source tree, beside it
+sys.path.append(os.path.join(HERE, "..", "src", "inject", "python"))
+import umadv_ddp  # noqa: E402
 
 
 class Rank:
@@ -94,8 +97,11 @@ def parse_args():
     p.add_argument("--no-bucket-guard", action="store_true",
                    help="leave DDP's gradient buckets stageable")
     p.add_argument("--json", help="write this rank's results to PATH ({rank}: the rank)")
+    p.add_argument("--trace", help="--lib: save this rank's trace to PATH ({rank}: the rank) "
+                   "after the timing pass")
     args = p.parse_args()
-    args.trace = None
+    if args.trace:
+        args.trace = args.trace.replace("{rank}", os.environ.get("RANK", "0"))
     return args
 
 
@@ -126,32 +132,6 @@ def umadv_context(rank, path):
     return um
 
 
-class BucketGuard:
-    """DDP's default allreduce as a communication hook, after marking the
-    bucket's block not stageable: NCCL reads it on its own stream, unseen
-    by umadv's plan, so it must never be discarded under the collective."""
-
-    def __init__(self, torch, um):
-        self.torch, self.um, self.marked, self.missed = torch, um, set(), 0
-        self.um.lib.umadv_set_stageable.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                                    ctypes.c_int]
-
-    def allreduce(self, state, bucket):
-        """The hook (a bound method: DDP reads its __name__ and __qualname__)."""
-        buf = bucket.buffer()
-        ptr = buf.data_ptr()
-        # every call: a freed bucket's address may be a new, stageable block
-        status = self.um.lib.umadv_set_stageable(self.um.context(), ptr, 0)
-        if status == 0:
-            self.marked.add(ptr)
-        else:
-            self.missed += 1  # not a block start (a pool route): reported at the end
-        dist = self.torch.distributed
-        buf.mul_(1.0 / dist.get_world_size())  # DDP's own arithmetic, for the same bits
-        fut = dist.all_reduce(buf, async_op=True).get_future()
-        return fut.then(lambda f: f.value()[0])
-
-
 def data(torch, args, rank):
     """This rank's batch: its own, so that DDP has gradients to average."""
     gen = torch.Generator().manual_seed(args.seed + 1 + 1000 * rank.rank)
@@ -169,18 +149,16 @@ def build(torch, args, rank, um):
         import torchvision
     torch.manual_seed(args.seed)  # the same weights on every rank (DDP broadcasts rank 0's)
     model = torch_train.build_model(torch, torchvision, args).cuda()
-    guard = None
     if rank.distributed:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank.local])
-        if um is not None and not args.no_bucket_guard:
-            guard = BucketGuard(torch, um)
-            model.register_comm_hook(None, guard.allreduce)
+        if args.lib and not args.no_bucket_guard:  # under umadv run, its hook guards
+            model.register_comm_hook(None, umadv_ddp.BucketGuard(torch, um).allreduce)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    return model, opt, guard
+    return model, opt
 
 
 def train(torch, args, rank, um, marks):
-    model, opt, guard = build(torch, args, rank, um)
+    model, opt = build(torch, args, rank, um)
     x, y = data(torch, args, rank)
     times, losses = [], []
     for it in range(args.iters):
@@ -193,10 +171,10 @@ def train(torch, args, rank, um, marks):
         losses.append(loss.item())
         rank.say("iter %2d %8.1f ms loss %.7f %s" % (it, times[-1], losses[-1],
                                                      losses[-1].hex()))
-    return times, losses, guard
+    return times, losses
 
 
-def result(args, rank, um, times, losses, guard, route):
+def result(args, rank, um, times, losses, route):
     # after the profile, the timing pass and the two replays whose faults
     # umadv counts (examples/torch_train.py's steady state); native alike
     timed = times[args.profile_iter + 5:] or times[-1:]
@@ -209,8 +187,9 @@ def result(args, rank, um, times, losses, guard, route):
         s = um.stats()
         doc.update(managed_peak=s.managed_peak, resident_peak=s.resident_peak,
                    staged_bytes=s.staged_bytes, evicted_bytes=s.evicted_bytes)
-    if guard is not None:
-        doc.update(buckets_guarded=len(guard.marked), buckets_unguarded=guard.missed)
+    if umadv_ddp.guards:  # ours (--lib) or umadv run's start-up hook's
+        doc.update(buckets_guarded=sum(len(g.marked) for g in umadv_ddp.guards),
+                   buckets_unguarded=sum(g.missed for g in umadv_ddp.guards))
     return doc
 
 
@@ -230,12 +209,12 @@ def main():
         torch.distributed.init_process_group("nccl")
     # A failure raises out of here and ends the process without a word to
     # the group: torchrun then stops the other ranks, wherever they wait.
-    times, losses, guard = train(torch, args, rank, um, marks=route == "lib")
+    times, losses = train(torch, args, rank, um, marks=route == "lib")
     if rank.distributed:
         torch.distributed.destroy_process_group()
-    doc = result(args, rank, um, times, losses, guard, route)
-    if guard is not None and guard.missed:
-        rank.say("%d bucket calls found no umadv block to guard" % guard.missed)
+    doc = result(args, rank, um, times, losses, route)
+    if doc.get("buckets_unguarded"):
+        rank.say("%d bucket calls found no umadv block to guard" % doc["buckets_unguarded"])
     rank.say("%s: %.1f ms/iter (median of the steady iterations), world %d" % (
         route, doc["ms_per_iter"], rank.world))
     if args.json:

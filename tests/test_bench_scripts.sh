@@ -573,24 +573,45 @@ dfield() {
         "$tmp/$1/ddp.json" "$2"
 }
 
-ddp dd -- --visible 2 --share
+ddp dd -- --visible 2 --share --routes lib,run \
+    --umadv "$srcdir/tests/bench/fake_umadv_launch.py"
 [ "$(cat "$tmp/dd.rc")" -eq 0 ]
-ok $? "ddp.py runs over the stand-ins, 1 and 2 GPUs and --share" || diag "$tmp/dd.err"
+ok $? "ddp.py runs over the stand-ins, 1 and 2 GPUs, both routes and --share" || diag "$tmp/dd.err"
 
 # footprints 4 GiB at 1 GPU, 4.5 GiB at 2 (rank 1's): 50% per rank in whole MiB
-grep -q '^# UMADV_BUDGET=2048M UMADV_POLICY=plan' "$tmp/dd/plan-1.log" &&
-    grep -q '^# UMADV_BUDGET=2304M,2304M UMADV_POLICY=plan' "$tmp/dd/plan-2.log" &&
+grep -q '^# UMADV_BUDGET=2048M UMADV_POLICY=plan' "$tmp/dd/plan-lib-1.log" &&
+    grep -q '^# UMADV_BUDGET=2304M,2304M UMADV_POLICY=plan' "$tmp/dd/plan-lib-2.log" &&
     grep -q '^# UMADV_BUDGET= UMADV_POLICY=oracle' "$tmp/dd/fp-2.log" &&
     [ "$(dfield dd 'd["rows"][1]["footprint"]')" = $((9 << 29)) ]
 ok $? "the footprint is the largest rank's; the budget a per-rank UMADV_BUDGET list"
 
 # native 100 -> 125 ms, umadv 150 -> 201 (rank 1's 201 is the job's)
-[ "$(dfield dd 'd["rows"][1]["plan"]["ms_per_iter"]')" = 201.0 ] &&
+[ "$(dfield dd 'd["rows"][1]["lib"]["ms_per_iter"]')" = 201.0 ] &&
     [ "$(dfield dd 'd["rows"][1]["native"]["efficiency"]')" = 0.8 ] &&
-    [ "$(dfield dd 'round(d["rows"][1]["plan"]["efficiency"], 4)')" = 0.7463 ] &&
+    [ "$(dfield dd 'round(d["rows"][1]["lib"]["efficiency"], 4)')" = 0.7463 ] &&
     [ "$(dfield dd 'd["rows"][1]["native"]["samples_per_s"]')" = 128.0 ] &&
-    grep -q '^   2 .* 0.80      0.75  losses identical$' "$tmp/dd.table"
+    grep -q '^   2 native .* 0.80       -         -         -$' "$tmp/dd.table" &&
+    grep -q '^   2 lib .* 0.75 ' "$tmp/dd.table"
 ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GPU"
+
+# the run route: umadv run --budget LIST --policy plan -- torchrun ...
+grep -q "^\$ .*fake_umadv_launch.py run -q --budget 2304M,2304M --policy plan -- .*fake_torchrun.py" \
+    "$tmp/dd/plan-run-2.log" && ! grep -q -- "--lib" "$tmp/dd/plan-run-2.log" &&
+    [ "$(dfield dd 'd["rows"][1]["run"]["ms_per_iter"], d["rows"][1]["run"]["identical"]')" = \
+        "(201.0, True)" ] && grep -q '^   2 run .* identical$' "$tmp/dd.table"
+ok $? "--routes run: umadv run's options around torchrun, the script without --lib" ||
+    diag "$tmp/dd/plan-run-2.log"
+
+# each rank's bound from its trace (1 GiB each way at 2 GiB: 107.4 ms;
+# above 2.5 GiB nothing moves: the native time), the job's over the largest
+[ "$(dfield dd 'round(d["rows"][0]["bounds_ms"]["0"], 1)')" = 107.4 ] &&
+    [ "$(dfield dd 'd["rows"][1]["bounds_ms"]')" = "{'0': 125.0, '1': 125.0}" ] &&
+    [ "$(dfield dd 'round(d["rows"][0]["lib"]["x_phys"], 3)')" = 1.397 ] &&
+    [ "$(dfield dd 'round(d["rows"][1]["lib"]["x_phys"], 3), d["rows"][1]["lib"]["ranks"][1]["x_phys"]')" = \
+        "(1.608, 1.608)" ] &&
+    [ "$(dfield dd 'round(d["rows"][1]["lib"]["x_phys_vs_1"], 3)')" = 1.151 ] &&
+    grep -q '^   2 lib .* 1.61     1.151 ' "$tmp/dd.table"
+ok $? "x physical bound per rank and per job, and on 2 GPUs against 1" || diag "$tmp/dd.table"
 
 # alone 150 ms at 4 GiB; two at 2 GiB each, 240 ms each: 66.7 samples/s together
 [ "$(dfield dd 'd["share"]["alone_budget"], d["share"]["shared_budget"]')" = \
@@ -604,10 +625,10 @@ ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GP
 ok $? "--share: two processes on one GPU at half the budget each, against one alone"
 
 ddp ddiff FAKE_DIFFER=1 -- --visible 2
-[ "$(cat "$tmp/ddiff.rc")" -eq 1 ] && grep -q 'losses DIFFER$' "$tmp/ddiff.table" &&
-    [ "$(dfield ddiff 'd["rows"][1]["plan"]["identical"]')" = False ] &&
-    [ "$(dfield ddiff 'd["rows"][0]["plan"]["identical"]')" = True ] &&
-    grep -q '^bench: losses differ from native DDP.s (GPUs \[2\])' "$tmp/ddiff.err"
+[ "$(cat "$tmp/ddiff.rc")" -eq 1 ] && grep -q ' DIFFER$' "$tmp/ddiff.table" &&
+    [ "$(dfield ddiff 'd["rows"][1]["lib"]["identical"]')" = False ] &&
+    [ "$(dfield ddiff 'd["rows"][0]["lib"]["identical"]')" = True ] &&
+    grep -q "^bench: losses differ from native DDP.s (GPUs and routes \['2 lib'\])" "$tmp/ddiff.err"
 ok $? "a rank's losses unlike native DDP's are flagged, and the bench fails"
 
 ddp dvis -- --visible 1

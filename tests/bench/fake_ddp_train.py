@@ -7,7 +7,9 @@ Footprint (UMADV_POLICY=oracle): a managed peak of 4 GiB, rank 1's
 4.5 GiB. Native: 100 ms alone, 125 ms a rank on 2 GPUs; umadv plan 150
 and 200 (alone: 150 at the whole footprint, 240 at half of it). Each
 rank's losses are its own; $FAKE_DIFFER=N makes umadv's rank N compute
-others. UMADV_BUDGET must be a per-rank list with one entry per rank
+others. With --trace, fake_torch_train.py's trace (the bound at a 2
+GiB budget: max(native, 1 GiB in at 50 GB/s, 1 GiB out at 10 GB/s) =
+107.4 ms). UMADV_BUDGET must be a per-rank list with one entry per rank
 under torchrun (WORLD_SIZE), a single size otherwise: the stand-in
 takes LOCAL_RANK's entry, as libumadv does, and fails (exit 2, naming
 the rank, as ddp_train.py does) on anything else; so does rank
@@ -16,6 +18,9 @@ import argparse
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_torch_train import TRACE  # noqa: E402
 
 GIB = 1 << 30
 
@@ -40,7 +45,11 @@ def main():
     p.add_argument("--batch", type=int)
     p.add_argument("--iters", type=int)
     p.add_argument("--json")
+    p.add_argument("--trace")
     a = p.parse_args()
+    if a.trace:  # fake_torch_train.py's: 1 GiB each way at a 2 GiB budget
+        with open(a.trace.replace("{rank}", os.environ.get("RANK", "0")), "w") as f:
+            f.write(TRACE)
     distributed = "WORLD_SIZE" in os.environ
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     if not a.native and os.environ.get("FAKE_FAIL_RANK") == str(rank):

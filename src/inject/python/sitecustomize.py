@@ -14,6 +14,8 @@ the program can allocate CUDA memory, it
     module calls (a global forward pre-hook) as its launch sequence, so
     that a loop without an optimizer has its iterations found too
     (UMADV_ITERATION_SOURCE says which of the two may mark them);
+  * keeps every DistributedDataParallel's gradient buckets out of
+    staging while NCCL reads them (umadv_ddp.py);
   * answers torch.cuda's memory queries that the pluggable allocator
     cannot (they raise) from umadv's counters, and keeps empty_cache,
     reset_peak_memory_stats and cudnn.benchmark = True from raising;
@@ -432,6 +434,17 @@ def _iteration_hooks(torch, um):
     return (launches, hook)
 
 
+def _ddp_buckets(torch, um):
+    """Every DistributedDataParallel's gradient buckets kept out of
+    staging while NCCL reads them (umadv_ddp.py)."""
+    try:
+        import umadv_ddp  # beside this file, on PYTHONPATH
+        umadv_ddp.guard_every_ddp(torch, um, _warn)
+    except Exception as e:
+        _warn("cannot guard DDP's gradient buckets (%r): a DDP program must run with "
+              "UMADV_STAGE=0" % (e,))
+
+
 def _install(torch):
     """umadv under torch, right after `import torch`."""
     inject_path = os.environ.get("UMADV_INJECT_LIBRARY", "")
@@ -446,6 +459,7 @@ def _install(torch):
         return
     hooks = _iteration_hooks(torch, um)
     sites = _alloc_sites(torch, um)
+    _ddp_buckets(torch, um)
     _memory_queries(torch, um)
     try:
         _cudnn_benchmark(torch)

@@ -7,7 +7,7 @@ benchmark flag behind a ContextProp. The first convolution under
 benchmark mode raises, as the real one does (no cacheInfo)."""
 import sys
 
-from torch import _C, cuda, nn, optim  # noqa: F401
+from torch import _C, cuda, distributed, nn, optim  # noqa: F401
 from torch import backends  # noqa: F401
 import torch.backends.cudnn  # noqa: F401
 
