@@ -21,12 +21,12 @@ fi
 gpus=$(python3 -c 'import sys, torch, torch.distributed as d
 sys.exit(3) if not (torch.cuda.is_available() and d.is_nccl_available()) else print(torch.cuda.device_count())' 2>/dev/null) ||
     { echo "1..0 # SKIP no torch with a CUDA device and NCCL"; exit 0; }
-n=$((gpus < 2 ? gpus : 2))
+ranks=$((gpus < 2 ? gpus : 2))
 script=$srcdir/examples/ddp_train.py
 lib=$builddir/.libs/libumadv.so
 common="--model resnet18 --batch 16 --iters 8"
 
-# job NAME [VAR=VALUE...] -- [PREFIX...]: torchrun of n ranks, PREFIX before
+# job NAME [VAR=VALUE...] -- [PREFIX...]: torchrun of $ranks ranks, PREFIX before
 # it (umadv run ...); each rank's document NAME-rankR.json; 300 s at most
 job() {
     name=$1
@@ -39,7 +39,7 @@ job() {
     shift
     # shellcheck disable=SC2086
     env $vars timeout -s KILL 300 "$@" python3 -m torch.distributed.run --standalone \
-        --nproc-per-node "$n" "$script" $common --json "$tmp/$name-rank{rank}.json" \
+        --nproc-per-node "$ranks" "$script" $common --json "$tmp/$name-rank{rank}.json" \
         $route >"$tmp/$name.out" 2>"$tmp/$name.err"
     echo $? >"$tmp/$name.rc"
 }
@@ -51,14 +51,14 @@ field() {
 # same NAME: every rank's losses are native's
 same() {
     r=0
-    while [ "$r" -lt "$n" ]; do
+    while [ "$r" -lt "$ranks" ]; do
         [ "$(field "$1" "$r" 'd["losses"]')" = "$(field native "$r" 'd["losses"]')" ] || return 1
         r=$((r + 1))
     done
 }
 guarded() { # NAME: every rank marked buckets, and none missed
     r=0
-    while [ "$r" -lt "$n" ]; do
+    while [ "$r" -lt "$ranks" ]; do
         [ "$(field "$1" "$r" 'd.get("buckets_guarded", 0) > 0 and d["buckets_unguarded"] == 0')" = True ] ||
             return 1
         r=$((r + 1))
@@ -70,13 +70,13 @@ job native --
 route="--lib $lib"
 job fp UMADV_POLICY=oracle --
 [ "$(rc_of native)" -eq 0 ] && [ "$(rc_of fp)" -eq 0 ]
-ok $? "$n-rank DDP trains natively and under umadv's oracle" ||
+ok $? "$ranks-rank DDP trains natively and under umadv's oracle" ||
     { diag "$tmp/native.err"; diag "$tmp/fp.err"; }
 
 peak=$(field fp 0 'max(d["managed_peak"], 1 << 20)' 2>/dev/null || echo 0)
 budget=$((peak * 6 / 10 >> 20))M
 list=$budget
-[ "$n" -eq 2 ] && list=$budget,$budget
+[ "$ranks" -eq 2 ] && list=$budget,$budget
 job lib UMADV_POLICY=plan UMADV_BUDGET=$list --
 [ "$(rc_of lib)" -eq 0 ] && same lib && guarded lib
 ok $? "--lib under the plan at $budget a rank (60%): native DDP's losses bit for bit, buckets guarded" ||
@@ -90,9 +90,9 @@ ok $? "umadv run -- torchrun under the plan: native DDP's losses, the start-up h
     { diag "$tmp/run.err"; diag "$tmp/run.out"; }
 
 # the last rank's entry is not a size: the job must end, naming that rank
-bad=$((n - 1))
+bad=$((ranks - 1))
 list=6X
-[ "$n" -eq 2 ] && list=$budget,6X
+[ "$ranks" -eq 2 ] && list=$budget,6X
 route="--lib $lib"
 job bad UMADV_POLICY=plan UMADV_BUDGET=$list --
 [ "$(rc_of bad)" -ne 0 ] && [ "$(rc_of bad)" -ne 137 ] &&
