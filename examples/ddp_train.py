@@ -185,8 +185,8 @@ def result(args, rank, um, times, losses, route):
            "budget": os.environ.get("UMADV_BUDGET", "")}
     if um is not None:
         s = um.stats()
-        doc.update(managed_peak=s.managed_peak, resident_peak=s.resident_peak,
-                   staged_bytes=s.staged_bytes, evicted_bytes=s.evicted_bytes)
+        doc.update(torch_train.counters(um), managed_peak=s.managed_peak,
+                   resident_peak=s.resident_peak, gpu_peak_used=s.gpu_peak_used)
     if umadv_ddp.guards:  # ours (--lib) or umadv run's start-up hook's
         doc.update(buckets_guarded=sum(len(g.marked) for g in umadv_ddp.guards),
                    buckets_unguarded=sum(g.missed for g in umadv_ddp.guards))
@@ -217,6 +217,8 @@ def main():
         rank.say("%d bucket calls found no umadv block to guard" % doc["buckets_unguarded"])
     rank.say("%s: %.1f ms/iter (median of the steady iterations), world %d" % (
         route, doc["ms_per_iter"], rank.world))
+    if um is not None:
+        rank.say(torch_train.umadv_report(torch, um))
     if args.json:
         with open(args.json.replace("{rank}", str(rank.rank)), "w") as f:
             json.dump(doc, f, indent=1)
