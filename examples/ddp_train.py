@@ -90,8 +90,10 @@ def parse_args():
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--iters", type=int, default=12)
-    p.add_argument("--profile-iter", type=int, default=1,
-                   help="--lib: the iteration profiled; the plan replays from the next")
+    p.add_argument("--profile-iter", type=int,
+                   help="--lib: the iteration profiled; the plan replays from the next "
+                   "(default: 2 under DDP, whose second iteration rebuilds its buckets; "
+                   "else 1)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-bucket-guard", action="store_true",
@@ -102,6 +104,8 @@ def parse_args():
     args = p.parse_args()
     if args.trace:
         args.trace = args.trace.replace("{rank}", os.environ.get("RANK", "0"))
+    if args.profile_iter is None:  # DDP's first two iterations are its warm-up
+        args.profile_iter = 2 if "WORLD_SIZE" in os.environ else 1
     return args
 
 

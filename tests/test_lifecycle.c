@@ -255,6 +255,10 @@ static const tcase_t cases[] = {
     {S(REPLAY_TIMING), E(TIMING_STOP), {.timed = 1}, S(REPLAYING), "timing_stop " PLAN_CALLS,
      0},
     {S(REPLAY_TIMING), E(TIMING_STOP), NO_SCRIPT, S(REPLAYING), "timing_stop", 0},
+    /* ...after a profile that did not repeat: profile the next iteration */
+    {S(TIMING), E(TIMING_STOP), {.timed = -1}, S(RECORDED), "timing_stop", WANT_PROFILE},
+    {S(REPLAY_TIMING), E(TIMING_STOP), {.timed = -1}, S(REPLAYING), "timing_stop",
+     WANT_PROFILE},
     /* drift: the executor asks for a profile at the boundary */
     {S(REPLAYING), E(ITERATION_BEGIN), NO_SCRIPT, S(REPLAYING), "replay_iteration", 0},
     {S(REPLAYING), E(ITERATION_BEGIN), {.drift = 1}, S(REPLAYING), "replay_iteration",
@@ -401,6 +405,33 @@ static void test_coverage(void)
     for (size_t i = 0; i < nrows; i++)
         moved += table[i].action == NULL || table[i].name == NULL;
     ok(moved == 0, "every row has a named action");
+    umadv__cycle_init(ctx);
+    umadv_context_destroy(ctx);
+}
+
+/* Profiles whose next iteration ran other steps are taken again three
+ * times in a row, no more (iterations that never repeat keep the last);
+ * a timing pass that matched starts the count again. */
+static void test_unsteady(void)
+{
+    umadv_context_t ctx = test_host_context(SEC, 0);
+    script_t unsteady = {.timed = -1}, steady = {.timed = 1};
+    unsigned want[4];
+    char calls[sizeof(mock.calls)];
+
+    ctx->life.leaves = &mock_leaves;
+    for (int i = 0; i < 4; i++)
+        want[i] = drive(ctx, S(REPLAY_TIMING), E(TIMING_STOP), &unsteady);
+    ok(want[0] == WANT_PROFILE && want[1] == WANT_PROFILE && want[2] == WANT_PROFILE &&
+           want[3] == 0 && ctx->life.state == S(REPLAYING),
+       "three unsteady profiles in a row are profiled again, the fourth kept (%#x %#x %#x %#x)",
+       want[0], want[1], want[2], want[3]);
+    drive(ctx, S(REPLAY_TIMING), E(TIMING_STOP), &steady);
+    snprintf(calls, sizeof(calls), "%s", mock.calls);
+    ok(strcmp(calls, "timing_stop " PLAN_CALLS) == 0 && ctx->life.unsteady == 0 &&
+           drive(ctx, S(REPLAY_TIMING), E(TIMING_STOP), &unsteady) == WANT_PROFILE,
+       "a timing pass that matched plans on its durations and starts the count again (%s)",
+       calls);
     umadv__cycle_init(ctx);
     umadv_context_destroy(ctx);
 }
@@ -613,9 +644,10 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 8 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 3 + 6 + 4);
     test_rows();
     test_coverage();
+    test_unsteady();
     test_reprofile_failed();
     test_cupti_lost();
     test_budget_resolved();

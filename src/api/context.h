@@ -252,8 +252,10 @@ void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t 
  * the timed iteration (kind and name as in the trace, else the sequence
  * has diverged): its trace index, or UMADV_STEP_NONE. Finish (once the
  * steps' events are resolved) stops it and returns 1 when every step
- * matched and was timed: the measured durations are in the trace. Reset
- * drops any pass. */
+ * matched and was timed: the measured durations are in the trace; 0 when
+ * some step went untimed, -1 when the timed iteration ran other steps
+ * (the trace keeps its profiled durations either way). Reset drops any
+ * pass. */
 int umadv__ctx_tpass_start(umadv_context_t ctx);
 uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind);
 int umadv__ctx_tpass_finish(umadv_context_t ctx);

@@ -134,17 +134,43 @@ static life_ev_t act_timing_start(umadv_context_t ctx, alloc_t *a)
     return L(ctx)->timing_start(ctx) ? E(NONE) : E(TIMING_STOP);
 }
 
+/* A profiled iteration whose next ran other steps was no steady one (a
+ * warm-up: PyTorch's DistributedDataParallel rebuilds its buckets in its
+ * second iteration), and its plan would be replayed against steps that
+ * never come (measured: a DDP ResNet-50 at half its footprint faulting
+ * 86,000 groups, nothing staged): profile the next iteration, a few times
+ * in a row at most (a program whose iterations never repeat keeps its
+ * profile). @measured follows a timing pass that gave durations. */
+#define LIFE_UNSTEADY_PROFILES 3
+
+static life_ev_t timing_outcome(umadv_context_t ctx, int outcome, life_ev_t measured)
+{
+    if (outcome >= 0) {
+        ctx->life.unsteady = 0;
+        return outcome > 0 ? measured : E(NONE);
+    }
+    if (ctx->life.unsteady >= LIFE_UNSTEADY_PROFILES) {
+        umadv_info("timing pass: %u profiles in a row were followed by other steps: the "
+                   "trace keeps the last one and its profiled step durations",
+                   ctx->life.unsteady + 1);
+        return E(NONE);
+    }
+    ctx->life.unsteady++;
+    umadv_info("timing pass: the profiled iteration did not repeat: profiling the next one "
+               "(%u of at most %u)", ctx->life.unsteady, LIFE_UNSTEADY_PROFILES);
+    return E(PROFILE_REQUEST);
+}
+
 static life_ev_t act_timing_stop(umadv_context_t ctx, alloc_t *a)
 {
-    L(ctx)->timing_stop(ctx);
-    return E(NONE);
+    return timing_outcome(ctx, L(ctx)->timing_stop(ctx), E(NONE));
 }
 
 /* Measured durations make a better plan than the profiled ones, before
  * the replay of the next iteration begins. */
 static life_ev_t act_timing_stop_replan(umadv_context_t ctx, alloc_t *a)
 {
-    return L(ctx)->timing_stop(ctx) ? E(PLAN_REQUEST) : E(NONE);
+    return timing_outcome(ctx, L(ctx)->timing_stop(ctx), E(PLAN_REQUEST));
 }
 
 static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)

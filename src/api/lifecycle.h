@@ -101,7 +101,8 @@ typedef struct umadv_cycle_leaves {
     int  (*profile_start)(umadv_cycle_ctx_t ctx);   /* 1: CUPTI cannot record it */
     umadv_cycle_outcome_t (*record_stop)(umadv_cycle_ctx_t ctx, umadv_status_t *status_p);
     int  (*timing_start)(umadv_cycle_ctx_t ctx);    /* 1: running */
-    int  (*timing_stop)(umadv_cycle_ctx_t ctx);     /* 1: measured durations applied */
+    int  (*timing_stop)(umadv_cycle_ctx_t ctx);     /* 1: measured durations applied;
+                                                       -1: it ran other steps */
     umadv_status_t (*plan_build)(umadv_cycle_ctx_t ctx, umadv_cycle_plan_t *plan_p);
     void (*plan_install)(umadv_cycle_ctx_t ctx, umadv_cycle_plan_t *plan);
     umadv_status_t (*replay_start)(umadv_cycle_ctx_t ctx);
@@ -135,6 +136,8 @@ typedef struct umadv_cycle {
      * policy during a re-profile, a re-profile completed). */
     int                        want_profile;
     int                        want_plan;
+    unsigned                   unsteady; /* profiles in a row whose next
+                                          * iteration ran other steps */
     umadv_status_t             status;   /* the first failure of the last fire */
     umadv_cycle_kept_t          kept;     /* valid in REPROFILING */
 } umadv_cycle_t;

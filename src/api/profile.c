@@ -629,8 +629,8 @@ static umadv_status_t tpass_kernel_durations(umadv_context_t ctx, umadv_prof_res
     return status;
 }
 
-/* Whether the timed iteration ran the profiled one's steps, each timed;
- * if not, why (logged at info: the trace keeps what it has). */
+/* Whether the timed iteration ran the profiled one's steps (-1 if not),
+ * each timed (1; 0 if not, logged at info: the trace keeps what it has). */
 static int tpass_usable(umadv_context_t ctx)
 {
     const umadv_ctx_tpass_t *tp = &ctx->tpass;
@@ -638,11 +638,11 @@ static int tpass_usable(umadv_context_t ctx)
 
     if (tp->diverged != UMADV_STEP_NONE || tp->next != ctx->trace.nsteps) {
         umadv_info("timing pass: the iteration after the profiled one ran other steps (%u "
-                   "steps, %u profiled; first difference at step %u): the trace keeps the "
-                   "profiled step durations", tp->next, ctx->trace.nsteps,
+                   "steps, %u profiled; first difference at step %u)", tp->next,
+                   ctx->trace.nsteps,
                    tp->diverged != UMADV_STEP_NONE ? tp->diverged : UMADV_MIN(tp->next,
                                                                               ctx->trace.nsteps));
-        return 0;
+        return -1;
     }
     for (uint32_t s = 0; s < ctx->trace.nsteps; s++)
         untimed += tp->durations[s] == 0;
@@ -689,9 +689,9 @@ int umadv__ctx_tpass_finish(umadv_context_t ctx)
         return 0;
     }
     ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
-    usable = tpass_kernel_durations(ctx, &result) == UMADV_OK && tpass_usable(ctx);
+    usable = tpass_kernel_durations(ctx, &result) == UMADV_OK ? tpass_usable(ctx) : 0;
     umadv__prof_result_cleanup(&result);
-    if (usable)
+    if (usable > 0)
         tpass_apply(ctx);
     umadv__ctx_tpass_reset(ctx);
     return usable;
