@@ -242,11 +242,11 @@ static void test_recording(void)
     queue_migration(b, 9200, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
     queue_migration(c, 9300, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER);
     runtime_launch("late", 50, args2, 0);
+    is(ctx->trace.nsteps, 4, "a launch outside the recording is not a step");
     umadv_iteration_begin(ctx);
     is_u64(ctx->iteration_faults, 8,
            "replay: fault groups and fault-driven migrations counted, prefetches not");
     is_u64(ctx->stats.gpu_faults, 8, "and in the statistics");
-    is(ctx->trace.nsteps, 4, "a launch outside the recording is not a step");
 out:
     umadv_context_destroy(ctx);
 }
@@ -494,18 +494,26 @@ static void test_timing_pass(void)
     queue_kernel(330, 30400, 30500);
     log_take();
     umadv_iteration_begin(ctx);
-    ok(t->steps[0].duration_ns == 2000 && t->steps[2].duration_ns == 4000,
-       "another kernel sequence: the profiled durations stay");
-    ok(strstr(log_take(), "ran other steps (3 steps, 3 profiled; first difference at step 2)")
-       != NULL, "logged at info, naming where they differ");
+    /* the profile did not repeat: put aside with its durations, the
+     * iteration beginning now profiled again */
+    t = &ctx->life.kept.trace;
+    ok(ctx->life.state == UMADV_CYCLE_REPROFILING && t->nsteps == 3 &&
+           t->steps[0].duration_ns == 2000 && t->steps[2].duration_ns == 4000,
+       "another kernel sequence: the profiled durations stay, the next iteration is profiled");
+    log = log_take();
+    ok(strstr(log, "ran other steps (3 steps, 3 profiled; first difference at step 2)") != NULL &&
+           strstr(log, "did not repeat: profiling the next one (1 of at most 3)") != NULL,
+       "logged at info, naming where they differ");
 
     profile_three_steps(ctx, args);
     umadv_iteration_begin(ctx);
     runtime_launch("k1", 410, args, 0);
     queue_kernel(410, 40000, 40100);
     umadv_iteration_begin(ctx);
-    ok(t->steps[0].duration_ns == 2000 && strstr(log_take(), "ran other steps (1 steps") != NULL,
-       "a shorter iteration: kept, logged");
+    ok(ctx->life.state == UMADV_CYCLE_REPROFILING && t->steps[0].duration_ns == 2000 &&
+           strstr(log_take(), "ran other steps (1 steps") != NULL,
+       "a shorter iteration: kept, logged, profiled again");
+    t = &ctx->trace;
 
     profile_three_steps(ctx, args);
     umadv_iteration_begin(ctx);

@@ -629,8 +629,9 @@ static umadv_status_t tpass_kernel_durations(umadv_context_t ctx, umadv_prof_res
     return status;
 }
 
-/* Whether the timed iteration ran the profiled one's steps (-1 if not),
- * each timed (1; 0 if not, logged at info: the trace keeps what it has). */
+/* Whether the timed iteration ran the profiled one's steps (-1 if it ran
+ * others; an empty one says nothing of the profile: 0), each timed (1; 0
+ * if not). Logged at info: the trace keeps what it has. */
 static int tpass_usable(umadv_context_t ctx)
 {
     const umadv_ctx_tpass_t *tp = &ctx->tpass;
@@ -642,7 +643,7 @@ static int tpass_usable(umadv_context_t ctx)
                    ctx->trace.nsteps,
                    tp->diverged != UMADV_STEP_NONE ? tp->diverged : UMADV_MIN(tp->next,
                                                                               ctx->trace.nsteps));
-        return -1;
+        return tp->next > 0 ? -1 : 0;
     }
     for (uint32_t s = 0; s < ctx->trace.nsteps; s++)
         untimed += tp->durations[s] == 0;
