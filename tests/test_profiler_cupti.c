@@ -786,6 +786,7 @@ static void test_no_layout(void)
     umadv_cuda_host_counters_t counters;
     void *a = NULL, *args[1], *opaque[1] = {opaque_struct};
     struct lib_params { uint32_t n, pad; void *tensor; } lib_params;
+    void *b = NULL;
     uint64_t evicted;
     umadv_context_t ctx;
 
@@ -855,15 +856,36 @@ static void test_no_layout(void)
        "counted once as taken on its word); in one that declared none, evicted");
     ok(counters.prefetches_to_device == 1 && ctx->profile_fetched == SECTION,
        "the declared range, evicted when the profile began, fetched back at its declaration");
+    /* With a stageable block a missed access would read a discarded
+     * range: declarations are not enough, what else the step touches must
+     * fault; b's second section declared, its first evicted */
     umadv_set_stageable(ctx, a, 1);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv__cuda_host_reset();
     umadv_step_begin(ctx, "declared, stageable", NULL);
     umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_RW);
+    umadv_step_access(ctx, (char *)b + SECTION, SECTION, UMADV_ACCESS_READ);
     driver_launch_of((const void *)0xdead, "opaque_kernel", 63, opaque);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 64, opaque);
     umadv_step_end(ctx, 1000);
     umadv__cuda_host_counters(&counters);
-    ok(counters.prefetches_to_host == 2,
-       "with a stageable block, declarations are not enough: evicted (a missed access would "
-       "read a discarded range)");
+    ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host == SECTION &&
+           ctx->trace.guessed_steps == 1,
+       "with a stageable block: before the step's first opaque launch every live byte but "
+       "the declared ones evicted, once for the step (%llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_host,
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_step_begin(ctx, "declared again", NULL);
+    umadv_step_access(ctx, b, SECTION, UMADV_ACCESS_RW);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 65, opaque);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 3 && counters.prefetch_bytes_to_host == 3 * SECTION,
+       "the next such step evicts what it did not declare: a, and b's second section, in "
+       "two calls (a run broken where b's first section stays: %llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_host,
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 }
@@ -929,7 +951,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(77);
+    plan(78);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
