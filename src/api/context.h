@@ -119,10 +119,9 @@ struct umadv_context {
     int                      step_declared;    /* the open step declared an access while
                                                 * recorded (umadv_step_access); 2 once
                                                 * profile.c took it on its word */
-    struct umadv_bulk_range *step_ranges;      /* ...the ranges it declared, and */
+    struct umadv_bulk_range *step_ranges;      /* ...the ranges it declared (profile.c,
+                                                * evict_undeclared) */
     size_t                   nstep_ranges, step_ranges_cap;
-    int                      step_evicted;     /* whether it evicted for a launch without
-                                                * a layout (profile.c, evict_undeclared) */
     uint32_t                 step;           /* trace index of the open step */
     void                    *step_stream;    /* the open step's cudaStream_t */
     uint64_t                 step_start_ns;

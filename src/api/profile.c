@@ -266,8 +266,7 @@ static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
     if (declared_step(ctx)) {
         declared_step_trusted(ctx);
     } else if (ctx->config.profile_evict && ctx->step_open && ctx->step_declared) {
-        if (!ctx->step_evicted)
-            ctx->profile_evictions++;
+        ctx->profile_evictions++;
         evict_undeclared(ctx);
     } else if (ctx->config.profile_evict) {
         ctx->profile_evictions++;
@@ -465,22 +464,20 @@ static void ranges_regroup(ranges_arg_t *ra, const umadv_bulk_range_t *kept, siz
     }
 }
 
-/* Before the first launch without a layout of a step whose declarations
- * cannot be taken on their word (a trace with stageable blocks,
- * declared_step): every live block to the host but the bytes the step
- * declared, which stay; its later such launches evict nothing. What any
- * of them touches beyond the declarations faults, inside the step, from
- * here on: the step's accesses are complete with one eviction, where one
- * before each launch moved every live block each time (VGG-16 in C at
- * batch 128 under 25% of its footprint: 140.9 GiB fetched back, a
- * profiled iteration of 45 s, H200). */
+/* Before a launch without a layout in a step whose declarations cannot
+ * be taken on their word (a trace with stageable blocks, declared_step):
+ * every live block to the host but the bytes the step declared, which
+ * stay, so that what the launch touches beyond them faults. Evicting the
+ * declared bytes too, before each such launch, fetched them back each
+ * time (VGG-16 in C at batch 128 under 25% of its footprint: 140.9 GiB
+ * fetched back, a profiled iteration of 45 s on an H200; 46 GiB and
+ * 12-13 s on an H100 after). Once a step, before its first such launch,
+ * was tried: as fast, but its traces missed an access, and the replay
+ * faulted 16,000-19,000 groups and profiled again (two runs of two). */
 static void evict_undeclared(umadv_context_t ctx)
 {
     ranges_arg_t ra = {ctx, RANGES_ARENA_RUNS, NULL, 0, 0};
 
-    if (ctx->step_evicted)
-        return;
-    ctx->step_evicted = 1;
     ctx->profile_epoch++;
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
     for (size_t k = 0; k < ctx->nstep_ranges; k++)

@@ -382,7 +382,6 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
     ctx->step_open = 1;
     ctx->step_declared = 0;
     ctx->nstep_ranges = 0;
-    ctx->step_evicted = 0;
     ctx->stats.steps++;
     return UMADV_OK;
 }
