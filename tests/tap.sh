@@ -79,6 +79,33 @@ tap_jacobi_on_gpu() {
     fi
 }
 
+# tap_fake_torch: umadv run's Python start-up hook over tests/fake_torch,
+# a stand-in for PyTorch, without a GPU: the knobs the hook reads unset;
+# PYTHONPATH on the stand-in; the whole file skipped without python3 and
+# in a sanitizer build (Python cannot load the libraries without the
+# ASan runtime).
+tap_fake_torch() {
+    tap_require "$umadv"
+    unset UMADV_ITERATION_SOURCE UMADV_RUN_SUMMARY UMADV_PROFILE_OUTPUT UMADV_PROFILE_SECONDS \
+        LD_PRELOAD
+    command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3"; exit 0; }
+    if nm -D "$builddir/.libs/libumadv_inject.so" 2>/dev/null | grep -q '__asan'; then
+        echo "1..0 # SKIP sanitizer build: Python cannot load the libraries without the ASan runtime"
+        exit 0
+    fi
+    PYTHONPATH=$srcdir/tests/fake_torch
+    export PYTHONPATH
+}
+
+# run_hook NAME ARGS...: umadv run --no-preload -q ARGS in $tmp (the
+# start-up hook brings umadv); NAME.out, NAME.err, NAME.rc in $tmp.
+run_hook() {
+    name=$1
+    shift
+    (cd "$tmp" && "$umadv" run --no-preload -q "$@") >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+
 # tap_done: the plan, last, and the exit status.
 tap_done() {
     echo "1..$n"

@@ -10,23 +10,7 @@
 # --seconds PyTorch allocates through the injection library. The real
 # thing: test_alloc_site_gpu.sh.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-unset UMADV_ITERATION_SOURCE UMADV_RUN_SUMMARY UMADV_PROFILE_OUTPUT UMADV_PROFILE_SECONDS \
-    LD_PRELOAD
-command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3"; exit 0; }
-if nm -D "$builddir/.libs/libumadv_inject.so" 2>/dev/null | grep -q '__asan'; then
-    echo "1..0 # SKIP sanitizer build: Python cannot load the libraries without the ASan runtime"
-    exit 0
-fi
-PYTHONPATH=$srcdir/tests/fake_torch
-export PYTHONPATH
-
-run() { # NAME ARGS...: umadv run ARGS, in $tmp
-    name=$1
-    shift
-    (cd "$tmp" && "$umadv" run --no-preload -q "$@") >"$tmp/$name.out" 2>"$tmp/$name.err"
-    echo $? >"$tmp/$name.rc"
-}
+tap_fake_torch
 
 cat >"$tmp/user.py" <<'PY'
 import sitecustomize
@@ -72,7 +56,7 @@ lib = sitecustomize._umadv[0].lib
 print("direct %d %d" % (lib.umadv_set_alloc_site(b"x.py:1"), lib.umadv_set_alloc_site(b"y" * 300)))
 PY
 
-UMADV_PROFILE_OUTPUT=$tmp/unused.umt run sites -- python3 user.py
+UMADV_PROFILE_OUTPUT=$tmp/unused.umt run_hook sites -- python3 user.py
 printf '%s\n' "declared ['user.py:32', 'user.py:23', 'user.py:32', None]" \
     "raised ['user.py:36', None]" "direct 0 -1" >"$tmp/sites.want"
 [ "$(rc_of sites)" -eq 0 ] && cmp -s "$tmp/sites.want" "$tmp/sites.out"
@@ -90,13 +74,13 @@ print("sites %s pre %d post %d" % (sitecustomize._umadv[3], len(module._global_f
                                    len(module._global_forward_hooks)))
 print("allocator %s %s %s" % torch.cuda.memory._swapped[0].names)
 PY
-run plain --iteration-source optimizer -- python3 plain.py
+run_hook plain --iteration-source optimizer -- python3 plain.py
 grep -q "^sites None pre 0 post 0$" "$tmp/plain.out" &&
     grep -q "^allocator .*/libumadv.so[.0-9]* umadv_torch_malloc umadv_torch_free$" "$tmp/plain.out"
 ok $? "outside profile mode: no call-site hooks, libumadv's allocator" ||
     { diag "$tmp/plain.out"; diag "$tmp/plain.err"; }
 
-UMADV_PROFILE_OUTPUT=$tmp/unused.umt UMADV_PROFILE_SECONDS=5 run window \
+UMADV_PROFILE_OUTPUT=$tmp/unused.umt UMADV_PROFILE_SECONDS=5 run_hook window \
     --iteration-source optimizer -- python3 plain.py
 grep -q "^sites <sitecustomize._AllocSites object at .*> pre 1 post 1$" "$tmp/window.out" &&
     grep -q "^allocator .*/libumadv_inject.so umadv_inject_torch_malloc umadv_inject_torch_free$" "$tmp/window.out"

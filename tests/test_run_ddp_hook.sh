@@ -9,22 +9,7 @@
 # DDP is PyTorch's. Without a GPU no bucket is a umadv block, so every
 # mark is counted as missed; the real marks: test_ddp_gpu.sh.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-unset UMADV_ITERATION_SOURCE UMADV_RUN_SUMMARY LD_PRELOAD
-command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3"; exit 0; }
-if nm -D "$builddir/.libs/libumadv_inject.so" 2>/dev/null | grep -q '__asan'; then
-    echo "1..0 # SKIP sanitizer build: Python cannot load the libraries without the ASan runtime"
-    exit 0
-fi
-PYTHONPATH=$srcdir/tests/fake_torch
-export PYTHONPATH
-
-run() { # NAME ARGS...: umadv run ARGS
-    name=$1
-    shift
-    "$umadv" run --no-preload -q "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    echo $? >"$tmp/$name.rc"
-}
+tap_fake_torch
 
 # ddp.py [user|builtin|none]: a DDP, its hook, two forwards; what DDP holds
 cat >"$tmp/ddp.py" <<'PY'
@@ -58,21 +43,24 @@ except ImportError:
     print("no umadv_ddp")
 PY
 
-run none -- python3 "$tmp/ddp.py" none
-printf '%s\n' "hook BucketGuard.allreduce builtin None" "reduced 4 scales 0.5 user calls 0" \
-    "guards 1 marked 0 missed 4" >"$tmp/none.want"
-[ "$(rc_of none)" -eq 0 ] && cmp -s "$tmp/none.want" "$tmp/none.out"
-ok $? "a DDP without a hook of the program's: the guard's allreduce at its first forward, every bucket marked first, DDP's 1/world-size arithmetic" ||
-    { diag "$tmp/none.out"; diag "$tmp/none.err"; }
+# prints NAME DESCRIPTION LINE...: ddp.py NAME under umadv run exits 0
+# printing the LINEs
+prints() {
+    name=$1 what=$2
+    shift 2
+    run_hook "$name" -- python3 "$tmp/ddp.py" "$name"
+    printf '%s\n' "$@" >"$tmp/$name.want"
+    [ "$(rc_of "$name")" -eq 0 ] && cmp -s "$tmp/$name.want" "$tmp/$name.out"
+    ok $? "$what" || { diag "$tmp/$name.out"; diag "$tmp/$name.err"; }
+}
 
-run user -- python3 "$tmp/ddp.py" user
-printf '%s\n' "hook user_hook builtin None" "reduced 4 scales  user calls 4" \
-    "guards 1 marked 0 missed 4" >"$tmp/user.want"
-[ "$(rc_of user)" -eq 0 ] && cmp -s "$tmp/user.want" "$tmp/user.out"
-ok $? "the program's own hook: registered once, its name kept, called for every bucket behind the guard's mark" ||
-    { diag "$tmp/user.out"; diag "$tmp/user.err"; }
+prints none "a DDP without a hook of the program's: the guard's allreduce at its first forward, every bucket marked first, DDP's 1/world-size arithmetic" \
+    "hook BucketGuard.allreduce builtin None" "reduced 4 scales 0.5 user calls 0" \
+    "guards 1 marked 0 missed 4"
+prints user "the program's own hook: registered once, its name kept, called for every bucket behind the guard's mark" \
+    "hook user_hook builtin None" "reduced 4 scales  user calls 4" "guards 1 marked 0 missed 4"
 
-run builtin -- python3 "$tmp/ddp.py" builtin
+run_hook builtin -- python3 "$tmp/ddp.py" builtin
 [ "$(rc_of builtin)" -eq 0 ] && grep -q "^hook None builtin FP16_COMPRESS$" "$tmp/builtin.out" &&
     grep -q "^guards 1 marked 0 missed 0$" "$tmp/builtin.out"
 ok $? "a built-in hook: kept, and no Python hook added to it" ||

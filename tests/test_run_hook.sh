@@ -9,22 +9,7 @@
 # UMADV_ITERATION_SOURCE keeping only the hook it names. The real thing:
 # test_run_torch_gpu.sh.
 . "${top_srcdir:-.}/tests/tap.sh"
-tap_require "$umadv"
-unset UMADV_ITERATION_SOURCE UMADV_RUN_SUMMARY LD_PRELOAD
-command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3"; exit 0; }
-if nm -D "$builddir/.libs/libumadv_inject.so" 2>/dev/null | grep -q '__asan'; then
-    echo "1..0 # SKIP sanitizer build: Python cannot load the libraries without the ASan runtime"
-    exit 0
-fi
-PYTHONPATH=$srcdir/tests/fake_torch
-export PYTHONPATH
-
-run() { # NAME ARGS...: umadv run ARGS
-    name=$1
-    shift
-    "$umadv" run --no-preload -q "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    echo $? >"$tmp/$name.rc"
-}
+tap_fake_torch
 
 cat >"$tmp/bench.py" <<'PY'
 import torch
@@ -38,7 +23,7 @@ cudnn.benchmark = True
 cudnn.benchmark = False
 print("benchmark %s aten %s" % (cudnn.benchmark, torch._C._benchmark[0]))
 PY
-run bench -- python3 "$tmp/bench.py"
+run_hook bench -- python3 "$tmp/bench.py"
 printf '%s\n' "allocator umadv" "benchmark True aten False" "conv ran" \
     "benchmark False aten False" >"$tmp/bench.want"
 [ "$(rc_of bench)" -eq 0 ] && cmp -s "$tmp/bench.want" "$tmp/bench.out"
@@ -70,7 +55,7 @@ torch.cuda.reset_peak_memory_stats()
 torch.cuda.reset_peak_memory_stats()
 print("done")
 PY
-run memory -- python3 "$tmp/memory.py"
+run_hook memory -- python3 "$tmp/memory.py"
 [ "$(rc_of memory)" -eq 0 ] &&
     grep -q "^keys active_bytes.all.current allocated_bytes.all.current allocation.all.current reserved_bytes.all.current$" "$tmp/memory.out" &&
     grep -q "^allocated [0-9]* reserved [0-9]* peak [0-9]*$" "$tmp/memory.out" &&
@@ -101,24 +86,24 @@ net(torch.Tensor(4, 3))
 opt.step()
 print("after steps module %d step %d" % (len(module_hooks), len(step_hooks)))
 PY
-run auto -- python3 "$tmp/loop.py"
+run_hook auto -- python3 "$tmp/loop.py"
 printf '%s\n' "hooks module 1 step 1" "after 40 iterations module 1 followed True" \
     "optimizer made: followed False" "after steps module 0 step 1" >"$tmp/auto.want"
 [ "$(rc_of auto)" -eq 0 ] && cmp -s "$tmp/auto.want" "$tmp/auto.out"
 ok $? "auto: module calls followed until the program makes an optimizer, their hook gone at its step" ||
     { diag "$tmp/auto.out"; diag "$tmp/auto.err"; }
 
-run optimizer --iteration-source optimizer -- python3 "$tmp/loop.py"
+run_hook optimizer --iteration-source optimizer -- python3 "$tmp/loop.py"
 head -n 1 "$tmp/optimizer.out" | grep -q "^hooks module 0 step 1$"
 ok $? "--iteration-source optimizer: no module hook" || diag "$tmp/optimizer.out"
 
-run launches --iteration-source launches -- python3 "$tmp/loop.py"
+run_hook launches --iteration-source launches -- python3 "$tmp/loop.py"
 grep -q "^optimizer made: followed True$" "$tmp/launches.out" &&
     grep -q "^after steps module 1 step 0$" "$tmp/launches.out"
 ok $? "--iteration-source launches: no step hook; the module calls followed throughout" ||
     diag "$tmp/launches.out"
 
-run nvtx --iteration-source nvtx -- python3 "$tmp/loop.py"
+run_hook nvtx --iteration-source nvtx -- python3 "$tmp/loop.py"
 grep -q "^after steps module 0 step 0$" "$tmp/nvtx.out"
 ok $? "--iteration-source nvtx: neither hook" || diag "$tmp/nvtx.out"
 

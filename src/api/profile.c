@@ -420,13 +420,6 @@ static void ranges_cut(ranges_arg_t *ra, uintptr_t lo, uintptr_t hi)
     }
 }
 
-static int ranges_by_start(const void *a, const void *b)
-{
-    const umadv_bulk_range_t *x = a, *y = b;
-
-    return (x->start > y->start) - (x->start < y->start);
-}
-
 /* Whether a kept range lies in the gap (@lo, @hi) between two ranges. */
 static int kept_between(const umadv_bulk_range_t *kept, size_t nkept, uintptr_t lo, uintptr_t hi)
 {
@@ -451,7 +444,7 @@ static void ranges_regroup(ranges_arg_t *ra, const umadv_bulk_range_t *kept, siz
     }
     ra->n = n;
     if (n > 1)
-        qsort(ra->ranges, n, sizeof(*ra->ranges), ranges_by_start);
+        qsort(ra->ranges, n, sizeof(*ra->ranges), umadv__exec_bulk_range_compare);
     for (size_t i = 0; i < n; i++) {
         umadv_bulk_range_t *r = &ra->ranges[i];
 

@@ -9,7 +9,7 @@
 #include "common/util.h"
 #include "numa/numa.h"
 
-static int range_compare(const void *a, const void *b)
+int umadv__exec_bulk_range_compare(const void *a, const void *b)
 {
     const umadv_bulk_range_t *x = a, *y = b;
 
@@ -32,7 +32,7 @@ size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ra
     size_t calls = 0, failed = 0;
 
     if (n > 1)
-        qsort(ranges, n, sizeof(*ranges), range_compare);
+        qsort(ranges, n, sizeof(*ranges), umadv__exec_bulk_range_compare);
     location = bulk_location(location, numa);
     for (size_t i = 0; i < n;) {
         uintptr_t start = ranges[i].start, end = ranges[i].end, group = ranges[i].group;

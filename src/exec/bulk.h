@@ -29,6 +29,9 @@ enum {
     UMADV_BULK_SYNC = 1u << 0  /* wait for the moves (and the work before them) */
 };
 
+/* qsort's order of ranges: by start, then end. */
+int umadv__exec_bulk_range_compare(const void *a, const void *b);
+
 /* Move the @n ranges (sorted here, by address) to @location: a device
  * ordinal, or UMADV_CUDA_LOCATION_HOST for the host memory the executor
  * evicts to (@numa's node; NULL: plain host). Each call is a hint: a
