@@ -42,6 +42,9 @@
  *   restores makes no migration call); without those figures, bytes /
  *   52.6 GB/s with the UVM call's latency (params->stage_bw overrides
  *   both). Staged copies do not share UVM's path (the duplex figures).
+ * - Fresh memory a step's fetches find never touched is populated by the
+ *   step (umadv__core_step_serves): one call per run of sections, each
+ *   the probe's restore latency (a repopulating call), else the fetch's.
  * - Memory: a section is HOST, RESIDENT, FETCHING, OUT_QUEUED or
  *   EVICTING (core.h); all but HOST count against the budget, which no
  *   event ever exceeds (fetches wait; faults evict first). Every
