@@ -142,8 +142,14 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
                               umadv_sim_result_t *result);
 
 /* The lower bound of an iteration under @budget for the given transfer
- * volumes (DESIGN.md): max(compute, evicted/evict_bw, fetched/fetch_bw). */
+ * volumes (DESIGN.md): max(compute, evicted/evict_bw, staged/the staged
+ * channel's rate, fetched/fetch_bw); @evicted migrates, @staged leaves
+ * through pinned staging (the link probe's stage_evict_bw, else the
+ * simulator's built-in rate). */
 double umadv__sim_lower_bound(double compute_s, uint64_t fetched, uint64_t evicted,
-                              const umadv_link_model_t *link);
+                              uint64_t staged, const umadv_link_model_t *link);
+
+/* The bound's staged term: @staged bytes over the staged channel's rate. */
+double umadv__sim_staged_evict_s(uint64_t staged, const umadv_link_model_t *link);
 
 #endif

@@ -385,12 +385,12 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
     if ((rc = build_schedule(run, block)) != 0)
         return rc;
     run->nblocks++; /* from here the schedule is ours to clean up */
-    /* staged evictions take another channel (sim.c, RESULTS) */
+    /* staged evictions take another channel, at its own rate (sim.c) */
     block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s + block->schedule.remote_s,
                                             block->schedule.fetch_bytes,
                                             block->schedule.evict_bytes -
                                                 block->schedule.staged_bytes,
-                                            &run->link);
+                                            block->schedule.staged_bytes, &run->link);
     for (unsigned i = 0; i < run->args->npolicies; i++) {
         rc = simulate(run, run->args->policies[i], block->budget, &block->schedule, 1,
                       &block->results[i]);

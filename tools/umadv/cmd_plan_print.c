@@ -106,6 +106,7 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     double fetch_s = (double)sch->fetch_bytes / run->link.fetch_bw;
     /* the bound's eviction term: staged evictions take another channel */
     double evict_s = (double)(sch->evict_bytes - sch->staged_bytes) / run->link.evict_bw;
+    double staged_s = umadv__sim_staged_evict_s(sch->staged_bytes, &run->link);
     uint64_t unread = 0;
     char s1[32], s2[32];
 
@@ -129,11 +130,12 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
            umadv__size_format(sch->max_step_bytes, s2, 32));
     if (sch->remote_s > 0)
         printf("  lower bound:   %.2f ms = max(compute %.2f + remote %.2f, fetch %.2f, "
-               "evict %.2f)\n", block->bound_s * 1e3, run->oracle.compute_s * 1e3,
-               sch->remote_s * 1e3, fetch_s * 1e3, evict_s * 1e3);
+               "evict %.2f, staged %.2f)\n", block->bound_s * 1e3, run->oracle.compute_s * 1e3,
+               sch->remote_s * 1e3, fetch_s * 1e3, evict_s * 1e3, staged_s * 1e3);
     else
-        printf("  lower bound:   %.2f ms = max(compute %.2f, fetch %.2f, evict %.2f)\n",
-               block->bound_s * 1e3, run->oracle.compute_s * 1e3, fetch_s * 1e3, evict_s * 1e3);
+        printf("  lower bound:   %.2f ms = max(compute %.2f, fetch %.2f, evict %.2f, "
+               "staged %.2f)\n", block->bound_s * 1e3, run->oracle.compute_s * 1e3,
+               fetch_s * 1e3, evict_s * 1e3, staged_s * 1e3);
     if (sch->converged)
         printf("  steady state:  found in %u passes\n", sch->passes);
     else
