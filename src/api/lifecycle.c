@@ -136,16 +136,18 @@ static life_ev_t act_timing_start(umadv_context_t ctx, alloc_t *a)
 
 /* A profiled iteration whose next ran other steps was no steady one (a
  * warm-up: PyTorch's DistributedDataParallel rebuilds its buckets in its
- * second iteration), and its plan would be replayed against steps that
- * never come (measured: a DDP ResNet-50 at half its footprint faulting
- * 86,000 groups, nothing staged): profile the next iteration, a few times
- * in a row at most (a program whose iterations never repeat keeps its
- * profile). @measured follows a timing pass that gave durations. */
+ * second iteration), and the plan being replayed would be replayed
+ * against steps that never come (measured: a DDP ResNet-50 at half its
+ * footprint faulting 86,000 groups, nothing staged): profile the next
+ * iteration, a few times in a row at most (a program whose iterations
+ * never repeat keeps its profile). Only under a replay: a trace nobody
+ * plans yet (umadv profile's) is not worth a profile's evictions.
+ * @measured follows a timing pass that gave durations. */
 #define LIFE_UNSTEADY_PROFILES 3
 
 static life_ev_t timing_outcome(umadv_context_t ctx, int outcome, life_ev_t measured)
 {
-    if (outcome >= 0) {
+    if (outcome >= 0 || measured != E(PLAN_REQUEST)) {
         ctx->life.unsteady = 0;
         return outcome > 0 ? measured : E(NONE);
     }
