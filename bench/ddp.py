@@ -276,6 +276,13 @@ def print_tables(args, rows, shared):
                 cell(m.get("efficiency"), "%.2f"), cell(m.get("x_phys"), "%.2f"),
                 cell(m.get("x_phys_vs_1"), "%.3f"),
                 "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER")))
+    for r in rows:
+        for route in args.routes:
+            ratio = r[route].get("x_phys_vs_1")
+            if r["gpus"] > 1 and ratio is not None:
+                print("target, %s on %d GPUs: x phys %.3f of its 1-GPU ratio: %s" % (
+                    route, r["gpus"], ratio,
+                    "within 10%" if abs(ratio - 1) <= 0.10 else "outside 10%"))
     if shared is not None:
         s = shared
         print("share GPU 0: native alone %.1f ms; umadv alone (%.2fG) %.1f ms, %.1f samples/s;"

@@ -610,8 +610,10 @@ ok $? "--routes run: umadv run's options around torchrun, the script without --l
     [ "$(dfield dd 'round(d["rows"][1]["lib"]["x_phys"], 3), d["rows"][1]["lib"]["ranks"][1]["x_phys"]')" = \
         "(1.608, 1.608)" ] &&
     [ "$(dfield dd 'round(d["rows"][1]["lib"]["x_phys_vs_1"], 3)')" = 1.151 ] &&
-    grep -q '^   2 lib .* 1.61     1.151 ' "$tmp/dd.table"
-ok $? "x physical bound per rank and per job, and on 2 GPUs against 1" || diag "$tmp/dd.table"
+    grep -q '^   2 lib .* 1.61     1.151 ' "$tmp/dd.table" &&
+    grep -q '^target, lib on 2 GPUs: x phys 1.151 of its 1-GPU ratio: outside 10%$' "$tmp/dd.table"
+ok $? "x physical bound per rank and per job, and on 2 GPUs against 1 (the target)" ||
+    diag "$tmp/dd.table"
 
 # alone 150 ms at 4 GiB; two at 2 GiB each, 240 ms each: 66.7 samples/s together
 [ "$(dfield dd 'd["share"]["alone_budget"], d["share"]["shared_budget"]')" = \
