@@ -264,16 +264,95 @@ static void test_reprofile_floor(void)
     umadv_context_destroy(ctx);
 }
 
+/* One iteration of the pattern, and a block of @extra bytes beyond the
+ * profiled allocations (none for 0). */
+static void drift_iteration(umadv_context_t ctx, void *w, size_t extra)
+{
+    void *t1, *t2, *x = NULL;
+
+    iteration(ctx, w, T1_SIZE, T2_SIZE, &t1, &t2, 1);
+    if (extra > 0)
+        umadv_malloc(ctx, extra, "extra", &x);
+    umadv_free(ctx, t1);
+    umadv_free(ctx, t2);
+    if (x != NULL)
+        umadv_free(ctx, x);
+}
+
+/* Profiled and planned under @policy at a budget of 8 sections, then the
+ * timing pass and one replayed iteration. */
+static umadv_context_t budget_profiled(const char *policy, void **w_p)
+{
+    umadv_context_t ctx;
+
+    setenv("UMADV_POLICY", policy, 1);
+    ctx = test_host_context(SEC, 8 * SEC);
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, 4 * SEC, "w", w_p);
+    umadv_profile_next_iteration(ctx);
+    iteration(ctx, *w_p, T1_SIZE, T2_SIZE, NULL, NULL, 0);
+    umadv_plan(ctx);
+    drift_iteration(ctx, *w_p, 0);
+    drift_iteration(ctx, *w_p, 0);
+    return ctx;
+}
+
+static int replaying(umadv_context_t ctx)
+{
+    return ctx->record == UMADV_CTX_REC_DONE && ctx->replay.exec != NULL;
+}
+
+/* Blocks that play no allocation of the profile (replay.c, ALLOCATION
+ * DRIFT): above a sixteenth of the budget in an iteration, the next one
+ * is profiled; at most that, the replay goes on; under oracle, which
+ * moves nothing on the plan's word, nothing. */
+static void test_allocation_drift(void)
+{
+    umadv_context_t ctx;
+    char *log;
+    void *w;
+    int before;
+
+    ctx = budget_profiled("plan", &w);
+    before = replaying(ctx);
+    drift_iteration(ctx, w, 8 * UMADV_KIB);
+    drift_iteration(ctx, w, 0);
+    ok(before && replaying(ctx),
+       "8 KiB that played no part, within a sixteenth of the 512 KiB budget: replayed on");
+    umadv__log_level = UMADV_LOG_INFO;
+    log_take();
+    drift_iteration(ctx, w, 2 * SEC);
+    drift_iteration(ctx, w, 0);
+    log = log_take();
+    umadv__log_level = UMADV_LOG_WARN;
+    ok(ctx->record == UMADV_CTX_REC_RECORDING && ctx->replay.unbound_floor == 2 * SEC,
+       "a 128 KiB block beyond the profiled allocations: the next iteration is profiled");
+    ok(strstr(log, "replay: 128.00 KiB of the iteration's allocations played no allocation "
+                   "of the profiled one") != NULL &&
+           strstr(log, "profiling again") != NULL,
+       "logged at info, with the bytes and the budget");
+    umadv_free(ctx, w);
+    umadv_context_destroy(ctx);
+
+    ctx = budget_profiled("oracle", &w);
+    drift_iteration(ctx, w, 2 * SEC);
+    drift_iteration(ctx, w, 0);
+    ok(ctx->record == UMADV_CTX_REC_DONE, "under oracle the same block changes nothing");
+    umadv_free(ctx, w);
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(27);
+    plan(31);
     test_mapping();
     test_set_policy();
     test_reprofile();
     test_reprofile_scaled();
     test_reprofile_floor();
+    test_allocation_drift();
     log_capture_stop();
     return exit_status();
 }

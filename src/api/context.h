@@ -75,6 +75,11 @@ typedef struct umadv_ctx_replay {
     umadv_stage_cache_t stage_cache;   /* the pinned staging pool between replays */
     uint64_t            fault_floor;   /* faults of the iteration that last asked for a
                                         * re-profile: drift is measured above twice it */
+    uint64_t            unbound_bytes; /* this iteration's blocks no allocation of the
+                                        * profile took (replay.c, ALLOCATION DRIFT) */
+    uint64_t            unbound_last;  /* ...the iteration that ended */
+    uint64_t            unbound_floor; /* ...the iteration that last asked for a
+                                        * re-profile: drift above twice it */
 } umadv_ctx_replay_t;
 
 /* The timing pass (api/profile.c): the iteration after a profiled one,
