@@ -125,7 +125,7 @@ struct umadv_context {
                                                 * recorded (umadv_step_access); 2 once
                                                 * profile.c took it on its word */
     struct umadv_bulk_range *step_ranges;      /* ...the ranges it declared (profile.c,
-                                                * evict_undeclared) */
+                                                * evict_live) */
     size_t                   nstep_ranges, step_ranges_cap;
     uint32_t                 step;           /* trace index of the open step */
     void                    *step_stream;    /* the open step's cudaStream_t */

@@ -77,7 +77,7 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
 }
 
-/* A range the open step declared: kept for the step (evict_undeclared),
+/* A range the open step declared: kept on the GPU for the step (evict_live),
  * and fetched back as a scanned block is (declarations come before the
  * step's launches). Each declaration, not each block once: steps may
  * declare parts of a block (vgg's split). */
@@ -157,7 +157,6 @@ static void scan_miss_report(const char *name, const umadv_prof_region_t *region
 }
 
 static void evict_live(umadv_context_t ctx);
-static void evict_undeclared(umadv_context_t ctx);
 
 /* The blocks a guessed parameter struct names (record_unlaid). */
 #define GUESS_MAX 64
@@ -223,7 +222,7 @@ static int profile_may_guess(const umadv_context_t ctx)
  * iteration of 58-64 s for 1.7 s of compute, H100). An access the
  * declarations miss faults in the replay, which UVM eviction survives;
  * staging would not, so in a trace with stageable blocks what else the
- * step touches is found by faults (evict_undeclared). */
+ * step touches is found by faults (evict_live keeps what it declared). */
 static int declared_step(const umadv_context_t ctx)
 {
     return ctx->step_open && ctx->step_declared &&
@@ -245,7 +244,8 @@ static void declared_step_trusted(umadv_context_t ctx)
  * parameter struct names (profiler_int.h, umadv__prof_guess_region);
  * otherwise, or when the guess names none, every live block evicted
  * first, so that everything the kernel touches faults and is attributed
- * to it (UMADV_PROFILE_EVICT), except in a declared step (above).
+ * to it (UMADV_PROFILE_EVICT), except in a declared step taken on its
+ * word (above); in one that is not, what it declared stays (evict_live).
  * Evicting before each of them made a PyTorch ResNet-50's profiled
  * iteration 5.4 s instead of 69 ms (H100, 123 such launches of 725). */
 static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
@@ -265,9 +265,6 @@ static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
     }
     if (declared_step(ctx)) {
         declared_step_trusted(ctx);
-    } else if (ctx->config.profile_evict && ctx->step_open && ctx->step_declared) {
-        ctx->profile_evictions++;
-        evict_undeclared(ctx);
     } else if (ctx->config.profile_evict) {
         ctx->profile_evictions++;
         evict_live(ctx);
@@ -373,29 +370,6 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
         ra->ranges[ra->n++] = (umadv_bulk_range_t){start, start + loc.span, arena};
 }
 
-/* Move the live blocks (as @of says) to @location: the executor's bulk
- * mover issues the calls; the profiling pass only says what. Returns the
- * calls made. */
-static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags)
-{
-    ranges_arg_t ra = {ctx, of, NULL, 0, 0};
-    size_t calls;
-
-    umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
-    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
-    free(ra.ranges);
-    return calls;
-}
-
-/* Before a kernel whose parameters cannot be scanned: every live block
- * to the host, ordered before the launch on the legacy stream (no wait:
- * the launch call must not block on it). */
-static void evict_live(umadv_context_t ctx)
-{
-    ctx->profile_epoch++;
-    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0);
-}
-
 /* @ra's ranges less [lo, hi): trimmed, emptied or split in two (a split
  * that finds no memory keeps the range whole: those bytes fault back). */
 static void ranges_cut(ranges_arg_t *ra, uintptr_t lo, uintptr_t hi)
@@ -457,28 +431,45 @@ static void ranges_regroup(ranges_arg_t *ra, const umadv_bulk_range_t *kept, siz
     }
 }
 
-/* Before a launch without a layout in a step whose declarations cannot
- * be taken on their word (a trace with stageable blocks, declared_step):
- * every live block to the host but the bytes the step declared, which
- * stay, so that what the launch touches beyond them faults. Evicting the
- * declared bytes too, before each such launch, fetched them back each
- * time (VGG-16 in C at batch 128 under 25% of its footprint: 140.9 GiB
- * fetched back, a profiled iteration of 45 s on an H200; 46 GiB and
- * 12-13 s on an H100 after). Once a step, before its first such launch,
- * was tried: as fast, but its traces missed an access, and the replay
- * faulted 16,000-19,000 groups and profiled again (two runs of two). */
-static void evict_undeclared(umadv_context_t ctx)
+/* Move the live blocks (as @of says), less the @nkept ranges of @kept,
+ * to @location: the executor's bulk mover issues the calls; the profiling
+ * pass only says what. Returns the calls made. */
+static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags,
+                        const umadv_bulk_range_t *kept, size_t nkept)
 {
-    ranges_arg_t ra = {ctx, RANGES_ARENA_RUNS, NULL, 0, 0};
+    ranges_arg_t ra = {ctx, of, NULL, 0, 0};
+    size_t calls;
+
+    umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
+    if (nkept > 0) {
+        for (size_t k = 0; k < nkept; k++)
+            ranges_cut(&ra, kept[k].start, kept[k].end);
+        ranges_regroup(&ra, kept, nkept);
+    }
+    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
+    free(ra.ranges);
+    return calls;
+}
+
+/* Before a kernel whose parameters cannot be scanned: every live block
+ * to the host, ordered before the launch on the legacy stream (no wait:
+ * the launch call must not block on it), so that what it touches faults.
+ * In a step that declared its accesses (a trace with stageable blocks,
+ * where declared_step does not take them on their word), the bytes it
+ * declared stay: evicting them too, before each such launch, fetched
+ * them back each time (VGG-16 in C at batch 128 under 25% of its
+ * footprint: 140.9 GiB fetched back, a profiled iteration of 45 s on an
+ * H200; 46 GiB and 12-13 s on an H100 after). Once a step, before its
+ * first such launch, was tried: as fast, but its traces missed an
+ * access, and the replay faulted 16,000-19,000 groups and profiled again
+ * (two runs of two). */
+static void evict_live(umadv_context_t ctx)
+{
+    int declared = ctx->step_open && ctx->step_declared;
 
     ctx->profile_epoch++;
-    umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
-    for (size_t k = 0; k < ctx->nstep_ranges; k++)
-        ranges_cut(&ra, ctx->step_ranges[k].start, ctx->step_ranges[k].end);
-    ranges_regroup(&ra, ctx->step_ranges, ctx->nstep_ranges);
-    umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, UMADV_CUDA_LOCATION_HOST, ctx->numa, 0,
-                          NULL);
-    free(ra.ranges);
+    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0,
+              declared ? ctx->step_ranges : NULL, declared ? ctx->nstep_ranges : 0);
 }
 
 /* The profiled iteration's evictions are its own: when the arenas (else
@@ -503,9 +494,9 @@ static void restore_live(umadv_context_t ctx)
         return;
     room = budget != 0 ? UMADV_MIN(budget, free_b) : free_b;
     if (stats.arena_bytes <= room)
-        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC);
+        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC, NULL, 0);
     else if (stats.span_in_use <= room)
-        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC);
+        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC, NULL, 0);
     else
         return;
     ctx->live_on_host = 0;
@@ -519,7 +510,8 @@ static void evict_all(umadv_context_t ctx)
     char size[32];
 
     umadv__pool_get_stats(ctx->pool, &stats);
-    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC);
+    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC,
+                      NULL, 0);
     ctx->profile_epoch++;
     ctx->profile_moved = calls;
     umadv_debug("profiling: evicted %s in %llu blocks to the host (%zu calls)",
