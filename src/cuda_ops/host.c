@@ -36,6 +36,7 @@ typedef struct host_buffers {
     size_t            n, cap;
     const char       *alloc_name, *free_name;
     umadv_cuda_call_t alloc_call, free_call;
+    uint64_t         *allocs, *frees, *bytes; /* its counters */
 } host_buffers_t;
 
 typedef struct host_event {
@@ -60,10 +61,14 @@ static struct {
     .device_memory = HOST_DEFAULT_MEMORY,
     .device_count  = 1,
     .pinned = {.alloc_name = "host_alloc", .free_name = "host_free",
-               .alloc_call = UMADV_CUDA_CALL_HOST_ALLOC, .free_call = UMADV_CUDA_CALL_HOST_FREE},
+               .alloc_call = UMADV_CUDA_CALL_HOST_ALLOC, .free_call = UMADV_CUDA_CALL_HOST_FREE,
+               .allocs = &host.counters.pinned_allocs, .frees = &host.counters.pinned_frees,
+               .bytes = &host.counters.pinned_bytes},
     .device = {.alloc_name = "device_alloc", .free_name = "device_free",
                .alloc_call = UMADV_CUDA_CALL_DEVICE_ALLOC,
-               .free_call = UMADV_CUDA_CALL_DEVICE_FREE},
+               .free_call = UMADV_CUDA_CALL_DEVICE_FREE,
+               .allocs = &host.counters.device_allocs, .frees = &host.counters.device_frees,
+               .bytes = &host.counters.device_bytes},
 };
 
 void umadv__cuda_host_configure(uint64_t device_memory, int device_count)
@@ -373,9 +378,8 @@ static umadv_status_t host_advise(void *ptr, size_t size, umadv_cuda_advice_t ad
 
 /* ---- staging: pinned memory, copies, discards ---------------------------- */
 
-/* A buffer of @b's kind; @allocs and @bytes: its counters. */
-static umadv_status_t buffer_alloc(host_buffers_t *b, uint64_t *allocs, uint64_t *bytes,
-                                   size_t size, void **ptr_p)
+/* A buffer of @b's kind, counted in its counters. */
+static umadv_status_t buffer_alloc(host_buffers_t *b, size_t size, void **ptr_p)
 {
     void *ptr;
 
@@ -395,15 +399,15 @@ static umadv_status_t buffer_alloc(host_buffers_t *b, uint64_t *allocs, uint64_t
         return UMADV_ERR_NO_MEMORY;
     }
     b->v[b->n++] = (host_range_t){(uintptr_t)ptr, size};
-    (*allocs)++;
-    *bytes += size;
+    (*b->allocs)++;
+    *b->bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = b->alloc_call, .ptr = ptr, .size = size});
     pthread_mutex_unlock(&host.lock);
     *ptr_p = ptr;
     return UMADV_OK;
 }
 
-static umadv_status_t buffer_free(host_buffers_t *b, uint64_t *frees, uint64_t *bytes, void *ptr)
+static umadv_status_t buffer_free(host_buffers_t *b, void *ptr)
 {
     size_t i, size;
 
@@ -417,8 +421,8 @@ static umadv_status_t buffer_free(host_buffers_t *b, uint64_t *frees, uint64_t *
     }
     size = b->v[i].size;
     b->v[i] = b->v[--b->n];
-    (*frees)++;
-    *bytes -= size;
+    (*b->frees)++;
+    *b->bytes -= size;
     log_call(&(umadv_cuda_host_record_t){.call = b->free_call, .ptr = ptr, .size = size});
     pthread_mutex_unlock(&host.lock);
     free(ptr);
@@ -427,26 +431,22 @@ static umadv_status_t buffer_free(host_buffers_t *b, uint64_t *frees, uint64_t *
 
 static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
 {
-    return buffer_alloc(&host.pinned, &host.counters.pinned_allocs, &host.counters.pinned_bytes,
-                        size, ptr_p);
+    return buffer_alloc(&host.pinned, size, ptr_p);
 }
 
 static umadv_status_t host_host_free(void *ptr)
 {
-    return buffer_free(&host.pinned, &host.counters.pinned_frees, &host.counters.pinned_bytes,
-                       ptr);
+    return buffer_free(&host.pinned, ptr);
 }
 
 static umadv_status_t host_device_alloc(size_t size, void **ptr_p)
 {
-    return buffer_alloc(&host.device, &host.counters.device_allocs, &host.counters.device_bytes,
-                        size, ptr_p);
+    return buffer_alloc(&host.device, size, ptr_p);
 }
 
 static umadv_status_t host_device_free(void *ptr)
 {
-    return buffer_free(&host.device, &host.counters.device_frees, &host.counters.device_bytes,
-                       ptr);
+    return buffer_free(&host.device, ptr);
 }
 
 /* Called with the lock held: inside one of @b's buffers? */
