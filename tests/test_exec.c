@@ -1066,6 +1066,66 @@ static void test_fresh_on_step_stream(void)
        "the copies are the lane's, in one batch; bytes and calls counted as before");
 }
 
+/* Under a budgeted plan a block bound over pages a freed one left on the
+ * GPU starts on the host, as the schedule counts it, and its fresh fetch
+ * counts it in without a call; unbudgeted, it starts resident. */
+static void fresh_over_left_pages(uint64_t budget, uint64_t *bound_p, size_t *calls_p,
+                                  umadv_exec_stats_t *st)
+{
+    static const uint32_t uses[1] = {0x3};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .flags = UMADV_OP_FLAG_FRESH},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    size_t before;
+
+    workload_init(&w, 2, 2, 1, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 1000, 1000);
+    e = exec_open(&w, UMADV_POLICY_PLAN, budget);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait_on(e, STEP_STREAM);
+    umadv__exec_step_end(e, NULL);
+    /* the pool hands each block the other's memory */
+    umadv__exec_unbind(e, 0);
+    umadv__exec_unbind(e, 1);
+    umadv__exec_bind(e, 1, w.arena[0], w.trace.allocs[1].size, w.arena[0], 0);
+    umadv__exec_bind(e, 0, w.arena[1], w.trace.allocs[0].size, w.arena[1], 0);
+    umadv__exec_get_stats(e, st);
+    *bound_p = st->resident;
+    before = mock.ncalls;
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait_on(e, STEP_STREAM);
+    umadv__exec_step_end(e, NULL);
+    *calls_p = mock.ncalls - before;
+    umadv__exec_get_stats(e, st);
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
+static void test_fresh_over_left_pages(void)
+{
+    umadv_exec_stats_t st;
+    uint64_t bound;
+    size_t calls;
+
+    fresh_over_left_pages(4 * SEC, &bound, &calls, &st);
+    ok(bound == 0, "budgeted plan: blocks bound over pages left on the gpu start on the host "
+       "(%llu bytes resident)", (unsigned long long)bound);
+    ok(calls == 1 && st.resident == 4 * SEC && st.fresh_bytes == 4 * SEC,
+       "the fresh one is counted in without a call, the other copied (%zu calls, %llu "
+       "resident, %llu fresh)", calls, (unsigned long long)st.resident,
+       (unsigned long long)st.fresh_bytes);
+    fresh_over_left_pages(0, &bound, &calls, &st);
+    ok(bound == 4 * SEC && calls == 0,
+       "no budget: both start resident, nothing to call (%llu, %zu)",
+       (unsigned long long)bound, calls);
+}
+
 /* The host backend records a batch range by range. */
 static void test_host_batch(void)
 {
@@ -1110,7 +1170,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 2);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 2);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1125,6 +1185,7 @@ int main(void)
     test_advice_ranges();
     test_fresh_batch();
     test_fresh_on_step_stream();
+    test_fresh_over_left_pages();
     test_host_batch();
     log_capture_stop();
     return exit_status();

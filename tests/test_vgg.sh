@@ -134,7 +134,7 @@ rc=$(cat "$tmp/grad.rc")
 if [ "$rc" -eq 77 ]; then
     for what in "gradient check" "loss falls on a fixed batch" "oracle run" \
                 "demand digest" "prefetch-all digest" "plan digest under a budget" \
-                "plan within its budget" "split: loss falls with a remainder part" \
+                "plan within its budget" "--trace for umadv plan" "split: loss falls with a remainder part" \
                 "split oracle run" "unsplit refused by umadv_plan" "split demand digest" \
                 "split prefetch-all digest" "split plan digest" "split plan within budget"; do
         n=$((n + 1))
@@ -178,7 +178,7 @@ ok $? "prefetch-all: bitwise the oracle's losses and digest" || diag "$tmp/prefe
 
 # Below the footprint: 75% of umadv's managed peak, as test_example.sh.
 budget=$(( $(summary oracle managed_peak) * 3 / 4 ))
-train plan UMADV_POLICY=plan UMADV_BUDGET=$budget -- $small
+train plan UMADV_POLICY=plan UMADV_BUDGET=$budget -- $small --trace "$tmp/plan.umt"
 same_as_oracle plan && ! grep -q 'without a plan' "$tmp/plan.err"
 ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses and digest" ||
     diag "$tmp/plan.err"
@@ -186,6 +186,14 @@ ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses a
 peak=$(summary plan resident_peak)
 [ -n "$peak" ] && [ "$peak" -le "$budget" ]
 ok $? "plan's resident peak within the budget ($peak <= $budget)"
+
+# --trace: the profile, with the timing pass's durations, for umadv plan
+"$builddir/tools/umadv/umadv" plan "$tmp/plan.umt" --budget "$budget" --policy plan \
+    >"$tmp/replan.out" 2>"$tmp/replan.err" &&
+    grep -q 'step durations from a timing pass' "$tmp/replan.out" &&
+    grep -Eq '^  plan +[0-9]' "$tmp/replan.out"
+ok $? "--trace saves the profiled iteration, timed: umadv plan simulates it" ||
+    diag "$tmp/replan.err"
 
 # ---- split along the batch --------------------------------------------
 

@@ -94,6 +94,9 @@ static void usage(FILE *out)
         "                       on one batch (deterministic algorithms), train nothing;\n"
         "                       meant for a scaled-down network; tanh and average pooling\n"
         "                       stand for ReLU and max pooling (the same calls, no kinks)\n"
+        "  --trace FILE         save the profiled iteration to FILE (umadv-trace(5)) once\n"
+        "                       the iteration after it has measured its steps (umadv\n"
+        "                       plan FILE simulates it); FILE is replaced only whole\n"
         "  --footprint          print the managed-memory footprint and exit (no GPU needed)\n"
         "  --help               show this help and exit\n\n"
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
@@ -114,7 +117,7 @@ static uint64_t parse_size(const char *flag, const char *text)
 
 enum { OPT_BATCH = 256, OPT_ITERS, OPT_IMAGE, OPT_WIDTH, OPT_CLASSES, OPT_PROFILE, OPT_LR,
        OPT_MOMENTUM, OPT_SEED, OPT_WORKSPACE, OPT_DETERMINISTIC, OPT_FIXED, OPT_CHECK_GRAD,
-       OPT_FOOTPRINT, OPT_SPLIT, OPT_HELP };
+       OPT_FOOTPRINT, OPT_SPLIT, OPT_TRACE, OPT_HELP };
 
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -132,6 +135,7 @@ static const struct option long_opts[] = {
     {"check-grad", no_argument, NULL, OPT_CHECK_GRAD},
     {"footprint", no_argument, NULL, OPT_FOOTPRINT},
     {"split", required_argument, NULL, OPT_SPLIT},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}
 };
@@ -169,6 +173,7 @@ static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_FIXED:         o->fixed_batch = 1; break;
     case OPT_CHECK_GRAD:    o->check_grad = 1; break;
     case OPT_FOOTPRINT:     o->footprint_only = 1; break;
+    case OPT_TRACE:         o->trace = arg; break;
     case OPT_SPLIT:
         o->split_auto = strcmp(arg, "auto") == 0;
         o->split = o->split_auto ? 1 : (int)example_parse_int(flag, arg, 1, 1 << 16);
@@ -380,6 +385,21 @@ static void print_iteration(int it, double loss, double ms, const umadv_stats_t 
            after->evicted_bytes - before->evicted_bytes, after->gpu_faults - before->gpu_faults);
 }
 
+/* --trace: the profile is saved once the timing pass (the iteration after
+ * it) has given its steps their measured durations, which the next
+ * iteration's begin applies; or at the end when fewer iterations follow. */
+static void trace_save(vgg_t *v, int it)
+{
+    umadv_status_t status;
+    int last = v->opt.profile_iter + 2 < v->opt.iters ? v->opt.profile_iter + 2 : v->opt.iters - 1;
+
+    if (v->opt.trace == NULL || it != last)
+        return;
+    status = umadv_trace_save(v->ctx, v->opt.trace);
+    if (status != UMADV_OK)
+        example_die("umadv_trace_save %s: %s", v->opt.trace, umadv_status_string(status));
+}
+
 /* Returns 0, or 1 when --fixed-batch's loss did not fall. */
 static int train(vgg_t *v)
 {
@@ -403,6 +423,7 @@ static int train(vgg_t *v)
             first_loss = loss;
         if (it == v->opt.profile_iter)
             plan_after_profile(v);
+        trace_save(v, it);
     }
     if (!v->opt.fixed_batch || v->opt.iters < 2)
         return 0;

@@ -538,6 +538,28 @@ static int fetch_one(umadv_exec_t *e)
  * for the fetch lane to wake and populate, 28 us each; ResNet-50's 275
  * such waits took 142 us each, behind the lane's restores of later
  * steps.) */
+/* Whether the pages record (pages.c) holds every section of pieces
+ * [from, to) on the GPU: a block bound over pages a freed one left there. */
+static int pieces_on_gpu(const umadv_exec_t *e, const exec_lane_t *lane, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const exec_piece_t *p = &lane->pieces[i];
+
+        for (uint32_t k = 0; k < p->count; k++) {
+            uint32_t s = exec_section_id(e, p->alloc, p->first + k);
+
+            if (!umadv__exec_pages_on_gpu(&e->pages, e->binds[p->alloc].base +
+                                          e->trace->sections[s].offset, exec_section_size(e, s)))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* A fresh fetch the step serves: populated on its stream, where its
+ * kernels run next; a run whose pages are already there (pieces_on_gpu)
+ * is only counted in. A wrong record costs faults, never data: the
+ * sections are fresh, nothing in them is read. */
 static void populate_on_stream(umadv_exec_t *e, const exec_op_t *op, umadv_stream_t stream)
 {
     exec_lane_t *lane = &e->app;
@@ -550,6 +572,11 @@ static void populate_on_stream(umadv_exec_t *e, const exec_op_t *op, umadv_strea
         uint64_t len, start;
         size_t to = call_extent(e, lane, from, &len);
 
+        if (pieces_on_gpu(e, lane, from, to)) {
+            umadv__exec_pieces_settle(e, lane, from, to, 1, !e->broken);
+            from = to;
+            continue;
+        }
         if (!e->broken) {
             pthread_mutex_unlock(&e->lock);
             start = umadv__now_ns();
