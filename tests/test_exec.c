@@ -596,10 +596,10 @@ static void test_plan_policy(void)
 
 /* A hand-written schedule: at the end of step 0, evict A (slowly); step
  * 1 fetches B, which has room regardless. */
-static void hand_schedule(workload_t *w, const umadv_op_t *ops, size_t nops)
+/* @ops, in issue order, as @w's schedule in @s. */
+static void schedule_build(const workload_t *w, umadv_schedule_t *s, const umadv_op_t *ops,
+                           size_t nops)
 {
-    umadv_schedule_t *s = &w->schedule;
-
     memset(s, 0, sizeof(*s));
     s->nsteps = w->nsteps;
     s->ops = malloc(nops * sizeof(*ops));
@@ -611,6 +611,11 @@ static void hand_schedule(workload_t *w, const umadv_op_t *ops, size_t nops)
     for (uint32_t j = 0; j < w->nsteps; j++)
         s->step_ops[j + 1] += s->step_ops[j];
     s->resident_at_start = calloc(w->trace.nsections, 1);
+}
+
+static void hand_schedule(workload_t *w, const umadv_op_t *ops, size_t nops)
+{
+    schedule_build(w, &w->schedule, ops, nops);
     w->have_schedule = 1;
 }
 
@@ -1126,6 +1131,86 @@ static void test_fresh_over_left_pages(void)
        (unsigned long long)bound, calls);
 }
 
+/* ---- a schedule replaced in place ------------------------------------- */
+
+typedef struct swap {
+    workload_t       *w;
+    umadv_schedule_t *next;
+    int               installs;
+} swap_t;
+
+static void swap_install(void *arg)
+{
+    swap_t *sw = arg;
+
+    umadv__schedule_cleanup(&sw->w->schedule);
+    sw->w->schedule = *sw->next;
+    memset(sw->next, 0, sizeof(*sw->next));
+    sw->installs++;
+}
+
+/* One iteration of two steps, then @next replaces the schedule: the
+ * status, and the calls of the iteration after. */
+static umadv_status_t replace_run(const umadv_op_t *next_ops, size_t n, uint64_t budget,
+                                  const char **calls_p, int *installs_p)
+{
+    static const uint32_t uses[2] = {1u << 0, 1u << 1};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .issue_step = 1, .need_step = 1},
+    };
+    workload_t w;
+    umadv_schedule_t next;
+    swap_t sw = {&w, &next, 0};
+    umadv_exec_t *e;
+    umadv_status_t status;
+    run_result_t r;
+    size_t before;
+
+    workload_init(&w, 2, 2, 2, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    schedule_build(&w, &next, next_ops, n);
+    mock_reset(4 * SEC, 1000, 1000);
+    e = exec_open(&w, UMADV_POLICY_PLAN, 4 * SEC);
+    run(&w, e, 1, 1000, &r);
+    status = umadv__exec_schedule_replace(e, &next, budget, swap_install, &sw);
+    before = mock.ncalls;
+    run(&w, e, 1, 1000, &r);
+    *calls_p = calls_text(&w, before);
+    *installs_p = sw.installs;
+    umadv__exec_destroy(e);
+    umadv__schedule_cleanup(&next);
+    workload_cleanup(&w);
+    return status;
+}
+
+static void test_schedule_replace(void)
+{
+    const umadv_op_t evicts[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .issue_step = 1, .need_step = 1},
+    };
+    const umadv_op_t advises[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_ADVISE, .advice = UMADV_ADVICE_READ_MOSTLY, .alloc = 1, .count = 2,
+         .issue_step = 1, .need_step = 1},
+    };
+    const char *calls;
+    int installs;
+    umadv_status_t status;
+
+    status = replace_run(evicts, UMADV_ARRAY_SIZE(evicts), 4 * SEC, &calls, &installs);
+    ok(status == UMADV_OK && installs == 1 && strcmp(calls, "E0") == 0,
+       "replaced in place: the next iteration plays the new schedule from what is resident "
+       "(calls '%s')", calls);
+    status = replace_run(advises, UMADV_ARRAY_SIZE(advises), 4 * SEC, &calls, &installs);
+    ok(status == UMADV_ERR_STATE && installs == 0 && strcmp(calls, "") == 0,
+       "a schedule with advice is refused, nothing installed (calls '%s')", calls);
+    status = replace_run(evicts, UMADV_ARRAY_SIZE(evicts), 2 * SEC, &calls, &installs);
+    ok(status == UMADV_ERR_STATE && installs == 0, "another budget is refused");
+}
+
 /* The host backend records a batch range by range. */
 static void test_host_batch(void)
 {
@@ -1170,7 +1255,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 2);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1186,6 +1271,7 @@ int main(void)
     test_fresh_batch();
     test_fresh_on_step_stream();
     test_fresh_over_left_pages();
+    test_schedule_replace();
     test_host_batch();
     log_capture_stop();
     return exit_status();

@@ -39,6 +39,7 @@ typedef struct script {
     int                   timing_off;   /* timing_start: could not */
     int                   timed;        /* timing_stop: durations applied */
     umadv_status_t        plan_fails;   /* plan_build */
+    int                   adopt;        /* plan_adopt: the replay takes the plan */
     int                   drift;        /* replay_iteration */
     umadv_status_t        alloc_fails;  /* record_alloc */
 } script_t;
@@ -95,6 +96,14 @@ static umadv_status_t m_plan_build(umadv_context_t c, umadv_cycle_plan_t *plan_p
 static void m_plan_install(umadv_context_t c, umadv_cycle_plan_t *plan)
 {
     called("plan_install");
+}
+
+/* Called always, named only when it adopts (the sequences stay short). */
+static int m_plan_adopt(umadv_context_t c, umadv_cycle_plan_t *plan)
+{
+    if (mock.sc.adopt)
+        called("plan_adopt");
+    return mock.sc.adopt;
 }
 
 static umadv_status_t m_replay_start(umadv_context_t c)
@@ -157,7 +166,8 @@ static void m_teardown(umadv_context_t c)
 
 static const umadv_cycle_leaves_t mock_leaves = {
     m_record_start, m_profile_start, m_record_stop, m_timing_start, m_timing_stop,
-    m_plan_build,   m_plan_install,  m_replay_start, m_replay_stop, m_replay_iteration,
+    m_plan_build,   m_plan_install,  m_plan_adopt,   m_replay_start, m_replay_stop,
+    m_replay_iteration,
     m_replay_alloc, m_replay_free,   m_record_alloc, m_record_free, m_keep,
     m_restore,      m_drop_kept,     m_teardown,
 };
@@ -255,6 +265,9 @@ static const tcase_t cases[] = {
     {S(REPLAY_TIMING), E(TIMING_STOP), {.timed = 1}, S(REPLAYING), "timing_stop " PLAN_CALLS,
      0},
     {S(REPLAY_TIMING), E(TIMING_STOP), NO_SCRIPT, S(REPLAYING), "timing_stop", 0},
+    /* ...whose plan the running replay takes in place: nothing stops */
+    {S(REPLAY_TIMING), E(TIMING_STOP), {.timed = 1, .adopt = 1}, S(REPLAYING),
+     "timing_stop plan_build plan_adopt", 0},
     /* ...after a profile that did not repeat: under a replay, profile the
      * next iteration; with no plan yet (umadv profile), nothing */
     {S(TIMING), E(TIMING_STOP), {.timed = -1}, S(RECORDED), "timing_stop", 0},

@@ -304,6 +304,9 @@ void umadv__replay_init(umadv_context_t ctx);
 void umadv__replay_cleanup(umadv_context_t ctx);
 umadv_status_t umadv__replay_start(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);
+/* 1: the running replay took @plan in place (umadv__exec_schedule_replace:
+ * the plan after a timing pass); 0: stop it and start again. */
+int umadv__replay_adopt(umadv_context_t ctx, umadv_cycle_plan_t *plan);
 /* A new recording numbers the iteration's allocations afresh. */
 void umadv__replay_forget_ordinals(umadv_context_t ctx);
 void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);

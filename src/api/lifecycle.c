@@ -184,10 +184,12 @@ static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)
         life_fail(ctx, status); /* what runs keeps running */
         return E(PLAN_FAILED);
     }
-    L(ctx)->replay_stop(ctx); /* it plays the schedule replaced here */
-    L(ctx)->plan_install(ctx, &plan);
     ctx->life.want_plan = 0; /* this plan has the latest budget and policy */
     ctx->stats.plans++;
+    if (L(ctx)->plan_adopt(ctx, &plan))
+        return E(NONE); /* the replay goes on, under it */
+    L(ctx)->replay_stop(ctx); /* it plays the schedule replaced here */
+    L(ctx)->plan_install(ctx, &plan);
     return E(PLAN_BUILT);
 }
 
@@ -516,6 +518,7 @@ static const umadv_cycle_leaves_t life_leaves = {
     .timing_stop      = leaf_timing_stop,
     .plan_build       = umadv__ctx_plan_build,
     .plan_install     = umadv__ctx_plan_install,
+    .plan_adopt       = umadv__replay_adopt,
     .replay_start     = umadv__replay_start,
     .replay_stop      = umadv__replay_stop,
     .replay_iteration = umadv__replay_iteration,

@@ -105,6 +105,8 @@ typedef struct umadv_cycle_leaves {
                                                        -1: it ran other steps */
     umadv_status_t (*plan_build)(umadv_cycle_ctx_t ctx, umadv_cycle_plan_t *plan_p);
     void (*plan_install)(umadv_cycle_ctx_t ctx, umadv_cycle_plan_t *plan);
+    int  (*plan_adopt)(umadv_cycle_ctx_t ctx, umadv_cycle_plan_t *plan); /* 1: the running
+                                                       replay installed it in place */
     umadv_status_t (*replay_start)(umadv_cycle_ctx_t ctx);
     void (*replay_stop)(umadv_cycle_ctx_t ctx);
     int  (*replay_iteration)(umadv_cycle_ctx_t ctx);/* 1: drift, profile again */

@@ -463,6 +463,36 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
                    ctx->trace.guessed_steps);
 }
 
+typedef struct adopt {
+    umadv_context_t     ctx;
+    umadv_cycle_plan_t *plan;
+} adopt_t;
+
+static void adopt_install(void *arg)
+{
+    adopt_t *a = arg;
+
+    umadv__ctx_plan_install(a->ctx, a->plan);
+}
+
+/* The plan a timing pass asked for differs from the one replayed in its
+ * step durations only: the executor takes it in place. Stopping it would
+ * restore every staged section, one synchronous copy each, and start the
+ * next from every block counted resident (VGG-16 in C at batch 128, 25%:
+ * 10 GiB copied back, 170,000-200,000 fault groups, 5-7 s). */
+int umadv__replay_adopt(umadv_context_t ctx, umadv_cycle_plan_t *plan)
+{
+    adopt_t a = {ctx, plan};
+
+    if (ctx->replay.exec == NULL || !ctx->have_schedule ||
+        ctx->config.policy != UMADV_POLICY_PLAN ||
+        umadv__exec_schedule_replace(ctx->replay.exec, &plan->schedule, plan->budget,
+                                     adopt_install, &a) != UMADV_OK)
+        return 0;
+    umadv_debug("replay: the running executor took the new schedule in place");
+    return 1;
+}
+
 /* Replay the schedule just built, under the context's policy. A failure
  * is logged and leaves the application on plain managed memory. */
 umadv_status_t umadv__replay_start(umadv_context_t ctx)

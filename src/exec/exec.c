@@ -341,6 +341,34 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     return UMADV_OK;
 }
 
+static int schedule_advises(const umadv_schedule_t *s)
+{
+    for (size_t i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == UMADV_OP_ADVISE)
+            return 1;
+    }
+    return s->nsetup > 0;
+}
+
+umadv_status_t umadv__exec_schedule_replace(umadv_exec_t *e, const umadv_schedule_t *next,
+                                            uint64_t budget, void (*install)(void *arg),
+                                            void *arg)
+{
+    umadv_status_t status = UMADV_ERR_STATE;
+
+    pthread_mutex_lock(&e->lock);
+    if (!e->broken && e->p.policy == UMADV_POLICY_PLAN && e->p.schedule != NULL &&
+        budget == e->p.budget && next->nsteps == e->p.nsteps &&
+        next->first_step == e->p.first_step && !schedule_advises(e->p.schedule) &&
+        !schedule_advises(next)) {
+        install(arg);
+        umadv__core_schedule_changed(&e->core);
+        status = UMADV_OK;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
 /* ---- the application's calls ---------------------------------------------- */
 
 umadv_status_t umadv__exec_start(umadv_exec_t *e, umadv_stream_t stream)

@@ -163,6 +163,16 @@ void umadv__exec_unbind(umadv_exec_t *exec, uint32_t alloc);
  * sections first, synchronously. */
 void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
 
+/* The plan policy's next schedule, in place: @install (under the
+ * executor's lock) writes it where params.schedule points. Only for the
+ * same steps and budget, with advice in neither schedule (what the old
+ * one advised would stay set): then what the GPU and the staging hold
+ * stays where it is, and the decisions already queued run as decided.
+ * Otherwise UMADV_ERR_STATE, nothing installed: stop and start again. */
+umadv_status_t umadv__exec_schedule_replace(umadv_exec_t *exec, const umadv_schedule_t *next,
+                                            uint64_t budget, void (*install)(void *arg),
+                                            void *arg);
+
 /* Every staged section holds its data again when this returns
  * (synchronous; destroy does it first). */
 void umadv__exec_restore_all(umadv_exec_t *exec);

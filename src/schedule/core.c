@@ -112,6 +112,12 @@ static void mark_advised(umadv_core_t *c)
     mark_ops(c, s->ops, s->step_ops[s->nsteps]);
 }
 
+void umadv__core_schedule_changed(umadv_core_t *c)
+{
+    memset(c->advised, 0, (size_t)c->p.trace->nsections + 1);
+    mark_advised(c);
+}
+
 umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
 {
     umadv_status_t status = params_check(params);

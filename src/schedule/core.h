@@ -216,6 +216,10 @@ typedef struct umadv_core {
  * @nsteps steps; UMADV_ERR_NO_MEMORY. */
 umadv_status_t umadv__core_init(umadv_core_t *core, const umadv_core_params_t *params);
 void umadv__core_cleanup(umadv_core_t *core);
+/* params.schedule now holds another schedule of the same trace, steps and
+ * budget (the plan after a timing pass): what the core derives from it is
+ * derived again. Decisions already queued stand. */
+void umadv__core_schedule_changed(umadv_core_t *core);
 
 /* Trace allocation @alloc is played (its sections HOST, never used) or
  * no longer (its sections leave the accounting). The driver then sets
