@@ -153,6 +153,10 @@ typedef struct umadv_stats {
     uint64_t managed_held;     /**< managed memory the pool holds now: its arenas, the
                                 *   live blocks and the free space kept for reuse */
     uint64_t managed_held_peak;/**< largest managed_held seen */
+    uint64_t released_bytes;   /**< dead data's bytes released without a copy: evictions
+                                *   the plan knows nothing reads again (its next use
+                                *   writes it fresh), discarded; not in evicted_bytes
+                                *   or staged_bytes */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

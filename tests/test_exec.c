@@ -1176,6 +1176,7 @@ static umadv_status_t replace_run(const umadv_op_t *next_ops, size_t n, uint64_t
     status = umadv__exec_schedule_replace(e, &next, budget, swap_install, &sw);
     before = mock.ncalls;
     run(&w, e, 1, 1000, &r);
+    umadv__exec_drain(e); /* the eviction lane's call, made after the step */
     *calls_p = calls_text(&w, before);
     *installs_p = sw.installs;
     umadv__exec_destroy(e);

@@ -544,11 +544,44 @@ static void test_evicted_unread(void)
        "(%llu bytes)", (unsigned long long)bytes);
 }
 
+/* Dead evictions: of a stageable allocation, the next op on the run
+ * (advice included) a fresh fetch covering all of it. */
+static void test_mark_dead(void)
+{
+    umadv_op_t ops[] = {
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .first = 0, .count = 2},  /* dead */
+        {.kind = UMADV_OP_EVICT, .alloc = 1, .first = 0, .count = 2},  /* only half refilled */
+        {.kind = UMADV_OP_EVICT, .alloc = 2, .first = 0, .count = 1},  /* not stageable */
+        {.kind = UMADV_OP_EVICT, .alloc = 3, .first = 0, .count = 1},  /* advice first */
+        {.kind = UMADV_OP_EVICT, .alloc = 4, .first = 0, .count = 1},  /* copied back */
+        {.kind = UMADV_OP_ADVISE, .alloc = 3, .first = 0, .count = 1,
+         .advice = UMADV_ADVICE_ACCESSED_BY},
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .first = 0, .count = 3, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .first = 1, .count = 1, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 2, .first = 0, .count = 1, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 3, .first = 0, .count = 1, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 4, .first = 0, .count = 1},
+    };
+    umadv_trace_alloc_t allocs[5] = {{.stageable = 1}, {.stageable = 1}, {.stageable = 0},
+                                     {.stageable = 1}, {.stageable = 1}};
+    umadv_trace_t trace = {.allocs = allocs, .nallocs = 5};
+    umadv_schedule_t sch = {.ops = ops, .nops = sizeof(ops) / sizeof(ops[0])};
+    umadv_status_t status = umadv__schedule_mark_dead(&sch, &trace);
+    char got[8] = "";
+
+    for (int i = 0; i < 5; i++)
+        got[i] = (ops[i].flags & UMADV_OP_FLAG_DEAD) ? 'D' : '-';
+    ok(status == UMADV_OK && strcmp(got, "D----") == 0,
+       "dead: refilled fresh whole, of a stageable block; not when half refilled, not "
+       "stageable, advised first or copied back (%s)", got);
+}
+
 int main(void)
 {
-    plan(55 + 2);
+    plan(55 + 3);
     test_victimq_levels();
     test_evicted_unread();
+    test_mark_dead();
     test_coalescing();
     test_hoisting();
     test_eviction_order();

@@ -68,9 +68,12 @@ static void write_range(app_t *a, int b, size_t off, size_t len)
         a->block[b][i] = a->shadow[b][i] = (unsigned char)(a->seed++ * 29 + i);
 }
 
+/* The step that reads the activation. */
+static int act_reader = NSTEPS - 1;
+
 /* Step j reads block j and the next one's first half, writes the next
  * one's second half; the activation is written by the first step and
- * read by the last. */
+ * read by act_reader's. */
 static void step(app_t *a, int j)
 {
     int r = j, w = (j + 1) % NBLOCKS;
@@ -78,14 +81,14 @@ static void step(app_t *a, int j)
     umadv_step_begin(a->ctx, NULL, NULL);
     umadv_step_access(a->ctx, a->block[r], BLOCK, UMADV_ACCESS_READ);
     umadv_step_access(a->ctx, a->block[w], BLOCK, UMADV_ACCESS_RW);
-    if (j == 0 || j == NSTEPS - 1)
+    if (j == 0 || j == act_reader)
         umadv_step_access(a->ctx, a->act, ACT, j == 0 ? UMADV_ACCESS_WRITE : UMADV_ACCESS_READ);
     check_range(a, r, 0, BLOCK);
     check_range(a, w, 0, BLOCK);
     write_range(a, w, BLOCK / 2, BLOCK / 2);
     if (j == 0) {
         memset(a->act, (int)(a->seed & 0xff), ACT);
-    } else if (j == NSTEPS - 1) {
+    } else if (j == act_reader) {
         for (size_t i = 0; i < ACT; i++)
             a->wrong |= a->act[i] != a->act[0];
     }
@@ -232,6 +235,36 @@ static void test_consecutive_slots(void)
     app_end(&a);
 }
 
+/* The activation read by the second step, then dead until the next
+ * iteration writes it afresh: its eviction copies nothing (umadv(7),
+ * DEAD DATA), and every byte read is still the last written. */
+static void test_dead(void)
+{
+    umadv_cuda_host_counters_t before, after;
+    umadv_stats_t s;
+    app_t a;
+
+    act_reader = 1;
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "dead data: a context"))
+        return;
+    umadv_profile_next_iteration(a.ctx);
+    iteration(&a);
+    iteration(&a);
+    umadv_plan(a.ctx);
+    iteration(&a);
+    umadv__cuda_host_counters(&before);
+    for (int it = 0; it < 4; it++)
+        iteration(&a);
+    umadv__cuda_host_counters(&after);
+    stats(&a, &s);
+    ok(s.released_bytes > 0 && after.discards > before.discards && app_all_intact(&a),
+       "released without a copy (%llu bytes, %llu discards), every byte read the last written",
+       (unsigned long long)s.released_bytes,
+       (unsigned long long)(after.discards - before.discards));
+    app_end(&a);
+    act_reader = NSTEPS - 1;
+}
+
 /* UMADV_STAGE=0: the same application stages nothing. */
 static void test_off(void)
 {
@@ -312,10 +345,11 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(24);
+    plan(26);
     test_errors();
     test_policies();
     test_consecutive_slots();
+    test_dead();
     test_off();
     test_recorded();
     test_torch();

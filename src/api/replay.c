@@ -108,6 +108,7 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->budget_skips  += x->budget_skips;
     sum->cuda_errors   += x->cuda_errors;
     sum->staged_bytes  += x->staged_bytes;
+    sum->released_bytes += x->released_bytes;
     sum->restored_bytes += x->restored_bytes + x->sync_restored_bytes;
 }
 
@@ -640,6 +641,7 @@ void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
     s->gpu_peak_used = now.gpu_peak_used;
     s->staged_bytes  = sum.staged_bytes;
     s->restored_bytes = sum.restored_bytes;
+    s->released_bytes = sum.released_bytes;
 }
 
 void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)

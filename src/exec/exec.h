@@ -116,6 +116,8 @@ typedef struct umadv_exec_stats {
                                * for it); resident_peak is what the budget bounds */
     uint64_t gpu_samples;
     uint64_t staged_bytes;    /* evicted through the staging pool (not in evicted_bytes) */
+    uint64_t released_bytes;  /* dead data discarded, nothing copied (schedule/core.h,
+                               * DEAD DATA; not in evicted_bytes) */
     uint64_t stage_calls;     /* staged evictions issued (copies, one discard) */
     uint64_t restored_bytes;  /* restored from it by the fetch lane (not in fetched_bytes) */
     uint64_t restore_calls;

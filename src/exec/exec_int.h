@@ -64,6 +64,8 @@ typedef struct exec_piece {
     int       clean;  /* an eviction of a clean copy: counted as dropped */
     int       staged; /* its sections are staged (stage.c): a staged eviction
                        * or a restore */
+    int       dead;   /* an eviction of dead data (schedule/core.h, DEAD DATA):
+                       * discarded, nothing copied */
 } exec_piece_t;
 
 /* stage.c: the pinned staging pool, slots of one section each. */
@@ -253,6 +255,8 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
 void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);
+/* The eviction lane's dead pieces [from, to): discarded in one call. */
+void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to);
 /* The lane's bounce buffer goes back (its thread, at its end). */
 void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane);
 /* A step's last check: counted as late_restored_bytes. */

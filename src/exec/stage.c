@@ -67,6 +67,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "numa/numa.h"
 
 /* Copies the executor makes on this thread now (own_copy). */
 static __thread int own_copies;
@@ -290,6 +291,14 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
         exec_piece_t *p = &lane->pieces[i];
         int copied;
 
+        if (p->dead) {
+            /* a copy may still read it: it keeps its data, migrated */
+            if (piece_copied_after(e, p, lane->busy_after)) {
+                p->dead = 0;
+                e->stats.copy_held_bytes += p->bytes;
+            }
+            continue;
+        }
         if (!p->staged)
             continue;
         copied = piece_copied_after(e, p, lane->busy_after);
@@ -551,6 +560,57 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
     }
     if (status == UMADV_OK)
         stage_count(e, lane, from, to, to_gpu);
+}
+
+/* Without discards: dead pieces [from, to) migrate to the host, the lock
+ * dropped, as any eviction. */
+static umadv_status_t dead_migrate(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
+{
+    int location = umadv__numa_host_location(e->p.numa);
+    umadv_status_t status = UMADV_OK;
+
+    pthread_mutex_unlock(&e->lock);
+    for (size_t i = from; i < to && status == UMADV_OK; i++)
+        status = e->p.ops->prefetch((void *)lane->pieces[i].ptr, lane->pieces[i].len, location,
+                                    lane->stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
+    pthread_mutex_lock(&e->lock);
+    return status;
+}
+
+/* Dead pieces: one discard of their ranges, nothing copied; the
+ * sections are HOST, counted as released. A driver that refuses discards
+ * migrates them (their data kept: the plan's word is not needed). */
+void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
+{
+    umadv_status_t status = UMADV_OK;
+    uint64_t start;
+
+    if (from == to)
+        return;
+    if (e->broken || e->stage.failed || !ranges(e, lane, from, to)) {
+        status = UMADV_ERR_UNSUPPORTED;
+    } else {
+        pthread_mutex_unlock(&e->lock);
+        start = umadv__now_ns();
+        status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, to - from,
+                                         lane->stream);
+        if (status == UMADV_OK)
+            status = e->p.ops->stream_synchronize(lane->stream);
+        pthread_mutex_lock(&e->lock);
+        umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
+    }
+    if (status == UMADV_ERR_UNSUPPORTED && !e->broken) {
+        if (!e->stage.failed)
+            stage_refused(e);
+        for (size_t i = from; i < to; i++)
+            lane->pieces[i].dead = 0; /* migrated: counted as evicted */
+        status = dead_migrate(e, lane, from, to);
+    }
+    if (status != UMADV_OK)
+        umadv__exec_fail(e, "discard (dead data)");
+    umadv__exec_pieces_settle(e, lane, from, to, 0, status == UMADV_OK && !e->broken);
 }
 
 /* ---- synchronous restores ----------------------------------------------- */

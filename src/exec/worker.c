@@ -45,7 +45,7 @@ static umadv_status_t piece_add(umadv_exec_t *e, exec_lane_t *lane, const exec_o
         return UMADV_ERR_NO_MEMORY;
     p = &lane->pieces[lane->npieces++];
     *p = (exec_piece_t){.alloc = op->d.alloc, .first = first, .count = count, .bytes = bytes,
-                        .fresh = op->d.fresh, .clean = op->d.clean,
+                        .fresh = op->d.fresh, .clean = op->d.clean, .dead = op->d.dead,
                         .staged = e->core.staged[exec_section_id(e, op->d.alloc, first)]};
     run_range(e, op->d.alloc, first, count, &p->ptr, &p->len);
     return UMADV_OK;
@@ -118,7 +118,8 @@ void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
         if (!ok || p->staged)
             continue;
         if (!to_gpu)
-            *(p->clean ? &e->stats.dropped_bytes : &e->stats.evicted_bytes) += p->bytes;
+            *(p->dead    ? &e->stats.released_bytes
+              : p->clean ? &e->stats.dropped_bytes : &e->stats.evicted_bytes) += p->bytes;
         else if (p->fresh)
             e->stats.fresh_bytes += p->bytes;
         else
@@ -262,20 +263,31 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
 }
 
 /* Staged pieces to the end, each side in its order: how many are not. */
-static size_t pieces_partition(exec_lane_t *lane)
+/* The pieces that satisfy @which move to the front from @from on, in
+ * order (a stable partition); returns where the rest begins. */
+static size_t pieces_partition(exec_lane_t *lane, size_t from, int (*which)(const exec_piece_t *))
 {
-    size_t nmigrate = 0;
+    size_t n = from;
 
-    for (size_t i = 0; i < lane->npieces; i++) {
+    for (size_t i = from; i < lane->npieces; i++) {
         exec_piece_t p = lane->pieces[i];
 
-        if (p.staged)
+        if (!which(&p))
             continue;
-        memmove(&lane->pieces[nmigrate + 1], &lane->pieces[nmigrate],
-                (i - nmigrate) * sizeof(*lane->pieces));
-        lane->pieces[nmigrate++] = p;
+        memmove(&lane->pieces[n + 1], &lane->pieces[n], (i - n) * sizeof(*lane->pieces));
+        lane->pieces[n++] = p;
     }
-    return nmigrate;
+    return n;
+}
+
+static int piece_migrates(const exec_piece_t *p)
+{
+    return !p->staged && !p->dead;
+}
+
+static int piece_dead(const exec_piece_t *p)
+{
+    return p->dead;
 }
 
 /* The pieces that migrate (prefetch calls), lane->pieces[0 .. npieces). */
@@ -299,16 +311,19 @@ static void migrate_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 /* Migrations first, then the staged pieces (stage.c) as one call. */
 static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
-    size_t total = lane->npieces, nmigrate;
+    size_t total = lane->npieces, nmigrate, ndone;
 
     pieces_busy(e, lane, 0, total, 1);
     if (!to_gpu)
         umadv__exec_stage_slots(e, lane);
-    nmigrate = pieces_partition(lane);
+    /* [migrate | dead | staged] */
+    nmigrate = pieces_partition(lane, 0, piece_migrates);
+    ndone = pieces_partition(lane, nmigrate, piece_dead);
     lane->npieces = nmigrate;
     migrate_issue(e, lane, to_gpu);
     lane->npieces = total;
-    umadv__exec_stage_issue(e, lane, nmigrate, total, to_gpu);
+    umadv__exec_dead_issue(e, lane, nmigrate, ndone);
+    umadv__exec_stage_issue(e, lane, ndone, total, to_gpu);
     pieces_busy(e, lane, 0, total, -1);
     lane->npieces = 0;
     lane->busy_need = EXEC_KEY_NONE;

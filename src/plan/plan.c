@@ -427,6 +427,8 @@ static void count_totals(umadv_schedule_t *s)
         case UMADV_OP_EVICT:
             s->evict_ops++;
             s->evict_bytes += op->bytes;
+            if (op->flags & UMADV_OP_FLAG_DEAD)
+                s->dead_bytes += op->bytes;
             break;
         case UMADV_OP_DROP:
             s->drop_bytes += op->bytes;
@@ -486,8 +488,8 @@ static uint64_t staged_bytes(const umadv_window_t *w, const umadv_plan_params_t 
     uint64_t bytes = 0;
 
     for (size_t i = 0; i < s->nops; i++) {
-        if (s->ops[i].kind == UMADV_OP_EVICT && umadv__plan_channel(w, params,
-                                                                     s->ops[i].alloc).staged)
+        if (s->ops[i].kind == UMADV_OP_EVICT && !(s->ops[i].flags & UMADV_OP_FLAG_DEAD) &&
+            umadv__plan_channel(w, params, s->ops[i].alloc).staged)
             bytes += s->ops[i].bytes;
     }
     return bytes;
@@ -509,6 +511,8 @@ static umadv_status_t assemble(const umadv_window_t *w, const umadv_plan_params_
 
     if (status == UMADV_OK)
         status = index_steps(s);
+    if (status == UMADV_OK && params->stage)
+        status = umadv__schedule_mark_dead(s, w->trace);
     if (status == UMADV_OK)
         status = build_setup(w->trace, res, pl, w->n, s);
     if (status != UMADV_OK)

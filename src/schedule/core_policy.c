@@ -99,10 +99,25 @@ static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, 
     return need <= c->stage_slots - c->stage_used;
 }
 
+/* Whether the plan's dead eviction of the run releases it without a copy
+ * (core.h, DEAD DATA): on the terms staging has (the allocation stageable
+ * now, staging on and not paused, no advice on the run). */
+static int dead_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count)
+{
+    if (!c->p.stage || c->stage_paused || !c->stageable[alloc])
+        return 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (c->advised[umadv__core_section(c, alloc, first + i)])
+            return 0;
+    }
+    return 1;
+}
+
 /* Resident sections of the run leave once the step that ends now (or the
- * work before the start) has completed; the rest is left alone. */
+ * work before the start) has completed; the rest is left alone. @dead: the
+ * plan says nothing reads them again (UMADV_OP_FLAG_DEAD). */
 static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
-                         uint64_t need, int blocking, int clean)
+                         uint64_t need, int blocking, int clean, int dead)
 {
     umadv_core_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first,
                           .count = count, .need = need, .blocking = (uint8_t)blocking,
@@ -111,7 +126,8 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 
     if (drifted(c, alloc))
         return;
-    op.staged = (uint8_t)stageable_run(c, alloc, first, count, clean);
+    op.dead = (uint8_t)(dead && !clean && dead_run(c, alloc, first, count));
+    op.staged = (uint8_t)(!op.dead && stageable_run(c, alloc, first, count, clean));
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
         if (c->state[s] == UMADV_SEC_RESIDENT) {
@@ -131,7 +147,7 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 static void decide_drop(umadv_core_t *c, const umadv_op_t *op)
 {
     if (c->bound[op->alloc] && c->p.trace->allocs[op->alloc].free_step == UMADV_STEP_NONE) {
-        decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 1);
+        decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 1, 0);
         return;
     }
     for (uint32_t i = 0; i < op->count; i++) {
@@ -159,7 +175,7 @@ static void decide_run(void *arg, uint32_t alloc, uint32_t first, uint32_t count
     if (d->kind == UMADV_OP_FETCH)
         decide_fetch(d->c, alloc, first, count, d->need, 0);
     else
-        decide_evict(d->c, alloc, first, count, d->need, d->blocking, 0);
+        decide_evict(d->c, alloc, first, count, d->need, d->blocking, 0, 0);
 }
 
 /* One decision per run of consecutive sections of one allocation in
@@ -277,7 +293,8 @@ static void plan_step_end(umadv_core_t *c)
         const umadv_op_t *op = &s->ops[i];
 
         if (op->kind == UMADV_OP_EVICT)
-            decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 0);
+            decide_evict(c, op->alloc, op->first, op->count, UMADV_CORE_KEY_NONE, 0, 0,
+                         (op->flags & UMADV_OP_FLAG_DEAD) != 0);
         else if (op->kind == UMADV_OP_DROP)
             decide_drop(c, op);
         else if (op->kind == UMADV_OP_ADVISE && op->advice == UMADV_ADVICE_NONE)

@@ -54,37 +54,96 @@ static int unread(const umadv_schedule_t *sch, const uint32_t *group, size_t n, 
     return 1;
 }
 
-umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *sch, uint64_t *bytes_p)
-{
-    uint32_t nallocs = 0, *start, *index;
-    uint64_t bytes = 0;
+/* The ops of each allocation, in issue order (a counting sort): group a
+ * is index[start[a] .. start[a + 1]). NULL pair on no memory. */
+typedef struct op_groups {
+    uint32_t  nallocs;
+    uint32_t *start, *index;
+} op_groups_t;
 
+static umadv_status_t groups_make(const umadv_schedule_t *sch, op_groups_t *g)
+{
+    g->nallocs = 0;
     for (size_t i = 0; i < sch->nops; i++)
-        nallocs = UMADV_MAX(nallocs, sch->ops[i].alloc + 1);
-    start = calloc((size_t)nallocs + 2, sizeof(*start));
-    index = malloc((sch->nops ? sch->nops : 1) * sizeof(*index));
-    if (start == NULL || index == NULL) {
-        free(start);
-        free(index);
+        g->nallocs = UMADV_MAX(g->nallocs, sch->ops[i].alloc + 1);
+    g->start = calloc((size_t)g->nallocs + 2, sizeof(*g->start));
+    g->index = malloc((sch->nops ? sch->nops : 1) * sizeof(*g->index));
+    if (g->start == NULL || g->index == NULL) {
+        free(g->start);
+        free(g->index);
         return UMADV_ERR_NO_MEMORY;
     }
-    /* the ops of each allocation, in issue order: a counting sort */
     for (size_t i = 0; i < sch->nops; i++)
-        start[sch->ops[i].alloc + 2]++;
-    for (uint32_t a = 0; a < nallocs; a++)
-        start[a + 2] += start[a + 1];
+        g->start[sch->ops[i].alloc + 2]++;
+    for (uint32_t a = 0; a < g->nallocs; a++)
+        g->start[a + 2] += g->start[a + 1];
     for (size_t i = 0; i < sch->nops; i++)
-        index[start[sch->ops[i].alloc + 1]++] = (uint32_t)i;
-    for (uint32_t a = 0; a < nallocs; a++) {
-        const uint32_t *group = index + start[a];
-        size_t n = start[a + 1] - start[a];
+        g->index[g->start[sch->ops[i].alloc + 1]++] = (uint32_t)i;
+    return UMADV_OK;
+}
+
+static void groups_free(op_groups_t *g)
+{
+    free(g->start);
+    free(g->index);
+}
+
+umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *sch, uint64_t *bytes_p)
+{
+    op_groups_t g;
+    uint64_t bytes = 0;
+
+    if (groups_make(sch, &g) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < g.nallocs; a++) {
+        const uint32_t *group = g.index + g.start[a];
+        size_t n = g.start[a + 1] - g.start[a];
 
         for (size_t at = 0; at < n; at++)
             if (sch->ops[group[at]].kind == UMADV_OP_EVICT && unread(sch, group, n, at))
                 bytes += sch->ops[group[at]].bytes;
     }
-    free(start);
-    free(index);
+    groups_free(&g);
     *bytes_p = bytes;
+    return UMADV_OK;
+}
+
+/* Whether eviction @at of @group is dead: the next op touching its run,
+ * advice included, is a fresh fetch of all of it. */
+static int dead(const umadv_schedule_t *sch, const uint32_t *group, size_t n, size_t at)
+{
+    const umadv_op_t *e = &sch->ops[group[at]];
+
+    for (size_t q = 1; q < n; q++) {
+        const umadv_op_t *o = &sch->ops[group[(at + q) % n]];
+
+        if (!runs_overlap(e, o))
+            continue;
+        return o->kind == UMADV_OP_FETCH && (o->flags & UMADV_OP_FLAG_FRESH) &&
+               o->first <= e->first && o->first + o->count >= e->first + e->count;
+    }
+    return 0;
+}
+
+umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trace_t *trace)
+{
+    op_groups_t g;
+
+    if (groups_make(sch, &g) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; a < g.nallocs && a < trace->nallocs; a++) {
+        const uint32_t *group = g.index + g.start[a];
+        size_t n = g.start[a + 1] - g.start[a];
+
+        if (!trace->allocs[a].stageable)
+            continue;
+        for (size_t at = 0; at < n; at++) {
+            umadv_op_t *e = &sch->ops[group[at]];
+
+            if (e->kind == UMADV_OP_EVICT && dead(sch, group, n, at))
+                e->flags |= UMADV_OP_FLAG_DEAD;
+        }
+    }
+    groups_free(&g);
     return UMADV_OK;
 }

@@ -110,7 +110,12 @@ enum umadv_op_flag {
     UMADV_OP_FLAG_FRESH          = 1u << 0,
     /* FETCH issued near the end of an iteration for a step of the next
      * one (need_step < issue_step). */
-    UMADV_OP_FLAG_NEXT_ITERATION = 1u << 1
+    UMADV_OP_FLAG_NEXT_ITERATION = 1u << 1,
+    /* EVICT of dead data (umadv__schedule_mark_dead): the next op on its
+     * run is a FRESH fetch covering it, which populates the run without a
+     * copy. The replay releases its pages without a copy (a discard) where
+     * the allocation may be staged (core.h, DEAD DATA). */
+    UMADV_OP_FLAG_DEAD           = 1u << 2
 };
 
 typedef struct umadv_op {
@@ -145,6 +150,7 @@ typedef struct umadv_schedule {
      * read-mostly drops and releases of freed allocations */
     uint64_t    fetch_bytes, evict_bytes, drop_bytes, fresh_bytes;
     uint32_t    fetch_ops, evict_ops;
+    uint64_t    dead_bytes;     /* of evict_bytes, FLAG_DEAD's: nothing copied */
     /* of evict_bytes, those of allocations the replay stages (pinned
      * staging instead of migration: core.h, STAGING; plan.c, CHANNELS);
      * one decided while the staging pool is full still migrates */
@@ -178,6 +184,22 @@ void umadv__schedule_cleanup(umadv_schedule_t *schedule);
  * UMADV_ERR_NO_MEMORY when the op index cannot be made. */
 umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *schedule,
                                               uint64_t *bytes_p);
+
+/* Bytes the schedule's evictions migrate (UVM): neither staged nor dead. */
+static inline uint64_t umadv__schedule_migrated_bytes(const umadv_schedule_t *s)
+{
+    return s->evict_bytes - s->staged_bytes - s->dead_bytes;
+}
+
+/* Sets UMADV_OP_FLAG_DEAD on the EVICTs of allocations @trace marks
+ * stageable (memory the CPU never reads) whose next op on their run (in
+ * issue order, wrapping into the next iteration; advice included) is a
+ * FRESH fetch that covers the whole run: the fresh fetch copies nothing
+ * in, so nothing the eviction would copy out is ever read. Freed data
+ * needs no such flag (a free drops it). UMADV_ERR_NO_MEMORY when the op
+ * index cannot be made (no flag set). */
+umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *schedule,
+                                         const umadv_trace_t *trace);
 
 /* A fetch whose copy takes no longer than a call's latency joins the
  * batch call of its need step (see BATCHES above): latency * bandwidth

@@ -427,11 +427,13 @@ static void evict_start(sim_engine_t *e, sim_lane_op_t *op, double now)
         bytes += umadv__sim_section_size(e, x);
     }
     if (op->measured)
-        *(op->d.clean ? &e->r.dropped_bytes
+        *(op->d.clean || op->d.dead ? &e->r.dropped_bytes
                       : op->d.staged ? &e->r.staged_bytes : &e->r.evicted_bytes) += bytes;
     op->start = now;
     if (op->d.staged)
         op->end = !bytes ? now : now + stage_out_time(e, bytes);
+    else if (op->d.dead) /* a discard: the staged channel's call, nothing copied */
+        op->end = !bytes ? now : now + stage_out_time(e, 0);
     else
         op->end = !bytes ? now : now + umadv__link_time(e->link.evict_latency,
                                                         e->link.evict_bw,

@@ -256,7 +256,7 @@ static void finish(const umadv_sim_params_t *params, umadv_sim_result_t *r)
         r->lower_bound_s = r->compute_s;
     else if (s != NULL)
         r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + s->remote_s, s->fetch_bytes,
-                                                  s->evict_bytes - s->staged_bytes,
+                                                  umadv__schedule_migrated_bytes(s),
                                                   s->staged_bytes, &params->link);
     else
         r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + r->remote_s,

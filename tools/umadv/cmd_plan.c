@@ -388,8 +388,7 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
     /* staged evictions take another channel, at its own rate (sim.c) */
     block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s + block->schedule.remote_s,
                                             block->schedule.fetch_bytes,
-                                            block->schedule.evict_bytes -
-                                                block->schedule.staged_bytes,
+                                            umadv__schedule_migrated_bytes(&block->schedule),
                                             block->schedule.staged_bytes, &run->link);
     for (unsigned i = 0; i < run->args->npolicies; i++) {
         rc = simulate(run, run->args->policies[i], block->budget, &block->schedule, 1,

@@ -76,7 +76,7 @@ static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *s
 {
     const umadv_link_model_t *l = &run->link;
     uint64_t stageable = umadv__trace_stageable_bytes(&run->trace);
-    char s1[32], s2[32];
+    char s1[32], s2[32], s3[64];
 
     if (stageable == 0)
         return;
@@ -86,10 +86,14 @@ static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *s
                "stageable)\n", s1);
         return;
     }
+    s3[0] = '\0';
+    if (sch->dead_bytes > 0)
+        snprintf(s3, sizeof(s3), "%s released dead, ",
+                 umadv__size_format(sch->dead_bytes, s2, sizeof(s2)));
     printf("  evict channel: %s of %s evicted through pinned staging (stageable allocations, "
-           "where the pool has room), the rest by UVM migration\n",
+           "where the pool has room), %sthe rest by UVM migration\n",
            umadv__size_format(sch->staged_bytes, s2, 32),
-           umadv__size_format(sch->evict_bytes, s1, 32));
+           umadv__size_format(sch->evict_bytes, s1, 32), s3);
     if (!umadv__link_stage_evict_known(l) && !umadv__link_stage_restore_known(l))
         printf("                 the trace has no staged figures: the plan prices them as "
                "UVM evictions; simulated at the built-in rate\n");
@@ -105,7 +109,7 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     const umadv_schedule_t *sch = &block->schedule;
     double fetch_s = (double)sch->fetch_bytes / run->link.fetch_bw;
     /* the bound's eviction term: staged evictions take another channel */
-    double evict_s = (double)(sch->evict_bytes - sch->staged_bytes) / run->link.evict_bw;
+    double evict_s = (double)umadv__schedule_migrated_bytes(sch) / run->link.evict_bw;
     double staged_s = umadv__sim_staged_evict_s(sch->staged_bytes, &run->link);
     uint64_t unread = 0;
     char s1[32], s2[32];
@@ -117,6 +121,9 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     if (umadv__schedule_evicted_unread(sch, &unread) == UMADV_OK && unread > 0)
         printf("                 %s of it never read back: repopulated fresh or freed "
                "before its next use\n", umadv__size_format(unread, s1, 32));
+    if (sch->dead_bytes > 0)
+        printf("                 %s of it dead (the next use writes it fresh): released "
+               "without a copy\n", umadv__size_format(sch->dead_bytes, s1, 32));
     printf("  drop:          %s in %u ops\n", umadv__size_format(sch->drop_bytes, s1, 32),
            count_ops(sch, UMADV_OP_DROP));
     print_channel(run, sch);
@@ -188,9 +195,10 @@ static const char *op_kind_label(const umadv_op_t *op, char *buf, size_t len)
     if (op->kind == UMADV_OP_ADVISE)
         snprintf(buf, len, "advise:%s", umadv__advice_name(op->advice));
     else
-        snprintf(buf, len, "%s%s%s", umadv__op_kind_name(op->kind),
+        snprintf(buf, len, "%s%s%s%s", umadv__op_kind_name(op->kind),
                  (op->flags & UMADV_OP_FLAG_FRESH) ? " fresh" : "",
-                 (op->flags & UMADV_OP_FLAG_NEXT_ITERATION) ? " next" : "");
+                 (op->flags & UMADV_OP_FLAG_NEXT_ITERATION) ? " next" : "",
+                 (op->flags & UMADV_OP_FLAG_DEAD) ? " dead" : "");
     return buf;
 }
 
@@ -282,6 +290,7 @@ static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
         umadv__json_u64(js, "evict_unread_bytes", unread);
     umadv__json_u64(js, "evict_ops", sch->evict_ops);
     umadv__json_u64(js, "staged_bytes", sch->staged_bytes);
+    umadv__json_u64(js, "dead_bytes", sch->dead_bytes);
     umadv__json_bool(js, "stage_priced", sch->stage_priced);
     umadv__json_u64(js, "drop_bytes", sch->drop_bytes);
     umadv__json_u64(js, "drop_ops", count_ops(sch, UMADV_OP_DROP));
@@ -343,6 +352,8 @@ static void json_op(umadv_json_t *js, const umadv_trace_t *trace, const umadv_op
         umadv__json_string(js, NULL, "fresh");
     if (op->flags & UMADV_OP_FLAG_NEXT_ITERATION)
         umadv__json_string(js, NULL, "next-iteration");
+    if (op->flags & UMADV_OP_FLAG_DEAD)
+        umadv__json_string(js, NULL, "dead");
     umadv__json_end_array(js);
     umadv__json_u64(js, "alloc", op->alloc);
     umadv__json_string(js, "tag", trace->allocs[op->alloc].tag);
