@@ -611,6 +611,8 @@ static void schedule_build(const workload_t *w, umadv_schedule_t *s, const umadv
     for (uint32_t j = 0; j < w->nsteps; j++)
         s->step_ops[j + 1] += s->step_ops[j];
     s->resident_at_start = calloc(w->trace.nsections, 1);
+    for (size_t i = 0; i < nops; i++)
+        s->advise_ops += ops[i].kind == UMADV_OP_ADVISE;
 }
 
 static void hand_schedule(workload_t *w, const umadv_op_t *ops, size_t nops)

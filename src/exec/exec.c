@@ -343,11 +343,7 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
 
 static int schedule_advises(const umadv_schedule_t *s)
 {
-    for (size_t i = 0; i < s->nops; i++) {
-        if (s->ops[i].kind == UMADV_OP_ADVISE)
-            return 1;
-    }
-    return s->nsetup > 0;
+    return s->advise_ops > 0 || s->nsetup > 0;
 }
 
 umadv_status_t umadv__exec_schedule_replace(umadv_exec_t *e, const umadv_schedule_t *next,
