@@ -186,7 +186,12 @@ static void test_policies(void)
         step(&a, j);
     umadv_free(a.ctx, a.act);
     a.act = NULL;
-    iteration(&a);
+    log_take();
+    umadv__log_level = UMADV_LOG_DEBUG;
+    iteration(&a); /* the new budget: the replay stops at its begin */
+    umadv__log_level = UMADV_LOG_WARN;
+    ok(strstr(log_take(), "restored at once, in") != NULL,
+       "the replay that stops restores the staged data in one batch");
     ok(app_all_intact(&a), "a budget change mid-iteration loses nothing");
     stats(&a, &s);
     ok(s.staged_bytes > 0 && s.restored_bytes > 0,
@@ -362,7 +367,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(26);
+    plan(27);
     test_errors();
     test_policies();
     test_consecutive_slots();
