@@ -287,6 +287,38 @@ static void test_dead(void)
     act_reader = NSTEPS - 1;
 }
 
+/* A smaller budget needs a larger pool: only what it lacks is pinned, as
+ * a chunk of its own, and the slots of the old chunk and the new serve
+ * together (a run of slots never crosses from one to the other). */
+static void test_pool_grows(void)
+{
+    umadv_cuda_host_counters_t c0, c1;
+    app_t a;
+
+    if (!ok(app_init(&a, 4 * BLOCK) == 0, "a pool that grows: a context"))
+        return;
+    umadv_profile_next_iteration(a.ctx);
+    for (int it = 0; it < 4; it++) {
+        iteration(&a);
+        if (it == 1)
+            umadv_plan(a.ctx);
+    }
+    umadv__cuda_host_counters(&c0);
+    umadv_set_budget(a.ctx, 3 * BLOCK);
+    for (int it = 0; it < 4; it++)
+        iteration(&a);
+    umadv__cuda_host_counters(&c1);
+    ok(c1.pinned_allocs - c0.pinned_allocs == 1 && c1.pinned_frees == c0.pinned_frees &&
+       c1.pinned_bytes - c0.pinned_bytes == BLOCK,
+       "a block's less budget: one more chunk of a block's bytes pinned, none freed (%llu "
+       "pinned, %llu freed, %llu bytes)",
+       (unsigned long long)(c1.pinned_allocs - c0.pinned_allocs),
+       (unsigned long long)(c1.pinned_frees - c0.pinned_frees),
+       (unsigned long long)(c1.pinned_bytes - c0.pinned_bytes));
+    ok(app_all_intact(&a), "every byte read across both chunks was the last written");
+    app_end(&a);
+}
+
 /* UMADV_STAGE=0: the same application stages nothing. */
 static void test_off(void)
 {
@@ -367,11 +399,12 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(27);
+    plan(30);
     test_errors();
     test_policies();
     test_consecutive_slots();
     test_dead();
+    test_pool_grows();
     test_off();
     test_recorded();
     test_torch();

@@ -50,12 +50,17 @@ typedef struct umadv_exec umadv_exec_t;
 
 struct umadv_numa_place; /* numa/numa.h */
 
+/* Pinned chunks a staging pool is made of, at most. */
+#define UMADV_STAGE_CHUNKS 16
+
 /* A pinned staging pool kept between executors (exec/stage.c, THE POOL):
- * an executor takes it when it is large enough and leaves its own here
- * when it ends; the owner frees it with umadv__exec_stage_cache_free. */
+ * an executor takes its chunks, pins one more when they are too few, and
+ * leaves them all here when it ends; the owner frees them with
+ * umadv__exec_stage_cache_free. */
 typedef struct umadv_stage_cache {
-    void    *base; /* NULL: none */
-    uint64_t bytes;
+    void    *base[UMADV_STAGE_CHUNKS];
+    uint64_t bytes[UMADV_STAGE_CHUNKS];
+    uint32_t n; /* 0: none */
 } umadv_stage_cache_t;
 
 void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache);

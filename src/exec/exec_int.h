@@ -70,9 +70,13 @@ typedef struct exec_piece {
 
 /* stage.c: the pinned staging pool, slots of one section each. */
 typedef struct exec_stage {
-    void     *base;   /* NULL until the first staged eviction */
+    void     *base;   /* the first chunk; NULL until the first staged eviction */
+    void     *chunk[UMADV_STAGE_CHUNKS];      /* pinned chunks, in slot order */
+    uint64_t  chunk_bytes[UMADV_STAGE_CHUNKS];/* each may hold more than its slots */
+    uint32_t  chunk_first[UMADV_STAGE_CHUNKS + 1]; /* slot index each begins at;
+                                               * [nchunks]: nslots */
+    uint32_t  nchunks;
     uint64_t  slot_size;
-    uint64_t  bytes;  /* pinned at base (a cached pool may be larger) */
     uint32_t  nslots;
     uint64_t *freemap;/* a bit per slot, set while it is free */
     uint32_t  nfree;

@@ -3,20 +3,26 @@
  * staging pool, the lanes' staged calls, and the synchronous restores
  * that stand behind every rule of the core.
  *
- * THE POOL. One page-locked host allocation per executor, made by the
- * eviction lane at its first staged eviction (pinning takes time: not on
- * the application's thread), and handed to the next executor through
- * params.stage_cache when it is large enough (a policy change or a
- * re-profile then pins nothing). The lane runs on the cores nearest the GPU
- * (params.numa), so the pages the driver pins for it land on the GPU's
- * NUMA node (first touch by the pinning thread; no explicit binding). It
- * has the core's stage_slots slots of one section each (schedule/core.h,
- * STAGING: the replay core counts them, so that the simulator knows when
- * an eviction migrates for want of room); free slots are a stack. A
- * section takes slots when its staged eviction is issued and gives them
- * back once its data is in the range again (restored, the copy out
- * failed) or dead (its block freed). Pinning that fails makes every
- * eviction migrate (logged once).
+ * THE POOL. Page-locked host chunks, made by the eviction lane at its
+ * first staged eviction (pinning takes time: not on the application's
+ * thread), and handed to the next executor through params.stage_cache (a
+ * policy change or a re-profile then pins nothing). An executor that
+ * needs more slots than the chunks it takes hold pins one chunk more, of
+ * what they lack only: CUDA's launches wait behind a pinning call, and a
+ * ResNet-50 whose budget fell from 3.01 to 2.51 GiB, pinning its whole
+ * pool again, spent 2.5 s in that iteration for 0.18 (H100). At most
+ * UMADV_STAGE_CHUNKS chunks; past that the pool is pinned anew, whole.
+ * The lane runs on the cores nearest the GPU (params.numa), so the pages
+ * the driver pins for it land on the GPU's NUMA node (first touch by the
+ * pinning thread; no explicit binding). It has the core's stage_slots
+ * slots of one section each (schedule/core.h, STAGING: the replay core
+ * counts them, so that the simulator knows when an eviction migrates for
+ * want of room), numbered across the chunks; a run of consecutive slots
+ * never crosses from one chunk to the next (one copy per run). A section
+ * takes slots when its staged eviction is issued and gives them back once
+ * its data is in the range again (restored, the copy out failed) or dead
+ * (its block freed). Pinning that fails makes every eviction migrate
+ * (logged once).
  *
  * THE CALLS. Each lane copies through a bounce buffer of device memory
  * of its own (EXEC_BOUNCE_BYTES, cudaMalloc at its first staged call,
@@ -93,6 +99,22 @@ static void slot_mark(exec_stage_t *st, uint32_t i, int free)
         st->freemap[i / 64] &= ~(UINT64_C(1) << (i % 64));
 }
 
+/* The chunk slot @i lies in. */
+static uint32_t slot_chunk(const exec_stage_t *st, uint32_t i)
+{
+    uint32_t c = 0;
+
+    while (c + 1 < st->nchunks && st->chunk_first[c + 1] <= i)
+        c++;
+    return c;
+}
+
+/* Whether slot @i begins a chunk: a run of slots never crosses one. */
+static int chunk_start(const exec_stage_t *st, uint32_t i)
+{
+    return st->chunk_first[slot_chunk(st, i)] == i;
+}
+
 /* The first of @need consecutive free slots from the cursor on (wrapping
  * once, a run never wraps), or EXEC_NO_SLOT. */
 static uint32_t slots_find(const exec_stage_t *st, uint32_t need)
@@ -102,7 +124,7 @@ static uint32_t slots_find(const exec_stage_t *st, uint32_t need)
     for (uint32_t i = 0; i < st->nslots; i++) {
         uint32_t j = (st->cursor + i) % st->nslots;
 
-        if (j == 0)
+        if (j == 0 || chunk_start(st, j))
             run = 0;
         run = slot_is_free(st, j) ? run + 1 : 0;
         if (run == need)
@@ -136,21 +158,22 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 
 void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache)
 {
-    if (cache->base != NULL)
-        ops->host_free(cache->base);
-    cache->base = NULL;
-    cache->bytes = 0;
+    for (uint32_t c = 0; c < cache->n; c++)
+        ops->host_free(cache->base[c]);
+    memset(cache, 0, sizeof(*cache));
 }
 
 void umadv__exec_stage_cleanup(umadv_exec_t *e)
 {
     umadv_stage_cache_t *cache = e->p.stage_cache;
 
-    if (e->stage.base != NULL && cache != NULL && cache->base == NULL) {
-        cache->base = e->stage.base; /* kept for the next replay */
-        cache->bytes = e->stage.bytes;
-    } else if (e->stage.base != NULL) {
-        e->p.ops->host_free(e->stage.base);
+    for (uint32_t c = 0; c < e->stage.nchunks; c++) {
+        if (cache != NULL && cache->n < UMADV_STAGE_CHUNKS) { /* kept for the next replay */
+            cache->base[cache->n] = e->stage.chunk[c];
+            cache->bytes[cache->n++] = e->stage.chunk_bytes[c];
+        } else {
+            e->p.ops->host_free(e->stage.chunk[c]);
+        }
     }
     free(e->stage.slot);
     free(e->stage.copied);
@@ -158,59 +181,78 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
     memset(&e->stage, 0, sizeof(e->stage));
 }
 
-/* @bytes of pinned memory: the cache's pool if it is large enough (the
- * previous replay's: pinning gigabytes takes seconds, at every policy
- * change and re-profile otherwise), else a new one (the cache's, too
- * small, freed first). The lock is dropped to pin. */
-static umadv_status_t pool_pin(umadv_exec_t *e, uint64_t bytes, void **base_p,
-                               uint64_t *got_p)
+/* Chunk @base of @bytes joins the pool: the slots it holds, up to @want. */
+static void pool_add(exec_stage_t *st, void *base, uint64_t bytes, uint32_t want)
 {
-    umadv_stage_cache_t *cache = e->p.stage_cache;
-    void *old = NULL;
-    umadv_status_t status;
+    uint64_t fits = bytes / st->slot_size;
+    uint32_t n = (uint32_t)UMADV_MIN(fits, (uint64_t)(want - st->nslots));
 
-    *got_p = bytes;
-    if (cache != NULL && cache->base != NULL && cache->bytes >= bytes) {
-        *base_p = cache->base;
-        *got_p = cache->bytes;
-        cache->base = NULL;
-        return UMADV_OK;
+    st->chunk[st->nchunks] = base;
+    st->chunk_bytes[st->nchunks] = bytes;
+    st->chunk_first[st->nchunks++] = st->nslots;
+    st->nslots += n;
+    st->chunk_first[st->nchunks] = st->nslots;
+}
+
+/* @nslots slots of pinned memory: the cache's chunks (the previous
+ * replays': pinning gigabytes takes seconds, and CUDA's launches wait
+ * behind it), and one more chunk pinned for what they lack; with no room
+ * for another chunk, the cache is freed and the whole pool pinned anew.
+ * The lock is dropped to pin. */
+static umadv_status_t pool_pin(umadv_exec_t *e, uint32_t nslots)
+{
+    umadv_stage_cache_t *cache = e->p.stage_cache, none = {0}, old = {0};
+    exec_stage_t *st = &e->stage;
+    umadv_status_t status = UMADV_OK;
+    void *base = NULL;
+    uint64_t bytes;
+
+    if (cache == NULL)
+        cache = &none;
+    for (uint32_t c = 0; c < cache->n; c++)
+        pool_add(st, cache->base[c], cache->bytes[c], nslots);
+    if (st->nslots < nslots && st->nchunks == UMADV_STAGE_CHUNKS) {
+        old = *cache;
+        memset(st->chunk_first, 0, sizeof(st->chunk_first));
+        st->nchunks = st->nslots = 0;
     }
-    if (cache != NULL) {
-        old = cache->base;
-        cache->base = NULL;
+    memset(cache, 0, sizeof(*cache));
+    if (st->nslots < nslots) {
+        bytes = (uint64_t)(nslots - st->nslots) * st->slot_size;
+        pthread_mutex_unlock(&e->lock);
+        umadv__exec_stage_cache_free(e->p.ops, &old);
+        status = e->p.ops->host_alloc(bytes, &base);
+        pthread_mutex_lock(&e->lock);
+        if (status == UMADV_OK)
+            pool_add(st, base, bytes, nslots);
     }
-    pthread_mutex_unlock(&e->lock);
-    if (old != NULL)
-        e->p.ops->host_free(old);
-    status = e->p.ops->host_alloc(bytes, base_p);
-    pthread_mutex_lock(&e->lock);
+    st->base = st->nchunks > 0 ? st->chunk[0] : NULL;
     return status;
 }
 
 /* The pool the core counts (core.h, STAGING): core.stage_slots slots. */
 static int pool_make(umadv_exec_t *e)
 {
-    uint32_t nslots = e->core.stage_slots;
-    void *base = NULL;
+    uint32_t nslots = e->core.stage_slots, had = e->p.stage_cache ? e->p.stage_cache->n : 0;
     umadv_status_t status;
 
     e->stage.freemap = calloc(nslots / 64 + 1, sizeof(*e->stage.freemap));
     if (e->stage.freemap == NULL)
         return 0;
-    status = pool_pin(e, (uint64_t)nslots * e->stage.slot_size, &base, &e->stage.bytes);
+    status = pool_pin(e, nslots);
     if (status != UMADV_OK) {
         umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
                    (unsigned long long)nslots * e->stage.slot_size,
                    umadv_status_string(status));
         return 0;
     }
-    e->stage.base = base;
-    e->stage.nslots = e->stage.nfree = nslots;
-    for (uint32_t i = 0; i < nslots; i++)
+    e->stage.nfree = e->stage.nslots;
+    for (uint32_t i = 0; i < e->stage.nslots; i++)
         slot_mark(&e->stage, i, 1);
-    umadv_debug("executor: pinned staging pool of %u slots, %.1f MiB", nslots,
-                (double)nslots * (double)e->stage.slot_size / 1048576.0);
+    umadv_debug("executor: pinned staging pool of %u slots, %.1f MiB, in %u chunks (%u kept "
+                "from the last replay)", e->stage.nslots,
+                (double)e->stage.nslots * (double)e->stage.slot_size / 1048576.0,
+                e->stage.nchunks, UMADV_MIN(had, e->stage.nchunks));
     return 1;
 }
 
@@ -229,7 +271,10 @@ static int pool_ready(umadv_exec_t *e)
 
 static void *slot_addr(const umadv_exec_t *e, uint32_t s)
 {
-    return (char *)e->stage.base + (uint64_t)e->stage.slot[s] * e->stage.slot_size;
+    const exec_stage_t *st = &e->stage;
+    uint32_t i = st->slot[s], c = slot_chunk(st, i);
+
+    return (char *)st->chunk[c] + (uint64_t)(i - st->chunk_first[c]) * st->slot_size;
 }
 
 /* Section @s gives its slot back: its data is in the range again, or
@@ -344,7 +389,8 @@ static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t 
     uint32_t s0 = exec_section_id(e, p->alloc, p->first + k), n = 1;
     uint64_t len = exec_section_size(e, s0);
 
-    while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + n)
+    while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + n &&
+           !chunk_start(&e->stage, e->stage.slot[s0 + n]))
         len += exec_section_size(e, s0 + n++);
     *len_p = len;
     return n;
@@ -811,7 +857,7 @@ static void batch_add(umadv_exec_t *e, restore_batch_t *b, uint32_t s)
 
     b->sections[b->nsections++] = s;
     if (prev != UINT32_MAX && prev + 1 == s && e->trace->sections[prev].alloc == sec->alloc &&
-        e->stage.slot[s] == e->stage.slot[prev] + 1) {
+        e->stage.slot[s] == e->stage.slot[prev] + 1 && !chunk_start(&e->stage, e->stage.slot[s])) {
         b->sizes[b->nruns - 1] += sec->size;
         return;
     }
