@@ -338,10 +338,12 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
         int copied;
 
         if (p->dead) {
-            /* a copy may still read it: it keeps its data, migrated */
-            if (piece_copied_after(e, p, lane->busy_after)) {
+            /* a copy may still read it, or no discards: it keeps its data, migrated */
+            copied = piece_copied_after(e, p, lane->busy_after);
+            if (copied || e->stage.failed) {
                 p->dead = 0;
-                e->stats.copy_held_bytes += p->bytes;
+                *(copied ? &e->stats.copy_held_bytes : &e->stats.stage_fallback_bytes) +=
+                    p->bytes;
             }
             continue;
         }
@@ -609,36 +611,19 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
         stage_count(e, lane, from, to, to_gpu);
 }
 
-/* Without discards: dead pieces [from, to) migrate to the host, the lock
- * dropped, as any eviction. */
-static umadv_status_t dead_migrate(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
-{
-    int location = umadv__numa_host_location(e->p.numa);
-    umadv_status_t status = UMADV_OK;
-
-    pthread_mutex_unlock(&e->lock);
-    for (size_t i = from; i < to && status == UMADV_OK; i++)
-        status = e->p.ops->prefetch((void *)lane->pieces[i].ptr, lane->pieces[i].len, location,
-                                    lane->stream);
-    if (status == UMADV_OK)
-        status = e->p.ops->stream_synchronize(lane->stream);
-    pthread_mutex_lock(&e->lock);
-    return status;
-}
-
 /* Dead pieces: one discard of their ranges, nothing copied; the
  * sections are HOST, counted as released. A driver that refuses discards
- * migrates them (their data kept: the plan's word is not needed). */
+ * leaves them resident, as a refused staged eviction does, and every later
+ * one migrates (umadv__exec_stage_slots). */
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 {
-    umadv_status_t status = UMADV_OK;
+    umadv_status_t status = UMADV_ERR_STATE;
     uint64_t start;
 
     if (from == to)
         return;
-    if (e->broken || e->stage.failed || !ranges(e, lane, from, to)) {
-        status = UMADV_ERR_UNSUPPORTED;
-    } else {
+    /* broken, or no memory for the arrays: not carried out, still resident */
+    if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
         status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, to - from,
@@ -647,16 +632,11 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
             status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
-    }
-    if (status == UMADV_ERR_UNSUPPORTED && !e->broken) {
-        if (!e->stage.failed)
+        if (status == UMADV_ERR_UNSUPPORTED)
             stage_refused(e);
-        for (size_t i = from; i < to; i++)
-            lane->pieces[i].dead = 0; /* migrated: counted as evicted */
-        status = dead_migrate(e, lane, from, to);
+        else if (status != UMADV_OK)
+            umadv__exec_fail(e, "discard (dead data)");
     }
-    if (status != UMADV_OK)
-        umadv__exec_fail(e, "discard (dead data)");
     umadv__exec_pieces_settle(e, lane, from, to, 0, status == UMADV_OK && !e->broken);
 }
 
