@@ -119,13 +119,16 @@ static int chunk_start(const exec_stage_t *st, uint32_t i)
  * once, a run never wraps), or EXEC_NO_SLOT. */
 static uint32_t slots_find(const exec_stage_t *st, uint32_t need)
 {
-    uint32_t run = 0;
+    uint32_t run = 0, c = slot_chunk(st, st->cursor), next = st->chunk_first[c + 1];
 
     for (uint32_t i = 0; i < st->nslots; i++) {
         uint32_t j = (st->cursor + i) % st->nslots;
 
-        if (j == 0 || chunk_start(st, j))
+        if (j == 0 || j == next) { /* a chunk begins: a run starts again */
+            c = j == 0 ? 0 : c + 1;
+            next = st->chunk_first[c + 1];
             run = 0;
+        }
         run = slot_is_free(st, j) ? run + 1 : 0;
         if (run == need)
             return j + 1 - need;
