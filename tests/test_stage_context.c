@@ -147,6 +147,18 @@ static void app_end(app_t *a)
     umadv_context_destroy(a->ctx);
 }
 
+/* Profiled, timed, planned, and @iters iterations in all (two before the
+ * plan). */
+static void app_planned(app_t *a, int iters)
+{
+    umadv_profile_next_iteration(a->ctx);
+    for (int it = 0; it < iters; it++) {
+        iteration(a);
+        if (it == 1)
+            umadv_plan(a->ctx);
+    }
+}
+
 static void stats(app_t *a, umadv_stats_t *s)
 {
     memset(s, 0, sizeof(*s));
@@ -221,12 +233,7 @@ static void test_consecutive_slots(void)
 
     if (!ok(app_init(&a, 3 * BLOCK) == 0, "a context for the staging pool's slots"))
         return;
-    umadv_profile_next_iteration(a.ctx);
-    for (int it = 0; it < 4; it++) {
-        iteration(&a);
-        if (it == 1)
-            umadv_plan(a.ctx);
-    }
+    app_planned(&a, 4);
     umadv__cuda_host_counters(&before);
     for (int it = 0; it < 6; it++)
         iteration(&a);
@@ -253,11 +260,7 @@ static uint64_t dead_run(uint64_t *discards_p)
 
     if (app_init(&a, 3 * BLOCK) != 0)
         return 0;
-    umadv_profile_next_iteration(a.ctx);
-    iteration(&a);
-    iteration(&a);
-    umadv_plan(a.ctx);
-    iteration(&a);
+    app_planned(&a, 3);
     umadv__cuda_host_counters(&before);
     for (int it = 0; it < 4; it++)
         iteration(&a);
@@ -297,12 +300,7 @@ static void test_pool_grows(void)
 
     if (!ok(app_init(&a, 4 * BLOCK) == 0, "a pool that grows: a context"))
         return;
-    umadv_profile_next_iteration(a.ctx);
-    for (int it = 0; it < 4; it++) {
-        iteration(&a);
-        if (it == 1)
-            umadv_plan(a.ctx);
-    }
+    app_planned(&a, 4);
     umadv__cuda_host_counters(&c0);
     umadv_set_budget(a.ctx, 3 * BLOCK);
     for (int it = 0; it < 4; it++)
