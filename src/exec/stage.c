@@ -115,6 +115,12 @@ static int chunk_start(const exec_stage_t *st, uint32_t i)
     return st->chunk_first[slot_chunk(st, i)] == i;
 }
 
+/* Whether slot @b follows slot @a in memory: one copy may take both. */
+static int slots_follow(const exec_stage_t *st, uint32_t a, uint32_t b)
+{
+    return b == a + 1 && !chunk_start(st, b);
+}
+
 /* The first of @need consecutive free slots from the cursor on (wrapping
  * once, a run never wraps), or EXEC_NO_SLOT. */
 static uint32_t slots_find(const exec_stage_t *st, uint32_t need)
@@ -394,8 +400,8 @@ static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t 
     uint32_t s0 = exec_section_id(e, p->alloc, p->first + k), n = 1;
     uint64_t len = exec_section_size(e, s0);
 
-    while (k + n < p->count && e->stage.slot[s0 + n] == e->stage.slot[s0] + n &&
-           !chunk_start(&e->stage, e->stage.slot[s0 + n]))
+    while (k + n < p->count &&
+           slots_follow(&e->stage, e->stage.slot[s0 + n - 1], e->stage.slot[s0 + n]))
         len += exec_section_size(e, s0 + n++);
     *len_p = len;
     return n;
@@ -523,14 +529,19 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
     return status != UMADV_ERR_UNSUPPORTED; /* refused: nothing was discarded */
 }
 
-/* No discards here: the ranges are populated by migrations instead. */
-static umadv_status_t prefetch_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n)
+/* Ranges whose data waits in the staging, populated on the GPU without a
+ * copy: one discard-and-prefetch batch, or, refused, a migration each. */
+static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *sizes, size_t n,
+                                      umadv_stream_t stream)
 {
-    umadv_status_t status = UMADV_OK;
+    umadv_status_t status = e->p.ops->discard_and_prefetch_batch(ptrs, sizes, n, e->p.device,
+                                                                 stream);
 
+    if (status != UMADV_ERR_UNSUPPORTED)
+        return status;
+    status = UMADV_OK;
     for (size_t i = 0; i < n && status == UMADV_OK; i++)
-        status = e->p.ops->prefetch(lane->batch_ptrs[i], lane->batch_sizes[i], e->p.device,
-                                    lane->stream);
+        status = e->p.ops->prefetch(ptrs[i], sizes[i], e->p.device, stream);
     return status;
 }
 
@@ -540,10 +551,7 @@ static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
 
     if (!ranges(e, lane, from, to))
         return UMADV_ERR_NO_MEMORY;
-    status = e->p.ops->discard_and_prefetch_batch(lane->batch_ptrs, lane->batch_sizes,
-                                                  to - from, e->p.device, lane->stream);
-    if (status == UMADV_ERR_UNSUPPORTED)
-        status = prefetch_ranges(e, lane, to - from);
+    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, lane->stream);
     if (status == UMADV_OK)
         status = copies(e, lane, from, to, 0);
     return status;
@@ -840,7 +848,7 @@ static void batch_add(umadv_exec_t *e, restore_batch_t *b, uint32_t s)
 
     b->sections[b->nsections++] = s;
     if (prev != UINT32_MAX && prev + 1 == s && e->trace->sections[prev].alloc == sec->alloc &&
-        e->stage.slot[s] == e->stage.slot[prev] + 1 && !chunk_start(&e->stage, e->stage.slot[s])) {
+        slots_follow(&e->stage, e->stage.slot[prev], e->stage.slot[s])) {
         b->sizes[b->nruns - 1] += sec->size;
         return;
     }
@@ -883,10 +891,7 @@ static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
 
     if (status != UMADV_OK)
         return status;
-    status = e->p.ops->discard_and_prefetch_batch(b->ptrs, b->sizes, b->nruns, e->p.device,
-                                                  stream);
-    for (size_t i = 0; status == UMADV_ERR_UNSUPPORTED && i < b->nruns; i++)
-        status = e->p.ops->prefetch(b->ptrs[i], b->sizes[i], e->p.device, stream);
+    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, stream);
     for (size_t i = 0; i < b->nruns && status == UMADV_OK; i++)
         status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
     if (status == UMADV_OK)
