@@ -78,31 +78,12 @@ static int touched_in_iteration(const umadv_core_t *c, uint32_t s)
     return c->last_touch[s] != UMADV_STEP_NONE;
 }
 
-/* Whether the eviction of the run goes staged (core.h, STAGING): live data
- * (dead data is dropped, never evicted) of a stageable allocation, that
- * the host's copy does not already hold (clean), that no advice places,
- * that the iteration's kernels touch, with room in the pool for its
- * resident sections. */
-static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
-                         int clean)
-{
-    uint32_t need = 0;
-
-    if (!c->p.stage || c->stage_paused || !c->stageable[alloc] || clean)
-        return 0;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t s = umadv__core_section(c, alloc, first + i);
-        if (c->advised[s] || !touched_in_iteration(c, s))
-            return 0;
-        need += c->state[s] == UMADV_SEC_RESIDENT;
-    }
-    return need <= c->stage_slots - c->stage_used;
-}
-
-/* Whether the plan's dead eviction of the run releases it without a copy
- * (core.h, DEAD DATA): on the terms staging has (the allocation stageable
- * now, staging on and not paused, no advice on the run). */
-static int dead_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count)
+/* The terms a run may leave the GPU with its range discarded on, staged
+ * or dead (core.h, STAGING, DEAD DATA): the allocation stageable now,
+ * staging on and not paused, no advice on the run (a kernel may read it
+ * where the advice leaves it). */
+static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first,
+                           uint32_t count)
 {
     if (!c->p.stage || c->stage_paused || !c->stageable[alloc])
         return 0;
@@ -111,6 +92,26 @@ static int dead_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint3
             return 0;
     }
     return 1;
+}
+
+/* Whether the eviction of the run goes staged (core.h, STAGING): live data
+ * (dead data is dropped, never evicted) that the host's copy does not
+ * already hold (clean), discardable, that the iteration's kernels touch,
+ * with room in the pool for its resident sections. */
+static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
+                         int clean)
+{
+    uint32_t need = 0;
+
+    if (clean || !discardable_run(c, alloc, first, count))
+        return 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+        if (!touched_in_iteration(c, s))
+            return 0;
+        need += c->state[s] == UMADV_SEC_RESIDENT;
+    }
+    return need <= c->stage_slots - c->stage_used;
 }
 
 /* Resident sections of the run leave once the step that ends now (or the
@@ -126,7 +127,7 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
 
     if (drifted(c, alloc))
         return;
-    op.dead = (uint8_t)(dead && !clean && dead_run(c, alloc, first, count));
+    op.dead = (uint8_t)(dead && !clean && discardable_run(c, alloc, first, count));
     op.staged = (uint8_t)(!op.dead && stageable_run(c, alloc, first, count, clean));
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
