@@ -29,7 +29,7 @@ schedule moving plan's bytes could reach, not the fewest bytes the budget
 forces (bench/peers.py computes those from a trace).
 
   bench/vgg.py [--exe PATH] [--batches 128,256] [--budgets 12G,16G,25,50,75]
-               [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
+               [--policies demand,prefetch-all,plan] [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
                [--image-size N] [--workspace-limit SIZE] [--out DIR]
 
 Writes DIR/vgg.json and one log per run; prints the table last. Exits 1
@@ -65,6 +65,8 @@ def parse_args():
     p.add_argument("--batches", default="128,256")
     p.add_argument("--budgets", default="12G,16G,25,50,75",
                    help="sizes (12G) or percentages of the oracle's managed peak (25)")
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help="the budgeted policies to run (x bound needs plan)")
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--profile-iter", type=int, default=1)
     p.add_argument("--split", default="auto", help="auto or a number of parts")
@@ -78,6 +80,9 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=900, help="seconds per run")
     args = p.parse_args()
     args.rates_bps = tuple(float(r) * 1e9 for r in args.rates.split(","))
+    args.policies = tuple(args.policies.split(","))
+    if not args.policies or set(args.policies) - set(POLICIES):
+        p.error("--policies: a list of %s" % ", ".join(POLICIES))
     if len(args.rates_bps) != 2 or min(args.rates_bps) <= 0:
         p.error("--rates: two positive rates, H2D,D2H in GB/s")
     if args.iters < args.profile_iter + 3:
@@ -228,9 +233,10 @@ def run_budget(args, batch, label, budget, oracle, references):
         references[split] = vgg_train(args, "b%d-oracle-split%d" % (batch, split), batch,
                                       "oracle", None, split)
     reference = references[split]
-    runs = {p: vgg_train(args, "%s-%s" % (tag, p), batch, p, budget, split) for p in POLICIES}
+    runs = {p: vgg_train(args, "%s-%s" % (tag, p), batch, p, budget, split)
+            for p in args.policies}
     oracle_ms = steady(args, oracle)[0]
-    plan = runs["plan"]
+    plan = runs.get("plan", {"error": "not run"})
     bound = None
     if "error" not in plan and "refused" not in plan:  # a refused plan's bytes are no plan's
         _, fetched, evicted, _ = steady(args, plan)
@@ -240,7 +246,7 @@ def run_budget(args, batch, label, budget, oracle, references):
     rows = []
     if split != 1:
         rows.append(row(args, ctx, "oracle", reference, reference, None))
-    return rows + [row(args, ctx, p, runs[p], reference, bound) for p in POLICIES]
+    return rows + [row(args, ctx, p, runs[p], reference, bound) for p in args.policies]
 
 
 def run_batch(args, batch, free):

@@ -163,7 +163,7 @@ static umadv_status_t stage_buffers(stage_probe_t *p)
     if (status == UMADV_OK)
         return UMADV_OK;
     if (p->pinned != NULL)
-        (void)p->ops->host_free(p->pinned);
+        (void)p->ops->host_free(p->pinned, p->size);
     (void)p->ops->free(p->managed, p->size);
     return status;
 }
@@ -196,7 +196,7 @@ umadv_status_t umadv__link_probe_stage(const umadv_cuda_ops_t *ops, int device,
     }
     /* Failing to release costs memory, not the figures. */
     (void)ops->stream_destroy(p.stream);
-    (void)ops->host_free(p.pinned);
+    (void)ops->host_free(p.pinned, p.size);
     (void)ops->free(p.managed, p.size);
     return status;
 }

@@ -540,6 +540,20 @@ rc=$?
 ok $? "unsplit below the largest step: umadv_plan's refusal is shown, no bound (exit $rc)" ||
     diag "$tmp/vgg1.err"
 
+python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 --budgets 25 \
+    --policies demand,prefetch-all --gpu-free 2G --out "$tmp/vggp" >"$tmp/vggp.table" \
+    2>"$tmp/vggp.err"
+rc=$?
+python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --policies demand,none --out "$tmp/vggq" \
+    >/dev/null 2>"$tmp/vggq.err"
+rcq=$?
+[ "$rc" -eq 0 ] && [ "$(vfield vggp 25% plan policy)" = missing ] &&
+    [ "$(vfield vggp 25% demand bound_ms)" = None ] &&
+    [ "$(vfield vggp 25% prefetch-all ms_per_iter)" != missing ] &&
+    [ "$rcq" -eq 2 ] && grep -q -- '--policies: a list of demand, prefetch-all, plan' "$tmp/vggq.err"
+ok $? "--policies runs those only (no plan: no bound); an unknown one is refused" ||
+    diag "$tmp/vggp.err"
+
 # Failures: no result is exit 1 with the reason, never a table.
 sve svf -- --umadv "$fake_umadv" --budgets 50 --exe false
 sve svj FAKE_PLAN_BREAK=json -- --umadv "$fake_umadv" --budgets 50

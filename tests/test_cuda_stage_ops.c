@@ -36,8 +36,9 @@ static void test_pinned(void)
        (unsigned long long)c.pinned_allocs, (unsigned long long)c.pinned_bytes);
     ok(H->host_alloc(0, &q) == UMADV_ERR_INVALID_PARAM && q == NULL,
        "size 0 refused, output untouched");
-    ok(H->host_free((char *)p + 1) == UMADV_ERR_CUDA, "host_free of another pointer refused");
-    ok(H->host_free(p) == UMADV_OK, "host_free");
+    ok(H->host_free((char *)p + 1, SIZE) == UMADV_ERR_CUDA, "host_free of another pointer refused");
+    ok(H->host_free(p, SIZE + 4096) == UMADV_ERR_CUDA, "host_free of another size refused");
+    ok(H->host_free(p, SIZE) == UMADV_OK, "host_free");
     umadv__cuda_host_counters(&c);
     ok(c.pinned_frees == 1 && c.pinned_bytes == 0, "counted free, no bytes left");
 }
@@ -57,7 +58,7 @@ static void test_device(void)
     memset(m, 0x5a, SIZE);
     ok(H->memcpy_async(d, m, SIZE, NULL) == UMADV_OK && all_bytes(d, SIZE, 0x5a),
        "managed -> device memory copies every byte");
-    ok(H->device_free(d + 1) == UMADV_ERR_CUDA && H->host_free(d) == UMADV_ERR_CUDA,
+    ok(H->device_free(d + 1) == UMADV_ERR_CUDA && H->host_free(d, SIZE) == UMADV_ERR_CUDA,
        "device_free of another pointer and host_free of device memory refused");
     umadv__cuda_host_counters(&c);
     ok(c.device_allocs == 1 && c.device_bytes == SIZE && c.pinned_bytes == 0,
@@ -94,7 +95,7 @@ static void test_copies(void)
     umadv__cuda_host_counters(&c);
     ok(c.memcpys == 2 && c.memcpy_bytes == SIZE + 8192, "copies counted (%llu, %llu bytes)",
        (unsigned long long)c.memcpys, (unsigned long long)c.memcpy_bytes);
-    H->host_free(pin);
+    H->host_free(pin, SIZE);
     H->free(m, SIZE);
     H->stream_destroy(st);
 }
@@ -159,7 +160,7 @@ static void test_tables(void)
 
 int main(void)
 {
-    plan(29);
+    plan(30);
     umadv__cuda_host_reset();
     test_pinned();
     test_copies();

@@ -93,8 +93,8 @@ static const struct entry_desc {
     [E_STREAM_WAIT_EVENT] = {"cudaStreamWaitEvent", cudaErrorInvalidResourceHandle},
     [E_EVENT_SYNC]        = {"cudaEventSynchronize", cudaErrorLaunchFailure},
     [E_EVENT_ELAPSED]     = {"cudaEventElapsedTime", cudaErrorInvalidResourceHandle},
-    [E_HOST_ALLOC]        = {"cudaHostAlloc", cudaErrorMemoryAllocation},
-    [E_HOST_FREE]         = {"cudaFreeHost", cudaErrorLaunchFailure},
+    [E_HOST_ALLOC]        = {"cudaHostRegister", cudaErrorMemoryAllocation},
+    [E_HOST_FREE]         = {"cudaHostUnregister", cudaErrorLaunchFailure},
     [E_MEMCPY]            = {"cudaMemcpyAsync", cudaErrorLaunchFailure},
     [E_DISCARD]           = {"cudaMemDiscardBatchAsync", cudaErrorInvalidValue},
     [E_DISCARD_PREFETCH]  = {"cudaMemDiscardAndPrefetchBatchAsync", cudaErrorInvalidValue},
@@ -334,10 +334,10 @@ static umadv_status_t w_host_alloc(size_t size, void **p)
     return status;
 }
 
-static umadv_status_t w_host_free(void *p)
+static umadv_status_t w_host_free(void *p, size_t size)
 {
     int fail = inject_now(E_HOST_FREE);
-    umadv_status_t status = HOST.host_free(p);
+    umadv_status_t status = HOST.host_free(p, size);
 
     if (status == UMADV_OK)
         live_add(&inj.live_pinned, -1);

@@ -68,7 +68,7 @@ static void test_entries(void)
            G->memcpy_async(m, pin, n, st) == UMADV_OK && G->stream_synchronize(st) == UMADV_OK,
        "cudaMemDiscardAndPrefetchBatchAsync, then the copy back");
     ok(memcmp(m, ref, n) == 0, "every byte is back");
-    G->host_free(pin);
+    G->host_free(pin, n);
     G->free(m, n);
     G->stream_destroy(st);
     free(ref);

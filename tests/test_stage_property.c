@@ -76,6 +76,7 @@ static struct {
     uintptr_t       pinned[64];
     size_t          pinned_size[64];
     size_t          npinned;
+    unsigned        bad_free_sizes; /* host_free told another size than host_alloc */
 } mut = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int is_pinned(const void *p)
@@ -102,18 +103,19 @@ static umadv_status_t m_host_alloc(size_t size, void **p)
     return status;
 }
 
-static umadv_status_t m_host_free(void *p)
+static umadv_status_t m_host_free(void *p, size_t size)
 {
     pthread_mutex_lock(&mut.lock);
     for (size_t i = 0; i < mut.npinned; i++) {
         if (mut.pinned[i] == (uintptr_t)p) {
+            mut.bad_free_sizes += mut.pinned_size[i] != size;
             mut.pinned[i] = mut.pinned[--mut.npinned];
             mut.pinned_size[i] = mut.pinned_size[mut.npinned];
             break;
         }
     }
     pthread_mutex_unlock(&mut.lock);
-    return umadv__cuda_ops_host.host_free(p);
+    return umadv__cuda_ops_host.host_free(p, size);
 }
 
 /* The mutant's copy does nothing, in the one direction it breaks. */
@@ -167,6 +169,8 @@ typedef struct app {
     uint32_t               *version;       /* per section */
     uint32_t                next_version;
     int                     drain;         /* drain the lanes at every call */
+    int                     pin_aside;     /* the pool pinned on a thread of its own,
+                                            * evictions migrating until it joins */
     /* outcomes */
     uint64_t                checked, mismatched, errors, copies;
     umadv_exec_stats_t      sum;
@@ -236,7 +240,8 @@ static void exec_make(app_t *a, const umadv_cuda_ops_t *ops)
                                               UMADV_POLICY_PREFETCH_ALL, UMADV_POLICY_PLAN,
                                               UMADV_POLICY_PLAN, UMADV_POLICY_PREFETCH_ALL};
     umadv_exec_params_t p = {.ops = ops, .trace = a->t, .first_step = a->first,
-                             .nsteps = a->n, .schedule = a->schedule, .stage = 1};
+                             .nsteps = a->n, .schedule = a->schedule, .stage = 1,
+                             .pin_aside_bytes = a->pin_aside ? 1 : 0};
 
     a->policy = policies[tp_below(&a->rng, UMADV_ARRAY_SIZE(policies))];
     /* the plan was made for its budget; the others take any */
@@ -441,6 +446,7 @@ typedef struct tally {
     uint64_t cases, checked, mismatched, errors, staged, restored, sync_restored, late;
     uint64_t copies, copy_restored;
     uint64_t failing_cases;
+    uint64_t aside_cases, aside_staged; /* the pool pinned aside */
 } tally_t;
 
 static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
@@ -507,6 +513,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     umadv_window_t w;
 
     a.drain = tp_below(&a.rng, 3) == 0;
+    a.pin_aside = (seed >> 1) & 1;
     if (case_setup(&a, &t, &s, &w, seed) != 0) {
         y->errors++;
         return;
@@ -534,6 +541,8 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->late += a.sum.late_restored_bytes;
     y->copies += a.copies;
     y->copy_restored += a.sum.copy_restored_bytes;
+    y->aside_cases += a.pin_aside;
+    y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
     umadv__schedule_cleanup(&s);
     umadv__window_cleanup(&w);
     umadv__trace_cleanup(&t);
@@ -563,7 +572,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(14);
+    plan(15);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -584,6 +593,9 @@ int main(void)
        (unsigned long long)y.cases);
     ok(y.staged > 0 && y.restored > 0, "data was staged (%llu bytes) and restored (%llu)",
        (unsigned long long)y.staged, (unsigned long long)y.restored);
+    ok(y.aside_cases > 0 && y.aside_staged > 0, "%llu cases pinned their pool on a thread "
+       "of its own, and staged through it once it joined (%llu bytes)",
+       (unsigned long long)y.aside_cases, (unsigned long long)y.aside_staged);
     ok(y.sync_restored > 0, "synchronous restores (drift, staging off, the end) were made");
     ok(y.late == 0, "the replay core's restores came in time for every step: its last "
        "check restored nothing (%llu bytes)", (unsigned long long)y.late);
@@ -623,7 +635,9 @@ int main(void)
     ok(unwatched.mismatched > 0, "copies the executor is not told of are caught (%llu cases "
        "of %d)", (unsigned long long)unwatched.failing_cases, MUTANT_CASES);
     umadv__cuda_host_counters(&c);
-    ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "the mutants left nothing either");
+    ok(c.pinned_bytes == 0 && c.managed_bytes == 0 && mut.bad_free_sizes == 0,
+       "the mutants left nothing either, and freed each pinned chunk with its size (%u not)",
+       mut.bad_free_sizes);
     ok(broken_back.errors == 0 && broken_out.errors == 0, "the mutants' cases ran");
     return exit_status();
 }

@@ -2,14 +2,19 @@
  * common/util: UTF-8 validation against an independent decoder over every
  * sequence of up to three bytes (and every 4-byte lead with its second and
  * third bytes), size parsing and formatting, CRC-32 against published
- * check values, and growing arrays (geometric growth, contents kept,
- * overflow refused with nothing changed).
+ * check values, growing arrays (geometric growth, contents kept,
+ * overflow refused with nothing changed), and common/hostmem's aligned
+ * mappings, populated on threads (every page resident after, mincore).
  */
 #include "common/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/hostmem.h"
 
 #include "tap.h"
 
@@ -229,9 +234,58 @@ static void test_strdup(void)
     free(copy);
 }
 
+/* ---- host memory --------------------------------------------------- */
+
+/* Pages of [@p, @p + @size) resident now. */
+static size_t resident_pages(void *p, size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = size / page, resident = 0;
+    unsigned char *v = malloc(n);
+
+    if (v == NULL || mincore(p, size, v) != 0) {
+        free(v);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        resident += v[i] & 1;
+    free(v);
+    return resident;
+}
+
+static void test_hostmem(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 160 * UMADV_MIB, align = 2 * UMADV_MIB;
+    unsigned threads;
+    char *p;
+
+    ok(umadv__page_round(1) == page && umadv__page_round(page) == page &&
+           umadv__page_round(page + 1) == 2 * page && umadv__page_round(0) == 0,
+       "sizes round up to whole pages");
+    p = umadv__map_aligned(size, align);
+    ok(p != NULL && ((uintptr_t)p & (align - 1)) == 0, "a mapping aligned to 2 MiB");
+    if (p == NULL) {
+        skip("no mapping", "populate");
+        skip("no mapping", "populate");
+        return;
+    }
+    ok(resident_pages(p, size) < size / page, "not populated before (%zu of %zu pages)",
+       resident_pages(p, size), size / page);
+    threads = umadv__populate(p, size, 8);
+    ok(threads >= 1 && threads <= 2 && resident_pages(p, size) == size / page && p[0] == 0 &&
+           p[size - 1] == 0,
+       "populated: every page resident, zero, by %u threads (a thread per 64 MiB at most)",
+       threads);
+    munmap(p, size);
+    p = umadv__map_aligned(page, page);
+    ok(p != NULL && umadv__populate(p, page, 8) == 1 && resident_pages(p, page) == 1,
+       "one page: populated by the caller alone");
+    if (p != NULL)
+        munmap(p, page);
+}
+
 int main(void)
 {
-    plan(3 + 7 + 18 + 8 + 5 + 10 + 4);
+    plan(3 + 7 + 18 + 8 + 5 + 10 + 4 + 5);
     test_utf8_exhaustive();
     test_utf8_cases();
     test_size_parse();
@@ -239,5 +293,6 @@ int main(void)
     test_crc32();
     test_array_reserve();
     test_strdup();
+    test_hostmem();
     return exit_status();
 }

@@ -83,10 +83,12 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*prefetch_batch)(void **ptrs, size_t *sizes, size_t count, int location,
                                      umadv_stream_t stream);
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
-    /* Page-locked host memory (cudaHostAlloc, default flags): the staging
-     * pool of staged evictions (exec/stage.c). */
+    /* Page-locked host memory, of at least @size bytes (cudaHostRegister
+     * of pages mapped and populated first: cudart.c says why): the
+     * staging pool of staged evictions (exec/stage.c). host_free takes
+     * the size host_alloc was given. */
     umadv_status_t (*host_alloc)(size_t size, void **ptr_p);
-    umadv_status_t (*host_free)(void *ptr);
+    umadv_status_t (*host_free)(void *ptr, size_t size);
     /* Plain device memory (cudaMalloc): never migrated, outside any
      * budget. NULL in a backend without it. */
     umadv_status_t (*device_alloc)(size_t size, void **ptr_p);

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/hostmem.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -202,30 +203,6 @@ static umadv_status_t host_mem_get_info(uint64_t *free_p, uint64_t *total_p)
     return UMADV_OK;
 }
 
-static size_t page_round(size_t size)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-
-    return (size + page - 1) & ~(page - 1);
-}
-
-/* mmap @size bytes aligned to @align: map extra, unmap the ends. */
-static void *map_aligned(size_t size, size_t align)
-{
-    size_t span = size + align;
-    char *raw, *start;
-
-    raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return NULL;
-    start = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-    if (start > raw)
-        munmap(raw, (size_t)(start - raw));
-    if (raw + span > start + size)
-        munmap(start + size, (size_t)(raw + span - (start + size)));
-    return start;
-}
-
 static umadv_status_t host_malloc_managed(size_t size, size_t align, void **ptr_p)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -236,8 +213,8 @@ static umadv_status_t host_malloc_managed(size_t size, size_t align, void **ptr_
         umadv_error("host backend: malloc_managed(%zu, align %zu): invalid", size, align);
         return UMADV_ERR_INVALID_PARAM;
     }
-    mapped = page_round(size);
-    ptr = map_aligned(mapped, UMADV_MAX(align, page));
+    mapped = umadv__page_round(size);
+    ptr = umadv__map_aligned(mapped, UMADV_MAX(align, page));
     if (ptr == NULL) {
         umadv_error("host backend: mmap of %zu bytes failed: %m", mapped);
         return UMADV_ERR_CUDA; /* where cudaMallocManaged would fail */
@@ -277,7 +254,7 @@ static umadv_status_t host_free(void *ptr, size_t size)
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_FREE, .ptr = ptr,
                                          .size = size});
     pthread_mutex_unlock(&host.lock);
-    munmap(ptr, page_round(size));
+    munmap(ptr, umadv__page_round(size));
     return UMADV_OK;
 }
 
@@ -407,16 +384,21 @@ static umadv_status_t buffer_alloc(host_buffers_t *b, size_t size, void **ptr_p)
     return UMADV_OK;
 }
 
-static umadv_status_t buffer_free(host_buffers_t *b, void *ptr)
+/* @size: what the caller says it allocated (BUFFER_ANY_SIZE: unsaid), or
+ * the free is refused. */
+#define BUFFER_ANY_SIZE SIZE_MAX
+
+static umadv_status_t buffer_free(host_buffers_t *b, void *ptr, size_t said)
 {
     size_t i, size;
 
     pthread_mutex_lock(&host.lock);
     for (i = 0; i < b->n && b->v[i].base != (uintptr_t)ptr; i++)
         ;
-    if (i == b->n) {
+    if (i == b->n || (said != BUFFER_ANY_SIZE && said != b->v[i].size)) {
         pthread_mutex_unlock(&host.lock);
-        umadv_error("host backend: %s(%p) of memory it did not allocate", b->free_name, ptr);
+        umadv_error("host backend: %s(%p) of memory it did not allocate%s", b->free_name, ptr,
+                    i == b->n ? "" : ", or of another size");
         return UMADV_ERR_CUDA;
     }
     size = b->v[i].size;
@@ -434,9 +416,9 @@ static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
     return buffer_alloc(&host.pinned, size, ptr_p);
 }
 
-static umadv_status_t host_host_free(void *ptr)
+static umadv_status_t host_host_free(void *ptr, size_t size)
 {
-    return buffer_free(&host.pinned, ptr);
+    return buffer_free(&host.pinned, ptr, size);
 }
 
 static umadv_status_t host_device_alloc(size_t size, void **ptr_p)
@@ -446,7 +428,7 @@ static umadv_status_t host_device_alloc(size_t size, void **ptr_p)
 
 static umadv_status_t host_device_free(void *ptr)
 {
-    return buffer_free(&host.device, ptr);
+    return buffer_free(&host.device, ptr, BUFFER_ANY_SIZE);
 }
 
 /* Called with the lock held: inside one of @b's buffers? */

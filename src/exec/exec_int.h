@@ -20,6 +20,8 @@
 #define EXEC_KEY_NONE         UMADV_CORE_KEY_NONE
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
 #define EXEC_BOUNCE_BYTES     (32 * UMADV_MIB) /* stage.c: a lane's bounce buffer */
+#define EXEC_PIN_ASIDE_BYTES  (256 * UMADV_MIB) /* stage.c: a larger chunk pins on a thread
+                                                 * of its own */
 
 typedef struct exec_bind {
     umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while
@@ -70,7 +72,14 @@ typedef struct exec_piece {
 
 /* stage.c: the pinned staging pool, slots of one section each. */
 typedef struct exec_stage {
-    void     *base;   /* the first chunk; NULL until the first staged eviction */
+    int       started;/* made at the first staged eviction: the chunks it
+                       * holds, and one on its way while pinning */
+    uint32_t  want;   /* the slots the core counts: the pool grows to them */
+    int       pinning;/* a chunk is being pinned on the pinner thread */
+    int       pinner_started;
+    pthread_t pinner;
+    uint64_t  pin_bytes;          /* what the pinner pins */
+    umadv_stage_cache_t old;      /* chunks freed before pinning anew */
     void     *chunk[UMADV_STAGE_CHUNKS];      /* pinned chunks, in slot order */
     uint64_t  chunk_bytes[UMADV_STAGE_CHUNKS];/* each may hold more than its slots */
     uint32_t  chunk_first[UMADV_STAGE_CHUNKS + 1]; /* slot index each begins at;

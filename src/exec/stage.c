@@ -3,25 +3,26 @@
  * staging pool, the lanes' staged calls, and the synchronous restores
  * that stand behind every rule of the core.
  *
- * THE POOL. Page-locked host chunks, made by the eviction lane at its
- * first staged eviction (pinning takes time: not on the application's
- * thread), and handed to the next executor through params.stage_cache (a
- * policy change or a re-profile then pins nothing). An executor that
- * needs more slots than the chunks it takes hold pins one chunk more, of
- * what they lack only: CUDA's launches wait behind a pinning call, and a
- * ResNet-50 whose budget fell from 3.01 to 2.51 GiB, pinning its whole
- * pool again, spent 2.5 s in that iteration for 0.18 (H100). At most
- * UMADV_STAGE_CHUNKS chunks; past that the pool is pinned anew, whole.
- * The lane runs on the cores nearest the GPU (params.numa), so the pages
- * the driver pins for it land on the GPU's NUMA node (first touch by the
- * pinning thread; no explicit binding). It has the core's stage_slots
- * slots of one section each (schedule/core.h, STAGING: the replay core
- * counts them, so that the simulator knows when an eviction migrates for
- * want of room), numbered across the chunks; a run of consecutive slots
- * never crosses from one chunk to the next (one copy per run). A section
- * takes slots when its staged eviction is issued and gives them back once
- * its data is in the range again (restored, the copy out failed) or dead
- * (its block freed). Pinning that fails makes every eviction migrate
+ * THE POOL. Page-locked host chunks, made at the eviction lane's first
+ * staged eviction and handed to the next executor through
+ * params.stage_cache (a policy change or a re-profile then pins nothing).
+ * An executor that needs more slots than the chunks it takes hold pins
+ * one chunk more, of what they lack only; at most UMADV_STAGE_CHUNKS
+ * chunks, past that the pool is pinned anew, whole. Pinning runs at 4-5
+ * GB/s (cuda_ops.h, host_alloc): a chunk of more than
+ * params.pin_aside_bytes is pinned on a thread of its own, and joins the
+ * pool when done; until then an eviction that finds no free slot
+ * migrates, as one does whenever the pool is full. The lane and the
+ * pinner run on the cores nearest the GPU (params.numa), so the pages
+ * land on the GPU's NUMA node (first touch; no explicit binding). The
+ * pool has the core's stage_slots slots of one section each
+ * (schedule/core.h, STAGING: the replay core counts them, so that the
+ * simulator knows when an eviction migrates for want of room), numbered
+ * across the chunks; a run of consecutive slots never crosses from one
+ * chunk to the next (one copy per run). A section takes slots when its
+ * staged eviction is issued and gives them back once its data is in the
+ * range again (restored, the copy out failed) or dead (its block freed).
+ * Pinning that fails with no slot pinned makes every eviction migrate
  * (logged once).
  *
  * THE CALLS. Each lane copies through a bounce buffer of device memory
@@ -168,7 +169,7 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache)
 {
     for (uint32_t c = 0; c < cache->n; c++)
-        ops->host_free(cache->base[c]);
+        ops->host_free(cache->base[c], cache->bytes[c]);
     memset(cache, 0, sizeof(*cache));
 }
 
@@ -176,12 +177,15 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
 {
     umadv_stage_cache_t *cache = e->p.stage_cache;
 
+    if (e->stage.pinner_started)
+        pthread_join(e->stage.pinner, NULL);
+    umadv__exec_stage_cache_free(e->p.ops, &e->stage.old);
     for (uint32_t c = 0; c < e->stage.nchunks; c++) {
         if (cache != NULL && cache->n < UMADV_STAGE_CHUNKS) { /* kept for the next replay */
             cache->base[cache->n] = e->stage.chunk[c];
             cache->bytes[cache->n++] = e->stage.chunk_bytes[c];
         } else {
-            e->p.ops->host_free(e->stage.chunk[c]);
+            e->p.ops->host_free(e->stage.chunk[c], e->stage.chunk_bytes[c]);
         }
     }
     free(e->stage.slot);
@@ -190,92 +194,120 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
     memset(&e->stage, 0, sizeof(e->stage));
 }
 
-/* Chunk @base of @bytes joins the pool: the slots it holds, up to @want. */
-static void pool_add(exec_stage_t *st, void *base, uint64_t bytes, uint32_t want)
+/* Chunk @base of @bytes joins the pool, free: the slots it holds, up to
+ * the pool's want. */
+static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
 {
     uint64_t fits = bytes / st->slot_size;
-    uint32_t n = (uint32_t)UMADV_MIN(fits, (uint64_t)(want - st->nslots));
+    uint32_t n = (uint32_t)UMADV_MIN(fits, (uint64_t)(st->want - st->nslots));
 
     st->chunk[st->nchunks] = base;
     st->chunk_bytes[st->nchunks] = bytes;
     st->chunk_first[st->nchunks++] = st->nslots;
+    for (uint32_t i = st->nslots; i < st->nslots + n; i++)
+        slot_mark(st, i, 1);
     st->nslots += n;
+    st->nfree += n;
     st->chunk_first[st->nchunks] = st->nslots;
 }
 
-/* @nslots slots of pinned memory: the cache's chunks (the previous
- * replays': pinning gigabytes takes seconds, and CUDA's launches wait
- * behind it), and one more chunk pinned for what they lack; with no room
- * for another chunk, the cache is freed and the whole pool pinned anew.
- * The lock is dropped to pin. */
-static umadv_status_t pool_pin(umadv_exec_t *e, uint32_t nslots)
+/* Called with the lock held, dropped to pin: the old chunks go, a chunk
+ * of st->pin_bytes joins the pool. When it cannot, the pool stays as it
+ * is; with no slot at all, every eviction migrates (logged once). */
+static void pool_pin_chunk(umadv_exec_t *e)
 {
-    umadv_stage_cache_t *cache = e->p.stage_cache, none = {0}, old = {0};
     exec_stage_t *st = &e->stage;
-    umadv_status_t status = UMADV_OK;
+    uint64_t bytes = st->pin_bytes, t0 = umadv__now_ns();
+    umadv_stage_cache_t old = st->old;
+    umadv_status_t status;
     void *base = NULL;
-    uint64_t bytes;
 
+    memset(&st->old, 0, sizeof(st->old));
+    pthread_mutex_unlock(&e->lock);
+    umadv__exec_stage_cache_free(e->p.ops, &old);
+    status = e->p.ops->host_alloc(bytes, &base);
+    pthread_mutex_lock(&e->lock);
+    if (status == UMADV_OK) {
+        pool_add(st, base, bytes);
+        umadv_debug("executor: staging pool of %u slots, %.1f MiB, in %u chunks: %.1f MiB "
+                    "pinned in %.1f ms", st->nslots,
+                    (double)st->nslots * (double)st->slot_size / 1048576.0, st->nchunks,
+                    (double)bytes / 1048576.0, (double)(umadv__now_ns() - t0) / 1e6);
+    } else if (st->nslots == 0) {
+        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
+                   (unsigned long long)bytes, umadv_status_string(status));
+        st->failed = 1;
+    } else {
+        umadv_warn("executor: the staging pool stays at %u slots of %u (%s): evictions past "
+                   "them migrate", st->nslots, st->want, umadv_status_string(status));
+    }
+}
+
+static void *pool_pinner_main(void *arg)
+{
+    umadv_exec_t *e = arg;
+
+    umadv__numa_bind_thread(e->p.numa); /* the pages land on the GPU's node */
+    pthread_mutex_lock(&e->lock);
+    pool_pin_chunk(e);
+    e->stage.pinning = 0;
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* The pool the core counts (core.h, STAGING): core.stage_slots slots,
+ * from the cache's chunks (the previous replays'), and one chunk more
+ * pinned for what they lack; with no room for another chunk, the cache
+ * is freed and the whole pool pinned anew. Populating and registering
+ * gigabytes runs at 4-5 GB/s (cuda_ops.h, host_alloc): a chunk past
+ * EXEC_PIN_ASIDE_BYTES is pinned on a thread of its own, and until it
+ * joins, the evictions that find no free slot migrate (VGG-16's first
+ * replayed iteration waited 2.4 s for 10 GiB on the lane, H100). */
+static int pool_make(umadv_exec_t *e)
+{
+    umadv_stage_cache_t *cache = e->p.stage_cache, none = {0};
+    exec_stage_t *st = &e->stage;
+    uint64_t cached = 0;
+
+    st->want = e->core.stage_slots;
+    st->freemap = calloc(st->want / 64 + 1, sizeof(*st->freemap));
+    if (st->freemap == NULL)
+        return 0;
     if (cache == NULL)
         cache = &none;
     for (uint32_t c = 0; c < cache->n; c++)
-        pool_add(st, cache->base[c], cache->bytes[c], nslots);
-    if (st->nslots < nslots && st->nchunks == UMADV_STAGE_CHUNKS) {
-        old = *cache;
-        memset(st->chunk_first, 0, sizeof(st->chunk_first));
-        st->nchunks = st->nslots = 0;
-    }
+        cached += cache->bytes[c] / st->slot_size;
+    if (cached < st->want && cache->n == UMADV_STAGE_CHUNKS)
+        st->old = *cache;
+    else
+        for (uint32_t c = 0; c < cache->n; c++)
+            pool_add(st, cache->base[c], cache->bytes[c]);
     memset(cache, 0, sizeof(*cache));
-    if (st->nslots < nslots) {
-        bytes = (uint64_t)(nslots - st->nslots) * st->slot_size;
-        pthread_mutex_unlock(&e->lock);
-        umadv__exec_stage_cache_free(e->p.ops, &old);
-        status = e->p.ops->host_alloc(bytes, &base);
-        pthread_mutex_lock(&e->lock);
-        if (status == UMADV_OK)
-            pool_add(st, base, bytes, nslots);
+    umadv_debug("executor: staging pool of %u slots, %u kept from the last replay", st->want,
+                st->nslots);
+    if (st->nslots == st->want)
+        return 1;
+    st->pin_bytes = (uint64_t)(st->want - st->nslots) * st->slot_size;
+    if (st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES)) {
+        st->pinning = 1;
+        st->pinner_started = pthread_create(&st->pinner, NULL, pool_pinner_main, e) == 0;
+        st->pinning = st->pinner_started;
     }
-    st->base = st->nchunks > 0 ? st->chunk[0] : NULL;
-    return status;
-}
-
-/* The pool the core counts (core.h, STAGING): core.stage_slots slots. */
-static int pool_make(umadv_exec_t *e)
-{
-    uint32_t nslots = e->core.stage_slots, had = e->p.stage_cache ? e->p.stage_cache->n : 0;
-    umadv_status_t status;
-
-    e->stage.freemap = calloc(nslots / 64 + 1, sizeof(*e->stage.freemap));
-    if (e->stage.freemap == NULL)
-        return 0;
-    status = pool_pin(e, nslots);
-    if (status != UMADV_OK) {
-        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
-                   (unsigned long long)nslots * e->stage.slot_size,
-                   umadv_status_string(status));
-        return 0;
-    }
-    e->stage.nfree = e->stage.nslots;
-    for (uint32_t i = 0; i < e->stage.nslots; i++)
-        slot_mark(&e->stage, i, 1);
-    umadv_debug("executor: pinned staging pool of %u slots, %.1f MiB, in %u chunks (%u kept "
-                "from the last replay)", e->stage.nslots,
-                (double)e->stage.nslots * (double)e->stage.slot_size / 1048576.0,
-                e->stage.nchunks, UMADV_MIN(had, e->stage.nchunks));
-    return 1;
+    if (!st->pinning)
+        pool_pin_chunk(e);
+    return !st->failed;
 }
 
 /* Called by the eviction lane with the lock held (dropped to pin). 0: no
  * pool, ever (logged once). */
 static int pool_ready(umadv_exec_t *e)
 {
-    if (e->stage.base != NULL || e->stage.failed)
-        return e->stage.base != NULL && !e->stage.failed;
-    if (e->core.stage_slots == 0 || !pool_make(e)) {
-        e->stage.failed = 1;
-        return 0;
+    if (!e->stage.started && !e->stage.failed) {
+        e->stage.started = 1;
+        if (e->core.stage_slots == 0 || !pool_make(e))
+            e->stage.failed = 1;
     }
-    return 1;
+    return !e->stage.failed;
 }
 
 static void *slot_addr(const umadv_exec_t *e, uint32_t s)
