@@ -20,9 +20,11 @@ iteration (the same iterations' mean; every run counts the faults of
 every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
 peaks, and whether the losses and digest equal the reference's.
 
-The physical bound of a budget: max(oracle ms, fetched / H2D rate,
-evicted / D2H rate), with the bytes per iteration plan moved at that
-budget (the fewest a schedule there moved; the same for every row of the
+Bytes each way count both channels: in, what UVM fetched and what was
+restored from pinned staging; out, what UVM evicted and what was staged
+(dead data released without a copy counts in neither). The physical
+bound of a budget: max(oracle ms, bytes in / H2D rate, bytes out / D2H
+rate), with the bytes per iteration plan moved at that budget (the fewest a schedule there moved; the same for every row of the
 budget) and the rates of --rates (GB/s; default 47,45, the link probe's
 staged restore and evict rates measured on the H100). It bounds what a
 schedule moving plan's bytes could reach, not the fewest bytes the budget
@@ -55,6 +57,7 @@ import sys
 from benchlib import run_command
 
 GIB = float(1 << 30)
+MOVED = ("fetched", "restored", "evicted", "staged")  # vgg_train's bytes per iteration
 POLICIES = ("demand", "prefetch-all", "plan")
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -123,10 +126,8 @@ def parse_run(text):
         words = line.split()
         if len(words) >= 6 and words[0] == "iter" and words[2] == "loss":
             kv = dict(zip(words[2::2], words[3::2]))
-            run["iters"].append({"loss": kv["loss"], "ms": float(kv["ms"]),
-                                 "fetched": int(kv.get("fetched", 0)),
-                                 "evicted": int(kv.get("evicted", 0)),
-                                 "faults": int(kv.get("faults", 0))})
+            run["iters"].append(dict({"loss": kv["loss"], "ms": float(kv["ms"])},
+                                     **{k: int(kv.get(k, 0)) for k in MOVED + ("faults",)}))
         elif words[:1] == ["digest"]:
             run["digest"] = words[1]
         elif words[:1] == ["split"]:
@@ -176,19 +177,25 @@ def split_for(args, batch, budget):
 # ---- rows -----------------------------------------------------------------
 
 def steady(args, run):
-    """The iterations after the plan's first: (median ms, mean fetched,
-    mean evicted, mean faults)."""
+    """The iterations after the plan's first: (median ms, {MOVED key and
+    "faults": the mean})."""
     its = run["iters"][args.profile_iter + 2:]
     if not its:
         return None
-    def mean(key):
-        return sum(i[key] for i in its) / len(its)
-    return (statistics.median(i["ms"] for i in its), mean("fetched"), mean("evicted"),
-            mean("faults"))
+    return (statistics.median(i["ms"] for i in its),
+            {k: sum(i[k] for i in its) / len(its) for k in MOVED + ("faults",)})
 
 
-def bound_ms(oracle_ms, fetched, evicted, rates):
-    return max(oracle_ms, fetched / rates[0] * 1e3, evicted / rates[1] * 1e3)
+def bytes_in(mean):
+    return mean["fetched"] + mean["restored"]
+
+
+def bytes_out(mean):
+    return mean["evicted"] + mean["staged"]
+
+
+def bound_ms(oracle_ms, mean, rates):
+    return max(oracle_ms, bytes_in(mean) / rates[0] * 1e3, bytes_out(mean) / rates[1] * 1e3)
 
 
 def row(args, ctx, policy, run, reference, bound):
@@ -196,12 +203,14 @@ def row(args, ctx, policy, run, reference, bound):
     r = dict(ctx, policy=policy)
     if "error" in run:
         return dict(r, error=run["error"])
-    ms, fetched, evicted, faults = steady(args, run)
+    ms, mean = steady(args, run)
     same = (run["digest"] == reference.get("digest") and
             [i["loss"] for i in run["iters"]] == [i["loss"] for i in reference["iters"]])
+    r.update((k + "_per_iter", mean[k]) for k in MOVED)
     return dict(r, ms_per_iter=ms, x_oracle=ms / ctx["oracle_ms"],
                 x_bound=ms / bound if bound else None, bound_ms=bound,
-                faults_per_iter=faults, fetched_per_iter=fetched, evicted_per_iter=evicted,
+                faults_per_iter=mean["faults"], in_per_iter=bytes_in(mean),
+                out_per_iter=bytes_out(mean),
                 resident_peak=int(run.get("resident_peak", 0)),
                 managed_peak=int(run.get("managed_peak", 0)),
                 digest=run["digest"], digest_equal=same, refused=run.get("refused"))
@@ -239,8 +248,7 @@ def run_budget(args, batch, label, budget, oracle, references):
     plan = runs.get("plan", {"error": "not run"})
     bound = None
     if "error" not in plan and "refused" not in plan:  # a refused plan's bytes are no plan's
-        _, fetched, evicted, _ = steady(args, plan)
-        bound = bound_ms(oracle_ms, fetched, evicted, args.rates_bps)
+        bound = bound_ms(oracle_ms, steady(args, plan)[1], args.rates_bps)
     ctx = {"batch": batch, "budget_label": label, "budget": budget, "split": split,
            "oracle_ms": oracle_ms}
     rows = []
@@ -287,7 +295,7 @@ def print_row(r):
     print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %10.1f %10.2f %10.2f %11.2f %10.2f %6s%s" % (
         r["batch"], budget, r["split"], r["policy"], r["ms_per_iter"], r["x_oracle"],
         "-" if r["x_bound"] is None else "%.2f" % r["x_bound"], r["faults_per_iter"],
-        r["fetched_per_iter"] / GIB, r["evicted_per_iter"] / GIB, r["resident_peak"] / GIB,
+        r["in_per_iter"] / GIB, r["out_per_iter"] / GIB, r["resident_peak"] / GIB,
         r["managed_peak"] / GIB, "equal" if r["digest_equal"] else "DIFFER",
         "  (plan refused: %s)" % r["refused"] if r.get("refused") else ""))
 

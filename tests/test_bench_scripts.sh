@@ -520,12 +520,15 @@ print(rows[0].get(sys.argv[4]) if rows else "missing")' "$tmp/$dir/vgg.json" "$@
 ok $? "budgets as sizes and shares; --split auto per budget, its oracle as reference; 12G skipped"
 
 # Steady state: iterations 3 on, 125 ms but one 900 (the median ignores
-# it); plan moves 2 GiB in, 1 GiB out: bound max(100, 2 GiB / 10 GB/s,
-# 1 GiB / 20 GB/s) = 214.75 ms.
+# it); plan moves 2 GiB in (1.5 fetched, 0.5 restored), 1 GiB out (0.5
+# evicted, 0.5 staged): bound max(100, 2 GiB / 10 GB/s, 1 GiB / 20 GB/s)
+# = 214.75 ms.
 [ "$(vfield 25% plan ms_per_iter)" = 125.0 ] && [ "$(vfield 25% plan x_oracle)" = 1.25 ] &&
     near "$(vfield 25% plan bound_ms)" 214.74 214.76 &&
+    [ "$(vfield 25% plan in_per_iter)" = $((2 << 30)).0 ] &&
+    [ "$(vfield 25% plan staged_per_iter)" = $((1 << 29)).0 ] &&
     [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ]
-ok $? "steady-state medians, x oracle, and the bound from plan's bytes over --rates"
+ok $? "steady-state medians, x oracle, and the bound from plan's bytes both channels over --rates"
 
 [ "$(cat "$tmp/vgg.rc")" -eq 1 ] && [ "$(vfield 25% demand digest_equal)" = False ] &&
     [ "$(vfield 25% plan digest_equal)" = True ] && grep -q ' demand .* DIFFER$' "$tmp/vgg.table"

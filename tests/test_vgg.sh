@@ -250,6 +250,18 @@ for policy in demand prefetch-all plan; do
         diag "$tmp/s$policy.err"
 done
 
+# The iterations' lines split what moved by channel; their sums stay
+# within umadv's totals, and plan stages at this budget.
+iter_sum() { # NAME KEY: the sum of KEY over NAME's iteration lines
+    awk -v k="$2" '$1 == "iter" { for (i = 3; i < NF; i++) if ($i == k) s += $(i + 1) }
+                   END { printf "%.0f", s }' "$tmp/$1.out"
+}
+staged=$(iter_sum splan staged)
+restored=$(iter_sum splan restored)
+[ "$staged" -gt 0 ] && [ "$staged" -le "$(summary splan staged_bytes)" ] &&
+    [ "$restored" -gt 0 ] && [ "$restored" -le "$(summary splan restored_bytes)" ]
+ok $? "split plan's iterations staged $staged bytes and restored $restored, within the totals"
+
 peak=$(summary splan resident_peak)
 [ -n "$peak" ] && [ "$peak" -le "$budget" ]
 ok $? "split plan's resident peak within the budget ($peak <= $budget)"

@@ -101,7 +101,8 @@ static void usage(FILE *out)
         "  --help               show this help and exit\n\n"
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
         "prefetch-all, plan), UMADV_BUDGET (e.g. 8G); see umadv(7).\n"
-        "Prints 'iter N loss X ms Y fetched B evicted B faults N' per iteration, the digest of the final weights\n"
+        "Prints 'iter N loss X ms Y fetched B evicted B staged B restored B faults N' per\n"
+        "iteration (bytes moved by UVM and through pinned staging), the digest of the final weights\n"
         "and a summary of umadv's counters.\n"
         "Exit status: 0 done, 1 failed (a check included), 2 usage error, 77 no CUDA device.\n");
 }
@@ -329,9 +330,11 @@ static void print_summary(const vgg_t *v)
 
     UMADV_CHECK(umadv_get_stats(v->ctx, &st));
     printf("summary policy %s budget %s faults %" PRIu64 " fetched_bytes %" PRIu64
-           " evicted_bytes %" PRIu64 " managed_peak %" PRIu64 " resident_peak %" PRIu64 "\n",
+           " evicted_bytes %" PRIu64 " staged_bytes %" PRIu64 " restored_bytes %" PRIu64
+           " managed_peak %" PRIu64 " resident_peak %" PRIu64 "\n",
            policy != NULL ? policy : "default", budget != NULL ? budget : "none", st.gpu_faults,
-           st.fetched_bytes, st.evicted_bytes, st.managed_peak, st.resident_peak);
+           st.fetched_bytes, st.evicted_bytes, st.staged_bytes, st.restored_bytes,
+           st.managed_peak, st.resident_peak);
 }
 
 /* ---- training -------------------------------------------------------- */
@@ -380,9 +383,12 @@ static umadv_stats_t stats_now(const vgg_t *v)
 static void print_iteration(int it, double loss, double ms, const umadv_stats_t *before,
                             const umadv_stats_t *after)
 {
-    printf("iter %d loss %.9f ms %.3f fetched %" PRIu64 " evicted %" PRIu64 " faults %" PRIu64
-           "\n", it, loss, ms, after->fetched_bytes - before->fetched_bytes,
-           after->evicted_bytes - before->evicted_bytes, after->gpu_faults - before->gpu_faults);
+    printf("iter %d loss %.9f ms %.3f fetched %" PRIu64 " evicted %" PRIu64 " staged %" PRIu64
+           " restored %" PRIu64 " faults %" PRIu64 "\n", it, loss, ms,
+           after->fetched_bytes - before->fetched_bytes,
+           after->evicted_bytes - before->evicted_bytes,
+           after->staged_bytes - before->staged_bytes,
+           after->restored_bytes - before->restored_bytes, after->gpu_faults - before->gpu_faults);
 }
 
 /* --trace: the profile is saved once the timing pass (the iteration after

@@ -6,8 +6,9 @@ managed peak), the largest step batch x 32 MiB whole, divided by the
 split; --split auto takes the fewest parts whose largest step takes half
 of UMADV_BUDGET. Iterations up to --profile-iter + 1 take 1000 ms, then
 oracle 100, demand 400, prefetch-all 200, plan 125, but for one 900 ms
-iteration of each (the median ignores it). Plan moves 2 GiB in and 1 GiB
-out per iteration; demand faults 1000 times. The digest depends on the
+iteration of each (the median ignores it). Plan moves 2 GiB in (1.5 GiB
+fetched, 0.5 restored from staging) and 1 GiB out (0.5 evicted, 0.5
+staged) per iteration; demand faults 1000 times. The digest depends on the
 split alone, unless FAKE_DIFFER names the policy. Unsplit, under plan, a
 budget below the largest step is refused as umadv_plan refuses it."""
 import argparse
@@ -49,9 +50,10 @@ def main():
     for it in range(a.iters):
         ms = 1000.0 if it <= a.profile_iter + 1 else MS[policy]
         ms = 900.0 if it == a.iters - 2 and it > a.profile_iter + 1 else ms
-        moved = (2 << 30, 1 << 30) if policy == "plan" else (0, 0)
-        print("iter %d loss %.9f ms %.3f fetched %d evicted %d faults %d" % (
-            it, 7.0 / (it + 1), ms, moved[0], moved[1], 1000 if policy == "demand" else 0))
+        half = (1 << 29) if policy == "plan" else 0
+        print("iter %d loss %.9f ms %.3f fetched %d evicted %d staged %d restored %d faults %d"
+              % (it, 7.0 / (it + 1), ms, 3 * half, half, half, half,
+                 1000 if policy == "demand" else 0))
     differ = os.environ.get("FAKE_DIFFER") == policy
     print("digest 0x%016x" % (split * 16 + differ))
     print("summary policy %s budget %s faults 0 fetched_bytes 0 evicted_bytes 0 managed_peak %d "
