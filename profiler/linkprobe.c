@@ -154,6 +154,31 @@ static void fit_duplex(const umadv_link_sample_t *s, umadv_link_model_t *link)
         link->duplex_evict_bw = es * link->evict_bw;
 }
 
+/* The staged channel both ways at once, as the UVM duplex figures from
+ * the staged figures just fitted; unmeasured (0) without them. */
+static void fit_stage_duplex(const umadv_link_sample_t *s, umadv_link_model_t *link)
+{
+    double out_alone, in_alone, os, is, calls;
+
+    link->stage_duplex_evict_bw = link->stage_duplex_restore_bw = 0;
+    if (s->stage_duplex_out <= 0 || s->stage_duplex_in <= 0 || s->stage_duplex_bytes == 0 ||
+        link->stage_evict_bw <= 0 || link->stage_restore_bw <= 0)
+        return;
+    calls = s->stage_duplex_calls ? s->stage_duplex_calls : 1;
+    out_alone = umadv__link_time(calls * link->stage_evict_latency, link->stage_evict_bw,
+                                 s->stage_duplex_bytes);
+    in_alone = umadv__link_time(calls * link->stage_restore_latency, link->stage_restore_bw,
+                                s->stage_duplex_bytes);
+    duplex_shares(out_alone, in_alone, s->stage_duplex_out, s->stage_duplex_in, &os, &is);
+    link->stage_duplex_evict_bw = link->stage_evict_bw * (os < 1 ? os : 1);
+    link->stage_duplex_restore_bw = link->stage_restore_bw * (is < 1 ? is : 1);
+    if (!bw_believable(link->stage_duplex_evict_bw) ||
+        !bw_believable(link->stage_duplex_restore_bw)) {
+        link->stage_duplex_evict_bw = link->stage_duplex_restore_bw = 0;
+        umadv_debug("link probe: staged duplex timing not believable: not measured");
+    }
+}
+
 umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_model_t *link)
 {
     umadv_status_t status = UMADV_OK;
@@ -184,6 +209,7 @@ umadv_status_t umadv__link_fit(const umadv_link_sample_t *sample, umadv_link_mod
     fit_duplex(sample, link);
     fit_stage(sample, 1, &link->stage_evict_bw, &link->stage_evict_latency);
     fit_stage(sample, 0, &link->stage_restore_bw, &link->stage_restore_latency);
+    fit_stage_duplex(sample, link);
     return status;
 }
 
@@ -464,12 +490,14 @@ static void probe_log(int device, const umadv_link_model_t *link)
 {
     umadv_info("link probe on gpu %d: fetch %.1f GB/s + %.0f us/call, evict %.1f GB/s + "
                "%.0f us/call, demand paging %.2f GB/s; both at once: fetch %.1f GB/s, evict "
-               "%.1f GB/s; staged: out %.1f GB/s + %.0f us/call, back %.1f GB/s + %.0f us/call "
-               "(0: not measured)", device, link->fetch_bw / 1e9, link->fetch_latency * 1e6,
-               link->evict_bw / 1e9, link->evict_latency * 1e6, link->fault_bw / 1e9,
-               link->duplex_fetch_bw / 1e9, link->duplex_evict_bw / 1e9,
-               link->stage_evict_bw / 1e9, link->stage_evict_latency * 1e6,
-               link->stage_restore_bw / 1e9, link->stage_restore_latency * 1e6);
+               "%.1f GB/s; staged: out %.1f GB/s + %.0f us/call, back %.1f GB/s + %.0f us/call, "
+               "both at once: out %.1f GB/s, back %.1f GB/s (0: not measured)", device,
+               link->fetch_bw / 1e9, link->fetch_latency * 1e6, link->evict_bw / 1e9,
+               link->evict_latency * 1e6, link->fault_bw / 1e9, link->duplex_fetch_bw / 1e9,
+               link->duplex_evict_bw / 1e9, link->stage_evict_bw / 1e9,
+               link->stage_evict_latency * 1e6, link->stage_restore_bw / 1e9,
+               link->stage_restore_latency * 1e6, link->stage_duplex_evict_bw / 1e9,
+               link->stage_duplex_restore_bw / 1e9);
 }
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -40,6 +40,12 @@ typedef struct umadv_link_sample {
     uint32_t stage_pieces;
     double   stage_out_big, stage_out_pieces;
     double   stage_in_big, stage_in_pieces;
+    /* a staged eviction and a restore of stage_duplex_bytes each, in
+     * stage_duplex_calls calls each, issued at once from two threads: when
+     * each completed (0: not measured) */
+    uint64_t stage_duplex_bytes;
+    uint32_t stage_duplex_calls;
+    double   stage_duplex_out, stage_duplex_in;
 } umadv_link_sample_t;
 
 /* Fit latency + bytes / bandwidth to @sample into @link: the measured
@@ -48,7 +54,8 @@ typedef struct umadv_link_sample {
  * that ended first shows its share directly, the other's follows from
  * the work it had left, done at its full rate (a share of 1 or more is
  * full overlap: the fitted rate). Without a duplex sample they keep
- * their values. The staged figures are fitted as the migrations are;
+ * their values. The staged figures are fitted as the migrations are,
+ * the staged duplex ones as UVM's;
  * unmeasured or not believable, they are 0 (not measured: debug log),
  * which costs no status. A measured bandwidth
  * outside [100 MB/s, 10 TB/s] is not believed: the field keeps its value

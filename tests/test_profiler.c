@@ -377,12 +377,27 @@ static void test_link_fit_stage(void)
     is_near(link.stage_evict_latency, 30e-6, 1e-6, "staged eviction latency");
     is_near(link.stage_restore_bw, 40e9, 1e-6, "restore bandwidth");
     is_near(link.stage_restore_latency, 60e-6, 1e-6, "restore latency");
+    ok(link.stage_duplex_evict_bw == 0 && link.stage_duplex_restore_bw == 0,
+       "no staged duplex sample: not measured (full overlap)");
+    /* both at once, 32 MiB each way in 8 calls: the stage-out ends first
+     * at 70% of its rate, the restore keeps 75% until then */
+    s.stage_duplex_bytes = 32 * UMADV_MIB;
+    s.stage_duplex_calls = 8;
+    s.stage_duplex_out = (8 * 30e-6 + 32.0 * UMADV_MIB / 45e9) / 0.7;
+    s.stage_duplex_in = s.stage_duplex_out +
+                        (8 * 60e-6 + 32.0 * UMADV_MIB / 40e9 - 0.75 * s.stage_duplex_out);
+    umadv__link_fit(&s, &link);
+    is_near(link.stage_duplex_evict_bw, 0.7 * 45e9, 1e-6, "staged duplex: the stage-out's share");
+    is_near(link.stage_duplex_restore_bw, 0.75 * 40e9, 1e-6,
+            "staged duplex: the restore's, from its work left");
     ok(umadv__link_model_implausible(&link) == NULL, "the trace format takes them");
     s.stage_in_big = 1e-12; /* a broken timer */
     log_take();
     is(umadv__link_fit(&s, &link), UMADV_OK, "an absurd staged timing costs no status");
     ok(link.stage_restore_bw == 0 && link.stage_restore_latency == 0 &&
-       link.stage_evict_bw > 0, "only its figures are not measured");
+       link.stage_evict_bw > 0 && link.stage_duplex_restore_bw == 0 &&
+       link.stage_duplex_evict_bw == 0,
+       "only its figures are not measured, and the duplex ones that need them");
 }
 
 /* ---- the staged channel's probe on the host backend ------------------- */
@@ -404,19 +419,51 @@ static int host_released(void)
     return c.managed_bytes == 0 && c.pinned_bytes == 0 && c.streams == 0;
 }
 
-/* The first staged eviction: a copy into pinned memory, then the discard
- * of the same range; the first restore: discard-and-prefetch to the GPU,
- * then the copy back. */
+/* Whether @ptr is device memory the log shows allocated. */
+static int device_buffer(const umadv_cuda_host_record_t *log, size_t n, const void *ptr)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (log[i].call == UMADV_CUDA_CALL_DEVICE_ALLOC && log[i].ptr == ptr)
+            return 1;
+    }
+    return 0;
+}
+
+/* Copies from @i on, in pairs: the first of each into the bounce buffer
+ * (device memory) the first copy writes, the second out of it; where the
+ * pairs through that buffer end. */
+static size_t bounced_pairs(const umadv_cuda_host_record_t *log, size_t n, size_t i,
+                            const void **bounce_p, int *ok_p)
+{
+    *bounce_p = i < n ? log[i].ptr : NULL;
+    *ok_p &= *bounce_p != NULL && device_buffer(log, n, *bounce_p);
+    while (i + 1 < n && log[i].call == UMADV_CUDA_CALL_MEMCPY && log[i].ptr == *bounce_p) {
+        *ok_p &= log[i + 1].call == UMADV_CUDA_CALL_MEMCPY &&
+                 !device_buffer(log, n, log[i + 1].ptr);
+        i += 2;
+    }
+    return i;
+}
+
+/* The first staged eviction: copies into pinned memory through a bounce
+ * buffer, then the discard of the range; the first restore:
+ * discard-and-prefetch to the GPU, then the copies back through the
+ * other direction's bounce buffer, the first into the range's start. */
 static int executor_order(const umadv_cuda_host_record_t *log, size_t n)
 {
-    size_t i = 0;
+    const void *out_bounce, *in_bounce;
+    size_t i = 0, back;
+    int ok = 1;
 
     while (i < n && log[i].call != UMADV_CUDA_CALL_MEMCPY)
         i++;
-    return i + 3 < n && log[i + 1].call == UMADV_CUDA_CALL_DISCARD &&
-           log[i + 2].call == UMADV_CUDA_CALL_DISCARD_PREFETCH && log[i + 2].location == 0 &&
-           log[i + 3].call == UMADV_CUDA_CALL_MEMCPY && log[i + 3].ptr == log[i + 1].ptr &&
-           log[i + 1].ptr != log[i].ptr;
+    i = bounced_pairs(log, n, i, &out_bounce, &ok);
+    if (i + 2 >= n || log[i].call != UMADV_CUDA_CALL_DISCARD ||
+        log[i + 1].call != UMADV_CUDA_CALL_DISCARD_PREFETCH || log[i + 1].location != 0)
+        return 0;
+    back = i + 2;
+    bounced_pairs(log, n, back, &in_bounce, &ok);
+    return ok && in_bounce != out_bounce && back + 1 < n && log[back + 1].ptr == log[i].ptr;
 }
 
 static void test_stage_probe_host(void)
@@ -435,13 +482,20 @@ static void test_stage_probe_host(void)
     ok(s.stage_big_bytes == 64 * UMADV_MIB && s.stage_pieces == 16 && s.stage_out_big > 0 &&
        s.stage_in_big > 0 && s.stage_out_pieces > 0 && s.stage_in_pieces > 0,
        "stage probe: one 64 MiB call and 16 of 2 MiB, each way");
-    ok(executor_order(log, n), "stage probe: the executor's calls, in its order");
-    /* a warm round and 3 timed ones, 17 calls each way per round */
-    ok(count_calls(log, n, UMADV_CUDA_CALL_DISCARD) == 4 * 17 &&
-       count_calls(log, n, UMADV_CUDA_CALL_DISCARD_PREFETCH) == 4 * 17 &&
-       count_calls(log, n, UMADV_CUDA_CALL_HOST_ALLOC) == 1,
-       "stage probe: 4 rounds of 17 calls each way, one pinned buffer");
-    ok(host_released(), "stage probe: managed, pinned memory and stream released");
+    ok(executor_order(log, n), "stage probe: the executor's calls, in its order, through a "
+       "bounce buffer per direction");
+    /* a warm round and 3 timed ones, each way per round: 17 calls one way
+     * at a time, then 16 of 4 MiB (2 x 8: the half staged before, the half
+     * staged during) */
+    ok(count_calls(log, n, UMADV_CUDA_CALL_DISCARD) == 4 * (17 + 16) &&
+       count_calls(log, n, UMADV_CUDA_CALL_DISCARD_PREFETCH) == 4 * (17 + 16) &&
+       count_calls(log, n, UMADV_CUDA_CALL_HOST_ALLOC) == 1 &&
+       count_calls(log, n, UMADV_CUDA_CALL_DEVICE_ALLOC) == 2,
+       "stage probe: 4 rounds of 33 calls each way, one pinned buffer, two bounce buffers");
+    ok(s.stage_duplex_bytes == 32 * UMADV_MIB && s.stage_duplex_calls == 8 &&
+       s.stage_duplex_out > 0 && s.stage_duplex_in > 0,
+       "stage probe: half the buffer each way at once, in 8 calls each");
+    ok(host_released(), "stage probe: managed, pinned, device memory and streams released");
     umadv__link_model_default(&link);
     umadv__link_fit(&s, &link);
     ok(umadv__link_stage_evict_known(&link) && umadv__link_stage_restore_known(&link) &&
@@ -541,7 +595,7 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(71 + 9 + 6 + 5 + 4);
+    plan(71 + 9 + 6 + 5 + 4 + 4);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();

@@ -495,12 +495,15 @@ static void test_batch(void)
             "batch: the large copy goes in a call of its own, the small ones together");
 }
 
-/* UVM fetches and evictions sharing the migration path (trace.h, duplex
- * figures): the same plan moves the same bytes, and no iteration is
- * faster than with full overlap; where both lanes run, slower. The
- * budget-bound plan of the alternating trace chains the two (nothing to
- * overlap), so it does not change. */
-static void test_duplex(void)
+static void set_stage_figures(umadv_link_model_t *l);
+
+/* The two lanes sharing a channel (trace.h, duplex figures): UVM's
+ * migration path, or with @staged every allocation stageable and the
+ * staged channel's figures set, its copies. The same plan moves the same
+ * bytes, and no iteration is faster than with full overlap; where both
+ * lanes run, slower. The budget-bound plan of the alternating trace chains
+ * the two (nothing to overlap), so it does not change. */
+static void duplex_case(int staged, const char *what)
 {
     int slower = 0, faster = 0, volumes = 0, runs = 0;
 
@@ -514,30 +517,50 @@ static void test_duplex(void)
         uint64_t total = 0;
 
         tp_random_trace(seed, &tp, &t);
-        for (uint32_t a = 0; a < t.nallocs; a++)
+        for (uint32_t a = 0; a < t.nallocs; a++) {
             total += t.allocs[a].size;
+            t.allocs[a].stageable = (uint8_t)staged;
+        }
+        if (staged)
+            set_stage_figures(&t.link);
         umadv__plan_params_default(&t, total / 2, &pp);
         if (umadv__plan_build(&t, &pp, &sc) != UMADV_OK) {
             umadv__trace_cleanup(&t);
             continue;
         }
         simulate(&t, UMADV_POLICY_PLAN, total / 2, &sc, NULL, &full);
-        t.link.duplex_fetch_bw = t.link.fetch_bw * 0.2;
-        t.link.duplex_evict_bw = t.link.evict_bw * 0.5;
-        if (simulate(&t, UMADV_POLICY_PLAN, total / 2, &sc, NULL, &shared) == UMADV_OK) {
+        if (staged) {
+            t.link.stage_duplex_evict_bw = t.link.stage_evict_bw * 0.6;
+            t.link.stage_duplex_restore_bw = t.link.stage_restore_bw * 0.5;
+        } else {
+            t.link.duplex_fetch_bw = t.link.fetch_bw * 0.2;
+            t.link.duplex_evict_bw = t.link.evict_bw * 0.5;
+        }
+        /* with @staged, the plans that stage nothing are not this case's */
+        if (simulate(&t, UMADV_POLICY_PLAN, total / 2, &sc, NULL, &shared) == UMADV_OK &&
+            (!staged || full.staged_bytes > 0)) {
             runs++;
             slower += shared.iteration_s > full.iteration_s * (1 + 1e-9);
             faster += shared.iteration_s < full.iteration_s * (1 - 1e-9);
             volumes += shared.fetched_bytes != full.fetched_bytes ||
-                       shared.evicted_bytes != full.evicted_bytes;
+                       shared.evicted_bytes != full.evicted_bytes ||
+                       shared.staged_bytes != full.staged_bytes ||
+                       shared.restored_bytes != full.restored_bytes;
         }
         umadv__schedule_cleanup(&sc);
         umadv__trace_cleanup(&t);
     }
-    ok(runs >= 25, "duplex: %d plans simulated both ways", runs);
-    is(faster, 0, "duplex: sharing the migration path never makes an iteration faster");
-    ok(slower > runs / 4, "duplex: it makes %d of them slower", slower);
-    is(volumes, 0, "duplex: the same bytes move");
+    ok(runs >= 25, "%s: %d plans simulated both ways%s", what, runs,
+       staged ? ", each staging" : "");
+    is(faster, 0, "%s: sharing the channel never makes an iteration faster", what);
+    ok(slower > runs / 4, "%s: it makes %d of them slower", what, slower);
+    is(volumes, 0, "%s: the same bytes move (and staged, through the staged channel)", what);
+}
+
+static void test_duplex(void)
+{
+    duplex_case(0, "duplex");
+    duplex_case(1, "staged duplex");
 }
 
 /* The staged channel's figures (trace.h), out and back. */
@@ -680,7 +703,7 @@ static void test_stage_plans(void)
 
 int main(void)
 {
-    plan(35 + 4 + 6 + 4 + 8 + 4);
+    plan(35 + 4 + 6 + 4 + 8 + 4 + 4);
     test_cost_model();
     test_no_pressure();
     test_oracle();

@@ -229,6 +229,7 @@ static void test_tolerated_link(const lines_t *base)
         ok(t.link.duplex_fetch_bw == 0 && t.link.duplex_evict_bw == 0 &&
            t.link.stage_evict_bw == 0 && t.link.stage_evict_latency == 0 &&
            t.link.stage_restore_bw == 0 && t.link.stage_restore_latency == 0 &&
+           t.link.stage_duplex_evict_bw == 0 && t.link.stage_duplex_restore_bw == 0 &&
            t.link.fetch_bw == 5e10, "they are not measured (0)");
         umadv__trace_cleanup(&t);
     }
@@ -388,6 +389,8 @@ static void test_errors_range(const lines_t *base)
         /* present, an optional figure follows the same rule: 0 is written
          * as absence, never as "=0" */
         {"link ", "stage_evict_bw", "0", "link: stage_evict_bw: \"0\" is out of range"},
+        {"link ", "stage_duplex_restore_bw", "1e15",
+         "link: stage_duplex_restore_bw: \"1e15\" is out of range"},
         {"link ", "stage_restore_latency", "10.5", "link: stage_restore_latency: \"10.5\" is "
                                                    "out of range (0 to 10 seconds)"},
         {"alloc id=1 ", "stageable", "2", "alloc: stageable: \"2\" is out of range (at most "
@@ -623,7 +626,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(42 + 11 + 2 + 2 + 4);
+    plan(43 + 11 + 2 + 2 + 4);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;

@@ -105,6 +105,8 @@ static int sample_build(umadv_trace_t *t)
     t->link.stage_evict_latency = 3.3e-5;
     t->link.stage_restore_bw = UMADV_LINK_BW_MAX;
     t->link.stage_restore_latency = UMADV_LINK_LATENCY_MAX;
+    t->link.stage_duplex_evict_bw = 31e9 / 3.0;
+    t->link.stage_duplex_restore_bw = UMADV_LINK_BW_MIN;
     if (sample_add_allocs(t) != 0 || sample_add_steps(t) != 0)
         return -1;
     return umadv__trace_finalize(t, NULL, 0) == 0 ? 0 : -1;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "cuda_ops/cudart_util.h"
 
 #ifdef UMADV_TEST_HOOKS
@@ -73,4 +74,22 @@ const char *umadv__cuda_advice_name(umadv_cuda_advice_t advice)
     if (advice < UMADV_CUDA_ADVISE_SET_READ_MOSTLY || advice > UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY)
         return "?";
     return names[advice];
+}
+
+umadv_status_t umadv__cuda_copy_bounced(const umadv_cuda_ops_t *ops, void *dst, const void *src,
+                                        uint64_t len, void *bounce, uint64_t bounce_bytes,
+                                        umadv_stream_t stream)
+{
+    umadv_status_t status = UMADV_OK;
+
+    if (bounce == NULL)
+        return ops->memcpy_async(dst, src, len, stream);
+    for (uint64_t o = 0; o < len && status == UMADV_OK; o += bounce_bytes) {
+        size_t n = (size_t)UMADV_MIN(bounce_bytes, len - o);
+
+        status = ops->memcpy_async(bounce, (const char *)src + o, n, stream);
+        if (status == UMADV_OK)
+            status = ops->memcpy_async((char *)dst + o, bounce, n, stream);
+    }
+    return status;
 }

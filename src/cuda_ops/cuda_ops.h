@@ -137,6 +137,20 @@ const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
  * libumadv_core_test): anything else that calls it does not link. */
 void umadv__cuda_ops_install(const umadv_cuda_ops_t *ops);
 
+/* A bounce buffer of the staged channel: each of the executor's lanes has
+ * one, and the link probe times the channel through two. */
+#define UMADV_BOUNCE_BYTES (UINT64_C(32) << 20)
+
+/* The staged channel's copy (exec/stage.c, THE CALLS): @len bytes from
+ * @src to @dst on @stream through @bounce, device memory of
+ * @bounce_bytes, a device-to-device copy and a copy over the link per
+ * piece, in stream order: managed memory to pinned host memory and back
+ * runs one way at a time on an H100, through device memory both ways at
+ * once. @bounce NULL: one direct copy. */
+umadv_status_t umadv__cuda_copy_bounced(const umadv_cuda_ops_t *ops, void *dst, const void *src,
+                                        uint64_t len, void *bounce, uint64_t bounce_bytes,
+                                        umadv_stream_t stream);
+
 /* Releasing many handles in a row (events, arenas): the first failure is
  * logged as usual, the others at debug level only, and the end counts
  * them in one warning. A device with a sticky error fails every release,

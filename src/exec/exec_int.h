@@ -19,7 +19,6 @@
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
 #define EXEC_KEY_NONE         UMADV_CORE_KEY_NONE
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
-#define EXEC_BOUNCE_BYTES     (32 * UMADV_MIB) /* stage.c: a lane's bounce buffer */
 #define EXEC_PIN_ASIDE_BYTES  (256 * UMADV_MIB) /* stage.c: a larger chunk pins on a thread
                                                  * of its own */
 

@@ -26,7 +26,7 @@
  * (logged once).
  *
  * THE CALLS. Each lane copies through a bounce buffer of device memory
- * of its own (EXEC_BOUNCE_BYTES, cudaMalloc at its first staged call,
+ * of its own (UMADV_BOUNCE_BYTES, cudaMalloc at its first staged call,
  * outside the budget): a copy between managed memory and pinned host
  * memory goes one way at a time on an H100 (52.8 GB/s both ways together,
  * 26 each, against 91.5 through device memory: bench/RESULTS.md), so
@@ -440,22 +440,16 @@ static uint32_t slot_run(const umadv_exec_t *e, const exec_piece_t *p, uint32_t 
 }
 
 /* @len bytes from @src to @dst on @lane's stream, through its bounce
- * buffer where it has one (THE CALLS): a device-to-device copy and a
- * copy over the link, chunk by chunk, in stream order. */
+ * buffer where it has one (THE CALLS), marked as the executor's own. */
 static umadv_status_t lane_copy(umadv_exec_t *e, exec_lane_t *lane, char *dst, const char *src,
                                 uint64_t len)
 {
-    umadv_status_t status = UMADV_OK;
+    umadv_status_t status;
 
-    if (lane->bounce == NULL)
-        return own_copy(e, dst, src, len, lane->stream);
-    for (uint64_t o = 0; o < len && status == UMADV_OK; o += EXEC_BOUNCE_BYTES) {
-        size_t n = (size_t)UMADV_MIN((uint64_t)EXEC_BOUNCE_BYTES, len - o);
-
-        status = own_copy(e, lane->bounce, src + o, n, lane->stream);
-        if (status == UMADV_OK)
-            status = own_copy(e, dst + o, lane->bounce, n, lane->stream);
-    }
+    own_copies++;
+    status = umadv__cuda_copy_bounced(e->p.ops, dst, src, len, lane->bounce,
+                                      UMADV_BOUNCE_BYTES, lane->stream);
+    own_copies--;
     return status;
 }
 
@@ -469,14 +463,14 @@ static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
     if (lane->bounce != NULL || lane->bounce_failed || e->p.ops->device_alloc == NULL)
         return;
     pthread_mutex_unlock(&e->lock);
-    if (e->p.ops->device_alloc(EXEC_BOUNCE_BYTES, &bounce) != UMADV_OK)
+    if (e->p.ops->device_alloc(UMADV_BOUNCE_BYTES, &bounce) != UMADV_OK)
         bounce = NULL;
     pthread_mutex_lock(&e->lock);
     lane->bounce = bounce;
     lane->bounce_failed = bounce == NULL;
     if (bounce == NULL)
         umadv_warn("executor: no %d MiB device buffer for the %s lane's staged copies: they "
-                   "go direct, one way at a time", (int)(EXEC_BOUNCE_BYTES / UMADV_MIB),
+                   "go direct, one way at a time", (int)(UMADV_BOUNCE_BYTES / UMADV_MIB),
                    lane == &e->fetch ? "fetch" : "eviction");
 }
 

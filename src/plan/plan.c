@@ -600,6 +600,7 @@ static void uvm_pricing(const umadv_plan_params_t *params, umadv_plan_params_t *
     *p = *params;
     p->link.stage_evict_bw = p->link.stage_evict_latency = 0;
     p->link.stage_restore_bw = p->link.stage_restore_latency = 0;
+    p->link.stage_duplex_evict_bw = p->link.stage_duplex_restore_bw = 0;
 }
 
 typedef struct refine {

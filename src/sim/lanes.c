@@ -30,6 +30,21 @@ static int counting(const sim_engine_t *e, double now)
 
 /* ------------------------------------------------------------ sharing */
 
+/* A staged copy's bandwidth when the link model has no staged figure,
+ * or the params override it (sim.h). */
+static double stage_bw(const sim_engine_t *e)
+{
+    return e->params->stage_bw > 0 ? e->params->stage_bw : SIM_STAGE_BW_DEFAULT;
+}
+
+/* The link model's staged figures count unless the params override them
+ * (sim.h, stage_bw: tests pin the rate). */
+static int stage_measured(const sim_engine_t *e, int evict)
+{
+    return e->params->stage_bw <= 0 && (evict ? umadv__link_stage_evict_known(&e->link)
+                                              : umadv__link_stage_restore_known(&e->link));
+}
+
 /* The share of its own rate a lane keeps while the other lane runs too
  * (trace.h: duplex figures); 1 when the model says they overlap fully. */
 static double duplex_share(double duplex_bw, double bw)
@@ -52,11 +67,19 @@ static double rescale_end(double end, double now, double from, double to)
  * completion. */
 static void lanes_share(sim_engine_t *e, double now)
 {
-    /* the duplex figures are UVM's: staged copies do not share its path */
-    int duplex = e->f_running && e->eq_len > 0 && !e->f_cur.d.staged &&
-                 !e->eq[e->eq_head].d.staged;
-    double fr = duplex ? duplex_share(e->link.duplex_fetch_bw, e->link.fetch_bw) : 1;
-    double er = duplex ? duplex_share(e->link.duplex_evict_bw, e->link.evict_bw) : 1;
+    /* a migration and a staged copy do not share a path: each channel
+     * has its own duplex figures, for both lanes in it at once */
+    int both = e->f_running && e->eq_len > 0, fs = both && e->f_cur.d.staged,
+        es = both && e->eq[e->eq_head].d.staged;
+    double fr = 1, er = 1;
+
+    if (both && !fs && !es) {
+        fr = duplex_share(e->link.duplex_fetch_bw, e->link.fetch_bw);
+        er = duplex_share(e->link.duplex_evict_bw, e->link.evict_bw);
+    } else if (fs && es && stage_measured(e, 1) && stage_measured(e, 0)) {
+        fr = duplex_share(e->link.stage_duplex_restore_bw, e->link.stage_restore_bw);
+        er = duplex_share(e->link.stage_duplex_evict_bw, e->link.stage_evict_bw);
+    }
 
     if (e->f_running && e->f_rate != fr)
         e->f_end = rescale_end(e->f_end, now, e->f_rate, fr);
@@ -125,21 +148,6 @@ static void fetch_unpend(sim_engine_t *e, const sim_lane_op_t *op)
         if (e->pending[x] == op->id)
             e->pending[x] = 0;
     }
-}
-
-/* A staged copy's bandwidth when the link model has no staged figure,
- * or the params override it (sim.h). */
-static double stage_bw(const sim_engine_t *e)
-{
-    return e->params->stage_bw > 0 ? e->params->stage_bw : SIM_STAGE_BW_DEFAULT;
-}
-
-/* The link model's staged figures count unless the params override them
- * (sim.h, stage_bw: tests pin the rate). */
-static int stage_measured(const sim_engine_t *e, int evict)
-{
-    return e->params->stage_bw <= 0 && (evict ? umadv__link_stage_evict_known(&e->link)
-                                              : umadv__link_stage_restore_known(&e->link));
 }
 
 /* A staged eviction of @bytes (copies out, then a discard that copies

@@ -41,7 +41,10 @@
  *   stage_restore_latency + bytes / stage_restore_bw (a call that only
  *   restores makes no migration call); without those figures, bytes /
  *   52.6 GB/s with the UVM call's latency (params->stage_bw overrides
- *   both). Staged copies do not share UVM's path (the duplex figures).
+ *   both). Staged copies do not share UVM's path: a staged eviction and
+ *   a restore running at once keep the staged duplex figures' shares of
+ *   their rates, two migrations UVM's, a migration beside a staged copy
+ *   its full rate.
  * - Fresh memory a step's fetches find never touched is populated by the
  *   step (umadv__core_step_serves): one call per run of sections, each
  *   the probe's restore latency (a repopulating call), else the fetch's.

@@ -74,6 +74,8 @@ void umadv__link_model_default(umadv_link_model_t *link)
     link->stage_evict_latency   = 0;
     link->stage_restore_bw      = 0;
     link->stage_restore_latency = 0;
+    link->stage_duplex_evict_bw   = 0;
+    link->stage_duplex_restore_bw = 0;
 }
 
 #define LINK_FIGURE(_key, _is_bw, _optional) \
@@ -87,6 +89,7 @@ static const umadv_link_figure_t link_figures[] = {
     LINK_FIGURE(duplex_fetch_bw, 1, 1), LINK_FIGURE(duplex_evict_bw, 1, 1),
     LINK_FIGURE(stage_evict_bw, 1, 1), LINK_FIGURE(stage_evict_latency, 0, 1),
     LINK_FIGURE(stage_restore_bw, 1, 1), LINK_FIGURE(stage_restore_latency, 0, 1),
+    LINK_FIGURE(stage_duplex_evict_bw, 1, 1), LINK_FIGURE(stage_duplex_restore_bw, 1, 1),
 };
 
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p)

@@ -60,6 +60,13 @@ typedef struct umadv_link_model {
     double stage_evict_latency;
     double stage_restore_bw;
     double stage_restore_latency;
+    /* The staged channel both ways at once (the probe stages out and
+     * restores at the same time, each through a bounce buffer of its own,
+     * as the executor's two lanes do): the rates each direction keeps
+     * then, as the duplex figures above are UVM's. 0: not measured, taken
+     * as full overlap (optional, written only when measured). */
+    double stage_duplex_evict_bw;
+    double stage_duplex_restore_bw;
 } umadv_link_model_t;
 
 /* The GPU the trace was recorded on (or modelled for). */

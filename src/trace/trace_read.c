@@ -1071,7 +1071,9 @@ static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
                                         "evict_latency", "fault_bw", "fault_latency",
                                         "remote_bw", "duplex_fetch_bw", "duplex_evict_bw",
                                         "stage_evict_bw", "stage_evict_latency",
-                                        "stage_restore_bw", "stage_restore_latency", NULL};
+                                        "stage_restore_bw", "stage_restore_latency",
+                                        "stage_duplex_evict_bw", "stage_duplex_restore_bw",
+                                        NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
                                          "free_step", "stageable", "tag", "site", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};

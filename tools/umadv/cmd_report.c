@@ -119,6 +119,9 @@ static void print_device(const umadv_trace_t *trace)
     if (umadv__link_stage_restore_known(link))
         printf("              staged restore %.1f GB/s + %.0f us/call\n",
                link->stage_restore_bw / 1e9, link->stage_restore_latency * 1e6);
+    if (link->stage_duplex_evict_bw != 0 || link->stage_duplex_restore_bw != 0)
+        printf("              staged both ways at once: out %.1f GB/s, back %.1f GB/s\n",
+               link->stage_duplex_evict_bw / 1e9, link->stage_duplex_restore_bw / 1e9);
 }
 
 /* Only for a trace that marks any (umadv-trace(5), stageable). */
