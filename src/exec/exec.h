@@ -86,9 +86,9 @@ typedef struct umadv_exec_params {
                                              * (UMADV_STAGE; schedule/core.h, STAGING) */
     umadv_stage_cache_t    *stage_cache;    /* the staging pool between replays;
                                              * NULL: each executor pins its own */
-    uint64_t                pin_aside_bytes;/* a pool chunk larger is pinned on a
-                                             * thread of its own (stage.c, THE POOL);
-                                             * 0 = EXEC_PIN_ASIDE_BYTES */
+    uint64_t                pin_aside_bytes;/* a chunk larger that a pool with slots
+                                             * grows by is pinned on a thread of its
+                                             * own (stage.c, THE POOL); 0 = 256 MiB */
     struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
                                              * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions

@@ -9,10 +9,10 @@
  * An executor that needs more slots than the chunks it takes hold pins
  * one chunk more, of what they lack only; at most UMADV_STAGE_CHUNKS
  * chunks, past that the pool is pinned anew, whole. Pinning runs at 4-5
- * GB/s (cuda_ops.h, host_alloc): a chunk of more than
- * params.pin_aside_bytes is pinned on a thread of its own, and joins the
- * pool when done; until then an eviction that finds no free slot
- * migrates, as one does whenever the pool is full. The lane and the
+ * GB/s (cuda_ops.h, host_alloc): a pool that grows by a chunk of more
+ * than params.pin_aside_bytes pins it on a thread of its own, and it
+ * joins the pool when done; until then an eviction that finds no free
+ * slot migrates, as one does whenever the pool is full (pool_make). The lane and the
  * pinner run on the cores nearest the GPU (params.numa), so the pages
  * land on the GPU's NUMA node (first touch; no explicit binding). The
  * pool has the core's stage_slots slots of one section each
@@ -259,10 +259,14 @@ static void *pool_pinner_main(void *arg)
  * from the cache's chunks (the previous replays'), and one chunk more
  * pinned for what they lack; with no room for another chunk, the cache
  * is freed and the whole pool pinned anew. Populating and registering
- * gigabytes runs at 4-5 GB/s (cuda_ops.h, host_alloc): a chunk past
- * EXEC_PIN_ASIDE_BYTES is pinned on a thread of its own, and until it
- * joins, the evictions that find no free slot migrate (VGG-16's first
- * replayed iteration waited 2.4 s for 10 GiB on the lane, H100). */
+ * gigabytes runs at 4-5 GB/s (cuda_ops.h, host_alloc): when the pool
+ * already has slots, a chunk past params.pin_aside_bytes is pinned on a
+ * thread of its own, and until it joins, the evictions that find no free
+ * slot migrate (a ResNet-50 whose budget fell). A first pool is pinned on
+ * the lane, its evictions waiting: with none staged, they would all
+ * migrate, and UVM's evictions slow the kernels beside them (VGG-16's
+ * timing pass measured 842-866 ms of compute so, for 336: the plan is
+ * made from those times; H100). */
 static int pool_make(umadv_exec_t *e)
 {
     umadv_stage_cache_t *cache = e->p.stage_cache, none = {0};
@@ -288,7 +292,8 @@ static int pool_make(umadv_exec_t *e)
     if (st->nslots == st->want)
         return 1;
     st->pin_bytes = (uint64_t)(st->want - st->nslots) * st->slot_size;
-    if (st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES)) {
+    if (st->nslots > 0 &&
+        st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES)) {
         st->pinning = 1;
         st->pinner_started = pthread_create(&st->pinner, NULL, pool_pinner_main, e) == 0;
         st->pinning = st->pinner_started;
