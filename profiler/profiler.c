@@ -43,6 +43,10 @@ struct umadv_profiler {
     size_t                   launches_cap, kernels_cap, faults_cap;
     umadv_prof_names_t       names;         /* of rec.activity's kernel names */
     uint64_t                 replay_faults; /* fault groups outside recordings */
+    /* the first fault records outside recordings since the last take
+     * (umadv__prof_take_fault_records: where the replay's faults land) */
+    umadv_prof_fault_t       replay_kept[UMADV_PROF_FAULTS_KEPT];
+    size_t                   nreplay_kept;
 };
 
 /* The one profiler of the process: CUPTI's buffer callbacks take no
@@ -516,6 +520,8 @@ static void fault_push(umadv_profiler_t *prof, const umadv_prof_fault_t *fault)
 
     if (!prof->recording || prof->mode != UMADV_PROF_RECORD_FULL) {
         prof->replay_faults += fault->groups;
+        if (prof->nreplay_kept < UMADV_PROF_FAULTS_KEPT)
+            prof->replay_kept[prof->nreplay_kept++] = *fault;
         return;
     }
     if (umadv__array_reserve((void **)&rec->faults, &prof->faults_cap, rec->nfaults + 1,
@@ -970,6 +976,19 @@ uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
     prof->replay_faults = 0;
     pthread_mutex_unlock(&prof->lock);
     return faults;
+}
+
+size_t umadv__prof_take_fault_records(umadv_profiler_t *prof, umadv_prof_fault_t *out,
+                                      size_t max)
+{
+    size_t n;
+
+    pthread_mutex_lock(&prof->lock);
+    n = UMADV_MIN(max, prof->nreplay_kept);
+    memcpy(out, prof->replay_kept, n * sizeof(*out));
+    prof->nreplay_kept = 0;
+    pthread_mutex_unlock(&prof->lock);
+    return n;
 }
 
 int umadv__prof_has_um_counters(const umadv_profiler_t *prof)

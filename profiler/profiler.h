@@ -165,6 +165,13 @@ void umadv__prof_count_faults(umadv_profiler_t *prof, int on);
  * caused (records of work still running may arrive with a later call). */
 uint64_t umadv__prof_take_faults(umadv_profiler_t *prof);
 
+/* The first UMADV_PROF_FAULTS_KEPT fault records behind those groups
+ * (after umadv__prof_take_faults, which flushes CUPTI's buffers), at most
+ * @max into @out; the kept records are forgotten. */
+#define UMADV_PROF_FAULTS_KEPT 256
+size_t umadv__prof_take_fault_records(umadv_profiler_t *prof, umadv_prof_fault_t *out,
+                                      size_t max);
+
 /* Whether fault records are available. */
 int umadv__prof_has_um_counters(const umadv_profiler_t *prof);
 

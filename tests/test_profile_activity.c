@@ -199,6 +199,47 @@ static void test_profiler_bound(void)
     umadv__prof_close(prof);
 }
 
+/* Outside recordings the fault groups are counted and the first records
+ * kept, with their addresses, for the replay's report; each take forgets. */
+static void test_replay_fault_records(void)
+{
+    umadv_prof_fault_t rec[UMADV_PROF_FAULTS_KEPT + 8];
+    umadv_profiler_t *prof = NULL;
+    uint64_t groups = 0, sent;
+    size_t n;
+
+    mock_reset();
+    if (!ok(umadv__prof_open(0, launch_step, NULL, &prof) == UMADV_OK && prof != NULL,
+            "replay faults: a profiler over the mocked CUPTI")) {
+        skip("no profiler", "replay faults: records");
+        skip("no profiler", "replay faults: bound");
+        return;
+    }
+    umadv__prof_count_faults(prof, 1);
+    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, (void *)0x40000, 100, 10,
+             2, 0);
+    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, (void *)0x80000, 200, 10,
+             5, 0);
+    groups = umadv__prof_take_faults(prof);
+    n = umadv__prof_take_fault_records(prof, rec, UMADV_ARRAY_SIZE(rec));
+    ok(groups == 7 && n == 2 && rec[0].address == 0x40000 && rec[0].groups == 2 &&
+           rec[1].address == 0x80000 && rec[1].groups == 5 &&
+           umadv__prof_take_fault_records(prof, rec, UMADV_ARRAY_SIZE(rec)) == 0,
+       "replay faults: 7 groups, the 2 records with their addresses, forgotten once taken");
+    groups = 0;
+    for (sent = 0; sent < UMADV_PROF_FAULTS_KEPT + 8;) {
+        for (int i = 0; i < 8; i++, sent++)
+            queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+                     (void *)(uintptr_t)(0x100000 + sent * 4096), 300 + sent, 1, 1, 0);
+        groups += umadv__prof_take_faults(prof);
+    }
+    n = umadv__prof_take_fault_records(prof, rec, UMADV_ARRAY_SIZE(rec));
+    ok(groups == sent && n == UMADV_PROF_FAULTS_KEPT && rec[n - 1].address ==
+           0x100000 + (UMADV_PROF_FAULTS_KEPT - 1) * 4096,
+       "replay faults: every group counted, the first %d records kept", UMADV_PROF_FAULTS_KEPT);
+    umadv__prof_close(prof);
+}
+
 /* ---- attribution ---- */
 
 static umadv_status_t two_step_trace(umadv_trace_t *t)
@@ -395,11 +436,12 @@ static void test_refusals(void)
 
 int main(void)
 {
-    plan(5 + 6 + 1 + 2 + 4 + 11);
+    plan(5 + 6 + 1 + 3 + 2 + 4 + 11);
     umadv__cupti_ops_install(&mock_ops);
     test_fault_costs();
     test_profiler_keeps();
     test_profiler_bound();
+    test_replay_fault_records();
     test_attrib();
     test_round_trip();
     test_refusals();

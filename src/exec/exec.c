@@ -341,6 +341,24 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     return UMADV_OK;
 }
 
+int umadv__exec_locate(umadv_exec_t *e, uintptr_t addr, uint32_t *alloc_p, uint32_t *section_p)
+{
+    const umadv_tree_node_t *n;
+    int found = 0;
+
+    pthread_mutex_lock(&e->lock);
+    n = umadv__tree_floor(&e->bound, addr, UINT64_MAX);
+    if (n != NULL) {
+        const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
+
+        found = addr >= b->base && addr - b->base < b->size;
+        *alloc_p = (uint32_t)n->key_lo;
+        *section_p = (uint32_t)((addr - b->base) / e->trace->section_size);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return found;
+}
+
 static int schedule_advises(const umadv_schedule_t *s)
 {
     return s->advise_ops > 0 || s->nsetup > 0;

@@ -233,6 +233,11 @@ void umadv__exec_step_end(umadv_exec_t *exec, umadv_stream_t stream);
  * feeds this); any thread. */
 void umadv__exec_note_faults(umadv_exec_t *exec, uint64_t n);
 
+/* The trace allocation a bound block at @addr plays, and the section of
+ * it @addr lies in: 0 when no bound block holds @addr. Any thread. */
+int umadv__exec_locate(umadv_exec_t *exec, uintptr_t addr, uint32_t *alloc_p,
+                       uint32_t *section_p);
+
 /* Faults counted in the iteration under way so far. */
 uint64_t umadv__exec_iteration_faults(umadv_exec_t *e);
 
