@@ -578,13 +578,13 @@ static void set_stage_figures(umadv_link_model_t *l)
  * off the GPU at once (core.h, STAGING: two sections), so an eviction
  * decided while two are staged migrates: the chain is 3 compute times
  * plus each move at its channel's cost. */
-static void build_round_robin(umadv_trace_t *t)
+static void build_round_robin_of(umadv_trace_t *t, uint64_t size)
 {
     uint32_t id;
 
     umadv__trace_init(t, SEC);
     for (uint32_t a = 0; a < 3; a++) {
-        umadv__trace_add_alloc(t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, &id);
+        umadv__trace_add_alloc(t, 0, size, UMADV_ALLOC_ACTIVATION, NULL, &id);
         t->allocs[id].stageable = 1;
     }
     for (uint32_t a = 0; a < 3; a++) {
@@ -592,6 +592,11 @@ static void build_round_robin(umadv_trace_t *t)
         umadv__trace_add_access_sections(t, a, 0, 1, UMADV_ACCESS_RW, 0);
     }
     umadv__trace_finalize(t, NULL, 0);
+}
+
+static void build_round_robin(umadv_trace_t *t)
+{
+    build_round_robin_of(t, SEC);
 }
 
 /* The chain's time from what moved: @out and @back per staged section,
@@ -642,6 +647,31 @@ static void test_stage_figures(void)
     t.link.stage_restore_latency = NAN;
     is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_ERR_INVALID_PARAM,
        "stage: a staged figure that is not finite is refused");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
+/* Blocks smaller than a section share their pages (trace.h): marked
+ * stageable, they are neither staged nor released; their evictions
+ * migrate. */
+static void test_stage_small_blocks(void)
+{
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+
+    build_round_robin_of(&t, SEC / 2);
+    set_stage_figures(&t.link);
+    umadv__plan_params_default(&t, SEC / 2, &pp);
+    ok(umadv__trace_stageable_bytes(&t) == 0 && pp.stage == 0 &&
+           !umadv__trace_alloc_stageable(&t, 0) && !umadv__trace_alloc_owns_pages(&t, 0),
+       "small blocks: marked stageable, none may be staged (they share pages)");
+    umadv__plan_build(&t, &pp, &s);
+    ok(simulate(&t, UMADV_POLICY_PLAN, SEC / 2, &s, NULL, &r) == UMADV_OK &&
+           r.staged_bytes == 0 && r.evicted_bytes > 0,
+       "small blocks: their evictions migrate (%llu bytes, none staged)",
+       (unsigned long long)r.evicted_bytes);
     umadv__schedule_cleanup(&s);
     umadv__trace_cleanup(&t);
 }
@@ -703,7 +733,7 @@ static void test_stage_plans(void)
 
 int main(void)
 {
-    plan(35 + 4 + 6 + 4 + 8 + 4 + 4);
+    plan(35 + 4 + 6 + 4 + 8 + 4 + 4 + 2);
     test_cost_model();
     test_no_pressure();
     test_oracle();
@@ -714,6 +744,7 @@ int main(void)
     test_batch();
     test_duplex();
     test_stage_figures();
+    test_stage_small_blocks();
     test_stage_plans();
     return exit_status();
 }

@@ -238,9 +238,12 @@ void umadv__core_unbind(umadv_core_t *c, uint32_t alloc)
     }
 }
 
+/* A block that shares its pages (trace.h) is never staged: a discard of
+ * its range could take its neighbours' bytes; its evictions migrate,
+ * data and pages together. */
 void umadv__core_set_stageable(umadv_core_t *c, uint32_t alloc, int on)
 {
-    c->stageable[alloc] = on != 0;
+    c->stageable[alloc] = on != 0 && umadv__trace_alloc_owns_pages(c->p.trace, alloc);
 }
 
 void umadv__core_stage_pause(umadv_core_t *c, int paused)

@@ -79,7 +79,10 @@
  *    APPLICATION'S COPIES);
  *  - a section the plan advises (host placement, accessed-by, read-mostly)
  *    is never staged: a kernel may read it where the advice leaves it,
- *    and a discarded range holds nothing there.
+ *    and a discarded range holds nothing there;
+ *  - nor is a block smaller than a section (umadv__core_set_stageable):
+ *    the pool packs such blocks, and a discard of one's range could take
+ *    its neighbours' bytes on the pages they share.
  * What ends a replay restores every staged section first (the driver's:
  * exec/stage.c).
  *
@@ -242,7 +245,9 @@ void umadv__core_schedule_changed(umadv_core_t *core);
 void umadv__core_bind(umadv_core_t *core, uint32_t alloc);
 void umadv__core_unbind(umadv_core_t *core, uint32_t alloc);
 
-/* Whether @alloc's data may be staged (STAGING); bind clears it. */
+/* Whether @alloc's data may be staged or released (STAGING, DEAD DATA):
+ * never a block smaller than a section, which shares its pages; bind
+ * clears it. */
 void umadv__core_set_stageable(umadv_core_t *core, uint32_t alloc, int on);
 
 /* No staged evictions are decided while @paused: the driver does not

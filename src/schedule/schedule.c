@@ -135,7 +135,7 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
         const uint32_t *group = g.index + g.start[a];
         size_t n = g.start[a + 1] - g.start[a];
 
-        if (!trace->allocs[a].stageable)
+        if (!umadv__trace_alloc_stageable(trace, a))
             continue;
         for (size_t at = 0; at < n; at++) {
             umadv_op_t *e = &sch->ops[group[at]];

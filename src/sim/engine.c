@@ -367,7 +367,7 @@ static int alloc_stageable(const sim_engine_t *e, uint32_t alloc)
 {
     if (e->params->stageable != NULL)
         return e->params->stageable[alloc] != 0;
-    return e->trace->allocs[alloc].stageable != 0;
+    return umadv__trace_alloc_stageable(e->trace, alloc);
 }
 
 /* Every allocation is played (the model's lifetimes are its births and

@@ -118,12 +118,22 @@ const char *umadv__link_model_implausible(const umadv_link_model_t *link)
     return NULL;
 }
 
+int umadv__trace_alloc_owns_pages(const umadv_trace_t *trace, uint32_t a)
+{
+    return trace->allocs[a].size >= trace->section_size;
+}
+
+int umadv__trace_alloc_stageable(const umadv_trace_t *trace, uint32_t a)
+{
+    return trace->allocs[a].stageable && umadv__trace_alloc_owns_pages(trace, a);
+}
+
 uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace)
 {
     uint64_t bytes = 0;
 
     for (uint32_t a = 0; a < trace->nallocs; a++)
-        bytes += trace->allocs[a].stageable ? trace->allocs[a].size : 0;
+        bytes += umadv__trace_alloc_stageable(trace, a) ? trace->allocs[a].size : 0;
     return bytes;
 }
 

@@ -284,7 +284,16 @@ typedef void (*umadv_trace_run_fn)(void *arg, uint32_t alloc, uint32_t first, ui
 size_t umadv__trace_for_runs(const umadv_trace_t *trace, uint32_t *sections, size_t count,
                              umadv_trace_run_fn fn, void *arg);
 
-/* Bytes of the allocations marked stageable; 0: none (every trace made
+/* Whether allocation @a has its pages to itself: a block of a section or
+ * more (the pool packs smaller ones 256 bytes apart, sharing pages), so
+ * that a discard of its range takes no one else's bytes. */
+int umadv__trace_alloc_owns_pages(const umadv_trace_t *trace, uint32_t a);
+
+/* Whether allocation @a may be staged or released (schedule/core.h,
+ * STAGING): marked stageable and owning its pages. */
+int umadv__trace_alloc_stageable(const umadv_trace_t *trace, uint32_t a);
+
+/* Bytes of the allocations that may be staged; 0: none (every trace made
  * before the flag). */
 uint64_t umadv__trace_stageable_bytes(const umadv_trace_t *trace);
 

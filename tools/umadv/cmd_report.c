@@ -134,7 +134,7 @@ static void print_stageable(const umadv_trace_t *trace)
     if (bytes == 0)
         return;
     for (uint32_t a = 0; a < trace->nallocs; a++)
-        count += trace->allocs[a].stageable != 0;
+        count += umadv__trace_alloc_stageable(trace, (uint32_t)a);
     printf("stageable:    %u allocations, %s: evicted through pinned staging\n", count,
            umadv__size_format(bytes, size, sizeof(size)));
 }
