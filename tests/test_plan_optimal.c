@@ -6,8 +6,8 @@
  * Linear: one pass over the steps from an empty GPU, next uses past the
  * end "never" (umadv__plan_residency_linear), against a DP over resident
  * sets. With uniform section sizes Belady's policy is optimal: equal.
- * With mixed sizes it is a heuristic: the worst ratio is bounded (see
- * NONUNIFORM_BOUND).
+ * With mixed sizes (partial last sections, no block under a section) it
+ * is a heuristic: the worst ratio is bounded (see NONUNIFORM_BOUND).
  *
  * Cyclic: the planned iteration replayed forever (umadv__plan_build),
  * against the minimum mean cost per iteration over all resident-set
@@ -54,7 +54,10 @@ static void tiny_build(uint64_t seed, uint32_t nallocs, uint32_t nsteps, int uni
         uint32_t ns = y->nsec + 2 <= MAXSEC ? 1 + tp_below(&rng, 2) : 1;
         uint64_t size = ns * TP_SECTION;
 
-        if (!uniform && tp_below(&rng, 2))
+        /* mixed: a partial last section; never under one section, a block
+         * that shares its pages, which the policy moves last on purpose
+         * (residency.c, choose_victim: its cost is faults, not bytes) */
+        if (!uniform && ns > 1 && tp_below(&rng, 2))
             size -= tp_below(&rng, TP_SECTION * 3 / 4);
         umadv__trace_add_alloc(&y->t, 0, size, UMADV_ALLOC_WEIGHT, NULL, &id);
         y->nsec += ns;

@@ -13,6 +13,9 @@
 
 #define NEVER32 UINT32_MAX
 
+/* Victim tiers (choose_victim). */
+enum { TIER_EFFICIENT, TIER_SMALL, TIER_SHARED, TIERS };
+
 typedef struct res_state {
     const umadv_window_t *w;
     const umadv_trace_t  *trace;
@@ -30,11 +33,12 @@ typedef struct res_state {
     uint8_t  *res;          /* per section: resident */
     uint8_t  *fresh;        /* per section: allocated, never touched since */
     uint8_t  *cls;          /* per section: removal costs nothing (read-mostly) */
-    uint8_t  *tier;         /* per section: 1 = its allocation is too small to
-                             * move efficiently (see make_room) */
+    uint8_t  *tier;         /* per section: TIER_SMALL, its allocation is too
+                             * small to move efficiently; TIER_SHARED, it shares
+                             * its pages (see choose_victim) */
     uint64_t *last_use;     /* per section: absolute time of the last touch */
     uint64_t  occ;          /* bytes resident */
-    umadv_victimq_t q[2];   /* resident sections not in use, per tier */
+    umadv_victimq_t q[TIERS]; /* resident sections not in use, per tier */
 } res_state_t;
 
 static uint64_t section_size(const res_state_t *st, uint32_t x)
@@ -127,9 +131,11 @@ static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint6
         uint32_t a = trace->sections[x].alloc;
         st->fresh[x] = w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_BORN;
         st->cls[x] = read_mostly && !w->written[a];
-        st->tier[x] = trace->allocs[a].size < small_bytes;
+        st->tier[x] = !umadv__trace_alloc_owns_pages(trace, a) ? TIER_SHARED
+                      : trace->allocs[a].size < small_bytes ? TIER_SMALL
+                                                            : TIER_EFFICIENT;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < TIERS; i++) {
         status = umadv__victimq_init(&st->q[i], trace->nsections, w->n + 1);
         if (status != UMADV_OK)
             return status;
@@ -142,8 +148,8 @@ static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint6
 
 static void state_cleanup(res_state_t *st)
 {
-    umadv__victimq_cleanup(&st->q[0]);
-    umadv__victimq_cleanup(&st->q[1]);
+    for (int i = 0; i < TIERS; i++)
+        umadv__victimq_cleanup(&st->q[i]);
     umadv__touches_cleanup(&st->touches);
     free(st->touch_next);
     free(st->remote_after);
@@ -218,17 +224,24 @@ static void q_remove(res_state_t *st, uint32_t x)
 
 /*
  * The next victim when @need more bytes must go: the farthest next use
- * (Belady), except that a section of a small allocation (tier 1: moving
- * it costs a call's latency for a few bytes, eviction and refetch alike)
- * goes before an efficient one only if it alone completes the room.
- * Otherwise the policy would spend a call per kilobyte on parameter
- * buffers whose next use happens to be far. With one tier it is Belady.
+ * (Belady), except that a section of a small allocation (TIER_SMALL:
+ * moving it costs a call's latency for a few bytes, eviction and refetch
+ * alike) goes before an efficient one only if it alone completes the
+ * room. Otherwise the policy would spend a call per kilobyte on parameter
+ * buffers whose next use happens to be far. A section of a block that
+ * shares its pages (TIER_SHARED: trace.h) goes last of all: moving it
+ * moves its neighbours' bytes on those pages, and they fault when next
+ * used (VGG-16 at a quarter of its footprint faulted 100-180 fault groups
+ * an iteration in the one section of its biases and momenta, H100). With
+ * one tier it is Belady.
  */
 static uint32_t choose_victim(res_state_t *st, uint64_t need, uint64_t now)
 {
-    uint32_t v0 = umadv__victimq_peek_max(&st->q[0], now);
-    uint32_t v1 = umadv__victimq_peek_max(&st->q[1], now);
+    uint32_t v0 = umadv__victimq_peek_max(&st->q[TIER_EFFICIENT], now);
+    uint32_t v1 = umadv__victimq_peek_max(&st->q[TIER_SMALL], now);
 
+    if (v0 == UMADV_VICTIMQ_NIL && v1 == UMADV_VICTIMQ_NIL)
+        return umadv__victimq_peek_max(&st->q[TIER_SHARED], now);
     if (v1 == UMADV_VICTIMQ_NIL)
         return v0;
     if (v0 == UMADV_VICTIMQ_NIL)
