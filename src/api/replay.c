@@ -546,49 +546,56 @@ static int fault_by_address(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void fault_run_log(umadv_context_t ctx, const fault_run_t *run)
+{
+    uint32_t alloc, sec;
+
+    if (umadv__exec_locate(ctx->replay.exec, run->lo, &alloc, &sec))
+        umadv_debug("  %#llx-%#llx: %u records, %llu groups; allocation %u (%s), section %u "
+                    "of %u", (unsigned long long)run->lo, (unsigned long long)run->hi,
+                    run->records, (unsigned long long)run->groups, alloc,
+                    ctx->trace.allocs[alloc].tag ? ctx->trace.allocs[alloc].tag : "untagged",
+                    sec, ctx->trace.allocs[alloc].nsections);
+    else
+        umadv_debug("  %#llx-%#llx: %u records, %llu groups; unbound",
+                    (unsigned long long)run->lo, (unsigned long long)run->hi, run->records,
+                    (unsigned long long)run->groups);
+}
+
 /* Debug: where the last iteration's faults fell, as address runs, each
  * with the allocation of the plan's trace whose bound block holds it now
  * (blocks freed since are no longer bound: "unbound"). A healthy replay
- * faults nowhere; this says where to look when it does. */
+ * faults nowhere; this says where to look when it does. The records are
+ * taken at every iteration, so that each report has its own. */
 static void faults_report(umadv_context_t ctx, uint64_t faults)
 {
     umadv_prof_fault_t rec[UMADV_PROF_FAULTS_KEPT];
-    fault_run_t run = {0};
     size_t n = umadv__prof_take_fault_records(ctx->profiler, rec, UMADV_ARRAY_SIZE(rec));
-    uint64_t section = ctx->trace.section_size;
+    fault_run_t run = {0};
 
+    if (faults == 0 || ctx->replay.exec == NULL || UMADV_LOG_DEBUG > umadv__log_level)
+        return;
     umadv_debug("replay: %llu fault groups in the last iteration; its first %zu fault records "
                 "by address:", (unsigned long long)faults, n);
     qsort(rec, n, sizeof(*rec), fault_by_address);
-    for (size_t i = 0; i <= n; i++) {
-        uint32_t alloc, sec;
-
-        if (i < n && run.records > 0 && rec[i].address < run.hi + section) {
+    for (size_t i = 0; i < n; i++) {
+        if (run.records > 0 && rec[i].address < run.hi + ctx->trace.section_size) {
             run.hi = rec[i].address;
             run.groups += rec[i].groups;
             run.records++;
             continue;
         }
-        if (run.records > 0 && umadv__exec_locate(ctx->replay.exec, run.lo, &alloc, &sec))
-            umadv_debug("  %#llx-%#llx: %u records, %llu groups; allocation %u (%s), "
-                        "section %u of %u", (unsigned long long)run.lo,
-                        (unsigned long long)run.hi, run.records,
-                        (unsigned long long)run.groups, alloc,
-                        ctx->trace.allocs[alloc].tag ? ctx->trace.allocs[alloc].tag : "untagged",
-                        sec, ctx->trace.allocs[alloc].nsections);
-        else if (run.records > 0)
-            umadv_debug("  %#llx-%#llx: %u records, %llu groups; unbound",
-                        (unsigned long long)run.lo, (unsigned long long)run.hi, run.records,
-                        (unsigned long long)run.groups);
-        if (i < n)
-            run = (fault_run_t){rec[i].address, rec[i].address, rec[i].groups, 1};
+        if (run.records > 0)
+            fault_run_log(ctx, &run);
+        run = (fault_run_t){rec[i].address, rec[i].address, rec[i].groups, 1};
     }
+    if (run.records > 0)
+        fault_run_log(ctx, &run);
 }
 
 void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
 {
-    if (faults > 0 && ctx->replay.exec != NULL && ctx->profiler != NULL &&
-        UMADV_LOG_DEBUG <= umadv__log_level)
+    if (ctx->profiler != NULL)
         faults_report(ctx, faults);
     ctx->replay.faults  = faults;
     ctx->replay.mallocs = 0;

@@ -72,10 +72,10 @@ typedef struct exec_piece {
 /* stage.c: the pinned staging pool, slots of one section each. */
 typedef struct exec_stage {
     int       started;/* made at the first staged eviction: the chunks it
-                       * holds, and one on its way while pinning */
+                       * holds, and one on its way while the pinner runs */
     uint32_t  want;   /* the slots the core counts: the pool grows to them */
-    int       pinning;/* a chunk is being pinned on the pinner thread */
-    int       pinner_started;
+    int       pinner_started; /* a chunk is pinned beside the replay: joined
+                       * at cleanup */
     pthread_t pinner;
     uint64_t  pin_bytes;          /* what the pinner pins */
     umadv_stage_cache_t old;      /* chunks freed before pinning anew */

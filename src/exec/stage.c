@@ -12,10 +12,10 @@
  * GB/s (cuda_ops.h, host_alloc): a pool that grows by a chunk of more
  * than params.pin_aside_bytes pins it on a thread of its own, and it
  * joins the pool when done; until then an eviction that finds no free
- * slot migrates, as one does whenever the pool is full (pool_make). The lane and the
- * pinner run on the cores nearest the GPU (params.numa), so the pages
- * land on the GPU's NUMA node (first touch; no explicit binding). The
- * pool has the core's stage_slots slots of one section each
+ * slot migrates, as one does whenever the pool is full (pool_make). The
+ * lane and the pinner run on the cores nearest the GPU (params.numa), so
+ * the pages land on the GPU's NUMA node (first touch; no explicit
+ * binding). The pool has the core's stage_slots slots of one section each
  * (schedule/core.h, STAGING: the replay core counts them, so that the
  * simulator knows when an eviction migrates for want of room), numbered
  * across the chunks; a run of consecutive slots never crosses from one
@@ -250,7 +250,6 @@ static void *pool_pinner_main(void *arg)
     umadv__numa_bind_thread(e->p.numa); /* the pages land on the GPU's node */
     pthread_mutex_lock(&e->lock);
     pool_pin_chunk(e);
-    e->stage.pinning = 0;
     pthread_mutex_unlock(&e->lock);
     return NULL;
 }
@@ -293,12 +292,9 @@ static int pool_make(umadv_exec_t *e)
         return 1;
     st->pin_bytes = (uint64_t)(st->want - st->nslots) * st->slot_size;
     if (st->nslots > 0 &&
-        st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES)) {
-        st->pinning = 1;
+        st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES))
         st->pinner_started = pthread_create(&st->pinner, NULL, pool_pinner_main, e) == 0;
-        st->pinning = st->pinner_started;
-    }
-    if (!st->pinning)
+    if (!st->pinner_started)
         pool_pin_chunk(e);
     return !st->failed;
 }
