@@ -15,20 +15,24 @@ at the same split is the reference the digest is compared with (the
 parts change the gradients' summation order, not the result across
 policies). Per row: ms per iteration in the steady state (the median of
 the iterations after the plan's first, profile-iter + 2 on), x oracle
-(against the unsplit oracle), x bound, faults and bytes each way per
-iteration (the same iterations' mean; every run counts the faults of
+(against the unsplit oracle), x bound, x cut, faults and bytes each way
+per iteration (the same iterations' mean; every run counts the faults of
 every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
 peaks, and whether the losses and digest equal the reference's.
 
 Bytes each way count both channels: in, what UVM fetched and what was
 restored from pinned staging; out, what UVM evicted and what was staged
 (dead data released without a copy counts in neither). The physical
-bound of a budget: max(oracle ms, bytes in / H2D rate, bytes out / D2H
-rate), with the bytes per iteration plan moved at that budget (the fewest a schedule there moved; the same for every row of the
-budget) and the rates of --rates (GB/s; default 47,45, the link probe's
-staged restore and evict rates measured on the H100). It bounds what a
-schedule moving plan's bytes could reach, not the fewest bytes the budget
-forces (bench/peers.py computes those from a trace).
+bound of a budget: max(compute, the fewest bytes in the budget forces /
+H2D rate, the fewest out / D2H rate), computed as bench/peers.py does
+(benchlib.Bounds) on the profile the plan run saves (vgg_train --trace,
+DIR/bBATCH-LABEL-plan.umt); compute is the faster of the unsplit oracle
+and the oracle at the budget's split; the rates are --rates (GB/s;
+default 47,45, the link probe's staged restore and evict rates measured
+on the H100). x cut: against the cut bound (benchlib.cut_bound_ms: what
+must be off the GPU at a step leaves before it and comes back after).
+Without a saved profile the bound falls back to the bytes plan moved
+(bound_from in the JSON says which).
 
   bench/vgg.py [--exe PATH] [--batches 128,256] [--budgets 12G,16G,25,50,75]
                [--policies demand,prefetch-all,plan] [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
@@ -54,7 +58,7 @@ import statistics
 import subprocess
 import sys
 
-from benchlib import run_command
+from benchlib import Bounds, run_command
 
 GIB = float(1 << 30)
 MOVED = ("fetched", "restored", "evicted", "staged")  # vgg_train's bytes per iteration
@@ -137,12 +141,15 @@ def parse_run(text):
     return run
 
 
-def vgg_train(args, name, batch, policy, budget, split, iters=None):
-    """Run vgg_train; returns the parsed run, with 'error' when it failed
-    and 'refused' when umadv_plan refused the budget."""
-    argv = [args.exe, "--batch", str(batch), "--iters", str(iters or args.iters),
+def vgg_train(args, name, batch, policy, budget, split, trace=None):
+    """Run vgg_train (saving its profile to @trace if given); returns the
+    parsed run, with 'error' when it failed and 'refused' when umadv_plan
+    refused the budget."""
+    argv = [args.exe, "--batch", str(batch), "--iters", str(args.iters),
             "--profile-iter", str(args.profile_iter), "--image-size", str(args.image_size),
             "--deterministic", "--workspace-limit", args.workspace_limit, "--split", str(split)]
+    if trace:
+        argv += ["--trace", trace]
     # Count the faults of every iteration (umadv samples them otherwise),
     # in every run alike, as bench/policies.py does.
     env = {"UMADV_POLICY": policy, "UMADV_BUDGET": str(budget) if budget else None,
@@ -198,6 +205,25 @@ def bound_ms(oracle_ms, mean, rates):
     return max(oracle_ms, bytes_in(mean) / rates[0] * 1e3, bytes_out(mean) / rates[1] * 1e3)
 
 
+def budget_bound(args, plan, trace, budget, compute_ms):
+    """The budget's bounds: {"bound_ms", "cut_ms", "bound_from", "forced_in",
+    "forced_out"}, from the fewest bytes @budget forces on the plan run's
+    saved profile (@trace; benchlib.Bounds), else from plan's own bytes;
+    None for a plan that failed or was refused (a step alone needs more)."""
+    if "error" in plan or "refused" in plan:
+        return None
+    if os.path.exists(trace):
+        b = Bounds(trace, compute_ms, args.rates_bps).at(budget)
+        if b["bound_ms"] is not None:
+            return {"bound_ms": b["bound_ms"], "cut_ms": b["cut_ms"],
+                    "bound_from": "fewest bytes", "forced_in": b["min_in"],
+                    "forced_out": b["min_out"]}
+    mean = steady(args, plan)[1]
+    return {"bound_ms": bound_ms(compute_ms, mean, args.rates_bps), "cut_ms": None,
+            "bound_from": "plan's bytes", "forced_in": bytes_in(mean),
+            "forced_out": bytes_out(mean)}
+
+
 def row(args, ctx, policy, run, reference, bound):
     """One table row; @ctx: batch, budget label and bytes, split."""
     r = dict(ctx, policy=policy)
@@ -207,8 +233,10 @@ def row(args, ctx, policy, run, reference, bound):
     same = (run["digest"] == reference.get("digest") and
             [i["loss"] for i in run["iters"]] == [i["loss"] for i in reference["iters"]])
     r.update((k + "_per_iter", mean[k]) for k in MOVED)
+    r.update(bound or {"bound_ms": None, "cut_ms": None})
     return dict(r, ms_per_iter=ms, x_oracle=ms / ctx["oracle_ms"],
-                x_bound=ms / bound if bound else None, bound_ms=bound,
+                x_bound=ms / r["bound_ms"] if r["bound_ms"] else None,
+                x_cut=ms / r["cut_ms"] if r["cut_ms"] else None,
                 faults_per_iter=mean["faults"], in_per_iter=bytes_in(mean),
                 out_per_iter=bytes_out(mean),
                 resident_peak=int(run.get("resident_peak", 0)),
@@ -242,13 +270,14 @@ def run_budget(args, batch, label, budget, oracle, references):
         references[split] = vgg_train(args, "b%d-oracle-split%d" % (batch, split), batch,
                                       "oracle", None, split)
     reference = references[split]
-    runs = {p: vgg_train(args, "%s-%s" % (tag, p), batch, p, budget, split)
+    trace = os.path.join(args.out, "%s-plan.umt" % tag)
+    runs = {p: vgg_train(args, "%s-%s" % (tag, p), batch, p, budget, split,
+                         trace if p == "plan" else None)
             for p in args.policies}
     oracle_ms = steady(args, oracle)[0]
-    plan = runs.get("plan", {"error": "not run"})
-    bound = None
-    if "error" not in plan and "refused" not in plan:  # a refused plan's bytes are no plan's
-        bound = bound_ms(oracle_ms, steady(args, plan)[1], args.rates_bps)
+    compute_ms = min(oracle_ms, steady(args, reference)[0])
+    bound = budget_bound(args, runs.get("plan", {"error": "not run"}), trace, budget,
+                         compute_ms)
     ctx = {"batch": batch, "budget_label": label, "budget": budget, "split": split,
            "oracle_ms": oracle_ms}
     rows = []
@@ -278,8 +307,8 @@ def run_batch(args, batch, free):
 
 # ---- output ---------------------------------------------------------------
 
-HEAD = ("batch", "budget", "split", "policy", "ms/iter", "x oracle", "x bound", "faults/it",
-        "H2D GiB/it", "D2H GiB/it", "resident pk", "managed pk", "digest")
+HEAD = ("batch", "budget", "split", "policy", "ms/iter", "x oracle", "x bound", "x cut",
+        "faults/it", "H2D GiB/it", "D2H GiB/it", "resident pk", "managed pk", "digest")
 
 
 def print_row(r):
@@ -292,9 +321,10 @@ def print_row(r):
         print("%5d %-12s %5d %-13s failed: %s" % (r["batch"], budget, r["split"], r["policy"],
                                                   r["error"]))
         return
-    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %10.1f %10.2f %10.2f %11.2f %10.2f %6s%s" % (
+    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %8s %10.1f %10.2f %10.2f %11.2f %10.2f %6s%s" % (
         r["batch"], budget, r["split"], r["policy"], r["ms_per_iter"], r["x_oracle"],
-        "-" if r["x_bound"] is None else "%.2f" % r["x_bound"], r["faults_per_iter"],
+        "-" if r["x_bound"] is None else "%.2f" % r["x_bound"],
+        "-" if r["x_cut"] is None else "%.2f" % r["x_cut"], r["faults_per_iter"],
         r["in_per_iter"] / GIB, r["out_per_iter"] / GIB, r["resident_peak"] / GIB,
         r["managed_peak"] / GIB, "equal" if r["digest_equal"] else "DIFFER",
         "  (plan refused: %s)" % r["refused"] if r.get("refused") else ""))
@@ -314,7 +344,7 @@ def main():
               args.image_size, args.image_size, args.iters, args.profile_iter + 2, args.split,
               args.rates_bps[0] / 1e9, args.rates_bps[1] / 1e9,
               ", ".join("%d: %.2f GiB" % (b["batch"], b["footprint"] / GIB) for b in batches)))
-    print("%5s %-12s %5s %-13s %9s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
+    print("%5s %-12s %5s %-13s %9s %8s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
     for b in batches:
         for r in b["rows"]:
             print_row(r)

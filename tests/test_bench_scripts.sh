@@ -493,7 +493,7 @@ fi
 
 fake_vgg=$srcdir/tests/bench/fake_vgg_train.py
 FAKE_DIFFER=demand python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 \
-    --budgets 12G,512M,25 --gpu-free 2G --rates 10,20 --out "$tmp/vgg" \
+    --budgets 12G,512M,25 --gpu-free 2G --rates 1,2 --out "$tmp/vgg" \
     >"$tmp/vgg.table" 2>"$tmp/vgg.err"
 echo $? >"$tmp/vgg.rc"
 [ -s "$tmp/vgg/vgg.json" ] && tail -1 "$tmp/vgg.table" | grep -q '^ *16 25% .* plan '
@@ -513,7 +513,7 @@ print(rows[0].get(sys.argv[4]) if rows else "missing")' "$tmp/$dir/vgg.json" "$@
 [ "$(vfield 25% plan budget)" = $((256 << 20)) ] && [ "$(vfield 25% plan split)" = 4 ] &&
     [ "$(vfield 512M plan split)" = 2 ] && [ "$(vfield 12G - skipped)" = "above the GPU's 2.0 GiB free" ] &&
     grep -q -- '--split 1$' "$tmp/vgg/b16-oracle.log" &&
-    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4$' \
+    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4 --trace .*/b16-25-plan.umt$' \
         "$tmp/vgg/b16-25-plan.log" &&
     grep -q -- '^\$ env -u UMADV_BUDGET UMADV_FAULT_PERIOD=1 UMADV_POLICY=oracle .*--split 2$' \
         "$tmp/vgg/b16-oracle-split2.log"
@@ -521,14 +521,18 @@ ok $? "budgets as sizes and shares; --split auto per budget, its oracle as refer
 
 # Steady state: iterations 3 on, 125 ms but one 900 (the median ignores
 # it); plan moves 2 GiB in (1.5 fetched, 0.5 restored), 1 GiB out (0.5
-# evicted, 0.5 staged): bound max(100, 2 GiB / 10 GB/s, 1 GiB / 20 GB/s)
-# = 214.75 ms.
+# evicted, 0.5 staged). The bound, from the profile the plan run saved:
+# at 256 MiB the fewest bytes are 128 MiB each way, max(100, 128 MiB / 1
+# GB/s, 128 MiB / 2 GB/s) = 134.22 ms; at 512 MiB nothing moves: 100.
 [ "$(vfield 25% plan ms_per_iter)" = 125.0 ] && [ "$(vfield 25% plan x_oracle)" = 1.25 ] &&
-    near "$(vfield 25% plan bound_ms)" 214.74 214.76 &&
+    near "$(vfield 25% plan bound_ms)" 134.21 134.22 &&
+    [ "$(vfield 25% plan bound_from)" = "fewest bytes" ] &&
+    [ "$(vfield 25% demand forced_in)" = $((1 << 27)).0 ] &&
+    [ "$(vfield 512M plan bound_ms)" = 100.0 ] && [ -s "$tmp/vgg/b16-25-plan.umt" ] &&
     [ "$(vfield 25% plan in_per_iter)" = $((2 << 30)).0 ] &&
     [ "$(vfield 25% plan staged_per_iter)" = $((1 << 29)).0 ] &&
     [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ]
-ok $? "steady-state medians, x oracle, and the bound from plan's bytes both channels over --rates"
+ok $? "steady-state medians, x oracle, both channels' bytes, and the bound from the fewest bytes the budget forces on the plan run's profile"
 
 [ "$(cat "$tmp/vgg.rc")" -eq 1 ] && [ "$(vfield 25% demand digest_equal)" = False ] &&
     [ "$(vfield 25% plan digest_equal)" = True ] && grep -q ' demand .* DIFFER$' "$tmp/vgg.table"
