@@ -18,29 +18,15 @@ import json
 import os
 import sys
 
+from fake_trace import two_step_trace
+
 GIB = 1 << 30
 MS = {"oracle": 40.0, "demand": 600.0, "prefetch-all": 400.0, "plan": 300.0}
 LOSSES = ["0x1.8p+2", "0x1.4p+2"]
-# P: 2 GiB of weights in two 1 GiB sections, read one a step; T: 512 MiB
-# born at step 0 (written), read at step 1, freed after it. Fewest bytes
-# per iteration each way: none from 2.5 GiB up; 1 GiB at 2 GiB (half of
-# P1 out for step 0, half of P0 out for step 1); 2 GiB at 1.5 GiB (all of
-# P out and in); below 1.5 GiB a step alone does not fit.
-TRACE = """umadv-trace 1
-trace section_size=1073741824 allocs=2 steps=2 accesses=4 source="fake"
-device name="fake" pci_bus_id="" memory=85899345920 cc=9.0 driver=13000
-link fetch_bw=5e10 fetch_latency=1e-4 evict_bw=1e10 evict_latency=5e-5 fault_bw=5e9 \
-fault_latency=2e-5 remote_bw=4e10
-alloc id=0 base=0x0 size=2147483648 kind=weight tag="P"
-alloc id=1 base=0x0 size=536870912 kind=activation alloc_step=0 free_step=1 tag="T"
-step id=0 iter=0 kind=kernel dur_ns=1000000 name="forward"
-  a alloc=0 first=0 count=1 mode=r faults=0
-  a alloc=1 first=0 count=1 mode=w faults=0
-step id=1 iter=0 kind=kernel dur_ns=1000000 name="backward"
-  a alloc=0 first=1 count=1 mode=r faults=0
-  a alloc=1 first=0 count=1 mode=r faults=0
-end crc32=00000000
-"""
+# The profile --trace writes (fake_trace.py) at 1 GiB sections: fewest
+# bytes per iteration each way none from 2.5 GiB up, 1 GiB at 2 GiB, 2
+# GiB at 1.5 GiB; below 1.5 GiB a step alone does not fit.
+TRACE = two_step_trace(GIB)
 PEER = {"save_on_cpu": {"ms_per_iter": 300.0, "peak_allocated": 3 * GIB // 2,
                         "to_host_bytes_per_iter": 2.0 * GIB,
                         "from_host_bytes_per_iter": 2.0 * GIB},

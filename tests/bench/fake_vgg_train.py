@@ -17,26 +17,14 @@ import argparse
 import os
 import sys
 
+from fake_trace import two_step_trace
+
 MIB = 1 << 20
 MS = {"oracle": 100.0, "demand": 400.0, "prefetch-all": 200.0, "plan": 125.0}
-# P: 256 MiB of weights in two 128 MiB sections, read one a step; T: 64
-# MiB born at step 0, read at step 1. Fewest bytes each way per
-# iteration: none from 320 MiB up; 128 MiB at 256 MiB; 256 MiB at 192.
-TRACE = """umadv-trace 1
-trace section_size=134217728 allocs=2 steps=2 accesses=4 source="fake"
-device name="fake" pci_bus_id="" memory=85899345920 cc=9.0 driver=13000
-link fetch_bw=5e10 fetch_latency=1e-4 evict_bw=1e10 evict_latency=5e-5 fault_bw=5e9 \
-fault_latency=2e-05 remote_bw=4e10
-alloc id=0 base=0x0 size=268435456 kind=weight tag="P"
-alloc id=1 base=0x0 size=67108864 kind=activation alloc_step=0 free_step=1 tag="T"
-step id=0 iter=0 kind=kernel dur_ns=1000000 name="forward"
-  a alloc=0 first=0 count=1 mode=r faults=0
-  a alloc=1 first=0 count=1 mode=w faults=0
-step id=1 iter=0 kind=kernel dur_ns=1000000 name="backward"
-  a alloc=0 first=1 count=1 mode=r faults=0
-  a alloc=1 first=0 count=1 mode=r faults=0
-end crc32=00000000
-"""
+# The profile --trace writes (fake_trace.py) at 128 MiB sections: fewest
+# bytes per iteration each way none from 320 MiB up, 128 MiB at 256 MiB,
+# 256 MiB at 192 MiB.
+TRACE = two_step_trace(128 * MIB)
 
 
 def auto_split(batch, budget):
