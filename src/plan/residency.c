@@ -237,8 +237,8 @@ static void q_remove(res_state_t *st, uint32_t x)
  */
 static uint32_t choose_victim(res_state_t *st, uint64_t need, uint64_t now)
 {
-    uint32_t v0 = umadv__victimq_peek_max(&st->q[TIER_EFFICIENT], now);
-    uint32_t v1 = umadv__victimq_peek_max(&st->q[TIER_SMALL], now);
+    const umadv_victimq_t *q0 = &st->q[TIER_EFFICIENT], *q1 = &st->q[TIER_SMALL];
+    uint32_t v0 = umadv__victimq_peek_max(q0, now), v1 = umadv__victimq_peek_max(q1, now);
 
     if (v0 == UMADV_VICTIMQ_NIL && v1 == UMADV_VICTIMQ_NIL)
         return umadv__victimq_peek_max(&st->q[TIER_SHARED], now);
@@ -246,9 +246,9 @@ static uint32_t choose_victim(res_state_t *st, uint64_t need, uint64_t now)
         return v0;
     if (v0 == UMADV_VICTIMQ_NIL)
         return v1;
-    if (st->q[1].key[v1] > st->q[0].key[v0] && section_size(st, v1) >= need)
+    if (q1->key[v1] > q0->key[v0] && section_size(st, v1) >= need)
         return v1;
-    if (st->q[1].key[v1] == st->q[0].key[v0] && st->cls[v1] > st->cls[v0])
+    if (q1->key[v1] == q0->key[v0] && st->cls[v1] > st->cls[v0])
         return v1;
     return v0;
 }

@@ -78,19 +78,23 @@ void umadv__link_model_default(umadv_link_model_t *link)
     link->stage_duplex_restore_bw = 0;
 }
 
-#define LINK_FIGURE(_key, _is_bw, _optional) \
-    {#_key, offsetof(umadv_link_model_t, _key), _is_bw, _optional}
+/* Every figure once, in the order the format writes them: key, is a
+ * bandwidth, optional. */
+#define LINK_FIGURES(X)                                                        \
+    X(fetch_bw, 1, 0) X(fetch_latency, 0, 0) X(evict_bw, 1, 0)                  \
+    X(evict_latency, 0, 0) X(fault_bw, 1, 0) X(fault_latency, 0, 0)            \
+    X(remote_bw, 1, 0) X(duplex_fetch_bw, 1, 1) X(duplex_evict_bw, 1, 1)       \
+    X(stage_evict_bw, 1, 1) X(stage_evict_latency, 0, 1)                        \
+    X(stage_restore_bw, 1, 1) X(stage_restore_latency, 0, 1)                    \
+    X(stage_duplex_evict_bw, 1, 1) X(stage_duplex_restore_bw, 1, 1)
 
-static const umadv_link_figure_t link_figures[] = {
-    LINK_FIGURE(fetch_bw, 1, 0), LINK_FIGURE(fetch_latency, 0, 0),
-    LINK_FIGURE(evict_bw, 1, 0), LINK_FIGURE(evict_latency, 0, 0),
-    LINK_FIGURE(fault_bw, 1, 0), LINK_FIGURE(fault_latency, 0, 0),
-    LINK_FIGURE(remote_bw, 1, 0),
-    LINK_FIGURE(duplex_fetch_bw, 1, 1), LINK_FIGURE(duplex_evict_bw, 1, 1),
-    LINK_FIGURE(stage_evict_bw, 1, 1), LINK_FIGURE(stage_evict_latency, 0, 1),
-    LINK_FIGURE(stage_restore_bw, 1, 1), LINK_FIGURE(stage_restore_latency, 0, 1),
-    LINK_FIGURE(stage_duplex_evict_bw, 1, 1), LINK_FIGURE(stage_duplex_restore_bw, 1, 1),
-};
+#define LINK_FIGURE(_key, _is_bw, _optional) \
+    {#_key, offsetof(umadv_link_model_t, _key), _is_bw, _optional},
+#define LINK_KEY(_key, _is_bw, _optional) #_key,
+
+static const umadv_link_figure_t link_figures[] = {LINK_FIGURES(LINK_FIGURE)};
+
+const char *const umadv__link_keys[] = {LINK_FIGURES(LINK_KEY) NULL};
 
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p)
 {

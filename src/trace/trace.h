@@ -190,6 +190,9 @@ static inline int umadv__link_figure_unset(const umadv_link_figure_t *figure, do
 /* The figures, in the order the trace format writes them. */
 const umadv_link_figure_t *umadv__link_figures(size_t *count_p);
 
+/* Their keys, in that order, NULL-terminated (the reader's link record). */
+extern const char *const umadv__link_keys[];
+
 /* Whether @value is plausible for a figure of that kind (finite, in
  * [UMADV_LINK_BW_MIN, UMADV_LINK_BW_MAX] or [0, UMADV_LINK_LATENCY_MAX]). */
 int umadv__link_figure_plausible(int is_bw, double value);

@@ -1067,13 +1067,6 @@ static const char *const trace_keys[] = {"section_size", "allocs", "steps", "acc
                                          "events_dropped", NULL};
 static const char *const device_keys[] = {"name", "pci_bus_id", "memory", "cc", "driver",
                                           NULL};
-static const char *const link_keys[] = {"fetch_bw", "fetch_latency", "evict_bw",
-                                        "evict_latency", "fault_bw", "fault_latency",
-                                        "remote_bw", "duplex_fetch_bw", "duplex_evict_bw",
-                                        "stage_evict_bw", "stage_evict_latency",
-                                        "stage_restore_bw", "stage_restore_latency",
-                                        "stage_duplex_evict_bw", "stage_duplex_restore_bw",
-                                        NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
                                          "free_step", "stageable", "tag", "site", NULL};
 static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};
@@ -1089,7 +1082,7 @@ static const struct record_type {
 } record_types[] = {
     {"trace",  trace_keys,  parse_trace},
     {"device", device_keys, parse_device},
-    {"link",   link_keys,   parse_link},
+    {"link",   umadv__link_keys, parse_link},
     {"alloc",  alloc_keys,  parse_alloc},
     {"step",   step_keys,   parse_step},
     {"a",      access_keys, parse_access},
