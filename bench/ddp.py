@@ -173,7 +173,8 @@ def summary(docs, batch):
     """The job's time is its slowest rank's."""
     ms = max(d["ms_per_iter"] for d in docs)
     return {"ms_per_iter": ms, "samples_per_s": len(docs) * batch * 1e3 / ms,
-            "ranks": docs}
+            "held_evictions": sum(d.get("held_evictions", 0) for d in docs),
+            "hold_wait_ms": max(d.get("hold_wait_ms", 0) for d in docs), "ranks": docs}
 
 
 def same_losses(docs, native):
@@ -264,18 +265,20 @@ def print_tables(args, rows, shared):
     print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank "
           "(lib: the explicit allocator; run: umadv run -- torchrun)" % (
               args.model, args.batch, args.pct))
-    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s" % (
+    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s %14s" % (
         "gpus", "mode", "budget", "footprnt", "ms", "samples/s", "eff", "x phys",
-        "x phys/1", "losses"))
+        "x phys/1", "losses", "held ev (ms)"))
     for r in rows:
         for mode in modes(args):
             m = r[mode]
-            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s" % (
+            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s %14s" % (
                 r["gpus"], mode, r["budget"] / 2**30 if mode != "native" else 0,
                 r["footprint"] / 2**30, m["ms_per_iter"], m["samples_per_s"],
                 cell(m.get("efficiency"), "%.2f"), cell(m.get("x_phys"), "%.2f"),
                 cell(m.get("x_phys_vs_1"), "%.3f"),
-                "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER")))
+                "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER"),
+                "-" if mode == "native" else "%d (%.1f)" % (m["held_evictions"],
+                                                            m["hold_wait_ms"])))
     for r in rows:
         for route in args.routes:
             ratio = r[route].get("x_phys_vs_1")

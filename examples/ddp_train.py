@@ -27,12 +27,13 @@ collective.
 
 DDP's gradient buckets are read by NCCL's kernels, on NCCL's stream,
 while backward goes on, unseen by umadv's plan: each bucket's block is
-marked not stageable before its collective (src/inject/python/umadv_ddp.py,
-umadv(7) DISTRIBUTED TRAINING). With --lib this script registers the
-guard as its DDP communication hook (DDP's own allreduce arithmetic,
-after the mark); under umadv run, the start-up hook does it for every
-DDP of the program.
---no-bucket-guard leaves buckets stageable with --lib (to measure the guard).
+marked not stageable before its collective and held on the GPU until the
+collective ends (src/inject/python/umadv_ddp.py, umadv(7) DISTRIBUTED
+TRAINING). With --lib this script registers the guard as its DDP
+communication hook (DDP's own allreduce arithmetic, after the mark);
+under umadv run, the start-up hook does it for every DDP of the program.
+--no-bucket-guard leaves buckets stageable and unheld with --lib (to
+measure the guard).
 
 Synthetic data (each rank its own batch, from --seed and the rank),
 fixed seeds, no downloads; cuDNN deterministic. Each rank prints its
@@ -190,10 +191,12 @@ def result(args, rank, um, times, losses, route):
     if um is not None:
         s = um.stats()
         doc.update(torch_train.counters(um), managed_peak=s.managed_peak,
-                   resident_peak=s.resident_peak, gpu_peak_used=s.gpu_peak_used)
+                   resident_peak=s.resident_peak, gpu_peak_used=s.gpu_peak_used,
+                   held_evictions=s.held_evictions, hold_wait_ms=s.hold_wait_ns * 1e-6)
     if umadv_ddp.guards:  # ours (--lib) or umadv run's start-up hook's
         doc.update(buckets_guarded=sum(len(g.marked) for g in umadv_ddp.guards),
-                   buckets_unguarded=sum(g.missed for g in umadv_ddp.guards))
+                   buckets_unguarded=sum(g.missed for g in umadv_ddp.guards),
+                   bucket_holds=sum(g.held for g in umadv_ddp.guards))
     return doc
 
 

@@ -83,7 +83,8 @@ class Stats(ctypes.Structure):
         "iterations", "steps", "managed_bytes", "managed_peak", "allocations",
         "fetched_bytes", "evicted_bytes", "gpu_faults", "gpu_peak_used", "fetch_ops",
         "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
-        "restored_bytes")]
+        "restored_bytes", "plans", "managed_held", "managed_held_peak", "released_bytes",
+        "held_evictions", "hold_wait_ns")]
 
 
 class Umadv:

@@ -157,6 +157,9 @@ typedef struct umadv_stats {
                                 *   the plan knows nothing reads again (its next use
                                 *   writes it fresh), discarded; not in evicted_bytes
                                 *   or staged_bytes */
+    uint64_t held_evictions;   /**< evictions that waited for a ::umadv_hold_resident
+                                *   hold before they were issued */
+    uint64_t hold_wait_ns;     /**< time umadv's eviction lane spent in those waits */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */
@@ -236,6 +239,28 @@ UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr);
  *         ::UMADV_ERR_INVALID_PARAM for a NULL context or pointer.
  */
 UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable);
+
+/**
+ * @brief Keep @a ptr's block on the GPU until the work queued on @a stream
+ * so far has completed: an eviction of it that umadv issues after this
+ * call (the replay's, or the profiling pass's) waits for that work first.
+ * For a reader umadv cannot see, such as an NCCL collective on NCCL's own
+ * stream, whose launch names a work descriptor rather than the buffer it
+ * reduces: hold the buffer on a stream that waits for the collective
+ * (umadv(7), DISTRIBUTED TRAINING). A later call replaces the hold. An
+ * eviction already under way when the call is made is not recalled: hold
+ * the block before the reader can start, or on a stream the reader's
+ * work follows. Staging is a separate matter: a block a hidden reader
+ * reads must also be made not stageable (::umadv_set_stageable).
+ * @param ptr     a block from ::umadv_malloc.
+ * @param stream  a cudaStream_t of the context's device; NULL: the legacy
+ *                default stream.
+ * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if @a ptr is not a live block;
+ *         ::UMADV_ERR_INVALID_PARAM for a NULL context or pointer;
+ *         ::UMADV_ERR_CUDA when the event cannot be created or recorded
+ *         (the block is then not held).
+ */
+UMADV_API umadv_status_t umadv_hold_resident(umadv_context_t ctx, void *ptr, void *stream);
 
 /**
  * @brief Name the call site of this thread's next allocations, for a

@@ -611,15 +611,15 @@ ok $? "the footprint is the largest rank's; the budget a per-rank UMADV_BUDGET l
     [ "$(dfield dd 'd["rows"][1]["native"]["efficiency"]')" = 0.8 ] &&
     [ "$(dfield dd 'round(d["rows"][1]["lib"]["efficiency"], 4)')" = 0.7463 ] &&
     [ "$(dfield dd 'd["rows"][1]["native"]["samples_per_s"]')" = 128.0 ] &&
-    grep -q '^   2 native .* 0.80       -         -         -$' "$tmp/dd.table" &&
-    grep -q '^   2 lib .* 0.75 ' "$tmp/dd.table"
-ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GPU"
+    grep -q '^   2 native .* 0.80       -         -         -              -$' "$tmp/dd.table" &&
+    grep -q '^   2 lib .* 0.75 .* identical        7 (3.0)$' "$tmp/dd.table"
+ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GPU; evictions that waited for a hold, summed over the ranks, and the longest rank's wait"
 
 # the run route: umadv run --budget LIST --policy plan -- torchrun ...
 grep -q "^\$ .*fake_umadv_launch.py run -q --budget 2304M,2304M --policy plan -- .*fake_torchrun.py" \
     "$tmp/dd/plan-run-2.log" && ! grep -q -- "--lib" "$tmp/dd/plan-run-2.log" &&
     [ "$(dfield dd 'd["rows"][1]["run"]["ms_per_iter"], d["rows"][1]["run"]["identical"]')" = \
-        "(201.0, True)" ] && grep -q '^   2 run .* identical$' "$tmp/dd.table"
+        "(201.0, True)" ] && grep -q '^   2 run .* identical  ' "$tmp/dd.table"
 ok $? "--routes run: umadv run's options around torchrun, the script without --lib" ||
     diag "$tmp/dd/plan-run-2.log"
 
@@ -648,7 +648,7 @@ ok $? "x physical bound per rank and per job, and on 2 GPUs against 1 (the targe
 ok $? "--share: two processes on one GPU at half the budget each, against one alone"
 
 ddp ddiff FAKE_DIFFER=1 -- --visible 2
-[ "$(cat "$tmp/ddiff.rc")" -eq 1 ] && grep -q ' DIFFER$' "$tmp/ddiff.table" &&
+[ "$(cat "$tmp/ddiff.rc")" -eq 1 ] && grep -q ' DIFFER  ' "$tmp/ddiff.table" &&
     [ "$(dfield ddiff 'd["rows"][1]["lib"]["identical"]')" = False ] &&
     [ "$(dfield ddiff 'd["rows"][0]["lib"]["identical"]')" = True ] &&
     grep -q "^bench: losses differ from native DDP.s (GPUs and routes \['2 lib'\])" "$tmp/ddiff.err"

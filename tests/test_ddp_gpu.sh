@@ -5,7 +5,8 @@
 # footprint per rank, by the explicit allocator (--lib) and by umadv run
 # around torchrun, trains with native DDP's losses bit for bit, every
 # gradient bucket marked not stageable before its collective (the start-up
-# hook's guard under umadv run, the script's with --lib); a rank with a
+# hook's guard under umadv run, the script's with --lib) and held on the
+# GPU until its collective ends; a rank with a
 # bad budget entry ends the job, which names the rank, instead of leaving
 # the others in a collective. Skipped without torch, a CUDA device or
 # NCCL.
@@ -56,10 +57,10 @@ same() {
         r=$((r + 1))
     done
 }
-guarded() { # NAME: every rank marked buckets, and none missed
+guarded() { # NAME: every rank marked and held buckets, and none missed
     r=0
     while [ "$r" -lt "$ranks" ]; do
-        [ "$(field "$1" "$r" 'd.get("buckets_guarded", 0) > 0 and d["buckets_unguarded"] == 0')" = True ] ||
+        [ "$(field "$1" "$r" 'd.get("buckets_guarded", 0) > 0 and d["buckets_unguarded"] == 0 and d["bucket_holds"] > 0')" = True ] ||
             return 1
         r=$((r + 1))
     done

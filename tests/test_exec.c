@@ -647,10 +647,13 @@ static void test_app_never_waits_for_eviction(void)
     umadv__exec_step_begin(e);
     umadv__exec_step_wait(e);
     waited = umadv__now_ns() - t0;
-    usleep(5000);
-    pthread_mutex_lock(&mock.lock);
-    evicting = mock.evicting;
-    pthread_mutex_unlock(&mock.lock);
+    /* the lane may start late on a loaded machine: up to 150 ms of A's 200 */
+    do {
+        usleep(5000);
+        pthread_mutex_lock(&mock.lock);
+        evicting = mock.evicting;
+        pthread_mutex_unlock(&mock.lock);
+    } while (evicting == 0 && umadv__now_ns() - t0 < 150000000);
     ok(waited < 50000000 && evicting == 1,
        "step 1 waited %.1f ms for its fetch while A's 200 ms eviction ran",
        (double)waited * 1e-6);
@@ -663,6 +666,63 @@ static void test_app_never_waits_for_eviction(void)
        mock.calls[2].start_ns >= mock.calls[0].end_ns + 1000000 - 200000,
        "the eviction started after step 0's kernel, not before");
     ok(mock.streams == 0 && mock.events == 0, "no stream or event left behind");
+    workload_cleanup(&w);
+}
+
+/* A hold (umadv__exec_hold) stands for a reader umadv does not see, an
+ * NCCL collective on its own stream: A's eviction, due at step 0's end,
+ * waits for the hold's event (done 40 ms later), and the application's
+ * next step does not. */
+static void test_hold(void)
+{
+    static const uint32_t uses[2] = {1u << 0, 1u << 1};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .issue_step = 1, .need_step = 1},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_stats_t st;
+    umadv_event_t hold;
+    uint64_t done, t0, waited;
+    size_t evict = MAX_CALLS;
+
+    workload_init(&w, 2, 2, 2, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 5000, 5000);
+    mock_ops.event_create(&hold);
+    e = exec_open(&w, UMADV_POLICY_PLAN, 0);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    mock_kernel((uintptr_t)w.arena[0], 2 * SEC, 200000);
+    done = umadv__now_ns() + 40000000;
+    ((mock_event_t *)hold)->done_ns = done; /* the collective's end */
+    umadv__exec_hold(e, 0, hold);
+    umadv__exec_hold(e, 7, hold); /* no such allocation: ignored */
+    umadv__exec_step_end(e, NULL);
+    t0 = umadv__now_ns();
+    umadv__exec_step_begin(e);
+    umadv__exec_step_wait(e);
+    waited = umadv__now_ns() - t0;
+    umadv__exec_step_end(e, NULL);
+    mock_stream_drain();
+    umadv__exec_drain(e);
+    umadv__exec_get_stats(e, &st);
+    umadv__exec_destroy(e);
+    for (size_t i = 0; i < mock.ncalls; i++)
+        if (mock.calls[i].kind == 'E')
+            evict = i;
+    ok(evict < MAX_CALLS && mock.calls[evict].start_ns >= done,
+       "the held block's eviction was issued after its hold completed");
+    ok(waited < 20000000, "the next step did not wait for the hold (%.1f ms)",
+       (double)waited * 1e-6);
+    ok(st.held_evictions == 1 && st.hold_wait_ns > 20000000,
+       "stats: %llu held eviction, %.1f ms waited", (unsigned long long)st.held_evictions,
+       (double)st.hold_wait_ns * 1e-6);
+    mock_ops.event_destroy(hold);
+    ok(mock.streams == 0 && mock.events == 0, "hold: no stream or event left behind");
     workload_cleanup(&w);
 }
 
@@ -1258,12 +1318,13 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
     test_plan_policy();
     test_app_never_waits_for_eviction();
+    test_hold();
     test_coalescing();
     test_drift_and_timeout();
     test_cuda_error();

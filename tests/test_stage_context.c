@@ -378,6 +378,40 @@ static void test_recorded(void)
     app_end(&a);
 }
 
+/* umadv_hold_resident: its errors; a held block (the one that is never
+ * staged, as DDP's buckets) replayed under a plan that evicts it: every
+ * eviction of it waited for its hold, and nothing was lost. */
+static void test_hold(void)
+{
+    unsigned char *held;
+    umadv_stats_t s;
+    int word;
+    app_t a;
+
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "hold: a context"))
+        return;
+    held = a.block[NBLOCKS - 1];
+    log_take();
+    is(umadv_hold_resident(NULL, held, NULL), UMADV_ERR_INVALID_PARAM, "hold: NULL context");
+    is(umadv_hold_resident(a.ctx, NULL, NULL), UMADV_ERR_INVALID_PARAM, "hold: NULL pointer");
+    is(umadv_hold_resident(a.ctx, &word, NULL), UMADV_ERR_NOT_FOUND,
+       "hold: memory umadv did not make");
+    ok(strstr(log_take(), "umadv_hold_resident") != NULL, "hold: logged with the call's name");
+    is(umadv_hold_resident(a.ctx, held, NULL), UMADV_OK, "hold: before any replay");
+    app_planned(&a, 2);
+    for (int it = 0; it < 4; it++) {
+        umadv_hold_resident(a.ctx, held, NULL);
+        iteration(&a);
+    }
+    stats(&a, &s);
+    ok(s.held_evictions > 0 && s.evicted_bytes > 0 && app_all_intact(&a),
+       "hold: %llu evictions of the held block waited for its hold, every byte intact",
+       (unsigned long long)s.held_evictions);
+    is(umadv_free(a.ctx, held), UMADV_OK, "hold: a held block frees");
+    a.block[NBLOCKS - 1] = NULL;
+    app_end(&a);
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -397,7 +431,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30);
+    plan(30 + 8);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -405,6 +439,7 @@ int main(void)
     test_pool_grows();
     test_off();
     test_recorded();
+    test_hold();
     test_torch();
     log_capture_stop();
     return exit_status();

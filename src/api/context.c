@@ -163,10 +163,97 @@ err_free_ctx:
     return status;
 }
 
+/* The block that begins at @ptr, or NULL (logged in @caller's name). */
+static umadv_ctx_alloc_t *live_block(umadv_context_t ctx, void *ptr, const char *caller)
+{
+    umadv_pool_loc_t loc;
+
+    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.base != ptr) {
+        umadv_error("%s(%p): not a live umadv allocation", caller, ptr);
+        return NULL;
+    }
+    return (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
+}
+
+/* ---- HOLDS --------------------------------------------------------------
+ * umadv_hold_resident records an event of the block's own on the holder's
+ * stream. Whatever evicts the block afterwards waits for it first: the
+ * replay's eviction lane (exec/worker.c, before its call), and the
+ * profiling pass, whose evictions are queued on the legacy stream behind
+ * a wait for every hold (umadv__ctx_holds_order). Held blocks are listed
+ * in ctx->held for the latter; a block leaves the list when it is freed.
+ * An event that has completed costs a wait nothing, so a hold needs no
+ * release. */
+
+static void hold_drop(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (alloc->held != 0) {
+        umadv_ctx_alloc_t *last = ctx->held[--ctx->nheld];
+
+        ctx->held[alloc->held - 1] = last;
+        last->held = alloc->held;
+        alloc->held = 0;
+    }
+    if (alloc->hold != NULL)
+        ctx->ops->event_destroy(alloc->hold);
+    alloc->hold = NULL;
+}
+
+static umadv_status_t hold_record(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, void *stream)
+{
+    umadv_status_t status;
+
+    if (alloc->held == 0) {
+        status = umadv__array_reserve((void **)&ctx->held, &ctx->held_cap, ctx->nheld + 1,
+                                      sizeof(*ctx->held));
+        if (status != UMADV_OK)
+            return status;
+    }
+    if (alloc->hold == NULL && (status = ctx->ops->event_create(&alloc->hold)) != UMADV_OK) {
+        alloc->hold = NULL;
+        return status;
+    }
+    if (alloc->held == 0) {
+        ctx->held[ctx->nheld++] = alloc;
+        alloc->held = (uint32_t)ctx->nheld;
+    }
+    /* On failure the event keeps its last record (none: a wait on it
+     * returns at once); the executor may be waiting on it, so it stays. */
+    return ctx->ops->event_record(alloc->hold, (umadv_stream_t)stream);
+}
+
+UMADV_API umadv_status_t umadv_hold_resident(umadv_context_t ctx, void *ptr, void *stream)
+{
+    umadv_ctx_alloc_t *alloc;
+    umadv_status_t status;
+
+    if (ctx == NULL || ptr == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    if ((alloc = live_block(ctx, ptr, "umadv_hold_resident")) == NULL) {
+        pthread_mutex_unlock(&ctx->lock);
+        return UMADV_ERR_NOT_FOUND;
+    }
+    status = hold_record(ctx, alloc, stream);
+    umadv__replay_hold(ctx, alloc);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+void umadv__ctx_holds_order(umadv_context_t ctx, void *stream)
+{
+    for (size_t i = 0; i < ctx->nheld; i++) {
+        if (ctx->ops->stream_wait_event((umadv_stream_t)stream, ctx->held[i]->hold) !=
+            UMADV_OK)
+            return; /* logged; the eviction is coherent, only no longer ordered */
+    }
+}
+
 static void alloc_record_free(void *arg, void *base, uint64_t size, uint64_t user)
 {
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
 
+    hold_drop(arg, alloc);
     free(alloc->tag);
     free(alloc);
 }
@@ -176,10 +263,11 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
     if (ctx == NULL)
         return;
     umadv__cycle_fire(ctx, UMADV_CYCLE_EV_DESTROY, NULL);
-    umadv__pool_foreach(ctx->pool, alloc_record_free, NULL);
+    umadv__pool_foreach(ctx->pool, alloc_record_free, ctx);
     umadv__pool_destroy(ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx->step_ranges);
+    free(ctx->held);
     free(ctx);
 }
 
@@ -247,18 +335,13 @@ UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const ch
 
 static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
 {
-    umadv_pool_loc_t loc;
-    umadv_ctx_alloc_t *alloc;
+    umadv_ctx_alloc_t *alloc = live_block(ctx, ptr, "umadv_free");
 
-    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.base != ptr) {
-        umadv_error("umadv_free(%p): not a live umadv allocation", ptr);
+    if (alloc == NULL)
         return UMADV_ERR_NOT_FOUND;
-    }
-    alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
     umadv__cycle_fire(ctx, UMADV_CYCLE_EV_FREE, alloc); /* no migration touches it after */
     umadv__pool_free(ctx->pool, ptr);
-    free(alloc->tag);
-    free(alloc);
+    alloc_record_free(ctx, NULL, 0, (uint64_t)(uintptr_t)alloc);
     return UMADV_OK;
 }
 
@@ -278,18 +361,15 @@ UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr)
 
 UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable)
 {
-    umadv_pool_loc_t loc;
     umadv_ctx_alloc_t *alloc;
 
     if (ctx == NULL || ptr == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    if (umadv__pool_lookup(ctx->pool, ptr, &loc) != UMADV_OK || loc.base != ptr) {
+    if ((alloc = live_block(ctx, ptr, "umadv_set_stageable")) == NULL) {
         pthread_mutex_unlock(&ctx->lock);
-        umadv_error("umadv_set_stageable(%p): not a live umadv allocation", ptr);
         return UMADV_ERR_NOT_FOUND;
     }
-    alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
     alloc->stageable = stageable != 0;
     umadv__ctx_record_stageable(ctx, alloc);
     umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */

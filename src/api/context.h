@@ -48,6 +48,9 @@ typedef struct umadv_ctx_alloc {
     uint32_t fetched_epoch;/* profiling: the profile_epoch it was fetched back in */
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
+    umadv_event_t hold;    /* umadv_hold_resident: recorded on the holder's stream;
+                            * evictions of the block wait for it. NULL: never held */
+    uint32_t held;         /* 1 + index in ctx->held, 0 when not held */
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
@@ -187,6 +190,9 @@ struct umadv_context {
     uint64_t                 faults_replayed;  /* ...were counted from here (sampling) */
 
     umadv_ctx_replay_t       replay;           /* api/replay.c */
+
+    umadv_ctx_alloc_t      **held;             /* blocks with a hold (context.c, HOLDS) */
+    size_t                   nheld, held_cap;
 };
 
 /* ---- record.c: the recorder (a leaf of the life cycle) ---------------- */
@@ -240,6 +246,9 @@ void umadv__ctx_timings_resolve(umadv_context_t ctx);
  * start evicts every block (UMADV_PROFILE_EVICT) so first touches fault;
  * finish merges kernel-parameter and fault accesses into ctx->trace before
  * it is finalized. */
+/* Order the work queued next on @stream after every hold (context.c,
+ * HOLDS): the profiling pass's evictions wait for the holds' readers. */
+void umadv__ctx_holds_order(umadv_context_t ctx, void *stream);
 void umadv__ctx_profile_open(umadv_context_t ctx);
 void umadv__ctx_profile_close(umadv_context_t ctx);
 /* Returns 1 when a profiler was asked for but CUPTI fails the recording
@@ -312,6 +321,9 @@ void umadv__replay_forget_ordinals(umadv_context_t ctx);
 void umadv__replay_malloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__replay_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+/* umadv_hold_resident on @alloc: the executor waits for alloc->hold before
+ * it evicts the block it plays (context.c, HOLDS). */
+void umadv__replay_hold(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);
 /* Every iteration boundary: allocations numbered from 0 again, launches

@@ -433,7 +433,8 @@ static void ranges_regroup(ranges_arg_t *ra, const umadv_bulk_range_t *kept, siz
 
 /* Move the live blocks (as @of says), less the @nkept ranges of @kept,
  * to @location: the executor's bulk mover issues the calls; the profiling
- * pass only says what. Returns the calls made. */
+ * pass only says what. Evictions follow the holds' readers (context.c,
+ * HOLDS). Returns the calls made. */
 static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags,
                         const umadv_bulk_range_t *kept, size_t nkept)
 {
@@ -446,6 +447,8 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
             ranges_cut(&ra, kept[k].start, kept[k].end);
         ranges_regroup(&ra, kept, nkept);
     }
+    if (location == UMADV_CUDA_LOCATION_HOST)
+        umadv__ctx_holds_order(ctx, NULL); /* the bulk mover's legacy stream */
     calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
     free(ra.ranges);
     return calls;

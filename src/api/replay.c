@@ -110,6 +110,8 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->staged_bytes  += x->staged_bytes;
     sum->released_bytes += x->released_bytes;
     sum->restored_bytes += x->restored_bytes + x->sync_restored_bytes;
+    sum->held_evictions += x->held_evictions;
+    sum->hold_wait_ns  += x->hold_wait_ns;
 }
 
 static void follow_stop(umadv_context_t ctx);
@@ -188,6 +190,8 @@ static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int
     alloc->bound = id;
     if (alloc->stageable)
         umadv__exec_set_stageable(r->exec, id, 1);
+    if (alloc->hold != NULL)
+        umadv__exec_hold(r->exec, id, alloc->hold);
 }
 
 /* umadv_set_stageable on @alloc: the executor follows (turning it off
@@ -196,6 +200,12 @@ void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 {
     if (ctx->replay.exec != NULL && alloc->bound != UMADV_CTX_NO_TRACE_ID)
         umadv__exec_set_stageable(ctx->replay.exec, alloc->bound, alloc->stageable);
+}
+
+void umadv__replay_hold(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    if (ctx->replay.exec != NULL && alloc->bound != UMADV_CTX_NO_TRACE_ID)
+        umadv__exec_hold(ctx->replay.exec, alloc->bound, alloc->hold);
 }
 
 static void bind_identity(void *arg, void *base, uint64_t size, uint64_t user)
@@ -707,6 +717,8 @@ void umadv__replay_stats(umadv_context_t ctx, umadv_stats_t *s)
     s->staged_bytes  = sum.staged_bytes;
     s->restored_bytes = sum.restored_bytes;
     s->released_bytes = sum.released_bytes;
+    s->held_evictions = sum.held_evictions;
+    s->hold_wait_ns   = sum.hold_wait_ns;
 }
 
 void umadv__replay_note_faults(umadv_context_t ctx, uint64_t n)

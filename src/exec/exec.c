@@ -274,6 +274,7 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
     umadv__tree_remove(&e->bound, &b->node);
     b->base = 0;
     b->advised = 0;
+    b->hold = NULL;
     umadv__exec_stage_release(e, alloc); /* live: restored above; dead: dropped */
     umadv__core_unbind(&e->core, alloc);
     umadv__exec_wake(e);
@@ -282,6 +283,16 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
         advice_undo(e, old.base, old.size, old.advised);
         pthread_mutex_lock(&e->lock);
     }
+}
+
+void umadv__exec_hold(umadv_exec_t *e, uint32_t alloc, umadv_event_t event)
+{
+    if (alloc >= e->trace->nallocs)
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (e->binds[alloc].base != 0)
+        e->binds[alloc].hold = event;
+    pthread_mutex_unlock(&e->lock);
 }
 
 void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)

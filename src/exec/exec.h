@@ -140,6 +140,8 @@ typedef struct umadv_exec_stats {
     uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
                                * memset touched the data after the step end they
                                * waited for, and may not have run yet */
+    uint64_t held_evictions;  /* evictions that waited for a hold (umadv__exec_hold) */
+    uint64_t hold_wait_ns;    /* the eviction lane in those waits */
 } umadv_exec_stats_t;
 
 /* Start the worker and monitor threads. UMADV_ERR_INVALID_PARAM for a
@@ -172,6 +174,11 @@ void umadv__exec_unbind(umadv_exec_t *exec, uint32_t alloc);
  * STAGING; binding clears it). Turning it off restores its staged
  * sections first, synchronously. */
 void umadv__exec_set_stageable(umadv_exec_t *exec, uint32_t alloc, int on);
+/* Evictions of the block bound to @alloc wait for @event first (the
+ * eviction lane, before its call; api/context.c, HOLDS). The event is the
+ * caller's, recorded again at each hold; it must outlive the binding.
+ * NULL: no hold. */
+void umadv__exec_hold(umadv_exec_t *exec, uint32_t alloc, umadv_event_t event);
 
 /* The plan policy's next schedule, in place: @install (under the
  * executor's lock) writes it where params.schedule points. Only for the

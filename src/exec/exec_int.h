@@ -30,6 +30,7 @@ typedef struct exec_bind {
     uintptr_t arena;
     uint32_t  busy;     /* calls in flight on the block */
     uint32_t  advised;  /* 1 << umadv_advice_t of the advice set on it */
+    umadv_event_t hold; /* its evictions wait for it (umadv__exec_hold); NULL */
 } exec_bind_t;
 
 /* An event recorded at a step's end; evictions behind it hold references. */

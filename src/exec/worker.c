@@ -308,14 +308,43 @@ static void migrate_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
     }
 }
 
+/* Before an eviction's call: the holds on its blocks (umadv__exec_hold),
+ * each waited for with the lock dropped, as a step end is. The pieces are
+ * busy, so no block is unbound, nor its hold's event destroyed, meanwhile. */
+static void evict_wait_holds(umadv_exec_t *e, exec_lane_t *lane)
+{
+    for (size_t i = 0; i < lane->npieces && !e->broken; i++) {
+        uint32_t alloc = lane->pieces[i].alloc;
+        umadv_event_t hold = e->binds[alloc].hold;
+        umadv_status_t status;
+        uint64_t start, end;
+
+        if (hold == NULL || (i > 0 && lane->pieces[i - 1].alloc == alloc))
+            continue;
+        pthread_mutex_unlock(&e->lock);
+        start = umadv__now_ns();
+        status = e->p.ops->event_synchronize(hold);
+        end = umadv__now_ns();
+        pthread_mutex_lock(&e->lock);
+        umadv__spans_add(e->p.spans, UMADV_SPAN_EVICT, "waits for a hold", start, end, 0,
+                         e->iteration, e->step);
+        e->stats.held_evictions++;
+        e->stats.hold_wait_ns += end - start;
+        if (status != UMADV_OK)
+            umadv__exec_fail(e, "event_synchronize");
+    }
+}
+
 /* Migrations first, then the staged pieces (stage.c) as one call. */
 static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
     size_t total = lane->npieces, nmigrate, ndone;
 
     pieces_busy(e, lane, 0, total, 1);
-    if (!to_gpu)
+    if (!to_gpu) {
+        evict_wait_holds(e, lane);
         umadv__exec_stage_slots(e, lane);
+    }
     /* [migrate | dead | staged] */
     nmigrate = pieces_partition(lane, 0, piece_migrates);
     ndone = pieces_partition(lane, nmigrate, piece_dead);
