@@ -38,8 +38,10 @@ Without a saved profile the bound falls back to the bytes plan moved
                [--policies demand,prefetch-all,plan] [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
                [--image-size N] [--workspace-limit SIZE] [--out DIR]
 
-Writes DIR/vgg.json and one log per run; prints the table last. Exits 1
-when a run's losses or digest differ from its reference's.
+Writes DIR/vgg.json and one log per run; prints each budget's rows, and
+rewrites DIR/vgg.json, as soon as they are measured, so that a run cut
+short by a time limit keeps what it measured. Exits 1 when a run's
+losses or digest differ from its reference's.
 
 The papers' figures, for bench/RESULTS.md beside ours (their hardware and
 their baselines, not measured here):
@@ -286,7 +288,8 @@ def run_budget(args, batch, label, budget, oracle, references):
     return rows + [row(args, ctx, p, runs[p], reference, bound) for p in args.policies]
 
 
-def run_batch(args, batch, free):
+def run_batch(args, batch, free, report):
+    """The rows of @batch, appended to report.batches as they come."""
     oracle = vgg_train(args, "b%d-oracle" % batch, batch, "oracle", None, 1)
     if "error" in oracle:
         sys.exit("bench: the oracle run at batch %d failed (%s); see b%d-oracle.log"
@@ -295,14 +298,15 @@ def run_batch(args, batch, free):
     oracle_ms = steady(args, oracle)[0]
     ctx = {"batch": batch, "budget_label": "none", "budget": 0, "split": 1,
            "oracle_ms": oracle_ms}
-    rows, references = [row(args, ctx, "oracle", oracle, oracle, None)], {1: oracle}
+    report.batch(batch, footprint)
+    report.rows([row(args, ctx, "oracle", oracle, oracle, None)])
+    references = {1: oracle}
     for label, budget, why in budget_list(args, footprint, free):
         if why:
-            rows.append({"batch": batch, "budget_label": label, "budget": budget,
-                         "skipped": why})
-            continue
-        rows += run_budget(args, batch, label, budget, oracle, references)
-    return {"batch": batch, "footprint": footprint, "rows": rows}
+            report.rows([{"batch": batch, "budget_label": label, "budget": budget,
+                          "skipped": why}])
+        else:
+            report.rows(run_budget(args, batch, label, budget, oracle, references))
 
 
 # ---- output ---------------------------------------------------------------
@@ -330,25 +334,47 @@ def print_row(r):
         "  (plan refused: %s)" % r["refused"] if r.get("refused") else ""))
 
 
+class Report(object):
+    """Rows printed and DIR/vgg.json written as each budget ends: a run
+    stopped by a time limit keeps what it measured."""
+
+    def __init__(self, args, free):
+        self.path = os.path.join(args.out, "vgg.json")
+        self.result = {"config": {k: v for k, v in vars(args).items()}, "gpu_free": free,
+                       "batches": []}
+        print("vgg_train VGG-16 %dx%d, %d iterations (steady: from %d), split %s; bound "
+              "rates H2D %.0f GB/s D2H %.0f GB/s" % (
+                  args.image_size, args.image_size, args.iters, args.profile_iter + 2,
+                  args.split, args.rates_bps[0] / 1e9, args.rates_bps[1] / 1e9))
+        print("%5s %-12s %5s %-13s %9s %8s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
+        sys.stdout.flush()
+
+    def batch(self, batch, footprint):
+        self.result["batches"].append({"batch": batch, "footprint": footprint, "rows": []})
+        print("# batch %d: footprint %.2f GiB" % (batch, footprint / GIB))
+
+    def rows(self, rows):
+        self.result["batches"][-1]["rows"] += rows
+        for r in rows:
+            print_row(r)
+        sys.stdout.flush()
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.result, f, indent=1)
+        os.replace(tmp, self.path)
+
+    def differ(self):
+        return any(r.get("digest_equal") is False
+                   for b in self.result["batches"] for r in b["rows"])
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
-    free = gpu_free(args)
-    batches = [run_batch(args, int(b), free) for b in args.batches.split(",")]
-    result = {"config": {k: v for k, v in vars(args).items()}, "gpu_free": free,
-              "batches": batches}
-    with open(os.path.join(args.out, "vgg.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    print("vgg_train VGG-16 %dx%d, %d iterations (steady: from %d), split %s; bound rates "
-          "H2D %.0f GB/s D2H %.0f GB/s; footprints %s" % (
-              args.image_size, args.image_size, args.iters, args.profile_iter + 2, args.split,
-              args.rates_bps[0] / 1e9, args.rates_bps[1] / 1e9,
-              ", ".join("%d: %.2f GiB" % (b["batch"], b["footprint"] / GIB) for b in batches)))
-    print("%5s %-12s %5s %-13s %9s %8s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
-    for b in batches:
-        for r in b["rows"]:
-            print_row(r)
-    if any(r.get("digest_equal") is False for b in batches for r in b["rows"]):
+    report = Report(args, gpu_free(args))
+    for b in args.batches.split(","):
+        run_batch(args, int(b), report.result["gpu_free"], report)
+    if report.differ():
         sys.exit(1)
 
 

@@ -561,6 +561,18 @@ rcq=$?
 ok $? "--policies runs those only (no plan: no bound); an unknown one is refused" ||
     diag "$tmp/vggp.err"
 
+# A bench stopped by a time limit keeps what it measured: 512M's rows
+# printed and in vgg.json before the plan run at 25% hangs.
+FAKE_HANG=plan:$((256 << 20)) timeout 8 python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" \
+    --batches 16 --budgets 512M,25 --gpu-free 2G --out "$tmp/vggk" >"$tmp/vggk.table" \
+    2>"$tmp/vggk.err"
+rc=$?
+[ "$rc" -eq 124 ] && [ "$(vfield vggk 512M plan ms_per_iter)" = 125.0 ] &&
+    [ "$(vfield vggk 25% plan policy)" = missing ] &&
+    grep -q '^ *16 512M .* plan ' "$tmp/vggk.table" && grep -q '^# batch 16: footprint 1.00 GiB$' "$tmp/vggk.table"
+ok $? "killed mid-way, vgg.py has printed and saved every budget it finished (exit $rc)" ||
+    diag "$tmp/vggk.table"
+
 # Failures: no result is exit 1 with the reason, never a table.
 sve svf -- --umadv "$fake_umadv" --budgets 50 --exe false
 sve svj FAKE_PLAN_BREAK=json -- --umadv "$fake_umadv" --budgets 50

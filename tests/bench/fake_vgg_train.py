@@ -16,6 +16,7 @@ TRACE), whatever the batch."""
 import argparse
 import os
 import sys
+import time
 
 from fake_trace import two_step_trace
 
@@ -66,6 +67,8 @@ def main():
         print("iter %d loss %.9f ms %.3f fetched %d evicted %d staged %d restored %d faults %d"
               % (it, 7.0 / (it + 1), ms, 3 * half, half, half, half,
                  1000 if policy == "demand" else 0))
+    if os.environ.get("FAKE_HANG") == "%s:%d" % (policy, budget):  # a run the caller kills
+        time.sleep(30)
     differ = os.environ.get("FAKE_DIFFER") == policy
     print("digest 0x%016x" % (split * 16 + differ))
     print("summary policy %s budget %s faults 0 fetched_bytes 0 evicted_bytes 0 managed_peak %d "
