@@ -6,11 +6,11 @@
  * fails the n-th call of one of its entries. A realistic run (context,
  * blocks written by the application, a profiled iteration with launches,
  * a plan, replays under a budget for every policy, an activation made and
- * freed every iteration, a saved trace, frees, destroy) is made once to
- * count the calls, then once per entry and call index (sampled beyond
- * MAX_CASES_PER_ENTRY) with that call failing, and once with every call
- * of the entry failing from the first (a device lost), each in a child
- * process under alarm(). Two scenarios: steps marked through the API, and
+ * freed every iteration, a block held every iteration, a saved trace,
+ * frees, destroy) is made once to count the calls, then once per entry
+ * and call index (sampled beyond MAX_CASES_PER_ENTRY) with that call
+ * failing, and once with every call of the entry failing from the first
+ * (a device lost), each in a child process under alarm(). Two scenarios: steps marked through the API, and
  * steps that are kernel launches only (PyTorch's way). Every case checks:
  *   - the run ends (no crash, no hang) and every failed API call returned
  *     a status that names a CUDA/CUPTI failure (or the run went on);
@@ -828,6 +828,10 @@ static void iteration(app_t *app, unsigned seed)
     app->act = NULL;
     if (API(app, umadv_malloc(app->ctx, ACT_SIZE, "act", &app->act)) != UMADV_OK)
         app->act = NULL; /* an application would stop; this one goes on without */
+    /* block 0, never stageable, held as DDP's guard holds a bucket while
+     * a reader umadv cannot see (NCCL) may read it: its evictions wait */
+    if (app->blocks[0] != NULL)
+        API(app, umadv_hold_resident(app->ctx, app->blocks[0], NULL));
     for (int s = 0; s < NSTEPS; s++)
         step(app, s, seed);
 }
