@@ -157,8 +157,9 @@ typedef struct umadv_stats {
                                 *   the plan knows nothing reads again (its next use
                                 *   writes it fresh), discarded; not in evicted_bytes
                                 *   or staged_bytes */
-    uint64_t held_evictions;   /**< evictions that waited for a ::umadv_hold_resident
-                                *   hold before they were issued */
+    uint64_t held_evictions;   /**< evictions of blocks with a ::umadv_hold_resident
+                                *   hold: each waited for its hold before it was
+                                *   issued (most find it completed) */
     uint64_t hold_wait_ns;     /**< time umadv's eviction lane spent in those waits */
 } umadv_stats_t;
 
@@ -258,7 +259,7 @@ UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int
  * @return ::UMADV_OK; ::UMADV_ERR_NOT_FOUND if @a ptr is not a live block;
  *         ::UMADV_ERR_INVALID_PARAM for a NULL context or pointer;
  *         ::UMADV_ERR_CUDA when the event cannot be created or recorded
- *         (the block is then not held).
+ *         (the block keeps its earlier hold, if it had one).
  */
 UMADV_API umadv_status_t umadv_hold_resident(umadv_context_t ctx, void *ptr, void *stream);
 

@@ -238,6 +238,12 @@ void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns);
 /* The step events of the timing pass, read into ctx->tpass.durations. */
 void umadv__ctx_timings_resolve(umadv_context_t ctx);
 
+/* ---- context.c: holds (umadv_hold_resident) ------------------------------ */
+
+/* Order the work queued next on @stream after every hold (context.c,
+ * HOLDS): the profiling pass's evictions wait for the holds' readers. */
+void umadv__ctx_holds_order(umadv_context_t ctx, void *stream);
+
 /* ---- profile.c: the profiling pass (a leaf) ----------------------------- */
 
 /* Open measures the link (UMADV_LINK_PROBE) and subscribes to CUPTI
@@ -246,9 +252,6 @@ void umadv__ctx_timings_resolve(umadv_context_t ctx);
  * start evicts every block (UMADV_PROFILE_EVICT) so first touches fault;
  * finish merges kernel-parameter and fault accesses into ctx->trace before
  * it is finalized. */
-/* Order the work queued next on @stream after every hold (context.c,
- * HOLDS): the profiling pass's evictions wait for the holds' readers. */
-void umadv__ctx_holds_order(umadv_context_t ctx, void *stream);
 void umadv__ctx_profile_open(umadv_context_t ctx);
 void umadv__ctx_profile_close(umadv_context_t ctx);
 /* Returns 1 when a profiler was asked for but CUPTI fails the recording
