@@ -651,6 +651,59 @@ static void test_follow(void)
     umadv_context_destroy(ctx);
 }
 
+/* Hidden readers (replay.c, HIDDEN READERS): an NCCL kernel, followed as
+ * the step it was profiled as, pauses staging for the rest of the
+ * iteration where no block is held (no guard), and not where one is. */
+static void test_follow_hidden_reader(void)
+{
+    static const char nccl[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgs4K";
+    void *a = NULL, *args[2];
+    umadv_context_t ctx;
+    umadv_exec_t *e;
+    int plain;
+
+    ctx = one_block_context(&a, args);
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    log_take();
+    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
+        if (i == 0)
+            umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx);
+        runtime_launch("k1", 10 + 100 * i, args, 0);
+        runtime_launch(nccl, 11 + 100 * i, args, 0);
+        runtime_launch("k3", 12 + 100 * i, args, 0);
+        for (uint32_t k = 0; k < 3; k++)
+            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
+        if (i == 0)
+            umadv_plan(ctx);
+    }
+    umadv_iteration_begin(ctx);
+    e = ctx->replay.exec;
+    runtime_launch("k1", 500, args, 0);
+    plain = e != NULL && !e->core.stage_paused;
+    runtime_launch(nccl, 501, args, 0);
+    ok(plain && e->core.stage_paused && e->step == 2,
+       "an NCCL kernel with no block held: staging paused, the launch still its step");
+    runtime_launch("k3", 502, args, 0);
+    umadv_iteration_begin(ctx);
+    runtime_launch("k1", 600, args, 0);
+    plain = !e->core.stage_paused;
+    runtime_launch(nccl, 601, args, 0);
+    ok(plain && e->core.stage_paused &&
+           count_of(log_take(), "reads memory its launch does not name") == 1,
+       "paused again in the next iteration at its NCCL kernel, not before; warned once (since "
+       "the timing pass, whose launches are followed too)");
+    runtime_launch("k3", 602, args, 0);
+    umadv_iteration_begin(ctx);
+    umadv_hold_resident(ctx, a, NULL); /* the guard's hold */
+    runtime_launch("k1", 700, args, 0);
+    runtime_launch(nccl, 701, args, 0);
+    ok(!e->core.stage_paused && e->step == 2,
+       "with a block held (the bucket guard): the NCCL kernel pauses nothing");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* The timing pass times the iteration the replay runs: its launches are
  * the replay's steps, which wait for their data (else its kernels fault
  * and their faults are timed as compute), and are timed too. */
@@ -951,7 +1004,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78);
+    plan(78 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -963,6 +1016,7 @@ int main(void)
     test_recording();
     test_declared_parts();
     test_follow();
+    test_follow_hidden_reader();
     test_follow_timing();
     test_timed_after_wait();
     umadv__cupti_ops_install(NULL);

@@ -67,6 +67,7 @@ static struct replay_follow {
     uint32_t        open;     /* the step begun at a launch's entry */
     int             diverged; /* in this iteration */
     int             logged;   /* a divergence, in this replay */
+    int             hidden_logged; /* a hidden reader's pause, in this replay */
     uint64_t        drift;    /* iterations that diverged */
     uint64_t        entry_ns; /* the open step's launch call began */
     uint64_t        launch_ns;/* in followed launch calls, this iteration */
@@ -296,6 +297,38 @@ static int launch_is_step(const umadv_trace_t *t, uint32_t j, const char *name, 
     return want != NULL && strcmp(want, name) == 0;
 }
 
+/* HIDDEN READERS. An NCCL kernel reduces buffers that its launch does not
+ * name (its parameters point at NCCL's work descriptors), so neither the
+ * profile's parameter scan nor the plan knows them: a DDP gradient bucket
+ * staged under such a kernel would be reduced as garbage. The bucket
+ * guard (umadv_ddp.py, umadv(7) DISTRIBUTED TRAINING) keeps what the
+ * collective reads out of staging and holds it; a context in which no
+ * block is held has no such guard, and there the first such launch of an
+ * iteration pauses staging (everything staged restored first) until the
+ * next: evictions migrate, which UVM keeps coherent with any reader. */
+static const char *const hidden_reader_kernels[] = {"ncclDevKernel", "ncclKernel"};
+
+static int launch_reads_hidden(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < UMADV_ARRAY_SIZE(hidden_reader_kernels); i++) {
+        if (strstr(name, hidden_reader_kernels[i]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+static void hidden_reader_guard(umadv_context_t ctx, const char *name)
+{
+    if (ctx->nheld > 0 || !launch_reads_hidden(name))
+        return;
+    umadv__exec_stage_pause(ctx->replay.exec);
+    if (!follow.hidden_logged++)
+        umadv_warn("replay: %s reads memory its launch does not name (a collective's "
+                   "buffers), and no block is guarded: staging paused for the rest of each "
+                   "such iteration; guard DDP's buckets (umadv run does, umadv(7) DISTRIBUTED "
+                   "TRAINING) or set UMADV_STAGE=0", name);
+}
+
 /* A launch call's entry: the step it is, begun; else the iteration's
  * following ends. Returns the executor to wait on, or NULL. */
 static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigned flags)
@@ -318,6 +351,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
                            ? ctx->trace.steps[j].name : "none");
         return NULL;
     }
+    hidden_reader_guard(ctx, name);
     follow.open = j;
     follow.entry_ns = umadv__now_ns();
     umadv__replay_step_begin(ctx);
