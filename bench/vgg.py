@@ -288,8 +288,8 @@ def run_budget(args, batch, label, budget, oracle, references):
     return rows + [row(args, ctx, p, runs[p], reference, bound) for p in args.policies]
 
 
-def run_batch(args, batch, free, report):
-    """The rows of @batch, appended to report.batches as they come."""
+def run_batch(args, batch, report):
+    """The rows of @batch, handed to @report as they come."""
     oracle = vgg_train(args, "b%d-oracle" % batch, batch, "oracle", None, 1)
     if "error" in oracle:
         sys.exit("bench: the oracle run at batch %d failed (%s); see b%d-oracle.log"
@@ -301,7 +301,7 @@ def run_batch(args, batch, free, report):
     report.batch(batch, footprint)
     report.rows([row(args, ctx, "oracle", oracle, oracle, None)])
     references = {1: oracle}
-    for label, budget, why in budget_list(args, footprint, free):
+    for label, budget, why in budget_list(args, footprint, report.result["gpu_free"]):
         if why:
             report.rows([{"batch": batch, "budget_label": label, "budget": budget,
                           "skipped": why}])
@@ -373,7 +373,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     report = Report(args, gpu_free(args))
     for b in args.batches.split(","):
-        run_batch(args, int(b), report.result["gpu_free"], report)
+        run_batch(args, int(b), report)
     if report.differ():
         sys.exit(1)
 

@@ -308,30 +308,38 @@ static void migrate_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
     }
 }
 
+/* The eviction lane waits for @event with the lock dropped, the wait a
+ * span named @what in the timeline; a failure breaks the executor.
+ * Returns the time waited. */
+static uint64_t evict_lane_wait(umadv_exec_t *e, umadv_event_t event, const char *what)
+{
+    umadv_status_t status;
+    uint64_t start, end;
+
+    pthread_mutex_unlock(&e->lock);
+    start = umadv__now_ns();
+    status = e->p.ops->event_synchronize(event);
+    end = umadv__now_ns();
+    pthread_mutex_lock(&e->lock);
+    umadv__spans_add(e->p.spans, UMADV_SPAN_EVICT, what, start, end, 0, e->iteration, e->step);
+    if (status != UMADV_OK)
+        umadv__exec_fail(e, "event_synchronize");
+    return end - start;
+}
+
 /* Before an eviction's call: the holds on its blocks (umadv__exec_hold),
- * each waited for with the lock dropped, as a step end is. The pieces are
- * busy, so no block is unbound, nor its hold's event destroyed, meanwhile. */
+ * each waited for as a step end is. The pieces are busy, so no block is
+ * unbound, nor its hold's event destroyed, meanwhile. */
 static void evict_wait_holds(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces && !e->broken; i++) {
         uint32_t alloc = lane->pieces[i].alloc;
         umadv_event_t hold = e->binds[alloc].hold;
-        umadv_status_t status;
-        uint64_t start, end;
 
         if (hold == NULL || (i > 0 && lane->pieces[i - 1].alloc == alloc))
             continue;
-        pthread_mutex_unlock(&e->lock);
-        start = umadv__now_ns();
-        status = e->p.ops->event_synchronize(hold);
-        end = umadv__now_ns();
-        pthread_mutex_lock(&e->lock);
-        umadv__spans_add(e->p.spans, UMADV_SPAN_EVICT, "waits for a hold", start, end, 0,
-                         e->iteration, e->step);
+        e->stats.hold_wait_ns += evict_lane_wait(e, hold, "waits for a hold");
         e->stats.held_evictions++;
-        e->stats.hold_wait_ns += end - start;
-        if (status != UMADV_OK)
-            umadv__exec_fail(e, "event_synchronize");
     }
 }
 
@@ -663,21 +671,10 @@ void umadv__exec_fetch_on_step(umadv_exec_t *e, umadv_stream_t stream)
 /* Wait for the step end behind @op, with the lock dropped. */
 static void evict_wait_event(umadv_exec_t *e, exec_event_t *ev)
 {
-    umadv_status_t status;
-
-    uint64_t start;
-
     if (ev == NULL)
         return;
-    pthread_mutex_unlock(&e->lock);
-    start = umadv__now_ns();
-    status = e->p.ops->event_synchronize(ev->event);
-    pthread_mutex_lock(&e->lock);
-    umadv__spans_add(e->p.spans, UMADV_SPAN_EVICT, "waits for the step end", start,
-                     umadv__now_ns(), 0, e->iteration, e->step);
+    evict_lane_wait(e, ev->event, "waits for the step end");
     umadv__exec_event_put(e, ev);
-    if (status != UMADV_OK)
-        umadv__exec_fail(e, "event_synchronize");
 }
 
 /* Later evictions behind the same step end join the call. */
