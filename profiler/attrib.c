@@ -451,8 +451,9 @@ umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t
         umadv__trace_cleanup(&merged);
         return status;
     }
-    merged.niterations = trace->niterations;
-    merged.activity    = trace->activity; /* moved, not copied */
+    merged.niterations   = trace->niterations;
+    merged.guessed_steps = trace->guessed_steps; /* they still may miss blocks */
+    merged.activity      = trace->activity; /* moved, not copied */
     memset(&trace->activity, 0, sizeof(trace->activity));
     umadv__trace_cleanup(trace);
     *trace = merged;
