@@ -306,6 +306,26 @@ UMADV_API umadv_status_t umadv_step_access(umadv_context_t ctx, const void *ptr,
                                            umadv_access_mode_t mode);
 
 /**
+ * @brief Say that the open step's work touches nothing in umadv memory
+ * but the ranges it declares (::umadv_step_access, before or after this
+ * call). The profiling pass then takes the step on its word where it
+ * otherwise could not in a trace with stageable blocks: its kernels
+ * whose parameters CUDA does not describe (cuDNN's, cuBLAS's) are not
+ * preceded by an eviction of every other block to find by faults what
+ * else they touch, and staging may rest on its declarations. A fault in
+ * the step outside what it declared (a block it touched first while off
+ * the GPU) withdraws that for the whole profile: warned, nothing staged
+ * on it. A touch of data already on the GPU makes no fault: a step that
+ * says this and misses a stageable block may read discarded bytes in a
+ * replay (umadv(7), STAGING). Does nothing outside a profiled iteration.
+ * @return ::UMADV_OK; ::UMADV_ERR_STATE without an open step;
+ *         ::UMADV_ERR_INVALID_PARAM for a NULL context;
+ *         ::UMADV_ERR_NO_MEMORY (the step is then profiled as one that
+ *         did not say so).
+ */
+UMADV_API umadv_status_t umadv_step_access_complete(umadv_context_t ctx);
+
+/**
  * @brief Mark the end of the open step.
  * @param duration_ns  the step's measured time, or 0 to let umadv measure it.
  * @return ::UMADV_OK; ::UMADV_ERR_STATE without an open step.

@@ -829,6 +829,8 @@ static void test_timed_after_wait(void)
 /* A parameter struct that names no block, larger than the bytes a guess
  * reads, so that a guess over it reads zeros only. */
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
+static void *const opaque_args[1] = {opaque_struct};
+static uint64_t lib_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
 
 /* Launches whose parameter layout CUDA does not give are counted and the
  * first named; one whose first argument points at a struct naming a
@@ -878,18 +880,42 @@ static void test_no_layout(void)
        "the timing pass land there)");
     ok(strstr(log_take(), "parameter scan: 3 of 4 launches have arguments whose layout cuda "
                           "does not give (first: opaque_kernel): 1 named blocks through the "
-                          "struct their first argument points at, 2 were left to faults (2 "
-                          "evictions before them)") != NULL,
+                          "struct their first argument points at, 2 named none; 2 evictions "
+                          "before them") != NULL,
        "launches without a parameter layout are counted, the first named, guesses told");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
+    /* Under a policy that moves data a guess is not taken on its word:
+     * every other block is evicted before the launch, so that what else
+     * it touches faults; the named block stays, fetched back (evicted
+     * when the profile began), and is the step's. */
     ctx = profiling_one_block(&a);
-    lib_params.tensor = a;
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv__cuda_host_reset();
+    lib_struct[0] = 7;                    /* a struct naming a, zeros after it: the */
+    lib_struct[1] = (uintptr_t)a;         /* bytes after a stack struct may name b */
+    args[0] = lib_struct;
     driver_launch_of((const void *)0xf00d, "library_kernel", 50, args);
     umadv__cuda_host_counters(&counters);
-    ok(counters.prefetches_to_host == 1 && ctx->trace.guessed_steps == 0,
-       "under a policy that moves data, no guess: evicted before it, its faults decide");
+    ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host == 2 * SECTION &&
+           ctx->trace.guessed_steps == 0,
+       "under a policy that moves data: every block but the guessed one evicted before it, "
+       "the step not counted as guessed (%llu bytes evicted in %llu calls, %u guessed)",
+       (unsigned long long)counters.prefetch_bytes_to_host,
+       (unsigned long long)counters.prefetches_to_host, ctx->trace.guessed_steps);
+    ok(counters.prefetches_to_device == 1 && counters.prefetch_bytes_to_device == SECTION &&
+           ctx->trace.nsteps == 1 && ctx->trace.steps[0].naccesses == 1 &&
+           strcmp(ctx->trace.allocs[ctx->trace.accesses[ctx->trace.steps[0].first_access].alloc]
+                      .tag, "a") == 0,
+       "the guessed block fetched back by prefetch, not faulted back, and the step's access");
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 51, opaque);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 2 && counters.prefetch_bytes_to_host == 5 * SECTION,
+       "a launch whose guess names nothing: everything evicted before it, a too (%llu calls, "
+       "%llu bytes)", (unsigned long long)counters.prefetches_to_host,
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
@@ -938,6 +964,69 @@ static void test_no_layout(void)
        "two calls (a run broken where b's first section stays: %llu calls, %llu bytes)",
        (unsigned long long)counters.prefetches_to_host,
        (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_free(ctx, b);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
+/* A step that says it declared all it touches (umadv_step_access_complete)
+ * is taken on its word with stageable blocks: no eviction before its
+ * opaque launches, staging allowed; a fault outside its declarations
+ * withdraws that (warned), one inside them does not. */
+static umadv_context_t complete_step(void **a_p, void **b_p, uint32_t corr)
+{
+    umadv_context_t ctx = profiling_one_block(a_p);
+
+    umadv_set_stageable(ctx, *a_p, 1);
+    umadv_malloc(ctx, 2 * SECTION, "b", b_p);
+    umadv_set_stageable(ctx, *b_p, 1);
+    umadv__cuda_host_reset();
+    umadv_step_begin(ctx, "complete", NULL);
+    umadv_step_access(ctx, *a_p, SECTION, UMADV_ACCESS_RW);
+    umadv_step_access(ctx, (char *)*b_p + SECTION, SECTION, UMADV_ACCESS_READ);
+    umadv_step_access_complete(ctx);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", corr, (void **)opaque_args);
+    driver_launch_of((const void *)0xbeef, "opaque_too", corr + 1, (void **)opaque_args);
+    umadv_step_end(ctx, 1000);
+    queue_kernel(corr, 1000, 2000);
+    queue_kernel(corr + 1, 3000, 4000);
+    return ctx;
+}
+
+static void test_complete_declarations(void)
+{
+    umadv_cuda_host_counters_t counters;
+    umadv_context_t ctx;
+    void *a = NULL, *b = NULL;
+    const char *log;
+
+    ctx = complete_step(&a, &b, 70);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 0 && ctx->trace.guessed_steps == 0,
+       "a step that declared all it touches: nothing evicted before its opaque launches, "
+       "nothing counted as guessed (%llu evictions)",
+       (unsigned long long)counters.prefetches_to_host);
+    is(umadv_step_access_complete(ctx), UMADV_ERR_STATE, "outside a step: an error");
+    is(umadv_step_access_complete(NULL), UMADV_ERR_INVALID_PARAM, "a NULL context: an error");
+    queue_fault((char *)b + SECTION + 64, 1500, 2); /* inside what it declared */
+    log_take();
+    umadv_iteration_begin(ctx);
+    ok(ctx->record == UMADV_CTX_REC_DONE && ctx->trace.guessed_steps == 0 &&
+           strstr(log_take(), "outside what it declared") == NULL,
+       "a fault inside its declarations keeps it trusted");
+    umadv_free(ctx, b);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+
+    ctx = complete_step(&a, &b, 80);
+    queue_fault((char *)b + 64, 3500, 2); /* b's first section: not declared */
+    log_take();
+    umadv_iteration_begin(ctx);
+    log = log_take();
+    ok(ctx->record == UMADV_CTX_REC_DONE && ctx->trace.guessed_steps == 1 &&
+           strstr(log, "step complete touched block b outside what it declared") != NULL,
+       "a fault outside them: warned, naming the step and the block, and nothing is "
+       "staged on the profile");
     umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
@@ -1004,7 +1093,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78 + 3);
+    plan(78 + 3 + 7);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1012,6 +1101,7 @@ int main(void)
     test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
+    test_complete_declarations();
     test_restore_under_budget();
     test_recording();
     test_declared_parts();

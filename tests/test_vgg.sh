@@ -134,7 +134,8 @@ rc=$(cat "$tmp/grad.rc")
 if [ "$rc" -eq 77 ]; then
     for what in "gradient check" "loss falls on a fixed batch" "oracle run" \
                 "demand digest" "prefetch-all digest" "plan digest under a budget" \
-                "plan within its budget" "--trace for umadv plan" "split: loss falls with a remainder part" \
+                "plan within its budget" "plan's steps taken on their word" \
+                "plan with partial declarations" "--trace for umadv plan" "split: loss falls with a remainder part" \
                 "split oracle run" "unsplit refused by umadv_plan" "split demand digest" \
                 "split prefetch-all digest" "split plan digest" "split plan within budget"; do
         n=$((n + 1))
@@ -178,7 +179,7 @@ ok $? "prefetch-all: bitwise the oracle's losses and digest" || diag "$tmp/prefe
 
 # Below the footprint: 75% of umadv's managed peak, as test_example.sh.
 budget=$(( $(summary oracle managed_peak) * 3 / 4 ))
-train plan UMADV_POLICY=plan UMADV_BUDGET=$budget -- $small --trace "$tmp/plan.umt"
+train plan UMADV_POLICY=plan UMADV_BUDGET=$budget UMADV_LOG=info -- $small --trace "$tmp/plan.umt"
 same_as_oracle plan && ! grep -q 'without a plan' "$tmp/plan.err"
 ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses and digest" ||
     diag "$tmp/plan.err"
@@ -186,6 +187,19 @@ ok $? "plan at a budget of $budget bytes: planned, bitwise the oracle's losses a
 peak=$(summary plan resident_peak)
 [ -n "$peak" ] && [ "$peak" -le "$budget" ]
 ok $? "plan's resident peak within the budget ($peak <= $budget)"
+
+# Its steps say their declarations are complete (umadv_step_access_complete):
+# no fault outside them, staging not withdrawn; without saying so, the
+# profile evicts before each cuDNN kernel, and trains alike.
+grep -q 'parameter scan: .* 0 evictions before them' "$tmp/plan.err" &&
+    ! grep -q 'outside what it declared' "$tmp/plan.err" &&
+    ! grep -q 'no staged evictions' "$tmp/plan.err"
+ok $? "plan's steps, said complete, taken on their word: no eviction before a cuDNN kernel, no fault outside them, staging kept" ||
+    diag "$tmp/plan.err"
+train planp UMADV_POLICY=plan UMADV_BUDGET=$budget UMADV_LOG=info -- $small --declarations partial
+same_as_oracle planp && grep -q 'parameter scan: .* [1-9][0-9]* evictions before them' "$tmp/planp.err"
+ok $? "plan with --declarations partial (evictions before each cuDNN kernel): bitwise the oracle's losses and digest" ||
+    diag "$tmp/planp.err"
 
 # --trace: the profile, with the timing pass's durations, for umadv plan
 "$builddir/tools/umadv/umadv" plan "$tmp/plan.umt" --budget "$budget" --policy plan \

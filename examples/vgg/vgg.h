@@ -37,6 +37,7 @@ typedef struct vgg_opts {
     int      split;      /* parts of the batch each layer runs in (1: whole) */
     int      split_auto; /* --split auto: from UMADV_BUDGET (vgg_split_auto) */
     const char *trace;   /* --trace: the profiled iteration's trace is saved here */
+    int      declarations_complete; /* each step says it declares all it touches */
 } vgg_opts_t;
 
 /* Samples [first, first + n) of the batch: one part of a split layer. */

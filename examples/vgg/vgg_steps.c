@@ -30,12 +30,23 @@ static size_t fbytes(size_t n)
     return n * sizeof(float);
 }
 
+/* Every step declares each buffer its kernels touch (uses), and says so
+ * unless --declarations partial: the profile then takes the step on its
+ * word instead of evicting every other buffer before each cuDNN or
+ * cuBLAS kernel to find by faults what else it touches (umadv(3)). */
+static void step_opened(vgg_t *v)
+{
+    if (v->opt.declarations_complete)
+        UMADV_CHECK(umadv_step_access_complete(v->ctx));
+}
+
 static void step_begin(vgg_t *v, const char *name, const char *pass)
 {
     char step[64];
 
     snprintf(step, sizeof(step), "%s%s", name, pass);
     UMADV_CHECK(umadv_step_begin(v->ctx, step, v->stream));
+    step_opened(v);
 }
 
 static void uses(vgg_t *v, const void *p, size_t bytes, umadv_access_mode_t mode)
@@ -161,6 +172,7 @@ static void part_begin(vgg_t *v, const vgg_layer_t *ly, const char *pass, int p)
     else
         snprintf(step, sizeof(step), "%s%s.part%d", ly->name, pass, p);
     UMADV_CHECK(umadv_step_begin(v->ctx, step, v->stream));
+    step_opened(v);
 }
 
 static void uses_workspace(vgg_t *v, const vgg_layer_t *ly, const part_io_t *io)

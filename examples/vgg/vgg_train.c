@@ -97,6 +97,12 @@ static void usage(FILE *out)
         "  --trace FILE         save the profiled iteration to FILE (umadv-trace(5)) once\n"
         "                       the iteration after it has measured its steps (umadv\n"
         "                       plan FILE simulates it); FILE is replaced only whole\n"
+        "  --declarations complete|partial  complete (default): each step tells umadv\n"
+        "                       that it declares every buffer it touches\n"
+        "                       (umadv_step_access_complete), so the profile needs no\n"
+        "                       evictions to find the rest; partial: it does not, and\n"
+        "                       the profile finds by faults what each cuDNN and cuBLAS\n"
+        "                       kernel touches beyond its step's declarations\n"
         "  --footprint          print the managed-memory footprint and exit (no GPU needed)\n"
         "  --help               show this help and exit\n\n"
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
@@ -118,7 +124,7 @@ static uint64_t parse_size(const char *flag, const char *text)
 
 enum { OPT_BATCH = 256, OPT_ITERS, OPT_IMAGE, OPT_WIDTH, OPT_CLASSES, OPT_PROFILE, OPT_LR,
        OPT_MOMENTUM, OPT_SEED, OPT_WORKSPACE, OPT_DETERMINISTIC, OPT_FIXED, OPT_CHECK_GRAD,
-       OPT_FOOTPRINT, OPT_SPLIT, OPT_TRACE, OPT_HELP };
+       OPT_FOOTPRINT, OPT_SPLIT, OPT_TRACE, OPT_DECLARATIONS, OPT_HELP };
 
 static const struct option long_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -137,6 +143,7 @@ static const struct option long_opts[] = {
     {"footprint", no_argument, NULL, OPT_FOOTPRINT},
     {"split", required_argument, NULL, OPT_SPLIT},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"declarations", required_argument, NULL, OPT_DECLARATIONS},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}
 };
@@ -155,6 +162,7 @@ static void opts_default(vgg_opts_t *o)
     o->seed            = 1;
     o->workspace_limit = UINT64_C(512) << 20;
     o->split           = 1;
+    o->declarations_complete = 1;
 }
 
 static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
@@ -175,6 +183,12 @@ static void opt_apply(vgg_opts_t *o, int c, const char *flag, const char *arg)
     case OPT_CHECK_GRAD:    o->check_grad = 1; break;
     case OPT_FOOTPRINT:     o->footprint_only = 1; break;
     case OPT_TRACE:         o->trace = arg; break;
+    case OPT_DECLARATIONS:
+        if (strcmp(arg, "complete") != 0 && strcmp(arg, "partial") != 0)
+            example_usage_error("invalid value '%s' for --declarations: complete or partial",
+                                arg);
+        o->declarations_complete = strcmp(arg, "complete") == 0;
+        break;
     case OPT_SPLIT:
         o->split_auto = strcmp(arg, "auto") == 0;
         o->split = o->split_auto ? 1 : (int)example_parse_int(flag, arg, 1, 1 << 16);

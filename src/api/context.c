@@ -267,6 +267,7 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
     umadv__pool_destroy(ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx->step_ranges);
+    free(ctx->complete_steps);
     free(ctx->held);
     free(ctx);
 }

@@ -130,6 +130,11 @@ struct umadv_context {
     struct umadv_bulk_range *step_ranges;      /* ...the ranges it declared (profile.c,
                                                 * evict_live) */
     size_t                   nstep_ranges, step_ranges_cap;
+    int                      step_complete;    /* ...and named everything its work
+                                                * touches (umadv_step_access_complete) */
+    uint32_t                *complete_steps;   /* the profile's steps that did, in order
+                                                * (profile.c checks their faults) */
+    size_t                   ncomplete_steps, complete_steps_cap;
     uint32_t                 step;           /* trace index of the open step */
     void                    *step_stream;    /* the open step's cudaStream_t */
     uint64_t                 step_start_ns;
@@ -266,6 +271,10 @@ int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 /* A range the open step declared while recorded: back on the GPU ahead
  * of its launches if the profile evicted it (profile.c). */
 void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t size);
+/* Trace step @step, recorded now, declared all it touches
+ * (umadv_step_access_complete): taken on its word, its faults checked
+ * against its declarations when the profile ends (profile.c). */
+umadv_status_t umadv__ctx_profile_complete_step(umadv_context_t ctx, uint32_t step);
 
 /* The timing pass. Start times the iteration beginning now (1), unless
  * there is no profiler or no memory (0). Step numbers the next step of

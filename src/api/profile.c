@@ -9,6 +9,7 @@
  */
 #include "api/context.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,8 @@ static void scan_miss_report(const char *name, const umadv_prof_region_t *region
                 name != NULL ? name : "?", nregions, sizes);
 }
 
-static void evict_live(umadv_context_t ctx);
+struct guess;
+static void evict_live(umadv_context_t ctx, const struct guess *g);
 
 /* The blocks a guessed parameter struct names (record_unlaid). */
 #define GUESS_MAX 64
@@ -216,58 +218,89 @@ static int profile_may_guess(const umadv_context_t ctx)
 }
 
 /* Whether the launch runs inside a step whose application declared what
- * it touches (umadv_step_access), where nothing is staged: its faults
+ * it touches (umadv_step_access), where nothing is staged, or that said
+ * its declarations are complete (umadv_step_access_complete): its faults
  * would only repeat the declarations, at the price of every live block
  * evicted and faulted back (VGG-16 in C at batch 512: a profiled
- * iteration of 58-64 s for 1.7 s of compute, H100). An access the
+ * iteration of 53-64 s for 1.7 s of compute, H100). An access the
  * declarations miss faults in the replay, which UVM eviction survives;
- * staging would not, so in a trace with stageable blocks what else the
- * step touches is found by faults (evict_live keeps what it declared). */
+ * staging would not, so in a trace with stageable blocks what else a
+ * step that did not say so touches is found by faults (evict_live keeps
+ * what it declared). */
 static int declared_step(const umadv_context_t ctx)
 {
     return ctx->step_open && ctx->step_declared &&
-           umadv__trace_stageable_bytes(&ctx->trace) == 0;
+           (ctx->step_complete || umadv__trace_stageable_bytes(&ctx->trace) == 0);
 }
 
 /* The step's accesses taken on the application's word: counted with
- * the guessed ones (nothing may be staged on them, replay.c), once. */
+ * the guessed ones (nothing may be staged on them, replay.c), once;
+ * unless the application said they are all (complete_steps_check holds
+ * it to that as far as the faults can). */
 static void declared_step_trusted(umadv_context_t ctx)
 {
-    if (ctx->step_declared == 1)
+    if (ctx->step_declared == 1 && !ctx->step_complete)
         ctx->trace.guessed_steps++;
     ctx->step_declared = 2;
 }
 
+umadv_status_t umadv__ctx_profile_complete_step(umadv_context_t ctx, uint32_t step)
+{
+    umadv_status_t status;
+
+    status = umadv__array_reserve((void **)&ctx->complete_steps, &ctx->complete_steps_cap,
+                                  ctx->ncomplete_steps + 1, sizeof(*ctx->complete_steps));
+    if (status == UMADV_OK)
+        ctx->complete_steps[ctx->ncomplete_steps++] = step;
+    else
+        ctx->step_complete = 0; /* not checkable: profiled as a step that said nothing */
+    return status;
+}
+
+/* The blocks guess @g names, read and written, whole: the step's. */
+static void guess_take(umadv_context_t ctx, const guess_t *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        umadv__trace_add_access(&ctx->trace, g->found[i]->trace_id, 0, g->found[i]->size,
+                                UMADV_ACCESS_RW, 0);
+    ctx->profile_guessed++;
+}
+
 /* A launch whose parameter layout CUDA does not give (cuDNN's and
  * cuBLASLt's library kernels: measured, a sixth of the launches of a
- * PyTorch ResNet-50): where guesses may be taken, the blocks its guessed
- * parameter struct names (profiler_int.h, umadv__prof_guess_region);
- * otherwise, or when the guess names none, every live block evicted
- * first, so that everything the kernel touches faults and is attributed
- * to it (UMADV_PROFILE_EVICT), except in a declared step taken on its
- * word (above); in one that is not, what it declared stays (evict_live).
- * Evicting before each of them made a PyTorch ResNet-50's profiled
- * iteration 5.4 s instead of 69 ms (H100, 123 such launches of 725). */
+ * PyTorch ResNet-50). Where guesses may be taken, the blocks its guessed
+ * parameter struct names (profiler_int.h, umadv__prof_guess_region) are
+ * its accesses. Otherwise every live block is evicted first, so that
+ * everything the kernel touches faults and is attributed to it
+ * (UMADV_PROFILE_EVICT), except in a declared step taken on its word
+ * (above); in one that is not, what it declared stays (evict_live), and
+ * so do the blocks a guess names, fetched back by prefetch and counted
+ * the step's: a guess only adds blocks, and what it misses still faults,
+ * so the step rests on no guess. Evicting before each of them made a
+ * PyTorch ResNet-50's profiled iteration 5.4 s instead of 69 ms (H100,
+ * 123 such launches of 725), where the blocks the guesses name came
+ * back by faults, at demand paging's few GB/s. */
 static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
                           const umadv_prof_region_t *regions, size_t nregions)
 {
     guess_t g = {ctx, {NULL}, 0, 0};
 
-    if ((flags & UMADV_PROF_LAUNCH_GUESSED) && profile_may_guess(ctx))
+    if (flags & UMADV_PROF_LAUNCH_GUESSED)
         umadv__prof_scan(ctx->pool, regions, nregions, guess_found, &g);
-    if (g.n > 0 && guess_fits(ctx, step, g.bytes)) {
-        for (size_t i = 0; i < g.n; i++)
-            umadv__trace_add_access(&ctx->trace, g.found[i]->trace_id, 0, g.found[i]->size,
-                                    UMADV_ACCESS_RW, 0);
+    if (g.n > 0 && !guess_fits(ctx, step, g.bytes))
+        g.n = 0;
+    if (g.n > 0 && profile_may_guess(ctx)) {
+        guess_take(ctx, &g);
         ctx->trace.guessed_steps++;
-        ctx->profile_guessed++;
         return;
     }
     if (declared_step(ctx)) {
         declared_step_trusted(ctx);
     } else if (ctx->config.profile_evict) {
         ctx->profile_evictions++;
-        evict_live(ctx);
+        evict_live(ctx, &g);
+        if (g.n > 0)
+            guess_take(ctx, &g);
     }
 }
 
@@ -466,13 +499,28 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
  * first such launch, was tried: as fast, but its traces missed an
  * access, and the replay faulted 16,000-19,000 groups and profiled again
  * (two runs of two). */
-static void evict_live(umadv_context_t ctx)
+static void evict_live(umadv_context_t ctx, const guess_t *g)
 {
-    int declared = ctx->step_open && ctx->step_declared;
+    size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
+    umadv_bulk_range_t *kept = malloc((ndeclared + g->n + 1) * sizeof(*kept));
+    scan_t sc = {ctx, NULL, 0, 0};
+    size_t nkept = 0;
 
+    if (kept != NULL) { /* else everything goes: what it touches faults back */
+        for (size_t i = 0; i < ndeclared; i++)
+            kept[nkept++] = ctx->step_ranges[i];
+        for (size_t i = 0; i < g->n; i++) {
+            uintptr_t start = (uintptr_t)g->found[i]->ptr;
+
+            kept[nkept++] = (umadv_bulk_range_t){start, start + g->found[i]->size, start};
+        }
+    }
     ctx->profile_epoch++;
-    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0,
-              declared ? ctx->step_ranges : NULL, declared ? ctx->nstep_ranges : 0);
+    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, kept, nkept);
+    free(kept);
+    for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
+        fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
+    fetch_scanned(&sc);
 }
 
 /* The profiled iteration's evictions are its own: when the arenas (else
@@ -527,6 +575,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     char source[160];
 
     ctx->trace.link = ctx->link;
+    ctx->ncomplete_steps = 0;
     if (ctx->profiler == NULL)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
@@ -567,15 +616,15 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
     if (r->no_layout > 0)
         umadv_info("parameter scan: %llu of %llu launches have arguments whose layout cuda "
                    "does not give (first: %s): %llu named blocks through the struct their "
-                   "first argument points at, %llu were left to faults (%llu evictions "
-                   "before them) and declarations",
+                   "first argument points at, %llu named none; %llu evictions before them, "
+                   "so that what else they touch faults",
                    (unsigned long long)r->no_layout, (unsigned long long)r->scanned,
                    r->no_layout_name, (unsigned long long)ctx->profile_guessed,
                    (unsigned long long)(r->no_layout - ctx->profile_guessed),
                    (unsigned long long)ctx->profile_evictions);
     if (ctx->profile_fetched > 0)
-        umadv_debug("profiling: %s of scanned blocks and declared ranges fetched back ahead "
-                    "of their launches",
+        umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
+                    "fetched back ahead of their launches",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)));
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
@@ -584,6 +633,86 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                 (unsigned long long)r->um_records[UMADV_PROF_UM_GPU_FAULT],
                 (unsigned long long)r->um_records[UMADV_PROF_UM_THRASHING],
                 (unsigned long long)r->um_records[UMADV_PROF_UM_OTHER]);
+}
+
+/* ---- steps that declared all they touch --------------------------------- */
+
+/* @step's index in ctx->complete_steps (in step order), or -1. */
+static ptrdiff_t complete_index(const umadv_context_t ctx, uint32_t step)
+{
+    size_t lo = 0, hi = ctx->ncomplete_steps;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (ctx->complete_steps[mid] < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ctx->ncomplete_steps && ctx->complete_steps[lo] == step ? (ptrdiff_t)lo : -1;
+}
+
+/* Whether section @section of allocation @alloc is among @s's accesses. */
+static int step_has_section(const umadv_trace_t *t, const umadv_trace_step_t *s, uint32_t alloc,
+                            uint64_t section)
+{
+    for (uint32_t i = s->first_access; i < s->first_access + s->naccesses; i++) {
+        const umadv_trace_access_t *x = &t->accesses[i];
+
+        if (x->alloc == alloc && section >= x->first && section < (uint64_t)x->first + x->count)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the accesses its step already holds (declared, scanned) cover
+ * fault access @a. */
+static int step_covers(const umadv_trace_t *t, const umadv_prof_access_t *a)
+{
+    uint64_t size = t->allocs[a->alloc].size, offset = UMADV_MIN(a->offset, size - 1);
+    uint64_t last = offset + UMADV_MIN(a->size, size - offset) - 1;
+
+    for (uint64_t sec = offset / t->section_size; sec <= last / t->section_size; sec++) {
+        if (!step_has_section(t, &t->steps[a->step], a->alloc, sec))
+            return 0;
+    }
+    return 1;
+}
+
+/* A step that said it declared all it touches, and faulted outside what
+ * it declared, is not taken on its word: it counts as guessed, so
+ * nothing is staged on this profile (replay.c), warned once. Faults show
+ * only first touches of data off the GPU; what they cannot show is the
+ * application's promise (umadv_step_access_complete). */
+static void complete_steps_check(umadv_context_t ctx, const umadv_prof_access_t *acc,
+                                 size_t nacc)
+{
+    umadv_trace_t *t = &ctx->trace;
+    uint8_t *broken;
+
+    if (ctx->ncomplete_steps == 0 || nacc == 0)
+        return;
+    broken = calloc(ctx->ncomplete_steps, 1);
+    for (size_t i = 0; i < nacc; i++) {
+        const umadv_prof_access_t *a = &acc[i];
+        ptrdiff_t k = complete_index(ctx, a->step);
+
+        if (k < 0 || step_covers(t, a))
+            continue;
+        if (broken == NULL || !broken[k]) {
+            if (t->guessed_steps == 0)
+                umadv_warn("step %s touched block %s outside what it declared, though it said "
+                           "it declared all it touches (umadv_step_access_complete): nothing "
+                           "is staged on this profile",
+                           t->steps[a->step].name != NULL ? t->steps[a->step].name : "?",
+                           t->allocs[a->alloc].tag != NULL ? t->allocs[a->alloc].tag : "?");
+            t->guessed_steps++;
+        }
+        if (broken != NULL)
+            broken[k] = 1;
+    }
+    free(broken);
 }
 
 /* Kernel durations and fault accesses into the trace. */
@@ -601,6 +730,8 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
     if (status == UMADV_OK)
         status = umadv__prof_attrib_faults(&ctx->trace, iv, niv, r->faults, r->nfaults, &acc,
                                            &nacc, &cap, &st);
+    if (status == UMADV_OK)
+        complete_steps_check(ctx, acc, nacc);
     if (status == UMADV_OK && nacc > 0)
         status = umadv__prof_trace_merge(&ctx->trace, acc, nacc);
     if (status == UMADV_OK) /* what the timeline and the kernels' stalls read */

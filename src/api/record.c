@@ -381,6 +381,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
     ctx->step_stream = stream;
     ctx->step_open = 1;
     ctx->step_declared = 0;
+    ctx->step_complete = 0;
     ctx->nstep_ranges = 0;
     ctx->stats.steps++;
     return UMADV_OK;
@@ -449,6 +450,30 @@ UMADV_API umadv_status_t umadv_step_access(umadv_context_t ctx, const void *ptr,
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     status = step_access(ctx, ptr, size, mode);
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
+static umadv_status_t step_access_complete(umadv_context_t ctx)
+{
+    if (!ctx->step_open) {
+        umadv_error("umadv_step_access_complete: no step is open");
+        return UMADV_ERR_STATE;
+    }
+    if (ctx->step_complete || ctx->record != UMADV_CTX_REC_RECORDING)
+        return UMADV_OK;
+    ctx->step_complete = 1;
+    return umadv__ctx_profile_complete_step(ctx, ctx->step);
+}
+
+UMADV_API umadv_status_t umadv_step_access_complete(umadv_context_t ctx)
+{
+    umadv_status_t status;
+
+    if (ctx == NULL)
+        return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&ctx->lock);
+    status = step_access_complete(ctx);
     pthread_mutex_unlock(&ctx->lock);
     return status;
 }
