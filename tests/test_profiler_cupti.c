@@ -997,7 +997,8 @@ static void test_complete_declarations(void)
 {
     umadv_cuda_host_counters_t counters;
     umadv_context_t ctx;
-    void *a = NULL, *b = NULL;
+    void *a = NULL, *b = NULL, *c = NULL;
+    uintptr_t page;
     const char *log;
 
     ctx = complete_step(&a, &b, 70);
@@ -1027,6 +1028,30 @@ static void test_complete_declarations(void)
            strstr(log, "step complete touched block b outside what it declared") != NULL,
        "a fault outside them: warned, naming the step and the block, and nothing is "
        "staged on the profile");
+    umadv_free(ctx, b);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+
+    /* Two small blocks in one page: a fault names the page, which begins
+     * in the block before the one the step declared. */
+    ctx = profiling_one_block(&a);
+    umadv_malloc(ctx, 1000, "before", &b);
+    umadv_malloc(ctx, 1000, "declared", &c);
+    umadv_step_begin(ctx, "small", NULL);
+    umadv_step_access(ctx, c, 1000, UMADV_ACCESS_READ);
+    umadv_step_access_complete(ctx);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 90, (void **)opaque_args);
+    umadv_step_end(ctx, 1000);
+    queue_kernel(90, 1000, 2000);
+    page = (uintptr_t)c & ~(uintptr_t)(64 * 1024 - 1);
+    queue_fault((void *)(page > (uintptr_t)b ? page : (uintptr_t)b), 1500, 1);
+    log_take();
+    umadv_iteration_begin(ctx);
+    ok((uintptr_t)b < (uintptr_t)c && (uintptr_t)c - (uintptr_t)b < 64 * 1024 &&
+           ctx->trace.guessed_steps == 0 && strstr(log_take(), "outside what it") == NULL,
+       "a fault at the start of the page its declared block begins in, inside the block "
+       "before it, keeps the step trusted");
+    umadv_free(ctx, c);
     umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
@@ -1093,7 +1118,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78 + 3 + 7);
+    plan(78 + 3 + 8);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -666,13 +666,40 @@ static int step_has_section(const umadv_trace_t *t, const umadv_trace_step_t *s,
     return 0;
 }
 
-/* Whether the accesses its step already holds (declared, scanned) cover
- * fault access @a. */
+/* A fault names the page that faulted, not the byte: a kernel's first
+ * touch of a block that begins inside a page shows as a fault at the
+ * page's start, in the block before it (VGG-16 in C: conv4_3's forward
+ * "touched" conv4_2's weight momentum, H100). The GPU's large page. */
+#define FAULT_PAGE (64u * 1024u)
+
+/* Whether @s's accesses (declared, scanned) reach into [@lo, @hi). */
+static int step_reaches(const umadv_trace_t *t, const umadv_trace_step_t *s, uint64_t lo,
+                        uint64_t hi)
+{
+    for (uint32_t i = s->first_access; i < s->first_access + s->naccesses; i++) {
+        const umadv_trace_access_t *x = &t->accesses[i];
+        const umadv_trace_alloc_t *al = &t->allocs[x->alloc];
+        uint64_t start = al->base + (uint64_t)x->first * t->section_size;
+        uint64_t end = al->base + UMADV_MIN((uint64_t)(x->first + x->count) * t->section_size,
+                                            al->size);
+
+        if (start < hi && end > lo)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the accesses its step already holds cover fault access @a:
+ * each of its sections, or the page it names reaches into them. */
 static int step_covers(const umadv_trace_t *t, const umadv_prof_access_t *a)
 {
-    uint64_t size = t->allocs[a->alloc].size, offset = UMADV_MIN(a->offset, size - 1);
-    uint64_t last = offset + UMADV_MIN(a->size, size - offset) - 1;
+    const umadv_trace_alloc_t *al = &t->allocs[a->alloc];
+    uint64_t offset = UMADV_MIN(a->offset, al->size - 1);
+    uint64_t last = offset + UMADV_MIN(a->size, al->size - offset) - 1;
+    uint64_t page = (al->base + offset) & ~(uint64_t)(FAULT_PAGE - 1);
 
+    if (step_reaches(t, &t->steps[a->step], page, page + FAULT_PAGE))
+        return 1;
     for (uint64_t sec = offset / t->section_size; sec <= last / t->section_size; sec++) {
         if (!step_has_section(t, &t->steps[a->step], a->alloc, sec))
             return 0;
