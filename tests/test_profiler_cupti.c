@@ -973,13 +973,14 @@ static void test_no_layout(void)
  * is taken on its word with stageable blocks: no eviction before its
  * opaque launches, staging allowed; a fault outside its declarations
  * withdraws that (warned), one inside them does not. */
-static umadv_context_t complete_step(void **a_p, void **b_p, uint32_t corr)
+static umadv_context_t complete_step(void **a_p, void **b_p, void **far_p, uint32_t corr)
 {
     umadv_context_t ctx = profiling_one_block(a_p);
 
     umadv_set_stageable(ctx, *a_p, 1);
     umadv_malloc(ctx, 2 * SECTION, "b", b_p);
     umadv_set_stageable(ctx, *b_p, 1);
+    umadv_malloc(ctx, 6 * UMADV_MIB, "far", far_p); /* a fault names a page: 2 MiB away */
     umadv__cuda_host_reset();
     umadv_step_begin(ctx, "complete", NULL);
     umadv_step_access(ctx, *a_p, SECTION, UMADV_ACCESS_RW);
@@ -1001,7 +1002,7 @@ static void test_complete_declarations(void)
     uintptr_t page;
     const char *log;
 
-    ctx = complete_step(&a, &b, 70);
+    ctx = complete_step(&a, &b, &c, 70);
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_host == 0 && ctx->trace.guessed_steps == 0,
        "a step that declared all it touches: nothing evicted before its opaque launches, "
@@ -1015,17 +1016,19 @@ static void test_complete_declarations(void)
     ok(ctx->record == UMADV_CTX_REC_DONE && ctx->trace.guessed_steps == 0 &&
            strstr(log_take(), "outside what it declared") == NULL,
        "a fault inside its declarations keeps it trusted");
+    umadv_free(ctx, c);
     umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
-    ctx = complete_step(&a, &b, 80);
-    queue_fault((char *)b + 64, 3500, 2); /* b's first section: not declared */
+    ctx = complete_step(&a, &b, &c, 80);
+    queue_fault((char *)c + 4 * UMADV_MIB + 64, 3500, 2);
     log_take();
     umadv_iteration_begin(ctx);
     log = log_take();
+    umadv_free(ctx, c);
     ok(ctx->record == UMADV_CTX_REC_DONE && ctx->trace.guessed_steps == 1 &&
-           strstr(log, "step complete touched block b outside what it declared") != NULL,
+           strstr(log, "step complete touched block far outside what it declared") != NULL,
        "a fault outside them: warned, naming the step and the block, and nothing is "
        "staged on the profile");
     umadv_free(ctx, b);
@@ -1043,11 +1046,11 @@ static void test_complete_declarations(void)
     driver_launch_of((const void *)0xdead, "opaque_kernel", 90, (void **)opaque_args);
     umadv_step_end(ctx, 1000);
     queue_kernel(90, 1000, 2000);
-    page = (uintptr_t)c & ~(uintptr_t)(64 * 1024 - 1);
+    page = (uintptr_t)c & ~(uintptr_t)(2 * 1024 * 1024 - 1);
     queue_fault((void *)(page > (uintptr_t)b ? page : (uintptr_t)b), 1500, 1);
     log_take();
     umadv_iteration_begin(ctx);
-    ok((uintptr_t)b < (uintptr_t)c && (uintptr_t)c - (uintptr_t)b < 64 * 1024 &&
+    ok((uintptr_t)b < (uintptr_t)c && (uintptr_t)c - (uintptr_t)b < 2 * 1024 * 1024 &&
            ctx->trace.guessed_steps == 0 && strstr(log_take(), "outside what it") == NULL,
        "a fault at the start of the page its declared block begins in, inside the block "
        "before it, keeps the step trusted");

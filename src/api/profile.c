@@ -666,11 +666,12 @@ static int step_has_section(const umadv_trace_t *t, const umadv_trace_step_t *s,
     return 0;
 }
 
-/* A fault names the page that faulted, not the byte: a kernel's first
- * touch of a block that begins inside a page shows as a fault at the
- * page's start, in the block before it (VGG-16 in C: conv4_3's forward
- * "touched" conv4_2's weight momentum, H100). The GPU's large page. */
-#define FAULT_PAGE (64u * 1024u)
+/* A fault names a page, not the byte: a kernel's first touch of a block
+ * that begins inside it can show in a block before it, within UVM's 2
+ * MiB unit of migration (VGG-16 in C on an H100: conv4_3's forward
+ * "touched" conv4_2's weight momentum, conv2_1's conv1_2's weight
+ * gradient; a 64 KiB page was not enough). */
+#define FAULT_PAGE (2u * 1024u * 1024u)
 
 /* Whether @s's accesses (declared, scanned) reach into [@lo, @hi). */
 static int step_reaches(const umadv_trace_t *t, const umadv_trace_step_t *s, uint64_t lo,
