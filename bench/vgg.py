@@ -18,7 +18,12 @@ the iterations after the plan's first, profile-iter + 2 on), x oracle
 (against the unsplit oracle), x bound, x cut, faults and bytes each way
 per iteration (the same iterations' mean; every run counts the faults of
 every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
-peaks, and whether the losses and digest equal the reference's.
+peaks, whether the losses and digest equal the reference's, and the
+profiling phase: the profiled iteration and the timing pass after it
+(iterations profile-iter and profile-iter + 1) in plain iterations (the
+unsplit oracle's steady ms; issue 11's target: at most 10).
+vgg_train's steps say their declarations are complete
+(umadv_step_access_complete) unless --declarations partial.
 
 Bytes each way count both channels: in, what UVM fetched and what was
 restored from pinned staging; out, what UVM evicted and what was staged
@@ -36,7 +41,8 @@ Without a saved profile the bound falls back to the bytes plan moved
 
   bench/vgg.py [--exe PATH] [--batches 128,256] [--budgets 12G,16G,25,50,75]
                [--policies demand,prefetch-all,plan] [--iters N] [--split auto|K] [--rates H2D,D2H] [--gpu-free SIZE]
-               [--image-size N] [--workspace-limit SIZE] [--out DIR]
+               [--image-size N] [--workspace-limit SIZE] [--declarations complete|partial]
+               [--out DIR]
 
 Writes DIR/vgg.json and one log per run; prints each budget's rows, and
 rewrites DIR/vgg.json, as soon as they are measured, so that a run cut
@@ -85,6 +91,9 @@ def parse_args():
     p.add_argument("--workspace-limit", default="2G",
                    help="vgg_train --workspace-limit: deterministic backward-filter "
                         "algorithms need more than its 512M default at batch 256")
+    p.add_argument("--declarations", choices=("complete", "partial"), default="complete",
+                   help="vgg_train --declarations: partial leaves the profile to find by "
+                        "faults what each cuDNN kernel touches")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("--timeout", type=int, default=900, help="seconds per run")
     args = p.parse_args()
@@ -149,7 +158,8 @@ def vgg_train(args, name, batch, policy, budget, split, trace=None):
     refused the budget."""
     argv = [args.exe, "--batch", str(batch), "--iters", str(args.iters),
             "--profile-iter", str(args.profile_iter), "--image-size", str(args.image_size),
-            "--deterministic", "--workspace-limit", args.workspace_limit, "--split", str(split)]
+            "--deterministic", "--workspace-limit", args.workspace_limit, "--split", str(split),
+            "--declarations", args.declarations]
     if trace:
         argv += ["--trace", trace]
     # Count the faults of every iteration (umadv samples them otherwise),
@@ -195,6 +205,14 @@ def steady(args, run):
             {k: sum(i[k] for i in its) / len(its) for k in MOVED + ("faults",)})
 
 
+def profiling_ms(args, run):
+    """The profiled iteration's ms and the timing pass's after it."""
+    its = run["iters"]
+    if len(its) < args.profile_iter + 2:
+        return None, None
+    return its[args.profile_iter]["ms"], its[args.profile_iter + 1]["ms"]
+
+
 def bytes_in(mean):
     return mean["fetched"] + mean["restored"]
 
@@ -236,7 +254,10 @@ def row(args, ctx, policy, run, reference, bound):
             [i["loss"] for i in run["iters"]] == [i["loss"] for i in reference["iters"]])
     r.update((k + "_per_iter", mean[k]) for k in MOVED)
     r.update(bound or {"bound_ms": None, "cut_ms": None})
+    profiled, timed = profiling_ms(args, run)
     return dict(r, ms_per_iter=ms, x_oracle=ms / ctx["oracle_ms"],
+                profiled_ms=profiled, timing_ms=timed,
+                profiling_x_plain=(profiled + timed) / ctx["oracle_ms"] if profiled else None,
                 x_bound=ms / r["bound_ms"] if r["bound_ms"] else None,
                 x_cut=ms / r["cut_ms"] if r["cut_ms"] else None,
                 faults_per_iter=mean["faults"], in_per_iter=bytes_in(mean),
@@ -312,7 +333,8 @@ def run_batch(args, batch, report):
 # ---- output ---------------------------------------------------------------
 
 HEAD = ("batch", "budget", "split", "policy", "ms/iter", "x oracle", "x bound", "x cut",
-        "faults/it", "H2D GiB/it", "D2H GiB/it", "resident pk", "managed pk", "digest")
+        "faults/it", "H2D GiB/it", "D2H GiB/it", "resident pk", "managed pk", "profiling",
+        "digest")
 
 
 def print_row(r):
@@ -325,12 +347,14 @@ def print_row(r):
         print("%5d %-12s %5d %-13s failed: %s" % (r["batch"], budget, r["split"], r["policy"],
                                                   r["error"]))
         return
-    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %8s %10.1f %10.2f %10.2f %11.2f %10.2f %6s%s" % (
+    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %8s %10.1f %10.2f %10.2f %11.2f %10.2f %9s %6s%s" % (
         r["batch"], budget, r["split"], r["policy"], r["ms_per_iter"], r["x_oracle"],
         "-" if r["x_bound"] is None else "%.2f" % r["x_bound"],
         "-" if r["x_cut"] is None else "%.2f" % r["x_cut"], r["faults_per_iter"],
         r["in_per_iter"] / GIB, r["out_per_iter"] / GIB, r["resident_peak"] / GIB,
-        r["managed_peak"] / GIB, "equal" if r["digest_equal"] else "DIFFER",
+        r["managed_peak"] / GIB,
+        "-" if r["profiling_x_plain"] is None else "%.1fx" % r["profiling_x_plain"],
+        "equal" if r["digest_equal"] else "DIFFER",
         "  (plan refused: %s)" % r["refused"] if r.get("refused") else ""))
 
 
@@ -346,7 +370,8 @@ class Report(object):
               "rates H2D %.0f GB/s D2H %.0f GB/s" % (
                   args.image_size, args.image_size, args.iters, args.profile_iter + 2,
                   args.split, args.rates_bps[0] / 1e9, args.rates_bps[1] / 1e9))
-        print("%5s %-12s %5s %-13s %9s %8s %8s %8s %10s %10s %10s %11s %10s %6s" % HEAD)
+        print("%5s %-12s %5s %-13s %9s %8s %8s %8s %10s %10s %10s %11s %10s %9s %6s" % HEAD)
+        print("(profiling: the profiled iteration and the timing pass, in plain iterations)")
         sys.stdout.flush()
 
     def batch(self, batch, footprint):

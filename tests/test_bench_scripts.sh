@@ -512,10 +512,10 @@ print(rows[0].get(sys.argv[4]) if rows else "missing")' "$tmp/$dir/vgg.json" "$@
 # whole, takes half the budget in 2 parts at 512M and in 4 at 256M.
 [ "$(vfield 25% plan budget)" = $((256 << 20)) ] && [ "$(vfield 25% plan split)" = 4 ] &&
     [ "$(vfield 512M plan split)" = 2 ] && [ "$(vfield 12G - skipped)" = "above the GPU's 2.0 GiB free" ] &&
-    grep -q -- '--split 1$' "$tmp/vgg/b16-oracle.log" &&
-    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4 --trace .*/b16-25-plan.umt$' \
+    grep -q -- '--split 1 --declarations complete$' "$tmp/vgg/b16-oracle.log" &&
+    grep -q -- '^\$ env UMADV_BUDGET=268435456 UMADV_FAULT_PERIOD=1 UMADV_POLICY=plan .*--split 4 --declarations complete --trace .*/b16-25-plan.umt$' \
         "$tmp/vgg/b16-25-plan.log" &&
-    grep -q -- '^\$ env -u UMADV_BUDGET UMADV_FAULT_PERIOD=1 UMADV_POLICY=oracle .*--split 2$' \
+    grep -q -- '^\$ env -u UMADV_BUDGET UMADV_FAULT_PERIOD=1 UMADV_POLICY=oracle .*--split 2 --declarations complete$' \
         "$tmp/vgg/b16-oracle-split2.log"
 ok $? "budgets as sizes and shares; --split auto per budget, its oracle as reference; 12G skipped"
 
@@ -531,8 +531,9 @@ ok $? "budgets as sizes and shares; --split auto per budget, its oracle as refer
     [ "$(vfield 512M plan bound_ms)" = 100.0 ] && [ -s "$tmp/vgg/b16-25-plan.umt" ] &&
     [ "$(vfield 25% plan in_per_iter)" = $((2 << 30)).0 ] &&
     [ "$(vfield 25% plan staged_per_iter)" = $((1 << 29)).0 ] &&
-    [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ]
-ok $? "steady-state medians, x oracle, both channels' bytes, and the bound from the fewest bytes the budget forces on the plan run's profile"
+    [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ] &&
+    [ "$(vfield 25% plan profiling_x_plain)" = 20.0 ] && [ "$(vfield 25% plan profiled_ms)" = 1000.0 ]
+ok $? "steady-state medians, x oracle, both channels' bytes, the bound from the fewest bytes the budget forces on the plan run's profile, the profiling phase in plain iterations"
 
 [ "$(cat "$tmp/vgg.rc")" -eq 1 ] && [ "$(vfield 25% demand digest_equal)" = False ] &&
     [ "$(vfield 25% plan digest_equal)" = True ] && grep -q ' demand .* DIFFER$' "$tmp/vgg.table"
@@ -548,8 +549,8 @@ ok $? "unsplit below the largest step: umadv_plan's refusal is shown, no bound (
     diag "$tmp/vgg1.err"
 
 python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --batches 16 --budgets 25 \
-    --policies demand,prefetch-all --gpu-free 2G --out "$tmp/vggp" >"$tmp/vggp.table" \
-    2>"$tmp/vggp.err"
+    --policies demand,prefetch-all --declarations partial --gpu-free 2G --out "$tmp/vggp" \
+    >"$tmp/vggp.table" 2>"$tmp/vggp.err"
 rc=$?
 python3 "$srcdir/bench/vgg.py" --exe "$fake_vgg" --policies demand,none --out "$tmp/vggq" \
     >/dev/null 2>"$tmp/vggq.err"
@@ -557,8 +558,10 @@ rcq=$?
 [ "$rc" -eq 0 ] && [ "$(vfield vggp 25% plan policy)" = missing ] &&
     [ "$(vfield vggp 25% demand bound_ms)" = None ] &&
     [ "$(vfield vggp 25% prefetch-all ms_per_iter)" != missing ] &&
+    [ "$(vfield vggp 25% prefetch-all profiling_x_plain)" = 40.0 ] &&
+    grep -q -- '--declarations partial$' "$tmp/vggp/b16-25-demand.log" &&
     [ "$rcq" -eq 2 ] && grep -q -- '--policies: a list of demand, prefetch-all, plan' "$tmp/vggq.err"
-ok $? "--policies runs those only (no plan: no bound); an unknown one is refused" ||
+ok $? "--policies runs those only (no plan: no bound); an unknown one is refused; --declarations reaches vgg_train" ||
     diag "$tmp/vggp.err"
 
 # A bench stopped by a time limit keeps what it measured: 512M's rows
