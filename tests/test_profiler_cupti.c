@@ -1060,6 +1060,52 @@ static void test_complete_declarations(void)
     umadv_context_destroy(ctx);
 }
 
+/* A declared range is fetched back once after each eviction: steps that
+ * declare it again, or declare its parts in turn, fetch nothing more. */
+static void test_declared_fetched_once(void)
+{
+    umadv_cuda_host_counters_t counters;
+    umadv_context_t ctx;
+    void *a = NULL;
+
+    ctx = profiling_one_block(&a);
+    umadv_free(ctx, a);
+    umadv_malloc(ctx, 4 * SECTION, "a", &a);
+    umadv_set_stageable(ctx, a, 1);
+    umadv__cuda_host_reset();
+    for (int part = 0; part < 2; part++) { /* a split's two parts, then the whole */
+        umadv_step_begin(ctx, "part", NULL);
+        umadv_step_access(ctx, (char *)a + part * 2 * SECTION, 2 * SECTION, UMADV_ACCESS_RW);
+        umadv_step_access_complete(ctx);
+        umadv_step_end(ctx, 1000);
+    }
+    umadv_step_begin(ctx, "whole", NULL);
+    umadv_step_access(ctx, a, 4 * SECTION, UMADV_ACCESS_READ);
+    umadv_step_access_complete(ctx);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_device == 2 && counters.prefetch_bytes_to_device == 4 * SECTION,
+       "two parts fetched back in turn, the whole block declared after them fetches nothing "
+       "(%llu calls, %llu bytes)", (unsigned long long)counters.prefetches_to_device,
+       (unsigned long long)counters.prefetch_bytes_to_device);
+    umadv_step_begin(ctx, "not said complete", NULL);
+    umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_READ);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 95, (void **)opaque_args);
+    umadv_step_end(ctx, 1000);
+    umadv_step_begin(ctx, "after an eviction", NULL);
+    umadv_step_access(ctx, a, 4 * SECTION, UMADV_ACCESS_READ);
+    umadv_step_access_complete(ctx);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 1 && counters.prefetches_to_device == 3 &&
+           counters.prefetch_bytes_to_device == 8 * SECTION,
+       "after an eviction the next declaration fetches it back again (%llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_device,
+       (unsigned long long)counters.prefetch_bytes_to_device);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* One recording with an opaque kernel (everything evicted before it)
  * under @policy and a budget of three sections over two blocks of two:
  * the prefetches to the GPU after it, and to the host once the replay
@@ -1121,7 +1167,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78 + 3 + 8);
+    plan(78 + 3 + 10);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1130,6 +1176,7 @@ int main(void)
     test_timing_pass();
     test_no_layout();
     test_complete_declarations();
+    test_declared_fetched_once();
     test_restore_under_budget();
     test_recording();
     test_declared_parts();

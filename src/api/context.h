@@ -46,6 +46,9 @@ typedef struct umadv_ctx_alloc {
     uint32_t kept_id;      /* its trace_id in the kept profile (re-profiling) */
     int      stageable;    /* umadv_set_stageable: evictions may stage it */
     uint32_t fetched_epoch;/* profiling: the profile_epoch it was fetched back in */
+    uint32_t declared_epoch;/* ...and the one its declared bytes [declared_lo,
+                            * declared_hi) were fetched back in (profile.c) */
+    uint64_t declared_lo, declared_hi;
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
     umadv_event_t hold;    /* umadv_hold_resident: recorded on the holder's stream;
@@ -270,7 +273,8 @@ int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 
 /* A range the open step declared while recorded: back on the GPU ahead
  * of its launches if the profile evicted it (profile.c). */
-void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t size);
+void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, const void *ptr,
+                                 uint64_t size);
 /* Trace step @step, recorded now, declared all it touches
  * (umadv_step_access_complete): taken on its word, its faults checked
  * against its declarations when the profile ends (profile.c). */

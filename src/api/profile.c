@@ -78,21 +78,54 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
 }
 
+/* Whether [@lo, @hi) of @alloc is back on the GPU since the last
+ * eviction: the block fetched whole, or those bytes declared (and
+ * fetched) already. Then a declaration fetches nothing: a prefetch of
+ * resident bytes still costs the driver a walk of their pages, and a
+ * step said complete is never evicted after, so each of VGG-16's
+ * activations would be walked again by every step that declares it. */
+static int declared_fetched(const umadv_context_t ctx, const umadv_ctx_alloc_t *alloc,
+                            uint64_t lo, uint64_t hi)
+{
+    return alloc->fetched_epoch == ctx->profile_epoch ||
+           (alloc->declared_epoch == ctx->profile_epoch && lo >= alloc->declared_lo &&
+            hi <= alloc->declared_hi);
+}
+
+/* What of @alloc is fetched back in this epoch: [@lo, @hi) added to its
+ * declared bytes where they meet (a split's parts, in order), else in
+ * their place. */
+static void declared_note(const umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint64_t lo,
+                          uint64_t hi)
+{
+    if (alloc->declared_epoch == ctx->profile_epoch && lo <= alloc->declared_hi &&
+        hi >= alloc->declared_lo) {
+        alloc->declared_lo = UMADV_MIN(lo, alloc->declared_lo);
+        alloc->declared_hi = UMADV_MAX(hi, alloc->declared_hi);
+        return;
+    }
+    alloc->declared_epoch = ctx->profile_epoch;
+    alloc->declared_lo    = lo;
+    alloc->declared_hi    = hi;
+}
+
 /* A range the open step declared: kept on the GPU for the step (evict_live),
  * and fetched back as a scanned block is (declarations come before the
- * step's launches). Each declaration, not each block once: steps may
- * declare parts of a block (vgg's split). */
-void umadv__ctx_profile_declared(umadv_context_t ctx, const void *ptr, uint64_t size)
+ * step's launches), unless it is back already. Each declaration, not
+ * each block once: steps may declare parts of a block (vgg's split). */
+void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, const void *ptr,
+                                 uint64_t size)
 {
     umadv_bulk_range_t range = {(uintptr_t)ptr, (uintptr_t)ptr + size, (uintptr_t)ptr};
 
     if (umadv__array_reserve((void **)&ctx->step_ranges, &ctx->step_ranges_cap,
                              ctx->nstep_ranges + 1, sizeof(range)) == UMADV_OK)
         ctx->step_ranges[ctx->nstep_ranges++] = range; /* else evicted: it faults back */
-    if (!fetching_back(ctx))
+    if (!fetching_back(ctx) || declared_fetched(ctx, alloc, range.start, range.end))
         return;
     ctx->profile_fetched += size;
     fetch_back(ctx, &range, 1);
+    declared_note(ctx, alloc, range.start, range.end);
 }
 
 static void scan_found(void *arg, const umadv_pool_loc_t *loc)

@@ -437,7 +437,7 @@ static umadv_status_t step_access(umadv_context_t ctx, const void *ptr, size_t s
     if (ctx->record != UMADV_CTX_REC_RECORDING)
         return UMADV_OK;
     ctx->step_declared = 1;
-    umadv__ctx_profile_declared(ctx, ptr, size);
+    umadv__ctx_profile_declared(ctx, alloc, ptr, size);
     return umadv__trace_add_access(&ctx->trace, alloc->trace_id, loc.offset, size, mode, 0);
 }
 
