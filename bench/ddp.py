@@ -16,8 +16,11 @@ scaling efficiency from 1 GPU to N (ms at 1 over ms at N: the batch is
 per rank), x physical bound per rank (benchlib.Bounds on the rank's
 footprint trace, at its budget, with its native DDP time as compute;
 the job's: its time over the largest rank's bound) and whether every
-rank's losses are bit for bit native DDP's at the same N. The target
-(issue 14): x physical bound on N GPUs within 10% of that on 1.
+rank's losses are bit for bit native DDP's at the same N; the held
+evictions and their waits (all ranks), and the most profiled iterations
+of any rank (more than one: umadv profiled again on drift, and that
+iteration is slow). The target (issue 14): x physical bound on N GPUs
+within 10% of that on 1.
 
 --share: on GPU 0, one process alone (no DDP) on umadv's allocator with
 the whole footprint F(1) as its budget, then two processes at once, each
@@ -179,7 +182,8 @@ def summary(docs, batch):
     ms = max(d["ms_per_iter"] for d in docs)
     return {"ms_per_iter": ms, "samples_per_s": len(docs) * batch * 1e3 / ms,
             "held_evictions": sum(d.get("held_evictions", 0) for d in docs),
-            "hold_wait_ms": max(d.get("hold_wait_ms", 0) for d in docs), "ranks": docs}
+            "hold_wait_ms": max(d.get("hold_wait_ms", 0) for d in docs),
+            "profiles": max(d.get("profiles", 0) for d in docs), "ranks": docs}
 
 
 def same_losses(docs, native):
@@ -270,20 +274,21 @@ def print_tables(args, rows, shared):
     print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank "
           "(lib: the explicit allocator; run: umadv run -- torchrun)" % (
               args.model, args.batch, args.pct))
-    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s %14s" % (
+    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s %14s %8s" % (
         "gpus", "mode", "budget", "footprnt", "ms", "samples/s", "eff", "x phys",
-        "x phys/1", "losses", "held ev (ms)"))
+        "x phys/1", "losses", "held ev (ms)", "profiles"))
     for r in rows:
         for mode in modes(args):
             m = r[mode]
-            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s %14s" % (
+            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s %14s %8s" % (
                 r["gpus"], mode, r["budget"] / 2**30 if mode != "native" else 0,
                 r["footprint"] / 2**30, m["ms_per_iter"], m["samples_per_s"],
                 cell(m.get("efficiency"), "%.2f"), cell(m.get("x_phys"), "%.2f"),
                 cell(m.get("x_phys_vs_1"), "%.3f"),
                 "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER"),
                 "-" if mode == "native" else "%d (%.1f)" % (m["held_evictions"],
-                                                            m["hold_wait_ms"])))
+                                                            m["hold_wait_ms"]),
+                "-" if mode == "native" else m["profiles"]))
     for r in rows:
         for route in args.routes:
             ratio = r[route].get("x_phys_vs_1")

@@ -192,7 +192,8 @@ def result(args, rank, um, times, losses, route):
         s = um.stats()
         doc.update(torch_train.counters(um), managed_peak=s.managed_peak,
                    resident_peak=s.resident_peak, gpu_peak_used=s.gpu_peak_used,
-                   held_evictions=s.held_evictions, hold_wait_ms=s.hold_wait_ns * 1e-6)
+                   held_evictions=s.held_evictions, hold_wait_ms=s.hold_wait_ns * 1e-6,
+                   profiles=s.profiles)
     if umadv_ddp.guards:  # ours (--lib) or umadv run's start-up hook's
         doc.update(buckets_guarded=sum(len(g.marked) for g in umadv_ddp.guards),
                    buckets_unguarded=sum(g.missed for g in umadv_ddp.guards),

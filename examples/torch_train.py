@@ -84,7 +84,7 @@ class Stats(ctypes.Structure):
         "fetched_bytes", "evicted_bytes", "gpu_faults", "gpu_peak_used", "fetch_ops",
         "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
         "restored_bytes", "plans", "managed_held", "managed_held_peak", "released_bytes",
-        "held_evictions", "hold_wait_ns")]
+        "held_evictions", "hold_wait_ns", "profiles")]
 
 
 class Umadv:
@@ -509,7 +509,7 @@ def reserved(torch):
 # staged and restored bytes moved through pinned staging, apart from the
 # UVM migrations of fetched and evicted (umadv(3))
 COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
-            "staged_bytes", "restored_bytes")
+            "staged_bytes", "restored_bytes", "profiles")
 
 
 def counters(um):

@@ -161,6 +161,9 @@ typedef struct umadv_stats {
                                 *   hold: each waited for its hold before it was
                                 *   issued (most find it completed) */
     uint64_t hold_wait_ns;     /**< time umadv's eviction lane spent in those waits */
+    uint64_t profiles;         /**< profiled iterations that recorded a trace: the first
+                                *   and every one after it (asked for, or a re-profile
+                                *   after drift) */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

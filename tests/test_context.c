@@ -275,9 +275,17 @@ static void check_trace(const umadv_trace_t *t, const void *w, const void *x)
     (void)x;
 }
 
+static uint64_t profiles_of(umadv_context_t ctx)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+
+    return umadv_get_stats(ctx, &s) == UMADV_OK ? s.profiles : UINT64_MAX;
+}
+
 static void test_profile(void)
 {
     umadv_context_params_t p = host_params();
+    uint64_t profiles_before;
     umadv_context_t ctx;
     umadv_trace_t back;
     char path[] = "/tmp/umadv-test-context-trace-XXXXXX", why[256];
@@ -319,11 +327,14 @@ static void test_profile(void)
     ok(ctx->trace.nsteps == 3 && ctx->record == UMADV_CTX_REC_DONE,
        "later iterations leave the trace alone");
 
+    profiles_before = profiles_of(ctx);
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     log_take();
     is(umadv_trace_save(ctx, path), UMADV_ERR_STATE, "a profiled iteration without steps");
     ok(strstr(log_take(), "no steps") != NULL, "is reported as empty");
+    ok(profiles_before == 1 && profiles_of(ctx) == 1,
+       "stats: the profile that recorded counted, the empty one not");
     umadv_context_destroy(ctx);
     umadv__cuda_host_counters(&hc);
     ok(hc.events == 0 && hc.managed_bytes == 0,
@@ -537,7 +548,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(106);
+    plan(107);
     test_create();
     test_state_errors();
     test_limit();

@@ -246,6 +246,7 @@ gpu_faults 12
 bytes_to_gpu 1073741824
 bytes_to_host 536870912
 plans 2
+profiles 1
 routed_mallocs 3
 routed_managed 2
 unrouted 0
@@ -257,7 +258,7 @@ cat >"$tmp/summary.want" <<'WANT'
 umadv run: sh (pid 4242): policy plan, budget 8.00 GiB
   iterations 10, 12.500 ms/iteration (7 replaying the plan: 11.250 ms/iteration); plan: ok
   peak GPU memory 3.00 GiB (umadv resident peak 2.00 GiB, managed peak 4.00 GiB)
-  faults 12; to GPU 1.00 GiB, to host 0.50 GiB; plans 2 (re-plans 1)
+  faults 12; to GPU 1.00 GiB, to host 0.50 GiB; plans 2 (re-plans 1); profiled iterations 1
   allocations: 3 cudaMalloc routed, 2 cudaMallocManaged managed, 0 left to CUDA
 WANT
 [ "$(rc_of summary)" -eq 0 ] && [ "$(cat "$tmp/summary.out")" = done ] &&

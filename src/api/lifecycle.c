@@ -106,6 +106,8 @@ static life_ev_t act_record_stop(umadv_context_t ctx, alloc_t *a)
     umadv_cycle_outcome_t outcome = L(ctx)->record_stop(ctx, &status);
 
     life_fail(ctx, status);
+    if (outcome != UMADV_CYCLE_RECORD_EMPTY)
+        ctx->stats.profiles++;
     if (outcome == UMADV_CYCLE_RECORD_UNTIMED)
         return E(PROFILE_DONE);
     return outcome == UMADV_CYCLE_RECORD_FINAL ? E(RECORD_DONE) : E(RECORD_FAILED);

@@ -84,6 +84,7 @@ static void put_stats(record_t *r, const umadv_stats_t *s)
     put(r, "bytes_to_gpu %llu\n", (unsigned long long)(s->fetched_bytes + s->restored_bytes));
     put(r, "bytes_to_host %llu\n", (unsigned long long)(s->evicted_bytes + s->staged_bytes));
     put(r, "plans %llu\n", (unsigned long long)s->plans);
+    put(r, "profiles %llu\n", (unsigned long long)s->profiles);
 }
 
 /* A distributed job's process: which rank this record is, as its log

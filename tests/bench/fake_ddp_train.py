@@ -74,7 +74,8 @@ def main():
     if not a.native:
         doc["managed_peak"] = 4 * GIB + (GIB // 2 if rank == 1 else 0)
         if distributed and policy == "plan":  # evictions that waited for a bucket's hold
-            doc.update(held_evictions=3 + rank, hold_wait_ms=1.5 * (rank + 1))
+            doc.update(held_evictions=3 + rank, hold_wait_ms=1.5 * (rank + 1),
+                       profiles=1 + rank)  # rank 1 profiled again
     with open(a.json.replace("{rank}", str(rank)), "w") as f:
         json.dump(doc, f)
 

@@ -21,7 +21,7 @@ typedef struct summary {
     char     rank[16];  /* "" unless a rank of a distributed job */
     long     pid;
     uint64_t budget, iterations, replayed, gpu_peak, resident_peak, managed_peak;
-    uint64_t faults, to_gpu, to_host, plans, routed_mallocs, routed_managed, unrouted;
+    uint64_t faults, to_gpu, to_host, plans, profiles, routed_mallocs, routed_managed, unrouted;
     double   ms, replayed_ms;
     double   window_ms; /* UMADV_PROFILE_SECONDS's window as recorded; 0: none */
 } summary_t;
@@ -57,6 +57,7 @@ static const key_t_ keys[] = {
     K("bytes_to_gpu", KEY_U64, to_gpu),
     K("bytes_to_host", KEY_U64, to_host),
     K("plans", KEY_U64, plans),
+    K("profiles", KEY_U64, profiles),
     K("routed_mallocs", KEY_U64, routed_mallocs),
     K("routed_managed", KEY_U64, routed_managed),
     K("unrouted", KEY_U64, unrouted),
@@ -161,8 +162,9 @@ static void summary_print(const summary_t *s, const char *program, FILE *stream)
             gib(s->gpu_peak, a, sizeof(a)), gib(s->resident_peak, b, sizeof(b)),
             gib(s->managed_peak, c, sizeof(c)));
     fprintf(stream, "  faults %" PRIu64 "; to GPU %s GiB, to host %s GiB; plans %" PRIu64
-            " (re-plans %" PRIu64 ")\n", s->faults, gib(s->to_gpu, a, sizeof(a)),
-            gib(s->to_host, b, sizeof(b)), s->plans, s->plans > 0 ? s->plans - 1 : 0);
+            " (re-plans %" PRIu64 "); profiled iterations %" PRIu64 "\n", s->faults,
+            gib(s->to_gpu, a, sizeof(a)), gib(s->to_host, b, sizeof(b)), s->plans,
+            s->plans > 0 ? s->plans - 1 : 0, s->profiles);
     fprintf(stream, "  allocations: %" PRIu64 " cudaMalloc routed, %" PRIu64
             " cudaMallocManaged managed, %" PRIu64 " left to CUDA\n", s->routed_mallocs,
             s->routed_managed, s->unrouted);
