@@ -1106,6 +1106,32 @@ static void test_declared_fetched_once(void)
     umadv_context_destroy(ctx);
 }
 
+/* UMADV_PROFILE_EVICT=0: what a launch without a layout touches goes
+ * unseen, so its step counts as guessed (nothing staged on the profile),
+ * a marked step once. */
+static void test_unseen_without_evictions(void)
+{
+    umadv_cuda_host_counters_t counters;
+    umadv_context_t ctx;
+    void *a = NULL;
+
+    setenv("UMADV_PROFILE_EVICT", "0", 1);
+    ctx = profiling_one_block(&a);
+    unsetenv("UMADV_PROFILE_EVICT");
+    umadv_set_stageable(ctx, a, 1);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 100, (void **)opaque_args);
+    umadv_step_begin(ctx, "marked", NULL);
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 101, (void **)opaque_args);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 102, (void **)opaque_args);
+    umadv_step_end(ctx, 1000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 0 && ctx->trace.guessed_steps == 2,
+       "without evictions, a launch without a layout leaves its step guessed (a kernel "
+       "step, and a marked step of two such launches once: %u)", ctx->trace.guessed_steps);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* One recording with an opaque kernel (everything evicted before it)
  * under @policy and a budget of three sections over two blocks of two:
  * the prefetches to the GPU after it, and to the host once the replay
@@ -1167,7 +1193,7 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78 + 3 + 10);
+    plan(78 + 3 + 11);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1177,6 +1203,7 @@ int main(void)
     test_no_layout();
     test_complete_declarations();
     test_declared_fetched_once();
+    test_unseen_without_evictions();
     test_restore_under_budget();
     test_recording();
     test_declared_parts();

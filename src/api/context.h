@@ -135,6 +135,8 @@ struct umadv_context {
     size_t                   nstep_ranges, step_ranges_cap;
     int                      step_complete;    /* ...and named everything its work
                                                 * touches (umadv_step_access_complete) */
+    int                      step_unseen;      /* a launch of it went unseen (profile.c,
+                                                * unlaid_unseen) */
     uint32_t                *complete_steps;   /* the profile's steps that did, in order
                                                 * (profile.c checks their faults) */
     size_t                   ncomplete_steps, complete_steps_cap;

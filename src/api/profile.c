@@ -292,6 +292,18 @@ umadv_status_t umadv__ctx_profile_complete_step(umadv_context_t ctx, uint32_t st
     return status;
 }
 
+/* A launch without a layout whose accesses nothing will show
+ * (UMADV_PROFILE_EVICT=0: what it touches on the GPU does not fault):
+ * its step may miss any block, so nothing is staged on this profile,
+ * as on a guessed one; a marked step counted once. */
+static void unlaid_unseen(umadv_context_t ctx)
+{
+    if (ctx->step_open && ctx->step_unseen)
+        return;
+    ctx->trace.guessed_steps++;
+    ctx->step_unseen = ctx->step_open;
+}
+
 /* The blocks guess @g names, read and written, whole: the step's. */
 static void guess_take(umadv_context_t ctx, const guess_t *g)
 {
@@ -336,6 +348,8 @@ static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
         evict_live(ctx, &g);
         if (g.n > 0)
             guess_take(ctx, &g);
+    } else {
+        unlaid_unseen(ctx);
     }
 }
 

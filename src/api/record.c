@@ -382,6 +382,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
     ctx->step_open = 1;
     ctx->step_declared = 0;
     ctx->step_complete = 0;
+    ctx->step_unseen = 0;
     ctx->nstep_ranges = 0;
     ctx->stats.steps++;
     return UMADV_OK;
