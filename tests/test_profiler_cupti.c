@@ -1060,6 +1060,15 @@ static void test_complete_declarations(void)
     umadv_context_destroy(ctx);
 }
 
+/* A step that declares [@p, @p + @bytes) and says that is all it touches. */
+static void complete_step_of(umadv_context_t ctx, void *p, size_t bytes)
+{
+    umadv_step_begin(ctx, "complete", NULL);
+    umadv_step_access(ctx, p, bytes, UMADV_ACCESS_RW);
+    umadv_step_access_complete(ctx);
+    umadv_step_end(ctx, 1000);
+}
+
 /* A declared range is fetched back once after each eviction: steps that
  * declare it again, or declare its parts in turn, fetch nothing more. */
 static void test_declared_fetched_once(void)
@@ -1073,16 +1082,9 @@ static void test_declared_fetched_once(void)
     umadv_malloc(ctx, 4 * SECTION, "a", &a);
     umadv_set_stageable(ctx, a, 1);
     umadv__cuda_host_reset();
-    for (int part = 0; part < 2; part++) { /* a split's two parts, then the whole */
-        umadv_step_begin(ctx, "part", NULL);
-        umadv_step_access(ctx, (char *)a + part * 2 * SECTION, 2 * SECTION, UMADV_ACCESS_RW);
-        umadv_step_access_complete(ctx);
-        umadv_step_end(ctx, 1000);
-    }
-    umadv_step_begin(ctx, "whole", NULL);
-    umadv_step_access(ctx, a, 4 * SECTION, UMADV_ACCESS_READ);
-    umadv_step_access_complete(ctx);
-    umadv_step_end(ctx, 1000);
+    for (int part = 0; part < 2; part++) /* a split's two parts, then the whole */
+        complete_step_of(ctx, (char *)a + part * 2 * SECTION, 2 * SECTION);
+    complete_step_of(ctx, a, 4 * SECTION);
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_device == 2 && counters.prefetch_bytes_to_device == 4 * SECTION,
        "two parts fetched back in turn, the whole block declared after them fetches nothing "
@@ -1092,10 +1094,7 @@ static void test_declared_fetched_once(void)
     umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_READ);
     driver_launch_of((const void *)0xdead, "opaque_kernel", 95, (void **)opaque_args);
     umadv_step_end(ctx, 1000);
-    umadv_step_begin(ctx, "after an eviction", NULL);
-    umadv_step_access(ctx, a, 4 * SECTION, UMADV_ACCESS_READ);
-    umadv_step_access_complete(ctx);
-    umadv_step_end(ctx, 1000);
+    complete_step_of(ctx, a, 4 * SECTION); /* after an eviction */
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_host == 1 && counters.prefetches_to_device == 3 &&
            counters.prefetch_bytes_to_device == 8 * SECTION,
