@@ -304,7 +304,7 @@ def run_budget(args, batch, label, budget, oracle, references):
     ctx = {"batch": batch, "budget_label": label, "budget": budget, "split": split,
            "oracle_ms": oracle_ms}
     rows = []
-    if split != 1:
+    if reference is not oracle:
         rows.append(row(args, ctx, "oracle", reference, reference, None))
     return rows + [row(args, ctx, p, runs[p], reference, bound) for p in args.policies]
 
@@ -317,11 +317,13 @@ def run_batch(args, batch, report):
                  % (batch, oracle["error"], batch))
     footprint = int(oracle["managed_peak"])
     oracle_ms = steady(args, oracle)[0]
-    ctx = {"batch": batch, "budget_label": "none", "budget": 0, "split": 1,
+    # vgg_train may split even this run (cuDNN's 2^31-element tensors)
+    split = oracle.get("split", 1)
+    ctx = {"batch": batch, "budget_label": "none", "budget": 0, "split": split,
            "oracle_ms": oracle_ms}
     report.batch(batch, footprint)
     report.rows([row(args, ctx, "oracle", oracle, oracle, None)])
-    references = {1: oracle}
+    references = {split: oracle}
     for label, budget, why in budget_list(args, footprint, report.result["gpu_free"]):
         if why:
             report.rows([{"batch": batch, "budget_label": label, "budget": budget,

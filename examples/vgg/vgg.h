@@ -121,6 +121,9 @@ void vgg_footprint(const vgg_t *v, vgg_footprint_t *f);
  * @budget (room to move the next part while one computes), or the most
  * that still make it smaller when none does; 1 without a budget. */
 int vgg_split_auto(vgg_t *v, uint64_t budget);
+/* The fewest parts whose tensors cuDNN can describe: each under 2^31
+ * elements. */
+int vgg_split_floor(const vgg_t *v);
 /* Part @p of the batch (0 .. split - 1) and the shape of its size. */
 vgg_part_t vgg_part(const vgg_t *v, int p);
 int vgg_part_shape(const vgg_t *v, vgg_part_t part);

@@ -17,6 +17,7 @@
 #include "vgg.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +202,28 @@ int vgg_split_auto(vgg_t *v, uint64_t budget)
     }
     v->opt.split = best;
     return best;
+}
+
+/* cuDNN's 4-d tensor descriptors count elements in an int: batch 768 at
+ * 224x224 gives the first convolution 2.47e9 activations, which
+ * cudnnSetTensor4dDescriptor refuses (CUDNN_STATUS_NOT_SUPPORTED, H100,
+ * 2026-11-27). So the batch goes in parts of fewer. */
+int vgg_split_floor(const vgg_t *v)
+{
+    size_t per_sample = 1, most = (size_t)INT_MAX;
+    int k = 1;
+
+    for (int l = 0; l < VGG_LAYERS; l++) {
+        size_t in = elems(v->layer[l].in) / (size_t)v->opt.batch;
+        size_t out = elems(v->layer[l].out) / (size_t)v->opt.batch;
+
+        per_sample = in > per_sample ? in : per_sample;
+        per_sample = out > per_sample ? out : per_sample;
+    }
+    while (k < v->opt.batch &&
+           (size_t)((v->opt.batch + k - 1) / k) * per_sample > most)
+        k++;
+    return k;
 }
 
 /* ---- descriptors and algorithms -------------------------------------- */

@@ -87,7 +87,9 @@ static void usage(FILE *out)
         "  --deterministic      only convolution algorithms cuDNN reports deterministic\n"
         "  --split K|auto       run each layer's forward and backward in K parts along\n"
         "                       the batch, each part a umadv step (default 1); auto: the\n"
-        "                       fewest parts whose largest step takes half of UMADV_BUDGET\n"
+        "                       fewest parts whose largest step takes half of UMADV_BUDGET;\n"
+        "                       raised to the parts cuDNN can describe (each tensor under\n"
+        "                       2^31 elements: batch 669 and over at 224x224)\n"
         "  --fixed-batch        train on the first batch every iteration; fail unless\n"
         "                       the loss falls\n"
         "  --check-grad         compare analytic gradients with central finite differences\n"
@@ -235,17 +237,23 @@ static void opts_parse(int argc, char **argv, vgg_opts_t *o)
 }
 
 /* --split auto: from UMADV_BUDGET, read as umadv reads it (a bad value
- * is an error naming the variable); no budget, no split. */
+ * is an error naming the variable); no budget, no split. Either way at
+ * least the parts cuDNN can describe (vgg_split_floor). */
 static void split_choose(vgg_t *v)
 {
     const char *text = getenv("UMADV_BUDGET");
     uint64_t budget = 0;
 
-    if (!v->opt.split_auto)
-        return;
-    if (text != NULL && *text != '\0' && umadv_size_parse(text, &budget) != UMADV_OK)
-        example_die("UMADV_BUDGET=%s: not a size (--split auto reads it)", text);
-    vgg_split_auto(v, budget);
+    if (v->opt.split_auto) {
+        if (text != NULL && *text != '\0' && umadv_size_parse(text, &budget) != UMADV_OK)
+            example_die("UMADV_BUDGET=%s: not a size (--split auto reads it)", text);
+        vgg_split_auto(v, budget);
+    }
+    if (v->opt.split < vgg_split_floor(v)) {
+        fprintf(stderr, "%s: --split %d raised to %d: cuDNN describes tensors of fewer than "
+                "2^31 elements\n", VGG_PROG, v->opt.split, vgg_split_floor(v));
+        v->opt.split = vgg_split_floor(v);
+    }
 }
 
 /* ---- device, memory and context ------------------------------------- */
