@@ -1,0 +1,48 @@
+/*
+ * The gaps between one recorded iteration's uses of each allocation, in
+ * time: how long an allocation lies untouched around a given step. The
+ * two-pass profile (api/profile.c, TWO PASSES) reads them from its first
+ * pass to choose, before each launch of the second, which blocks to move
+ * off the GPU so that what the launch touches faults.
+ */
+#ifndef UMADV_TRACE_GAPS_H
+#define UMADV_TRACE_GAPS_H
+
+#include <stdint.h>
+
+#include "trace/trace.h"
+
+typedef struct umadv_gaps_key {
+    uint64_t base;
+    uint32_t birth;  /* the step before which it is allocated (0: before the first) */
+    uint32_t alloc;
+} umadv_gaps_key_t;
+
+typedef struct umadv_trace_gaps {
+    const umadv_trace_t *trace;    /* finalized, one iteration; not owned */
+    uint32_t            *use_off;  /* nallocs + 1 offsets into use_step */
+    uint32_t            *use_step; /* per allocation: the steps that touch it,
+                                    * ascending, each once */
+    uint64_t            *start_ns; /* nsteps + 1: a step's start in the iteration,
+                                    * from the steps' durations */
+    umadv_gaps_key_t    *by_base;  /* allocations by base address, then birth */
+} umadv_trace_gaps_t;
+
+/* Index @trace (finalized, kept alive by the caller until cleanup). */
+umadv_status_t umadv__trace_gaps_init(umadv_trace_gaps_t *gaps, const umadv_trace_t *trace);
+void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *gaps);
+
+/* The allocation of the trace at @base, of @size bytes, that exists at
+ * @step; UMADV_STEP_NONE when none (another iteration's block). */
+uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, uint64_t size,
+                                uint32_t step);
+
+/* Nanoseconds that @alloc lies untouched around @step: from the end of
+ * its last use before @step to the start of its first use after; 0 when
+ * @step touches it. An allocation that outlives the iteration at both
+ * ends wraps around (its last use precedes its first use of the next
+ * iteration); one born or freed in it counts from its birth, or to its
+ * free. UINT64_MAX when nothing in the iteration touches it. */
+uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *gaps, uint32_t alloc, uint32_t step);
+
+#endif

@@ -1,0 +1,89 @@
+/* The gaps between an iteration's uses of each allocation (trace/gaps.h):
+ * which allocation a block is at a step, and how long it lies untouched
+ * around a step, wrapping around for data that outlives the iteration. */
+#include "tap.h"
+
+#include "trace/gaps.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+/* Five steps of 10, 20, 30, 40, 50 ns. Allocation w (persistent) is used
+ * at steps 1 and 3; t (born before step 1, freed after step 3) at step 2;
+ * u (persistent) nowhere; r at the same base as t, born before step 4. */
+static void five_steps(umadv_trace_t *t, uint32_t *w, uint32_t *x, uint32_t *u, uint32_t *r)
+{
+    umadv__trace_init(t, 2 * MIB);
+    umadv__trace_add_alloc(t, 0x1000000, 4 * MIB, UMADV_ALLOC_WEIGHT, "w", w);
+    umadv__trace_add_alloc(t, 0x2000000, 2 * MIB, UMADV_ALLOC_ACTIVATION, "t", x);
+    umadv__trace_set_lifetime(t, *x, 1, 3);
+    umadv__trace_add_alloc(t, 0x3000000, 2 * MIB, UMADV_ALLOC_OTHER, "u", u);
+    umadv__trace_add_alloc(t, 0x2000000, 2 * MIB, UMADV_ALLOC_ACTIVATION, "r", r);
+    umadv__trace_set_lifetime(t, *r, 4, UMADV_STEP_NONE);
+    for (uint32_t s = 0; s < 5; s++) {
+        umadv__trace_add_step(t, "k", UMADV_STEP_KERNEL, 0, 10 * (s + 1), NULL);
+        if (s == 1 || s == 3) { /* two runs of w in one step: one use */
+            umadv__trace_add_access(t, *w, 0, MIB, UMADV_ACCESS_READ, 0);
+            umadv__trace_add_access(t, *w, 3 * MIB, MIB, UMADV_ACCESS_WRITE, 0);
+        }
+        if (s == 2)
+            umadv__trace_add_access(t, *x, 0, MIB, UMADV_ACCESS_RW, 0);
+        if (s == 4)
+            umadv__trace_add_access(t, *r, 0, MIB, UMADV_ACCESS_RW, 0);
+    }
+}
+
+static void test_around(void)
+{
+    umadv_trace_gaps_t g;
+    umadv_trace_t t;
+    uint32_t w, x, u, r;
+
+    five_steps(&t, &w, &x, &u, &r);
+    is(umadv__trace_finalize(&t, NULL, 0), UMADV_OK, "the trace finalizes");
+    is(umadv__trace_gaps_init(&g, &t), UMADV_OK, "its gaps index");
+    is_u64(umadv__trace_gaps_around(&g, w, 1), 0, "a step that uses it: no gap");
+    is_u64(umadv__trace_gaps_around(&g, w, 2), 30,
+           "between two uses: from the end of one (30 ns) to the start of the next (60 ns)");
+    is_u64(umadv__trace_gaps_around(&g, w, 4), 50 + 10,
+           "after its last use: to its first use of the next iteration (step 4, then step 0)");
+    is_u64(umadv__trace_gaps_around(&g, w, 0), 60,
+           "before its first use: from its last use of the iteration before");
+    is_u64(umadv__trace_gaps_around(&g, x, 1), 20,
+           "born in the iteration: counted from its birth (step 1) to its use (step 2)");
+    is_u64(umadv__trace_gaps_around(&g, x, 3), 40,
+           "freed in the iteration: counted from its use to its free (after step 3)");
+    ok(umadv__trace_gaps_around(&g, u, 2) == UINT64_MAX, "used nowhere: no end to its gap");
+    umadv__trace_gaps_cleanup(&g);
+    umadv__trace_cleanup(&t);
+}
+
+static void test_find(void)
+{
+    umadv_trace_gaps_t g;
+    umadv_trace_t t;
+    uint32_t w, x, u, r;
+
+    five_steps(&t, &w, &x, &u, &r);
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__trace_gaps_init(&g, &t);
+    is(umadv__trace_gaps_find(&g, 0x1000000, 4 * MIB, 3), w, "a block by base and size");
+    is(umadv__trace_gaps_find(&g, 0x2000000, 2 * MIB, 2), x,
+       "two allocations at one base: the one alive at the step (the first)");
+    is(umadv__trace_gaps_find(&g, 0x2000000, 2 * MIB, 4), r, "...and the later one");
+    is(umadv__trace_gaps_find(&g, 0x2000000, 2 * MIB, 0), UMADV_STEP_NONE,
+       "before either is born: none");
+    is(umadv__trace_gaps_find(&g, 0x1000000, 2 * MIB, 3), UMADV_STEP_NONE,
+       "the same base at another size: another block, none");
+    is(umadv__trace_gaps_find(&g, 0x5000000, 2 * MIB, 3), UMADV_STEP_NONE,
+       "a base the trace never had: none");
+    umadv__trace_gaps_cleanup(&g);
+    umadv__trace_cleanup(&t);
+}
+
+int main(void)
+{
+    plan(15);
+    test_around();
+    test_find();
+    return exit_status();
+}
