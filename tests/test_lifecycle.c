@@ -242,6 +242,13 @@ static const tcase_t cases[] = {
     {S(RECORDING), E(RECORD_STOP), REC(FINAL), S(RECORDED), "record_stop", 0},
     {S(RECORDING), E(RECORD_STOP), REC(UNTIMED), S(RECORDED_UNTIMED), "record_stop", 0},
     {S(RECORDING), E(RECORD_STOP), REC(EMPTY), S(EMPTY), "record_stop", 0},
+    /* a profile's first pass: its second starts at PROFILE_START */
+    {S(RECORDING), E(RECORD_STOP), REC(SCOUTED), S(RECORDING), "record_stop", WANT_PROFILE},
+    {S(REPROFILING), E(RECORD_STOP), REC(SCOUTED), S(REPROFILING), "record_stop",
+     WANT_PROFILE},
+    {S(RECORDING), E(PROFILE_START), NO_SCRIPT, S(RECORDING), "record_start profile_start", 0},
+    {S(REPROFILING), E(PROFILE_START), NO_SCRIPT, S(REPROFILING), "record_start profile_start",
+     0},
     {S(REPROFILING), E(RECORD_STOP), REC(FINAL), S(RECORDED), "record_stop drop_kept",
      WANT_PLAN},
     {S(REPROFILING), E(RECORD_STOP), REC(UNTIMED), S(RECORDED_UNTIMED),

@@ -1187,12 +1187,129 @@ static void test_restore_under_budget(void)
        "oracle ignores the budget: brought back (%zu prefetches), never evicted", restored);
 }
 
+/* ---- a profile in two passes ------------------------------------------ */
+
+/* One iteration of four steps from @corr: a known kernel on a, an opaque
+ * one (named @opaque_name), a known one on a again, a known one on b. The
+ * first and third take 10 ms by their records, the others 1 us. */
+static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque_name,
+                       uint64_t at)
+{
+    void *args[1] = {a_p};
+
+    driver_launch("known_a", corr, args);
+    args[0] = opaque_struct;
+    driver_launch_of((const void *)0xdead, opaque_name, corr + 1, args);
+    args[0] = a_p;
+    driver_launch("known_a2", corr + 2, args);
+    args[0] = b_p;
+    driver_launch("known_b", corr + 3, args);
+    queue_kernel(corr, at, at + 10000000);
+    queue_kernel(corr + 1, at + 10000000, at + 10001000);
+    queue_kernel(corr + 2, at + 10001000, at + 20001000);
+    queue_kernel(corr + 3, at + 20001000, at + 20002000);
+}
+
+/* UMADV_PROFILE_PASSES=2: the first pass evicts nothing and takes the
+ * steps' durations; the second evicts before the opaque launch only b,
+ * which the first saw unused for 20 ms around it, keeps a (unused for
+ * 1 us) as the launch's, and needs no timing pass. */
+static void test_two_passes(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *b = NULL;
+    const umadv_trace_t *t;
+    umadv_stats_t stats;
+    umadv_context_t ctx;
+    char *log;
+
+    mock_reset();
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    four_steps(10, &a, &b, "opaque_kernel", 0);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 0, "the first pass evicts nothing, not even at its start");
+    log_take();
+    is(umadv_plan(ctx), UMADV_OK, "umadv_plan after the first pass: asked for later");
+    log = log_take();
+    ok(strstr(log, "profiling, first pass: 4 steps") != NULL &&
+           strstr(log, "planned when the second, the next iteration, is recorded") != NULL,
+       "the first pass kept aside, the plan deferred: logged");
+    is(umadv_trace_save(ctx, "/nonexistent/never-written"), UMADV_ERR_STATE,
+       "no trace to save between the passes");
+    ok(strstr(log_take(), "umadv_trace_save: the profile takes two passes") != NULL,
+       "...and the error says why");
+    umadv_iteration_begin(ctx);
+    ok(ctx->life.state == UMADV_CYCLE_RECORDING && ctx->scout_ready &&
+           ctx->scout.nsteps == 4 && ctx->record == UMADV_CTX_REC_RECORDING,
+       "the iteration after it is recorded (the boundary's stop after umadv_plan's: nothing)");
+    umadv__cuda_host_reset();
+    four_steps(20, &a, &b, "opaque_kernel", 100000000);
+    umadv__cuda_host_counters(&counters);
+    t = &ctx->trace;
+    ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host == 2 * SECTION,
+       "the second pass evicts before the opaque launch only the block unused for longer "
+       "than a round trip (%llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_host,
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    ok(t->nsteps >= 2 && t->steps[1].naccesses == 1 &&
+           strcmp(t->allocs[t->accesses[t->steps[1].first_access].alloc].tag, "a") == 0 &&
+           ctx->profile_kept == 1,
+       "the block kept is the opaque launch's access");
+    log_take();
+    umadv_iteration_begin(ctx);
+    log = log_take();
+    t = &ctx->trace;
+    ok(ctx->life.state == UMADV_CYCLE_REPLAYING && !ctx->scout_ready &&
+           t->steps[0].duration_ns == 10000000 && t->steps[1].duration_ns == 1000 &&
+           ctx->tpass.state == UMADV_CTX_TPASS_IDLE,
+       "the second pass recorded with the first's durations, planned as asked, replayed: no "
+       "timing pass");
+    ok(strstr(log, "second pass: 1 evictions before launches without a layout, 1 blocks kept "
+                   "as theirs on the first pass's word; step durations from the first pass") !=
+           NULL,
+       "logged at info");
+    umadv_get_stats(ctx, &stats);
+    is_u64(stats.profiles, 1, "two passes, one profile");
+    ok(t->guessed_steps == 0, "nothing in it rests on a guess");
+
+    /* a second pass that runs other steps: guided no further, timed */
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    four_steps(30, &a, &b, "opaque_kernel", 200000000);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    log_take();
+    four_steps(40, &a, &b, "another_opaque", 300000000);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetch_bytes_to_host == 3 * SECTION &&
+           strstr(log_take(), "the second pass ran other steps than the first from step 1 "
+                              "(another_opaque)") != NULL,
+       "where the second pass runs other steps, every live block is evicted, logged "
+       "(%llu bytes)", (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_iteration_begin(ctx);
+    ok(ctx->tpass.state == UMADV_CTX_TPASS_RUNNING &&
+           strstr(log_take(), "step durations to be timed") != NULL,
+       "its durations are timed in the next iteration");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(78 + 3 + 11);
+    /* one pass, the tests written for it; test_two_passes sets two */
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+    plan(78 + 3 + 11 + 14);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1210,6 +1327,7 @@ int main(void)
     test_follow_hidden_reader();
     test_follow_timing();
     test_timed_after_wait();
+    test_two_passes();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();
     return exit_status();

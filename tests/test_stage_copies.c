@@ -482,6 +482,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
+    setenv("UMADV_PROFILE_PASSES", "1", 1); /* the iterations below follow one pass */
     plan(38);
     umadv__cupti_ops_install(&mock_ops);
     test_watch();

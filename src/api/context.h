@@ -31,6 +31,7 @@
 #include "exec/exec.h"
 #include "plan/plan.h"
 #include "pool/pool.h"
+#include "trace/gaps.h"
 #include "trace/trace.h"
 
 /* What the context knows of each live block (the pool's user value). */
@@ -189,10 +190,24 @@ struct umadv_context {
                                                 * BLOCKS BACK) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
     int                      profile_fetch_failed; /* a fetch back failed: no more */
+    int                      profile_evicted;  /* this profile has evicted: fetch back */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until
                                                 * known */
     uint64_t                 profile_fault_groups; /* the last profile's (replay.c
                                                 * scales the re-profile threshold) */
+    /* a profile in two passes (profile.c, TWO PASSES) */
+    int                      profile_pass;     /* 0: one pass; 1: the first of two;
+                                                * 2: the second, guided by the first */
+    umadv_trace_t            scout;            /* the first pass's trace, in the second */
+    umadv_trace_gaps_t       scout_gaps;       /* ...its allocations' gaps */
+    int                      scout_ready;      /* scout and scout_gaps hold it */
+    int                      scout_lost;       /* the second pass ran other steps */
+    uint64_t                 scout_faults;     /* the first pass's fault groups */
+    int                      scout_timed;      /* the trace has the first pass's durations */
+    uint64_t                 profile_kept;     /* blocks kept at launches without a layout,
+                                                * as theirs, on the first pass's word */
+    umadv_ctx_alloc_t      **kept;             /* scratch: those of one launch */
+    size_t                   nkept, kept_cap;
     int                      live_on_host;     /* the profile left live blocks on the
                                                 * host: the next replay starts so */
     umadv_ctx_tpass_t        tpass;            /* the timing pass */
@@ -268,6 +283,12 @@ void umadv__ctx_profile_close(umadv_context_t ctx);
  * (its kernel launches go unseen), else 0. */
 int umadv__ctx_profile_start(umadv_context_t ctx);
 void umadv__ctx_profile_finish(umadv_context_t ctx);
+/* The recording just finalized, when it was the first of a profile's two
+ * passes, taken aside to guide the second (profile.c, TWO PASSES): 1 (the
+ * context records again), else 0. */
+int umadv__ctx_profile_recorded(umadv_context_t ctx);
+/* Whether a profile's first pass is done and its second not begun. */
+int umadv__ctx_profile_second_waits(const umadv_context_t ctx);
 /* Whether the profiled step durations may hold fault stalls, so that the
  * next iteration must be timed: the profile moved blocks off the GPU, or
  * faulted more than a replay's noise, or its faults are not known. */

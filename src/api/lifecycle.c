@@ -5,7 +5,9 @@
  * AN ITERATION BOUNDARY (umadv_iteration_begin) is a fixed sequence of
  * events, each meaning something only in some states:
  *   RECORD_STOP       a recording of the iteration that ended completes
- *                     (RECORD_DONE, PROFILE_DONE or RECORD_FAILED follow);
+ *                     (RECORD_DONE, PROFILE_DONE or RECORD_FAILED follow;
+ *                     after a profile's first pass, nothing: its second
+ *                     waits, and starts at PROFILE_START);
  *   TIMING_STOP       a timing pass of it ends (a replay plans again on
  *                     the measured durations);
  *   PLAN_REQUEST      if a new plan waits (budget, re-profile completed);
@@ -106,11 +108,22 @@ static life_ev_t act_record_stop(umadv_context_t ctx, alloc_t *a)
     umadv_cycle_outcome_t outcome = L(ctx)->record_stop(ctx, &status);
 
     life_fail(ctx, status);
+    if (outcome == UMADV_CYCLE_RECORD_SCOUTED) {
+        ctx->life.want_profile = 1; /* its second pass, at this boundary */
+        return E(NONE);
+    }
     if (outcome != UMADV_CYCLE_RECORD_EMPTY)
         ctx->stats.profiles++;
     if (outcome == UMADV_CYCLE_RECORD_UNTIMED)
         return E(PROFILE_DONE);
     return outcome == UMADV_CYCLE_RECORD_FINAL ? E(RECORD_DONE) : E(RECORD_FAILED);
+}
+
+/* A profile's second pass (api/profile.c, TWO PASSES): the first is
+ * kept aside by the profile, and so is a re-profile's last good one. */
+static life_ev_t act_record_again(umadv_context_t ctx, alloc_t *a)
+{
+    return record_begin(ctx);
 }
 
 /* The re-profile succeeded: the old profile goes, the new trace is
@@ -268,6 +281,8 @@ static const umadv_cycle_row_t life_table[] = {
     ROW(RECORDED_UNTIMED,  PROFILE_START,   act_record,             RECORDING),
     ROW(REPLAYING,         PROFILE_START,   act_reprofile,          REPROFILING),
     ROW(REPLAYING_UNTIMED, PROFILE_START,   act_reprofile,          REPROFILING),
+    ROW(RECORDING,         PROFILE_START,   act_record_again,       RECORDING),
+    ROW(REPROFILING,       PROFILE_START,   act_record_again,       REPROFILING),
     ROW(RECORDING,         PROFILER_LOST,   act_blind,              RECORDING),
     ROW(REPROFILING,       PROFILER_LOST,   act_blind,              REPROFILING),
     ROW(RECORDING,         RECORD_STOP,     act_record_stop,        RECORDING),
@@ -418,6 +433,9 @@ static umadv_status_t leaf_record_start(umadv_context_t ctx)
 /* The steps' events, then the profiler's records, then the trace. */
 static umadv_cycle_outcome_t leaf_record_stop(umadv_context_t ctx, umadv_status_t *status_p)
 {
+    *status_p = UMADV_OK;
+    if (umadv__ctx_profile_second_waits(ctx))
+        return UMADV_CYCLE_RECORD_SCOUTED; /* stopped already (umadv_plan, then a boundary) */
     umadv__ctx_timings_resolve(ctx);
     umadv__ctx_profile_finish(ctx);
     return umadv__ctx_record_finish(ctx, status_p);
@@ -567,7 +585,8 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     ctx->in_iteration = 1;
     ctx->stats.iterations++;
     umadv__replay_iteration_reset(ctx, umadv__ctx_profile_faults(ctx));
-    if (take(&ctx->life.want_plan))
+    /* a plan asked for while a profile records waits for its trace */
+    if (umadv__cycle_has_trace(ctx->life.state) && take(&ctx->life.want_plan))
         life_dispatch(ctx, E(PLAN_REQUEST), NULL); /* logged either way */
     life_dispatch(ctx, E(ITERATION_BEGIN), NULL);
     status = umadv__cycle_fire(ctx, take(&ctx->life.want_profile) ? E(PROFILE_START)
@@ -677,8 +696,12 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     status = recorded_trace(ctx, "umadv_plan");
-    if (status == UMADV_OK)
+    if (status == UMADV_ERR_STATE && umadv__ctx_profile_second_waits(ctx)) {
+        ctx->life.want_plan = 1; /* when the second pass is recorded */
+        status = UMADV_OK;
+    } else if (status == UMADV_OK) {
         status = umadv__cycle_fire(ctx, E(PLAN_REQUEST), NULL);
+    }
     pthread_mutex_unlock(&ctx->lock);
     return status;
 }

@@ -81,7 +81,9 @@ typedef enum umadv_cycle_event {
 typedef enum umadv_cycle_outcome {
     UMADV_CYCLE_RECORD_EMPTY,    /* nothing usable: discarded */
     UMADV_CYCLE_RECORD_FINAL,    /* a trace; its durations are final */
-    UMADV_CYCLE_RECORD_UNTIMED   /* a trace profiled with CUPTI: time it */
+    UMADV_CYCLE_RECORD_UNTIMED,  /* a trace profiled with CUPTI: time it */
+    UMADV_CYCLE_RECORD_SCOUTED   /* the first of a profile's two passes, kept
+                                  * to guide the second: record again */
 } umadv_cycle_outcome_t;
 
 typedef struct umadv_context *umadv_cycle_ctx_t;

@@ -21,6 +21,15 @@
 #include "profiler/linkprobe.h"
 #include "profiler/profiler.h"
 
+static int names_equal(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* A replay's stray faults (kernels whose arguments cannot be scanned):
+ * some 70 groups per PyTorch ResNet-50 iteration (replay.c). */
+#define PROFILE_STALL_FAULTS 128
+
 /* Replay validation counts the faults of a replay's first iterations, then
  * of one in UMADV_FAULT_PERIOD (see count_faults_now). */
 #define PROFILE_FAULT_FIRST  2
@@ -49,7 +58,7 @@ typedef struct scan {
  * under umadv profile, which reports the faults as they come. */
 static int fetching_back(const umadv_context_t ctx)
 {
-    return ctx->config.profile_output[0] == '\0' && ctx->profile_epoch != 0 &&
+    return ctx->config.profile_output[0] == '\0' && ctx->profile_evicted &&
            !ctx->profile_fetch_failed;
 }
 
@@ -193,7 +202,7 @@ static void scan_miss_report(const char *name, const umadv_prof_region_t *region
 }
 
 struct guess;
-static void evict_live(umadv_context_t ctx, const struct guess *g);
+static void evict_live(umadv_context_t ctx, const struct guess *g, uint32_t step);
 
 /* The blocks a guessed parameter struct names (record_unlaid). */
 #define GUESS_MAX 64
@@ -239,6 +248,207 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
     return held + bytes <= budget;
 }
 
+/* ---- two passes ------------------------------------------------------ */
+
+/*
+ * TWO PASSES. Evicting every live block before each launch without a
+ * layout (record_unlaid) moves off the GPU, and back, blocks that the
+ * next launches use again, over and over: a PyTorch ResNet-50 at half its
+ * footprint moved 20 GiB each way in its profiled iteration, 4.7 s for
+ * 37 ms of compute (H100, 2026-11-27). So a profile that evicts takes two
+ * iterations (UMADV_PROFILE_PASSES). The first moves nothing and takes
+ * guesses, as under oracle: its trace tells roughly when each block is
+ * used, and its kernel records time the steps. The second evicts, before
+ * each such launch, only the blocks the first saw unused around that step
+ * for longer than a round trip over the link; every other live block
+ * stays on the GPU and counts as the launch's access, read and written,
+ * as a guessed block does, so the plan keeps it resident there and
+ * nothing is staged across that step. Each step of the second pass rests
+ * on no guess: a block is on the host when the launch runs (what it
+ * touches faults) or is the launch's by count. Where the second pass
+ * runs other steps than the first, it evicts every live block from there
+ * on, as one pass does. The first pass's durations, where it faulted
+ * little and ran the second's steps, are the trace's: no timing pass.
+ */
+
+/* The pass a profile beginning now takes: two only where it evicts. */
+static int pass_now(const umadv_context_t ctx)
+{
+    if (!ctx->config.profile_evict || ctx->config.policy == UMADV_POLICY_ORACLE ||
+        ctx->config.profile_output[0] != '\0' || ctx->config.profile_passes < 2)
+        return 0;
+    return ctx->scout_ready ? 2 : 1;
+}
+
+static void scout_drop(umadv_context_t ctx)
+{
+    if (ctx->scout_ready) {
+        umadv__trace_gaps_cleanup(&ctx->scout_gaps);
+        umadv__trace_cleanup(&ctx->scout);
+    }
+    ctx->scout_ready = 0;
+}
+
+/* Whether step @step of the second pass is the first pass's, as far as
+ * its kind and name tell; the first that is not ends the guidance. */
+static int scout_aligned(umadv_context_t ctx, uint32_t step)
+{
+    const umadv_trace_step_t *mine = &ctx->trace.steps[step];
+
+    if (ctx->scout_lost)
+        return 0;
+    if (step < ctx->scout.nsteps && ctx->scout.steps[step].kind == mine->kind &&
+        names_equal(ctx->scout.steps[step].name, mine->name))
+        return 1;
+    ctx->scout_lost = 1;
+    umadv_info("profiling: the second pass ran other steps than the first from step %u (%s): "
+               "every live block goes to the host before a launch without a layout from there "
+               "on", step, mine->name != NULL ? mine->name : "unnamed");
+    return 0;
+}
+
+/* A block's round trip over the link, out and back, in ns: at the staged
+ * channel's rates where the probe measured them (a replay's fastest way),
+ * else at UVM's. A block unused for less cannot leave and come back in
+ * time, so keeping it resident there costs a plan little. */
+static uint64_t round_trip_ns(const umadv_link_model_t *l, uint64_t bytes)
+{
+    double b = (double)bytes;
+    double out = l->stage_evict_bw > 0 ? l->stage_evict_latency + b / l->stage_evict_bw
+                                       : l->evict_latency + b / l->evict_bw;
+    double in = l->stage_restore_bw > 0 ? l->stage_restore_latency + b / l->stage_restore_bw
+                                        : l->fetch_latency + b / l->fetch_bw;
+
+    return (uint64_t)((out + in) * 1e9);
+}
+
+typedef struct keep_candidate {
+    umadv_ctx_alloc_t *alloc;
+    uint64_t           gap_ns;
+} keep_candidate_t;
+
+typedef struct keep_arg {
+    umadv_context_t   ctx;
+    const guess_t    *g;
+    uint32_t          step;
+    keep_candidate_t *c;
+    size_t            n, cap;
+} keep_arg_t;
+
+static int guessed_by(const guess_t *g, const umadv_ctx_alloc_t *alloc)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->found[i] == alloc)
+            return 1;
+    }
+    return 0;
+}
+
+/* A live block the first pass saw in use within a round trip of the
+ * step: a candidate to keep. Blocks the first pass did not have (made
+ * since, another iteration's) are evicted. */
+static void keep_collect(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    keep_arg_t *ka = arg;
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+    uint32_t id;
+    uint64_t gap;
+
+    if (alloc == NULL || alloc->trace_id == UMADV_CTX_NO_TRACE_ID || guessed_by(ka->g, alloc))
+        return;
+    id = umadv__trace_gaps_find(&ka->ctx->scout_gaps, (uint64_t)(uintptr_t)alloc->ptr,
+                                alloc->size, ka->step);
+    if (id == UMADV_STEP_NONE)
+        return;
+    gap = umadv__trace_gaps_around(&ka->ctx->scout_gaps, id, ka->step);
+    if (gap >= round_trip_ns(&ka->ctx->link, alloc->size) ||
+        umadv__array_reserve((void **)&ka->c, &ka->cap, ka->n + 1, sizeof(*ka->c)) != UMADV_OK)
+        return;
+    ka->c[ka->n++] = (keep_candidate_t){alloc, gap};
+}
+
+static int keep_compare(const void *a, const void *b)
+{
+    const keep_candidate_t *x = a, *y = b;
+
+    return (x->gap_ns > y->gap_ns) - (x->gap_ns < y->gap_ns);
+}
+
+/* The live blocks to keep on the GPU before the launch at @step of the
+ * second pass, besides guess @g's: the first pass's short gaps, the
+ * shortest first, as many as the budget lets the step hold (guess_fits).
+ * Into ctx->kept, each counted the step's access. Returns how many. */
+static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
+{
+    keep_arg_t ka = {ctx, g, step, NULL, 0, 0};
+    uint64_t bytes = g->bytes;
+
+    ctx->nkept = 0;
+    if (ctx->profile_pass != 2 || !scout_aligned(ctx, step))
+        return 0;
+    umadv__pool_foreach(ctx->pool, keep_collect, &ka);
+    if (ka.n > 1)
+        qsort(ka.c, ka.n, sizeof(*ka.c), keep_compare);
+    for (size_t i = 0; i < ka.n && guess_fits(ctx, step, bytes + ka.c[i].alloc->size); i++) {
+        if (umadv__array_reserve((void **)&ctx->kept, &ctx->kept_cap, ctx->nkept + 1,
+                                 sizeof(*ctx->kept)) != UMADV_OK)
+            break;
+        bytes += ka.c[i].alloc->size;
+        ctx->kept[ctx->nkept++] = ka.c[i].alloc;
+        umadv__trace_add_access(&ctx->trace, ka.c[i].alloc->trace_id, 0, ka.c[i].alloc->size,
+                                UMADV_ACCESS_RW, 0);
+    }
+    free(ka.c);
+    ctx->profile_kept += ctx->nkept;
+    return ctx->nkept;
+}
+
+/* The end of the second pass: the first pass's step durations are the
+ * trace's when it faulted no more than a replay's noise and ran the same
+ * steps; the first pass is dropped either way. */
+static void scout_durations(umadv_context_t ctx)
+{
+    const umadv_trace_t *first = &ctx->scout;
+    umadv_trace_t *t = &ctx->trace;
+    int same = first->nsteps == t->nsteps && ctx->scout_faults <= PROFILE_STALL_FAULTS;
+
+    for (uint32_t s = 0; same && s < t->nsteps; s++)
+        same = first->steps[s].kind == t->steps[s].kind &&
+               names_equal(first->steps[s].name, t->steps[s].name);
+    if (same) {
+        for (uint32_t s = 0; s < t->nsteps; s++)
+            t->steps[s].duration_ns = first->steps[s].duration_ns;
+        ctx->scout_timed = 1;
+    }
+    umadv_info("profiling, second pass: %llu evictions before launches without a layout, "
+               "%llu blocks kept as theirs on the first pass's word; step durations %s",
+               (unsigned long long)ctx->profile_evictions,
+               (unsigned long long)ctx->profile_kept,
+               same ? "from the first pass" : "to be timed (the passes differ, or the first "
+                                              "faulted)");
+    scout_drop(ctx);
+}
+
+int umadv__ctx_profile_second_waits(const umadv_context_t ctx)
+{
+    return ctx->scout_ready && ctx->record == UMADV_CTX_REC_IDLE;
+}
+
+int umadv__ctx_profile_recorded(umadv_context_t ctx)
+{
+    if (ctx->profile_pass != 1)
+        return 0;
+    ctx->scout = ctx->trace;
+    if (umadv__trace_gaps_init(&ctx->scout_gaps, &ctx->scout) != UMADV_OK)
+        return 0; /* kept as a one-pass profile, of guesses: nothing staged on it */
+    memset(&ctx->trace, 0, sizeof(ctx->trace));
+    ctx->record = UMADV_CTX_REC_IDLE;
+    ctx->scout_ready = 1;
+    umadv_info("profiling, first pass: %u steps, %llu fault groups; the next iteration is the "
+               "second", ctx->scout.nsteps, (unsigned long long)ctx->scout_faults);
+    return 1;
+}
+
 /* Whether this profile may go by guesses (a guessed parameter struct,
  * nothing evicted when it begins): only under oracle, which moves
  * nothing on its word. Elsewhere a missed access costs a fault each
@@ -249,7 +459,7 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * policy, stages nothing (replay.c). */
 static int profile_may_guess(const umadv_context_t ctx)
 {
-    return ctx->config.policy == UMADV_POLICY_ORACLE;
+    return ctx->config.policy == UMADV_POLICY_ORACLE || ctx->profile_pass == 1;
 }
 
 /* Whether the launch runs inside a step whose application declared what
@@ -343,9 +553,9 @@ static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
     }
     if (declared_step(ctx)) {
         declared_step_trusted(ctx);
-    } else if (ctx->config.profile_evict) {
+    } else if (ctx->config.profile_evict && ctx->profile_pass != 1) {
         ctx->profile_evictions++;
-        evict_live(ctx, &g);
+        evict_live(ctx, &g, step);
         if (g.n > 0)
             guess_take(ctx, &g);
     } else {
@@ -414,6 +624,10 @@ void umadv__ctx_profile_close(umadv_context_t ctx)
 {
     umadv__prof_close(ctx->profiler);
     ctx->profiler = NULL;
+    scout_drop(ctx);
+    free(ctx->kept);
+    ctx->kept = NULL;
+    ctx->nkept = ctx->kept_cap = 0;
 }
 
 /* ---- a recording ------------------------------------------------------ */
@@ -548,27 +762,48 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
  * first such launch, was tried: as fast, but its traces missed an
  * access, and the replay faulted 16,000-19,000 groups and profiled again
  * (two runs of two). */
-static void evict_live(umadv_context_t ctx, const guess_t *g)
+static void kept_block(umadv_bulk_range_t *kept, size_t *nkept, const umadv_ctx_alloc_t *alloc)
+{
+    uintptr_t start = (uintptr_t)alloc->ptr;
+
+    kept[(*nkept)++] = (umadv_bulk_range_t){start, start + alloc->size, start};
+}
+
+/* A block kept through the eviction that opens epoch @epoch: on the GPU
+ * still if it was in the one before (fetched back, or kept); else on the
+ * host since an earlier one, and fetched back. */
+static void kept_back(scan_t *sc, umadv_ctx_alloc_t *alloc, uint32_t epoch)
+{
+    if (alloc->fetched_epoch == epoch - 1)
+        alloc->fetched_epoch = epoch;
+    else
+        fetch_note(sc, alloc);
+}
+
+static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
-    umadv_bulk_range_t *kept = malloc((ndeclared + g->n + 1) * sizeof(*kept));
+    size_t nscout = scout_keep(ctx, g, step);
+    umadv_bulk_range_t *kept = malloc((ndeclared + g->n + nscout + 1) * sizeof(*kept));
     scan_t sc = {ctx, NULL, 0, 0};
     size_t nkept = 0;
 
     if (kept != NULL) { /* else everything goes: what it touches faults back */
         for (size_t i = 0; i < ndeclared; i++)
             kept[nkept++] = ctx->step_ranges[i];
-        for (size_t i = 0; i < g->n; i++) {
-            uintptr_t start = (uintptr_t)g->found[i]->ptr;
-
-            kept[nkept++] = (umadv_bulk_range_t){start, start + g->found[i]->size, start};
-        }
+        for (size_t i = 0; i < g->n; i++)
+            kept_block(kept, &nkept, g->found[i]);
+        for (size_t i = 0; i < nscout; i++)
+            kept_block(kept, &nkept, ctx->kept[i]);
     }
     ctx->profile_epoch++;
+    ctx->profile_evicted = 1;
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, kept, nkept);
     free(kept);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
+    for (size_t i = 0; i < nscout && kept != NULL; i++)
+        kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
     fetch_scanned(&sc);
 }
 
@@ -613,6 +848,7 @@ static void evict_all(umadv_context_t ctx)
     calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC,
                       NULL, 0);
     ctx->profile_epoch++;
+    ctx->profile_evicted = 1;
     ctx->profile_moved = calls;
     umadv_debug("profiling: evicted %s in %llu blocks to the host (%zu calls)",
                 umadv__size_format(stats.bytes_in_use, size, sizeof(size)),
@@ -625,15 +861,21 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
 
     ctx->trace.link = ctx->link;
     ctx->ncomplete_steps = 0;
+    ctx->profile_pass = 0;
     if (ctx->profiler == NULL)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
-    ctx->profile_fetched = 0;
-    ctx->profile_fetch_failed = 0;
+    ctx->profile_fetched = ctx->profile_kept = 0;
+    ctx->profile_fetch_failed = ctx->profile_evicted = 0;
     ctx->profile_faults = UINT64_MAX;
+    ctx->profile_pass = pass_now(ctx);
+    ctx->scout_lost = ctx->scout_timed = 0;
+    if (ctx->profile_pass != 2)
+        scout_drop(ctx);
     /* under oracle nothing moves on the profile's word: its first
-     * touches would fault for nothing (profile_may_guess) */
-    if (ctx->config.profile_evict && !profile_may_guess(ctx))
+     * touches would fault for nothing (profile_may_guess); a second pass
+     * evicts before the launches that need it (TWO PASSES) */
+    if (ctx->config.profile_evict && !profile_may_guess(ctx) && ctx->profile_pass == 0)
         evict_all(ctx);
     if (umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_FULL) != UMADV_OK)
         return 1; /* warned: declared accesses only */
@@ -807,7 +1049,7 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
     if (status == UMADV_OK)
         status = umadv__prof_attrib_faults(&ctx->trace, iv, niv, r->faults, r->nfaults, &acc,
                                            &nacc, &cap, &st);
-    if (status == UMADV_OK)
+    if (status == UMADV_OK && ctx->profile_pass != 1) /* the first pass only guides */
         complete_steps_check(ctx, acc, nacc);
     if (status == UMADV_OK && nacc > 0)
         status = umadv__prof_trace_merge(&ctx->trace, acc, nacc);
@@ -834,20 +1076,22 @@ void umadv__ctx_profile_finish(umadv_context_t ctx)
     if (ctx->record == UMADV_CTX_REC_RECORDING && profile_merge(ctx, &result) != UMADV_OK)
         umadv_warn("profiled fault records could not be merged (out of memory): the trace "
                    "keeps declared and kernel-parameter accesses");
+    if (ctx->profile_pass == 1)
+        ctx->scout_faults = ctx->profile_faults;
+    if (ctx->profile_pass == 2)
+        scout_durations(ctx);
     if (ctx->profile_evictions > 0)
         restore_live(ctx);
     umadv__prof_result_cleanup(&result);
 }
-
-/* A replay's stray faults (kernels whose arguments cannot be scanned):
- * some 70 groups per PyTorch ResNet-50 iteration (replay.c). */
-#define PROFILE_STALL_FAULTS 128
 
 /* A profile under oracle moves nothing (guesses, no evictions): its
  * kernel records time the kernels as they run, and a timing pass would
  * cost a PyTorch ResNet-18 iteration 78 ms of 10 for nothing. */
 int umadv__ctx_profile_stalled(const umadv_context_t ctx)
 {
+    if (ctx->scout_timed)
+        return 0; /* timed by its first pass (TWO PASSES) */
     return ctx->profile_moved > 0 || ctx->profile_evictions > 0 ||
            ctx->profile_faults > PROFILE_STALL_FAULTS;
 }
@@ -881,11 +1125,6 @@ int umadv__ctx_tpass_start(umadv_context_t ctx)
     }
     ctx->tpass = (umadv_ctx_tpass_t){UMADV_CTX_TPASS_RUNNING, 0, UMADV_STEP_NONE, durations};
     return 1;
-}
-
-static int names_equal(const char *a, const char *b)
-{
-    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
 uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind)

@@ -326,6 +326,8 @@ umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status
     ctx->record = UMADV_CTX_REC_DONE;
     umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
                ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
+    if (umadv__ctx_profile_recorded(ctx))
+        return UMADV_CYCLE_RECORD_SCOUTED; /* a first pass (profile.c, TWO PASSES) */
     /* Profiled durations that may hold fault stalls: the next iteration
      * is timed. */
     return ctx->profiler != NULL && umadv__ctx_profile_stalled(ctx) ? UMADV_CYCLE_RECORD_UNTIMED
@@ -495,6 +497,16 @@ void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns)
 
 umadv_status_t umadv__ctx_no_trace(umadv_context_t ctx, const char *caller)
 {
+    if (umadv__ctx_profile_second_waits(ctx)) {
+        /* umadv_plan takes this as a request for later: said at info */
+        if (strcmp(caller, "umadv_plan") == 0)
+            umadv_info("umadv_plan: the profile takes two passes (UMADV_PROFILE_PASSES): planned "
+                       "when the second, the next iteration, is recorded");
+        else
+            umadv_error("%s: the profile takes two passes (UMADV_PROFILE_PASSES): its trace is "
+                        "the second's, recorded in the next iteration", caller);
+        return UMADV_ERR_STATE;
+    }
     if (ctx->record_lost != UMADV_OK) {
         umadv_error("%s: no profiled iteration: it marked no steps, and cupti could not "
                     "trace its kernel launches (see the warning above)", caller);

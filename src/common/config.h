@@ -31,6 +31,7 @@ typedef struct umadv_config {
     char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */
     int               profile_evict; /* UMADV_PROFILE_EVICT */
+    uint32_t          profile_passes; /* UMADV_PROFILE_PASSES, 1 or 2 */
     int               link_probe;    /* UMADV_LINK_PROBE */
     uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
     uint32_t          fault_period;     /* UMADV_FAULT_PERIOD, >= 1 */
