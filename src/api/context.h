@@ -202,7 +202,7 @@ struct umadv_context {
     umadv_trace_gaps_t       scout_gaps;       /* ...its allocations' gaps */
     int                      scout_ready;      /* scout and scout_gaps hold it */
     int                      scout_lost;       /* the second pass ran other steps */
-    uint64_t                 scout_faults;     /* the first pass's fault groups */
+    uint64_t                 scout_moved;      /* bytes the first pass moved to the gpu */
     int                      scout_timed;      /* the trace has the first pass's durations */
     uint64_t                 profile_kept;     /* blocks kept at launches without a layout,
                                                 * as theirs, on the first pass's word */

@@ -117,14 +117,14 @@ static const umadv_config_field_t config_fields[] = {
      "again before a launch whose parameters CUDA's layout does not explain "
      "(under oracle: nor its guessed parameter struct).",
      0, 1, 0, NULL, 0, FIELD(profile_evict)},
-    {"UMADV_PROFILE_PASSES", UMADV_CONFIG_UINT, "2",
-     "Iterations a profile that evicts takes (see UMADV_PROFILE_EVICT). 2: "
-     "a first pass moves nothing and takes guessed parameter structs and "
-     "the steps' durations; the second evicts, before each launch whose "
-     "parameters cannot be scanned, only the blocks the first pass saw "
-     "unused for longer than a round trip over the link, counts the others "
-     "the launch's, and needs no timing pass after it. 1: one pass that "
-     "evicts every live block before each such launch, then a timing pass.",
+    {"UMADV_PROFILE_PASSES", UMADV_CONFIG_UINT, "1",
+     "Iterations a profile that evicts takes (see UMADV_PROFILE_EVICT). 1: "
+     "one pass that evicts every live block before each launch whose "
+     "parameters cannot be scanned, then a timing pass. 2: a first pass "
+     "moves nothing and takes guessed parameter structs and the steps' "
+     "durations; the second evicts before each such launch only the blocks "
+     "the first saw unused for longer than a round trip over the link, "
+     "counts the others the launch's, and needs no timing pass after it.",
      1, 2, 0, NULL, 0, FIELD(profile_passes)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
