@@ -278,12 +278,12 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
- * timing pass. Measured on an H100 (2026-11-27, before the second pass
- * began with every block on the host): a PyTorch ResNet-50 at half its
- * footprint moved 12.1 GiB to the GPU and 16.1 to the host in its second
- * pass, against 20.9 and 19.8 in one; a GPT-2 shape's second pass took
- * 1.47 s, one pass 1.73 s: the blocks left in long gaps still go out and
- * back once per gap. So one pass stays the default.
+ * timing pass. Measured on an H100 (2026-11-27): a PyTorch ResNet-50 at
+ * half its footprint profiled in 0.09 s + 3.16 s (12.6 GiB to the GPU,
+ * 11.2 to the host in the second pass) against 5.13 s (20.9, 19.8) and
+ * a 1.33 s timing pass; a GPT-2 shape in 0.11 s + 1.52 s against 1.32 s
+ * + 0.28 s. The blocks left in long gaps still go out and back once per
+ * gap, so one pass stays the default (bench/RESULTS.md).
  */
 
 /* The pass a profile beginning now takes: two only where it evicts. */
