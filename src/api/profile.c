@@ -269,10 +269,9 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * for longer than a round trip over the link (it begins, as one pass
  * does, with every block on the host, so that a first touch the scan
  * cannot see, through a pointer kept in GPU memory, faults); every other
- * live block
- * stays on the GPU and counts as the launch's access, read and written,
- * as a guessed block does, so the plan keeps it resident there and
- * nothing is staged across that step. Each step of the second pass rests
+ * live block stays on the GPU and counts as the launch's access, read and
+ * written, as a guessed block does, so the plan keeps it resident there
+ * and nothing is staged across that step. Each step of the second pass rests
  * on no guess: a block is on the host when the launch runs (what it
  * touches faults) or is the launch's by count. Where the second pass
  * runs other steps than the first, it evicts every live block from there
