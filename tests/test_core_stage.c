@@ -2,7 +2,8 @@
  * The replay core's staging rules (src/schedule/core.h, STAGING), one by
  * one, on a hand-built trace: which evictions are staged, the marks and
  * the pool's count, the guard a step begins with (call-off, blocking
- * restore), the fetch verdicts of restores, demand's faults, unbinding.
+ * restore), the fetch verdicts of restores, demand's faults, unbinding,
+ * blocks the profile left unseen.
  *
  * Trace: section 64 KiB; allocations A (4 sections, persistent), B (2,
  * persistent), T (2, freed after step 1); three steps per iteration:
@@ -269,9 +270,36 @@ static void test_unbind(void)
     umadv__core_cleanup(&c);
 }
 
+/* A block the profile left unseen at a step (trace->unseen) is not
+ * staged across it: A, evicted to make room for step 1, which may read it
+ * unseen, migrates; unseen at step 2, where it is touched anyway, or at
+ * step 0, before the eviction, it is staged. The marks go before the
+ * next test. */
+static void test_unseen(void)
+{
+    static const struct { uint32_t step; int staged; const char *what; } cases[] = {
+        {1, 0, "unseen at the step the eviction makes room for: migrated"},
+        {2, 1, "unseen at its next touch only: staged"},
+        {0, 1, "unseen at a step before the eviction: staged"},
+    };
+    const umadv_core_op_t *op;
+    umadv_core_t c;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        trace.nunseen = 0;
+        umadv__trace_add_unseen(&trace, A, cases[i].step);
+        core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+        umadv__core_step_begin(&c, 0, 1);
+        op = find(&c, UMADV_OP_EVICT, A);
+        ok(op != NULL && op->staged == cases[i].staged && c.has_unseen, "%s", cases[i].what);
+        umadv__core_cleanup(&c);
+    }
+    trace.nunseen = 0;
+}
+
 int main(void)
 {
-    plan(26);
+    plan(26 + 3);
     trace_build();
     test_pool_peak();
     test_staged_evictions();
@@ -279,6 +307,7 @@ int main(void)
     test_guard();
     test_verdicts();
     test_unbind();
+    test_unseen();
     umadv__trace_cleanup(&trace);
     return exit_status();
 }

@@ -1219,13 +1219,15 @@ static void test_two_passes(void)
     umadv_cuda_host_counters_t counters;
     void *a = NULL, *b = NULL;
     const umadv_trace_t *t;
-    umadv_stats_t stats;
+    umadv_stats_t stats = {.size = sizeof(stats)};
     umadv_context_t ctx;
     char *log;
 
     mock_reset();
     setenv("UMADV_PROFILE_PASSES", "2", 1);
+    setenv("UMADV_BUDGET", "128K", 1); /* a and b together do not fit */
     ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_BUDGET");
     umadv_malloc(ctx, SECTION, "a", &a);
     umadv_malloc(ctx, 2 * SECTION, "b", &b);
     umadv_profile_next_iteration(ctx);
@@ -1271,8 +1273,8 @@ static void test_two_passes(void)
        "the second pass recorded with the first's durations, planned as asked, replayed: no "
        "timing pass");
     ok(strstr(log, "second pass: 1 evictions before launches without a layout, 1 blocks kept "
-                   "as theirs on the first pass's word; step durations from the first pass") !=
-           NULL,
+                   "as theirs on the first pass's word, 0 kept unseen; step durations from the "
+                   "first pass") != NULL,
        "logged at info");
     umadv_get_stats(ctx, &stats);
     is_u64(stats.profiles, 1, "two passes, one profile");
@@ -1299,6 +1301,29 @@ static void test_two_passes(void)
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
+
+    /* with room for both, b stays too, unseen: nothing is staged across
+     * the opaque launch (schedule/core.h, STAGING), nothing evicted */
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    four_steps(50, &a, &b, "opaque_kernel", 400000000);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    four_steps(60, &a, &b, "opaque_kernel", 500000000);
+    umadv__cuda_host_counters(&counters);
+    t = &ctx->trace;
+    ok(counters.prefetches_to_host == 0 && t->nunseen == 1 && t->unseen[0].step == 1 &&
+           strcmp(t->allocs[t->unseen[0].alloc].tag, "b") == 0 && t->steps[1].naccesses == 1,
+       "no budget: the block in a long gap kept, unseen at the opaque launch, not its access "
+       "(%llu evictions, %u unseen)", (unsigned long long)counters.prefetches_to_host,
+       t->nunseen);
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
@@ -1309,7 +1334,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 14);
+    plan(78 + 3 + 11 + 15);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -80,10 +80,43 @@ static void test_find(void)
     umadv__trace_cleanup(&t);
 }
 
+/* Unseen marks: w (used at 1 and 3, outlives the iteration) unseen at
+ * step 2; t (born before 1, freed after 3, used at 2) unseen at step 3. */
+static void test_unseen_ahead(void)
+{
+    umadv_trace_gaps_t g;
+    umadv_trace_t t;
+    uint32_t w, x, u, r;
+
+    five_steps(&t, &w, &x, &u, &r);
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__trace_add_unseen(&t, w, 2);
+    umadv__trace_add_unseen(&t, x, 3);
+    umadv__trace_gaps_init(&g, &t);
+    ok(umadv__trace_gaps_unseen_ahead(&g, w, 2), "unseen at the first step after the eviction");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, w, 3), "from its next use on: no");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, w, 4),
+       "after its last use, up to its first of the next iteration (step 1): no");
+    ok(umadv__trace_gaps_unseen_ahead(&g, x, 3), "after its last use, before its free: yes");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, u, 0), "no marks: no");
+    umadv__trace_gaps_cleanup(&g);
+    umadv__trace_cleanup(&t);
+
+    five_steps(&t, &w, &x, &u, &r);
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__trace_add_unseen(&t, w, 0);
+    umadv__trace_gaps_init(&g, &t);
+    ok(umadv__trace_gaps_unseen_ahead(&g, w, 4),
+       "outliving the iteration, unseen before its first use: ahead across the wrap");
+    umadv__trace_gaps_cleanup(&g);
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(15);
+    plan(15 + 6);
     test_around();
     test_find();
+    test_unseen_ahead();
     return exit_status();
 }

@@ -264,16 +264,20 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * 37 ms of compute (H100, 2026-11-27). So a profile that evicts takes two
  * iterations (UMADV_PROFILE_PASSES). The first moves nothing and takes
  * guesses, as under oracle: its trace tells roughly when each block is
- * used, and its kernel records time the steps. The second evicts, before
- * each such launch, only the blocks the first saw unused around that step
- * for longer than a round trip over the link (it begins, as one pass
- * does, with every block on the host, so that a first touch the scan
- * cannot see, through a pointer kept in GPU memory, faults); every other
- * live block stays on the GPU and counts as the launch's access, read and
- * written, as a guessed block does, so the plan keeps it resident there
- * and nothing is staged across that step. Each step of the second pass rests
- * on no guess: a block is on the host when the launch runs (what it
- * touches faults) or is the launch's by count. Where the second pass
+ * used, and its kernel records time the steps. The second begins, as one
+ * pass does, with every block on the host (so that a first touch the scan
+ * cannot see, through a pointer kept in GPU memory, faults). Before each
+ * such launch it keeps on the GPU the blocks the first pass saw in use,
+ * shortest gaps around that step first, as many as the budget lets the
+ * step hold, and evicts the rest: those a plan under the budget moves off
+ * the GPU there anyway. A kept block unused for less than a round trip
+ * over the link counts as the launch's access, read and written, as a
+ * guessed block does; a longer-unused one is recorded unseen at that step
+ * (trace->unseen), and no eviction stages or drops it across that step
+ * (schedule/core.h, STAGING): it migrates there, which a read survives.
+ * So nothing staged rests on a guess: a block is on the host when the
+ * launch runs (what it touches faults), or is the launch's by count, or
+ * is never staged across it. Where the second pass
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
@@ -281,8 +285,9 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * half its footprint profiled in 0.09 s + 3.16 s (12.6 GiB to the GPU,
  * 11.2 to the host in the second pass) against 5.13 s (20.9, 19.8) and
  * a 1.33 s timing pass; a GPT-2 shape in 0.11 s + 1.52 s against 1.32 s
- * + 0.28 s. The blocks left in long gaps still go out and back once per
- * gap, so one pass stays the default (bench/RESULTS.md).
+ * + 0.28 s: that second pass evicted every block in a long gap, once per
+ * gap, however large the budget. Keeping what fits the budget, unseen,
+ * is not measured yet, and one pass stays the default (bench/RESULTS.md).
  */
 
 /* The pass a profile beginning now takes: two only where it evicts. */
@@ -358,9 +363,9 @@ static int guessed_by(const guess_t *g, const umadv_ctx_alloc_t *alloc)
     return 0;
 }
 
-/* A live block the first pass saw in use within a round trip of the
- * step: a candidate to keep. Blocks the first pass did not have (made
- * since, another iteration's) are evicted. */
+/* A live block the first pass saw in use, with its gap around the step:
+ * a candidate to keep. Blocks the first pass did not have (made since,
+ * another iteration's) or saw in no step are evicted. */
 static void keep_collect(void *arg, void *base, uint64_t size, uint64_t user)
 {
     keep_arg_t *ka = arg;
@@ -375,7 +380,7 @@ static void keep_collect(void *arg, void *base, uint64_t size, uint64_t user)
     if (id == UMADV_STEP_NONE)
         return;
     gap = umadv__trace_gaps_around(&ka->ctx->scout_gaps, id, ka->step);
-    if (gap >= round_trip_ns(&ka->ctx->link, alloc->size) ||
+    if (gap == UINT64_MAX ||
         umadv__array_reserve((void **)&ka->c, &ka->cap, ka->n + 1, sizeof(*ka->c)) != UMADV_OK)
         return;
     ka->c[ka->n++] = (keep_candidate_t){alloc, gap};
@@ -388,32 +393,54 @@ static int keep_compare(const void *a, const void *b)
     return (x->gap_ns > y->gap_ns) - (x->gap_ns < y->gap_ns);
 }
 
+/* Candidate @k into ctx->kept: unused for less than a round trip, as the
+ * step's access, among the first ctx->nkept_access (fetched back if
+ * evicted since: evict_live); else left unseen (STAGING in
+ * schedule/core.h), after them. */
+static int keep_one(umadv_context_t ctx, const keep_candidate_t *k, uint32_t step)
+{
+    umadv_ctx_alloc_t *alloc = k->alloc;
+
+    if (umadv__array_reserve((void **)&ctx->kept, &ctx->kept_cap, ctx->nkept + 1,
+                             sizeof(*ctx->kept)) != UMADV_OK)
+        return 0;
+    if (k->gap_ns >= round_trip_ns(&ctx->link, alloc->size)) {
+        if (umadv__trace_add_unseen(&ctx->trace, alloc->trace_id, step) != UMADV_OK)
+            return 0; /* evicted: what the step touches of it faults */
+        ctx->kept[ctx->nkept++] = alloc;
+        ctx->profile_unseen++;
+        return 1;
+    }
+    umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size, UMADV_ACCESS_RW, 0);
+    ctx->kept[ctx->nkept++] = ctx->kept[ctx->nkept_access]; /* an unseen one moves back */
+    ctx->kept[ctx->nkept_access++] = alloc;
+    ctx->profile_kept++;
+    return 1;
+}
+
 /* The live blocks to keep on the GPU before the launch at @step of the
- * second pass, besides guess @g's: the first pass's short gaps, the
- * shortest first, as many as the budget lets the step hold (guess_fits).
- * Into ctx->kept, each counted the step's access. Returns how many. */
+ * second pass, besides guess @g's: those the first pass saw in use,
+ * shortest gaps first, as many as the budget lets the step hold
+ * (guess_fits); the rest, which a plan under the budget moves off the GPU
+ * around that step anyway, are evicted, so that what the launch touches
+ * of them faults. Into ctx->kept (keep_one). Returns how many. */
 static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     keep_arg_t ka = {ctx, g, step, NULL, 0, 0};
     uint64_t bytes = g->bytes;
 
-    ctx->nkept = 0;
+    ctx->nkept = ctx->nkept_access = 0;
     if (ctx->profile_pass != 2 || !scout_aligned(ctx, step))
         return 0;
     umadv__pool_foreach(ctx->pool, keep_collect, &ka);
     if (ka.n > 1)
         qsort(ka.c, ka.n, sizeof(*ka.c), keep_compare);
     for (size_t i = 0; i < ka.n && guess_fits(ctx, step, bytes + ka.c[i].alloc->size); i++) {
-        if (umadv__array_reserve((void **)&ctx->kept, &ctx->kept_cap, ctx->nkept + 1,
-                                 sizeof(*ctx->kept)) != UMADV_OK)
+        if (!keep_one(ctx, &ka.c[i], step))
             break;
         bytes += ka.c[i].alloc->size;
-        ctx->kept[ctx->nkept++] = ka.c[i].alloc;
-        umadv__trace_add_access(&ctx->trace, ka.c[i].alloc->trace_id, 0, ka.c[i].alloc->size,
-                                UMADV_ACCESS_RW, 0);
     }
     free(ka.c);
-    ctx->profile_kept += ctx->nkept;
     return ctx->nkept;
 }
 
@@ -435,9 +462,9 @@ static void scout_durations(umadv_context_t ctx)
         ctx->scout_timed = 1;
     }
     umadv_info("profiling, second pass: %llu evictions before launches without a layout, "
-               "%llu blocks kept as theirs on the first pass's word; step durations %s",
-               (unsigned long long)ctx->profile_evictions,
-               (unsigned long long)ctx->profile_kept,
+               "%llu blocks kept as theirs on the first pass's word, %llu kept unseen; step "
+               "durations %s", (unsigned long long)ctx->profile_evictions,
+               (unsigned long long)ctx->profile_kept, (unsigned long long)ctx->profile_unseen,
                same ? "from the first pass" : "to be timed (the passes differ, or the first "
                                               "moved data to the gpu)");
     scout_drop(ctx);
@@ -817,7 +844,7 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     free(kept);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
-    for (size_t i = 0; i < nscout && kept != NULL; i++)
+    for (size_t i = 0; i < ctx->nkept_access && kept != NULL; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
     fetch_scanned(&sc);
 }
@@ -880,7 +907,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     if (ctx->profiler == NULL)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
-    ctx->profile_fetched = ctx->profile_kept = 0;
+    ctx->profile_fetched = ctx->profile_kept = ctx->profile_unseen = 0;
     ctx->profile_fetch_failed = ctx->profile_evicted = 0;
     ctx->profile_faults = UINT64_MAX;
     ctx->profile_pass = pass_now(ctx);

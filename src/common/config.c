@@ -122,9 +122,11 @@ static const umadv_config_field_t config_fields[] = {
      "one pass that evicts every live block before each launch whose "
      "parameters cannot be scanned, then a timing pass. 2: a first pass "
      "moves nothing and takes guessed parameter structs and the steps' "
-     "durations; the second evicts before each such launch only the blocks "
-     "the first saw unused for longer than a round trip over the link, "
-     "counts the others the launch's, and needs no timing pass after it.",
+     "durations; the second keeps on the GPU before each such launch what "
+     "the first saw in use, shortest gaps first, as much as the budget "
+     "lets the step hold (the launch's access if unused for less than a "
+     "round trip over the link, else never staged across it), evicts the "
+     "rest, and needs no timing pass after it.",
      1, 2, 0, NULL, 0, FIELD(profile_passes)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "

@@ -118,6 +118,17 @@ void umadv__core_schedule_changed(umadv_core_t *c)
     mark_advised(c);
 }
 
+/* The trace's unseen blocks, indexed if it has any (STAGING). */
+static umadv_status_t unseen_index(umadv_core_t *c)
+{
+    if (c->p.trace->nunseen == 0)
+        return UMADV_OK;
+    if (umadv__trace_gaps_init(&c->unseen, c->p.trace) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    c->has_unseen = 1;
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
 {
     umadv_status_t status = params_check(params);
@@ -151,7 +162,8 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
         c->advised == NULL || c->last_touch == NULL || c->touched == NULL ||
         umadv__array_reserve((void **)&c->out, &c->out_cap, nsections, sizeof(*c->out)) !=
             UMADV_OK || (c->lru_on && umadv__core_lru_init(&c->lru, c->last_use,
-                                                                nsections) != UMADV_OK)) {
+                                                                nsections) != UMADV_OK) ||
+        unseen_index(c) != UMADV_OK) {
         umadv__core_cleanup(c);
         return UMADV_ERR_NO_MEMORY;
     }
@@ -164,6 +176,9 @@ umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *para
 void umadv__core_cleanup(umadv_core_t *c)
 {
     umadv__core_lru_cleanup(&c->lru);
+    if (c->has_unseen)
+        umadv__trace_gaps_cleanup(&c->unseen);
+    c->has_unseen = 0;
     free(c->bound);
     free(c->state);
     free(c->last_use);

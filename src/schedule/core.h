@@ -82,7 +82,12 @@
  *    and a discarded range holds nothing there;
  *  - nor is a block smaller than a section (umadv__core_set_stageable):
  *    the pool packs such blocks, and a discard of one's range could take
- *    its neighbours' bytes on the pages they share.
+ *    its neighbours' bytes on the pages they share;
+ *  - nor a block the profile left on the GPU unseen at a step that comes
+ *    after the eviction and before the block's next touch (trace->unseen:
+ *    a profile's second pass, api/profile.c, TWO PASSES): that step may
+ *    read it with no trace of it. It migrates there instead, which a read
+ *    survives; the same holds for dropping dead data.
  * What ends a replay restores every staged section first (the driver's:
  * exec/stage.c).
  *
@@ -106,6 +111,7 @@
 #include <umadv.h>
 
 #include "schedule/schedule.h"
+#include "trace/gaps.h"
 #include "trace/trace.h"
 
 /* Where a section is. Every state but HOST counts against the budget:
@@ -196,6 +202,7 @@ typedef struct umadv_core {
     uint64_t          outgoing;     /* bytes OUT_QUEUED or EVICTING */
     uint64_t          peak;         /* largest resident */
     int               begun;        /* a step has begun */
+    int               ending;       /* umadv__core_step_end is deciding */
     uint64_t          iteration;    /* of the open or last step */
     uint32_t          step;         /* its index in the iteration */
     int               past_end;     /* it lies past the schedule's steps */
@@ -226,6 +233,8 @@ typedef struct umadv_core {
     size_t            scratch_cap;
     uint32_t         *victims;
     size_t            victims_cap;
+    umadv_trace_gaps_t unseen;      /* the trace's uses and unseen steps (STAGING) */
+    int               has_unseen;   /* ...indexed: the trace has unseen blocks */
 } umadv_core_t;
 
 /* UMADV_ERR_INVALID_PARAM for a plan policy without a schedule of

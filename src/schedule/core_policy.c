@@ -78,6 +78,17 @@ static int touched_in_iteration(const umadv_core_t *c, uint32_t s)
     return c->last_touch[s] != UMADV_STEP_NONE;
 }
 
+/* Whether the profile left @alloc unseen at a step between the eviction
+ * decided now and its next touch (core.h, STAGING): from the step after
+ * the one that ends now, or from the one that begins now (an eviction
+ * that makes room for it), or from the first. */
+static int unseen_ahead(const umadv_core_t *c, uint32_t alloc)
+{
+    uint32_t from = c->p.first_step + (c->begun ? c->step + (uint32_t)c->ending : 0);
+
+    return c->has_unseen && umadv__trace_gaps_unseen_ahead(&c->unseen, alloc, from);
+}
+
 /* The terms a run may leave the GPU with its range discarded on, staged
  * or dead (core.h, STAGING, DEAD DATA): the allocation stageable now,
  * staging on and not paused, no advice on the run (a kernel may read it
@@ -85,7 +96,7 @@ static int touched_in_iteration(const umadv_core_t *c, uint32_t s)
 static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first,
                            uint32_t count)
 {
-    if (!c->p.stage || c->stage_paused || !c->stageable[alloc])
+    if (!c->p.stage || c->stage_paused || !c->stageable[alloc] || unseen_ahead(c, alloc))
         return 0;
     for (uint32_t i = 0; i < count; i++) {
         if (c->advised[umadv__core_section(c, alloc, first + i)])
@@ -475,9 +486,11 @@ void umadv__core_step_end(umadv_core_t *c)
     out_clear(c);
     if (!c->begun || c->past_end)
         return;
+    c->ending = 1;
     if (c->p.policy == UMADV_POLICY_PLAN)
         plan_step_end(c);
     else if (c->p.policy == UMADV_POLICY_DEMAND)
         demand_step_end(c);
+    c->ending = 0;
     out_show(c);
 }

@@ -54,6 +54,36 @@ static umadv_status_t uses_build(umadv_trace_gaps_t *g)
     return UMADV_OK;
 }
 
+static int step_compare(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* trace->unseen by allocation, each one's steps ascending. */
+static umadv_status_t unseen_build(umadv_trace_gaps_t *g)
+{
+    const umadv_trace_t *t = g->trace;
+
+    g->unseen_off = calloc((size_t)t->nallocs + 1, sizeof(*g->unseen_off));
+    g->unseen_step = malloc(((size_t)t->nunseen + 1) * sizeof(*g->unseen_step));
+    if (g->unseen_off == NULL || g->unseen_step == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t i = 0; i < t->nunseen; i++)
+        g->unseen_off[t->unseen[i].alloc + 1]++;
+    for (uint32_t a = 0; a < t->nallocs; a++)
+        g->unseen_off[a + 1] += g->unseen_off[a];
+    for (uint32_t i = 0; i < t->nunseen; i++) /* unseen_off[a] a cursor, as in uses_build */
+        g->unseen_step[g->unseen_off[t->unseen[i].alloc]++] = t->unseen[i].step;
+    memmove(g->unseen_off + 1, g->unseen_off, (size_t)t->nallocs * sizeof(*g->unseen_off));
+    g->unseen_off[0] = 0;
+    for (uint32_t a = 0; a < t->nallocs; a++)
+        qsort(g->unseen_step + g->unseen_off[a], g->unseen_off[a + 1] - g->unseen_off[a],
+              sizeof(*g->unseen_step), step_compare);
+    return UMADV_OK;
+}
+
 static uint32_t birth_of(const umadv_trace_alloc_t *al)
 {
     return al->alloc_step == UMADV_STEP_NONE ? 0 : al->alloc_step;
@@ -74,7 +104,8 @@ umadv_status_t umadv__trace_gaps_init(umadv_trace_gaps_t *g, const umadv_trace_t
     g->trace = t;
     g->start_ns = malloc(((size_t)t->nsteps + 1) * sizeof(*g->start_ns));
     g->by_base = malloc(((size_t)t->nallocs + 1) * sizeof(*g->by_base));
-    if (g->start_ns == NULL || g->by_base == NULL || uses_build(g) != UMADV_OK) {
+    if (g->start_ns == NULL || g->by_base == NULL || uses_build(g) != UMADV_OK ||
+        unseen_build(g) != UMADV_OK) {
         umadv__trace_gaps_cleanup(g);
         return UMADV_ERR_NO_MEMORY;
     }
@@ -93,6 +124,8 @@ void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *g)
     free(g->use_step);
     free(g->start_ns);
     free(g->by_base);
+    free(g->unseen_off);
+    free(g->unseen_step);
     memset(g, 0, sizeof(*g));
 }
 
@@ -171,4 +204,26 @@ uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *g, uint32_t alloc, u
     else
         before = (int64_t)g->start_ns[birth_of(al)];
     return after > before ? (uint64_t)(after - before) : 0;
+}
+
+int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *g, uint32_t alloc, uint32_t from)
+{
+    const umadv_trace_alloc_t *al = &g->trace->allocs[alloc];
+    const uint32_t *uses = g->use_step + g->use_off[alloc];
+    const uint32_t *unseen = g->unseen_step + g->unseen_off[alloc];
+    uint32_t nuses = g->use_off[alloc + 1] - g->use_off[alloc];
+    uint32_t nunseen = g->unseen_off[alloc + 1] - g->unseen_off[alloc];
+    uint32_t i, u;
+
+    if (nunseen == 0)
+        return 0;
+    i = first_at_or_after(uses, nuses, from);
+    u = first_at_or_after(unseen, nunseen, from);
+    if (i < nuses)
+        return u < nunseen && unseen[u] < uses[i];
+    if (u < nunseen)
+        return 1; /* unseen after its last use */
+    /* past its last use: into the next iteration, up to its first use */
+    return al->alloc_step == UMADV_STEP_NONE && al->free_step == UMADV_STEP_NONE &&
+           (nuses == 0 || unseen[0] < uses[0]);
 }

@@ -26,6 +26,9 @@ typedef struct umadv_trace_gaps {
     uint64_t            *start_ns; /* nsteps + 1: a step's start in the iteration,
                                     * from the steps' durations */
     umadv_gaps_key_t    *by_base;  /* allocations by base address, then birth */
+    uint32_t            *unseen_off;  /* nallocs + 1 offsets into unseen_step */
+    uint32_t            *unseen_step; /* per allocation: the steps it was left unseen
+                                       * at (trace->unseen), ascending */
 } umadv_trace_gaps_t;
 
 /* Index @trace (finalized, kept alive by the caller until cleanup). */
@@ -44,5 +47,12 @@ uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, u
  * iteration); one born or freed in it counts from its birth, or to its
  * free. UINT64_MAX when nothing in the iteration touches it. */
 uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *gaps, uint32_t alloc, uint32_t step);
+
+/* Whether @alloc was left unseen (trace->unseen) at a step from @from on
+ * that comes before its next use (its first at or after @from; for an
+ * allocation that outlives the iteration, its first of the next one):
+ * data staged or dropped from @from on could be read discarded there. */
+int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *gaps, uint32_t alloc,
+                                   uint32_t from);
 
 #endif

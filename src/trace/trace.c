@@ -177,8 +177,20 @@ void umadv__trace_cleanup(umadv_trace_t *trace)
     free(trace->steps);
     free(trace->accesses);
     free(trace->source);
+    free(trace->unseen);
     umadv__activity_cleanup(&trace->activity);
     memset(trace, 0, sizeof(*trace));
+}
+
+umadv_status_t umadv__trace_add_unseen(umadv_trace_t *trace, uint32_t alloc, uint32_t step)
+{
+    if (alloc >= trace->nallocs || step >= trace->nsteps)
+        return UMADV_ERR_INVALID_PARAM;
+    if (umadv__array_reserve((void **)&trace->unseen, &trace->unseen_cap, trace->nunseen + 1,
+                             sizeof(*trace->unseen)) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    trace->unseen[trace->nunseen++] = (umadv_trace_unseen_t){alloc, step};
+    return UMADV_OK;
 }
 
 umadv_status_t umadv__trace_set_site(umadv_trace_t *trace, uint32_t alloc, const char *site)

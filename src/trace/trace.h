@@ -120,6 +120,15 @@ typedef struct umadv_trace_access {
     uint32_t faults;    /* GPU fault groups the profiling pass saw here */
 } umadv_trace_access_t;
 
+/* A block the profile left on the GPU, unseen, while step @step ran
+ * (api/profile.c, TWO PASSES): that step may touch it without a trace of
+ * it, so no eviction stages it across that step (schedule/core.h,
+ * STAGING). */
+typedef struct umadv_trace_unseen {
+    uint32_t alloc;
+    uint32_t step;
+} umadv_trace_unseen_t;
+
 typedef struct umadv_trace_step {
     char             *name;         /* kernel or layer name; may be NULL */
     umadv_step_kind_t kind;
@@ -149,6 +158,11 @@ typedef struct umadv_trace {
      * api/profile.c): they may miss blocks the kernel reaches, so
      * nothing may be staged on their word. Not in the file. */
     uint32_t               guessed_steps;
+    /* Blocks left unseen at a step, in step order; not in the file
+     * either (a trace read back is simulated, never replayed). */
+    umadv_trace_unseen_t  *unseen;
+    uint32_t               nunseen;
+    size_t                 unseen_cap;
     /* What CUPTI recorded in the profiled window (activity.h); empty in
      * traces that have none. */
     umadv_trace_activity_t activity;
@@ -260,6 +274,9 @@ int umadv__trace_last_step_covers(const umadv_trace_t *trace, uint32_t alloc, ui
 umadv_status_t umadv__trace_add_access_sections(umadv_trace_t *trace, uint32_t alloc,
                                                 uint32_t first, uint32_t count,
                                                 uint32_t mode, uint32_t faults);
+
+/* @alloc was left on the GPU, unseen, at @step (umadv_trace_unseen_t). */
+umadv_status_t umadv__trace_add_unseen(umadv_trace_t *trace, uint32_t alloc, uint32_t step);
 
 /* Build sections, merge accesses, and check every invariant. On failure
  * writes the reason to @why (may be NULL) and leaves the trace unfinalized. */
