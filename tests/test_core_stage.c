@@ -294,12 +294,26 @@ static void test_unseen(void)
         ok(op != NULL && op->staged == cases[i].staged && c.has_unseen, "%s", cases[i].what);
         umadv__core_cleanup(&c);
     }
+    /* out of order (an iteration begun early): B, staged, is unseen at
+     * step 0, which does not name it: it comes back before step 0 runs */
+    trace.nunseen = 0;
+    umadv__trace_add_unseen(&trace, B, 0);
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 8 * SEC);
+    for (uint32_t i = 0; i < 2; i++) {
+        umadv__core_stage_mark(&c, sec(&c, B, i));
+        umadv__core_set_state(&c, sec(&c, B, i), UMADV_SEC_HOST);
+    }
+    umadv__core_step_begin(&c, 0, 0);
+    op = find(&c, UMADV_OP_FETCH, B);
+    ok(op != NULL && op->staged && op->blocking,
+       "a staged block unseen at the step that begins: restored before it, blocking");
+    umadv__core_cleanup(&c);
     trace.nunseen = 0;
 }
 
 int main(void)
 {
-    plan(26 + 3);
+    plan(26 + 4);
     trace_build();
     test_pool_peak();
     test_staged_evictions();

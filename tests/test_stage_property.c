@@ -24,10 +24,12 @@
  *
  * It must be able to fail: the same cases run through a CUDA table whose
  * copies back from staging (or into it) do nothing, and must be caught;
- * so must copies the executor is not told of.
+ * so must copies the executor is not told of. Some cases also leave
+ * blocks unseen at steps (a profile's second pass), which those steps
+ * then touch: nothing may be lost, unless the executor was not told.
  *
  * Debugging: STAGE_SEED=N runs case N alone (STAGE_SHOW=1 names the
- * cases that fail).
+ * cases that fail; STAGE_UNSEEN=1 with blocks left unseen).
  *
  * Contents: section s at version v holds pattern[shift(s, v) ..] (a
  * random buffer), so that a check is one memcmp and a stale version
@@ -69,6 +71,12 @@ typedef enum mutant {
 
 /* The application's copies are not told to the executor (a mutant). */
 static int copies_unwatched;
+
+/* Blocks a profile left unseen at a step (trace->unseen; api/profile.c,
+ * TWO PASSES), which the step then reads and writes besides its
+ * accesses: marked where the executor sees them, or (a mutant) only
+ * after it was made, where its first core does not. */
+static enum { UNSEEN_NONE, UNSEEN_KNOWN, UNSEEN_HIDDEN } unseen_mode;
 
 static struct {
     mutant_t        mutant;
@@ -174,7 +182,7 @@ typedef struct app {
                                             * slot kept from a replay before */
     umadv_stage_cache_t     cache;
     /* outcomes */
-    uint64_t                checked, mismatched, errors, copies;
+    uint64_t                checked, mismatched, errors, copies, unseen_checked;
     umadv_exec_stats_t      sum;
 } app_t;
 
@@ -380,6 +388,23 @@ static void app_copy(app_t *a)
 
 /* ---- steps -------------------------------------------------------------- */
 
+/* What a kernel touches unseen (unseen_mode): the blocks left unseen at
+ * global step @step, read and written whole. */
+static void unseen_work(app_t *a, uint32_t step)
+{
+    for (uint32_t k = 0; k < a->t->nunseen; k++) {
+        const umadv_trace_alloc_t *al = &a->t->allocs[a->t->unseen[k].alloc];
+
+        if (a->t->unseen[k].step != step)
+            continue;
+        a->unseen_checked++;
+        for (uint32_t i = 0; i < al->nsections; i++) {
+            section_check(a, al->first_section + i);
+            section_write(a, al->first_section + i);
+        }
+    }
+}
+
 /* The step's accesses, as a kernel would make them. */
 static void step_work(app_t *a, uint32_t j)
 {
@@ -395,6 +420,7 @@ static void step_work(app_t *a, uint32_t j)
                 section_write(a, s);
         }
     }
+    unseen_work(a, a->first + j);
 }
 
 /* Work the replay cannot foresee: steps past the profiled ones, or
@@ -450,7 +476,7 @@ static void iteration(app_t *a, const umadv_cuda_ops_t *ops)
 
 typedef struct tally {
     uint64_t cases, checked, mismatched, errors, staged, restored, sync_restored, late;
-    uint64_t copies, copy_restored;
+    uint64_t copies, copy_restored, unseen_checked;
     uint64_t failing_cases;
     uint64_t aside_cases, aside_staged; /* the pool pinned aside */
 } tally_t;
@@ -511,6 +537,19 @@ static void case_free(app_t *a)
     free(a->version);
 }
 
+/* A third of the replayed steps leave a random block unseen, drawn from
+ * a generator of their own (the case's draws stay the same). */
+static void unseen_mark(app_t *a, umadv_trace_t *t, uint64_t seed)
+{
+    uint64_t rng = seed * 0x9e3779b97f4a7c15ULL + 11;
+
+    for (uint32_t j = 0; j < a->n; j++) {
+        if (tp_below(&rng, 3) == 0 &&
+            umadv__trace_add_unseen(t, tp_below(&rng, t->nallocs), a->first + j) != UMADV_OK)
+            a->errors++;
+    }
+}
+
 static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
 {
     app_t a = {.rng = seed * 0x2545f4914f6cdd1dULL + 7};
@@ -525,7 +564,11 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
         return;
     }
     if (case_blocks(&a) == 0) {
+        if (unseen_mode == UNSEEN_KNOWN)
+            unseen_mark(&a, &t, seed);
         exec_make(&a, ops);
+        if (unseen_mode == UNSEEN_HIDDEN)
+            unseen_mark(&a, &t, seed);
         for (int it = 0; it < ITERATIONS * 2 && a.exec != NULL; it++)
             iteration(&a, ops);
         exec_end(&a);
@@ -547,6 +590,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->sync_restored += a.sum.sync_restored_bytes;
     y->late += a.sum.late_restored_bytes;
     y->copies += a.copies;
+    y->unseen_checked += a.unseen_checked;
     y->copy_restored += a.sum.copy_restored_bytes;
     y->aside_cases += a.pin_aside;
     y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
@@ -570,16 +614,18 @@ int main(void)
 {
     umadv_cuda_host_counters_t c;
     tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0}, unwatched = {0};
+    tally_t unseen = {0}, unseen_hidden = {0};
 
     pattern_init();
     mutant_ops_init();
     umadv__cuda_host_configure(UINT64_C(1) << 40, 1);
     if (getenv("STAGE_SEED") != NULL) { /* debugging: one case, shown */
         setenv("STAGE_SHOW", "1", 1);
+        unseen_mode = getenv("STAGE_UNSEEN") != NULL ? UNSEEN_KNOWN : UNSEEN_NONE;
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(15);
+    plan(15 + 2);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -641,6 +687,25 @@ int main(void)
     copies_unwatched = 0;
     ok(unwatched.mismatched > 0, "copies the executor is not told of are caught (%llu cases "
        "of %d)", (unsigned long long)unwatched.failing_cases, MUTANT_CASES);
+
+    /* Blocks left unseen at a step, which that step reads and writes: the
+     * replay core stages none across it; marks it does not know of lose
+     * data. */
+    unseen_mode = UNSEEN_KNOWN;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &umadv__cuda_ops_host, &unseen);
+    ok(unseen.mismatched == 0 && unseen.errors == 0 && unseen.unseen_checked > 0 &&
+           unseen.staged > 0,
+       "blocks read and written at steps that left them unseen: nothing lost (%llu unseen "
+       "touches, %llu of %llu reads differ, %llu bytes staged)",
+       (unsigned long long)unseen.unseen_checked, (unsigned long long)unseen.mismatched,
+       (unsigned long long)unseen.checked, (unsigned long long)unseen.staged);
+    unseen_mode = UNSEEN_HIDDEN;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &umadv__cuda_ops_host, &unseen_hidden);
+    unseen_mode = UNSEEN_NONE;
+    ok(unseen_hidden.mismatched > 0, "marks the replay core does not know of are caught (%llu "
+       "cases of %d)", (unsigned long long)unseen_hidden.failing_cases, MUTANT_CASES);
     umadv__cuda_host_counters(&c);
     ok(c.pinned_bytes == 0 && c.managed_bytes == 0 && mut.bad_free_sizes == 0,
        "the mutants left nothing either, and freed each pinned chunk with its size (%u not)",

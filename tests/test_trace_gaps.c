@@ -93,12 +93,16 @@ static void test_unseen_ahead(void)
     umadv__trace_add_unseen(&t, w, 2);
     umadv__trace_add_unseen(&t, x, 3);
     umadv__trace_gaps_init(&g, &t);
-    ok(umadv__trace_gaps_unseen_ahead(&g, w, 2), "unseen at the first step after the eviction");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, w, 3), "from its next use on: no");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, w, 4),
+    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 2, 0, 5),
+       "unseen at the first step after the eviction");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 3, 0, 5), "from its next use on: no");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 4, 0, 5),
        "after its last use, up to its first of the next iteration (step 1): no");
-    ok(umadv__trace_gaps_unseen_ahead(&g, x, 3), "after its last use, before its free: yes");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, u, 0), "no marks: no");
+    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[x].first_section, 3, 0, 5), "after its last use, before its free: yes");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[u].first_section, 0, 0, 5), "no marks: no");
+    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 5, 2, 3),
+       "replaying steps 2-4 only: past its last use there (3), across the wrap to it, unseen "
+       "at 2");
     umadv__trace_gaps_cleanup(&g);
     umadv__trace_cleanup(&t);
 
@@ -106,7 +110,7 @@ static void test_unseen_ahead(void)
     umadv__trace_finalize(&t, NULL, 0);
     umadv__trace_add_unseen(&t, w, 0);
     umadv__trace_gaps_init(&g, &t);
-    ok(umadv__trace_gaps_unseen_ahead(&g, w, 4),
+    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 4, 0, 5),
        "outliving the iteration, unseen before its first use: ahead across the wrap");
     umadv__trace_gaps_cleanup(&g);
     umadv__trace_cleanup(&t);
@@ -114,7 +118,7 @@ static void test_unseen_ahead(void)
 
 int main(void)
 {
-    plan(15 + 6);
+    plan(15 + 7);
     test_around();
     test_find();
     test_unseen_ahead();

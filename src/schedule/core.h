@@ -83,11 +83,15 @@
  *  - nor is a block smaller than a section (umadv__core_set_stageable):
  *    the pool packs such blocks, and a discard of one's range could take
  *    its neighbours' bytes on the pages they share;
- *  - nor a block the profile left on the GPU unseen at a step that comes
- *    after the eviction and before the block's next touch (trace->unseen:
- *    a profile's second pass, api/profile.c, TWO PASSES): that step may
- *    read it with no trace of it. It migrates there instead, which a read
- *    survives; the same holds for dropping dead data.
+ *  - nor a section whose block the profile left on the GPU unseen at a
+ *    step that comes after the eviction and before the section's next
+ *    touch (trace->unseen: a profile's second pass, api/profile.c, TWO
+ *    PASSES): that step may touch it with no trace of it. It migrates
+ *    there instead, which a read survives; the same holds for dropping
+ *    dead data. And when a step begins, the blocks left unseen at it are
+ *    guarded as the sections it touches are (staged ones come back first):
+ *    steps out of order (an iteration begun early, drift) break the first
+ *    rule's view of what comes next.
  * What ends a replay restores every staged section first (the driver's:
  * exec/stage.c).
  *
@@ -235,6 +239,8 @@ typedef struct umadv_core {
     size_t            victims_cap;
     umadv_trace_gaps_t unseen;      /* the trace's uses and unseen steps (STAGING) */
     int               has_unseen;   /* ...indexed: the trace has unseen blocks */
+    uint32_t         *unseen_at_off;/* nsteps + 1 offsets into unseen_at */
+    uint32_t         *unseen_at;    /* per replayed step: the allocations unseen there */
 } umadv_core_t;
 
 /* UMADV_ERR_INVALID_PARAM for a plan policy without a schedule of

@@ -78,28 +78,33 @@ static int touched_in_iteration(const umadv_core_t *c, uint32_t s)
     return c->last_touch[s] != UMADV_STEP_NONE;
 }
 
-/* Whether the profile left @alloc unseen at a step between the eviction
- * decided now and its next touch (core.h, STAGING): from the step after
- * the one that ends now, or from the one that begins now (an eviction
- * that makes room for it), or from the first. */
-static int unseen_ahead(const umadv_core_t *c, uint32_t alloc)
+/* Whether the profile left section @s's allocation unseen at a step
+ * between the eviction decided now and the section's next touch
+ * (core.h, STAGING): from the step after the one that ends now, or from
+ * the one that begins now (an eviction that makes room for it), or from
+ * the first. */
+static int unseen_ahead(const umadv_core_t *c, uint32_t s)
 {
     uint32_t from = c->p.first_step + (c->begun ? c->step + (uint32_t)c->ending : 0);
 
-    return c->has_unseen && umadv__trace_gaps_unseen_ahead(&c->unseen, alloc, from);
+    return c->has_unseen && umadv__trace_gaps_unseen_ahead(&c->unseen, s, from,
+                                                           c->p.first_step, c->p.nsteps);
 }
 
 /* The terms a run may leave the GPU with its range discarded on, staged
  * or dead (core.h, STAGING, DEAD DATA): the allocation stageable now,
  * staging on and not paused, no advice on the run (a kernel may read it
- * where the advice leaves it). */
+ * where the advice leaves it), no step left it unseen before its next
+ * touch. */
 static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first,
                            uint32_t count)
 {
-    if (!c->p.stage || c->stage_paused || !c->stageable[alloc] || unseen_ahead(c, alloc))
+    if (!c->p.stage || c->stage_paused || !c->stageable[alloc])
         return 0;
     for (uint32_t i = 0; i < count; i++) {
-        if (c->advised[umadv__core_section(c, alloc, first + i)])
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+
+        if (c->advised[s] || unseen_ahead(c, s))
             return 0;
     }
     return 1;
@@ -438,6 +443,35 @@ static void guard_mark_fetches(umadv_core_t *c)
 /* Staged sections the open step touches: an eviction not started is
  * called off; the rest is restored before the step runs. Runs after the
  * policy's decisions, so that a fetch it decided is not doubled. */
+/* Section @s, which the open step may touch, back if staged: its
+ * eviction called off if not started, else a restore (into scratch). */
+static void guard_section(umadv_core_t *c, uint32_t s, size_t *n)
+{
+    if (!bound_section(c, s) || !c->staged[s] || c->guard[s] == c->guard_now)
+        return;
+    c->guard[s] = c->guard_now; /* once, if the step also names it */
+    if (c->state[s] == UMADV_SEC_OUT_QUEUED)
+        umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+    else
+        c->scratch[(*n)++] = s;
+}
+
+/* The blocks the profile left unseen at the open step, which it may
+ * touch: guarded as its own sections are. Eviction decisions keep them
+ * from being staged across such a step (unseen_ahead); this catches an
+ * iteration that began early, or drift, where steps came out of order. */
+static void guard_unseen(umadv_core_t *c, size_t *n)
+{
+    uint32_t j = c->step;
+
+    for (uint32_t k = c->unseen_at_off[j]; k < c->unseen_at_off[j + 1]; k++) {
+        const umadv_trace_alloc_t *al = &c->p.trace->allocs[c->unseen_at[k]];
+
+        for (uint32_t i = 0; i < al->nsections; i++)
+            guard_section(c, al->first_section + i, n);
+    }
+}
+
 static void stage_guard(umadv_core_t *c)
 {
     size_t n = 0;
@@ -447,16 +481,10 @@ static void stage_guard(umadv_core_t *c)
         return;
     }
     guard_mark_fetches(c);
-    for (size_t k = 0; k < c->ntouched; k++) {
-        uint32_t s = c->touched[k];
-
-        if (!bound_section(c, s) || !c->staged[s] || c->guard[s] == c->guard_now)
-            continue;
-        if (c->state[s] == UMADV_SEC_OUT_QUEUED)
-            umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
-        else
-            c->scratch[n++] = s;
-    }
+    for (size_t k = 0; k < c->ntouched; k++)
+        guard_section(c, c->touched[k], &n);
+    if (c->has_unseen)
+        guard_unseen(c, &n);
     decide_runs(c, c->scratch, n, UMADV_OP_FETCH, c->key, 1);
 }
 

@@ -3,54 +3,93 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 /* ---- building ------------------------------------------------------------ */
 
-/* Each allocation's steps, ascending, each once: a counting pass, then a
- * filling pass over the steps in order (a step's accesses of one
- * allocation may be several runs). */
-static umadv_status_t uses_build(umadv_trace_gaps_t *g)
+/* Steps by key (an allocation, or a section), ascending, each once. */
+typedef struct uses {
+    const umadv_trace_t *t;
+    int       by_section;
+    uint32_t  nkeys;
+    uint32_t *off;    /* nkeys + 1 */
+    uint32_t *step;
+    uint32_t *last;   /* per key: the last step noted (building) */
+} uses_t;
+
+/* Key @k noted at step @s: counted (pass 0) or filled in, off[k] a
+ * cursor (pass 1). */
+static void use_note(uses_t *u, int pass, uint32_t k, uint32_t s)
 {
-    const umadv_trace_t *t = g->trace;
-    uint32_t *fill, *last = malloc(((size_t)t->nallocs + 1) * sizeof(*last));
+    if (u->last[k] == s)
+        return; /* a step's accesses of one key may be several runs */
+    u->last[k] = s;
+    if (pass == 0)
+        u->off[k + 1]++;
+    else
+        u->step[u->off[k]++] = s;
+}
 
-    g->use_off = calloc((size_t)t->nallocs + 1, sizeof(*g->use_off));
-    if (last == NULL || g->use_off == NULL) {
-        free(last);
+static void uses_pass(uses_t *u, int pass)
+{
+    const umadv_trace_t *t = u->t;
+
+    for (uint32_t k = 0; k < u->nkeys; k++)
+        u->last[k] = UMADV_STEP_NONE;
+    for (uint32_t s = 0; s < t->nsteps; s++) {
+        const umadv_trace_step_t *st = &t->steps[s];
+
+        for (uint32_t x = st->first_access; x < st->first_access + st->naccesses; x++) {
+            const umadv_trace_access_t *acc = &t->accesses[x];
+            uint32_t base = t->allocs[acc->alloc].first_section + acc->first;
+
+            if (!u->by_section)
+                use_note(u, pass, acc->alloc, s);
+            for (uint32_t i = 0; u->by_section && i < acc->count; i++)
+                use_note(u, pass, base + i, s);
+        }
+    }
+}
+
+/* A counting pass, then a filling pass over the steps in order. */
+static umadv_status_t uses_build(uses_t *u)
+{
+    u->off = calloc((size_t)u->nkeys + 1, sizeof(*u->off));
+    u->last = malloc(((size_t)u->nkeys + 1) * sizeof(*u->last));
+    if (u->off == NULL || u->last == NULL)
+        goto fail;
+    uses_pass(u, 0);
+    for (uint32_t k = 0; k < u->nkeys; k++)
+        u->off[k + 1] += u->off[k];
+    u->step = malloc(((size_t)u->off[u->nkeys] + 1) * sizeof(*u->step));
+    if (u->step == NULL)
+        goto fail;
+    uses_pass(u, 1);
+    /* the filling pass moved each offset to its key's end */
+    memmove(u->off + 1, u->off, (size_t)u->nkeys * sizeof(*u->off));
+    u->off[0] = 0;
+    free(u->last);
+    return UMADV_OK;
+fail:
+    free(u->off);
+    free(u->last);
+    return UMADV_ERR_NO_MEMORY;
+}
+
+/* The allocations' uses and the sections' into @g. */
+static umadv_status_t all_uses_build(umadv_trace_gaps_t *g)
+{
+    uses_t by_alloc = {g->trace, 0, g->trace->nallocs, NULL, NULL, NULL};
+    uses_t by_section = {g->trace, 1, g->trace->nsections, NULL, NULL, NULL};
+
+    if (uses_build(&by_alloc) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        fill = pass == 0 ? NULL : g->use_step;
-        for (uint32_t a = 0; a < t->nallocs; a++)
-            last[a] = UMADV_STEP_NONE;
-        for (uint32_t s = 0; s < t->nsteps; s++) {
-            const umadv_trace_step_t *st = &t->steps[s];
-
-            for (uint32_t i = st->first_access; i < st->first_access + st->naccesses; i++) {
-                uint32_t a = t->accesses[i].alloc;
-
-                if (last[a] == s)
-                    continue;
-                last[a] = s;
-                if (fill == NULL)
-                    g->use_off[a + 1]++;
-                else
-                    fill[g->use_off[a]++] = s; /* a cursor in this pass */
-            }
-        }
-        if (pass == 0) {
-            for (uint32_t a = 0; a < t->nallocs; a++)
-                g->use_off[a + 1] += g->use_off[a];
-            g->use_step = malloc(((size_t)g->use_off[t->nallocs] + 1) * sizeof(*g->use_step));
-            if (g->use_step == NULL) {
-                free(last);
-                return UMADV_ERR_NO_MEMORY;
-            }
-        }
-    }
-    /* the filling pass moved each offset to its allocation's end */
-    memmove(g->use_off + 1, g->use_off, (size_t)t->nallocs * sizeof(*g->use_off));
-    g->use_off[0] = 0;
-    free(last);
+    g->use_off = by_alloc.off;
+    g->use_step = by_alloc.step;
+    if (uses_build(&by_section) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    g->sec_off = by_section.off;
+    g->sec_step = by_section.step;
     return UMADV_OK;
 }
 
@@ -74,7 +113,7 @@ static umadv_status_t unseen_build(umadv_trace_gaps_t *g)
         g->unseen_off[t->unseen[i].alloc + 1]++;
     for (uint32_t a = 0; a < t->nallocs; a++)
         g->unseen_off[a + 1] += g->unseen_off[a];
-    for (uint32_t i = 0; i < t->nunseen; i++) /* unseen_off[a] a cursor, as in uses_build */
+    for (uint32_t i = 0; i < t->nunseen; i++) /* unseen_off[a] a cursor, as in uses_pass */
         g->unseen_step[g->unseen_off[t->unseen[i].alloc]++] = t->unseen[i].step;
     memmove(g->unseen_off + 1, g->unseen_off, (size_t)t->nallocs * sizeof(*g->unseen_off));
     g->unseen_off[0] = 0;
@@ -104,7 +143,7 @@ umadv_status_t umadv__trace_gaps_init(umadv_trace_gaps_t *g, const umadv_trace_t
     g->trace = t;
     g->start_ns = malloc(((size_t)t->nsteps + 1) * sizeof(*g->start_ns));
     g->by_base = malloc(((size_t)t->nallocs + 1) * sizeof(*g->by_base));
-    if (g->start_ns == NULL || g->by_base == NULL || uses_build(g) != UMADV_OK ||
+    if (g->start_ns == NULL || g->by_base == NULL || all_uses_build(g) != UMADV_OK ||
         unseen_build(g) != UMADV_OK) {
         umadv__trace_gaps_cleanup(g);
         return UMADV_ERR_NO_MEMORY;
@@ -126,6 +165,8 @@ void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *g)
     free(g->by_base);
     free(g->unseen_off);
     free(g->unseen_step);
+    free(g->sec_off);
+    free(g->sec_step);
     memset(g, 0, sizeof(*g));
 }
 
@@ -206,24 +247,32 @@ uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *g, uint32_t alloc, u
     return after > before ? (uint64_t)(after - before) : 0;
 }
 
-int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *g, uint32_t alloc, uint32_t from)
+int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *g, uint32_t section, uint32_t from,
+                                   uint32_t first, uint32_t n)
 {
+    uint32_t alloc = g->trace->sections[section].alloc;
     const umadv_trace_alloc_t *al = &g->trace->allocs[alloc];
-    const uint32_t *uses = g->use_step + g->use_off[alloc];
+    const uint32_t *uses = g->sec_step + g->sec_off[section];
     const uint32_t *unseen = g->unseen_step + g->unseen_off[alloc];
-    uint32_t nuses = g->use_off[alloc + 1] - g->use_off[alloc];
+    uint32_t nuses = g->sec_off[section + 1] - g->sec_off[section];
     uint32_t nunseen = g->unseen_off[alloc + 1] - g->unseen_off[alloc];
-    uint32_t i, u;
+    uint32_t i0, i1, u0, u1, i, u;
 
     if (nunseen == 0)
         return 0;
-    i = first_at_or_after(uses, nuses, from);
-    u = first_at_or_after(unseen, nunseen, from);
-    if (i < nuses)
-        return u < nunseen && unseen[u] < uses[i];
-    if (u < nunseen)
+    /* only the window's steps: it is what repeats */
+    i0 = first_at_or_after(uses, nuses, first);
+    i1 = first_at_or_after(uses, nuses, first + n);
+    u0 = first_at_or_after(unseen, nunseen, first);
+    u1 = first_at_or_after(unseen, nunseen, first + n);
+    i = UMADV_MAX(first_at_or_after(uses, nuses, from), i0);
+    u = UMADV_MAX(first_at_or_after(unseen, nunseen, from), u0);
+    if (i < i1)
+        return u < u1 && unseen[u] < uses[i];
+    if (u < u1)
         return 1; /* unseen after its last use */
-    /* past its last use: into the next iteration, up to its first use */
-    return al->alloc_step == UMADV_STEP_NONE && al->free_step == UMADV_STEP_NONE &&
-           (nuses == 0 || unseen[0] < uses[0]);
+    /* past its last use: into the next replay of the window, up to its
+     * first use there */
+    return al->alloc_step == UMADV_STEP_NONE && al->free_step == UMADV_STEP_NONE && u0 < u1 &&
+           (i0 == i1 || unseen[u0] < uses[i0]);
 }

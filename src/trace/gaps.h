@@ -26,6 +26,8 @@ typedef struct umadv_trace_gaps {
     uint64_t            *start_ns; /* nsteps + 1: a step's start in the iteration,
                                     * from the steps' durations */
     umadv_gaps_key_t    *by_base;  /* allocations by base address, then birth */
+    uint32_t            *sec_off;     /* nsections + 1 offsets into sec_step */
+    uint32_t            *sec_step;    /* per section: the steps that touch it, ascending */
     uint32_t            *unseen_off;  /* nallocs + 1 offsets into unseen_step */
     uint32_t            *unseen_step; /* per allocation: the steps it was left unseen
                                        * at (trace->unseen), ascending */
@@ -48,11 +50,14 @@ uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, u
  * free. UINT64_MAX when nothing in the iteration touches it. */
 uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *gaps, uint32_t alloc, uint32_t step);
 
-/* Whether @alloc was left unseen (trace->unseen) at a step from @from on
- * that comes before its next use (its first at or after @from; for an
- * allocation that outlives the iteration, its first of the next one):
- * data staged or dropped from @from on could be read discarded there. */
-int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *gaps, uint32_t alloc,
-                                   uint32_t from);
+/* Whether the allocation of @section (a trace section) was left unseen
+ * (trace->unseen) at a step from @from on that comes before the
+ * section's next touch, in a window of steps [@first, @first + @n)
+ * replayed over and over (@from at most @first + @n): its first touch at
+ * or after @from, or, for an allocation that outlives the window, its
+ * first in the next replay. The section's data staged or dropped from
+ * @from on could be read discarded there. */
+int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *gaps, uint32_t section,
+                                   uint32_t from, uint32_t first, uint32_t n);
 
 #endif
