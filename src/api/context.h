@@ -89,7 +89,7 @@ typedef struct umadv_ctx_replay {
                                         * re-profile: drift above twice it */
 } umadv_ctx_replay_t;
 
-/* The timing pass (api/profile.c): the iteration after a profiled one,
+/* The timing pass (api/tpass.c): the iteration after a profiled one,
  * timed with nothing evicted and no parameter scan, gives the trace its
  * step durations (the profiled ones include fault stalls). Its state says
  * whether the profiler times now; when it should is the life cycle's. */
@@ -305,6 +305,8 @@ void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, 
  * against its declarations when the profile ends (profile.c). */
 umadv_status_t umadv__ctx_profile_complete_step(umadv_context_t ctx, uint32_t step);
 
+/* ---- tpass.c: the timing pass (a leaf) ---------------------------------- */
+
 /* The timing pass. Start times the iteration beginning now (1), unless
  * there is no profiler or no memory (0). Step numbers the next step of
  * the timed iteration (kind and name as in the trace, else the sequence
@@ -318,6 +320,8 @@ int umadv__ctx_tpass_start(umadv_context_t ctx);
 uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind);
 int umadv__ctx_tpass_finish(umadv_context_t ctx);
 void umadv__ctx_tpass_reset(umadv_context_t ctx);
+
+/* ---- profile.c, again: replay fault counts ------------------------------- */
 
 /* At each iteration's start, count GPU faults in it or not (only while a
  * schedule is replayed: replay validation). */

@@ -1,8 +1,8 @@
 /*
  * The context's side of the profiling pass: the link probe at start-up,
  * CUPTI launches numbered into steps of the recording, kernel parameters
- * and fault records turned into accesses, the timing pass that measures
- * step durations in the iteration after, and replay fault counts. When
+ * and fault records turned into accesses, a profile's two passes, and
+ * replay fault counts (the timing pass after a profile: tpass.c). When
  * to do each is the life cycle's (lifecycle.c); moving the live blocks
  * off and back onto the GPU is the executor's bulk mover's (exec/bulk.h):
  * this file only says which ranges.
@@ -20,11 +20,6 @@
 #include "profiler/attrib.h"
 #include "profiler/linkprobe.h"
 #include "profiler/profiler.h"
-
-static int names_equal(const char *a, const char *b)
-{
-    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
 
 /* A replay's stray faults (kernels whose arguments cannot be scanned):
  * some 70 groups per PyTorch ResNet-50 iteration (replay.c). */
@@ -317,7 +312,7 @@ static int scout_aligned(umadv_context_t ctx, uint32_t step)
     if (ctx->scout_lost)
         return 0;
     if (step < ctx->scout.nsteps && ctx->scout.steps[step].kind == mine->kind &&
-        names_equal(ctx->scout.steps[step].name, mine->name))
+        umadv__str_same(ctx->scout.steps[step].name, mine->name))
         return 1;
     ctx->scout_lost = 1;
     umadv_info("profiling: the second pass ran other steps than the first from step %u (%s): "
@@ -455,7 +450,7 @@ static void scout_durations(umadv_context_t ctx)
 
     for (uint32_t s = 0; same && s < t->nsteps; s++)
         same = first->steps[s].kind == t->steps[s].kind &&
-               names_equal(first->steps[s].name, t->steps[s].name);
+               umadv__str_same(first->steps[s].name, t->steps[s].name);
     if (same) {
         for (uint32_t s = 0; s < t->nsteps; s++)
             t->steps[s].duration_ns = first->steps[s].duration_ns;
@@ -1136,143 +1131,6 @@ int umadv__ctx_profile_stalled(const umadv_context_t ctx)
         return 0; /* timed by its first pass (TWO PASSES) */
     return ctx->profile_moved > 0 || ctx->profile_evictions > 0 ||
            ctx->profile_faults > PROFILE_STALL_FAULTS;
-}
-
-/* ---- the timing pass --------------------------------------------------- */
-
-void umadv__ctx_tpass_reset(umadv_context_t ctx)
-{
-    umadv_prof_result_t result;
-
-    if (ctx->tpass.state == UMADV_CTX_TPASS_RUNNING && ctx->profiler != NULL &&
-        umadv__prof_record_stop(ctx->profiler, &result) == UMADV_OK)
-        umadv__prof_result_cleanup(&result);
-    free(ctx->tpass.durations);
-    memset(&ctx->tpass, 0, sizeof(ctx->tpass));
-}
-
-int umadv__ctx_tpass_start(umadv_context_t ctx)
-{
-    uint64_t *durations;
-
-    if (ctx->profiler == NULL || ctx->record != UMADV_CTX_REC_DONE ||
-        ctx->tpass.state == UMADV_CTX_TPASS_RUNNING)
-        return 0;
-    durations = calloc(ctx->trace.nsteps, sizeof(*durations));
-    if (durations == NULL ||
-        umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_TIMING) != UMADV_OK) {
-        umadv_info("timing pass not run: the trace keeps the profiled step durations");
-        free(durations);
-        return 0;
-    }
-    ctx->tpass = (umadv_ctx_tpass_t){UMADV_CTX_TPASS_RUNNING, 0, UMADV_STEP_NONE, durations};
-    return 1;
-}
-
-uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step_kind_t kind)
-{
-    umadv_ctx_tpass_t *tp = &ctx->tpass;
-    uint32_t i = tp->next++;
-
-    if (tp->diverged != UMADV_STEP_NONE)
-        return UMADV_STEP_NONE;
-    if (i >= ctx->trace.nsteps || ctx->trace.steps[i].kind != kind ||
-        !names_equal(ctx->trace.steps[i].name, name)) {
-        tp->diverged = i;
-        umadv_debug("timing pass: step %u is %s, the profiled one was %s", i,
-                    name != NULL ? name : "unnamed",
-                    i < ctx->trace.nsteps && ctx->trace.steps[i].name != NULL
-                        ? ctx->trace.steps[i].name : "none");
-        return UMADV_STEP_NONE;
-    }
-    return i;
-}
-
-/* Kernel steps take the span of their kernels' records. */
-static umadv_status_t tpass_kernel_durations(umadv_context_t ctx, umadv_prof_result_t *r)
-{
-    uint32_t n = ctx->trace.nsteps;
-    uint64_t *spans = calloc(n ? n : 1, sizeof(*spans));
-    umadv_status_t status = UMADV_ERR_NO_MEMORY;
-
-    if (spans != NULL)
-        status = umadv__prof_kernel_spans(r->launches, r->nlaunches, r->kernels, r->nkernels,
-                                          n, spans);
-    for (uint32_t s = 0; s < n && status == UMADV_OK; s++) {
-        if (ctx->trace.steps[s].kind == UMADV_STEP_KERNEL)
-            ctx->tpass.durations[s] = spans[s];
-    }
-    free(spans);
-    return status;
-}
-
-/* Whether the timed iteration ran the profiled one's steps (-1 if it ran
- * others; an empty one says nothing of the profile: 0), each timed (1; 0
- * if not). Logged at info: the trace keeps what it has. */
-static int tpass_usable(umadv_context_t ctx)
-{
-    const umadv_ctx_tpass_t *tp = &ctx->tpass;
-    uint32_t untimed = 0;
-
-    if (tp->diverged != UMADV_STEP_NONE || tp->next != ctx->trace.nsteps) {
-        umadv_info("timing pass: the iteration after the profiled one ran other steps (%u "
-                   "steps, %u profiled; first difference at step %u)", tp->next,
-                   ctx->trace.nsteps,
-                   tp->diverged != UMADV_STEP_NONE ? tp->diverged : UMADV_MIN(tp->next,
-                                                                              ctx->trace.nsteps));
-        return tp->next > 0 ? -1 : 0;
-    }
-    for (uint32_t s = 0; s < ctx->trace.nsteps; s++)
-        untimed += tp->durations[s] == 0;
-    if (untimed > 0)
-        umadv_info("timing pass: %u of %u steps got no time (kernel records lost?): the "
-                   "trace keeps the profiled step durations", untimed, ctx->trace.nsteps);
-    return untimed == 0;
-}
-
-static uint64_t total_ns(const umadv_trace_t *t)
-{
-    uint64_t sum = 0;
-
-    for (uint32_t s = 0; s < t->nsteps; s++)
-        sum += t->steps[s].duration_ns;
-    return sum;
-}
-
-/* The measured durations into the trace; its source says so. */
-static void tpass_apply(umadv_context_t ctx)
-{
-    uint64_t before = total_ns(&ctx->trace);
-    char source[512];
-
-    for (uint32_t s = 0; s < ctx->trace.nsteps; s++)
-        ctx->trace.steps[s].duration_ns = ctx->tpass.durations[s];
-    snprintf(source, sizeof(source), "%s; step durations from a timing pass",
-             ctx->trace.source != NULL ? ctx->trace.source : "umadv");
-    umadv__trace_set_source(&ctx->trace, source); /* out of memory: the old text stays */
-    umadv_info("timing pass: %u step durations measured in the iteration after the profiled "
-               "one: %.3f ms of compute (%.3f ms as profiled, with fault stalls)",
-               ctx->trace.nsteps, (double)total_ns(&ctx->trace) / 1e6, (double)before / 1e6);
-}
-
-int umadv__ctx_tpass_finish(umadv_context_t ctx)
-{
-    umadv_prof_result_t result;
-    int usable;
-
-    if (ctx->tpass.state != UMADV_CTX_TPASS_RUNNING)
-        return 0;
-    if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK) {
-        umadv__ctx_tpass_reset(ctx);
-        return 0;
-    }
-    ctx->tpass.state = UMADV_CTX_TPASS_IDLE;
-    usable = tpass_kernel_durations(ctx, &result) == UMADV_OK ? tpass_usable(ctx) : 0;
-    umadv__prof_result_cleanup(&result);
-    if (usable > 0)
-        tpass_apply(ctx);
-    umadv__ctx_tpass_reset(ctx);
-    return usable;
 }
 
 /* ---- replay fault counts ------------------------------------------------- */

@@ -222,6 +222,11 @@ const char *umadv__suggest(const char *word, const void *candidates, size_t stri
     return best;
 }
 
+int umadv__str_same(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 int umadv__name_index(const char *const *names, unsigned count, const char *name)
 {
     for (unsigned i = 0; i < count; i++) {

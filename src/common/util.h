@@ -30,6 +30,9 @@ umadv_status_t umadv__array_reserve(void **array, size_t *cap, size_t need,
 /* strdup that maps NULL to NULL; sets *@copy_p only on success. */
 umadv_status_t umadv__strdup(const char *s, char **copy_p);
 
+/* Whether @a and @b are the same text, or both NULL (optional names). */
+int umadv__str_same(const char *a, const char *b);
+
 /* The index of @name in @names[0 .. @count) (a table of enum names), or
  * -1. */
 int umadv__name_index(const char *const *names, unsigned count, const char *name);
