@@ -86,21 +86,24 @@ static void test_unseen_ahead(void)
 {
     umadv_trace_gaps_t g;
     umadv_trace_t t;
-    uint32_t w, x, u, r;
+    uint32_t w, x, u, r, ws;
 
     five_steps(&t, &w, &x, &u, &r);
     umadv__trace_finalize(&t, NULL, 0);
     umadv__trace_add_unseen(&t, w, 2);
     umadv__trace_add_unseen(&t, x, 3);
     umadv__trace_gaps_init(&g, &t);
-    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 2, 0, 5),
+    ws = t.allocs[w].first_section;
+    ok(umadv__trace_gaps_unseen_ahead(&g, ws, 2, 0, 5),
        "unseen at the first step after the eviction");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 3, 0, 5), "from its next use on: no");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 4, 0, 5),
+    ok(!umadv__trace_gaps_unseen_ahead(&g, ws, 3, 0, 5), "from its next use on: no");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, ws, 4, 0, 5),
        "after its last use, up to its first of the next iteration (step 1): no");
-    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[x].first_section, 3, 0, 5), "after its last use, before its free: yes");
-    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[u].first_section, 0, 0, 5), "no marks: no");
-    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[w].first_section, 5, 2, 3),
+    ok(umadv__trace_gaps_unseen_ahead(&g, t.allocs[x].first_section, 3, 0, 5),
+       "after its last use, before its free: yes");
+    ok(!umadv__trace_gaps_unseen_ahead(&g, t.allocs[u].first_section, 0, 0, 5),
+       "no marks: no");
+    ok(umadv__trace_gaps_unseen_ahead(&g, ws, 5, 2, 3),
        "replaying steps 2-4 only: past its last use there (3), across the wrap to it, unseen "
        "at 2");
     umadv__trace_gaps_cleanup(&g);
