@@ -668,8 +668,10 @@ UMADV_API umadv_status_t umadv_step_end(umadv_context_t ctx, uint64_t duration_n
 }
 
 /* Complete a recording for umadv_plan() or umadv_trace_save() (named in
- * messages as @caller); an error, logged, when no trace results. */
-static umadv_status_t recorded_trace(umadv_context_t ctx, const char *caller)
+ * messages as @caller); an error, logged, when no trace results. After a
+ * profile's first pass, where the caller can @wait for the second
+ * (umadv_plan), UMADV_OK with no trace yet. */
+static umadv_status_t recorded_trace(umadv_context_t ctx, const char *caller, int wait)
 {
     umadv_status_t status;
 
@@ -679,7 +681,7 @@ static umadv_status_t recorded_trace(umadv_context_t ctx, const char *caller)
         return UMADV_ERR_STATE;
     }
     status = umadv__cycle_fire(ctx, E(RECORD_STOP), NULL);
-    if (status != UMADV_OK)
+    if (status != UMADV_OK || (wait && umadv__ctx_profile_second_waits(ctx)))
         return status;
     /* A failed re-profile leaves the kept trace in play, but it is not
      * the one asked for. */
@@ -695,10 +697,11 @@ UMADV_API umadv_status_t umadv_plan(umadv_context_t ctx)
     if (ctx == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    status = recorded_trace(ctx, "umadv_plan");
-    if (status == UMADV_ERR_STATE && umadv__ctx_profile_second_waits(ctx)) {
-        ctx->life.want_plan = 1; /* when the second pass is recorded */
-        status = UMADV_OK;
+    status = recorded_trace(ctx, "umadv_plan", 1);
+    if (status == UMADV_OK && umadv__ctx_profile_second_waits(ctx)) {
+        umadv_info("umadv_plan: the profile takes two passes (UMADV_PROFILE_PASSES): planned "
+                   "when the second, the next iteration, is recorded");
+        ctx->life.want_plan = 1;
     } else if (status == UMADV_OK) {
         status = umadv__cycle_fire(ctx, E(PLAN_REQUEST), NULL);
     }
@@ -713,7 +716,7 @@ UMADV_API umadv_status_t umadv_trace_save(umadv_context_t ctx, const char *path)
     if (ctx == NULL || path == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    status = recorded_trace(ctx, "umadv_trace_save");
+    status = recorded_trace(ctx, "umadv_trace_save", 0);
     if (status == UMADV_OK)
         status = umadv__ctx_trace_write(ctx, path);
     pthread_mutex_unlock(&ctx->lock);

@@ -140,6 +140,14 @@ void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, 
     declared_note(ctx, alloc, range.start, range.end);
 }
 
+/* @alloc whole, read and written, an access of the step recorded now:
+ * what a scanned parameter, a guess or a kept block says the kernel can
+ * reach, not which bytes it touches. */
+static void block_taken(umadv_context_t ctx, const umadv_ctx_alloc_t *alloc)
+{
+    umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size, UMADV_ACCESS_RW, 0);
+}
+
 static void scan_found(void *arg, const umadv_pool_loc_t *loc)
 {
     scan_t *sc = arg;
@@ -153,9 +161,7 @@ static void scan_found(void *arg, const umadv_pool_loc_t *loc)
      * parts, whose declaration stands) take nothing more. */
     if (umadv__trace_last_step_covers(&ctx->trace, alloc->trace_id, loc->offset))
         return;
-    /* Else the whole block, read and written: the parameter says the
-     * kernel can reach it, not which bytes it touches. */
-    umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size, UMADV_ACCESS_RW, 0);
+    block_taken(ctx, alloc); /* else the whole block */
     fetch_note(sc, alloc);
 }
 
@@ -406,7 +412,7 @@ static int keep_one(umadv_context_t ctx, const keep_candidate_t *k, uint32_t ste
         ctx->profile_unseen++;
         return 1;
     }
-    umadv__trace_add_access(&ctx->trace, alloc->trace_id, 0, alloc->size, UMADV_ACCESS_RW, 0);
+    block_taken(ctx, alloc);
     ctx->kept[ctx->nkept++] = ctx->kept[ctx->nkept_access]; /* an unseen one moves back */
     ctx->kept[ctx->nkept_access++] = alloc;
     ctx->profile_kept++;
@@ -475,8 +481,10 @@ int umadv__ctx_profile_recorded(umadv_context_t ctx)
     if (ctx->profile_pass != 1)
         return 0;
     ctx->scout = ctx->trace;
-    if (umadv__trace_gaps_init(&ctx->scout_gaps, &ctx->scout) != UMADV_OK)
+    if (umadv__trace_gaps_init(&ctx->scout_gaps, &ctx->scout) != UMADV_OK) {
+        memset(&ctx->scout, 0, sizeof(ctx->scout)); /* the trace stays ctx->trace's */
         return 0; /* kept as a one-pass profile, of guesses: nothing staged on it */
+    }
     memset(&ctx->trace, 0, sizeof(ctx->trace));
     ctx->record = UMADV_CTX_REC_IDLE;
     ctx->scout_ready = 1;
@@ -555,8 +563,7 @@ static void unlaid_unseen(umadv_context_t ctx)
 static void guess_take(umadv_context_t ctx, const guess_t *g)
 {
     for (size_t i = 0; i < g->n; i++)
-        umadv__trace_add_access(&ctx->trace, g->found[i]->trace_id, 0, g->found[i]->size,
-                                UMADV_ACCESS_RW, 0);
+        block_taken(ctx, g->found[i]);
     ctx->profile_guessed++;
 }
 

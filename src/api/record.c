@@ -498,13 +498,8 @@ void umadv__ctx_step_ended(umadv_context_t ctx, uint64_t duration_ns)
 umadv_status_t umadv__ctx_no_trace(umadv_context_t ctx, const char *caller)
 {
     if (umadv__ctx_profile_second_waits(ctx)) {
-        /* umadv_plan takes this as a request for later: said at info */
-        if (strcmp(caller, "umadv_plan") == 0)
-            umadv_info("umadv_plan: the profile takes two passes (UMADV_PROFILE_PASSES): planned "
-                       "when the second, the next iteration, is recorded");
-        else
-            umadv_error("%s: the profile takes two passes (UMADV_PROFILE_PASSES): its trace is "
-                        "the second's, recorded in the next iteration", caller);
+        umadv_error("%s: the profile takes two passes (UMADV_PROFILE_PASSES): its trace is "
+                    "the second's, recorded in the next iteration", caller);
         return UMADV_ERR_STATE;
     }
     if (ctx->record_lost != UMADV_OK) {

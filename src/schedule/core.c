@@ -118,34 +118,6 @@ void umadv__core_schedule_changed(umadv_core_t *c)
     mark_advised(c);
 }
 
-/* The replayed steps' unseen allocations: unseen_at by step. */
-static umadv_status_t unseen_by_step(umadv_core_t *c)
-{
-    const umadv_trace_t *t = c->p.trace;
-    uint32_t first = c->p.first_step, n = c->p.nsteps, *cursor;
-
-    c->unseen_at_off = calloc((size_t)n + 1, sizeof(*c->unseen_at_off));
-    c->unseen_at = malloc(((size_t)t->nunseen + 1) * sizeof(*c->unseen_at));
-    cursor = calloc((size_t)n + 1, sizeof(*cursor));
-    if (c->unseen_at_off == NULL || c->unseen_at == NULL || cursor == NULL) {
-        free(cursor);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    for (uint32_t k = 0; k < t->nunseen; k++) {
-        if (t->unseen[k].step >= first && t->unseen[k].step - first < n)
-            c->unseen_at_off[t->unseen[k].step - first + 1]++;
-    }
-    for (uint32_t j = 0; j < n; j++)
-        c->unseen_at_off[j + 1] += c->unseen_at_off[j];
-    memcpy(cursor, c->unseen_at_off, (size_t)n * sizeof(*cursor));
-    for (uint32_t k = 0; k < t->nunseen; k++) {
-        if (t->unseen[k].step >= first && t->unseen[k].step - first < n)
-            c->unseen_at[cursor[t->unseen[k].step - first]++] = t->unseen[k].alloc;
-    }
-    free(cursor);
-    return UMADV_OK;
-}
-
 /* The trace's unseen blocks, indexed if it has any (STAGING). */
 static umadv_status_t unseen_index(umadv_core_t *c)
 {
@@ -154,7 +126,7 @@ static umadv_status_t unseen_index(umadv_core_t *c)
     if (umadv__trace_gaps_init(&c->unseen, c->p.trace) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
     c->has_unseen = 1;
-    return unseen_by_step(c);
+    return UMADV_OK;
 }
 
 umadv_status_t umadv__core_init(umadv_core_t *c, const umadv_core_params_t *params)
@@ -207,8 +179,6 @@ void umadv__core_cleanup(umadv_core_t *c)
     if (c->has_unseen)
         umadv__trace_gaps_cleanup(&c->unseen);
     c->has_unseen = 0;
-    free(c->unseen_at_off);
-    free(c->unseen_at);
     free(c->bound);
     free(c->state);
     free(c->last_use);

@@ -239,8 +239,6 @@ typedef struct umadv_core {
     size_t            victims_cap;
     umadv_trace_gaps_t unseen;      /* the trace's uses and unseen steps (STAGING) */
     int               has_unseen;   /* ...indexed: the trace has unseen blocks */
-    uint32_t         *unseen_at_off;/* nsteps + 1 offsets into unseen_at */
-    uint32_t         *unseen_at;    /* per replayed step: the allocations unseen there */
 } umadv_core_t;
 
 /* UMADV_ERR_INVALID_PARAM for a plan policy without a schedule of

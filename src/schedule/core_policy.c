@@ -440,9 +440,6 @@ static void guard_mark_fetches(umadv_core_t *c)
     }
 }
 
-/* Staged sections the open step touches: an eviction not started is
- * called off; the rest is restored before the step runs. Runs after the
- * policy's decisions, so that a fetch it decided is not doubled. */
 /* Section @s, which the open step may touch, back if staged: its
  * eviction called off if not started, else a restore (into scratch). */
 static void guard_section(umadv_core_t *c, uint32_t s, size_t *n)
@@ -462,16 +459,21 @@ static void guard_section(umadv_core_t *c, uint32_t s, size_t *n)
  * iteration that began early, or drift, where steps came out of order. */
 static void guard_unseen(umadv_core_t *c, size_t *n)
 {
-    uint32_t j = c->step;
+    const umadv_trace_gaps_t *g = &c->unseen;
+    uint32_t j = c->p.first_step + c->step;
 
-    for (uint32_t k = c->unseen_at_off[j]; k < c->unseen_at_off[j + 1]; k++) {
-        const umadv_trace_alloc_t *al = &c->p.trace->allocs[c->unseen_at[k]];
+    for (uint32_t k = g->unseen_at_off[j]; k < g->unseen_at_off[j + 1]; k++) {
+        const umadv_trace_alloc_t *al = &c->p.trace->allocs[g->unseen_at[k]];
 
         for (uint32_t i = 0; i < al->nsections; i++)
             guard_section(c, al->first_section + i, n);
     }
 }
 
+/* Staged sections the open step touches, or may (guard_unseen): an
+ * eviction not started is called off; the rest is restored before the
+ * step runs. Runs after the policy's decisions, so that a fetch it
+ * decided is not doubled. */
 static void stage_guard(umadv_core_t *c)
 {
     size_t n = 0;

@@ -100,27 +100,41 @@ static int step_compare(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* trace->unseen by allocation, each one's steps ascending. */
-static umadv_status_t unseen_build(umadv_trace_gaps_t *g)
+/* trace->unseen as lists: by allocation (its steps, ascending), or by
+ * step (its allocations). Counting sort; off[k] is a cursor while
+ * filling, then shifted back. */
+static umadv_status_t unseen_lists(const umadv_trace_t *t, int by_step, uint32_t **off_p,
+                                   uint32_t **val_p)
 {
-    const umadv_trace_t *t = g->trace;
+    uint32_t nkeys = by_step ? t->nsteps : t->nallocs;
+    uint32_t *off = calloc((size_t)nkeys + 1, sizeof(*off));
+    uint32_t *val = malloc(((size_t)t->nunseen + 1) * sizeof(*val));
 
-    g->unseen_off = calloc((size_t)t->nallocs + 1, sizeof(*g->unseen_off));
-    g->unseen_step = malloc(((size_t)t->nunseen + 1) * sizeof(*g->unseen_step));
-    if (g->unseen_off == NULL || g->unseen_step == NULL)
+    *off_p = off;
+    *val_p = val;
+    if (off == NULL || val == NULL)
         return UMADV_ERR_NO_MEMORY;
     for (uint32_t i = 0; i < t->nunseen; i++)
-        g->unseen_off[t->unseen[i].alloc + 1]++;
-    for (uint32_t a = 0; a < t->nallocs; a++)
-        g->unseen_off[a + 1] += g->unseen_off[a];
-    for (uint32_t i = 0; i < t->nunseen; i++) /* unseen_off[a] a cursor, as in uses_pass */
-        g->unseen_step[g->unseen_off[t->unseen[i].alloc]++] = t->unseen[i].step;
-    memmove(g->unseen_off + 1, g->unseen_off, (size_t)t->nallocs * sizeof(*g->unseen_off));
-    g->unseen_off[0] = 0;
-    for (uint32_t a = 0; a < t->nallocs; a++)
-        qsort(g->unseen_step + g->unseen_off[a], g->unseen_off[a + 1] - g->unseen_off[a],
-              sizeof(*g->unseen_step), step_compare);
+        off[(by_step ? t->unseen[i].step : t->unseen[i].alloc) + 1]++;
+    for (uint32_t k = 0; k < nkeys; k++)
+        off[k + 1] += off[k];
+    for (uint32_t i = 0; i < t->nunseen; i++) {
+        const umadv_trace_unseen_t *u = &t->unseen[i];
+
+        val[off[by_step ? u->step : u->alloc]++] = by_step ? u->alloc : u->step;
+    }
+    memmove(off + 1, off, (size_t)nkeys * sizeof(*off));
+    off[0] = 0;
+    for (uint32_t k = 0; !by_step && k < nkeys; k++)
+        qsort(val + off[k], off[k + 1] - off[k], sizeof(*val), step_compare);
     return UMADV_OK;
+}
+
+static umadv_status_t unseen_build(umadv_trace_gaps_t *g)
+{
+    if (unseen_lists(g->trace, 0, &g->unseen_off, &g->unseen_step) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    return unseen_lists(g->trace, 1, &g->unseen_at_off, &g->unseen_at);
 }
 
 static uint32_t birth_of(const umadv_trace_alloc_t *al)
@@ -165,6 +179,8 @@ void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *g)
     free(g->by_base);
     free(g->unseen_off);
     free(g->unseen_step);
+    free(g->unseen_at_off);
+    free(g->unseen_at);
     free(g->sec_off);
     free(g->sec_step);
     memset(g, 0, sizeof(*g));

@@ -31,6 +31,8 @@ typedef struct umadv_trace_gaps {
     uint32_t            *unseen_off;  /* nallocs + 1 offsets into unseen_step */
     uint32_t            *unseen_step; /* per allocation: the steps it was left unseen
                                        * at (trace->unseen), ascending */
+    uint32_t            *unseen_at_off; /* nsteps + 1 offsets into unseen_at */
+    uint32_t            *unseen_at;     /* per step: the allocations left unseen there */
 } umadv_trace_gaps_t;
 
 /* Index @trace (finalized, kept alive by the caller until cleanup). */
