@@ -544,8 +544,8 @@ static void test_evicted_unread(void)
        "(%llu bytes)", (unsigned long long)bytes);
 }
 
-/* Dead evictions: of a stageable allocation, the next op on the run
- * (advice included) a fresh fetch covering all of it. */
+/* Dead evictions: of a stageable allocation, the next op on each section
+ * of the run (advice included) a fresh fetch, one or several. */
 static void test_mark_dead(void)
 {
     umadv_op_t ops[] = {
@@ -554,6 +554,8 @@ static void test_mark_dead(void)
         {.kind = UMADV_OP_EVICT, .alloc = 2, .first = 0, .count = 1},  /* not stageable */
         {.kind = UMADV_OP_EVICT, .alloc = 3, .first = 0, .count = 1},  /* advice first */
         {.kind = UMADV_OP_EVICT, .alloc = 4, .first = 0, .count = 1},  /* copied back */
+        {.kind = UMADV_OP_EVICT, .alloc = 5, .first = 1, .count = 4},  /* dead, two refills */
+        {.kind = UMADV_OP_EVICT, .alloc = 6, .first = 0, .count = 4},  /* half read back */
         {.kind = UMADV_OP_ADVISE, .alloc = 3, .first = 0, .count = 1,
          .advice = UMADV_ADVICE_ACCESSED_BY},
         {.kind = UMADV_OP_FETCH, .alloc = 0, .first = 0, .count = 3, .flags = UMADV_OP_FLAG_FRESH},
@@ -561,19 +563,24 @@ static void test_mark_dead(void)
         {.kind = UMADV_OP_FETCH, .alloc = 2, .first = 0, .count = 1, .flags = UMADV_OP_FLAG_FRESH},
         {.kind = UMADV_OP_FETCH, .alloc = 3, .first = 0, .count = 1, .flags = UMADV_OP_FLAG_FRESH},
         {.kind = UMADV_OP_FETCH, .alloc = 4, .first = 0, .count = 1},
+        {.kind = UMADV_OP_FETCH, .alloc = 5, .first = 0, .count = 3, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 5, .first = 3, .count = 3, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 6, .first = 0, .count = 2, .flags = UMADV_OP_FLAG_FRESH},
+        {.kind = UMADV_OP_FETCH, .alloc = 6, .first = 1, .count = 3},
     };
-    umadv_trace_alloc_t allocs[5] = {{.stageable = 1}, {.stageable = 1}, {.stageable = 0},
-                                     {.stageable = 1}, {.stageable = 1}};
-    umadv_trace_t trace = {.allocs = allocs, .nallocs = 5};
+    umadv_trace_alloc_t allocs[7] = {{.stageable = 1}, {.stageable = 1}, {.stageable = 0},
+                                     {.stageable = 1}, {.stageable = 1}, {.stageable = 1},
+                                     {.stageable = 1}};
+    umadv_trace_t trace = {.allocs = allocs, .nallocs = 7};
     umadv_schedule_t sch = {.ops = ops, .nops = sizeof(ops) / sizeof(ops[0])};
     umadv_status_t status = umadv__schedule_mark_dead(&sch, &trace);
     char got[8] = "";
 
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         got[i] = (ops[i].flags & UMADV_OP_FLAG_DEAD) ? 'D' : '-';
-    ok(status == UMADV_OK && strcmp(got, "D----") == 0,
-       "dead: refilled fresh whole, of a stageable block; not when half refilled, not "
-       "stageable, advised first or copied back (%s)", got);
+    ok(status == UMADV_OK && strcmp(got, "D----D-") == 0,
+       "dead: refilled fresh whole, by one fetch or two, of a stageable block; not when "
+       "half refilled, half read back, not stageable, advised first or copied back (%s)", got);
 }
 
 int main(void)

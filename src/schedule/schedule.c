@@ -108,29 +108,50 @@ umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *sch, uint6
     return UMADV_OK;
 }
 
-/* Whether eviction @at of @group is dead: the next op touching its run,
- * advice included, is a fresh fetch of all of it. */
-static int dead(const umadv_schedule_t *sch, const uint32_t *group, size_t n, size_t at)
+/* Whether eviction @at of @group is dead: each section of its run is next
+ * touched, advice included, by a fresh fetch. Fetches of different sizes
+ * split a run across several of them (VGG-16's gradients, refilled in
+ * runs one section off the evicted ones), so the rule goes by section.
+ * @fresh: scratch of the run's length. */
+static int dead(const umadv_schedule_t *sch, const uint32_t *group, size_t n, size_t at,
+                uint8_t *fresh)
 {
     const umadv_op_t *e = &sch->ops[group[at]];
+    uint32_t undecided = e->count;
 
-    for (size_t q = 1; q < n; q++) {
+    memset(fresh, 0, e->count);
+    for (size_t q = 1; q < n && undecided > 0; q++) {
         const umadv_op_t *o = &sch->ops[group[(at + q) % n]];
+        uint32_t lo = UMADV_MAX(o->first, e->first);
+        uint32_t hi = UMADV_MIN(o->first + o->count, e->first + e->count);
+        int refill = o->kind == UMADV_OP_FETCH && (o->flags & UMADV_OP_FLAG_FRESH);
 
-        if (!runs_overlap(e, o))
-            continue;
-        return o->kind == UMADV_OP_FETCH && (o->flags & UMADV_OP_FLAG_FRESH) &&
-               o->first <= e->first && o->first + o->count >= e->first + e->count;
+        for (uint32_t s = lo; s < hi; s++) {
+            if (fresh[s - e->first])
+                continue;
+            if (!refill)
+                return 0;
+            fresh[s - e->first] = 1;
+            undecided--;
+        }
     }
-    return 0;
+    return undecided == 0;
 }
 
 umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trace_t *trace)
 {
     op_groups_t g;
+    uint32_t longest = 1;
+    uint8_t *fresh;
 
-    if (groups_make(sch, &g) != UMADV_OK)
+    for (size_t i = 0; i < sch->nops; i++)
+        if (sch->ops[i].kind == UMADV_OP_EVICT)
+            longest = UMADV_MAX(longest, sch->ops[i].count);
+    fresh = malloc(longest);
+    if (fresh == NULL || groups_make(sch, &g) != UMADV_OK) {
+        free(fresh);
         return UMADV_ERR_NO_MEMORY;
+    }
     for (uint32_t a = 0; a < g.nallocs && a < trace->nallocs; a++) {
         const uint32_t *group = g.index + g.start[a];
         size_t n = g.start[a + 1] - g.start[a];
@@ -140,10 +161,11 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
         for (size_t at = 0; at < n; at++) {
             umadv_op_t *e = &sch->ops[group[at]];
 
-            if (e->kind == UMADV_OP_EVICT && dead(sch, group, n, at))
+            if (e->kind == UMADV_OP_EVICT && dead(sch, group, n, at, fresh))
                 e->flags |= UMADV_OP_FLAG_DEAD;
         }
     }
     groups_free(&g);
+    free(fresh);
     return UMADV_OK;
 }

@@ -111,8 +111,8 @@ enum umadv_op_flag {
     /* FETCH issued near the end of an iteration for a step of the next
      * one (need_step < issue_step). */
     UMADV_OP_FLAG_NEXT_ITERATION = 1u << 1,
-    /* EVICT of dead data (umadv__schedule_mark_dead): the next op on its
-     * run is a FRESH fetch covering it, which populates the run without a
+    /* EVICT of dead data (umadv__schedule_mark_dead): the next op on each
+     * section of its run is a FRESH fetch, which populates it without a
      * copy. The replay releases its pages without a copy (a discard) where
      * the allocation may be staged (core.h, DEAD DATA). */
     UMADV_OP_FLAG_DEAD           = 1u << 2
@@ -192,9 +192,9 @@ static inline uint64_t umadv__schedule_migrated_bytes(const umadv_schedule_t *s)
 }
 
 /* Sets UMADV_OP_FLAG_DEAD on the EVICTs of allocations @trace marks
- * stageable (memory the CPU never reads) whose next op on their run (in
- * issue order, wrapping into the next iteration; advice included) is a
- * FRESH fetch that covers the whole run: the fresh fetch copies nothing
+ * stageable (memory the CPU never reads) each section of whose run is next
+ * touched (in issue order, wrapping into the next iteration; advice
+ * included) by a FRESH fetch, one or several: a fresh fetch copies nothing
  * in, so nothing the eviction would copy out is ever read. Freed data
  * needs no such flag (a free drops it). UMADV_ERR_NO_MEMORY when the op
  * index cannot be made (no flag set). */
