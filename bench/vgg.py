@@ -17,7 +17,8 @@ policies). Per row: ms per iteration in the steady state (the median of
 the iterations after the plan's first, profile-iter + 2 on), x oracle
 (against the unsplit oracle), x bound, x cut, faults and bytes each way
 per iteration (the same iterations' mean; every run counts the faults of
-every iteration, UMADV_FAULT_PERIOD=1), umadv's resident and managed
+every iteration, UMADV_FAULT_PERIOD=1, each on the next iteration's line,
+so the last iteration's are not known), umadv's resident and managed
 peaks, whether the losses and digest equal the reference's, and the
 profiling phase: the profiled iteration and the timing pass after it
 (iterations profile-iter and profile-iter + 1) in plain iterations (the
@@ -149,6 +150,12 @@ def parse_run(text):
             run["split"] = int(words[1])
         elif words[:1] == ["summary"]:
             run.update((k, v) for k, v in zip(words[1::2], words[2::2]))
+    # The line of iteration k carries the faults of k - 1 (umadv counts an
+    # iteration's at the next one's begin): moved back to their iteration;
+    # the last one's are not known (None).
+    counted = [i.pop("faults") for i in run["iters"]]
+    for k, i in enumerate(run["iters"]):
+        i["faults"] = counted[k + 1] if k + 1 < len(counted) else None
     return run
 
 
@@ -201,8 +208,10 @@ def steady(args, run):
     its = run["iters"][args.profile_iter + 2:]
     if not its:
         return None
-    return (statistics.median(i["ms"] for i in its),
-            {k: sum(i[k] for i in its) / len(its) for k in MOVED + ("faults",)})
+    mean = {k: sum(i[k] for i in its) / len(its) for k in MOVED}
+    counted = [i["faults"] for i in its if i["faults"] is not None]
+    mean["faults"] = sum(counted) / len(counted) if counted else None
+    return statistics.median(i["ms"] for i in its), mean
 
 
 def profiling_ms(args, run):
@@ -349,10 +358,11 @@ def print_row(r):
         print("%5d %-12s %5d %-13s failed: %s" % (r["batch"], budget, r["split"], r["policy"],
                                                   r["error"]))
         return
-    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %8s %10.1f %10.2f %10.2f %11.2f %10.2f %9s %6s%s" % (
+    print("%5d %-12s %5d %-13s %9.1f %8.2f %8s %8s %10s %10.2f %10.2f %11.2f %10.2f %9s %6s%s" % (
         r["batch"], budget, r["split"], r["policy"], r["ms_per_iter"], r["x_oracle"],
         "-" if r["x_bound"] is None else "%.2f" % r["x_bound"],
-        "-" if r["x_cut"] is None else "%.2f" % r["x_cut"], r["faults_per_iter"],
+        "-" if r["x_cut"] is None else "%.2f" % r["x_cut"],
+        "-" if r["faults_per_iter"] is None else "%.1f" % r["faults_per_iter"],
         r["in_per_iter"] / GIB, r["out_per_iter"] / GIB, r["resident_peak"] / GIB,
         r["managed_peak"] / GIB,
         "-" if r["profiling_x_plain"] is None else "%.1fx" % r["profiling_x_plain"],

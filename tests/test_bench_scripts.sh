@@ -533,7 +533,7 @@ ok $? "budgets as sizes and shares; --split auto per budget, its oracle as refer
     [ "$(vfield 25% plan staged_per_iter)" = $((1 << 29)).0 ] &&
     [ "$(vfield 25% demand faults_per_iter)" = 1000.0 ] &&
     [ "$(vfield 25% plan profiling_x_plain)" = 20.0 ] && [ "$(vfield 25% plan profiled_ms)" = 1000.0 ]
-ok $? "steady-state medians, x oracle, both channels' bytes, the bound from the fewest bytes the budget forces on the plan run's profile, the profiling phase in plain iterations"
+ok $? "steady-state medians, x oracle, both channels' bytes, faults moved back to their iteration (not the timing pass's), the bound from the fewest bytes the budget forces on the plan run's profile, the profiling phase in plain iterations"
 
 [ "$(cat "$tmp/vgg.rc")" -eq 1 ] && [ "$(vfield 25% demand digest_equal)" = False ] &&
     [ "$(vfield 25% plan digest_equal)" = True ] && grep -q ' demand .* DIFFER$' "$tmp/vgg.table"

@@ -110,8 +110,9 @@ static void usage(FILE *out)
         "Policy and budget come from umadv's knobs: UMADV_POLICY (oracle, demand,\n"
         "prefetch-all, plan), UMADV_BUDGET (e.g. 8G); see umadv(7).\n"
         "Prints 'iter N loss X ms Y fetched B evicted B staged B restored B faults N' per\n"
-        "iteration (bytes moved by UVM and through pinned staging), the digest of the final weights\n"
-        "and a summary of umadv's counters.\n"
+        "iteration (bytes moved by UVM and through pinned staging; faults: the GPU fault groups\n"
+        "of the iteration before, which umadv counts at the next iteration's begin), the digest\n"
+        "of the final weights and a summary of umadv's counters.\n"
         "Exit status: 0 done, 1 failed (a check included), 2 usage error, 77 no CUDA device.\n");
 }
 
