@@ -361,7 +361,7 @@ static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
 /* Whether an application's copy or memset that touched piece @p came
  * after the step end the eviction waited for (@after): the copy may not
  * have run yet, and a discard would take its data from under it. */
-static int piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
+int umadv__exec_piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
 {
     for (uint32_t k = 0; k < p->count; k++) {
         if (e->stage.copied[exec_section_id(e, p->alloc, p->first + k)] > after)
@@ -381,7 +381,7 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 
         if (p->dead) {
             /* a copy may still read it, or no discards: it keeps its data, migrated */
-            copied = piece_copied_after(e, p, lane->busy_after);
+            copied = umadv__exec_piece_copied_after(e, p, lane->busy_after);
             if (copied || e->stage.failed) {
                 p->dead = 0;
                 *(copied ? &e->stats.copy_held_bytes : &e->stats.stage_fallback_bytes) +=
@@ -391,7 +391,7 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
         }
         if (!p->staged)
             continue;
-        copied = piece_copied_after(e, p, lane->busy_after);
+        copied = umadv__exec_piece_copied_after(e, p, lane->busy_after);
         if (!copied && pool_ready(e) && piece_slots(e, p))
             continue;
         p->staged = 0;
