@@ -1327,6 +1327,63 @@ static void test_two_passes(void)
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
+/* The access of step @step to the allocation tagged @tag in the trace
+ * being recorded: its first section, or -1. */
+static long step_access_first(const umadv_trace_t *t, uint32_t step, const char *tag)
+{
+    const umadv_trace_step_t *s = &t->steps[step];
+
+    for (uint32_t i = s->first_access; i < s->first_access + s->naccesses; i++) {
+        const umadv_trace_access_t *acc = &t->accesses[i];
+
+        if (t->allocs[acc->alloc].tag != NULL && strcmp(t->allocs[acc->alloc].tag, tag) == 0)
+            return (long)acc->first;
+    }
+    return -1;
+}
+
+/* pcopies.c, COPIES: a copy between two launches of a recording is an
+ * access of the second's step, after its scan; none is noted outside a
+ * recording. */
+static void test_copies_recorded(void)
+{
+    void *a = NULL, *b = NULL, *args[1];
+    unsigned char host[64];
+    umadv_context_t ctx;
+    cudaMemcpyAsync_v3020_params cp = {.count = SECTION / 2, .kind = cudaMemcpyDeviceToDevice};
+    cudaMemcpyAsync_v3020_params h2d = {.src = host, .count = sizeof(host),
+                                        .kind = cudaMemcpyHostToDevice};
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    args[0] = &a;
+    driver_launch("known_a", 50, args);
+    cp.dst = a;
+    cp.src = (unsigned char *)b + SECTION; /* b's second section */
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+              CUPTI_API_ENTER, &cp, NULL, 0);
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+              CUPTI_API_EXIT, &cp, NULL, 0);
+    driver_launch("known_a2", 51, args);
+    ok(ctx->trace.nsteps == 2 && step_access_first(&ctx->trace, 0, "b") == -1 &&
+           step_access_first(&ctx->trace, 1, "b") == 1 &&
+           step_access_first(&ctx->trace, 1, "a") == 0,
+       "a copy between two launches: the second's step reads and writes both its ranges "
+       "(b from section 1), the first's does not");
+    queue_kernel(50, 0, 1000);
+    queue_kernel(51, 1000, 2000);
+    umadv_iteration_begin(ctx); /* the recording ends */
+    h2d.dst = a;
+    mock_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+              CUPTI_API_ENTER, &h2d, NULL, 0);
+    ok(ctx->ncopies == 0, "outside a recording, no copy is noted");
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
@@ -1334,7 +1391,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 15);
+    plan(78 + 3 + 11 + 15 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1353,6 +1410,7 @@ int main(void)
     test_follow_timing();
     test_timed_after_wait();
     test_two_passes();
+    test_copies_recorded();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();
     return exit_status();

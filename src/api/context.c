@@ -147,6 +147,7 @@ UMADV_API umadv_status_t umadv_context_create(const umadv_context_params_t *para
     if (status != UMADV_OK)
         goto err_free_ctx;
     pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutex_init(&ctx->copies_lock, NULL);
     ctx->stats.size = sizeof(ctx->stats);
     umadv__cycle_init(ctx);
     umadv__ctx_profile_open(ctx);
@@ -266,6 +267,8 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
     umadv__pool_foreach(ctx->pool, alloc_record_free, ctx);
     umadv__pool_destroy(ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
+    pthread_mutex_destroy(&ctx->copies_lock);
+    free(ctx->copies);
     free(ctx->step_ranges);
     free(ctx->complete_steps);
     free(ctx->held);

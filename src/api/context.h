@@ -35,6 +35,12 @@
 #include "trace/trace.h"
 
 /* What the context knows of each live block (the pool's user value). */
+/* A range an application's copy or memset may touch (pcopies.c). */
+typedef struct umadv_ctx_copy {
+    uintptr_t ptr;
+    uint64_t  bytes;
+} umadv_ctx_copy_t;
+
 typedef struct umadv_ctx_alloc {
     void    *ptr;
     uint64_t size;
@@ -204,6 +210,12 @@ struct umadv_context {
     int                      scout_lost;       /* the second pass ran other steps */
     uint64_t                 scout_moved;      /* bytes the first pass moved to the gpu */
     int                      scout_timed;      /* the trace has the first pass's durations */
+    /* The application's copies and memsets since the recording's last
+     * launch (COPIES in pcopies.c), under copies_lock alone: they are told
+     * on the copying thread, without ctx->lock. */
+    pthread_mutex_t          copies_lock;
+    umadv_ctx_copy_t        *copies;
+    size_t                   ncopies, copies_cap;
     uint64_t                 profile_kept;     /* blocks kept at launches without a layout,
                                                 * as theirs, on the first pass's word */
     uint64_t                 profile_unseen;   /* ...and kept unseen (trace->unseen) */
@@ -369,6 +381,14 @@ void umadv__replay_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 /* umadv_hold_resident on @alloc: the executor waits for alloc->hold before
  * it evicts the block it plays (context.c, HOLDS). */
 void umadv__replay_hold(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+/* While a recording runs (@on), the application's copies and memsets are
+ * told to umadv__ctx_copies_note, where no replay watches them. */
+void umadv__replay_copies_noted(umadv_context_t ctx, int on);
+
+/* pcopies.c: the application's copies in a recording (COPIES there). */
+void umadv__ctx_copies_note(umadv_context_t ctx, const void *ptr, uint64_t bytes);
+void umadv__ctx_copies_take(umadv_context_t ctx);
+void umadv__ctx_copies_forget(umadv_context_t ctx);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);
 /* Every iteration boundary: allocations numbered from 0 again, launches

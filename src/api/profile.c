@@ -618,11 +618,12 @@ static uint32_t record_launch(umadv_context_t ctx, const char *name, unsigned fl
         return step;
     if (flags & UMADV_PROF_LAUNCH_NO_LAYOUT) {
         record_unlaid(ctx, step, flags, regions, nregions);
-        return step;
+    } else {
+        if (umadv__prof_scan(ctx->pool, regions, nregions, scan_found, &sc) == 0)
+            scan_miss_report(name, regions, nregions);
+        fetch_scanned(&sc);
     }
-    if (umadv__prof_scan(ctx->pool, regions, nregions, scan_found, &sc) == 0)
-        scan_miss_report(name, regions, nregions);
-    fetch_scanned(&sc);
+    umadv__ctx_copies_take(ctx); /* after the scan (pcopies.c, COPIES) */
     return step;
 }
 
@@ -666,6 +667,8 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
 
 void umadv__ctx_profile_close(umadv_context_t ctx)
 {
+    if (ctx->profiler != NULL)
+        umadv__replay_copies_noted(ctx, 0);
     umadv__prof_close(ctx->profiler);
     ctx->profiler = NULL;
     scout_drop(ctx);
@@ -923,6 +926,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         evict_all(ctx);
     if (umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_FULL) != UMADV_OK)
         return 1; /* warned: declared accesses only */
+    umadv__replay_copies_noted(ctx, 1);
     snprintf(source, sizeof(source), "umadv cupti profile: %s%sdeclared accesses, %s backend",
              "kernel parameters, ",
              umadv__prof_has_um_counters(ctx->profiler) ? "gpu faults, " : "",
@@ -1114,8 +1118,10 @@ void umadv__ctx_profile_finish(umadv_context_t ctx)
 {
     umadv_prof_result_t result;
 
-    if (ctx->profiler == NULL ||
-        umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK)
+    if (ctx->profiler == NULL)
+        return;
+    umadv__replay_copies_noted(ctx, 0);
+    if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK)
         return;
     if (ctx->record == UMADV_CTX_REC_RECORDING && profile_merge(ctx, &result) != UMADV_OK)
         umadv_warn("profiled fault records could not be merged (out of memory): the trace "

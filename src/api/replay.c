@@ -419,9 +419,10 @@ static void follow_stop(umadv_context_t ctx)
 
 /* ---- copies and memsets -------------------------------------------------- */
 
-/* The context whose executor the application's copies reach: one
- * profiler per process. */
+/* The context whose executor, or recording (copies_noting), the
+ * application's copies reach: one profiler per process. */
 static umadv_context_t copies_ctx;
+static int copies_noting;
 
 /* A copy or memset at its call's entry: what it touches is restored
  * first. Without ctx->lock: the executor's own synchronous restores,
@@ -444,6 +445,7 @@ static int copies_watch(umadv_context_t ctx)
     if (ctx->profiler != NULL && (copies_ctx == NULL || copies_ctx == ctx) &&
         umadv__prof_watch_copies(ctx->profiler, copies_restore, ctx) == UMADV_OK) {
         copies_ctx = ctx;
+        copies_noting = 0;
         return 1;
     }
     /* info: the missing profiler was warned when the context was made */
@@ -459,6 +461,28 @@ static void copies_unwatch(umadv_context_t ctx)
         return;
     umadv__prof_watch_copies(ctx->profiler, NULL, NULL);
     copies_ctx = NULL;
+    copies_noting = 0;
+}
+
+/* A copy or memset in a recording (pcopies.c, COPIES). */
+static void copies_note(void *arg, const umadv_prof_range_t *ranges, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        umadv__ctx_copies_note(arg, ranges[i].ptr, ranges[i].bytes);
+}
+
+void umadv__replay_copies_noted(umadv_context_t ctx, int on)
+{
+    if (ctx->profiler == NULL)
+        return;
+    if (on && copies_ctx == NULL &&
+        umadv__prof_watch_copies(ctx->profiler, copies_note, ctx) == UMADV_OK) {
+        copies_ctx = ctx;
+        copies_noting = 1;
+    } else if (!on && copies_ctx == ctx && copies_noting) {
+        copies_unwatch(ctx); /* no call is inside copies_note after this */
+    }
+    umadv__ctx_copies_forget(ctx);
 }
 
 /* ---- starting ----------------------------------------------------------- */
