@@ -1210,6 +1210,21 @@ static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque
     queue_kernel(corr + 3, at + 20001000, at + 20002000);
 }
 
+/* A fresh context on the mock with blocks a (a section) and b (two),
+ * recording its first iteration. */
+static umadv_context_t a_b_recording(void **a_p, void **b_p)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, 0);
+    umadv_malloc(ctx, SECTION, "a", a_p);
+    umadv_malloc(ctx, 2 * SECTION, "b", b_p);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    return ctx;
+}
+
 /* UMADV_PROFILE_PASSES=2: the first pass evicts nothing and takes the
  * steps' durations; the second evicts before the opaque launch only b,
  * which the first saw unused for 20 ms around it, keeps a (unused for
@@ -1304,12 +1319,7 @@ static void test_two_passes(void)
 
     /* with room for both, b stays too, unseen: nothing is staged across
      * the opaque launch (schedule/core.h, STAGING), nothing evicted */
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, 2 * SECTION, "b", &b);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
+    ctx = a_b_recording(&a, &b);
     four_steps(50, &a, &b, "opaque_kernel", 400000000);
     umadv_iteration_begin(ctx);
     umadv__cuda_host_reset();
@@ -1354,12 +1364,7 @@ static void test_copies_recorded(void)
     cudaMemcpyAsync_v3020_params h2d = {.src = host, .count = sizeof(host),
                                         .kind = cudaMemcpyHostToDevice};
 
-    mock_reset();
-    ctx = test_host_context(SECTION, 0);
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, 2 * SECTION, "b", &b);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
+    ctx = a_b_recording(&a, &b);
     args[0] = &a;
     driver_launch("known_a", 50, args);
     cp.dst = a;
