@@ -139,7 +139,8 @@ typedef struct umadv_exec_stats {
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
     uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
                                * memset touched the data after the step end they
-                               * waited for, and may not have run yet */
+                               * waited for, and may not have run yet, and no memory
+                               * to put them off (copy_deferred_bytes) */
     uint64_t copy_deferred_bytes; /* evictions put off to the next step: an application's
                                * copy or memset touched the data after the step end
                                * they waited for, and may still read it */

@@ -371,8 +371,9 @@ int umadv__exec_piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p,
 }
 
 /* The eviction lane's staged pieces get their slots; a piece that cannot
- * (no pool: pinning failed), or that a copy may still read, is migrated
- * instead (a migration keeps the data wherever it goes). */
+ * (no pool: pinning failed), or that a copy may still read (the lane puts
+ * those off, worker.c, COPIES AND EVICTIONS, but for want of memory), is
+ * migrated instead (a migration keeps the data wherever it goes). */
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces; i++) {
