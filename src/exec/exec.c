@@ -168,7 +168,6 @@ static void exec_free(umadv_exec_t *e)
     umadv__core_cleanup(&e->core);
     umadv__exec_pages_cleanup(&e->pages);
     free(e->binds);
-    free(e->deferred);
     free(e);
 }
 
@@ -448,8 +447,7 @@ static void log_iteration(umadv_exec_t *e)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
                     "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
-                    "(%.1f MiB late); dropped %.1f MiB, released dead %.1f MiB; put off behind "
-                    "copies %.1f MiB; %llu advice calls; "
+                    "(%.1f MiB late); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -466,7 +464,6 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->late_restored_bytes - a->late_restored_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (double)(b->released_bytes - a->released_bytes) / 1048576.0,
-                    (double)(b->copy_deferred_bytes - a->copy_deferred_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),
                     (unsigned long long)(b->budget_skips - a->budget_skips),
                     (unsigned long long)(b->drift_ops - a->drift_ops),
@@ -518,10 +515,7 @@ static void wait_timed_out(umadv_exec_t *e)
     umadv__exec_abandon(e, e->key);
 }
 
-/* The open step waits for its data. Evictions a copy put off while it
- * waits, whose room its fetches may need, are queued again behind
- * @stream (umadv__exec_evict_deferred): the copies came before the wait. */
-static void wait_pending(umadv_exec_t *e, umadv_stream_t stream)
+static void wait_pending(umadv_exec_t *e)
 {
     struct timespec until = exec_deadline(e->p.wait_timeout_ns);
     uint64_t start = umadv__now_ns();
@@ -530,7 +524,6 @@ static void wait_pending(umadv_exec_t *e, umadv_stream_t stream)
     e->stats.waits++;
     e->waiting++;
     while (!e->broken && umadv__exec_pending(e, e->key)) {
-        umadv__exec_evict_deferred(e, stream);
         if (pthread_cond_timedwait(&e->cond, &e->lock, &until) != 0 &&
             umadv__exec_pending(e, e->key)) {
             wait_timed_out(e);
@@ -545,17 +538,11 @@ static void wait_pending(umadv_exec_t *e, umadv_stream_t stream)
 
 static void step_wait(umadv_exec_t *e, const umadv_stream_t *stream)
 {
-    /* without the step's stream, the legacy stream: it follows the work
-     * of every blocking stream */
-    umadv_stream_t on = stream != NULL ? *stream : NULL;
-
     pthread_mutex_lock(&e->lock);
-    if (e->begun && !e->broken)
-        umadv__exec_evict_deferred(e, on); /* before a wait they may make room for */
     if (stream != NULL && e->begun && !e->broken)
         umadv__exec_fetch_on_step(e, *stream);
     if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
-        wait_pending(e, on);
+        wait_pending(e);
     if (e->begun)
         umadv__exec_step_guard(e); /* no step runs on staged data */
     /* The run's peaks start once the first step has its data: what the

@@ -139,11 +139,7 @@ typedef struct umadv_exec_stats {
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
     uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
                                * memset touched the data after the step end they
-                               * waited for, and may not have run yet, and no memory
-                               * to put them off (copy_deferred_bytes) */
-    uint64_t copy_deferred_bytes; /* evictions put off to the next step: an application's
-                               * copy or memset touched the data after the step end
-                               * they waited for, and may still read it */
+                               * waited for, and may not have run yet */
     uint64_t held_evictions;  /* evictions that waited for a hold (umadv__exec_hold) */
     uint64_t hold_wait_ns;    /* the eviction lane in those waits */
 } umadv_exec_stats_t;

@@ -182,10 +182,6 @@ struct umadv_exec {
     exec_event_t          **spare;     /* unreferenced ones */
     size_t                  nspare, spare_cap;
     exec_event_t           *last_event;/* the latest step end; holds a reference */
-    uint32_t               *deferred;  /* sections whose eviction a copy put off (worker.c,
-                                        * COPIES AND EVICTIONS), queued again at the next
-                                        * step's wait */
-    size_t                  ndeferred, deferred_cap;
 
     umadv_exec_stats_t      stats;
 };
@@ -251,9 +247,6 @@ void umadv__exec_pages_cleanup(exec_pages_t *m);
 /* policy.c: queue the replay core's decisions (e->core.out) on the
  * lanes; evictions and unsets behind the latest step end. */
 void umadv__exec_queue_decisions(umadv_exec_t *e);
-/* The same, evictions after the work before @ev instead of the last step
- * end. */
-void umadv__exec_queue_decisions_behind(umadv_exec_t *e, exec_event_t *ev);
 
 /* worker.c */
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op);
@@ -266,20 +259,12 @@ void umadv__exec_lane_busy(umadv_exec_t *e, exec_lane_t *lane, uint64_t start,
  * nothing to move are dropped (as the lane would), fresh populations that
  * fit are issued on @stream, the step's. */
 void umadv__exec_fetch_on_step(umadv_exec_t *e, umadv_stream_t stream);
-/* The application's thread, before it waits for the open step: the
- * evictions a copy put off are queued again behind an event on @stream,
- * the step's, which follows the copies (COPIES AND EVICTIONS). */
-void umadv__exec_evict_deferred(umadv_exec_t *e, umadv_stream_t stream);
 
 /* stage.c (its opening comment); all but init and cleanup with the lock
  * held */
 umadv_status_t umadv__exec_stage_init(umadv_exec_t *e);
 void umadv__exec_stage_cleanup(umadv_exec_t *e);
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
-/* Whether an application's copy or memset touched piece @p after the
- * step end of sequence @after. */
-int umadv__exec_piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p,
-                                   uint64_t after);
 void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);

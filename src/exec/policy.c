@@ -38,16 +38,11 @@ static void decision_lost(umadv_exec_t *e, const exec_op_t *op)
 
 void umadv__exec_queue_decisions(umadv_exec_t *e)
 {
-    umadv__exec_queue_decisions_behind(e, e->last_event);
-}
-
-void umadv__exec_queue_decisions_behind(umadv_exec_t *e, exec_event_t *ev)
-{
     for (size_t i = 0; i < e->core.nout; i++) {
         exec_op_t op = {.d = e->core.out[i]};
 
         if (op.d.after_step)
-            op.event = ev;
+            op.event = e->last_event;
         if (umadv__exec_queue_push(e, lane_of(e, &op.d), &op) != UMADV_OK)
             decision_lost(e, &op);
     }

@@ -361,7 +361,7 @@ static void piece_slots_put(umadv_exec_t *e, const exec_piece_t *p)
 /* Whether an application's copy or memset that touched piece @p came
  * after the step end the eviction waited for (@after): the copy may not
  * have run yet, and a discard would take its data from under it. */
-int umadv__exec_piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
+static int piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p, uint64_t after)
 {
     for (uint32_t k = 0; k < p->count; k++) {
         if (e->stage.copied[exec_section_id(e, p->alloc, p->first + k)] > after)
@@ -371,9 +371,8 @@ int umadv__exec_piece_copied_after(const umadv_exec_t *e, const exec_piece_t *p,
 }
 
 /* The eviction lane's staged pieces get their slots; a piece that cannot
- * (no pool: pinning failed), or that a copy may still read (the lane puts
- * those off, worker.c, COPIES AND EVICTIONS, but for want of memory), is
- * migrated instead (a migration keeps the data wherever it goes). */
+ * (no pool: pinning failed), or that a copy may still read, is migrated
+ * instead (a migration keeps the data wherever it goes). */
 void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 {
     for (size_t i = 0; i < lane->npieces; i++) {
@@ -382,7 +381,7 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
 
         if (p->dead) {
             /* a copy may still read it, or no discards: it keeps its data, migrated */
-            copied = umadv__exec_piece_copied_after(e, p, lane->busy_after);
+            copied = piece_copied_after(e, p, lane->busy_after);
             if (copied || e->stage.failed) {
                 p->dead = 0;
                 *(copied ? &e->stats.copy_held_bytes : &e->stats.stage_fallback_bytes) +=
@@ -392,7 +391,7 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane)
         }
         if (!p->staged)
             continue;
-        copied = umadv__exec_piece_copied_after(e, p, lane->busy_after);
+        copied = piece_copied_after(e, p, lane->busy_after);
         if (!copied && pool_ready(e) && piece_slots(e, p))
             continue;
         p->staged = 0;

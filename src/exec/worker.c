@@ -343,83 +343,16 @@ static void evict_wait_holds(umadv_exec_t *e, exec_lane_t *lane)
     }
 }
 
-/*
- * COPIES AND EVICTIONS. An eviction waits for the step end it was
- * decided at. The application may copy or set the data after that step's
- * launch and before the next one (a tensor's copy_ between kernels), and
- * the copy runs after the event the eviction waited for: a migration then
- * races it (the copy faults the pages back), a discard would take its
- * data (stage.c migrated such pieces instead). Pieces that a copy
- * touched since that step end (stage.copied) stay on the GPU and are
- * queued again at the next step's wait, behind an event on the step's
- * stream, which the copies on that stream precede
- * (umadv__exec_evict_deferred). The copy watch restored what was staged.
- */
-static int defer_piece(umadv_exec_t *e, const exec_piece_t *p)
-{
-    if (umadv__array_reserve((void **)&e->deferred, &e->deferred_cap,
-                             e->ndeferred + p->count, sizeof(*e->deferred)) != UMADV_OK)
-        return 0; /* evicted now: the copy faults it back, nothing lost */
-    for (uint32_t k = 0; k < p->count; k++) {
-        uint32_t s = exec_section_id(e, p->alloc, p->first + k);
-
-        umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
-        e->deferred[e->ndeferred++] = s;
-    }
-    e->stats.copy_deferred_bytes += p->bytes;
-    e->binds[p->alloc].busy--;
-    return 1;
-}
-
-static void evict_defer_copied(umadv_exec_t *e, exec_lane_t *lane)
-{
-    size_t n = 0, had = lane->npieces;
-
-    for (size_t i = 0; i < had; i++) {
-        const exec_piece_t *p = &lane->pieces[i];
-
-        if (!umadv__exec_piece_copied_after(e, p, lane->busy_after) || !defer_piece(e, p))
-            lane->pieces[n++] = *p;
-    }
-    lane->npieces = n;
-    if (n < had)
-        pthread_cond_broadcast(&e->cond);
-}
-
-void umadv__exec_evict_deferred(umadv_exec_t *e, umadv_stream_t stream)
-{
-    exec_event_t *ev;
-    size_t i = 0;
-
-    if (e->ndeferred == 0 || e->broken || (ev = umadv__exec_event_record(e, stream)) == NULL)
-        return;
-    while (i < e->ndeferred) {
-        uint32_t s = e->deferred[i], alloc = e->trace->sections[s].alloc, n = 1;
-
-        while (i + n < e->ndeferred && e->deferred[i + n] == s + n &&
-               e->trace->sections[s + n].alloc == alloc)
-            n++;
-        if (bound(e, alloc))
-            umadv__core_evict_run(&e->core, alloc, s - e->trace->allocs[alloc].first_section, n);
-        i += n;
-    }
-    e->ndeferred = 0;
-    umadv__exec_queue_decisions_behind(e, ev);
-    umadv__exec_event_put(e, ev);
-}
-
 /* Migrations first, then the staged pieces (stage.c) as one call. */
 static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
 {
-    size_t total, nmigrate, ndone;
+    size_t total = lane->npieces, nmigrate, ndone;
 
-    pieces_busy(e, lane, 0, lane->npieces, 1);
+    pieces_busy(e, lane, 0, total, 1);
     if (!to_gpu) {
         evict_wait_holds(e, lane);
-        evict_defer_copied(e, lane);
         umadv__exec_stage_slots(e, lane);
     }
-    total = lane->npieces;
     /* [migrate | dead | staged] */
     nmigrate = pieces_partition(lane, 0, piece_migrates);
     ndone = pieces_partition(lane, nmigrate, piece_dead);

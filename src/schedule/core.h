@@ -290,12 +290,6 @@ int umadv__core_fits(const umadv_core_t *core, uint64_t bytes);
 void umadv__core_start(umadv_core_t *core);
 void umadv__core_step_begin(umadv_core_t *core, uint64_t iteration, uint32_t j);
 void umadv__core_step_end(umadv_core_t *core);
-/* The resident sections [first, first + count) of @alloc leave again, as
- * an eviction the plan decided at a step end does, nothing taken for
- * dead, but those the open step uses: one that the executor put off
- * behind an application's copy (exec/worker.c, COPIES AND EVICTIONS).
- * The simulator runs no copies. */
-void umadv__core_evict_run(umadv_core_t *core, uint32_t alloc, uint32_t first, uint32_t count);
 
 /* May the FETCH @op start now? *add_p: the bytes it would bring (its
  * HOST sections). Counts nothing. */

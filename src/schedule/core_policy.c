@@ -158,30 +158,6 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
         out_push(c, &op);
 }
 
-/* Whether the open step uses section @i of @alloc (touch_step). */
-static int open_step_uses(const umadv_core_t *c, uint32_t alloc, uint32_t i)
-{
-    return c->begun && c->last_use[umadv__core_section(c, alloc, i)] == c->key;
-}
-
-/* The open step's own sections stay: its eviction would be called off,
- * or, staged, restored before it runs. */
-void umadv__core_evict_run(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count)
-{
-    uint32_t i = first, end = first + count;
-
-    while (i < end) {
-        uint32_t start;
-
-        while (i < end && open_step_uses(c, alloc, i))
-            i++;
-        for (start = i; i < end && !open_step_uses(c, alloc, i); i++)
-            ;
-        if (i > start)
-            decide_evict(c, alloc, start, i - start, UMADV_CORE_KEY_NONE, 0, 0, 0);
-    }
-}
-
 /* Dead memory (freed at this step, or already gone) leaves the accounting
  * without a move: there is nothing to copy, and the pool reuses the
  * pages. Live data (a clean read-mostly copy) is evicted. */
