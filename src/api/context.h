@@ -34,13 +34,13 @@
 #include "trace/gaps.h"
 #include "trace/trace.h"
 
-/* What the context knows of each live block (the pool's user value). */
 /* A range an application's copy or memset may touch (pcopies.c). */
 typedef struct umadv_ctx_copy {
     uintptr_t ptr;
     uint64_t  bytes;
 } umadv_ctx_copy_t;
 
+/* What the context knows of each live block (the pool's user value). */
 typedef struct umadv_ctx_alloc {
     void    *ptr;
     uint64_t size;

@@ -11,8 +11,8 @@ iteration of each (the median ignores it). Plan moves 2 GiB in (1.5 GiB
 fetched, 0.5 restored from staging) and 1 GiB out (0.5 evicted, 0.5
 staged) per iteration; demand faults 1000 times an iteration, 5000 in the
 timing pass, each iteration's printed on the next one's line, as vgg_train
-prints them (umadv counts them at the next iteration's begin). The digest depends on the
-split alone, unless FAKE_DIFFER names the policy. Unsplit, under plan, a
+prints them (umadv counts them at the next iteration's begin). The digest
+depends on the split alone, unless FAKE_DIFFER names the policy. Unsplit, under plan, a
 budget below the largest step is refused as umadv_plan refuses it.
 --trace writes a profile whose fewest bytes per budget are known (see
 TRACE), whatever the batch."""
