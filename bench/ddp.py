@@ -15,12 +15,16 @@ Reported: ms/iteration (the slowest rank's median), samples/s, the
 scaling efficiency from 1 GPU to N (ms at 1 over ms at N: the batch is
 per rank), x physical bound per rank (benchlib.Bounds on the rank's
 footprint trace, at its budget, with its native DDP time as compute;
-the job's: its time over the largest rank's bound) and whether every
+the job's: its time over the largest rank's bound), the same against the
+bound on a shared link (x shared: each rank's probed pinned rates scaled
+by what bench/link_share.py measures its GPU to copy while every GPU of
+the job copies, over what it copies alone; on 1 GPU the two bounds are
+one) and whether every
 rank's losses are bit for bit native DDP's at the same N; the held
 evictions and their waits (all ranks), and the most profiled iterations
 of any rank (more than one: umadv profiled again on drift, and that
 iteration is slow). The target (issue 14): x physical bound on N GPUs
-within 10% of that on 1.
+within 10% of that on 1; printed against both bounds of N GPUs.
 
 --share: on GPU 0, one process alone (no DDP) on umadv's allocator with
 the whole footprint F(1) as its budget, then two processes at once, each
@@ -47,6 +51,7 @@ sys.path.insert(0, HERE)
 from benchlib import Bounds  # noqa: E402
 ROUTES = ("lib", "run")
 SCRIPT = os.path.join(HERE, "..", "examples", "ddp_train.py")
+LINK_SCRIPT = os.path.join(HERE, "link_share.py")
 
 
 def parse_args():
@@ -73,6 +78,7 @@ def parse_args():
                    % shlex.quote(sys.executable),
                    help="torchrun's command line, before --nproc-per-node")
     p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
+    p.add_argument("--link-script", default=LINK_SCRIPT, help=argparse.SUPPRESS)  # tests too
     p.add_argument("--visible", type=int, help=argparse.SUPPRESS)  # tests: GPUs there
     args = p.parse_args()
     args.routes = args.routes.split(",")
@@ -195,25 +201,49 @@ def footprint(docs):
     return max(d["managed_peak"] for d in docs)
 
 
-def rank_bounds(args, name, native, budget):
-    """Each rank's physical bound at @budget (ms; None where a step
-    alone needs more): its footprint trace, its native DDP time."""
-    out = {}
+def link_share(args, n):
+    """Per GPU 0..@n-1 (local rank k runs on GPU k): (H2D, D2H) rates while
+    all @n copy at once over those alone (bench/link_share.py); 1 on 1 GPU."""
+    if n == 1:
+        return [(1.0, 1.0)]
+    cmd = [sys.executable, args.link_script, "--gpus", ",".join(map(str, range(n)))]
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=args.timeout)
+    if run.returncode != 0:
+        sys.exit("bench: %s failed (exit %d):\n%s" % (" ".join(cmd), run.returncode,
+                                                      run.stdout[-3000:]))
+    doc = json.loads(run.stdout.strip().splitlines()[-1])
+    with open(os.path.join(args.out, "link-%d.json" % n), "w") as f:
+        json.dump(doc, f)
+    return [tuple(doc["together"][d][k] / doc["alone"][d][k] for d in ("h2d", "d2h"))
+            for k in range(n)]
+
+
+def rank_bounds(args, name, native, budget, share):
+    """Each rank's physical bounds at @budget (ms; None where a step alone
+    needs more): its footprint trace, its native DDP time; on its link
+    alone, and on the link shared as @share (link_share's) says."""
+    alone, shared = {}, {}
     for d in native:
         trace = os.path.join(args.out, "%s-rank%d.umt" % (name, d["rank"]))
-        out[d["rank"]] = Bounds(trace, d["ms_per_iter"]).at(budget)["bound_ms"]
-    return out
+        bounds = Bounds(trace, d["ms_per_iter"])
+        h2d, d2h = share[d["local_rank"]]
+        on_shared = Bounds(trace, d["ms_per_iter"],
+                           pinned=(bounds.pinned[0] * h2d, bounds.pinned[1] * d2h))
+        alone[d["rank"]] = bounds.at(budget)["bound_ms"]
+        shared[d["rank"]] = on_shared.at(budget)["bound_ms"]
+    return alone, shared
 
 
-def x_phys(result, bounds):
+def x_phys(result, bounds, key="x_phys"):
     """x physical bound, per rank and the job's (its time over the
-    largest rank's bound)."""
+    largest rank's bound), as @key."""
     for d in result["ranks"]:
         b = bounds.get(d["rank"])
-        d["x_phys"] = d["ms_per_iter"] / b if b else None
+        d[key] = d["ms_per_iter"] / b if b else None
     known = [b for b in bounds.values() if b]
-    result["bound_ms"] = max(known) if known else None
-    result["x_phys"] = result["ms_per_iter"] / result["bound_ms"] if known else None
+    result[key.replace("x_phys", "bound_ms")] = max(known) if known else None
+    result[key] = result["ms_per_iter"] / max(known) if known else None
 
 
 def world(args, n):
@@ -223,14 +253,17 @@ def world(args, n):
     budget = peak * args.pct // 100 >> 20 << 20
     per_rank = ",".join(["%dM" % (budget >> 20)] * n)
     native = torchrun(args, "native-%d" % n, n, "native", env_for())
-    bounds = rank_bounds(args, "fp-%d" % n, native, budget)
+    share = link_share(args, n)
+    bounds, shared = rank_bounds(args, "fp-%d" % n, native, budget, share)
     row = {"gpus": n, "footprint": peak, "budget": budget, "budget_env": per_rank,
-           "native": summary(native, args.batch), "bounds_ms": bounds}
+           "native": summary(native, args.batch), "bounds_ms": bounds,
+           "shared_bounds_ms": shared, "link_share": share}
     for route in args.routes:
         plan = torchrun(args, "plan-%s-%d" % (route, n), n, route, env_for(per_rank, "plan"))
         row[route] = summary(plan, args.batch)
         row[route]["identical"] = same_losses(plan, native)
         x_phys(row[route], bounds)
+        x_phys(row[route], shared, "x_phys_shared")
     return row
 
 
@@ -262,8 +295,11 @@ def scaling(args, rows):
     for r in rows:
         for mode in modes(args):
             r[mode]["efficiency"] = base[mode]["ms_per_iter"] / r[mode]["ms_per_iter"]
-            if mode != "native" and r[mode]["x_phys"] and base[mode]["x_phys"]:
-                r[mode]["x_phys_vs_1"] = r[mode]["x_phys"] / base[mode]["x_phys"]
+            if mode == "native" or not base[mode]["x_phys"]:
+                continue
+            for key in ("x_phys", "x_phys_shared"):  # on 1 GPU the two are one
+                if r[mode][key]:
+                    r[mode][key + "_vs_1"] = r[mode][key] / base[mode]["x_phys"]
 
 
 def cell(value, fmt):
@@ -274,28 +310,37 @@ def print_tables(args, rows, shared):
     print("%s, batch %d per rank, umadv plan at %d%% of the footprint per rank "
           "(lib: the explicit allocator; run: umadv run -- torchrun)" % (
               args.model, args.batch, args.pct))
-    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %9s %14s %8s" % (
+    print("%4s %-6s %9s %9s %9s %10s %6s %7s %9s %7s %9s %9s %14s %8s" % (
         "gpus", "mode", "budget", "footprnt", "ms", "samples/s", "eff", "x phys",
-        "x phys/1", "losses", "held ev (ms)", "profiles"))
+        "x phys/1", "x shrd", "x shrd/1", "losses", "held ev (ms)", "profiles"))
     for r in rows:
         for mode in modes(args):
             m = r[mode]
-            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %9s %14s %8s" % (
+            print("%4d %-6s %8.2fG %8.2fG %9.1f %10.1f %6s %7s %9s %7s %9s %9s %14s %8s" % (
                 r["gpus"], mode, r["budget"] / 2**30 if mode != "native" else 0,
                 r["footprint"] / 2**30, m["ms_per_iter"], m["samples_per_s"],
                 cell(m.get("efficiency"), "%.2f"), cell(m.get("x_phys"), "%.2f"),
-                cell(m.get("x_phys_vs_1"), "%.3f"),
+                cell(m.get("x_phys_vs_1"), "%.3f"), cell(m.get("x_phys_shared"), "%.2f"),
+                cell(m.get("x_phys_shared_vs_1"), "%.3f"),
                 "-" if mode == "native" else ("identical" if m["identical"] else "DIFFER"),
                 "-" if mode == "native" else "%d (%.1f)" % (m["held_evictions"],
                                                             m["hold_wait_ms"]),
                 "-" if mode == "native" else m["profiles"]))
     for r in rows:
         for route in args.routes:
-            ratio = r[route].get("x_phys_vs_1")
-            if r["gpus"] > 1 and ratio is not None:
-                print("target, %s on %d GPUs: x phys %.3f of its 1-GPU ratio: %s" % (
-                    route, r["gpus"], ratio,
-                    "within 10%" if abs(ratio - 1) <= 0.10 else "outside 10%"))
+            for key, link in (("x_phys_vs_1", "its link alone"),
+                              ("x_phys_shared_vs_1", "the link shared")):
+                ratio = r[route].get(key)
+                if r["gpus"] > 1 and ratio is not None:
+                    print("target, %s on %d GPUs, bound on %s: x phys %.3f of its 1-GPU "
+                          "ratio: %s" % (route, r["gpus"], link, ratio,
+                                         "within 10%" if abs(ratio - 1) <= 0.10
+                                         else "outside 10%"))
+        share = r.get("link_share", [])
+        if r["gpus"] > 1:
+            print("link shared by %d GPUs: H2D x%s, D2H x%s of each alone (bench/link_share.py)"
+                  % (r["gpus"], "/".join("%.2f" % s[0] for s in share),
+                     "/".join("%.2f" % s[1] for s in share)))
     if shared is not None:
         s = shared
         print("share GPU 0: native alone %.1f ms; umadv alone (%.2fG) %.1f ms, %.1f samples/s;"

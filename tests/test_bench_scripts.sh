@@ -597,7 +597,7 @@ ddp() {
     done
     shift
     python3 "$srcdir/bench/ddp.py" --script "$srcdir/tests/bench/fake_ddp_train.py" \
-        --launcher "python3 $srcdir/tests/bench/fake_torchrun.py --standalone" --iters 4 \
+        --link-script "$srcdir/tests/bench/fake_link_share.py" --launcher "python3 $srcdir/tests/bench/fake_torchrun.py --standalone" --iters 4 \
         --out "$tmp/$name" "$@" >"$tmp/$name.table" 2>"$tmp/$name.err"
     echo $? >"$tmp/$name.rc"
     unset FAKE_DIFFER FAKE_FAIL_RANK
@@ -626,7 +626,7 @@ ok $? "the footprint is the largest rank's; the budget a per-rank UMADV_BUDGET l
     [ "$(dfield dd 'd["rows"][1]["native"]["efficiency"]')" = 0.8 ] &&
     [ "$(dfield dd 'round(d["rows"][1]["lib"]["efficiency"], 4)')" = 0.7463 ] &&
     [ "$(dfield dd 'd["rows"][1]["native"]["samples_per_s"]')" = 128.0 ] &&
-    grep -q '^   2 native .* 0.80       -         -         -              -        -$' "$tmp/dd.table" &&
+    grep -q '^   2 native .* 0.80       -         -       -         -         -              -        -$' "$tmp/dd.table" &&
     grep -q '^   2 lib .* 0.75 .* identical        7 (3.0)        2$' "$tmp/dd.table" &&
     grep -q '^   1 lib .* identical        3 (1.5)        1$' "$tmp/dd.table"
 ok $? "ms/iteration of the slowest rank, samples/s, scaling efficiency from 1 GPU; evictions that waited for a hold, summed over the ranks, and the longest rank's wait; the most profiled iterations of any rank" ||
@@ -649,9 +649,41 @@ ok $? "--routes run: umadv run's options around torchrun, the script without --l
         "(1.608, 1.608)" ] &&
     [ "$(dfield dd 'round(d["rows"][1]["lib"]["x_phys_vs_1"], 3)')" = 1.151 ] &&
     grep -q '^   2 lib .* 1.61     1.151 ' "$tmp/dd.table" &&
-    grep -q '^target, lib on 2 GPUs: x phys 1.151 of its 1-GPU ratio: outside 10%$' "$tmp/dd.table"
+    grep -q '^target, lib on 2 GPUs, bound on its link alone: x phys 1.151 of its 1-GPU ratio: outside 10%$' \
+        "$tmp/dd.table"
 ok $? "x physical bound per rank and per job, and on 2 GPUs against 1 (the target)" ||
     diag "$tmp/dd.table"
+
+# the bound on a shared link: each rank's rates scaled by together over
+# alone (fake_link_share.py: D2H halved on both GPUs, H2D 0.9 and 0.8);
+# at 50% (2.25 GiB) the 2-GPU bound is compute's either way
+[ "$(dfield dd 'd["rows"][1]["link_share"]')" = "[[0.9, 0.5], [0.8, 0.5]]" ] &&
+    [ "$(dfield dd 'd["rows"][1]["shared_bounds_ms"]')" = "{'0': 125.0, '1': 125.0}" ] &&
+    [ "$(dfield dd 'd["rows"][0]["link_share"], d["rows"][0]["shared_bounds_ms"] == d["rows"][0]["bounds_ms"]')" = \
+        "([[1.0, 1.0]], True)" ] &&
+    [ "$(dfield dd 'open(sys.argv[1].replace("ddp.json", "link-2.json")).read().count("\"gpus\": [0, 1]")')" = 1 ] &&
+    grep -q '^   2 lib .* 1.61     1.151    1.61     1.151 identical' "$tmp/dd.table" &&
+    grep -q '^target, lib on 2 GPUs, bound on the link shared: x phys 1.151 of its 1-GPU ratio: outside 10%$' \
+        "$tmp/dd.table" &&
+    grep -q '^link shared by 2 GPUs: H2D x0.90/0.80, D2H x0.50/0.50 of each alone' "$tmp/dd.table"
+ok $? "the link each rank shares: bench/link_share.py over GPUs 0,1, its ratios, a bound unchanged where compute bounds it" ||
+    diag "$tmp/dd.table"
+
+# at 45% (2073 MiB a rank at 2 GPUs) the ranks' bound alone is still
+# compute's (125 ms; 0.95 GiB out at 10 GB/s is 102.1), on the shared
+# link twice the transfer time: 204.3 ms, x shared 201 / 204.3
+ddp dshare -- --visible 2 --pct 45
+[ "$(cat "$tmp/dshare.rc")" -eq 0 ] &&
+    [ "$(dfield dshare 'd["rows"][1]["bounds_ms"]')" = "{'0': 125.0, '1': 125.0}" ] &&
+    [ "$(dfield dshare 'sorted(round(b, 1) for b in d["rows"][1]["shared_bounds_ms"].values())')" = \
+        "[204.3, 204.3]" ] &&
+    [ "$(dfield dshare 'round(d["rows"][1]["lib"]["x_phys_shared"], 3)')" = 0.984 ] &&
+    grep -q '^target, lib on 2 GPUs, bound on its link alone: x phys 1.612 of its 1-GPU ratio: outside 10%$' \
+        "$tmp/dshare.table" &&
+    grep -q '^target, lib on 2 GPUs, bound on the link shared: x phys 0.986 of its 1-GPU ratio: within 10%$' \
+        "$tmp/dshare.table"
+ok $? "a bound the shared link's rates raise: x shared and its target against 1 GPU" ||
+    diag "$tmp/dshare.table"
 
 # alone 150 ms at 4 GiB; two at 2 GiB each, 240 ms each: 66.7 samples/s together
 [ "$(dfield dd 'd["share"]["alone_budget"], d["share"]["shared_budget"]')" = \
@@ -670,6 +702,11 @@ ddp ddiff FAKE_DIFFER=1 -- --visible 2
     [ "$(dfield ddiff 'd["rows"][0]["lib"]["identical"]')" = True ] &&
     grep -q "^bench: losses differ from native DDP.s (GPUs and routes \['2 lib'\])" "$tmp/ddiff.err"
 ok $? "a rank's losses unlike native DDP's are flagged, and the bench fails"
+
+ddp dlink -- --visible 2 --link-script "$tmp/no-such-link-script.py"
+[ "$(cat "$tmp/dlink.rc")" -eq 1 ] && grep -q "^bench: .*no-such-link-script.py --gpus 0,1 failed (exit 2)" \
+    "$tmp/dlink.err" && [ ! -e "$tmp/dlink/ddp.json" ]
+ok $? "a link measurement that fails fails the bench, naming its command" || diag "$tmp/dlink.err"
 
 ddp dvis -- --visible 1
 [ "$(cat "$tmp/dvis.rc")" -eq 0 ] && grep -q '^2 GPUs: skipped, 1 visible' "$tmp/dvis.table" &&
