@@ -39,6 +39,24 @@ ok $? "losses unlike native's are flagged"
 grep -q -- '--both --policies oracle --json' "$tmp/ok/fast.log"
 ok $? "each model's command line is logged"
 
+# three runs: ratios 1.03, 1.10, 1.00; native 10, 10, 12; oracle 10.3, 11,
+# 12; profiling 12.6, 12.6, (206 - 88) / 12 = 9.83
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
+    --out "$tmp/rep" >"$tmp/rep.table" 2>"$tmp/rep.err"
+ok $? "overhead.py --repeats runs over the stand-in" || diag "$tmp/rep.err"
+rfield() {
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"][0]; print(eval(sys.argv[2]))' \
+        "$tmp/rep/overhead.json" "$1"
+}
+[ "$(rfield 'r["repeats"], round(r["x_native"], 6), [round(x, 6) for x in r["x_native_range"]]')" = \
+    "(3, 1.03, [1.0, 1.1])" ] &&
+    [ "$(rfield 'r["native_ms"], r["oracle_ms"], round(r["profile_iters"], 6)')" = "(10.0, 11.0, 12.6)" ] &&
+    [ "$(rfield 'len(r["runs"]), len(r["commands"])')" = "(3, 3)" ] &&
+    [ -s "$tmp/rep/fast.json" ] && [ -s "$tmp/rep/fast-2.json" ] && [ -s "$tmp/rep/fast-3.json" ] &&
+    grep -q '^  fast  *10\.0  *11\.0  *1\.030  *1\.000-1\.100  *12\.6  *yes' "$tmp/rep.table"
+ok $? "--repeats 3: the median of the runs' ratios and their range, medians of times and profiling" ||
+    diag "$tmp/rep.table"
+
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken --iters 10 \
     --out "$tmp/bad" >"$tmp/bad.table" 2>"$tmp/bad.err"
 rc=$?
