@@ -708,6 +708,21 @@ ddp dlink -- --visible 2 --link-script "$tmp/no-such-link-script.py"
     "$tmp/dlink.err" && [ ! -e "$tmp/dlink/ddp.json" ]
 ok $? "a link measurement that fails fails the bench, naming its command" || diag "$tmp/dlink.err"
 
+# --repeats 3: 1 and 2 GPUs three times in turn; rank 1's 2-GPU plan time
+# 201, 251, 181 ms against a bound of 125 and the 1-GPU ratio 1.397:
+# target ratios 1.151, 1.437, 1.037, median 1.151
+ddp drep -- --visible 2 --repeats 3
+[ "$(cat "$tmp/drep.rc")" -eq 0 ] && [ -s "$tmp/drep/plan-lib-2-r3.log" ] &&
+    [ -s "$tmp/drep/link-2-r2.json" ] && [ "$(dfield drep 'len(d["repeats"])')" = 3 ] &&
+    [ "$(dfield drep '[round(x, 3) for x in d["targets"][0]["ratios"]], round(d["targets"][0]["median"], 3)')" = \
+        "([1.151, 1.437, 1.037], 1.151)" ] &&
+    [ "$(dfield drep 'd["rows"] == d["repeats"][0]')" = True ] &&
+    [ "$(grep -c '^repeat [123] of 3$' "$tmp/drep.table")" = 3 ] &&
+    grep -q '^target over 3 repeats, lib on 2 GPUs, bound on its link alone: median x phys 1.151 of its 1-GPU ratio (1.037-1.437): outside 10%$' \
+        "$tmp/drep.table"
+ok $? "--repeats: every world size in turn, each repeat's files apart, the target the median of the repeats' ratios" ||
+    diag "$tmp/drep.table"
+
 ddp dvis -- --visible 1
 [ "$(cat "$tmp/dvis.rc")" -eq 0 ] && grep -q '^2 GPUs: skipped, 1 visible' "$tmp/dvis.table" &&
     [ "$(dfield dvis 'd["skipped_gpus"]')" = "[2]" ] && [ ! -e "$tmp/dvis/fp-2.log" ]
