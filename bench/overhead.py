@@ -14,6 +14,11 @@ from the same initial weights. Reported per model:
     the plan), less as many native iterations, in native iterations: what
     profiling costs a user, the warm-up both sides share taken out;
   - whether the losses are bitwise identical.
+With --variants, after each --both run one process per variant named,
+umadv without a part of oracle (VARIANTS: calls, its allocator alone;
+calls-nocupti, without CUPTI too; pool, PyTorch's caching allocator over
+umadv's blocks; pool-oracle, that replayed under oracle), each against
+the --both run's native time: which part of umadv costs what.
 With --repeats R, R such runs per model, one after another: a model
 whose iterations are bound by the host's launch path (batch 32 on an
 H100) runs 10-20% faster or slower from one process to the next
@@ -23,7 +28,8 @@ the row gives the median of the R ratios (and their range), the medians
 of the times and of the profiling phase; identical when every run's are.
 
   bench/overhead.py [--lib PATH] [--models resnet18,...] [--batch N]
-                    [--iters N] [--repeats R] [--out DIR] [--timeout S]
+                    [--iters N] [--repeats R] [--variants calls,...]
+                    [--out DIR] [--timeout S]
 
 Writes DIR/overhead.json (every number and command line) and a log per
 model; prints the table last. A run that fails (a model this torchvision
@@ -46,6 +52,18 @@ MODELS = ("resnet18,resnet50,resnet101,vgg16,densenet121,mobilenet_v2,mobilenet_
           "mnasnet1_0,googlenet,vit_b_16,swin_t,transformer")
 ORACLE_TARGET = 1.05
 PROFILE_TARGET = 10.0
+# --variants: umadv without parts of oracle, to say which part costs; each
+# one process after the --both run, against that run's native time.
+VARIANTS = {
+    # umadv's allocator, one block per tensor, CUPTI subscribed, no profile
+    "calls": (["--umadv", "--no-profile"], {}),
+    # the same without CUPTI
+    "calls-nocupti": (["--umadv", "--no-profile"], {"UMADV_PROFILER": "0"}),
+    # PyTorch's caching allocator over umadv's blocks (a MemPool), no profile
+    "pool": (["--umadv", "--no-profile", "--alloc", "pool"], {}),
+    # the same profiled and replayed under oracle
+    "pool-oracle": (["--umadv", "--policies", "oracle", "--alloc", "pool"], {}),
+}
 
 
 def parse_args():
@@ -57,20 +75,27 @@ def parse_args():
                    help="iterations per run (the profile, timing pass and plan come first)")
     p.add_argument("--repeats", type=int, default=1,
                    help="--both runs per model (medians over them)")
+    p.add_argument("--variants", default="",
+                   help="comma-separated, of: %s" % ", ".join(VARIANTS))
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("--timeout", type=int, default=300, help="seconds per run")
     p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
-    return p.parse_args()
+    args = p.parse_args()
+    args.variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in args.variants if v not in VARIANTS]
+    if unknown:
+        p.error("--variants: %s: not one of %s" % (",".join(unknown), ", ".join(VARIANTS)))
+    return args
 
 
-def run_model(args, model, name):
-    """One --both run, its files DIR/@name.json and .log; its JSON
-    document, or None with the reason."""
+def run_model(args, model, name, mode=("--both", "--policies", "oracle"), env_set=None):
+    """One run (@mode: torch_train.py's options, --both under oracle by
+    default), its files DIR/@name.json and .log; its JSON document, or
+    None with the reason."""
     out = os.path.join(args.out, name + ".json")
     argv = [sys.executable, args.script, "--lib", args.lib, "--model", model, "--batch",
-            str(args.batch), "--iters", str(args.iters), "--both", "--policies", "oracle",
-            "--json", out]
-    env = {"UMADV_BUDGET": None, "UMADV_POLICY": None}
+            str(args.batch), "--iters", str(args.iters)] + list(mode) + ["--json", out]
+    env = dict({"UMADV_BUDGET": None, "UMADV_POLICY": None}, **(env_set or {}))
     log = os.path.join(args.out, name + ".log")
     status, _, _, line = run_command(argv, log, env, args.timeout)
     if status != 0 or not os.path.exists(out):
@@ -106,7 +131,24 @@ def median_row(runs):
     row.update(identical=all(r["identical"] for r in runs), repeats=len(runs),
                x_native_range=[min(r["x_native"] for r in runs),
                                max(r["x_native"] for r in runs)])
+    row["variants"] = {v: {key: statistics.median(r["variants"][v][key] for r in runs)
+                           for key in ("ms", "x_native")} for v in runs[0]["variants"]}
     return row
+
+
+def variant_figures(args, model, suffix, native_ms):
+    """Each --variants run of one repeat: {name: {"ms", "x_native"}}, or
+    the first failure's reason."""
+    out = {}
+    for v in args.variants:
+        mode, env_set = VARIANTS[v]
+        doc, _, error = run_model(args, model, "%s-%s%s" % (model, v, suffix), mode, env_set)
+        if error is not None:
+            return None, "%s: %s" % (v, error)
+        run = doc["runs"][0]
+        ms = steady_ms(run["times"], run["steady_from"])
+        out[v] = {"ms": ms, "x_native": ms / native_ms}
+    return out, None
 
 
 def measure(args, model):
@@ -114,11 +156,15 @@ def measure(args, model):
     next MODEL-2.json...), or the first failure."""
     runs, commands = [], []
     for k in range(1, args.repeats + 1):
-        doc, cmd, error = run_model(args, model, model if k == 1 else "%s-%d" % (model, k))
+        suffix = "" if k == 1 else "-%d" % k
+        doc, cmd, error = run_model(args, model, model + suffix)
         commands.append(cmd)
+        if error is None:
+            runs.append(figures(doc))
+            runs[-1]["variants"], error = variant_figures(args, model, suffix,
+                                                          runs[-1]["native_ms"])
         if error is not None:
             return {"model": model, "commands": commands, "error": error}
-        runs.append(figures(doc))
     row = {"model": model, "commands": commands, "runs": runs}
     row.update(median_row(runs))
     return row
@@ -143,6 +189,19 @@ def print_table(rows):
     print("  (1) what the profiling phase adds, in native iterations; targets: oracle at most "
           "%.2fx native, profiling at most %.0f iterations; with --repeats, medians over the "
           "runs and the range of their ratios" % (ORACLE_TARGET, PROFILE_TARGET))
+    names = [v for v in VARIANTS if any(v in r.get("variants", {}) for r in rows)]
+    if names:
+        print("\n  %-20s %10s %10s %s" % ("model", "native ms", "oracle ms",
+                                          " ".join("%20s" % v for v in names)))
+        for r in rows:
+            if "error" not in r:
+                print("  %-20s %10.1f %10.1f %s" % (
+                    r["model"], r["native_ms"], r["oracle_ms"],
+                    " ".join("%11.1f (%.3fx)" % (r["variants"][v]["ms"],
+                                                r["variants"][v]["x_native"]) for v in names)))
+        print("  variants: ms/iteration and x native (%s)" % "; ".join(
+            "%s: torch_train.py %s%s" % (v, " ".join(VARIANTS[v][0]), "".join(
+                " %s=%s" % kv for kv in VARIANTS[v][1].items())) for v in names))
 
 
 def main():

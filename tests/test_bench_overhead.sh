@@ -3,8 +3,8 @@
 # (made-up iteration times): the oracle ratio from the steady states, the
 # profiling phase as the iterations before umadv's steady state less as
 # many native ones, in native iterations, the targets met or missed,
-# losses compared, a failed model a row and exit status 1. Skipped without
-# python3.
+# losses compared, a failed model a row and exit status 1; --repeats'
+# medians and --variants' runs. Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP no python3"
@@ -56,6 +56,30 @@ rfield() {
     grep -q '^  fast  *10\.0  *11\.0  *1\.030  *1\.000-1\.100  *12\.6  *yes' "$tmp/rep.table"
 ok $? "--repeats 3: the median of the runs' ratios and their range, medians of times and profiling" ||
     diag "$tmp/rep.table"
+
+# --variants: one process each after every --both run, against its native;
+# calls 10.8, 10.8, 12.8 ms against native 10, 10, 12: median 10.8 ms, 1.08x
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
+    --variants calls,calls-nocupti,pool,pool-oracle --out "$tmp/var" >"$tmp/var.table" 2>"$tmp/var.err"
+ok $? "overhead.py --variants runs over the stand-in" || diag "$tmp/var.err"
+vfield() {
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"][0]; print(eval(sys.argv[2]))' \
+        "$tmp/var/overhead.json" "$1"
+}
+[ "$(vfield '[(v, round(x["ms"], 3), round(x["x_native"], 3)) for v, x in sorted(r["variants"].items())]')" = \
+    "[('calls', 10.8, 1.08), ('calls-nocupti', 10.2, 1.02), ('pool', 10.1, 1.01), ('pool-oracle', 10.5, 1.05)]" ] &&
+    [ "$(vfield '[round(x["variants"]["calls"]["x_native"], 4) for x in r["runs"]]')" = "[1.08, 1.08, 1.0667]" ] &&
+    grep -q 'UMADV_PROFILER=0 .*--umadv --no-profile --json .*/fast-calls-nocupti-3.json' \
+        "$tmp/var/fast-calls-nocupti-3.log" &&
+    grep -q -- '--umadv --policies oracle --alloc pool --json' "$tmp/var/fast-pool-oracle.log" &&
+    grep -q '^  fast  *10\.0  *11\.0  *10\.8 (1\.080x)  *10\.2 (1\.020x)  *10\.1 (1\.010x)  *10\.5 (1\.050x)$' \
+        "$tmp/var.table"
+ok $? "each variant's time and ratio to the same repeat's native, medians over the repeats" ||
+    diag "$tmp/var.table"
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --variants calls,nosuch \
+    --out "$tmp/vbad" >"$tmp/vbad.out" 2>&1
+[ $? -eq 2 ] && grep -q -- "--variants: nosuch: not one of calls" "$tmp/vbad.out"
+ok $? "an unknown variant is a usage error naming it" || diag "$tmp/vbad.out"
 
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken --iters 10 \
     --out "$tmp/bad" >"$tmp/bad.table" 2>"$tmp/bad.err"

@@ -8,9 +8,12 @@ profiled and timing iterations, 12 ms for the next three, then the
 model's steady time (10.3 ms; 12 ms for "slow"). "broken" fails;
 "differs" computes other losses. A run whose --json ends in -2.json
 (bench/overhead.py --repeats' second) takes 11 ms in oracle's steady
-state; one ending in -3.json 12 ms both natively and in oracle's."""
+state; one ending in -3.json 12 ms both natively and in oracle's. With
+--umadv instead of --both (bench/overhead.py --variants): umadv alone,
+its steady time by what it runs (variant_ms), 2 ms more in a -3.json."""
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -19,11 +22,12 @@ LOSSES = ["0x1.8p+2", "0x1.4p+2"]
 
 def main():
     p = argparse.ArgumentParser()
-    for flag in ("--lib", "--model", "--json", "--policies"):
+    for flag in ("--lib", "--model", "--json", "--policies", "--alloc"):
         p.add_argument(flag)
     p.add_argument("--batch", type=int)
     p.add_argument("--iters", type=int)
-    p.add_argument("--both", action="store_true")
+    for flag in ("--both", "--umadv", "--no-profile"):
+        p.add_argument(flag, action="store_true")
     a = p.parse_args()
     if a.model == "broken":
         sys.exit("torch_train: no such model")
@@ -36,8 +40,22 @@ def main():
     times = [30.0, 80.0, 60.0, 12.0, 12.0, 12.0] + [steady] * (a.iters - 6)
     run = {"policy": "oracle", "steady_from": 6, "times": times,
            "losses": ["0x1.8p+2", "0x1.5p+2"] if a.model == "differs" else LOSSES}
+    if a.umadv:  # a variant: umadv alone, its steady time by what it runs
+        steady = variant_ms(a) + (2.0 if repeat == 3 else 0.0)
+        first = 2 if a.no_profile else 6
+        run = {"policy": "oracle", "steady_from": first, "losses": LOSSES,
+               "times": [30.0] * first + [steady] * (a.iters - first)}
+        native = None
     with open(a.json, "w") as f:
         json.dump({"model": a.model, "native": native, "runs": [run]}, f)
+
+
+def variant_ms(a):
+    """--umadv's steady ms: its allocator alone 10.8 (without CUPTI 10.2),
+    a pool 10.1, a pool under oracle 10.5."""
+    if a.alloc == "pool":
+        return 10.1 if a.no_profile else 10.5
+    return 10.2 if os.environ.get("UMADV_PROFILER") == "0" else 10.8
 
 
 if __name__ == "__main__":
