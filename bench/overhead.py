@@ -13,7 +13,10 @@ from the same initial weights. Reported per model:
     steady state (the profiled one, the timing pass, the first ones on
     the plan), less as many native iterations, in native iterations: what
     profiling costs a user, the warm-up both sides share taken out;
-  - whether the losses are bitwise identical.
+  - whether the losses are bitwise identical;
+  - what umadv's own calls took in the profiling phase: the profile's end
+    (its kernels waited for, CUPTI's records flushed, the trace built),
+    the plan and the replay's start (umadv_stats_t), and the rest.
 With --variants, after each --both run one process per variant named,
 umadv without a part of oracle (VARIANTS: calls, its allocator alone;
 calls-nocupti, without CUPTI too; pool, PyTorch's caching allocator over
@@ -52,6 +55,8 @@ MODELS = ("resnet18,resnet50,resnet101,vgg16,densenet121,mobilenet_v2,mobilenet_
           "mnasnet1_0,googlenet,vit_b_16,swin_t,transformer")
 ORACLE_TARGET = 1.05
 PROFILE_TARGET = 10.0
+# umadv_stats_t's times of the profiling phase's own calls, less "_ns"
+PHASES = ("profile_end", "plan", "replay_start")
 # --variants: umadv without parts of oracle, to say which part costs; each
 # one process after the --both run, against that run's native time.
 VARIANTS = {
@@ -119,8 +124,10 @@ def figures(doc):
     # the umadv run's iterations before its steady state against as many
     # native ones: what profiling adds, in native iterations
     extra = sum(run["times"][:first]) - sum(native["times"][:first])
+    # umadv's own calls in those iterations (torch_train.py's phases_ns)
+    phases = {k: run.get("phases_ns", {}).get(k + "_ns", 0) / 1e6 for k in PHASES}
     return {"native_ms": native_ms, "oracle_ms": oracle_ms, "x_native": oracle_ms / native_ms,
-            "profile_iters": extra / native_ms, "profile_ms": extra,
+            "profile_iters": extra / native_ms, "profile_ms": extra, "phases_ms": phases,
             "identical": run["losses"] == native["losses"]}
 
 
@@ -133,6 +140,7 @@ def median_row(runs):
                                max(r["x_native"] for r in runs)])
     row["variants"] = {v: {key: statistics.median(r["variants"][v][key] for r in runs)
                            for key in ("ms", "x_native")} for v in runs[0]["variants"]}
+    row["phases_ms"] = {k: statistics.median(r["phases_ms"][k] for r in runs) for k in PHASES}
     return row
 
 
@@ -189,6 +197,16 @@ def print_table(rows):
     print("  (1) what the profiling phase adds, in native iterations; targets: oracle at most "
           "%.2fx native, profiling at most %.0f iterations; with --repeats, medians over the "
           "runs and the range of their ratios" % (ORACLE_TARGET, PROFILE_TARGET))
+    print("\n  %-20s %12s %12s %12s %12s %12s" % ("model", "profiling ms", "profile end",
+                                                  "plan", "replay start", "the rest"))
+    for r in rows:
+        if "error" not in r:
+            ph = r["phases_ms"]
+            print("  %-20s %12.1f %12.1f %12.1f %12.1f %12.1f" % (
+                r["model"], r["profile_ms"], ph["profile_end"], ph["plan"], ph["replay_start"],
+                r["profile_ms"] - sum(ph.values())))
+    print("  the profiling phase's ms over native's (1), and what umadv's own calls took in "
+          "it (umadv_stats_t's profile_end_ns, plan_ns, replay_start_ns)")
     names = [v for v in VARIANTS if any(v in r.get("variants", {}) for r in rows)]
     if names:
         print("\n  %-20s %10s %10s %s" % ("model", "native ms", "oracle ms",

@@ -84,7 +84,8 @@ class Stats(ctypes.Structure):
         "fetched_bytes", "evicted_bytes", "gpu_faults", "gpu_peak_used", "fetch_ops",
         "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
         "restored_bytes", "plans", "managed_held", "managed_held_peak", "released_bytes",
-        "held_evictions", "hold_wait_ns", "profiles")]
+        "held_evictions", "hold_wait_ns", "profiles", "profile_end_ns", "plan_ns",
+        "replay_start_ns")]
 
 
 class Umadv:
@@ -509,7 +510,10 @@ def reserved(torch):
 # staged and restored bytes moved through pinned staging, apart from the
 # UVM migrations of fetched and evicted (umadv(3))
 COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
-            "staged_bytes", "restored_bytes", "profiles")
+            "staged_bytes", "restored_bytes", "profiles", "profile_end_ns", "plan_ns",
+            "replay_start_ns")
+# what umadv's own calls of a profiling phase took (umadv(3), umadv_stats_t)
+PHASES = ("profile_end_ns", "plan_ns", "replay_start_ns")
 
 
 def counters(um):
@@ -583,6 +587,9 @@ def iterate(torch, model, opt, x, y, args, um, run, peer=None):
             extra = "  faults(it-1) %d waits %d (%.1f ms) fetched %s evicted %s" % (
                 delta["gpu_faults"], delta["waits"], delta["wait_ns"] / 1e6,
                 gib(delta["fetched_bytes"]), gib(delta["evicted_bytes"]))
+            if any(delta[k] for k in PHASES):
+                extra += " (profile end %.1f, plan %.1f, replay start %.1f ms)" % tuple(
+                    delta[k] / 1e6 for k in PHASES)
         print("  %-12s iter %2d  %8.1f ms  loss %.7f  %s%s" % (
             label, it, run["times"][-1], run["losses"][-1], run["losses"][-1].hex(), extra),
             flush=True)
@@ -763,6 +770,8 @@ def summarize(run, native, args):
         for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
                   "staged_bytes", "restored_bytes"):
             out[k + "_per_iter"] = sum(c[k] for c in tail) / n
+        # umadv's own calls before the steady state: the profiling phase's
+        out["phases_ns"] = {k: sum(c[k] for c in run["counters"][:first]) for k in PHASES}
     return out
 
 

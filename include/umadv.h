@@ -164,6 +164,12 @@ typedef struct umadv_stats {
     uint64_t profiles;         /**< profiled iterations that recorded a trace: the first
                                 *   and every one after it (asked for, or a re-profile
                                 *   after drift) */
+    uint64_t profile_end_ns;   /**< time umadv's calls spent ending profiled iterations
+                                *   on the calling thread: the iteration's work waited
+                                *   for, CUPTI's records flushed, the trace built */
+    uint64_t plan_ns;          /**< time spent building the schedules of plans */
+    uint64_t replay_start_ns;  /**< time spent starting replays: the executor made, the
+                                *   live blocks bound, the first moves queued */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

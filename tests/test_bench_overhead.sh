@@ -36,6 +36,11 @@ grep -q '^  fast .*1\.030 .* 12\.6 .*yes  missed: profiling$' "$tmp/ok.table" &&
 ok $? "the table says which target each model misses" || diag "$tmp/ok.table"
 [ "$(field differs identical)" = False ] && grep -q '^  differs .* NO ' "$tmp/ok.table"
 ok $? "losses unlike native's are flagged"
+# 126 ms of profiling phase: 40 ending the profile, 5 planning, 1 starting
+# the replay, 80 the rest
+grep -q '^  fast  *126\.0  *40\.0  *5\.0  *1\.0  *80\.0$' "$tmp/ok.table" &&
+    [ "$(field fast phases_ms)" = "{'profile_end': 40.0, 'plan': 5.0, 'replay_start': 1.0}" ]
+ok $? "the profiling phase split: umadv's own calls in it, and the rest" || diag "$tmp/ok.table"
 grep -q -- '--both --policies oracle --json' "$tmp/ok/fast.log"
 ok $? "each model's command line is logged"
 

@@ -346,6 +346,39 @@ static void test_profile(void)
     }
 }
 
+/* The profiling phase's leaves, timed where the life cycle calls them:
+ * each counted once it has run, not again by plain iterations. */
+static void test_phase_times(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_stats_t before = {.size = sizeof(before)}, after = {.size = sizeof(after)},
+                  later = {.size = sizeof(later)};
+    umadv_context_t ctx;
+    void *w, *x;
+
+    umadv_context_create(&p, &ctx);
+    umadv_get_stats(ctx, &before);
+    run_profiled_iteration(ctx, &w, &x);
+    is(umadv_plan(ctx), UMADV_OK, "phase times: planned");
+    umadv_get_stats(ctx, &after);
+    ok(before.profile_end_ns == 0 && before.plan_ns == 0 && before.replay_start_ns == 0,
+       "phase times: none before a profile");
+    ok(after.profile_end_ns > 0 && after.plan_ns > 0 && after.replay_start_ns > 0,
+       "phase times: the profile's end, the plan and the replay's start each timed "
+       "(%llu, %llu, %llu ns)", (unsigned long long)after.profile_end_ns,
+       (unsigned long long)after.plan_ns, (unsigned long long)after.replay_start_ns);
+    umadv_iteration_begin(ctx);
+    umadv_step_begin(ctx, "fwd1", NULL);
+    umadv_step_access(ctx, w, 100, UMADV_ACCESS_READ);
+    umadv_step_end(ctx, 0);
+    umadv_iteration_begin(ctx);
+    umadv_get_stats(ctx, &later);
+    ok(later.profile_end_ns == after.profile_end_ns && later.plan_ns == after.plan_ns &&
+       later.replay_start_ns == after.replay_start_ns,
+       "phase times: plain iterations add nothing");
+    umadv_context_destroy(ctx);
+}
+
 static void test_stats(void)
 {
     umadv_context_params_t p = host_params();
@@ -548,11 +581,12 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(107);
+    plan(111);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
+    test_phase_times();
     test_stats();
     test_set_budget();
     test_demand_in_step_alloc();

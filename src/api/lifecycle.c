@@ -102,10 +102,23 @@ static life_ev_t act_blind(umadv_context_t ctx, alloc_t *a)
     return E(NONE);
 }
 
+/* The leaves a profiling phase waits on are timed here, where they are
+ * called (umadv_stats_t: profile_end_ns, plan_ns, replay_start_ns). */
+static void replay_start_timed(umadv_context_t ctx)
+{
+    uint64_t start = umadv__now_ns();
+
+    L(ctx)->replay_start(ctx);
+    ctx->stats.replay_start_ns += umadv__now_ns() - start;
+}
+
 static life_ev_t act_record_stop(umadv_context_t ctx, alloc_t *a)
 {
     umadv_status_t status = UMADV_OK;
+    uint64_t start = umadv__now_ns();
     umadv_cycle_outcome_t outcome = L(ctx)->record_stop(ctx, &status);
+
+    ctx->stats.profile_end_ns += umadv__now_ns() - start;
 
     life_fail(ctx, status);
     if (outcome == UMADV_CYCLE_RECORD_SCOUTED) {
@@ -139,7 +152,7 @@ static life_ev_t act_reprofiled(umadv_context_t ctx, alloc_t *a)
 static life_ev_t act_restore(umadv_context_t ctx, alloc_t *a)
 {
     L(ctx)->restore(ctx);
-    L(ctx)->replay_start(ctx); /* a failure is logged: plain managed memory */
+    replay_start_timed(ctx); /* a failure is logged: plain managed memory */
     umadv_info("re-profile recorded nothing usable: replaying the previous schedule");
     return E(NONE);
 }
@@ -193,8 +206,10 @@ static life_ev_t act_timing_stop_replan(umadv_context_t ctx, alloc_t *a)
 static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)
 {
     umadv_cycle_plan_t plan;
+    uint64_t start = umadv__now_ns();
     umadv_status_t status = L(ctx)->plan_build(ctx, &plan);
 
+    ctx->stats.plan_ns += umadv__now_ns() - start;
     if (status != UMADV_OK) {
         life_fail(ctx, status); /* what runs keeps running */
         return E(PLAN_FAILED);
@@ -212,7 +227,7 @@ static life_ev_t act_replay_start(umadv_context_t ctx, alloc_t *a)
 {
     /* Without an executor the application runs on plain managed memory:
      * logged, not an error of the plan. */
-    L(ctx)->replay_start(ctx);
+    replay_start_timed(ctx);
     return E(NONE);
 }
 

@@ -5,7 +5,9 @@ writes, with made-up iteration times, so that the script's arithmetic can
 be checked without PyTorch or a GPU. Native iterations take 10 ms (20 ms
 the first two); umadv's oracle run takes 30, 80 and 60 ms for its first,
 profiled and timing iterations, 12 ms for the next three, then the
-model's steady time (10.3 ms; 12 ms for "slow"). "broken" fails;
+model's steady time (10.3 ms; 12 ms for "slow"); umadv's own calls
+before that 40 ms ending the profile, 5 planning, 1 starting the replay.
+"broken" fails;
 "differs" computes other losses. A run whose --json ends in -2.json
 (bench/overhead.py --repeats' second) takes 11 ms in oracle's steady
 state; one ending in -3.json 12 ms both natively and in oracle's. With
@@ -39,7 +41,8 @@ def main():
               "losses": LOSSES}
     times = [30.0, 80.0, 60.0, 12.0, 12.0, 12.0] + [steady] * (a.iters - 6)
     run = {"policy": "oracle", "steady_from": 6, "times": times,
-           "losses": ["0x1.8p+2", "0x1.5p+2"] if a.model == "differs" else LOSSES}
+           "losses": ["0x1.8p+2", "0x1.5p+2"] if a.model == "differs" else LOSSES,
+           "phases_ns": {"profile_end_ns": 40e6, "plan_ns": 5e6, "replay_start_ns": 1e6}}
     if a.umadv:  # a variant: umadv alone, its steady time by what it runs
         steady = variant_ms(a) + (2.0 if repeat == 3 else 0.0)
         first = 2 if a.no_profile else 6
