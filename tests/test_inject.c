@@ -154,6 +154,10 @@ static void test_driver(umadv_context_t ctx, const char *summary)
        "the summary record: rank, policy, budget, 7 iterations, 2 replayed, the plan, ended");
     if (first != NULL && !strstr(first, "\niterations 7\n"))
         diag("%s", first);
+    ok(first != NULL && strstr(first, "\nprofile_end_ms ") && strstr(first, "\nplan_ms ") &&
+       strstr(first, "\nreplay_start_ms ") && !strstr(first, "\nplan_ms 0.000\n"),
+       "the summary record: the time umadv's own calls took ending the profile, planning "
+       "(not nothing) and starting the replay");
     umadv__inject_summary_write();
     again = slurp(summary);
     ok(first != NULL && again != NULL && strcmp(first, again) == 0, "the record is written once");
@@ -244,7 +248,7 @@ int main(void)
     int fd = mkstemp(summary);
     umadv_context_t ctx;
 
-    plan(14);
+    plan(15);
     env_clear();
     test_profile_mode();
     setenv("UMADV_RUN_SUMMARY", summary, 1);

@@ -247,6 +247,9 @@ bytes_to_gpu 1073741824
 bytes_to_host 536870912
 plans 2
 profiles 1
+profile_end_ms 120.300
+plan_ms 12.500
+replay_start_ms 3.140
 routed_mallocs 3
 routed_managed 2
 unrouted 0
@@ -259,6 +262,7 @@ umadv run: sh (pid 4242): policy plan, budget 8.00 GiB
   iterations 10, 12.500 ms/iteration (7 replaying the plan: 11.250 ms/iteration); plan: ok
   peak GPU memory 3.00 GiB (umadv resident peak 2.00 GiB, managed peak 4.00 GiB)
   faults 12; to GPU 1.00 GiB, to host 0.50 GiB; plans 2 (re-plans 1); profiled iterations 1
+  umadv's own calls: ending profiles 120.3 ms, planning 12.5 ms, starting replays 3.1 ms
   allocations: 3 cudaMalloc routed, 2 cudaMallocManaged managed, 0 left to CUDA
 WANT
 [ "$(rc_of summary)" -eq 0 ] && [ "$(cat "$tmp/summary.out")" = done ] &&
@@ -275,6 +279,13 @@ export ranked
 run ranked -- sh -c 'printf "%s\n" "$ranked" >>"$UMADV_RUN_SUMMARY"'
 grep -q '^umadv run: sh (pid 4242, rank 1): policy plan, budget 8.00 GiB$' "$tmp/ranked.err"
 ok $? "a rank's record says which rank it is" || diag "$tmp/ranked.err"
+
+older=$(printf '%s\n' "$record" | sed '/^profile_end_ms /d; /^plan_ms /d; /^replay_start_ms /d')
+export older
+run older -- sh -c 'printf "%s\n" "$older" >>"$UMADV_RUN_SUMMARY"'
+grep -q '^umadv run: sh (pid 4242)' "$tmp/older.err" && ! grep -q "umadv's own calls" "$tmp/older.err"
+ok $? "a record without the phase times (an older library) prints no line of them" ||
+    diag "$tmp/older.err"
 
 own=$(printf '%s\n' "$record" | sed 's/^iterations 10$/iterations 0\niterations_by program/')
 export own

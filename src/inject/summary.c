@@ -85,6 +85,9 @@ static void put_stats(record_t *r, const umadv_stats_t *s)
     put(r, "bytes_to_host %llu\n", (unsigned long long)(s->evicted_bytes + s->staged_bytes));
     put(r, "plans %llu\n", (unsigned long long)s->plans);
     put(r, "profiles %llu\n", (unsigned long long)s->profiles);
+    put(r, "profile_end_ms %.3f\n", (double)s->profile_end_ns / 1e6);
+    put(r, "plan_ms %.3f\n", (double)s->plan_ns / 1e6);
+    put(r, "replay_start_ms %.3f\n", (double)s->replay_start_ns / 1e6);
 }
 
 /* A distributed job's process: which rank this record is, as its log

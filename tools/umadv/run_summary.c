@@ -24,6 +24,7 @@ typedef struct summary {
     uint64_t faults, to_gpu, to_host, plans, profiles, routed_mallocs, routed_managed, unrouted;
     double   ms, replayed_ms;
     double   window_ms; /* UMADV_PROFILE_SECONDS's window as recorded; 0: none */
+    double   profile_end_ms, plan_ms, replay_start_ms; /* umadv's own calls */
 } summary_t;
 
 typedef enum { KEY_U64, KEY_DOUBLE, KEY_LONG, KEY_WORD } key_type_t;
@@ -58,6 +59,9 @@ static const key_t_ keys[] = {
     K("bytes_to_host", KEY_U64, to_host),
     K("plans", KEY_U64, plans),
     K("profiles", KEY_U64, profiles),
+    K("profile_end_ms", KEY_DOUBLE, profile_end_ms),
+    K("plan_ms", KEY_DOUBLE, plan_ms),
+    K("replay_start_ms", KEY_DOUBLE, replay_start_ms),
     K("routed_mallocs", KEY_U64, routed_mallocs),
     K("routed_managed", KEY_U64, routed_managed),
     K("unrouted", KEY_U64, unrouted),
@@ -165,6 +169,10 @@ static void summary_print(const summary_t *s, const char *program, FILE *stream)
             " (re-plans %" PRIu64 "); profiled iterations %" PRIu64 "\n", s->faults,
             gib(s->to_gpu, a, sizeof(a)), gib(s->to_host, b, sizeof(b)), s->plans,
             s->plans > 0 ? s->plans - 1 : 0, s->profiles);
+    if (s->profile_end_ms > 0 || s->plan_ms > 0 || s->replay_start_ms > 0)
+        fprintf(stream, "  umadv's own calls: ending profiles %.1f ms, planning %.1f ms, "
+                "starting replays %.1f ms\n", s->profile_end_ms, s->plan_ms,
+                s->replay_start_ms);
     fprintf(stream, "  allocations: %" PRIu64 " cudaMalloc routed, %" PRIu64
             " cudaMallocManaged managed, %" PRIu64 " left to CUDA\n", s->routed_mallocs,
             s->routed_managed, s->unrouted);
