@@ -216,8 +216,11 @@ def link_share(args, n, suffix=""):
     if n == 1:
         return [(1.0, 1.0)]
     cmd = [sys.executable, args.link_script, "--gpus", ",".join(map(str, range(n)))]
-    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=args.timeout)
+    try:
+        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit("bench: %s: killed after %d s" % (" ".join(cmd), args.timeout))
     if run.returncode != 0:
         sys.exit("bench: %s failed (exit %d):\n%s" % (" ".join(cmd), run.returncode,
                                                       run.stdout[-3000:]))
