@@ -49,14 +49,15 @@ ok $? "each model's command line is logged"
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
     --out "$tmp/rep" >"$tmp/rep.table" 2>"$tmp/rep.err"
 ok $? "overhead.py --repeats runs over the stand-in" || diag "$tmp/rep.err"
-rfield() {
+# row0 NAME EXPR: a Python expression over NAME/overhead.json's first row (as r)
+row0() {
     python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"][0]; print(eval(sys.argv[2]))' \
-        "$tmp/rep/overhead.json" "$1"
+        "$tmp/$1/overhead.json" "$2"
 }
-[ "$(rfield 'r["repeats"], round(r["x_native"], 6), [round(x, 6) for x in r["x_native_range"]]')" = \
+[ "$(row0 rep 'r["repeats"], round(r["x_native"], 6), [round(x, 6) for x in r["x_native_range"]]')" = \
     "(3, 1.03, [1.0, 1.1])" ] &&
-    [ "$(rfield 'r["native_ms"], r["oracle_ms"], round(r["profile_iters"], 6)')" = "(10.0, 11.0, 12.6)" ] &&
-    [ "$(rfield 'len(r["runs"]), len(r["commands"])')" = "(3, 3)" ] &&
+    [ "$(row0 rep 'r["native_ms"], r["oracle_ms"], round(r["profile_iters"], 6)')" = "(10.0, 11.0, 12.6)" ] &&
+    [ "$(row0 rep 'len(r["runs"]), len(r["commands"])')" = "(3, 3)" ] &&
     [ -s "$tmp/rep/fast.json" ] && [ -s "$tmp/rep/fast-2.json" ] && [ -s "$tmp/rep/fast-3.json" ] &&
     grep -q '^  fast  *10\.0  *11\.0  *1\.030  *1\.000-1\.100  *12\.6  *yes' "$tmp/rep.table"
 ok $? "--repeats 3: the median of the runs' ratios and their range, medians of times and profiling" ||
@@ -67,13 +68,9 @@ ok $? "--repeats 3: the median of the runs' ratios and their range, medians of t
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
     --variants calls,calls-nocupti,pool,pool-oracle --out "$tmp/var" >"$tmp/var.table" 2>"$tmp/var.err"
 ok $? "overhead.py --variants runs over the stand-in" || diag "$tmp/var.err"
-vfield() {
-    python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"][0]; print(eval(sys.argv[2]))' \
-        "$tmp/var/overhead.json" "$1"
-}
-[ "$(vfield '[(v, round(x["ms"], 3), round(x["x_native"], 3)) for v, x in sorted(r["variants"].items())]')" = \
+[ "$(row0 var '[(v, round(x["ms"], 3), round(x["x_native"], 3)) for v, x in sorted(r["variants"].items())]')" = \
     "[('calls', 10.8, 1.08), ('calls-nocupti', 10.2, 1.02), ('pool', 10.1, 1.01), ('pool-oracle', 10.5, 1.05)]" ] &&
-    [ "$(vfield '[round(x["variants"]["calls"]["x_native"], 4) for x in r["runs"]]')" = "[1.08, 1.08, 1.0667]" ] &&
+    [ "$(row0 var '[round(x["variants"]["calls"]["x_native"], 4) for x in r["runs"]]')" = "[1.08, 1.08, 1.0667]" ] &&
     grep -q 'UMADV_PROFILER=0 .*--umadv --no-profile --json .*/fast-calls-nocupti-3.json' \
         "$tmp/var/fast-calls-nocupti-3.log" &&
     grep -q -- '--umadv --policies oracle --alloc pool --json' "$tmp/var/fast-pool-oracle.log" &&
