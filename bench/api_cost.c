@@ -14,9 +14,9 @@
  * Per mode: microseconds per iteration and nanoseconds per block, with
  * the steps and without (allocations only, the profiled iteration still
  * stepped: as a PyTorch replay under oracle runs, following no launch),
- * the plans built and the bytes moved (the replay ran). The host backend copies where a GPU
- * would migrate: the moves of plan and prefetch-all cost memcpy here,
- * so their rows bound the bookkeeping from above.
+ * the plans built and the bytes moved (the replay ran). The host backend
+ * copies where a GPU would migrate: the moves of plan and prefetch-all
+ * cost memcpy here, so their rows bound the bookkeeping from above.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>

@@ -1,5 +1,6 @@
 """What the benchmark scripts of this folder share."""
 import bisect
+import copy
 import heapq
 import math
 import os
@@ -337,6 +338,15 @@ class Bounds:
             self.pinned, self.rates = self.uvm, "stand-in: the trace's UVM fetch and evict rates"
         self.compute_ms = compute_ms
         self.cache = {}
+
+    def scaled(self, h2d, d2h):
+        """The same bounds with the pinned rates scaled by @h2d and @d2h
+        (a link other ranks share), the trace not read again."""
+        other = copy.copy(self)
+        other.pinned = (self.pinned[0] * h2d, self.pinned[1] * d2h)
+        other.rates = "%s, scaled by %.3f and %.3f" % (self.rates, h2d, d2h)
+        other.cache = {}
+        return other
 
     def at(self, budget):
         """{"bound_ms", "min_in", "min_out", "cut_ms"} at @budget bytes;

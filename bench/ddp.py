@@ -239,11 +239,8 @@ def rank_bounds(args, name, native, budget, share):
     for d in native:
         trace = os.path.join(args.out, "%s-rank%d.umt" % (name, d["rank"]))
         bounds = Bounds(trace, d["ms_per_iter"])
-        h2d, d2h = share[d["local_rank"]]
-        on_shared = Bounds(trace, d["ms_per_iter"],
-                           pinned=(bounds.pinned[0] * h2d, bounds.pinned[1] * d2h))
         alone[d["rank"]] = bounds.at(budget)["bound_ms"]
-        shared[d["rank"]] = on_shared.at(budget)["bound_ms"]
+        shared[d["rank"]] = bounds.scaled(*share[d["local_rank"]]).at(budget)["bound_ms"]
     return alone, shared
 
 
