@@ -16,7 +16,10 @@ from the same initial weights. Reported per model:
   - whether the losses are bitwise identical;
   - what umadv's own calls took in the profiling phase: the profile's end
     (its kernels waited for, CUPTI's records flushed, the trace built),
-    the plan and the replay's start (umadv_stats_t), and the rest.
+    the plan and the replay's start (umadv_stats_t), and the rest;
+  - the host's share of the steady iterations: their CPU time before
+    the wait for the GPU, native and oracle, and the calls of umadv's
+    allocator under oracle and their time (umadv_stats_t).
 With --variants, after each --both run one process per variant named,
 umadv without a part of oracle (VARIANTS: calls, its allocator alone;
 calls-nocupti, without CUPTI too; pool, PyTorch's caching allocator over
@@ -128,13 +131,20 @@ def figures(doc):
     phases = {k: run.get("phases_ns", {}).get(k + "_ns", 0) / 1e6 for k in PHASES}
     return {"native_ms": native_ms, "oracle_ms": oracle_ms, "x_native": oracle_ms / native_ms,
             "profile_iters": extra / native_ms, "profile_ms": extra, "phases_ms": phases,
-            "identical": run["losses"] == native["losses"]}
+            "identical": run["losses"] == native["losses"],
+            # the host's share: CPU time of the iterations' host work, and
+            # umadv's allocation calls in oracle's (umadv_stats_t)
+            "native_cpu_ms": steady_ms(native["cpu_times"], 2),
+            "oracle_cpu_ms": steady_ms(run["cpu_times"], first),
+            "alloc_calls": run["alloc_calls_per_iter"],
+            "alloc_ms": run["alloc_ns_per_iter"] / 1e6}
 
 
 def median_row(runs):
     """The row of R runs' figures: medians, the ratios' range."""
     row = {key: statistics.median(r[key] for r in runs)
-           for key in ("native_ms", "oracle_ms", "x_native", "profile_iters", "profile_ms")}
+           for key in ("native_ms", "oracle_ms", "x_native", "profile_iters", "profile_ms",
+                       "native_cpu_ms", "oracle_cpu_ms", "alloc_calls", "alloc_ms")}
     row.update(identical=all(r["identical"] for r in runs), repeats=len(runs),
                x_native_range=[min(r["x_native"] for r in runs),
                                max(r["x_native"] for r in runs)])
@@ -178,6 +188,20 @@ def measure(args, model):
     return row
 
 
+def print_host(rows):
+    print("\n  %-20s %10s %10s %10s %10s %12s %10s" % (
+        "model", "native ms", "host ms", "oracle ms", "host ms", "umadv calls", "their ms"))
+    for r in rows:
+        if "error" not in r:
+            print("  %-20s %10.1f %10.1f %10.1f %10.1f %12.0f %10.2f" % (
+                r["model"], r["native_ms"], r["native_cpu_ms"], r["oracle_ms"],
+                r["oracle_cpu_ms"], r["alloc_calls"], r["alloc_ms"]))
+    print("  host ms: the CPU time, all threads, of an iteration's host work before it waits "
+          "for the GPU; near ms/iteration, the host bounds the run. umadv calls: umadv_malloc, "
+          "umadv_free and umadv_set_stageable per iteration under oracle, and the time they "
+          "took (umadv_stats_t's alloc_calls, alloc_ns)")
+
+
 def print_table(rows):
     print("\n  %-20s %10s %10s %9s %13s %12s %10s  %s" % (
         "model", "native ms", "oracle ms", "x native", "(range)", "profiling(1)", "identical",
@@ -207,6 +231,7 @@ def print_table(rows):
                 r["profile_ms"] - sum(ph.values())))
     print("  the profiling phase's ms over native's (1), and what umadv's own calls took in "
           "it (umadv_stats_t's profile_end_ns, plan_ns, replay_start_ns)")
+    print_host(rows)
     names = [v for v in VARIANTS if any(v in r.get("variants", {}) for r in rows)]
     if names:
         print("\n  %-20s %10s %10s %s" % ("model", "native ms", "oracle ms",

@@ -85,7 +85,7 @@ class Stats(ctypes.Structure):
         "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
         "restored_bytes", "plans", "managed_held", "managed_held_peak", "released_bytes",
         "held_evictions", "hold_wait_ns", "profiles", "profile_end_ns", "plan_ns",
-        "replay_start_ns")]
+        "replay_start_ns", "alloc_calls", "alloc_ns")]
 
 
 class Umadv:
@@ -511,7 +511,7 @@ def reserved(torch):
 # UVM migrations of fetched and evicted (umadv(3))
 COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
             "staged_bytes", "restored_bytes", "profiles", "profile_end_ns", "plan_ns",
-            "replay_start_ns")
+            "replay_start_ns", "alloc_calls", "alloc_ns")
 # what umadv's own calls of a profiling phase took (umadv(3), umadv_stats_t)
 PHASES = ("profile_end_ns", "plan_ns", "replay_start_ns")
 
@@ -572,7 +572,11 @@ def iterate(torch, model, opt, x, y, args, um, run, peer=None):
             budgets.step(it)
         if um is not None:
             mark(um, it, args, profile)
+        cpu0 = time.process_time()
         loss = step(torch, model, opt, x, y, peer)
+        # the CPU time of the iteration's host work, read before the wait
+        # (CUDA spins in it): near its wall time, the run is bound by the host
+        run["cpu_times"].append((time.process_time() - cpu0) * 1e3)
         torch.cuda.synchronize()
         run["times"].append((time.perf_counter() - t0) * 1e3)
         run["losses"].append(loss.item())
@@ -587,6 +591,9 @@ def iterate(torch, model, opt, x, y, args, um, run, peer=None):
             extra = "  faults(it-1) %d waits %d (%.1f ms) fetched %s evicted %s" % (
                 delta["gpu_faults"], delta["waits"], delta["wait_ns"] / 1e6,
                 gib(delta["fetched_bytes"]), gib(delta["evicted_bytes"]))
+            if delta["alloc_calls"]:
+                extra += " umadv calls %d (%.2f ms)" % (delta["alloc_calls"],
+                                                        delta["alloc_ns"] / 1e6)
             if any(delta[k] for k in PHASES):
                 extra += " (profile end %.1f, plan %.1f, replay start %.1f ms)" % tuple(
                     delta[k] / 1e6 for k in PHASES)
@@ -615,8 +622,8 @@ def train(torch, torchvision, args, um):
     init = snapshot(torch, model) if len(policies) > 1 else None
     runs = []
     for index, policy in enumerate(policies):
-        run = {"index": index, "policy": policy, "times": [], "losses": [], "counters": [],
-               "moved": []}
+        run = {"index": index, "policy": policy, "times": [], "cpu_times": [], "losses": [],
+               "counters": [], "moved": []}
         runs.append(run)
         if um is not None and args.budget_change:
             run["budget_ctl"] = Budgets(args, um, run)
@@ -747,9 +754,11 @@ def summarize(run, native, args):
     first = steady_from(args, run)
     tail = run["counters"][first:] or run["counters"][-1:]
     n = max(len(tail), 1)
+    cpu = run["cpu_times"][first:] or run["cpu_times"][-1:]
     out = {"policy": run["policy"] or "native", "ms_per_iter": ms, "steady_from": first,
-           "iterations": len(run["times"]),
-           "times": run["times"], "losses": [x.hex() for x in run["losses"]]}
+           "iterations": len(run["times"]), "cpu_ms_per_iter": sum(cpu) / max(len(cpu), 1),
+           "times": run["times"], "cpu_times": run["cpu_times"],
+           "losses": [x.hex() for x in run["losses"]]}
     for k in ("budgets", "refused", "blocks", "blocks_over", "params_equal", "params_differ",
               "losses_equal"):
         if k in run:
@@ -768,7 +777,7 @@ def summarize(run, native, args):
         out["managed_peak"], out["resident_peak"] = run["managed_peak"], run["resident_peak"]
         out["faults_counted"] = steady_faults(run, args)
         for k in ("fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
-                  "staged_bytes", "restored_bytes"):
+                  "staged_bytes", "restored_bytes", "alloc_calls", "alloc_ns"):
             out[k + "_per_iter"] = sum(c[k] for c in tail) / n
         # umadv's own calls before the steady state: the profiling phase's
         out["phases_ns"] = {k: sum(c[k] for c in run["counters"][:first]) for k in PHASES}
@@ -974,6 +983,7 @@ def main():
     if args.result_json:
         with output_file(args.result_json) as f:
             json.dump({"index": 0, "policy": None, "times": native["times"],
+                       "cpu_times": native["cpu_times"],
                        "losses": [x.hex() for x in native["losses"]],
                        "report": native["report"], "counters": []}, f)
     if args.mode in ("umadv", "both"):

@@ -170,6 +170,11 @@ typedef struct umadv_stats {
     uint64_t plan_ns;          /**< time spent building the schedules of plans */
     uint64_t replay_start_ns;  /**< time spent starting replays: the executor made, the
                                 *   live blocks bound, the first moves queued */
+    uint64_t alloc_calls;      /**< calls of umadv_malloc, umadv_free and
+                                *   umadv_set_stageable (PyTorch's allocator entry
+                                *   points make them: one each per tensor) */
+    uint64_t alloc_ns;         /**< time the application's threads spent in those
+                                *   calls, waits for the context's lock included */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

@@ -41,6 +41,12 @@ ok $? "losses unlike native's are flagged"
 grep -q '^  fast  *126\.0  *40\.0  *5\.0  *1\.0  *80\.0$' "$tmp/ok.table" &&
     [ "$(field fast phases_ms)" = "{'profile_end': 40.0, 'plan': 5.0, 'replay_start': 1.0}" ]
 ok $? "the profiling phase split: umadv's own calls in it, and the rest" || diag "$tmp/ok.table"
+# the host's share: native 9.0 of 10.0 ms, oracle 10.0 of 10.3; 540 calls, 0.4 ms
+grep -q '^  fast  *10\.0  *9\.0  *10\.3  *10\.0  *540  *0\.40$' "$tmp/ok.table" &&
+    [ "$(field fast native_cpu_ms)" = 9.0 ] && [ "$(field fast oracle_cpu_ms)" = 10.0 ] &&
+    [ "$(field fast alloc_ms)" = 0.4 ]
+ok $? "the host's share: each side's CPU time, oracle's allocation calls and their time" ||
+    diag "$tmp/ok.table"
 grep -q -- '--both --policies oracle --json' "$tmp/ok/fast.log"
 ok $? "each model's command line is logged"
 
@@ -58,6 +64,7 @@ row0() {
     "(3, 1.03, [1.0, 1.1])" ] &&
     [ "$(row0 rep 'r["native_ms"], r["oracle_ms"], round(r["profile_iters"], 6)')" = "(10.0, 11.0, 12.6)" ] &&
     [ "$(row0 rep 'len(r["runs"]), len(r["commands"])')" = "(3, 3)" ] &&
+    [ "$(row0 rep 'round(r["alloc_ms"], 6), r["native_cpu_ms"]')" = "(0.8, 9.0)" ] &&
     [ -s "$tmp/rep/fast.json" ] && [ -s "$tmp/rep/fast-2.json" ] && [ -s "$tmp/rep/fast-3.json" ] &&
     grep -q '^  fast  *10\.0  *11\.0  *1\.030  *1\.000-1\.100  *12\.6  *yes' "$tmp/rep.table"
 ok $? "--repeats 3: the median of the runs' ratios and their range, medians of times and profiling" ||

@@ -379,6 +379,33 @@ static void test_phase_times(void)
     umadv_context_destroy(ctx);
 }
 
+/* umadv_malloc, umadv_set_stageable and umadv_free are counted and timed
+ * (the PyTorch allocator's per-tensor calls), a refused one too. */
+static void test_alloc_calls(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_stats_t before = {.size = sizeof(before)}, after = {.size = sizeof(after)};
+    umadv_context_t ctx;
+    void *blocks[4];
+    int made = 0;
+
+    umadv_context_create(&p, &ctx);
+    umadv_get_stats(ctx, &before);
+    for (int i = 0; i < 4; i++) {
+        made += umadv_malloc(ctx, 4096 << i, "t", &blocks[i]) == UMADV_OK &&
+                umadv_set_stageable(ctx, blocks[i], 1) == UMADV_OK &&
+                umadv_free(ctx, blocks[i]) == UMADV_OK;
+    }
+    umadv_free(ctx, blocks[0]); /* freed already: refused, still a call */
+    umadv_get_stats(ctx, &after);
+    ok(made == 4 && before.alloc_calls == 0 && before.alloc_ns == 0,
+       "allocation calls: none counted before the first");
+    ok(after.alloc_calls == 13 && after.alloc_ns > 0,
+       "allocation calls: 4 mallocs, 4 stageable marks, 5 frees, timed (%llu calls, %llu ns)",
+       (unsigned long long)after.alloc_calls, (unsigned long long)after.alloc_ns);
+    umadv_context_destroy(ctx);
+}
+
 static void test_stats(void)
 {
     umadv_context_params_t p = host_params();
@@ -581,12 +608,13 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(111);
+    plan(113);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
     test_phase_times();
+    test_alloc_calls();
     test_stats();
     test_set_budget();
     test_demand_in_step_alloc();

@@ -324,16 +324,30 @@ err_pool_free:
     return status;
 }
 
+/* ---- ALLOCATION CALLS ---------------------------------------------------
+ * PyTorch's allocator entry points make one umadv_malloc, umadv_set_stageable
+ * and umadv_free per tensor, hundreds an iteration, on the application's
+ * thread: their time, lock waits included, is umadv's host cost there
+ * (umadv_stats_t.alloc_ns). Taken with the lock held, before it goes. */
+
+static void alloc_call_end(umadv_context_t ctx, uint64_t start_ns)
+{
+    ctx->stats.alloc_calls++;
+    ctx->stats.alloc_ns += umadv__now_ns() - start_ns;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const char *tag,
                                       void **ptr_p)
 {
+    uint64_t start = umadv__now_ns();
     umadv_status_t status;
 
     if (ctx == NULL || ptr_p == NULL || size == 0)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     status = ctx_malloc(ctx, size, tag, ptr_p);
-    pthread_mutex_unlock(&ctx->lock);
+    alloc_call_end(ctx, start);
     return status;
 }
 
@@ -351,6 +365,7 @@ static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
 
 UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr)
 {
+    uint64_t start = umadv__now_ns();
     umadv_status_t status;
 
     if (ctx == NULL)
@@ -359,25 +374,26 @@ UMADV_API umadv_status_t umadv_free(umadv_context_t ctx, void *ptr)
         return UMADV_OK;
     pthread_mutex_lock(&ctx->lock);
     status = ctx_free(ctx, ptr);
-    pthread_mutex_unlock(&ctx->lock);
+    alloc_call_end(ctx, start);
     return status;
 }
 
 UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int stageable)
 {
+    uint64_t start = umadv__now_ns();
     umadv_ctx_alloc_t *alloc;
 
     if (ctx == NULL || ptr == NULL)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     if ((alloc = live_block(ctx, ptr, "umadv_set_stageable")) == NULL) {
-        pthread_mutex_unlock(&ctx->lock);
+        alloc_call_end(ctx, start);
         return UMADV_ERR_NOT_FOUND;
     }
     alloc->stageable = stageable != 0;
     umadv__ctx_record_stageable(ctx, alloc);
     umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */
-    pthread_mutex_unlock(&ctx->lock);
+    alloc_call_end(ctx, start);
     return UMADV_OK;
 }
 

@@ -7,6 +7,9 @@ the first two); umadv's oracle run takes 30, 80 and 60 ms for its first,
 profiled and timing iterations, 12 ms for the next three, then the
 model's steady time (10.3 ms; 12 ms for "slow"); umadv's own calls
 before that 40 ms ending the profile, 5 planning, 1 starting the replay.
+Host work takes 1 ms less than a native iteration, 0.3 ms less than an
+oracle one; oracle makes 540 allocation calls an iteration, taking
+0.4 ms (times the repeat's number).
 "broken" fails;
 "differs" computes other losses. A run whose --json ends in -2.json
 (bench/overhead.py --repeats' second) takes 11 ms in oracle's steady
@@ -36,13 +39,17 @@ def main():
     repeat = re.search(r"-([0-9]+)\.json$", a.json)
     repeat = int(repeat.group(1)) if repeat else 1
     steady = {1: 12.0 if a.model == "slow" else 10.3, 2: 11.0}.get(repeat, 12.0)
+    native_ms = 12.0 if repeat == 3 else 10.0
     native = {"policy": "native",
-              "times": [20.0, 20.0] + [12.0 if repeat == 3 else 10.0] * (a.iters - 2),
+              "times": [20.0, 20.0] + [native_ms] * (a.iters - 2),
+              "cpu_times": [18.0, 18.0] + [native_ms - 1.0] * (a.iters - 2),
               "losses": LOSSES}
     times = [30.0, 80.0, 60.0, 12.0, 12.0, 12.0] + [steady] * (a.iters - 6)
     run = {"policy": "oracle", "steady_from": 6, "times": times,
+           "cpu_times": [t - 0.3 for t in times],
            "losses": ["0x1.8p+2", "0x1.5p+2"] if a.model == "differs" else LOSSES,
-           "phases_ns": {"profile_end_ns": 40e6, "plan_ns": 5e6, "replay_start_ns": 1e6}}
+           "phases_ns": {"profile_end_ns": 40e6, "plan_ns": 5e6, "replay_start_ns": 1e6},
+           "alloc_calls_per_iter": 540.0, "alloc_ns_per_iter": 0.4e6 * repeat}
     if a.umadv:  # a variant: umadv alone, its steady time by what it runs
         steady = variant_ms(a) + (2.0 if repeat == 3 else 0.0)
         first = 2 if a.no_profile else 6
