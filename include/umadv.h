@@ -171,8 +171,8 @@ typedef struct umadv_stats {
     uint64_t replay_start_ns;  /**< time spent starting replays: the executor made, the
                                 *   live blocks bound, the first moves queued */
     uint64_t alloc_calls;      /**< calls of umadv_malloc, umadv_free and
-                                *   umadv_set_stageable (PyTorch's allocator entry
-                                *   points make them: one each per tensor) */
+                                *   umadv_set_stageable, and of PyTorch's allocator
+                                *   entry points (two per tensor) */
     uint64_t alloc_ns;         /**< time the application's threads spent in those
                                 *   calls, waits for the context's lock included */
 } umadv_stats_t;

@@ -109,9 +109,19 @@ static uint64_t live_blocks(umadv_context_t ctx)
     return s.allocations;
 }
 
+static uint64_t alloc_calls(umadv_context_t ctx)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+
+    umadv_get_stats(ctx, &s);
+    return s.alloc_calls;
+}
+
 static void test_single(umadv_context_t ctx)
 {
     umadv_context_t got = NULL;
+    umadv_pool_loc_t loc;
+    uint64_t calls;
     char *p;
     int word;
 
@@ -120,8 +130,12 @@ static void test_single(umadv_context_t ctx)
     ok(umadv_set_budget(got, 8 * UMADV_MIB) == UMADV_OK && got->config.budget == 8 * UMADV_MIB &&
        umadv_set_budget(got, 0) == UMADV_OK && got->config.budget == 0,
        "its budget changes through umadv_set_budget (what Python calls through ctypes)");
+    calls = alloc_calls(ctx);
     p = umadv_torch_malloc(UMADV_MIB, 0, NULL);
     ok(p != NULL && live_blocks(ctx) == 1, "malloc makes one umadv block");
+    ok(p != NULL && umadv__pool_lookup(ctx->pool, p, &loc) == UMADV_OK &&
+       ((umadv_ctx_alloc_t *)(uintptr_t)loc.user)->stageable && alloc_calls(ctx) == calls + 1,
+       "the block is stageable (device memory to PyTorch), marked in the one call");
     if (p != NULL)
         memset(p, 0x5a, UMADV_MIB);
     log_take();
@@ -232,7 +246,7 @@ int main(void)
 
     log_capture_start();
     env_clear();
-    plan(23);
+    plan(24);
     test_lazy_failure();
 
     ctx = host_context(0);

@@ -255,8 +255,7 @@ static void alloc_record_free(void *arg, void *base, uint64_t size, uint64_t use
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
 
     hold_drop(arg, alloc);
-    free(alloc->tag);
-    free(alloc);
+    free(alloc); /* its tag with it */
 }
 
 UMADV_API void umadv_context_destroy(umadv_context_t ctx)
@@ -275,17 +274,18 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
     free(ctx);
 }
 
+/* The record and a copy of its tag in one allocation: one malloc and
+ * one free per block, PyTorch's thousands an iteration. */
 static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag,
                                        umadv_ctx_alloc_t **alloc_p)
 {
-    umadv_ctx_alloc_t *alloc = calloc(1, sizeof(*alloc));
+    size_t tag_bytes = tag != NULL ? strlen(tag) + 1 : 0;
+    umadv_ctx_alloc_t *alloc = calloc(1, sizeof(*alloc) + tag_bytes);
 
     if (alloc == NULL)
         return UMADV_ERR_NO_MEMORY;
-    if (umadv__strdup(tag, &alloc->tag) != UMADV_OK) {
-        free(alloc);
-        return UMADV_ERR_NO_MEMORY;
-    }
+    if (tag != NULL)
+        alloc->tag = memcpy(alloc + 1, tag, tag_bytes);
     alloc->ptr      = ptr;
     alloc->size     = size;
     alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
@@ -295,7 +295,7 @@ static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag
 }
 
 static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *tag,
-                                 void **ptr_p)
+                                 umadv_ctx_alloc_t **alloc_p)
 {
     umadv_ctx_alloc_t *alloc;
     umadv_status_t status;
@@ -307,26 +307,35 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
     status = alloc_record_new(ptr, size, tag, &alloc);
     if (status != UMADV_OK)
         goto err_pool_free;
-    if (ctx->config.profile_output[0] != '\0') /* for the report: a backtrace each */
-        alloc->site = umadv__callsite_capture(0);
+    /* for the report: a backtrace each, from above this frame (the API
+     * entry that called it is umadv's, skipped by its name) */
+    if (ctx->config.profile_output[0] != '\0')
+        alloc->site = umadv__callsite_capture(1);
     umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
     status = umadv__cycle_fire(ctx, UMADV_CYCLE_EV_ALLOC, alloc);
     if (status != UMADV_OK)
         goto err_free_record;
-    *ptr_p = ptr;
+    *alloc_p = alloc;
     return UMADV_OK;
 
 err_free_record: /* the life cycle let go of it */
-    free(alloc->tag);
     free(alloc);
 err_pool_free:
     umadv__pool_free(ctx->pool, ptr);
     return status;
 }
 
+/* The block's stageable mark, told to the recording and the replay. */
+static void alloc_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, int stageable)
+{
+    alloc->stageable = stageable != 0;
+    umadv__ctx_record_stageable(ctx, alloc);
+    umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */
+}
+
 /* ---- ALLOCATION CALLS ---------------------------------------------------
- * PyTorch's allocator entry points make one umadv_malloc, umadv_set_stageable
- * and umadv_free per tensor, hundreds an iteration, on the application's
+ * PyTorch's allocator entry points make an allocation and a free per
+ * tensor, thousands an iteration on some models, on the application's
  * thread: their time, lock waits included, is umadv's host cost there
  * (umadv_stats_t.alloc_ns). Taken with the lock held, before it goes. */
 
@@ -341,12 +350,32 @@ UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const ch
                                       void **ptr_p)
 {
     uint64_t start = umadv__now_ns();
+    umadv_ctx_alloc_t *alloc;
     umadv_status_t status;
 
     if (ctx == NULL || ptr_p == NULL || size == 0)
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    status = ctx_malloc(ctx, size, tag, ptr_p);
+    status = ctx_malloc(ctx, size, tag, &alloc);
+    alloc_call_end(ctx, start);
+    if (status == UMADV_OK)
+        *ptr_p = alloc->ptr;
+    return status;
+}
+
+umadv_status_t umadv__malloc_stageable(umadv_context_t ctx, size_t size, const char *tag,
+                                       void **ptr_p)
+{
+    uint64_t start = umadv__now_ns();
+    umadv_ctx_alloc_t *alloc;
+    umadv_status_t status;
+
+    pthread_mutex_lock(&ctx->lock);
+    status = ctx_malloc(ctx, size, tag, &alloc);
+    if (status == UMADV_OK) {
+        alloc_stageable(ctx, alloc, 1);
+        *ptr_p = alloc->ptr;
+    }
     alloc_call_end(ctx, start);
     return status;
 }
@@ -390,9 +419,7 @@ UMADV_API umadv_status_t umadv_set_stageable(umadv_context_t ctx, void *ptr, int
         alloc_call_end(ctx, start);
         return UMADV_ERR_NOT_FOUND;
     }
-    alloc->stageable = stageable != 0;
-    umadv__ctx_record_stageable(ctx, alloc);
-    umadv__replay_stageable(ctx, alloc); /* off: its data is back when this returns */
+    alloc_stageable(ctx, alloc, stageable);
     alloc_call_end(ctx, start);
     return UMADV_OK;
 }

@@ -44,7 +44,7 @@ typedef struct umadv_ctx_copy {
 typedef struct umadv_ctx_alloc {
     void    *ptr;
     uint64_t size;
-    char    *tag;
+    char    *tag;          /* its copy, in the record's own allocation; or NULL */
     uint32_t trace_id;     /* UMADV_CTX_NO_TRACE_ID unless in the recording */
     uint32_t pending;      /* 1 + index in ctx->pending, 0 when not pending */
     int      preexisting;  /* live when the recorded iteration began */
@@ -233,6 +233,14 @@ struct umadv_context {
     umadv_ctx_alloc_t      **held;             /* blocks with a hold (context.c, HOLDS) */
     size_t                   nheld, held_cap;
 };
+
+/* ---- context.c ---------------------------------------------------------- */
+
+/* umadv_malloc and umadv_set_stageable(ptr, 1) in one call, under one
+ * hold of the lock (PyTorch's allocator entry point, one per tensor);
+ * @ctx is not NULL, @size not 0. */
+umadv_status_t umadv__malloc_stageable(umadv_context_t ctx, size_t size, const char *tag,
+                                       void **ptr_p);
 
 /* ---- record.c: the recorder (a leaf of the life cycle) ---------------- */
 

@@ -101,11 +101,10 @@ UMADV_API void *umadv_torch_malloc(size_t size, int device, void *stream)
                     "serves device %d only (UMADV_DEVICE)", size, device, ctx->config.device);
         return NULL;
     }
-    status = umadv_malloc(ctx, size, "torch", &ptr);
     /* device memory to PyTorch: the CPU never reads it, so it is staged
-     * by default (UMADV_STAGE) */
-    if (status == UMADV_OK)
-        status = umadv_set_stageable(ctx, ptr, 1);
+     * by default (UMADV_STAGE); marked in the same call, one of thousands
+     * an iteration */
+    status = umadv__malloc_stageable(ctx, size, "torch", &ptr);
     if (status != UMADV_OK) {
         umadv_error("umadv_torch_malloc(%zu bytes, device %d): %s", size, device,
                     umadv_status_string(status));
