@@ -357,9 +357,9 @@ UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const ch
         return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
     status = ctx_malloc(ctx, size, tag, &alloc);
-    alloc_call_end(ctx, start);
     if (status == UMADV_OK)
         *ptr_p = alloc->ptr;
+    alloc_call_end(ctx, start);
     return status;
 }
 
