@@ -275,8 +275,9 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
 }
 
 /* The record and a copy of its tag in one allocation: one malloc and
- * one free per block, PyTorch's thousands an iteration. */
-static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag,
+ * one free per block, PyTorch's thousands an iteration. Its block comes
+ * after (ctx_malloc). */
+static umadv_status_t alloc_record_new(uint64_t size, const char *tag,
                                        umadv_ctx_alloc_t **alloc_p)
 {
     size_t tag_bytes = tag != NULL ? strlen(tag) + 1 : 0;
@@ -286,7 +287,6 @@ static umadv_status_t alloc_record_new(void *ptr, uint64_t size, const char *tag
         return UMADV_ERR_NO_MEMORY;
     if (tag != NULL)
         alloc->tag = memcpy(alloc + 1, tag, tag_bytes);
-    alloc->ptr      = ptr;
     alloc->size     = size;
     alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
     alloc->kept_id  = UMADV_CTX_NO_TRACE_ID;
@@ -299,29 +299,28 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
 {
     umadv_ctx_alloc_t *alloc;
     umadv_status_t status;
-    void *ptr;
 
-    status = umadv__pool_malloc(ctx->pool, size, &ptr);
+    status = alloc_record_new(size, tag, &alloc);
     if (status != UMADV_OK)
         return status;
-    status = alloc_record_new(ptr, size, tag, &alloc);
+    status = umadv__pool_malloc_user(ctx->pool, size, (uintptr_t)alloc, &alloc->ptr,
+                                     &alloc->arena);
     if (status != UMADV_OK)
-        goto err_pool_free;
+        goto err_free_record;
     /* for the report: a backtrace each, from above this frame (the API
      * entry that called it is umadv's, skipped by its name) */
     if (ctx->config.profile_output[0] != '\0')
         alloc->site = umadv__callsite_capture(1);
-    umadv__pool_set_user(ctx->pool, ptr, (uintptr_t)alloc);
     status = umadv__cycle_fire(ctx, UMADV_CYCLE_EV_ALLOC, alloc);
     if (status != UMADV_OK)
-        goto err_free_record;
+        goto err_pool_free;
     *alloc_p = alloc;
     return UMADV_OK;
 
-err_free_record: /* the life cycle let go of it */
+err_pool_free: /* the life cycle let go of it */
+    umadv__pool_free(ctx->pool, alloc->ptr);
+err_free_record:
     free(alloc);
-err_pool_free:
-    umadv__pool_free(ctx->pool, ptr);
     return status;
 }
 

@@ -45,6 +45,7 @@ typedef struct umadv_ctx_alloc {
     void    *ptr;
     uint64_t size;
     char    *tag;          /* its copy, in the record's own allocation; or NULL */
+    void    *arena;        /* the base of the pool arena it lies in */
     uint32_t trace_id;     /* UMADV_CTX_NO_TRACE_ID unless in the recording */
     uint32_t pending;      /* 1 + index in ctx->pending, 0 when not pending */
     int      preexisting;  /* live when the recorded iteration began */

@@ -179,11 +179,9 @@ UMADV_API umadv_status_t umadv_timeline_save(umadv_context_t ctx, const char *pa
 static void bind(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, uint32_t id, int identity)
 {
     umadv_ctx_replay_t *r = &ctx->replay;
-    umadv_pool_loc_t loc;
 
-    if (umadv__pool_lookup(ctx->pool, alloc->ptr, &loc) != UMADV_OK ||
-        umadv__exec_bind(r->exec, id, alloc->ptr, alloc->size, loc.arena_base, identity) !=
-            UMADV_OK)
+    if (umadv__exec_bind(r->exec, id, alloc->ptr, alloc->size, alloc->arena, identity) !=
+        UMADV_OK)
         return;
     if (r->bound[id] != NULL)
         r->bound[id]->bound = UMADV_CTX_NO_TRACE_ID;

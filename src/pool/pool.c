@@ -353,6 +353,14 @@ static pool_block_t *carve(umadv_pool_t *pool, pool_block_t *b, uint64_t span,
 
 umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_p)
 {
+    void *arena_base;
+
+    return umadv__pool_malloc_user(pool, size, 0, ptr_p, &arena_base);
+}
+
+umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64_t user,
+                                       void **ptr_p, void **arena_base_p)
+{
     uint64_t section = pool->params.section_size;
     uint64_t align = size >= section ? section : UMADV_POOL_ALIGN;
     uint64_t span;
@@ -377,7 +385,9 @@ umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_
     pool->stats.bytes_peak = UMADV_MAX(pool->stats.bytes_peak, pool->stats.bytes_in_use);
     pool->stats.span_in_use += span;
     pool->stats.blocks++;
+    b->user = user;
     *ptr_p = (void *)b->addr;
+    *arena_base_p = (void *)b->arena->base;
     return UMADV_OK;
 }
 

@@ -85,6 +85,12 @@ void umadv__pool_destroy(umadv_pool_t *pool);
  * UMADV_ERR_CUDA or UMADV_ERR_NO_MEMORY. The new block's user value is 0. */
 umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_p);
 
+/* umadv__pool_malloc, the new block's user value @user, and its arena's
+ * base in *@arena_base_p: what a lookup would say, without one (the
+ * context allocates for PyTorch thousands of times an iteration). */
+umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64_t user,
+                                       void **ptr_p, void **arena_base_p);
+
 /* UMADV_ERR_NOT_FOUND unless @ptr is the start of a live block. */
 umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
 
