@@ -53,14 +53,15 @@ static uint64_t expected_span(uint64_t size)
 static void test_basics(void)
 {
     umadv_pool_t *pool = pool_new(ARENA, 0, &umadv__cuda_ops_host);
-    void *small, *exact, *big, *other;
+    void *small, *exact, *big, *other, *arena;
     umadv_pool_loc_t loc;
     int local;
 
     is(umadv__pool_malloc(pool, 0, &small), UMADV_ERR_INVALID_PARAM, "size 0 refused");
     is(umadv__pool_malloc(pool, 100, &small), UMADV_OK, "small block");
     ok((uintptr_t)small % UMADV_POOL_ALIGN == 0, "small block 256-byte aligned");
-    is(umadv__pool_malloc(pool, SECTION, &exact), UMADV_OK, "one-section block");
+    is(umadv__pool_malloc_user(pool, SECTION, 42, &exact, &arena), UMADV_OK,
+       "one-section block, with a user value");
     ok((uintptr_t)exact % SECTION == 0, "section-sized block section aligned");
     is(umadv__pool_malloc(pool, 100 * UMADV_KIB, &big), UMADV_OK, "1.6-section block");
     ok((uintptr_t)big % SECTION == 0, "larger block section aligned");
@@ -76,9 +77,9 @@ static void test_basics(void)
     is(umadv__pool_lookup(pool, NULL, &loc), UMADV_ERR_NOT_FOUND, "NULL not found");
     is(umadv__pool_free(pool, (char *)big + 8), UMADV_ERR_NOT_FOUND,
        "free of an interior pointer refused");
-    is(umadv__pool_set_user(pool, exact, 42), UMADV_OK, "user value attached");
     umadv__pool_lookup(pool, (char *)exact + 5, &loc);
     is_u64(loc.user, 42, "user value read back by lookup");
+    ok(loc.arena_base == arena, "the arena its allocation reported is the one a lookup finds");
     is(umadv__pool_free(pool, exact), UMADV_OK, "free");
     is(umadv__pool_lookup(pool, exact, &loc), UMADV_ERR_NOT_FOUND, "freed block not found");
     is(umadv__pool_free(pool, exact), UMADV_ERR_NOT_FOUND, "double free refused");

@@ -449,16 +449,6 @@ umadv_status_t umadv__pool_lookup(const umadv_pool_t *pool, const void *addr,
     return UMADV_OK;
 }
 
-umadv_status_t umadv__pool_set_user(umadv_pool_t *pool, void *ptr, uint64_t user)
-{
-    pool_block_t *b = used_find(pool, ptr);
-
-    if (b == NULL)
-        return UMADV_ERR_NOT_FOUND;
-    b->user = user;
-    return UMADV_OK;
-}
-
 void umadv__pool_foreach(const umadv_pool_t *pool,
                          void (*fn)(void *arg, void *base, uint64_t size, uint64_t user),
                          void *arg)

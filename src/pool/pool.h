@@ -61,7 +61,7 @@ typedef struct umadv_pool_loc {
     uint32_t  nsections;  /* sections the block's size covers */
     void     *arena_base;
     uint64_t  arena_size;
-    uint64_t  user;       /* the caller's value, see umadv__pool_set_user */
+    uint64_t  user;       /* the caller's value, see umadv__pool_malloc_user */
 } umadv_pool_loc_t;
 
 typedef struct umadv_pool_stats {
@@ -97,10 +97,6 @@ umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
 /* UMADV_ERR_NOT_FOUND unless @addr is inside a live block's span. */
 umadv_status_t umadv__pool_lookup(const umadv_pool_t *pool, const void *addr,
                                   umadv_pool_loc_t *loc);
-
-/* Attach a value to the live block starting at @ptr (the context keeps
- * the block's trace id there). UMADV_ERR_NOT_FOUND otherwise. */
-umadv_status_t umadv__pool_set_user(umadv_pool_t *pool, void *ptr, uint64_t user);
 
 /* Call @fn for every live block, in address order within each arena. */
 void umadv__pool_foreach(const umadv_pool_t *pool,
