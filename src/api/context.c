@@ -295,7 +295,7 @@ static umadv_status_t alloc_record_new(uint64_t size, const char *tag,
 }
 
 static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *tag,
-                                 umadv_ctx_alloc_t **alloc_p)
+                                 const char *site, umadv_ctx_alloc_t **alloc_p)
 {
     umadv_ctx_alloc_t *alloc;
     umadv_status_t status;
@@ -307,10 +307,7 @@ static umadv_status_t ctx_malloc(umadv_context_t ctx, size_t size, const char *t
                                      &alloc->arena);
     if (status != UMADV_OK)
         goto err_free_record;
-    /* for the report: a backtrace each, from above this frame (the API
-     * entry that called it is umadv's, skipped by its name) */
-    if (ctx->config.profile_output[0] != '\0')
-        alloc->site = umadv__callsite_capture(1);
+    alloc->site = site;
     status = umadv__cycle_fire(ctx, UMADV_CYCLE_EV_ALLOC, alloc);
     if (status != UMADV_OK)
         goto err_pool_free;
@@ -345,38 +342,43 @@ static void alloc_call_end(umadv_context_t ctx, uint64_t start_ns)
     pthread_mutex_unlock(&ctx->lock);
 }
 
-UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const char *tag,
-                                      void **ptr_p)
+/* In profile mode, for the report: where the application allocated, a
+ * backtrace each. A macro, so that the frame it starts from is the API
+ * entry's own (umadv's, skipped by its name) whatever is inlined. */
+#define ALLOC_SITE(ctx) \
+    ((ctx)->config.profile_output[0] != '\0' ? umadv__callsite_capture(0) : NULL)
+
+/* An allocation, marked stageable with it when @stageable. */
+static umadv_status_t malloc_call(umadv_context_t ctx, size_t size, const char *tag,
+                                  const char *site, int stageable, void **ptr_p)
 {
     uint64_t start = umadv__now_ns();
     umadv_ctx_alloc_t *alloc;
     umadv_status_t status;
 
-    if (ctx == NULL || ptr_p == NULL || size == 0)
-        return UMADV_ERR_INVALID_PARAM;
     pthread_mutex_lock(&ctx->lock);
-    status = ctx_malloc(ctx, size, tag, &alloc);
-    if (status == UMADV_OK)
+    status = ctx_malloc(ctx, size, tag, site, &alloc);
+    if (status == UMADV_OK) {
+        if (stageable)
+            alloc_stageable(ctx, alloc, 1);
         *ptr_p = alloc->ptr;
+    }
     alloc_call_end(ctx, start);
     return status;
+}
+
+UMADV_API umadv_status_t umadv_malloc(umadv_context_t ctx, size_t size, const char *tag,
+                                      void **ptr_p)
+{
+    if (ctx == NULL || ptr_p == NULL || size == 0)
+        return UMADV_ERR_INVALID_PARAM;
+    return malloc_call(ctx, size, tag, ALLOC_SITE(ctx), 0, ptr_p);
 }
 
 umadv_status_t umadv__malloc_stageable(umadv_context_t ctx, size_t size, const char *tag,
                                        void **ptr_p)
 {
-    uint64_t start = umadv__now_ns();
-    umadv_ctx_alloc_t *alloc;
-    umadv_status_t status;
-
-    pthread_mutex_lock(&ctx->lock);
-    status = ctx_malloc(ctx, size, tag, &alloc);
-    if (status == UMADV_OK) {
-        alloc_stageable(ctx, alloc, 1);
-        *ptr_p = alloc->ptr;
-    }
-    alloc_call_end(ctx, start);
-    return status;
+    return malloc_call(ctx, size, tag, ALLOC_SITE(ctx), 1, ptr_p);
 }
 
 static umadv_status_t ctx_free(umadv_context_t ctx, void *ptr)
