@@ -3,7 +3,8 @@
  * interpose/torch.h).
  *
  * The context pointer is published with release/acquire, so an allocation
- * after the first costs one atomic load before umadv_malloc(); creation
+ * after the first costs one atomic load before the context's allocation
+ * call (umadv__malloc_stageable); creation
  * is serialised by a mutex, so that threads racing to the first
  * allocation make one context (and one link probe, one CUPTI subscriber).
  */
