@@ -309,6 +309,24 @@ static umadv_context_t one_block_context(void **a_p, void **args)
     return ctx;
 }
 
+/* A fresh mock and host context holding blocks of a section, *@a_p and
+ * *@b_p, under a budget of one section: @args point at a, @args_b at b.
+ * A profile whose middle launch takes @args_b plans moves at its steps,
+ * so the replay follows its launches (a plan that moves nothing does
+ * not: test_follow_nothing_to_move). */
+static umadv_context_t two_block_context(void **a_p, void **b_p, void **args, void **args_b)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    ctx = test_host_context(SECTION, SECTION);
+    umadv_malloc(ctx, SECTION, "a", a_p);
+    umadv_malloc(ctx, SECTION, "b", b_p);
+    args[0] = args[1] = a_p;
+    args_b[0] = args_b[1] = b_p;
+    return ctx;
+}
+
 /* The same, its profiled iteration begun, the host backend's counters
  * cleared. */
 static umadv_context_t profiling_one_block(void **a_p)
@@ -323,13 +341,23 @@ static umadv_context_t profiling_one_block(void **a_p)
 }
 
 /* CUPTI's tracing costs every launch host time: on only while needed. */
+/* The iteration's two launches, the second on block b, with @corr and
+ * @corr + 1, their kernels at @at. */
+static void launch_a_b(void **args, void **args_b, uint32_t corr, uint64_t at)
+{
+    runtime_launch("k", corr, args, 0);
+    runtime_launch("kb", corr + 1, args_b, 0);
+    queue_kernel(corr, at, at + 100);
+    queue_kernel(corr + 1, at + 200, at + 300);
+}
+
 static void test_only_when_needed(void)
 {
-    void *a = NULL, *args[2];
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
     int counted[40] = {0};
     umadv_context_t ctx;
 
-    ctx = one_block_context(&a, args);
+    ctx = two_block_context(&a, &b, args, args_b);
     umadv_iteration_begin(ctx);
     runtime_launch("k", 10, args, 0);
     ok(mock.callbacks == 0 && !mock.kernels_on && !mock.um_on,
@@ -337,13 +365,11 @@ static void test_only_when_needed(void)
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     ok(mock.callbacks > 0 && mock.kernels_on && mock.um_on, "recording: all on");
-    runtime_launch("k", 20, args, 0);
-    queue_kernel(20, 1000, 2000);
+    launch_a_b(args, args_b, 20, 1000);
     umadv_iteration_begin(ctx);
     ok(ctx->tpass.state == UMADV_CTX_TPASS_RUNNING && mock.callbacks > 0 && mock.kernels_on &&
        mock.um_on, "the timing pass after it: launches, kernel records, fault counts");
-    runtime_launch("k", 30, args, 0);
-    queue_kernel(30, 3000, 3100);
+    launch_a_b(args, args_b, 30, 3000);
     umadv_iteration_begin(ctx);
     ok(mock.callbacks == 0 && !mock.kernels_on && !mock.um_on,
        "then all off: nothing replays, no fault needs counting");
@@ -359,6 +385,7 @@ static void test_only_when_needed(void)
     ok(counted[1] && !counted[2] && !counted[31] && counted[32] && !counted[33],
        "counted in the replay's first two iterations, then one in 32");
     umadv_free(ctx, a);
+    umadv_free(ctx, b);
     umadv_context_destroy(ctx);
 }
 
@@ -565,8 +592,9 @@ static void launch_site(const char *symbol, uint32_t corr, void **args, void *st
               &p, symbol, corr);
 }
 
-/* Profiled and timed, then replayed under the plan policy. */
-static void follow_setup(umadv_context_t ctx, void **args, int marked)
+/* Profiled and timed, then replayed under the plan policy; k2 takes
+ * @args_b. */
+static void follow_setup(umadv_context_t ctx, void **args, void **args_b, int marked)
 {
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
@@ -577,7 +605,8 @@ static void follow_setup(umadv_context_t ctx, void **args, int marked)
             three_steps(ctx, args, 10 + 100 * i, 300, "k3");
         else
             for (uint32_t k = 0; k < 3; k++)
-                runtime_launch(k == 1 ? "k2" : k == 2 ? "k3" : "k1", 10 + 100 * i + k, args, 1);
+                runtime_launch(k == 1 ? "k2" : k == 2 ? "k3" : "k1", 10 + 100 * i + k,
+                               k == 1 ? args_b : args, 1);
         for (uint32_t k = 0; k < 3; k++)
             queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
         if (i == 0)
@@ -586,9 +615,35 @@ static void follow_setup(umadv_context_t ctx, void **args, int marked)
     umadv_iteration_begin(ctx);
 }
 
-static void test_follow(void)
+/* A plan whose budget holds every step's data moves nothing in steady
+ * state: its launches are not followed (replay.c, follow_start), as
+ * under oracle, and its replay still counts faults (drift). */
+static void test_follow_nothing_to_move(void)
 {
     void *a = NULL, *args[2];
+    umadv_context_t ctx;
+
+    ctx = one_block_context(&a, args);
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    runtime_launch("k", 20, args, 0);
+    queue_kernel(20, 1000, 2000);
+    log_take();
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    umadv_iteration_begin(ctx); /* past the timing pass, if one runs */
+    ok(ctx->replay.exec != NULL && ctx->schedule.evict_ops == 0 &&
+           ctx->schedule.fetch_bytes == 0 && mock.callbacks == 0 && mock.um_on,
+       "a plan that moves nothing: no launch callbacks, the fault counters on");
+    ok(count_of(log_take(), "the plan moves nothing in steady state") >= 1, "said at info level");
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
+static void test_follow(void)
+{
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
     umadv_stats_t st = {.size = sizeof(st)};
     umadv_context_t ctx;
     umadv_exec_t *e;
@@ -596,9 +651,9 @@ static void test_follow(void)
     unsigned ev;
     int begun_at_entry;
 
-    ctx = one_block_context(&a, args);
+    ctx = two_block_context(&a, &b, args, args_b);
     spy_install(ctx);
-    follow_setup(ctx, args, 0);
+    follow_setup(ctx, args, args_b, 0);
     e = ctx->replay.exec;
     queries = mock.param_queries;
     ev = spy.events;
@@ -636,13 +691,14 @@ static void test_follow(void)
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     ok(mock.callbacks > 0, "plan again: launches followed again");
     umadv_free(ctx, a);
+    umadv_free(ctx, b);
     umadv_context_destroy(ctx);
 
     mock_reset();
     ctx = test_host_context(SECTION, 0);
     spy_install(ctx);
     umadv_malloc(ctx, SECTION, "a", &a);
-    follow_setup(ctx, args, 1);
+    follow_setup(ctx, args, args, 1);
     e = ctx->replay.exec;
     runtime_launch("k1", 900, args, 0);
     ok(e != NULL && e->step == 0 && mock.callbacks == 0,
@@ -657,12 +713,12 @@ static void test_follow(void)
 static void test_follow_hidden_reader(void)
 {
     static const char nccl[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgs4K";
-    void *a = NULL, *args[2];
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
     umadv_context_t ctx;
     umadv_exec_t *e;
     int plain;
 
-    ctx = one_block_context(&a, args);
+    ctx = two_block_context(&a, &b, args, args_b);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     log_take();
     for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
@@ -670,7 +726,7 @@ static void test_follow_hidden_reader(void)
             umadv_profile_next_iteration(ctx);
         umadv_iteration_begin(ctx);
         runtime_launch("k1", 10 + 100 * i, args, 0);
-        runtime_launch(nccl, 11 + 100 * i, args, 0);
+        runtime_launch(nccl, 11 + 100 * i, args_b, 0);
         runtime_launch("k3", 12 + 100 * i, args, 0);
         for (uint32_t k = 0; k < 3; k++)
             queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
@@ -701,6 +757,7 @@ static void test_follow_hidden_reader(void)
     ok(!e->core.stage_paused && e->step == 2,
        "with a block held (the bucket guard): the NCCL kernel pauses nothing");
     umadv_free(ctx, a);
+    umadv_free(ctx, b);
     umadv_context_destroy(ctx);
 }
 
@@ -710,18 +767,18 @@ static void test_follow_hidden_reader(void)
 static void test_follow_timing(void)
 {
     static const char *const names[] = {"k1", "k2", "k3"};
-    void *a = NULL, *args[2];
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
     const umadv_trace_t *t;
     umadv_context_t ctx;
     umadv_exec_t *e;
     int first_followed;
 
-    ctx = one_block_context(&a, args);
+    ctx = two_block_context(&a, &b, args, args_b);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     for (uint32_t k = 0; k < 3; k++) {
-        runtime_launch(names[k], 10 + k, args, 0);
+        runtime_launch(names[k], 10 + k, k == 1 ? args_b : args, 0);
         queue_kernel(10 + k, 10 * k, 10 * k + 5);
     }
     umadv_plan(ctx);
@@ -745,6 +802,7 @@ static void test_follow_timing(void)
        (unsigned long long)t->steps[0].duration_ns, (unsigned long long)t->steps[1].duration_ns,
        (unsigned long long)t->steps[2].duration_ns);
     umadv_free(ctx, a);
+    umadv_free(ctx, b);
     umadv_context_destroy(ctx);
 }
 
@@ -1396,11 +1454,12 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 15 + 2);
+    plan(78 + 3 + 11 + 15 + 2 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
     test_only_when_needed();
+    test_follow_nothing_to_move();
     test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
