@@ -23,8 +23,9 @@ from the same initial weights. Reported per model:
 With --variants, after each --both run one process per variant named,
 umadv without a part of oracle (VARIANTS: calls, its allocator alone;
 calls-nocupti, without CUPTI too; pool, PyTorch's caching allocator over
-umadv's blocks; pool-oracle, that replayed under oracle), each against
-the --both run's native time: which part of umadv costs what.
+umadv's blocks; pool-oracle, that replayed under oracle; plan, umadv at
+its defaults, the plan policy under no budget), each against the --both
+run's native time: which part of umadv costs what.
 With --repeats R, R such runs per model, one after another: a model
 whose iterations are bound by the host's launch path (batch 32 on an
 H100) runs 10-20% faster or slower from one process to the next
@@ -71,6 +72,9 @@ VARIANTS = {
     "pool": (["--umadv", "--no-profile", "--alloc", "pool"], {}),
     # the same profiled and replayed under oracle
     "pool-oracle": (["--umadv", "--policies", "oracle", "--alloc", "pool"], {}),
+    # umadv at its defaults: plan, the budget the free GPU memory (a model
+    # that fits: a plan that moves nothing, replayed as oracle is)
+    "plan": (["--umadv", "--policies", "plan"], {}),
 }
 
 

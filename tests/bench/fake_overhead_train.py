@@ -62,9 +62,11 @@ def main():
 
 def variant_ms(a):
     """--umadv's steady ms: its allocator alone 10.8 (without CUPTI 10.2),
-    a pool 10.1, a pool under oracle 10.5."""
+    a pool 10.1, a pool under oracle 10.5, plan at its defaults 10.4."""
     if a.alloc == "pool":
         return 10.1 if a.no_profile else 10.5
+    if a.policies == "plan":
+        return 10.4
     return 10.2 if os.environ.get("UMADV_PROFILER") == "0" else 10.8
 
 
