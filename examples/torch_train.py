@@ -25,7 +25,9 @@ allocator; --both runs native and umadv and compares the losses bit for
 bit. --policies LIST trains once per policy of LIST in the same process,
 each from the same initial weights (restored in place, so the tensors stay
 the blocks the profile saw): the first run profiles, the others switch
-with umadv_set_policy(), all under UMADV_BUDGET; a table compares them.
+with umadv_set_policy(), all under UMADV_BUDGET (a switch from oracle,
+whose profile may rest on guesses, to a policy that evicts profiles once
+more, so that its evictions can be staged); a table compares them.
 --budget-change N makes it a long run: every N iterations the budget
 changes (umadv_set_budget through ctypes) to a fraction of the footprint
 drawn from --budget-range (splitmix64 of --budget-seed and the block, as
@@ -678,10 +680,18 @@ def steady_from(args, run):
     made from it (umadv counts their faults, which costs every launch host
     time: UMADV_FAULT_PERIOD) and the one after them (measured: ResNet-50
     oracle 69.9 ms there, then 35.1 and 34.9). A later run: after its
-    first two."""
+    first two; one that profiled again at once (a switch from oracle's
+    guesses to a policy that evicts, umadv(3) umadv_set_policy), as the
+    profiling run after that profile, which ended at the iteration whose
+    counters count it."""
     if run["index"] > 0:
-        return 2
+        again = [k for k, c in enumerate(run["counters"][:REPROFILE_WINDOW]) if c.get("profiles")]
+        return again[-1] + 4 if again else 2
     return 2 if args.no_profile else args.profile_iter + 5
+
+
+# a later run's first iterations, where a profile is the policy switch's
+REPROFILE_WINDOW = 4
 
 
 def steady(run, args):

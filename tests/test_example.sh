@@ -86,9 +86,25 @@ for k in range(5):
         "${top_srcdir:-.}/examples" "$fp" >"$tmp/draw.py" 2>&1
     cmp -s "$tmp/draw.c" "$tmp/draw.py"
     ok $? "torch_train.py draws the same budgets as mlp_train" || diag "$tmp/draw.py"
+    # steady states: the profiling run from profile_iter + 5; a later run
+    # from 2, or 4 after a profile its switch asked for (ended at 2: 6);
+    # a drift profile later on stays in the steady state
+    python3 -B -c '
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import torch_train as t
+a = types.SimpleNamespace(no_profile=False, profile_iter=1)
+c = lambda *p: [{"profiles": int(k in p)} for k in range(10)]
+print(t.steady_from(a, {"index": 0, "counters": c(2)}), t.steady_from(a, {"index": 1, "counters": c()}),
+      t.steady_from(a, {"index": 1, "counters": c(2)}), t.steady_from(a, {"index": 2, "counters": c(7)}))' \
+        "${top_srcdir:-.}/examples" >"$tmp/steady.py" 2>&1
+    [ "$(cat "$tmp/steady.py")" = "6 2 6 2" ]
+    ok $? "torch_train.py: a later run that profiled again at its switch is steady 4 after that profile" ||
+        diag "$tmp/steady.py"
 else
-    n=$((n + 1))
-    echo "ok $n # SKIP no python3: torch_train.py's budget draws"
+    n=$((n + 2))
+    echo "ok $((n - 1)) # SKIP no python3: torch_train.py's budget draws"
+    echo "ok $n # SKIP no python3: torch_train.py's steady states"
 fi
 
 train first

@@ -1027,6 +1027,67 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 }
 
+/* The iteration of test_guessed_then_plan: a library kernel whose
+ * struct names a (a guess), k on b, the library kernel again. */
+static void guessed_iteration(void **args_lib, void **args_b, uint32_t corr)
+{
+    driver_launch_of((const void *)0xf00d, "library_kernel", corr, args_lib);
+    driver_launch("kb", corr + 1, args_b);
+    driver_launch_of((const void *)0xf00d, "library_kernel", corr + 2, args_lib);
+    for (uint32_t k = 0; k < 3; k++)
+        queue_kernel(corr + k, 100 * (corr + k), 100 * (corr + k) + 50);
+}
+
+/* A trace guessed under oracle stages nothing (replay.c), so a change
+ * to a policy whose plan evicts profiles again, under that policy
+ * (schedule.c, guesses_bar_staging); the profile it takes guesses
+ * nothing, and what is planned on it asks for no other. */
+static void test_guessed_then_plan(void)
+{
+    struct lib_params { uint32_t n, pad; void *tensor; } lib_params;
+    void *a = NULL, *b = NULL, *args_lib[1] = {&lib_params}, *args_b[1];
+    umadv_context_t ctx;
+    uint64_t profiles;
+    umadv_stats_t st = {.size = sizeof(st)};
+
+    mock_reset();
+    setenv("UMADV_POLICY", "oracle", 1);
+    ctx = test_host_context(SECTION, SECTION);
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, SECTION, "b", &b);
+    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    args_b[0] = &b;
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    guessed_iteration(args_lib, args_b, 10);
+    umadv_iteration_begin(ctx);
+    umadv_plan(ctx);
+    umadv_get_stats(ctx, &st);
+    profiles = st.profiles;
+    ok(ctx->profile_guess_steps > 0 && ctx->trace.guessed_steps > 0 && !ctx->life.want_profile,
+       "a profile under oracle guesses; oracle's plan asks for no profile");
+    log_take();
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    ok(ctx->life.want_profile && ctx->schedule.evict_ops > 0 &&
+           count_of(log_take(), "profiling the next iteration again under plan") == 1,
+       "plan under a budget of one block of two: it evicts, so it asks for a profile, said");
+    for (int i = 0; i < 3; i++) {
+        umadv_iteration_begin(ctx);
+        guessed_iteration(args_lib, args_b, 100 + 10 * i);
+    }
+    umadv_iteration_begin(ctx);
+    umadv_get_stats(ctx, &st);
+    ok(st.profiles == profiles + 1 && ctx->profile_guess_steps == 0 &&
+           ctx->trace.guessed_steps == 0 && !ctx->life.want_profile &&
+           ctx->replay.exec != NULL,
+       "profiled once more, under plan: no guess, replayed, no other profile asked for "
+       "(%llu profiles)", (unsigned long long)(st.profiles - profiles));
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
 /* A step that says it declared all it touches (umadv_step_access_complete)
  * is taken on its word with stageable blocks: no eviction before its
  * opaque launches, staging allowed; a fault outside its declarations
@@ -1454,7 +1515,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 15 + 2 + 2);
+    plan(78 + 3 + 11 + 15 + 2 + 2 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1463,6 +1524,7 @@ int main(void)
     test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
+    test_guessed_then_plan();
     test_complete_declarations();
     test_declared_fetched_once();
     test_unseen_without_evictions();

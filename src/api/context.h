@@ -189,6 +189,10 @@ struct umadv_context {
                                                 * work runs) */
     uint64_t                 profile_guessed;  /* this profile's launches without a layout
                                                 * whose guessed struct named blocks */
+    uint32_t                 profile_guess_steps; /* of them, its steps that rest on the
+                                                * guess alone (profile_may_guess): a
+                                                * profile under an evicting policy sees
+                                                * what they touch */
     uint64_t                 profile_evictions;/* and those evicted before, to fault */
     uint64_t                 profile_moved;    /* calls that moved blocks to the host
                                                 * when this profile began */

@@ -207,7 +207,7 @@ static life_ev_t act_timing_stop_replan(umadv_context_t ctx, alloc_t *a)
 
 static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)
 {
-    umadv_cycle_plan_t plan;
+    umadv_cycle_plan_t plan = {.reprofile = 0};
     uint64_t start = umadv__now_ns();
     umadv_status_t status = L(ctx)->plan_build(ctx, &plan);
 
@@ -217,6 +217,8 @@ static life_ev_t act_plan(umadv_context_t ctx, alloc_t *a)
         return E(PLAN_FAILED);
     }
     ctx->life.want_plan = 0; /* this plan has the latest budget and policy */
+    if (plan.reprofile)
+        ctx->life.want_profile = 1; /* replayed meanwhile, as planned but unstaged */
     ctx->stats.plans++;
     if (L(ctx)->plan_adopt(ctx, &plan))
         return E(NONE); /* the replay goes on, under it */

@@ -90,10 +90,13 @@ typedef struct umadv_context *umadv_cycle_ctx_t;
 
 /* A schedule and the budget it was planned under: umadv__ctx_budget() at
  * planning, resolved once (0: none, or oracle). The executor enforces it;
- * the planner planned for it, or for the whole device when none. */
+ * the planner planned for it, or for the whole device when none. A plan
+ * that cannot be replayed as planned on this trace (its evictions would
+ * be staged, and the trace's steps were guessed) asks for a profile. */
 typedef struct umadv_cycle_plan {
     umadv_schedule_t schedule;
     uint64_t         budget;
+    int              reprofile;
 } umadv_cycle_plan_t;
 
 /* What the machine calls. The context's are life_leaves (lifecycle.c);

@@ -593,6 +593,7 @@ static void record_unlaid(umadv_context_t ctx, uint32_t step, unsigned flags,
     if (g.n > 0 && profile_may_guess(ctx)) {
         guess_take(ctx, &g);
         ctx->trace.guessed_steps++;
+        ctx->profile_guess_steps++;
         return;
     }
     if (declared_step(ctx)) {
@@ -912,6 +913,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     if (ctx->profiler == NULL)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
+    ctx->profile_guess_steps = 0;
     ctx->profile_fetched = ctx->profile_kept = ctx->profile_unseen = 0;
     ctx->profile_fetch_failed = ctx->profile_evicted = 0;
     ctx->profile_faults = UINT64_MAX;

@@ -22,6 +22,21 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx)
     return ctx->config.policy == UMADV_POLICY_ORACLE ? 0 : ctx->config.budget;
 }
 
+/* A profile under oracle takes guesses (profile.c, profile_may_guess),
+ * and a replay stages nothing on a trace with guessed steps (replay.c):
+ * a plan for a policy that evicts would migrate its evictions, which
+ * hold the application's kernel launches up (a PyTorch ResNet-50 at half
+ * its footprint, evicting by migration: 433 ms an iteration, 150 staged;
+ * H100, 2026-11-28). So
+ * such a plan asks for a profile under its own policy, which guesses
+ * nothing, and is replayed until that profile is planned. */
+static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t *s)
+{
+    return ctx->profile_guess_steps > 0 && ctx->config.policy != UMADV_POLICY_ORACLE &&
+           ctx->config.stage && ctx->props.concurrent_managed_access &&
+           ctx->profiler != NULL && s->evict_ops > 0;
+}
+
 umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *plan_p)
 {
     umadv_plan_params_t params;
@@ -42,6 +57,11 @@ umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *pl
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */
     plan_p->budget = budget;
+    plan_p->reprofile = guesses_bar_staging(ctx, &plan_p->schedule);
+    if (plan_p->reprofile)
+        umadv_info("the trace's steps were guessed under oracle, and a replay stages nothing "
+                   "on guesses: profiling the next iteration again under %s, so that its "
+                   "evictions can be staged", umadv_policy_name(ctx->config.policy));
     return UMADV_OK;
 }
 
