@@ -29,10 +29,14 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx)
  * its footprint, evicting by migration: 433 ms an iteration, 150 staged;
  * H100, 2026-11-28). So
  * such a plan asks for a profile under its own policy, which guesses
- * nothing, and is replayed until that profile is planned. */
+ * nothing, and is replayed until that profile is planned; not where
+ * other steps rest on the application's word (profile.c), on which that
+ * profile would stage nothing either. */
 static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t *s)
 {
-    return ctx->profile_guess_steps > 0 && ctx->config.policy != UMADV_POLICY_ORACLE &&
+    return ctx->profile_guess_steps > 0 &&
+           ctx->profile_guess_steps == ctx->trace.guessed_steps &&
+           ctx->config.policy != UMADV_POLICY_ORACLE &&
            ctx->config.stage && ctx->props.concurrent_managed_access &&
            ctx->profiler != NULL && s->evict_ops > 0;
 }
