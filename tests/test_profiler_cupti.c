@@ -1114,6 +1114,29 @@ static void test_guessed_then_plan(void)
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
+
+    /* UMADV_REPROFILE_FAULTS=0: never profiled again */
+    mock_reset();
+    setenv("UMADV_POLICY", "oracle", 1);
+    setenv("UMADV_REPROFILE_FAULTS", "0", 1);
+    ctx = test_host_context(SECTION, SECTION);
+    unsetenv("UMADV_REPROFILE_FAULTS");
+    unsetenv("UMADV_POLICY");
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, SECTION, "b", &b);
+    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    args_b[0] = &b;
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    guessed_iteration(args_lib, args_b, 10);
+    umadv_iteration_begin(ctx);
+    umadv_plan(ctx);
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    ok(ctx->profile_guess_steps > 0 && ctx->schedule.evict_ops > 0 && !ctx->life.want_profile,
+       "UMADV_REPROFILE_FAULTS=0: the guessed trace is kept");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
 }
 
 /* A step that says it declared all it touches (umadv_step_access_complete)
@@ -1543,7 +1566,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 15 + 2 + 2 + 4);
+    plan(78 + 3 + 11 + 15 + 2 + 2 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -31,10 +31,11 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx)
  * such a plan asks for a profile under its own policy, which guesses
  * nothing, and is replayed until that profile is planned; not where
  * other steps rest on the application's word (profile.c), on which that
- * profile would stage nothing either. */
+ * profile would stage nothing either; nor where UMADV_REPROFILE_FAULTS=0
+ * says never to profile again (bench/sim_vs_exec.py replays one trace). */
 static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t *s)
 {
-    return ctx->profile_guess_steps > 0 &&
+    return ctx->profile_guess_steps > 0 && ctx->config.reprofile_faults != 0 &&
            ctx->profile_guess_steps == ctx->trace.guessed_steps &&
            ctx->config.policy != UMADV_POLICY_ORACLE &&
            ctx->config.stage && ctx->props.concurrent_managed_access &&

@@ -140,7 +140,8 @@ static const umadv_config_field_t config_fields[] = {
      "unexpected GPU page-fault groups than this, or than 1% of the groups "
      "the profiled iteration had if that is more, the access pattern has "
      "drifted from the profile: the next iteration is profiled again and "
-     "replanned (logged at info). Demand never does. 0 never profiles again.",
+     "replanned (logged at info). Demand never does. 0 never profiles again "
+     "(nor after a switch from oracle's guessed profile to a policy that evicts).",
      0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
     {"UMADV_FAULT_PERIOD", UMADV_CONFIG_UINT, "32",
      "Replay validation counts the GPU faults of a replay's first two "
