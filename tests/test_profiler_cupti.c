@@ -1044,8 +1044,7 @@ static void guessed_iteration(void **args_lib, void **args_b, uint32_t corr)
  * nothing, and what is planned on it asks for no other. */
 static void test_guessed_then_plan(void)
 {
-    struct lib_params { uint32_t n, pad; void *tensor; } lib_params;
-    void *a = NULL, *b = NULL, *args_lib[1] = {&lib_params}, *args_b[1];
+    void *a = NULL, *b = NULL, *args_lib[1] = {lib_struct}, *args_b[1];
     umadv_context_t ctx;
     uint64_t profiles;
     umadv_stats_t st = {.size = sizeof(st)};
@@ -1056,7 +1055,8 @@ static void test_guessed_then_plan(void)
     unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, SECTION, "a", &a);
     umadv_malloc(ctx, SECTION, "b", &b);
-    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
+    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
     args_b[0] = &b;
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
@@ -1095,7 +1095,8 @@ static void test_guessed_then_plan(void)
     unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, SECTION, "a", &a);
     umadv_malloc(ctx, SECTION, "b", &b);
-    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
+    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
     args_b[0] = &b;
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
@@ -1124,7 +1125,8 @@ static void test_guessed_then_plan(void)
     unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, SECTION, "a", &a);
     umadv_malloc(ctx, SECTION, "b", &b);
-    lib_params = (struct lib_params){7, 0, (char *)a + 64};
+    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
+    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
     args_b[0] = &b;
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
@@ -1137,6 +1139,7 @@ static void test_guessed_then_plan(void)
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
+    lib_struct[0] = lib_struct[1] = 0;
 }
 
 /* A step that says it declared all it touches (umadv_step_access_complete)
