@@ -1042,27 +1042,59 @@ static void guessed_iteration(void **args_lib, void **args_b, uint32_t corr)
  * to a policy whose plan evicts profiles again, under that policy
  * (schedule.c, guesses_bar_staging); the profile it takes guesses
  * nothing, and what is planned on it asks for no other. */
-static void test_guessed_then_plan(void)
-{
-    void *a = NULL, *b = NULL, *args_lib[1] = {lib_struct}, *args_b[1];
+/* Two blocks under a budget of one, profiled under oracle over
+ * guessed_iteration (and a step on its declarations, if @declared), with
+ * UMADV_REPROFILE_FAULTS=0 if @no_reprofile, planned under oracle. */
+typedef struct guessed_fixture {
     umadv_context_t ctx;
-    uint64_t profiles;
-    umadv_stats_t st = {.size = sizeof(st)};
+    void *a, *b, *args_lib[1], *args_b[1];
+} guessed_fixture_t;
 
+static void guessed_setup(guessed_fixture_t *f, int declared, int no_reprofile)
+{
+    *f = (guessed_fixture_t){.args_lib = {lib_struct}};
     mock_reset();
     setenv("UMADV_POLICY", "oracle", 1);
-    ctx = test_host_context(SECTION, SECTION);
+    if (no_reprofile)
+        setenv("UMADV_REPROFILE_FAULTS", "0", 1);
+    f->ctx = test_host_context(SECTION, SECTION);
+    unsetenv("UMADV_REPROFILE_FAULTS");
     unsetenv("UMADV_POLICY");
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, SECTION, "b", &b);
-    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
-    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
-    args_b[0] = &b;
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    guessed_iteration(args_lib, args_b, 10);
-    umadv_iteration_begin(ctx);
-    umadv_plan(ctx);
+    umadv_malloc(f->ctx, SECTION, "a", &f->a);
+    umadv_malloc(f->ctx, SECTION, "b", &f->b);
+    lib_struct[0] = 7;                        /* a struct naming a, zeros after it (a */
+    lib_struct[1] = (uintptr_t)f->a + 64;     /* stack one may name b past its end) */
+    f->args_b[0] = &f->b;
+    umadv_profile_next_iteration(f->ctx);
+    umadv_iteration_begin(f->ctx);
+    guessed_iteration(f->args_lib, f->args_b, 10);
+    if (declared) {
+        umadv_step_begin(f->ctx, "declared", NULL);
+        umadv_step_access(f->ctx, f->b, SECTION, UMADV_ACCESS_RW);
+        driver_launch_of((const void *)0xdead, "opaque_kernel", 13, (void **)opaque_args);
+        umadv_step_end(f->ctx, 0);
+    }
+    umadv_iteration_begin(f->ctx);
+    umadv_plan(f->ctx);
+}
+
+static void guessed_teardown(guessed_fixture_t *f)
+{
+    umadv_free(f->ctx, f->a);
+    umadv_free(f->ctx, f->b);
+    umadv_context_destroy(f->ctx);
+    lib_struct[0] = lib_struct[1] = 0;
+}
+
+static void test_guessed_then_plan(void)
+{
+    umadv_stats_t st = {.size = sizeof(st)};
+    guessed_fixture_t f;
+    umadv_context_t ctx;
+    uint64_t profiles;
+
+    guessed_setup(&f, 0, 0);
+    ctx = f.ctx;
     umadv_get_stats(ctx, &st);
     profiles = st.profiles;
     ok(ctx->profile_guess_steps > 0 && ctx->trace.guessed_steps > 0 && !ctx->life.want_profile,
@@ -1074,7 +1106,7 @@ static void test_guessed_then_plan(void)
        "plan under a budget of one block of two: it evicts, so it asks for a profile, said");
     for (int i = 0; i < 3; i++) {
         umadv_iteration_begin(ctx);
-        guessed_iteration(args_lib, args_b, 100 + 10 * i);
+        guessed_iteration(f.args_lib, f.args_b, 100 + 10 * i);
     }
     umadv_iteration_begin(ctx);
     umadv_get_stats(ctx, &st);
@@ -1083,63 +1115,26 @@ static void test_guessed_then_plan(void)
            ctx->replay.exec != NULL,
        "profiled once more, under plan: no guess, replayed, no other profile asked for "
        "(%llu profiles)", (unsigned long long)(st.profiles - profiles));
-    umadv_free(ctx, a);
-    umadv_free(ctx, b);
-    umadv_context_destroy(ctx);
+    guessed_teardown(&f);
 
     /* a step taken on the application's declarations as well: a profile
      * under plan would stage nothing either */
-    mock_reset();
-    setenv("UMADV_POLICY", "oracle", 1);
-    ctx = test_host_context(SECTION, SECTION);
-    unsetenv("UMADV_POLICY");
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, SECTION, "b", &b);
-    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
-    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
-    args_b[0] = &b;
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    guessed_iteration(args_lib, args_b, 10);
-    umadv_step_begin(ctx, "declared", NULL);
-    umadv_step_access(ctx, b, SECTION, UMADV_ACCESS_RW);
-    driver_launch_of((const void *)0xdead, "opaque_kernel", 13, (void **)opaque_args);
-    umadv_step_end(ctx, 0);
-    umadv_iteration_begin(ctx);
-    umadv_plan(ctx);
+    guessed_setup(&f, 1, 0);
+    ctx = f.ctx;
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     ok(ctx->profile_guess_steps > 0 && ctx->trace.guessed_steps > ctx->profile_guess_steps &&
            ctx->schedule.evict_ops > 0 && !ctx->life.want_profile,
        "with a declared step too (%u guessed steps, %u of them guesses): no profile asked for",
        ctx->trace.guessed_steps, ctx->profile_guess_steps);
-    umadv_free(ctx, a);
-    umadv_free(ctx, b);
-    umadv_context_destroy(ctx);
+    guessed_teardown(&f);
 
     /* UMADV_REPROFILE_FAULTS=0: never profiled again */
-    mock_reset();
-    setenv("UMADV_POLICY", "oracle", 1);
-    setenv("UMADV_REPROFILE_FAULTS", "0", 1);
-    ctx = test_host_context(SECTION, SECTION);
-    unsetenv("UMADV_REPROFILE_FAULTS");
-    unsetenv("UMADV_POLICY");
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, SECTION, "b", &b);
-    lib_struct[0] = 7; /* a struct naming a, zeros after it (a stack one */
-    lib_struct[1] = (uintptr_t)a + 64; /* may name b in the bytes after it) */
-    args_b[0] = &b;
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    guessed_iteration(args_lib, args_b, 10);
-    umadv_iteration_begin(ctx);
-    umadv_plan(ctx);
+    guessed_setup(&f, 0, 1);
+    ctx = f.ctx;
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     ok(ctx->profile_guess_steps > 0 && ctx->schedule.evict_ops > 0 && !ctx->life.want_profile,
        "UMADV_REPROFILE_FAULTS=0: the guessed trace is kept");
-    umadv_free(ctx, a);
-    umadv_free(ctx, b);
-    umadv_context_destroy(ctx);
-    lib_struct[0] = lib_struct[1] = 0;
+    guessed_teardown(&f);
 }
 
 /* A step that says it declared all it touches (umadv_step_access_complete)
