@@ -674,6 +674,10 @@ def managed_left(torch, um):
     return {"managed_bytes": s.managed_bytes, "blocks": s.allocations}
 
 
+# a later run's first iterations, where a profile is the policy switch's
+REPROFILE_WINDOW = 4
+
+
 def steady_from(args, run):
     """The first iteration of the steady state. The profiling run: after
     the profiled iteration, the timing pass, the first two on the plan
@@ -688,10 +692,6 @@ def steady_from(args, run):
         again = [k for k, c in enumerate(run["counters"][:REPROFILE_WINDOW]) if c.get("profiles")]
         return again[-1] + 4 if again else 2
     return 2 if args.no_profile else args.profile_iter + 5
-
-
-# a later run's first iterations, where a profile is the policy switch's
-REPROFILE_WINDOW = 4
 
 
 def steady(run, args):

@@ -363,6 +363,11 @@ uint64_t umadv__ctx_profile_faults(umadv_context_t ctx);
  * the executor (through the plan, umadv_cycle_plan_t) and the profiling pass
  * follow. */
 uint64_t umadv__ctx_budget(const umadv_context_t ctx);
+/* Whether evictions may be staged here: UMADV_STAGE, and a device whose
+ * discards work (they need concurrent managed access, as prefetches do).
+ * The planner prices them so; a replay stages on a trace without guessed
+ * steps only (replay.c). */
+int umadv__ctx_stage_possible(const umadv_context_t ctx);
 
 /* Plan the finalized trace under the context's budget (resolved here,
  * once) and knobs; the planner logs a failure. Install makes it the

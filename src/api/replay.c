@@ -545,10 +545,9 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->numa              = ctx->numa;
     p->spans             = ctx->replay.spans;
     p->stage_cache       = &ctx->replay.stage_cache;
-    /* discards need concurrent managed access, as prefetches do; a step
-     * whose accesses were guessed may miss a staged block (profile.c) */
-    p->stage             = ctx->config.stage && ctx->props.concurrent_managed_access &&
-                           ctx->trace.guessed_steps == 0;
+    /* a step whose accesses were guessed may miss a staged block
+     * (profile.c) */
+    p->stage             = umadv__ctx_stage_possible(ctx) && ctx->trace.guessed_steps == 0;
     if (ctx->config.stage && ctx->trace.guessed_steps > 0)
         umadv_info("replay: no staged evictions: %u steps of the profile were guessed (a "
                    "profile under oracle) or taken on the application's declarations",

@@ -22,14 +22,19 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx)
     return ctx->config.policy == UMADV_POLICY_ORACLE ? 0 : ctx->config.budget;
 }
 
+int umadv__ctx_stage_possible(const umadv_context_t ctx)
+{
+    return ctx->config.stage && ctx->props.concurrent_managed_access;
+}
+
 /* A profile under oracle takes guesses (profile.c, profile_may_guess),
  * and a replay stages nothing on a trace with guessed steps (replay.c):
  * a plan for a policy that evicts would migrate its evictions, which
  * hold the application's kernel launches up (a PyTorch ResNet-50 at half
  * its footprint, evicting by migration: 433 ms an iteration, 150 staged;
- * H100, 2026-11-28). So
- * such a plan asks for a profile under its own policy, which guesses
- * nothing, and is replayed until that profile is planned; not where
+ * H100, 2026-11-28). So such a plan asks for a profile under its own
+ * policy, which guesses nothing, and is replayed until that profile is
+ * planned; not where
  * other steps rest on the application's word (profile.c), on which that
  * profile would stage nothing either; nor where UMADV_REPROFILE_FAULTS=0
  * says never to profile again (bench/sim_vs_exec.py replays one trace). */
@@ -37,8 +42,7 @@ static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t
 {
     return ctx->profile_guess_steps > 0 && ctx->config.reprofile_faults != 0 &&
            ctx->profile_guess_steps == ctx->trace.guessed_steps &&
-           ctx->config.policy != UMADV_POLICY_ORACLE &&
-           ctx->config.stage && ctx->props.concurrent_managed_access &&
+           ctx->config.policy != UMADV_POLICY_ORACLE && umadv__ctx_stage_possible(ctx) &&
            ctx->profiler != NULL && s->evict_ops > 0;
 }
 
@@ -57,7 +61,7 @@ umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *pl
     params.read_mostly = ctx->config.read_mostly;
     params.host_placement = ctx->config.host_placement;
     /* as the replay will (api/replay.c): staging where the device can */
-    params.stage = ctx->config.stage && ctx->props.concurrent_managed_access;
+    params.stage = umadv__ctx_stage_possible(ctx);
     status = umadv__plan_build(&ctx->trace, &params, &plan_p->schedule);
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */
