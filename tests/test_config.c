@@ -55,7 +55,7 @@ static void knobs_are_exactly(const umadv_config_field_t *fields, size_t n)
     static const char *const expected[] = {
         "UMADV_BUDGET", "UMADV_POLICY", "UMADV_DEVICE", "UMADV_SECTION_SIZE",
         "UMADV_MAX_MANAGED", "UMADV_ARENA_SIZE", "UMADV_LOOKAHEAD", "UMADV_READ_MOSTLY",
-        "UMADV_HOST_PLACEMENT", "UMADV_STAGE",
+        "UMADV_HOST_PLACEMENT", "UMADV_STAGE", "UMADV_STAGE_POISON",
         "UMADV_LOG", "UMADV_LOG_FILE", "UMADV_PROFILER", "UMADV_PROFILE_EVICT",
         "UMADV_PROFILE_PASSES",
         "UMADV_LINK_PROBE", "UMADV_REPROFILE_FAULTS", "UMADV_FAULT_PERIOD", "UMADV_HOST_NUMA",

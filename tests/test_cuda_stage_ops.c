@@ -95,6 +95,19 @@ static void test_copies(void)
     umadv__cuda_host_counters(&c);
     ok(c.memcpys == 2 && c.memcpy_bytes == SIZE + 8192, "copies counted (%llu, %llu bytes)",
        (unsigned long long)c.memcpys, (unsigned long long)c.memcpy_bytes);
+    /* UMADV_STAGE_POISON's fill: managed (or device) memory only */
+    ok(H->memset_async(m + 4096, UMADV_CUDA_HOST_POISON, 8192, st) == UMADV_OK &&
+           all_bytes(m + 4096, 8192, UMADV_CUDA_HOST_POISON) && all_bytes(m, 4096, 0) &&
+           all_bytes(m + 12288, SIZE - 12288, 0),
+       "memset_async fills exactly the range of managed memory");
+    ok(H->memset_async(pin, 0, 16, st) == UMADV_ERR_CUDA &&
+           H->memset_async(stack, 0, sizeof(stack), st) == UMADV_ERR_CUDA &&
+           H->memset_async(m, 0, SIZE + 1, st) == UMADV_ERR_CUDA,
+       "memset_async of pinned memory, of memory the backend did not make, past the end: "
+       "refused");
+    umadv__cuda_host_counters(&c);
+    ok(c.memsets == 1 && c.memset_bytes == 8192, "memsets counted (%llu, %llu bytes)",
+       (unsigned long long)c.memsets, (unsigned long long)c.memset_bytes);
     H->host_free(pin, SIZE);
     H->free(m, SIZE);
     H->stream_destroy(st);
@@ -153,14 +166,15 @@ static void test_tables(void)
     const umadv_cuda_ops_t *t[] = {&umadv__cuda_ops_host, &umadv__cuda_ops_cudart};
 
     for (size_t i = 0; i < 2; i++)
-        ok(t[i]->host_alloc && t[i]->host_free && t[i]->memcpy_async && t[i]->discard_batch &&
+        ok(t[i]->host_alloc && t[i]->host_free && t[i]->memcpy_async && t[i]->memset_async &&
+               t[i]->discard_batch &&
                t[i]->discard_and_prefetch_batch && t[i]->device_alloc && t[i]->device_free,
            "%s has every staging entry", t[i]->name);
 }
 
 int main(void)
 {
-    plan(30);
+    plan(33);
     umadv__cuda_host_reset();
     test_pinned();
     test_copies();

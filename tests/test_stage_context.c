@@ -412,6 +412,80 @@ static void test_hold(void)
     app_end(&a);
 }
 
+/* Whether each discard record of @log has, since the discard before it,
+ * a memset of its range to the poison; *discards_p counts the ranges. */
+static int each_discard_poisoned(const umadv_cuda_host_record_t *log, size_t n,
+                                 size_t *discards_p)
+{
+    size_t since = 0;
+
+    *discards_p = 0;
+    for (size_t i = 0; i < n; i++) {
+        int found = 0;
+
+        if (log[i].call != UMADV_CUDA_CALL_DISCARD)
+            continue;
+        for (size_t k = since; k < i && !found; k++)
+            found = log[k].call == UMADV_CUDA_CALL_MEMSET && log[k].ptr == log[i].ptr &&
+                    log[k].size == log[i].size && log[k].location == UMADV_CUDA_HOST_POISON;
+        if (!found)
+            return 0;
+        ++*discards_p;
+        if (i + 1 < n && log[i + 1].call != UMADV_CUDA_CALL_DISCARD)
+            since = i + 1; /* the next batch's memsets come after this one */
+    }
+    return 1;
+}
+
+/* UMADV_STAGE_POISON=1: every range discarded (staged or dead) is
+ * first filled with the poison on the lane's stream; off (the
+ * default), nothing is filled. */
+static void test_poison(void)
+{
+    umadv_cuda_host_counters_t before, after;
+    const umadv_cuda_host_record_t *log;
+    size_t n, discards = 0;
+    int filled;
+    app_t a;
+
+    for (int poison = 1; poison >= 0; poison--) {
+        act_reader = 1; /* the activation dies in the iteration: released too */
+        if (poison)
+            setenv("UMADV_STAGE_POISON", "1", 1);
+        if (!ok(app_init(&a, 3 * BLOCK) == 0, "UMADV_STAGE_POISON=%d: a context", poison)) {
+            unsetenv("UMADV_STAGE_POISON");
+            act_reader = NSTEPS - 1;
+            return;
+        }
+        unsetenv("UMADV_STAGE_POISON");
+        app_planned(&a, 3);
+        umadv__cuda_host_counters(&before);
+        umadv__cuda_host_log_enable(1);
+        for (int it = 0; it < 3; it++)
+            iteration(&a);
+        log = umadv__cuda_host_log(&n);
+        filled = each_discard_poisoned(log, n, &discards);
+        if (poison)
+            ok(filled && discards > 0,
+               "every discarded range (%zu) filled with 0x%X first", discards,
+               UMADV_CUDA_HOST_POISON);
+        umadv__cuda_host_log_enable(0);
+        umadv__cuda_host_counters(&after);
+        if (poison)
+            ok(after.memsets - before.memsets == after.discards - before.discards,
+               "one memset a discarded range (%llu)",
+               (unsigned long long)(after.memsets - before.memsets));
+        else
+            ok(after.memsets == before.memsets && after.discards > before.discards,
+               "UMADV_STAGE_POISON=0: %llu ranges discarded, none filled",
+               (unsigned long long)(after.discards - before.discards));
+        ok(app_all_intact(&a), "UMADV_STAGE_POISON=%d: every byte read the last written",
+           poison);
+        app_end(&a);
+        act_reader = NSTEPS - 1;
+    }
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -431,13 +505,14 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8);
+    plan(30 + 8 + 7);
     test_errors();
     test_policies();
     test_consecutive_slots();
     test_dead();
     test_pool_grows();
     test_off();
+    test_poison();
     test_recorded();
     test_hold();
     test_torch();

@@ -8,7 +8,11 @@
  * application copies staged sections to the host (cudaMemcpy) and sets
  * others (cudaMemsetAsync), watched through CUPTI by the profiler as a
  * replay does: each copy reads what the host computed, no memset is
- * undone by a later restore.
+ * undone by a later restore. Then the same under UMADV_STAGE_POISON's
+ * fill (params.stage_poison), where a discarded range no longer reads
+ * its old bytes: a staged section read on the CPU behind the
+ * executor's back reads the poison or zeros, never the data, and every
+ * buffer still ends with the host's bits.
  */
 #include <umadv.h>
 
@@ -176,11 +180,33 @@ static int app_copies(chain_t *c, umadv_exec_t *e, uint32_t j, unsigned char *ou
     return calls;
 }
 
-static void run_policy(chain_t *c, umadv_policy_t policy)
+/* After step @j under the poison: the first page of every staged
+ * section, read on the CPU without a restore. Counts the reads, and in
+ * *saw_data_p those that found the host's bytes. */
+static int unwatched_reads(chain_t *c, umadv_exec_t *e, int *saw_data_p)
+{
+    int reads = 0;
+
+    umadv__exec_drain(e);
+    for (int b = 0; b < NBUF; b++) {
+        long s = staged_section(e, b);
+        const char *sec = (char *)c->buf[b] + s * SECTION;
+
+        if (s < 0)
+            continue;
+        reads++;
+        *saw_data_p |= memcmp(sec, (char *)c->ref[b] + s * SECTION, 4096) == 0;
+    }
+    return reads;
+}
+
+static void run_policy(chain_t *c, umadv_policy_t policy, int poison)
 {
     umadv_exec_params_t p = {.ops = G, .policy = policy, .budget = BUDGET, .trace = &c->t,
                              .first_step = c->s.first_step, .nsteps = c->s.nsteps,
-                             .schedule = &c->s, .stage = 1};
+                             .schedule = &c->s, .stage = 1, .stage_poison = poison};
+    const char *name = poison ? " (poisoned)" : "";
+    int reads = 0, saw_data = 0;
     umadv_exec_stats_t st;
     umadv_profiler_t *prof = NULL;
     umadv_exec_t *e;
@@ -188,8 +214,10 @@ static void run_policy(chain_t *c, umadv_policy_t policy)
     unsigned char *out = malloc(SECTION);
 
     if (out == NULL || umadv__exec_create(&p, &e) != UMADV_OK) {
-        ok(0, "%s: executor", umadv_policy_name(policy));
+        ok(0, "%s%s: executor", umadv_policy_name(policy), name);
         skip("no executor", "buffers");
+        if (poison)
+            skip("no executor", "unwatched reads");
         skip("no executor", "copies");
         free(out);
         return;
@@ -213,6 +241,8 @@ static void run_policy(chain_t *c, umadv_policy_t policy)
                                            BUF / sizeof(float), 0.5f, c->stream) == 0;
             umadv__exec_step_end(e, c->stream);
             host_step(c, j);
+            if (poison)
+                reads += unwatched_reads(c, e, &saw_data);
             if (prof != NULL)
                 calls += app_copies(c, e, j, out, &wrong);
         }
@@ -227,19 +257,24 @@ static void run_policy(chain_t *c, umadv_policy_t policy)
     free(out);
     ok(launched && st.cuda_errors == 0 && st.staged_bytes > 0 &&
            (st.restored_bytes > 0 || policy == UMADV_POLICY_DEMAND),
-       "%s: staged %llu MiB, restored %llu MiB (%llu synchronously), no CUDA error",
-       umadv_policy_name(policy), (unsigned long long)(st.staged_bytes >> 20),
+       "%s%s: staged %llu MiB, restored %llu MiB (%llu synchronously), no CUDA error",
+       umadv_policy_name(policy), name, (unsigned long long)(st.staged_bytes >> 20),
        (unsigned long long)(st.restored_bytes >> 20),
        (unsigned long long)(st.sync_restored_bytes >> 20));
-    ok(buffers_match(c), "%s: every buffer holds the host's bits", umadv_policy_name(policy));
+    ok(buffers_match(c), "%s%s: every buffer holds the host's bits", umadv_policy_name(policy),
+       name);
+    if (poison)
+        ok(reads > 0 && !saw_data,
+           "%s: %d staged sections read on the CPU without a restore: %s", umadv_policy_name(policy),
+           reads, saw_data ? "one read the data (a discard left it)" : "none read the data");
     if (!watched) {
         skip("cupti unavailable (warned)", "the application's copies");
         return;
     }
     ok(!wrong && calls > 0 && st.copy_restored_bytes > 0,
-       "%s: %d cudaMemcpy and cudaMemsetAsync calls on staged sections between steps, "
+       "%s%s: %d cudaMemcpy and cudaMemsetAsync calls on staged sections between steps, "
        "watched through cupti (%llu MiB restored for them): each copy read the host's bits",
-       umadv_policy_name(policy), calls, (unsigned long long)(st.copy_restored_bytes >> 20));
+       umadv_policy_name(policy), name, calls, (unsigned long long)(st.copy_restored_bytes >> 20));
 }
 
 static int chain_init(chain_t *c)
@@ -285,12 +320,14 @@ int main(void)
 
     if (G->device_count(&count) != UMADV_OK || count == 0)
         skip_all("no CUDA device");
-    plan(5 + 1 + 3 * (int)UMADV_ARRAY_SIZE(policies));
+    plan(5 + 1 + 3 * (int)UMADV_ARRAY_SIZE(policies) + 4 * (int)UMADV_ARRAY_SIZE(policies));
     test_entries();
     memset(&c, 0, sizeof(c));
     ok(chain_init(&c) == 0, "6 buffers of 16 MiB, a 48 MiB budget, a plan");
-    for (size_t p = 0; p < UMADV_ARRAY_SIZE(policies); p++)
-        run_policy(&c, policies[p]);
+    for (int poison = 0; poison <= 1; poison++) {
+        for (size_t p = 0; p < UMADV_ARRAY_SIZE(policies); p++)
+            run_policy(&c, policies[p], poison);
+    }
     chain_cleanup(&c);
     return exit_status();
 }

@@ -548,6 +548,7 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     /* a step whose accesses were guessed may miss a staged block
      * (profile.c) */
     p->stage             = umadv__ctx_stage_possible(ctx) && ctx->trace.guessed_steps == 0;
+    p->stage_poison      = ctx->config.stage_poison;
     if (ctx->config.stage && ctx->trace.guessed_steps > 0)
         umadv_info("replay: no staged evictions: %u steps of the profile were guessed (a "
                    "profile under oracle) or taken on the application's declarations",

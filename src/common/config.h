@@ -27,6 +27,7 @@ typedef struct umadv_config {
     int               read_mostly;   /* UMADV_READ_MOSTLY */
     int               host_placement;/* UMADV_HOST_PLACEMENT */
     int               stage;         /* UMADV_STAGE: staged evictions of stageable memory */
+    int               stage_poison;  /* UMADV_STAGE_POISON: fill staged ranges before discards */
     umadv_log_level_t log_level;     /* UMADV_LOG */
     char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */

@@ -97,6 +97,10 @@ typedef struct umadv_cuda_ops {
      * memory to pinned and back. */
     umadv_status_t (*memcpy_async)(void *dst, const void *src, size_t size,
                                    umadv_stream_t stream);
+    /* cudaMemsetAsync(ptr, value, size, stream): UMADV_STAGE_POISON's
+     * fill of a staged range before its discard. NULL in a table: no
+     * poison (the discard alone). */
+    umadv_status_t (*memset_async)(void *ptr, int value, size_t size, umadv_stream_t stream);
     /* cudaMemDiscardBatchAsync: the ranges' pages are released without a
      * copy; their bytes are LOST (the host backend fills them with
      * UMADV_CUDA_HOST_POISON). Never the legacy default stream. */
@@ -182,6 +186,7 @@ typedef enum umadv_cuda_call {
     UMADV_CUDA_CALL_DEVICE_ALLOC,
     UMADV_CUDA_CALL_DEVICE_FREE,
     UMADV_CUDA_CALL_MEMCPY,          /* ptr: the destination */
+    UMADV_CUDA_CALL_MEMSET,          /* location: the byte value */
     UMADV_CUDA_CALL_DISCARD,         /* one record per range */
     UMADV_CUDA_CALL_DISCARD_PREFETCH /* one record per range */
 } umadv_cuda_call_t;
@@ -194,7 +199,7 @@ typedef struct umadv_cuda_host_record {
     umadv_cuda_call_t   call;
     void               *ptr;       /* EVENT_RECORD: the event */
     size_t              size;
-    int                 location;  /* PREFETCH, ADVISE */
+    int                 location;  /* PREFETCH, ADVISE; MEMSET: the value */
     umadv_cuda_advice_t advice;    /* ADVISE */
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
@@ -214,6 +219,7 @@ typedef struct umadv_cuda_host_counters {
     uint64_t device_allocs, device_frees;
     uint64_t device_bytes;            /* live bytes from device_alloc */
     uint64_t memcpys, memcpy_bytes;
+    uint64_t memsets, memset_bytes;
     uint64_t discards, discard_bytes; /* ranges: each range of a batch counts */
     uint64_t discard_prefetches, discard_prefetch_bytes; /* likewise */
 } umadv_cuda_host_counters_t;

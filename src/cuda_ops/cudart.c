@@ -357,6 +357,12 @@ static umadv_status_t cudart_memcpy_async(void *dst, const void *src, size_t siz
                                              (cudaStream_t)stream));
 }
 
+static umadv_status_t cudart_memset_async(void *ptr, int value, size_t size,
+                                          umadv_stream_t stream)
+{
+    return UMADV_CUDART_FUNC(cudaMemsetAsync(ptr, value, size, (cudaStream_t)stream));
+}
+
 /* A driver without discards (before CUDA 13) refuses them: UNSUPPORTED,
  * unlogged (the executor says once that evictions migrate then). */
 static umadv_status_t discard_status(cudaError_t err, const char *call, int line)
@@ -472,6 +478,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .device_alloc       = cudart_device_alloc,
     .device_free        = cudart_device_free,
     .memcpy_async       = cudart_memcpy_async,
+    .memset_async       = cudart_memset_async,
     .discard_batch      = cudart_discard_batch,
     .discard_and_prefetch_batch = cudart_discard_and_prefetch_batch,
     .stream_create      = cudart_stream_create,

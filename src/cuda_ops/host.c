@@ -474,6 +474,25 @@ static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
     return UMADV_OK;
 }
 
+/* Managed or device memory only, as cudaMemsetAsync on a stream. */
+static umadv_status_t host_memset_async(void *ptr, int value, size_t size, umadv_stream_t stream)
+{
+    pthread_mutex_lock(&host.lock);
+    if (size == 0 || !(range_is_managed(ptr, size) || range_within(&host.device, ptr, size))) {
+        pthread_mutex_unlock(&host.lock);
+        umadv_error("host backend: memset_async(%p, %zu) outside managed or device memory", ptr,
+                    size);
+        return UMADV_ERR_CUDA;
+    }
+    memset(ptr, value, size);
+    host.counters.memsets++;
+    host.counters.memset_bytes += size;
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMSET, .ptr = ptr,
+                                         .size = size, .location = value, .stream = stream});
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
+}
+
 /* Called with the lock held: the checks CUDA makes on a discard batch. */
 static int discard_valid(const char *what, void **ptrs, size_t *sizes, size_t count,
                          int location, int location_used, umadv_stream_t stream)
@@ -638,6 +657,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .device_alloc       = host_device_alloc,
     .device_free        = host_device_free,
     .memcpy_async       = host_memcpy_async,
+    .memset_async       = host_memset_async,
     .discard_batch      = host_discard_batch,
     .discard_and_prefetch_batch = host_discard_and_prefetch_batch,
     .stream_create      = host_stream_create,

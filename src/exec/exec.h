@@ -84,6 +84,9 @@ typedef struct umadv_exec_params {
                                              * executor. NULL: plain host, unbound */
     int                     stage;          /* staged evictions of stageable memory
                                              * (UMADV_STAGE; schedule/core.h, STAGING) */
+    int                     stage_poison;   /* every discarded range filled with
+                                             * UMADV_CUDA_HOST_POISON first
+                                             * (UMADV_STAGE_POISON) */
     umadv_stage_cache_t    *stage_cache;    /* the staging pool between replays;
                                              * NULL: each executor pins its own */
     uint64_t                pin_aside_bytes;/* a chunk larger that a pool with slots

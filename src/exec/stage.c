@@ -36,7 +36,8 @@
  * synchronisation, then one cudaMemDiscardBatchAsync of the pieces and
  * another: the discard is issued only once the copies are known to be
  * complete (with one synchronisation, a copy that failed asynchronously
- * would be found after its range was discarded: the data lost). In:
+ * would be found after its range was discarded: the data lost); under
+ * UMADV_STAGE_POISON a memset of each range comes before it. In:
  * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
  * them there without moving stale host pages), then the copies back, one
  * synchronisation. A copy out that fails leaves the data in the range
@@ -535,9 +536,31 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 
 /* ---- the lanes' staged calls ------------------------------------------- */
 
+/* The lane's @n ranges (ranges()) discarded on its stream. Under
+ * UMADV_STAGE_POISON each is filled with the poison first, in stream
+ * order: a discarded range may go on reading its old bytes, and a read
+ * that should have waited for a restore would then go unseen. */
+static int poisons(const umadv_exec_t *e)
+{
+    return e->p.stage_poison && e->p.ops->memset_async != NULL;
+}
+
+static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (size_t i = 0; i < n && poisons(e) && status == UMADV_OK; i++)
+        status = e->p.ops->memset_async(lane->batch_ptrs[i], UMADV_CUDA_HOST_POISON,
+                                        lane->batch_sizes[i], lane->stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, n, lane->stream);
+    return status;
+}
+
 /* Out: copied, then discarded. Returns whether the data left the range
- * for the staging (copied: what a failed discard does not undo), and
- * *status_p the first failure. */
+ * for the staging (copied: what a failed discard does not undo; a
+ * refused one neither, once the range is poisoned), and *status_p the
+ * first failure. */
 static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                      umadv_status_t *status_p)
 {
@@ -549,11 +572,11 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
     }
     if (!ranges(e, lane, from, to))
         status = UMADV_ERR_NO_MEMORY;
-    else if ((status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, to - from,
-                                               lane->stream)) == UMADV_OK)
+    else if ((status = discard_ranges(e, lane, to - from)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     *status_p = status;
-    return status != UMADV_ERR_UNSUPPORTED; /* refused: nothing was discarded */
+    /* refused: nothing was discarded, and unpoisoned the range has the data */
+    return status != UMADV_ERR_UNSUPPORTED || poisons(e);
 }
 
 /* Ranges whose data waits in the staging, populated on the GPU without a
@@ -664,8 +687,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
     if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, to - from,
-                                         lane->stream);
+        status = discard_ranges(e, lane, to - from);
         if (status == UMADV_OK)
             status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
