@@ -14,6 +14,14 @@ reference each budget's rows are compared with.
   bench/policies.py [--exe PATH] [--batch N] [--hidden N] [--layers N]
                     [--iters N] [--budgets 25,50,75] [--out DIR]
 
+Two bounds per budget. "x bound": max(oracle, the plan's own bytes each
+way over the link probe's UVM fetch and evict rates), the column of the
+first runs. "x phys": the physical bound of benchlib.Bounds on the trace,
+max(oracle, the fewest bytes the budget forces each way over the probe's
+staged (pinned) rates), and "x cut" the larger of it and the cut bound;
+both "-" when the trace has no steps. Bytes moved count UVM's migrations
+and the staged channel's copies together.
+
 Writes DIR/policies.json and one log per run; prints the table last.
 """
 import argparse
@@ -23,7 +31,7 @@ import re
 import subprocess
 import sys
 
-from benchlib import bound_ms, link_model
+from benchlib import Bounds, bound_ms, link_model
 
 GIB = float(1 << 30)
 POLICIES = ("oracle", "demand", "prefetch-all", "plan")
@@ -95,19 +103,37 @@ def run_example(args, name, policies, budget, iters, trace=None):
     return runs
 
 
-def row(budget_pct, budget, policy, run, oracle, bound):
+def moved(run):
+    """(to the GPU, to the host) bytes per steady iteration: UVM's
+    migrations and the staged channel's copies."""
+    return (int(run.get("steady_fetched_per_iter", 0)) +
+            int(run.get("steady_restored_per_iter", 0)),
+            int(run.get("steady_evicted_per_iter", 0)) +
+            int(run.get("steady_staged_per_iter", 0)))
+
+
+def ratio(ms, bound):
+    return ms / bound if bound else None
+
+
+def row(budget_pct, budget, policy, run, oracle, bounds):
+    """@bounds: {"bound_ms", "phys_ms", "cut_ms"}, each None if not known."""
     if "ms_per_iter" not in run:
         return {"budget_pct": budget_pct, "budget": budget, "policy": policy,
                 "too_small": run.get("too_small", "no result")}
     ms = float(run["ms_per_iter"])
     same = run["loss"] == oracle["loss"] and run["checksum"] == oracle["checksum"]
+    fetched, evicted = moved(run)
     return {
         "budget_pct": budget_pct, "budget": budget, "policy": policy,
         "ms_per_iter": ms, "x_oracle": ms / float(oracle["ms_per_iter"]),
-        "x_bound": ms / bound if bound else None, "bound_ms": bound,
+        "x_bound": ratio(ms, bounds["bound_ms"]), "bound_ms": bounds["bound_ms"],
+        "x_phys": ratio(ms, bounds["phys_ms"]), "phys_ms": bounds["phys_ms"],
+        "x_cut": ratio(ms, bounds["cut_ms"]), "cut_ms": bounds["cut_ms"],
         "faults_per_iter": float(run.get("steady_faults_per_iter", "nan")),
-        "fetched_per_iter": int(run.get("steady_fetched_per_iter", 0)),
-        "evicted_per_iter": int(run.get("steady_evicted_per_iter", 0)),
+        "fetched_per_iter": fetched,
+        "evicted_per_iter": evicted,
+        "staged_per_iter": int(run.get("steady_staged_per_iter", 0)),
         "resident_peak": int(run.get("resident_peak", 0)),
         "gpu_peak_used": int(run.get("gpu_peak_used", 0)),
         # umadv's accounted residency is what the budget caps; the driver's
@@ -118,23 +144,42 @@ def row(budget_pct, budget, policy, run, oracle, bound):
     }
 
 
+def cell(value):
+    return "-" if value is None else "%.2f" % value
+
+
 def print_table(rows):
-    head = ("budget", "policy", "ms/iter", "x oracle", "x bound", "faults/it",
-            "fetch GiB/it", "evict GiB/it", "resident pk", "pk/budget", "gpu peak", "identical")
-    print("%-14s %-13s %9s %8s %8s %10s %12s %12s %11s %9s %9s %9s" % head)
+    head = ("budget", "policy", "ms/iter", "x oracle", "x bound", "x phys", "x cut", "faults/it",
+            "in GiB/it", "out GiB/it", "resident pk", "pk/budget", "gpu peak", "identical")
+    print("%-14s %-13s %9s %8s %8s %8s %8s %10s %10s %10s %11s %9s %9s %9s" % head)
     for r in rows:
         budget = "%d%% %.2fG" % (r["budget_pct"], r["budget"] / GIB)
         if "too_small" in r:
             print("%-14s %-13s refused: %s" % (budget, r["policy"], r["too_small"]))
             continue
-        print("%-14s %-13s %9.1f %8.2f %8s %10.1f %12.2f %12.2f %11.2f %9s %9.2f %9s" % (
+        print("%-14s %-13s %9.1f %8.2f %8s %8s %8s %10.1f %10.2f %10.2f %11.2f %9s %9.2f %9s" % (
             budget, r["policy"], r["ms_per_iter"], r["x_oracle"],
-            "-" if r["x_bound"] is None else "%.2f" % r["x_bound"], r["faults_per_iter"],
+            cell(r["x_bound"]), cell(r["x_phys"]), cell(r["x_cut"]), r["faults_per_iter"],
             r["fetched_per_iter"] / GIB, r["evicted_per_iter"] / GIB,
             r["resident_peak"] / GIB,
             "-" if r["resident_over_budget"] is None else "%.3f" % r["resident_over_budget"],
             r["gpu_peak_used"] / GIB,
             "yes" if r["bitwise_identical"] else "NO"))
+
+
+def budget_bounds(trace, oracle, plan, budget, link):
+    """The bounds of one budget (see the module's text), oracle's time as
+    the compute."""
+    compute = float(oracle["ms_per_iter"])
+    out = {"bound_ms": None, "phys_ms": None, "cut_ms": None}
+    if "ms_per_iter" in plan:
+        # with the plan's own volumes, the smallest of the three policies'
+        out["bound_ms"] = bound_ms(compute, *moved(plan), link)
+    bounds = Bounds(trace, compute)
+    if bounds.trace["steps"]:
+        at = bounds.at(budget)
+        out["phys_ms"], out["cut_ms"] = at["bound_ms"], at["cut_ms"]
+    return out
 
 
 def main():
@@ -151,14 +196,10 @@ def main():
         budget = footprint * pct // 100 >> 20 << 20
         runs = run_example(args, "budget-%d" % pct, POLICIES, budget, args.iters)
         oracle, plan = runs["oracle"], runs["plan"]
-        bound = None
-        if "ms_per_iter" in plan:
-            # With the plan's own volumes, the smallest of the three policies'.
-            bound = bound_ms(float(oracle["ms_per_iter"]),
-                             int(plan.get("steady_fetched_per_iter", 0)),
-                             int(plan.get("steady_evicted_per_iter", 0)), link)
-        rows += [row(pct, budget, p, runs[p], oracle,
-                     None if p == "oracle" else bound) for p in POLICIES]
+        bounds = budget_bounds(trace, oracle, plan, budget, link)
+        none = dict.fromkeys(bounds)
+        rows += [row(pct, budget, p, runs[p], oracle, none if p == "oracle" else bounds)
+                 for p in POLICIES]
     result = {"config": vars(args), "footprint": footprint, "fetch_bw": fetch_bw,
               "evict_bw": evict_bw, "rows": rows}
     with open(os.path.join(args.out, "policies.json"), "w") as f:

@@ -19,7 +19,12 @@
  * caching allocator).
  *
  * Every layer's forward, backward and update is one umadv step on the
- * training stream, with its accesses declared. Iteration --profile-iter is
+ * training stream, with its accesses declared, all of them
+ * (umadv_step_access_complete). Every buffer but the weights, biases,
+ * momenta and class prototypes is marked stageable (umadv_set_stageable):
+ * only the steps' kernels touch it, so umadv may evict it through pinned
+ * staging (UMADV_STAGE=0: never); those four are written outside any
+ * step (the initialisation) or read there (the checksum). Iteration --profile-iter is
  * profiled and planned; the policy and budget come from UMADV_POLICY and
  * UMADV_BUDGET. Every kernel is deterministic (no atomics, fixed reduction
  * orders, FP32 cuBLAS without TF32), so the loss sequence and the checksum
@@ -458,7 +463,11 @@ static void context_open(mlp_t *m, uint64_t cap)
 
 /* ---- model ----------------------------------------------------------- */
 
-static void *alloc(mlp_t *m, uint64_t bytes, const char *fmt, int index)
+/* Whether a buffer may be staged (umadv_set_stageable(3)): those the
+ * CPU's code touches outside the steps may not. */
+enum { KEEP = 0, STAGE = 1 };
+
+static void *alloc(mlp_t *m, uint64_t bytes, const char *fmt, int index, int stage)
 {
     char tag[64];
     void *p;
@@ -468,6 +477,8 @@ static void *alloc(mlp_t *m, uint64_t bytes, const char *fmt, int index)
     status = umadv_malloc(m->ctx, bytes, tag, &p);
     if (status != UMADV_OK)
         example_die("umadv_malloc(%" PRIu64 " bytes, %s): %s", bytes, tag, umadv_status_string(status));
+    if (stage)
+        UMADV_CHECK(umadv_set_stageable(m->ctx, p, 1));
     return p;
 }
 
@@ -476,12 +487,12 @@ static void layer_alloc(mlp_t *m, int l)
     mlp_layer_t *ly = &m->layer[l];
     uint64_t nw = floats((uint64_t)ly->out, (uint64_t)ly->in), nb = floats((uint64_t)ly->out, 1);
 
-    ly->w  = alloc(m, nw, "fc%d.weight", l);
-    ly->b  = alloc(m, nb, "fc%d.bias", l);
-    ly->dw = alloc(m, nw, "fc%d.weight.grad", l);
-    ly->db = alloc(m, nb, "fc%d.bias.grad", l);
-    ly->vw = alloc(m, nw, "fc%d.weight.momentum", l);
-    ly->vb = alloc(m, nb, "fc%d.bias.momentum", l);
+    ly->w  = alloc(m, nw, "fc%d.weight", l, KEEP);
+    ly->b  = alloc(m, nb, "fc%d.bias", l, KEEP);
+    ly->dw = alloc(m, nw, "fc%d.weight.grad", l, STAGE);
+    ly->db = alloc(m, nb, "fc%d.bias.grad", l, STAGE);
+    ly->vw = alloc(m, nw, "fc%d.weight.momentum", l, KEEP);
+    ly->vb = alloc(m, nb, "fc%d.bias.momentum", l, KEEP);
 }
 
 static void model_alloc(mlp_t *m)
@@ -500,13 +511,14 @@ static void model_alloc(mlp_t *m)
         m->layer[l].out = layer_out(o, l);
         layer_alloc(m, l);
     }
-    m->act[0] = alloc(m, floats((uint64_t)o->hidden, b), "input", 0);
+    m->act[0] = alloc(m, floats((uint64_t)o->hidden, b), "input", 0, STAGE);
     for (int l = 0; l < o->layers; l++)
-        m->act[l + 1] = alloc(m, floats((uint64_t)layer_out(o, l), b), "fc%d.out", l);
-    m->labels    = alloc(m, b * sizeof(int), "labels", 0);
-    m->protos    = alloc(m, floats((uint64_t)o->classes, (uint64_t)o->hidden), "prototypes", 0);
-    m->loss_rows = alloc(m, floats(b, 1), "loss", 0);
-    m->partial   = alloc(m, floats(BIAS_CHUNKS, (uint64_t)wide), "bias-grad.partial", 0);
+        m->act[l + 1] = alloc(m, floats((uint64_t)layer_out(o, l), b), "fc%d.out", l, STAGE);
+    m->labels    = alloc(m, b * sizeof(int), "labels", 0, STAGE);
+    m->protos    = alloc(m, floats((uint64_t)o->classes, (uint64_t)o->hidden), "prototypes", 0,
+                       KEEP);
+    m->loss_rows = alloc(m, floats(b, 1), "loss", 0, STAGE);
+    m->partial   = alloc(m, floats(BIAS_CHUNKS, (uint64_t)wide), "bias-grad.partial", 0, STAGE);
     CUDA_CHECK(cudaHostAlloc((void **)&m->loss, (size_t)o->iters * sizeof(double),
                              cudaHostAllocMapped));
 }
@@ -563,6 +575,8 @@ static void step_begin(mlp_t *m, const char *fmt, int layer)
 
     snprintf(name, sizeof(name), fmt, layer);
     UMADV_CHECK(umadv_step_begin(m->ctx, name, m->stream));
+    /* every step declares all it touches: the profile takes it at its word */
+    UMADV_CHECK(umadv_step_access_complete(m->ctx));
 }
 
 static void uses(mlp_t *m, const void *p, uint64_t bytes, umadv_access_mode_t mode)
@@ -625,7 +639,7 @@ static float *step_loss(mlp_t *m, int it)
     float *dlogits;
 
     step_begin(m, "loss", 0);
-    dlogits = alloc(m, logits, "fc%d.out.grad", o->layers - 1);
+    dlogits = alloc(m, logits, "fc%d.out.grad", o->layers - 1, STAGE);
     uses(m, m->act[o->layers], logits, UMADV_ACCESS_READ);
     uses(m, m->labels, b * sizeof(int), UMADV_ACCESS_READ);
     uses(m, m->loss_rows, floats(b, 1), UMADV_ACCESS_WRITE);
@@ -649,7 +663,7 @@ static float *step_backward(mlp_t *m, int l, float *dy)
 
     step_begin(m, "fc%d.backward", l);
     if (l > 0)
-        dx = alloc(m, in_bytes, "fc%d.out.grad", l - 1);
+        dx = alloc(m, in_bytes, "fc%d.out.grad", l - 1, STAGE);
     uses(m, ly->w, floats((uint64_t)ly->out, (uint64_t)ly->in), UMADV_ACCESS_READ);
     uses(m, m->act[l], in_bytes, UMADV_ACCESS_READ);
     if (relu)
@@ -988,6 +1002,9 @@ static void print_steady(const mlp_t *m)
     printf("steady_iters %d\n", n);
     printf("steady_fetched_per_iter %" PRIu64 "\n", (end.fetched_bytes - b->fetched_bytes) / n);
     printf("steady_evicted_per_iter %" PRIu64 "\n", (end.evicted_bytes - b->evicted_bytes) / n);
+    /* through the staging, apart from UVM's migrations above */
+    printf("steady_staged_per_iter %" PRIu64 "\n", (end.staged_bytes - b->staged_bytes) / n);
+    printf("steady_restored_per_iter %" PRIu64 "\n", (end.restored_bytes - b->restored_bytes) / n);
     printf("steady_faults_per_iter %.1f\n", (double)(end.gpu_faults - b->gpu_faults) / n);
     printf("steady_wait_ms_per_iter %.3f\n", (double)(end.wait_ns - b->wait_ns) / 1e6 / n);
     printf("resident_peak %" PRIu64 "\n", end.resident_peak);

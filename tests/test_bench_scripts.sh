@@ -75,10 +75,14 @@ ok $? "one process per budget, all four policies in it"
 [ "$(field plan 50 budget)" = $((2 << 30)) ] && [ "$(field plan 20 budget)" = $((819 << 20)) ]
 ok $? "budgets are shares of the managed peak, in whole MiB"
 
-# plan 125 ms against oracle 100; bound max(100, 2 GiB / 50 GB/s, 1 GiB / 10 GB/s) = 107.4
+# plan 125 ms against oracle 100; migrated and staged bytes together:
+# bound max(100, 2.5 GiB / 50 GB/s, 1.5 GiB / 10 GB/s) = 161.06
 [ "$(field plan 50 x_oracle)" = 1.25 ] &&
-    awk -v b="$(field plan 50 bound_ms)" 'BEGIN { exit !(b > 107.37 && b < 107.38) }'
-ok $? "x oracle against the same process's oracle; the bound from the link record"
+    awk -v b="$(field plan 50 bound_ms)" 'BEGIN { exit !(b > 161.06 && b < 161.07) }' &&
+    [ "$(field plan 50 fetched_per_iter)" = $((5 << 29)) ] &&
+    [ "$(field plan 50 phys_ms)" = None ] && grep -q ' x phys ' "$tmp/table"
+ok $? "x oracle against the same process's oracle; the bound from the link record, staged bytes in" ||
+    diag "$tmp/table"
 
 # The stand-in logs umadv's error as the planner does; the row gives it.
 case $(field prefetch-all 20 too_small) in
@@ -89,6 +93,20 @@ ok $? "a policy umadv refused is shown as refused, with umadv's reason"
 
 [ "$(field demand 50 bitwise_identical)" = False ] && [ "$(field plan 50 bitwise_identical)" = True ]
 ok $? "a checksum that differs from oracle's is flagged, an equal one is not"
+
+# A real trace (mlp_train's, H200): the physical and cut bounds at 75% of
+# the stand-in's 4 GiB, from the fewest bytes the budget forces.
+FAKE_TRACE=$srcdir/data/traces/h200-mlp16-bs32768.umt python3 "$srcdir/bench/policies.py" \
+    --exe "$srcdir/tests/bench/fake_mlp_train.py" --budgets 75 --out "$tmp/outr" \
+    >"$tmp/tabler" 2>"$tmp/errr"
+python3 -c '
+import json, sys
+r = {x["policy"]: x for x in json.load(open(sys.argv[1]))["rows"]}
+p, o = r["plan"], r["oracle"]
+sys.exit(not (p["phys_ms"] >= 100 and p["cut_ms"] >= p["phys_ms"] and
+              abs(p["x_phys"] - 125 / p["phys_ms"]) < 1e-9 and o["x_phys"] is None))' \
+    "$tmp/outr/policies.json"
+ok $? "on a real trace: x phys and x cut from the budget's fewest bytes" || diag "$tmp/errr"
 
 # ---- bench/torch_policies.py ----------------------------------------
 

@@ -45,6 +45,8 @@ def main():
         print("managed_peak %d" % (4 * GIB))
         print("steady_fetched_per_iter %d" % (2 * GIB if policy == "plan" else 0))
         print("steady_evicted_per_iter %d" % (GIB if policy == "plan" else 0))
+        print("steady_staged_per_iter %d" % (GIB // 2 if policy == "plan" else 0))
+        print("steady_restored_per_iter %d" % (GIB // 2 if policy == "plan" else 0))
         print("steady_faults_per_iter %.1f" % (1000.0 if policy == "demand" else 0.0))
         print("resident_peak %d" % (budget or 4 * GIB))
 
