@@ -850,15 +850,28 @@ void umadv__prof_result_cleanup(umadv_prof_result_t *result)
     memset(result, 0, sizeof(*result));
 }
 
+/* Milliseconds since *@t_ns, which becomes now: the debug line's parts. */
+static double lap_ms(uint64_t *t_ns)
+{
+    uint64_t now = umadv__now_ns(), start = *t_ns;
+
+    *t_ns = now;
+    return (double)(now - start) / 1e6;
+}
+
 umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode)
 {
     umadv_status_t status;
+    uint64_t t;
+    double flush_ms, on_ms, callbacks_ms;
 
     if (prof->recording)
         return UMADV_ERR_STATE;
 
     /* Records of earlier work go to the replay count, not this recording. */
+    t = umadv__now_ns();
     activity_flush(prof);
+    flush_ms = lap_ms(&t);
     pthread_mutex_lock(&prof->lock);
     umadv__prof_result_cleanup(&prof->rec);
     umadv__prof_names_reset(&prof->names);
@@ -868,8 +881,10 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     pthread_mutex_unlock(&prof->lock);
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                               (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    on_ms = lap_ms(&t);
     if (status == UMADV_OK && prof->follow == NULL) /* else on already */
         status = callbacks_enable(prof, PROF_LAUNCHES, 1);
+    callbacks_ms = lap_ms(&t);
     if (status != UMADV_OK) {
         umadv_warn("cannot trace kernel launches: this iteration is recorded with declared "
                    "accesses only");
@@ -878,20 +893,29 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     }
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
     um_update(prof);
+    umadv_debug("profiler: recording started: records flushed %.3f ms, kernel records on %.3f, "
+                "launch callbacks on %.3f, fault counters %.3f", flush_ms, on_ms, callbacks_ms,
+                lap_ms(&t));
     return UMADV_OK;
 }
 
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result)
 {
     umadv_status_t status;
+    uint64_t t = umadv__now_ns();
+    double sync_ms, callbacks_ms, flush_ms, off_ms;
 
     if (!prof->recording)
         return UMADV_ERR_STATE;
     status = prof->ops->device_synchronize();
+    sync_ms = lap_ms(&t);
     if (prof->follow == NULL)
         callbacks_enable(prof, PROF_LAUNCHES, 0);
+    callbacks_ms = lap_ms(&t);
     activity_flush(prof);
+    flush_ms = lap_ms(&t);
     activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    off_ms = lap_ms(&t);
     pthread_mutex_lock(&prof->lock);
     __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
     *result = prof->rec;
@@ -900,6 +924,9 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     pthread_mutex_unlock(&prof->lock);
     um_update(prof);
+    umadv_debug("profiler: recording stopped: device synchronize %.3f ms, launch callbacks off "
+                "%.3f, records flushed %.3f, kernel records off %.3f, fault counters %.3f",
+                sync_ms, callbacks_ms, flush_ms, off_ms, lap_ms(&t));
     if (status != UMADV_OK)
         umadv_warn("the profiled iteration's work failed to complete: its kernel and fault "
                    "records may be incomplete");
