@@ -712,10 +712,16 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
     return status;
 }
 
-/* The counters on while recording or counting faults, off otherwise. */
-static void um_update(umadv_profiler_t *prof)
+/* The counters on while a full recording runs or faults are counted,
+ * off otherwise. A timing pass measures kernels: its faults are counted
+ * only when the replay asks (count_faults), since turning the counters
+ * on costs some 20 ms and off as much again (CUPTI, H200, 2026-11-28),
+ * and each launch 20-40 us while they are on. @flushed: the caller
+ * has just flushed the records of completed work. */
+static void um_update(umadv_profiler_t *prof, int flushed)
 {
-    int on = prof->um_counters && (prof->recording || prof->count_faults);
+    int full = prof->recording && prof->mode == UMADV_PROF_RECORD_FULL;
+    int on = prof->um_counters && (full || prof->count_faults);
 
     if (on == prof->um_on)
         return;
@@ -724,7 +730,8 @@ static void um_update(umadv_profiler_t *prof)
         return; /* logged; faults go unseen until the next try */
     if (!on) {
         /* Records of work already done still count. */
-        activity_flush(prof);
+        if (!flushed)
+            activity_flush(prof);
         if (activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
             return; /* logged; still on: tried again next time */
     }
@@ -892,7 +899,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
         return status;
     }
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
-    um_update(prof);
+    um_update(prof, 0);
     umadv_debug("profiler: recording started: records flushed %.3f ms, kernel records on %.3f, "
                 "launch callbacks on %.3f, fault counters %.3f", flush_ms, on_ms, callbacks_ms,
                 lap_ms(&t));
@@ -923,7 +930,7 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     umadv__prof_names_reset(&prof->names);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
     pthread_mutex_unlock(&prof->lock);
-    um_update(prof);
+    um_update(prof, 1); /* flushed above, the device synchronized */
     umadv_debug("profiler: recording stopped: device synchronize %.3f ms, launch callbacks off "
                 "%.3f, records flushed %.3f, kernel records off %.3f, fault counters %.3f",
                 sync_ms, callbacks_ms, flush_ms, off_ms, lap_ms(&t));
@@ -987,8 +994,7 @@ umadv_status_t umadv__prof_watch_copies(umadv_profiler_t *prof, umadv_prof_copy_
 void umadv__prof_count_faults(umadv_profiler_t *prof, int on)
 {
     prof->count_faults = on != 0;
-    if (!prof->recording)
-        um_update(prof);
+    um_update(prof, 0); /* a full recording keeps them on */
 }
 
 uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
