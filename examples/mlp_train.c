@@ -20,11 +20,13 @@
  *
  * Every layer's forward, backward and update is one umadv step on the
  * training stream, with its accesses declared, all of them
- * (umadv_step_access_complete). Every buffer but the weights, biases,
- * momenta and class prototypes is marked stageable (umadv_set_stageable):
- * only the steps' kernels touch it, so umadv may evict it through pinned
- * staging (UMADV_STAGE=0: never); those four are written outside any
- * step (the initialisation) or read there (the checksum). Iteration --profile-iter is
+ * (umadv_step_access_complete). Every buffer but the class prototypes is
+ * marked stageable (umadv_set_stageable): only the steps' kernels touch
+ * it, so umadv may evict it through pinned staging (UMADV_STAGE=0:
+ * never). The weights, biases and momenta are also written outside any
+ * step (initialised again for each run of --policies) and read there
+ * (the checksum): staging is turned off around those, which restores
+ * them; the prototypes are written only there. Iteration --profile-iter is
  * profiled and planned; the policy and budget come from UMADV_POLICY and
  * UMADV_BUDGET. Every kernel is deterministic (no atomics, fixed reduction
  * orders, FP32 cuBLAS without TF32), so the loss sequence and the checksum
@@ -487,12 +489,12 @@ static void layer_alloc(mlp_t *m, int l)
     mlp_layer_t *ly = &m->layer[l];
     uint64_t nw = floats((uint64_t)ly->out, (uint64_t)ly->in), nb = floats((uint64_t)ly->out, 1);
 
-    ly->w  = alloc(m, nw, "fc%d.weight", l, KEEP);
-    ly->b  = alloc(m, nb, "fc%d.bias", l, KEEP);
+    ly->w  = alloc(m, nw, "fc%d.weight", l, STAGE);
+    ly->b  = alloc(m, nb, "fc%d.bias", l, STAGE);
     ly->dw = alloc(m, nw, "fc%d.weight.grad", l, STAGE);
     ly->db = alloc(m, nb, "fc%d.bias.grad", l, STAGE);
-    ly->vw = alloc(m, nw, "fc%d.weight.momentum", l, KEEP);
-    ly->vb = alloc(m, nb, "fc%d.bias.momentum", l, KEEP);
+    ly->vw = alloc(m, nw, "fc%d.weight.momentum", l, STAGE);
+    ly->vb = alloc(m, nb, "fc%d.bias.momentum", l, STAGE);
 }
 
 static void model_alloc(mlp_t *m)
@@ -521,6 +523,18 @@ static void model_alloc(mlp_t *m)
     m->partial   = alloc(m, floats(BIAS_CHUNKS, (uint64_t)wide), "bias-grad.partial", 0, STAGE);
     CUDA_CHECK(cudaHostAlloc((void **)&m->loss, (size_t)o->iters * sizeof(double),
                              cudaHostAllocMapped));
+}
+
+/* The weights, biases and momenta stageable or not: off, umadv restores
+ * what it staged of them, so that work outside the steps may touch them. */
+static void params_stageable(mlp_t *m, int on)
+{
+    for (int l = 0; l < m->opt.layers; l++) {
+        mlp_layer_t *ly = &m->layer[l];
+        float *p[] = {ly->w, ly->b, ly->vw, ly->vb};
+        for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+            UMADV_CHECK(umadv_set_stageable(m->ctx, p[i], on));
+    }
 }
 
 /* He-uniform hidden layers; the classifier starts at zero, so the first
@@ -982,6 +996,8 @@ static void print_stats(const mlp_t *m, uint64_t used_base, uint64_t used_peak)
     print_bytes("managed_peak", st.managed_peak, ", allocated through umadv");
     print_bytes("fetched_bytes", st.fetched_bytes, ", prefetched to the GPU");
     print_bytes("evicted_bytes", st.evicted_bytes, ", prefetched to the host");
+    print_bytes("staged_bytes", st.staged_bytes, ", copied to pinned host staging");
+    print_bytes("restored_bytes", st.restored_bytes, ", copied back from the staging");
     printf("gpu_faults %" PRIu64 "\n", st.gpu_faults);
     print_bytes("gpu_peak_used", st.gpu_peak_used, ", umadv's monitor; 0: not measured");
     print_bytes("gpu_used_at_iter_end", used_peak > used_base ? used_peak - used_base : 0,
@@ -1069,11 +1085,16 @@ static void run(mlp_t *m, uint64_t used_base)
 
     m->budgets_set = m->budgets_refused = m->blocks_over = 0;
     if (run_policy(m)) {
-        if (m->run > 0)
+        if (m->run > 0) {
+            params_stageable(m, 0);
             model_init(m);
+            params_stageable(m, 1);
+        }
         train(m, &used_peak);
         save_trace(m);
+        params_stageable(m, 0);
         printf("checksum 0x%016" PRIx64 "\n", checksum(m));
+        params_stageable(m, 1);
         print_times(m);
         print_stats(m, used_base, used_peak);
         print_steady(m);

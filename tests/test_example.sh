@@ -164,10 +164,12 @@ ok $? "another seed gives another checksum"
 
 # One process, three policies under a budget of 75% of the footprint
 # (umadv's managed peak): each run trains from the same weights, so all
-# give the single run's losses.
+# give the single run's losses. Staged ranges are poisoned before their
+# discards (UMADV_STAGE_POISON), so a read of staged data that was not
+# restored first changes the losses rather than reading stale bytes.
 budget=$(( $(field first managed_peak) * 3 / 4 ))
-UMADV_BUDGET=$budget "$prog" $tiny --policies oracle,demand,plan >"$tmp/multi.out" \
-    2>"$tmp/multi.err"
+UMADV_BUDGET=$budget UMADV_STAGE_POISON=1 "$prog" $tiny --policies oracle,demand,plan \
+    >"$tmp/multi.out" 2>"$tmp/multi.err"
 rc=$?
 runs=$(awk '$1 == "run" { printf "%s ", $2 }' "$tmp/multi.out")
 [ "$rc" -eq 0 ] && [ "$runs" = "oracle demand plan " ] &&
@@ -186,8 +188,9 @@ done
 ok $? "every run of --policies gives the single run's losses and checksum"
 
 # A small long run: 12 iterations, a new budget every 3 (40% to 100% of
-# the footprint), under every policy; the same budgets for each.
-"$prog" --batch 1024 --hidden 512 --layers 6 --iters 12 --budget-change 3 --budget-seed 5 \
+# the footprint), under every policy; the same budgets for each; staged
+# ranges poisoned.
+UMADV_STAGE_POISON=1 "$prog" --batch 1024 --hidden 512 --layers 6 --iters 12 --budget-change 3 --budget-seed 5 \
     --budget-range 0.4,1 \
     --policies oracle,demand,prefetch-all,plan >"$tmp/long.out" 2>"$tmp/long.err"
 rc=$?
@@ -198,8 +201,9 @@ seqs=$(for p in oracle demand prefetch-all plan; do
 [ "$rc" -eq 0 ] && [ "$(grep -c '^budget_block' "$tmp/long.out")" -eq 16 ] && [ "$seqs" -eq 1 ]
 ok $? "budget changes: 4 blocks a policy, the same budgets under each (exit $rc)" ||
     diag "$tmp/long.err"
-[ "$(awk '$1 == "checksum" { print $2 }' "$tmp/long.out" | sort -u | wc -l)" -eq 1 ]
-ok $? "budget changes: every policy's weights bitwise equal to oracle's"
+[ "$(awk '$1 == "checksum" { print $2 }' "$tmp/long.out" | sort -u | wc -l)" -eq 1 ] &&
+    awk '$1 == "staged_bytes" && $2 > 0 { n++ } END { exit !n }' "$tmp/long.out"
+ok $? "budget changes: every policy's weights bitwise equal to oracle's, data staged"
 over() { # POLICY: its blocks over their budget
     awk -v p="$1" '$1 == "run" { on = ($2 == p) } on && $1 == "budget_block" && $7 == "OVER"' \
         "$tmp/long.out" | wc -l

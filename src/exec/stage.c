@@ -65,8 +65,9 @@
  * of staging them (umadv__exec_stage_slots). An eviction behind a later
  * step end is ordered after the copy on the step's stream.
  *
- * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too, which a watch
- * of the application's copies sees: they are marked on their thread
+ * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too (and the
+ * poison's cudaMemsetAsync), which a watch of the application's copies
+ * sees: they are marked on their thread
  * (own_copy) and umadv__exec_stage_restore_range ignores them (a lane
  * would otherwise wait for its own call in flight).
  */
@@ -549,9 +550,11 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
 {
     umadv_status_t status = UMADV_OK;
 
+    own_copies++; /* the application's memsets are watched, not ours */
     for (size_t i = 0; i < n && poisons(e) && status == UMADV_OK; i++)
         status = e->p.ops->memset_async(lane->batch_ptrs[i], UMADV_CUDA_HOST_POISON,
                                         lane->batch_sizes[i], lane->stream);
+    own_copies--;
     if (status == UMADV_OK)
         status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, n, lane->stream);
     return status;
