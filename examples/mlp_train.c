@@ -1092,12 +1092,13 @@ static void run(mlp_t *m, uint64_t used_base)
         }
         train(m, &used_peak);
         save_trace(m);
-        params_stageable(m, 0);
-        printf("checksum 0x%016" PRIx64 "\n", checksum(m));
-        params_stageable(m, 1);
         print_times(m);
         print_stats(m, used_base, used_peak);
         print_steady(m);
+        /* last: restoring the parameters may pass the budget */
+        params_stageable(m, 0);
+        printf("checksum 0x%016" PRIx64 "\n", checksum(m));
+        params_stageable(m, 1);
         if (m->opt.budget_change > 0)
             printf("budgets set %d refused %d blocks_over %d\n", m->budgets_set,
                    m->budgets_refused, m->blocks_over);
