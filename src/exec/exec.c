@@ -447,7 +447,8 @@ static void log_iteration(umadv_exec_t *e)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
                     "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
-                    "(%.1f MiB late); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
+                    "(%.1f MiB late), stageable but migrated %.1f MiB (no slot) and %.1f MiB "
+                    "(a copy's); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -462,6 +463,8 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->staged_bytes - a->staged_bytes) / 1048576.0,
                     (double)(b->restored_bytes - a->restored_bytes) / 1048576.0,
                     (double)(b->late_restored_bytes - a->late_restored_bytes) / 1048576.0,
+                    (double)(b->stage_fallback_bytes - a->stage_fallback_bytes) / 1048576.0,
+                    (double)(b->copy_held_bytes - a->copy_held_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (double)(b->released_bytes - a->released_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),
