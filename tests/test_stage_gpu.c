@@ -11,9 +11,13 @@
  * undone by a later restore. Then the same under UMADV_STAGE_POISON's
  * fill (params.stage_poison), where a discarded range no longer reads
  * its old bytes: a staged section read on the CPU behind the
- * executor's back reads the poison or zeros (the app zeroes some of
- * the data itself: zeros prove nothing either way), and every
- * buffer still ends with the host's bits.
+ * executor's back under plan reads the poison or zeros (the app
+ * zeroes some of the data itself: zeros prove nothing either way), and
+ * every buffer still ends with the host's bits. Under demand and
+ * prefetch-all such a read may find an older copy of the page on the
+ * host instead (H200, driver 580.159.04, 2026-11-28: the poison is
+ * written on the GPU, and the discard drops that copy): counted, not
+ * judged.
  */
 #include <umadv.h>
 
@@ -228,7 +232,7 @@ static void run_policy(chain_t *c, umadv_policy_t policy, int poison)
     if (out == NULL || umadv__exec_create(&p, &e) != UMADV_OK) {
         ok(0, "%s%s: executor", umadv_policy_name(policy), name);
         skip("no executor", "buffers");
-        if (poison)
+        if (poison && policy == UMADV_POLICY_PLAN)
             skip("no executor", "unwatched reads");
         skip("no executor", "copies");
         free(out);
@@ -275,7 +279,12 @@ static void run_policy(chain_t *c, umadv_policy_t policy, int poison)
        (unsigned long long)(st.sync_restored_bytes >> 20));
     ok(buffers_match(c), "%s%s: every buffer holds the host's bits", umadv_policy_name(policy),
        name);
-    if (poison)
+    if (poison && policy != UMADV_POLICY_PLAN)
+        diag("%s (poisoned): %d staged sections read on the CPU without a restore, %s",
+             umadv_policy_name(policy), reads,
+             saw_data ? "some found other bytes than the poison or zeros (an older copy on "
+                        "the host)" : "each found the poison or zeros");
+    else if (poison)
         ok(reads > 0 && !saw_data,
            "%s: %d staged sections read on the CPU without a restore: %s",
            umadv_policy_name(policy), reads,
@@ -334,7 +343,8 @@ int main(void)
 
     if (G->device_count(&count) != UMADV_OK || count == 0)
         skip_all("no CUDA device");
-    plan(5 + 1 + 3 * (int)UMADV_ARRAY_SIZE(policies) + 4 * (int)UMADV_ARRAY_SIZE(policies));
+    /* 3 checks a policy, the poisoned ones 3 and plan's unwatched reads */
+    plan(5 + 1 + 6 * (int)UMADV_ARRAY_SIZE(policies) + 1);
     test_entries();
     memset(&c, 0, sizeof(c));
     ok(chain_init(&c) == 0, "6 buffers of 16 MiB, a 48 MiB budget, a plan");
