@@ -204,13 +204,21 @@ ok $? "budget changes: 4 blocks a policy, the same budgets under each (exit $rc)
 [ "$(awk '$1 == "checksum" { print $2 }' "$tmp/long.out" | sort -u | wc -l)" -eq 1 ] &&
     awk '$1 == "staged_bytes" && $2 > 0 { n++ } END { exit !n }' "$tmp/long.out"
 ok $? "budget changes: every policy's weights bitwise equal to oracle's, data staged"
+# The budget itself, with evictions that migrate: a restore of staged data
+# that a step needs while nothing is on its way out goes over the budget
+# by design (umadv(7), STAGING), which timing decides (seen once in a
+# parallel GPU suite, 2026-11-28).
+UMADV_STAGE=0 "$prog" --batch 1024 --hidden 512 --layers 6 --iters 12 --budget-change 3 \
+    --budget-seed 5 --budget-range 0.4,1 --policies oracle,demand,prefetch-all,plan \
+    >"$tmp/migrate.out" 2>"$tmp/migrate.err"
 over() { # POLICY: its blocks over their budget
     awk -v p="$1" '$1 == "run" { on = ($2 == p) } on && $1 == "budget_block" && $7 == "OVER"' \
-        "$tmp/long.out" | wc -l
+        "$tmp/migrate.out" | wc -l
 }
 [ "$(over demand)" -eq 0 ] && [ "$(over prefetch-all)" -eq 0 ] && [ "$(over plan)" -eq 0 ] &&
-    grep -q '^budgets set [1-9]' "$tmp/long.out"
-ok $? "budget changes: every block's resident peak within its budget (demand, prefetch-all, plan)"
+    [ "$(grep -c '^budgets set [1-9]' "$tmp/migrate.out")" -eq 4 ]
+ok $? "budget changes, UMADV_STAGE=0: every block's resident peak within its budget (demand, prefetch-all, plan)" ||
+    diag "$tmp/migrate.err"
 grep -q '^managed_left 0 bytes in 0 blocks' "$tmp/long.out"
 ok $? "nothing left in umadv's pool once the model is freed"
 
