@@ -96,11 +96,12 @@ static const umadv_config_field_t config_fields[] = {
      0, 1, 0, NULL, 0, FIELD(stage)},
     {"UMADV_STAGE_POISON", UMADV_CONFIG_BOOL, "0",
      "Fill every range the executor discards (staged data once copied out, "
-     "dead data) with 0xDB bytes first. A discarded range may still read "
-     "its old bytes, so a read of staged data before its restore, or of "
-     "data wrongly taken for dead, can go unseen; poisoned, it reads "
-     "0xDB. For testing an application's declarations and umadv; costs "
-     "a device memset per discard.",
+     "dead data) with 0xDB bytes first. A kernel reading a discarded range "
+     "may still find its old bytes, so a read of staged data before its "
+     "restore, or of data wrongly taken for dead, can go unseen; poisoned, "
+     "it reads 0xDB (a CPU read may find an older host copy instead). For "
+     "testing an application's declarations and umadv; costs a device "
+     "memset per discard.",
      0, 1, 0, NULL, 0, FIELD(stage_poison)},
     {"UMADV_LOG", UMADV_CONFIG_ENUM, "warn",
      "Log level: error, warn, info, debug or trace. Each level includes "
