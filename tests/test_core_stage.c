@@ -75,13 +75,25 @@ static const umadv_core_op_t *find(const umadv_core_t *c, umadv_op_kind_t kind, 
     return NULL;
 }
 
+/* The decision after @op in core->out of its kind on its allocation, or NULL. */
+static const umadv_core_op_t *find_next(const umadv_core_t *c, const umadv_core_op_t *op)
+{
+    for (size_t i = op != NULL ? (size_t)(op - c->out) + 1 : c->nout; i < c->nout; i++) {
+        if (c->out[i].kind == op->kind && c->out[i].alloc == op->alloc)
+            return &c->out[i];
+    }
+    return NULL;
+}
+
 /* The pool counts the most sections alive at one step, not every block
- * of the iteration: P (2, persistent), X (4, step 0 only), Y (4, step 1
- * only) peak at 6; at a budget of 2, 4 slots (not 10 - 2). */
+ * of the iteration, and one allocation's worth more (a run waiting for
+ * room leaves the GPU short of the budget): P (2, persistent), X (4, step
+ * 0 only), Y (4, step 1 only) peak at 6; at a budget of 5, 6 - 5 + 4 = 5
+ * slots (not 10 - 5 + 4); at a budget of 2, all 6 (never more). */
 static void test_pool_peak(void)
 {
     umadv_core_params_t p = {.first_step = 0, .nsteps = 2, .policy = UMADV_POLICY_PREFETCH_ALL,
-                             .budget = 2 * SEC, .stage = 1};
+                             .budget = 5 * SEC, .stage = 1};
     umadv_trace_t t;
     umadv_core_t c;
     uint32_t id;
@@ -106,8 +118,14 @@ static void test_pool_peak(void)
         umadv__trace_cleanup(&t);
         return;
     }
-    is(c.stage_slots, 4u, "the pool: the peak of 6 sections alive less the budget's 2");
+    is(c.stage_slots, 5u, "the pool: the peak of 6 sections alive less the budget's 5, and the "
+       "largest allocation's 4");
     umadv__core_cleanup(&c);
+    p.budget = 2 * SEC;
+    if (umadv__core_init(&c, &p) == UMADV_OK) {
+        is(c.stage_slots, 6u, "at a budget of 2: the peak's 6, never more");
+        umadv__core_cleanup(&c);
+    }
     umadv__trace_cleanup(&t);
 }
 
@@ -119,7 +137,9 @@ static void test_staged_evictions(void)
     const umadv_core_op_t *op;
 
     core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
-    is(c.stage_slots, 8u - 4u, "the pool: the iteration's 8 sections less the budget's 4");
+    is(c.stage_slots, 8u, "the pool: the iteration's 8 sections less the budget's 4, and A's "
+       "4 more: the peak's 8");
+    c.stage_slots = 8 - 4; /* a pool of the least: what the peak leaves off */
     umadv__core_set_state(&c, sec(&c, B, 0), UMADV_SEC_HOST);
     umadv__core_set_state(&c, sec(&c, B, 1), UMADV_SEC_HOST);
     umadv__core_step_begin(&c, 0, 1);
@@ -148,7 +168,7 @@ static void test_staged_evictions(void)
 static void test_not_staged(void)
 {
     umadv_core_t c;
-    const umadv_core_op_t *op;
+    const umadv_core_op_t *op, *op2;
 
     /* T is freed after step 1, its last touch: evicting it after that
      * stages it all the same (a copy may still read it, and the driver
@@ -185,7 +205,20 @@ static void test_not_staged(void)
     c.stage_used = c.stage_slots - 1; /* room for one section, not A's run */
     umadv__core_step_begin(&c, 0, 1);
     op = find(&c, UMADV_OP_EVICT, A);
-    ok(op != NULL && !op->staged, "no room in the pool for the run: migrated");
+    op2 = find_next(&c, op);
+    ok(op != NULL && op->staged && op->first == 0 && op->count == 1 && op2 != NULL &&
+           !op2->staged && op2->first == 1 && op2->count == 3 && c.staged[sec(&c, A, 0)] &&
+           !c.staged[sec(&c, A, 1)],
+       "room in the pool for one section of the run: it is staged, the rest migrates");
+    c.stage_used = 0;
+    umadv__core_cleanup(&c);
+
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
+    c.stage_used = c.stage_slots; /* no room */
+    umadv__core_step_begin(&c, 0, 1);
+    op = find(&c, UMADV_OP_EVICT, A);
+    ok(op != NULL && !op->staged && op->count == 4 && find_next(&c, op) == NULL,
+       "no room in the pool: the run migrates, one decision");
     c.stage_used = 0;
     umadv__core_cleanup(&c);
 }
@@ -313,7 +346,7 @@ static void test_unseen(void)
 
 int main(void)
 {
-    plan(26 + 4);
+    plan(26 + 6);
     trace_build();
     test_pool_peak();
     test_staged_evictions();

@@ -63,21 +63,33 @@ static uint64_t peak_live_sections(const umadv_core_t *c)
     return (uint64_t)peak;
 }
 
+/* The largest allocation of the trace, in sections. */
+static uint32_t largest_alloc_sections(const umadv_core_t *c)
+{
+    uint32_t most = 0;
+
+    for (uint32_t a = 0; a < c->p.trace->nallocs; a++)
+        most = UMADV_MAX(most, c->p.trace->allocs[a].nsections);
+    return most;
+}
+
 /* The staging pool (core.h, STAGING): the most sections alive at once in
  * the replayed iteration, less the budget's worth: what can be off the GPU
- * at the peak. Not the sum over the iteration's blocks (a PyTorch
- * ResNet-50 at batch 64 allocates about 20 GiB in an iteration for a 5.4
- * GiB peak), whose pinning took seconds at every replay start. A pool
- * that runs short makes an eviction migrate, not fail. */
+ * at the peak; and one allocation's worth more, since the GPU may hold
+ * less than the budget by up to a run that waits for room. Not the sum
+ * over the iteration's blocks (a PyTorch ResNet-50 at batch 64 allocates
+ * about 20 GiB in an iteration for a 5.4 GiB peak), whose pinning took
+ * seconds at every replay start. A pool that runs short stages what it
+ * has room for and migrates the rest, it never fails. */
 static uint32_t stage_pool_slots(const umadv_core_t *c)
 {
-    uint64_t sections, budget = c->p.budget / c->p.trace->section_size;
+    uint64_t peak, sections, budget = c->p.budget / c->p.trace->section_size;
 
     if (!c->p.stage)
         return 0;
-    sections = peak_live_sections(c);
+    sections = peak = peak_live_sections(c);
     if (budget > 0 && budget < sections)
-        sections -= budget;
+        sections = UMADV_MIN(peak, sections - budget + largest_alloc_sections(c));
     return (uint32_t)UMADV_MIN(sections, UINT32_MAX);
 }
 

@@ -65,9 +65,13 @@
  *  - demand's kernels never fault a staged section in;
  *  - the staging pool holds stage_slots sections: what can be off the GPU
  *    at once, the most sections alive at one step of the replayed
- *    iteration less the budget. A section holds a slot while it is marked staged; an eviction
- *    the pool has no room for migrates (the driver's pool is this size and
- *    is never short: both drivers follow the same count);
+ *    iteration less the budget, and the largest allocation's sections
+ *    more (the GPU holds less than the budget by up to a run waiting for
+ *    room), the peak at most. A section holds a slot while it is marked
+ *    staged; of an eviction the pool has too little room for, the
+ *    sections that fit are staged and the rest migrates (the driver's
+ *    pool is this size and is never short: both drivers follow the same
+ *    count);
  *  - only data the iteration's kernels touch is staged: a section no
  *    step of the iteration touches migrates. Data of an allocation freed
  *    in the iteration after its last touch is staged too (it migrated

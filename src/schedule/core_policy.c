@@ -110,24 +110,49 @@ static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first
     return 1;
 }
 
-/* Whether the eviction of the run goes staged (core.h, STAGING): live data
- * (dead data is dropped, never evicted) that the host's copy does not
- * already hold (clean), discardable, that the iteration's kernels touch,
- * with room in the pool for its resident sections. */
-static int stageable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first, uint32_t count,
-                         int clean)
+/* How many sections from the start of the run go staged (core.h,
+ * STAGING): live data (dead data is dropped, never evicted) that the
+ * host's copy does not already hold (clean), discardable, that the
+ * iteration's kernels touch, as far as the pool has room for its resident
+ * sections. The rest of the run migrates: a pool a few sections short
+ * would otherwise send a whole activation over UVM (mlp_train at half its
+ * footprint, H200: 4.3 GiB an iteration, whole 512 MiB runs, with 12 or
+ * 13 slots of 201 free in a host replay of its pattern). */
+static uint32_t staged_prefix(const umadv_core_t *c, uint32_t alloc, uint32_t first,
+                              uint32_t count, int clean)
 {
-    uint32_t need = 0;
+    uint32_t need = 0, room = c->stage_slots - c->stage_used, i;
 
     if (clean || !discardable_run(c, alloc, first, count))
         return 0;
-    for (uint32_t i = 0; i < count; i++) {
+    for (i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
         if (!touched_in_iteration(c, s))
-            return 0;
+            break;
         need += c->state[s] == UMADV_SEC_RESIDENT;
+        if (need > room)
+            break;
     }
-    return need <= c->stage_slots - c->stage_used;
+    return i;
+}
+
+/* The run's resident sections marked leaving (staged ones marked so), and
+ * its decision pushed if any is. */
+static void evict_push(umadv_core_t *c, const umadv_core_op_t *op)
+{
+    int any = 0;
+
+    for (uint32_t i = 0; i < op->count; i++) {
+        uint32_t s = umadv__core_section(c, op->alloc, op->first + i);
+        if (c->state[s] == UMADV_SEC_RESIDENT) {
+            umadv__core_set_state(c, s, UMADV_SEC_OUT_QUEUED);
+            if (op->staged)
+                umadv__core_stage_mark(c, s);
+            any = 1;
+        }
+    }
+    if (any)
+        out_push(c, op);
 }
 
 /* Resident sections of the run leave once the step that ends now (or the
@@ -139,23 +164,23 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
     umadv_core_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first,
                           .count = count, .need = need, .blocking = (uint8_t)blocking,
                           .after_step = 1, .clean = (uint8_t)clean};
-    int any = 0;
+    uint32_t staged;
 
     if (drifted(c, alloc))
         return;
     op.dead = (uint8_t)(dead && !clean && discardable_run(c, alloc, first, count));
-    op.staged = (uint8_t)(!op.dead && stageable_run(c, alloc, first, count, clean));
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t s = umadv__core_section(c, alloc, first + i);
-        if (c->state[s] == UMADV_SEC_RESIDENT) {
-            umadv__core_set_state(c, s, UMADV_SEC_OUT_QUEUED);
-            if (op.staged)
-                umadv__core_stage_mark(c, s);
-            any = 1;
-        }
+    staged = op.dead ? 0 : staged_prefix(c, alloc, first, count, clean);
+    if (staged > 0) {
+        op.count = staged;
+        op.staged = 1;
+        evict_push(c, &op);
     }
-    if (any)
-        out_push(c, &op);
+    if (staged < count) {
+        op.first = first + staged;
+        op.count = count - staged;
+        op.staged = 0;
+        evict_push(c, &op);
+    }
 }
 
 /* Dead memory (freed at this step, or already gone) leaves the accounting
