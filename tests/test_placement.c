@@ -156,10 +156,13 @@ static void test_slow_link(void)
  * as UVM evictions (no staged figures), X's write is placed on the host as
  * above; with figures where a staged eviction takes 0.1 ms, moving X costs
  * less than its remote write (estimate max(0.4, 0.5, 0.2) = 0.5 ms
- * against 0.9 with the write remote), and nothing is placed. But the
- * staging pool holds one section (two alive, room for one: core.h,
- * STAGING), so Y's eviction migrates while X is staged; REFINE, which
- * also plans priced as UVM with the figures, keeps the faster plan.
+ * against 0.9 with the write remote), and nothing is placed. The staging
+ * pool holds both sections (two alive, room for one, and one allocation
+ * more: core.h, STAGING), so both evictions are staged; REFINE, which
+ * also plans priced as UVM with the figures, finds that plan no faster
+ * and keeps the one priced with them. (Until 245872c the pool held one
+ * section, Y's eviction migrated, and REFINE kept the plan priced as UVM:
+ * a pool that short no longer arises in a trace this small.)
  */
 static void test_staged_channel(void)
 {
@@ -190,8 +193,10 @@ static void test_staged_channel(void)
     ok(status == UMADV_OK && q1.iteration_s <= q0.iteration_s * (1 + 1e-9),
        "staged channel: the refined plan is no slower than the one priced as UVM (%.3f ms, "
        "%.3f)", q1.iteration_s / MS, q0.iteration_s / MS);
-    ok(!r1s.stage_priced && r1s.remote_bytes == SEC && s1.stage_priced,
-       "staged channel: REFINE keeps the plan priced as UVM (X placed) and says so");
+    ok(r1s.stage_priced && r1s.remote_bytes == 0 && r1s.staged_bytes == 2 * SEC &&
+           s1.stage_priced,
+       "staged channel: REFINE keeps the plan priced with the figures (X moved, staged) and "
+       "says so");
     umadv__schedule_cleanup(&s0);
     umadv__schedule_cleanup(&s1);
     umadv__schedule_cleanup(&r0s);

@@ -657,7 +657,8 @@ static umadv_status_t refine_variant(const umadv_trace_t *trace, const umadv_win
  * ResNet still plans in about 0.1 s. Where staged evictions are priced
  * with the staged figures (CHANNELS), each variant is also planned priced
  * as UVM: the estimate does not know the staging pool (core.h, STAGING:
- * an eviction decided while it is full migrates), the simulator does;
+ * what an eviction decided while it is short of room cannot stage
+ * migrates), the simulator does;
  * six plans and simulations then.
  */
 static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t *w,
