@@ -169,6 +169,150 @@ static const umadv_cuda_ops_t *inner = &umadv__cuda_ops_host;
             return cuda_fail(_e); \
     } while (0)
 
+/* ---- the work a failed synchronisation leaves running ------------------ */
+
+/*
+ * cudaStreamSynchronize that returns an error has not waited: the
+ * stream's copies and discards may still end later, over what the CPU
+ * or another stream wrote since. The host backend does its work when it
+ * is issued, so the wrapper does a stream's copies and discards since its
+ * last synchronisation again, when one later succeeds on that stream, or
+ * (the stream destroyed meanwhile) on any: the latest they could end. A
+ * restore that did not wait for them then loses its bytes, as on a GPU.
+ * (On a GPU, the work is really late: nothing to model.)
+ */
+typedef enum late_kind { LATE_COPY, LATE_DISCARD, LATE_DISCARD_PREFETCH } late_kind_t;
+
+typedef struct late_op {
+    umadv_stream_t stream;
+    late_kind_t    kind;
+    void          *dst;
+    const void    *src;
+    size_t         size;
+    int            location;
+} late_op_t;
+
+#define LATE_ORPHAN ((umadv_stream_t)(uintptr_t)-1) /* a late stream since destroyed */
+#define LATE_STREAMS 16
+
+static struct {
+    late_op_t      *ops;   /* since each stream's last synchronisation */
+    size_t          n, cap;
+    umadv_stream_t  late[LATE_STREAMS]; /* streams whose synchronisation failed */
+    size_t          nlate;
+    pthread_mutex_t lock;
+} late = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int late_modelled(void)
+{
+    return inner == &umadv__cuda_ops_host;
+}
+
+static int late_is(umadv_stream_t s)
+{
+    for (size_t i = 0; i < late.nlate; i++) {
+        if (late.late[i] == s)
+            return 1;
+    }
+    return 0;
+}
+
+static void late_unmark(umadv_stream_t s)
+{
+    for (size_t i = 0; i < late.nlate; i++) {
+        if (late.late[i] == s) {
+            late.late[i] = late.late[--late.nlate];
+            return;
+        }
+    }
+}
+
+/* Keep only the work of late streams (a full list). */
+static void late_compact(void)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < late.n; i++) {
+        if (late.ops[i].stream == LATE_ORPHAN || late_is(late.ops[i].stream))
+            late.ops[k++] = late.ops[i];
+    }
+    late.n = k;
+}
+
+static void late_record(umadv_stream_t s, late_kind_t kind, void *dst, const void *src,
+                        size_t size, int location)
+{
+    if (!late_modelled())
+        return;
+    pthread_mutex_lock(&late.lock);
+    if (late.n == late.cap)
+        late_compact();
+    if (late.n == late.cap) {
+        size_t cap = late.cap ? 2 * late.cap : 256;
+        late_op_t *ops = realloc(late.ops, cap * sizeof(*ops));
+
+        if (ops == NULL)
+            abort();
+        late.ops = ops;
+        late.cap = cap;
+    }
+    late.ops[late.n++] = (late_op_t){s, kind, dst, src, size, location};
+    pthread_mutex_unlock(&late.lock);
+}
+
+static void late_redo(const late_op_t *op)
+{
+    void *ptr = op->dst;
+    size_t size = op->size;
+
+    if (op->kind == LATE_COPY)
+        (void)HOST.memcpy_async(op->dst, op->src, op->size, op->stream);
+    else if (op->kind == LATE_DISCARD)
+        (void)HOST.discard_batch(&ptr, &size, 1, op->stream);
+    else
+        (void)HOST.discard_and_prefetch_batch(&ptr, &size, 1, op->location, op->stream);
+}
+
+/* Stream @s ended its work (@ended: a synchronisation succeeded) or was
+ * destroyed: late work of it ends now, or, destroyed, becomes an
+ * orphan's; a successful synchronisation ends the orphans' too. */
+static void late_settle(umadv_stream_t s, int ended)
+{
+    size_t k = 0;
+    int was_late;
+
+    if (!late_modelled())
+        return;
+    pthread_mutex_lock(&late.lock);
+    was_late = late_is(s);
+    for (size_t i = 0; i < late.n; i++) {
+        late_op_t *op = &late.ops[i];
+
+        if (ended && (op->stream == LATE_ORPHAN || (op->stream == s && was_late)))
+            late_redo(op);
+        else if (op->stream == s && was_late)
+            late.ops[k++] = (late_op_t){LATE_ORPHAN, op->kind, op->dst, op->src, op->size,
+                                        op->location};
+        else if (op->stream != s && op->stream != LATE_ORPHAN)
+            late.ops[k++] = *op;
+        else if (op->stream == LATE_ORPHAN && !ended)
+            late.ops[k++] = *op;
+    }
+    late.n = k;
+    late_unmark(s);
+    pthread_mutex_unlock(&late.lock);
+}
+
+static void late_mark(umadv_stream_t s)
+{
+    if (!late_modelled())
+        return;
+    pthread_mutex_lock(&late.lock);
+    if (!late_is(s) && late.nlate < LATE_STREAMS)
+        late.late[late.nlate++] = s;
+    pthread_mutex_unlock(&late.lock);
+}
+
 /* ---- the wrapping CUDA table ------------------------------------------- */
 
 static umadv_status_t w_device_count(int *c)
@@ -257,6 +401,7 @@ static umadv_status_t w_stream_destroy(umadv_stream_t s)
     int fail = inject_now(E_STREAM_DESTROY);
     umadv_status_t status = HOST.stream_destroy(s);
 
+    late_settle(s, 0);
     if (status == UMADV_OK)
         live_add(&inj.live_streams, -1);
     return fail ? cuda_fail(E_STREAM_DESTROY) : status;
@@ -264,8 +409,16 @@ static umadv_status_t w_stream_destroy(umadv_stream_t s)
 
 static umadv_status_t w_stream_sync(umadv_stream_t s)
 {
-    INJECT(E_STREAM_SYNC);
-    return HOST.stream_synchronize(s);
+    umadv_status_t status;
+
+    if (inject_now(E_STREAM_SYNC)) {
+        late_mark(s);
+        return cuda_fail(E_STREAM_SYNC);
+    }
+    status = HOST.stream_synchronize(s);
+    if (status == UMADV_OK)
+        late_settle(s, 1);
+    return status;
 }
 
 static umadv_status_t w_event_create(umadv_event_t *e)
@@ -346,21 +499,36 @@ static umadv_status_t w_host_free(void *p, size_t size)
 
 static umadv_status_t w_memcpy(void *d, const void *s, size_t n, umadv_stream_t st)
 {
+    umadv_status_t status;
+
     INJECT(E_MEMCPY);
-    return HOST.memcpy_async(d, s, n, st);
+    status = HOST.memcpy_async(d, s, n, st);
+    if (status == UMADV_OK)
+        late_record(st, LATE_COPY, d, s, n, 0);
+    return status;
 }
 
 static umadv_status_t w_discard(void **p, size_t *s, size_t n, umadv_stream_t st)
 {
+    umadv_status_t status;
+
     INJECT(E_DISCARD);
-    return HOST.discard_batch(p, s, n, st);
+    status = HOST.discard_batch(p, s, n, st);
+    for (size_t i = 0; i < n && status == UMADV_OK; i++)
+        late_record(st, LATE_DISCARD, p[i], NULL, s[i], 0);
+    return status;
 }
 
 static umadv_status_t w_discard_prefetch(void **p, size_t *s, size_t n, int loc,
                                          umadv_stream_t st)
 {
+    umadv_status_t status;
+
     INJECT(E_DISCARD_PREFETCH);
-    return HOST.discard_and_prefetch_batch(p, s, n, loc, st);
+    status = HOST.discard_and_prefetch_batch(p, s, n, loc, st);
+    for (size_t i = 0; i < n && status == UMADV_OK; i++)
+        late_record(st, LATE_DISCARD_PREFETCH, p[i], NULL, s[i], loc);
+    return status;
 }
 
 static const umadv_cuda_ops_t inject_cuda_ops = {

@@ -484,6 +484,17 @@ void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane)
     lane->bounce = NULL;
 }
 
+/* A call on @stream failed: the stream's earlier calls may still run (a
+ * synchronisation that fails has not waited). They end before the ranges
+ * are touched again, by the CPU's copy or on another stream: a discard
+ * still queued would wipe what a restore copied in, and a copy a slot
+ * since reused. Where this fails too, the device is lost with the data. */
+static void stream_drain(umadv_exec_t *e, umadv_stream_t stream, umadv_status_t status)
+{
+    if (status != UMADV_OK)
+        (void)e->p.ops->stream_synchronize(stream);
+}
+
 /* Copy piece @p out (@out) or back, run by run of slots. */
 static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
                                  int out)
@@ -658,6 +669,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
         moved = (status = stage_in(e, lane, from, to)) == UMADV_OK;
     else
         moved = stage_out(e, lane, from, to, &status);
+    stream_drain(e, lane->stream, status);
     pthread_mutex_lock(&e->lock);
     umadv__exec_lane_busy(e, lane, start, to_gpu ? "restore from staging" : "stage out",
                           pieces_len(lane, from, to));
@@ -693,6 +705,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
         status = discard_ranges(e, lane, to - from);
         if (status == UMADV_OK)
             status = e->p.ops->stream_synchronize(lane->stream);
+        stream_drain(e, lane->stream, status);
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
         if (status == UMADV_ERR_UNSUPPORTED)
@@ -719,6 +732,8 @@ static void section_copy_back(umadv_exec_t *e, uint32_t s)
     pthread_mutex_unlock(&e->lock);
     if (!broken && (status = own_copy(e, range, slot, sec->size, NULL)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(NULL);
+    if (!broken)
+        stream_drain(e, NULL, status);
     if (status != UMADV_OK)
         memcpy(range, slot, sec->size);
     pthread_mutex_lock(&e->lock);
@@ -948,6 +963,7 @@ static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
         status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
     if (status == UMADV_OK)
         status = e->p.ops->stream_synchronize(stream);
+    stream_drain(e, stream, status);
     (void)e->p.ops->stream_destroy(stream);
     return status;
 }
