@@ -84,7 +84,7 @@ static const struct entry_desc {
     [E_PREFETCH]          = {"cudaMemPrefetchAsync", cudaErrorInvalidValue},
     [E_PREFETCH_BATCH]    = {"cudaMemPrefetchBatchAsync", cudaErrorInvalidValue},
     [E_ADVISE]            = {"cudaMemAdvise", cudaErrorInvalidValue},
-    [E_STREAM_CREATE]     = {"cudaStreamCreateWithFlags", cudaErrorMemoryAllocation},
+    [E_STREAM_CREATE]     = {"cudaStreamCreateWithPriority", cudaErrorMemoryAllocation},
     [E_STREAM_DESTROY]    = {"cudaStreamDestroy", cudaErrorLaunchFailure},
     [E_STREAM_SYNC]       = {"cudaStreamSynchronize", cudaErrorLaunchFailure},
     [E_EVENT_CREATE]      = {"cudaEventCreateWithFlags", cudaErrorMemoryAllocation},

@@ -112,6 +112,8 @@ typedef struct umadv_cuda_ops {
      * @location (a device ordinal) without copying the old bytes. */
     umadv_status_t (*discard_and_prefetch_batch)(void **ptrs, size_t *sizes, size_t count,
                                                  int location, umadv_stream_t stream);
+    /* A stream of umadv's own: not ordered with the legacy default
+     * stream, and of the greatest priority (cudart.c says why). */
     umadv_status_t (*stream_create)(umadv_stream_t *stream_p);
     umadv_status_t (*stream_destroy)(umadv_stream_t stream);
     umadv_status_t (*stream_synchronize)(umadv_stream_t stream);

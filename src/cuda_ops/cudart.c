@@ -393,14 +393,26 @@ static umadv_status_t cudart_discard_and_prefetch_batch(void **ptrs, size_t *siz
                           "cudaMemDiscardAndPrefetchBatchAsync", __LINE__);
 }
 
+/*
+ * Non-blocking: migrations must not serialise with the application's
+ * legacy default stream. Of the greatest priority: a copy with a managed
+ * operand runs on the SMs (a device-to-pinned copy of plain device memory
+ * does not), so it waits behind the blocks of the application's kernels
+ * queued before it. bench/beside_kernels, H200, 256 MiB beside a 16 ms
+ * kernel of 16 waves: managed to pinned 21.0 ms at default priority, 6.1
+ * at the greatest, 5.1 idle; prefetches and discards are not held up. The
+ * 16-layer MLP at half its footprint: 1383 -> 1013 ms an iteration.
+ */
 static umadv_status_t cudart_stream_create(umadv_stream_t *stream_p)
 {
     cudaStream_t stream;
     umadv_status_t status;
+    int least = 0, greatest = 0;
 
-    /* Non-blocking: migrations must not serialise with the application's
-     * legacy default stream. */
-    status = UMADV_CUDART_FUNC(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess)
+        greatest = 0; /* the default priority: the stream still works */
+    status = UMADV_CUDART_FUNC(
+        cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
     if (status == UMADV_OK)
         *stream_p = stream;
     return status;
