@@ -14,10 +14,12 @@
  * from its issue to its stream's synchronisation, best of --repeat, in
  * three settings: the GPU idle; issued right after the busy kernel's
  * launch on another stream; the same from a stream of the greatest
- * priority. Each call starts from the state umadv issues it in (the range
+ * priority. --waves 1 makes the busy kernel one wave of blocks that all
+ * run for its whole length, as a persistent GEMM's do: no block retires
+ * early for a copy of any priority to take its place. Each call starts from the state umadv issues it in (the range
  * resident on the GPU; on the host for the prefetch to the GPU).
  *
- *   bench/beside_kernels [--size BYTES] [--busy-ms MS] [--repeat N]
+ *   bench/beside_kernels [--size BYTES] [--busy-ms MS] [--waves N] [--repeat N]
  *
  * Exit status 77 without a GPU (or one without concurrent managed
  * access), 2 for a bad option.
@@ -33,7 +35,8 @@
 
 #define EXIT_SKIP  77
 #define EXIT_USAGE 2
-#define BUSY_WAVES 16 /* the busy kernel's waves of blocks: a GEMM has many */
+#define BUSY_WAVES 16 /* the busy kernel's waves of blocks, by default: a GEMM has many */
+#define MAX_WAVES  1024
 #define BUSY_WORDS (UINT64_C(1) << 21)
 #define MAX_REPEAT 100
 
@@ -94,7 +97,8 @@ static void usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "beside_kernels: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: beside_kernels [--size BYTES] [--busy-ms MS] [--repeat N]\n");
+    fprintf(stderr, "\nusage: beside_kernels [--size BYTES] [--busy-ms MS] [--waves N] "
+                    "[--repeat N]\n");
     exit(EXIT_USAGE);
 }
 
@@ -250,7 +254,7 @@ static double busy_calibrate(bench_t *b, double busy_ms)
     return ms;
 }
 
-static void setup(bench_t *b, uint64_t size)
+static void setup(bench_t *b, uint64_t size, int waves)
 {
     int count = 0, cma = 0, sms = 0, lo = 0, hi = 0;
     size_t free_b = 0, total_b = 0;
@@ -270,7 +274,7 @@ static void setup(bench_t *b, uint64_t size)
     if (3 * size + BUSY_WORDS * 8 > free_b / 4)
         die("--size is more than a twelfth of the free GPU memory");
     b->size = size;
-    b->busy_blocks = (unsigned)sms * 8 * BUSY_WAVES; /* 8 blocks of 256 fill an SM */
+    b->busy_blocks = (unsigned)sms * 8 * (unsigned)waves; /* 8 blocks of 256 fill an SM */
     CHECK(cudaMallocManaged, ((void **)&b->managed, size, cudaMemAttachGlobal));
     CHECK(cudaMallocManaged, ((void **)&b->busy_words, BUSY_WORDS * 8, cudaMemAttachGlobal));
     CHECK(cudaMalloc, ((void **)&b->device, size));
@@ -289,7 +293,7 @@ int main(int argc, char **argv)
 {
     uint64_t size = UINT64_C(256) << 20;
     double busy_ms = 20, best[CALLS][SETTINGS];
-    int repeat = 3;
+    int repeat = 3, waves = BUSY_WAVES;
     bench_t b = {0};
     struct cudaDeviceProp prop;
     int driver = 0;
@@ -304,6 +308,10 @@ int main(int argc, char **argv)
             busy_ms = atof(v);
             if (!(busy_ms >= 1 && busy_ms <= 1000))
                 usage_error("invalid --busy-ms '%s' (1 to 1000)", v);
+        } else if (strcmp(argv[i], "--waves") == 0 && v != NULL) {
+            waves = atoi(v);
+            if (waves < 1 || waves > MAX_WAVES)
+                usage_error("invalid --waves '%s' (1 to 1024)", v);
         } else if (strcmp(argv[i], "--repeat") == 0 && v != NULL) {
             repeat = atoi(v);
             if (repeat < 1 || repeat > MAX_REPEAT)
@@ -313,12 +321,12 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    setup(&b, size);
+    setup(&b, size, waves);
     CHECK(cudaGetDeviceProperties, (&prop, 0));
     CHECK(cudaDriverGetVersion, (&driver));
     printf("beside_kernels: %s, driver %d; %.0f MiB per call; busy kernel %.1f ms "
            "(%u blocks in %d waves)\n", prop.name, driver, (double)size / 1048576.0,
-           busy_calibrate(&b, busy_ms), b.busy_blocks, BUSY_WAVES);
+           busy_calibrate(&b, busy_ms), b.busy_blocks, waves);
     for (int c = 0; c < CALLS; c++) {
         for (int s = 0; s < SETTINGS; s++) {
             best[c][s] = 1e30;

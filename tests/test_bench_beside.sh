@@ -1,0 +1,26 @@
+#!/bin/sh
+# TAP: bench/beside_kernels refuses bad options with a usage error; on a
+# GPU it prints a row per call whose three times are all measured, and
+# without one it says so and exits 77 (a skip here, never a pass).
+. "${top_srcdir:-.}/tests/tap.sh"
+
+bench="$builddir/bench/beside_kernels"
+tap_require "$bench"
+
+"$bench" --waves 0 >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --waves '0'" "$tmp/bad" && grep -q "usage: beside_kernels" "$tmp/bad"
+ok $? "--waves 0: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --size 64M --busy-ms 5 --repeat 1 >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ $status -eq 77 ]; then
+    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
+    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
+else
+    ok $status "runs on the GPU" || diag "$tmp/err"
+    # 15 calls, each with three times in milliseconds above 0
+    awk '/GB\/s\)/ { n++; if (gsub(/GB\/s\)/, "&") != 3) bad = 1 } END { exit n != 15 || bad }' "$tmp/out"
+    ok $? "a row per call, three settings each" || diag "$tmp/out"
+fi
+
+tap_done
