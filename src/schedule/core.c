@@ -24,14 +24,6 @@ static umadv_status_t params_check(const umadv_core_params_t *p)
     return UMADV_OK;
 }
 
-static void mark_ops(umadv_core_t *c, const umadv_op_t *ops, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        for (uint32_t k = 0; ops[i].kind == UMADV_OP_ADVISE && k < ops[i].count; k++)
-            c->advised[umadv__core_section(c, ops[i].alloc, ops[i].first + k)] = 1;
-    }
-}
-
 /* The most sections alive at once in the replayed iteration: a
  * difference array over its steps (a block born or freed at a step is
  * alive there). 0 when out of memory. */
@@ -120,8 +112,7 @@ static void mark_advised(umadv_core_t *c)
 
     if (c->p.policy != UMADV_POLICY_PLAN)
         return;
-    mark_ops(c, s->setup, s->nsetup);
-    mark_ops(c, s->ops, s->step_ops[s->nsteps]);
+    umadv__schedule_mark_advised(s, c->p.trace, c->advised);
 }
 
 void umadv__core_schedule_changed(umadv_core_t *c)

@@ -138,6 +138,22 @@ static int dead(const umadv_schedule_t *sch, const uint32_t *group, size_t n, si
     return undecided == 0;
 }
 
+static void mark_advice_ops(const umadv_op_t *ops, size_t n, const umadv_trace_t *trace,
+                            uint8_t *advised)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; ops[i].kind == UMADV_OP_ADVISE && k < ops[i].count; k++)
+            advised[trace->allocs[ops[i].alloc].first_section + ops[i].first + k] = 1;
+    }
+}
+
+void umadv__schedule_mark_advised(const umadv_schedule_t *sch, const umadv_trace_t *trace,
+                                  uint8_t *advised)
+{
+    mark_advice_ops(sch->setup, sch->nsetup, trace, advised);
+    mark_advice_ops(sch->ops, sch->nops, trace, advised);
+}
+
 umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trace_t *trace)
 {
     op_groups_t g;

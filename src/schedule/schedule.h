@@ -201,6 +201,13 @@ static inline uint64_t umadv__schedule_migrated_bytes(const umadv_schedule_t *s)
 umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *schedule,
                                          const umadv_trace_t *trace);
 
+/* Sets advised[s] (one byte per global section of @trace) for every
+ * section an ADVISE op of @schedule covers, in its setup or its ops: the
+ * sections the replay never stages, whose evictions migrate (core.h,
+ * STAGING). The caller zeroes the array. */
+void umadv__schedule_mark_advised(const umadv_schedule_t *schedule, const umadv_trace_t *trace,
+                                  uint8_t *advised);
+
 /* A fetch whose copy takes no longer than a call's latency joins the
  * batch call of its need step (see BATCHES above): latency * bandwidth
  * bytes; 0 (no batches) without a link model. */

@@ -91,7 +91,7 @@ static void print_channel(const umadv_plan_run_t *run, const umadv_schedule_t *s
         snprintf(s3, sizeof(s3), "%s released dead, ",
                  umadv__size_format(sch->dead_bytes, s2, sizeof(s2)));
     printf("  evict channel: %s of %s evicted through pinned staging (stageable allocations, "
-           "where the pool has room), %sthe rest by UVM migration\n",
+           "not placed on the host, where the pool has room), %sthe rest by UVM migration\n",
            umadv__size_format(sch->staged_bytes, s2, 32),
            umadv__size_format(sch->evict_bytes, s1, 32), s3);
     if (!umadv__link_stage_evict_known(l) && !umadv__link_stage_restore_known(l))
