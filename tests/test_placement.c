@@ -205,6 +205,16 @@ static void test_staged_channel(void)
     umadv__trace_cleanup(&t);
 }
 
+/* @t's footprint: oracle's peak residency in simulation. */
+static uint64_t footprint(const umadv_trace_t *t)
+{
+    umadv_sim_params_t p;
+    umadv_sim_result_t o;
+
+    umadv__sim_params_default(t, UMADV_POLICY_ORACLE, 0, &p);
+    return umadv__sim_run(t, &p, &o) == UMADV_OK ? o.peak_resident : 0;
+}
+
 /*
  * Where the estimate priced with the staged figures misleads, REFINE
  * keeps the plan priced as UVM (plan.c, REFINE). The synthetic GPT-2 at
@@ -224,8 +234,7 @@ static void test_refine_uvm_pricing(void)
     umadv_synth_params_t sp;
     umadv_trace_t t;
     umadv_schedule_t s0, s1;
-    umadv_sim_result_t o, r0, r1;
-    umadv_sim_params_t p;
+    umadv_sim_result_t r0, r1;
     uint64_t budget;
 
     umadv__synth_params_default("gpt2", &sp);
@@ -241,9 +250,7 @@ static void test_refine_uvm_pricing(void)
     t.link.stage_evict_latency = 26e-6;
     t.link.stage_restore_bw = 48.1e9;
     t.link.stage_restore_latency = 17e-6;
-    umadv__sim_params_default(&t, UMADV_POLICY_ORACLE, 0, &p);
-    umadv__sim_run(&t, &p, &o);
-    budget = o.peak_resident / 100 * 60;
+    budget = footprint(&t) / 100 * 60;
     ok(plan_sim(&t, budget, 2, &s0, &r0) == 0 && plan_sim(&t, budget, 1, &s1, &r1) == 0,
        "uvm pricing: gpt2 b32 planned at 60%% of its footprint, with and without REFINE");
     ok(s0.stage_priced && r0.evicted_bytes > 0 && s0.staged_bytes == r0.staged_bytes &&
@@ -298,9 +305,8 @@ static void test_model(const char *model)
     umadv_synth_params_t sp;
     umadv_trace_t t;
     umadv_schedule_t s0, s1;
-    umadv_sim_result_t o, r0, r1;
-    umadv_sim_params_t p;
-    uint64_t budget;
+    umadv_sim_result_t r0, r1;
+    uint64_t budget, fp;
     tp_check_t c;
     int ok_c;
 
@@ -310,13 +316,12 @@ static void test_model(const char *model)
             ok(0, "%s: synthetic trace", model);
         return;
     }
-    umadv__sim_params_default(&t, UMADV_POLICY_ORACLE, 0, &p);
-    umadv__sim_run(&t, &p, &o);
+    fp = footprint(&t);
     plan_sim(&t, 0, 0, &s0, &r0);
-    budget = UMADV_MAX(o.peak_resident / 2, s0.max_step_bytes);
+    budget = UMADV_MAX(fp / 2, s0.max_step_bytes);
     umadv__schedule_cleanup(&s0);
     ok(plan_sim(&t, budget, 0, &s0, &r0) == 0 && plan_sim(&t, budget, 1, &s1, &r1) == 0,
-       "%s: planned under %.1f%% of the footprint", model, 100.0 * budget / o.peak_resident);
+       "%s: planned under %.1f%% of the footprint", model, 100.0 * budget / fp);
     diag("%s: plan %.1f ms without placement, %.1f with (%.2f GiB host-placed, remote %.1f ms, "
          "%.1f ms to plan)", model, r0.iteration_s * 1e3, r1.iteration_s * 1e3,
          s1.host_bytes / 1073741824.0, s1.remote_s * 1e3, s1.plan_seconds * 1e3);
