@@ -273,9 +273,24 @@ static void late_redo(const late_op_t *op)
         (void)HOST.discard_and_prefetch_batch(&ptr, &size, 1, op->location, op->stream);
 }
 
-/* Stream @s ended its work (@ended: a synchronisation succeeded) or was
- * destroyed: late work of it ends now, or, destroyed, becomes an
- * orphan's; a successful synchronisation ends the orphans' too. */
+typedef enum late_fate { LATE_KEEP, LATE_DROP, LATE_REDO, LATE_ORPHANED } late_fate_t;
+
+/* What becomes of @op when stream @s ends its work (@ended: a
+ * synchronisation succeeded) or is destroyed; @was_late: a
+ * synchronisation of @s had failed. */
+static late_fate_t late_fate(const late_op_t *op, umadv_stream_t s, int ended, int was_late)
+{
+    if (op->stream == LATE_ORPHAN) /* ends at any synchronisation that succeeds */
+        return ended ? LATE_REDO : LATE_KEEP;
+    if (op->stream != s)
+        return LATE_KEEP;
+    if (!was_late)
+        return LATE_DROP; /* done when issued, waited for */
+    return ended ? LATE_REDO : LATE_ORPHANED;
+}
+
+/* Stream @s ended its work (@ended) or was destroyed: its late work ends
+ * now, or, the stream destroyed, becomes an orphan's. */
 static void late_settle(umadv_stream_t s, int ended)
 {
     size_t k = 0;
@@ -288,15 +303,20 @@ static void late_settle(umadv_stream_t s, int ended)
     for (size_t i = 0; i < late.n; i++) {
         late_op_t *op = &late.ops[i];
 
-        if (ended && (op->stream == LATE_ORPHAN || (op->stream == s && was_late)))
+        switch (late_fate(op, s, ended, was_late)) {
+        case LATE_REDO:
             late_redo(op);
-        else if (op->stream == s && was_late)
-            late.ops[k++] = (late_op_t){LATE_ORPHAN, op->kind, op->dst, op->src, op->size,
-                                        op->location};
-        else if (op->stream != s && op->stream != LATE_ORPHAN)
+            break;
+        case LATE_ORPHANED:
+            op->stream = LATE_ORPHAN;
             late.ops[k++] = *op;
-        else if (op->stream == LATE_ORPHAN && !ended)
+            break;
+        case LATE_KEEP:
             late.ops[k++] = *op;
+            break;
+        default:
+            break;
+        }
     }
     late.n = k;
     late_unmark(s);
