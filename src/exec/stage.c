@@ -495,6 +495,17 @@ static void stream_drain(umadv_exec_t *e, umadv_stream_t stream, umadv_status_t 
         (void)e->p.ops->stream_synchronize(stream);
 }
 
+/* The calls just issued on @stream (@status: how issuing them went),
+ * waited for; drained if anything failed. Returns the first failure. */
+static umadv_status_t stream_finish(umadv_exec_t *e, umadv_stream_t stream,
+                                    umadv_status_t status)
+{
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_synchronize(stream);
+    stream_drain(e, stream, status);
+    return status;
+}
+
 /* Copy piece @p out (@out) or back, run by run of slots. */
 static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
                                  int out)
@@ -702,10 +713,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
     if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        status = discard_ranges(e, lane, to - from);
-        if (status == UMADV_OK)
-            status = e->p.ops->stream_synchronize(lane->stream);
-        stream_drain(e, lane->stream, status);
+        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from));
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
         if (status == UMADV_ERR_UNSUPPORTED)
@@ -730,10 +738,8 @@ static void section_copy_back(umadv_exec_t *e, uint32_t s)
 
     e->binds[sec->alloc].busy++;
     pthread_mutex_unlock(&e->lock);
-    if (!broken && (status = own_copy(e, range, slot, sec->size, NULL)) == UMADV_OK)
-        status = e->p.ops->stream_synchronize(NULL);
     if (!broken)
-        stream_drain(e, NULL, status);
+        status = stream_finish(e, NULL, own_copy(e, range, slot, sec->size, NULL));
     if (status != UMADV_OK)
         memcpy(range, slot, sec->size);
     pthread_mutex_lock(&e->lock);
@@ -961,9 +967,7 @@ static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
     status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, stream);
     for (size_t i = 0; i < b->nruns && status == UMADV_OK; i++)
         status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
-    if (status == UMADV_OK)
-        status = e->p.ops->stream_synchronize(stream);
-    stream_drain(e, stream, status);
+    status = stream_finish(e, stream, status);
     (void)e->p.ops->stream_destroy(stream);
     return status;
 }
