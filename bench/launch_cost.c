@@ -1,0 +1,434 @@
+/*
+ * launch_cost: what one kernel launch costs the application's thread under
+ * each thing umadv's replay adds to it (issue 11, item 4). A PyTorch GPT-2
+ * iteration replayed under plan spends 12 ms in its 879 launch calls and
+ * CUPTI's callbacks (14 us a launch), and some 11 ms more than oracle
+ * outside them, beside lanes that copy and populate (bench/RESULTS.md):
+ * this splits a launch's cost among the candidates.
+ *
+ * The application's thread launches an empty kernel (cudaLaunchKernel,
+ * one pointer argument) on a stream of its own, in batches of 256 timed
+ * from the first call to the last (the stream is synchronised between
+ * batches, outside the time, so the launch queue never fills). Per
+ * setting: microseconds a launch, the median of --repeat runs of
+ * --launches launches each:
+ *
+ *   plain                   the launch alone
+ *   + event record          cudaEventRecord after each (umadv's step end)
+ *   CUPTI subscribed        a CUPTI subscriber with no callback on
+ *   + runtime callbacks     cudaLaunchKernel's callbacks on (entry, exit)
+ *   + driver callbacks      cuLaunchKernel's too, as umadv enables both
+ *   beside: <call>          plain launches while another thread issues
+ *                           <call> on --size bytes in a loop, on its own
+ *                           stream, synchronising each: a stage-out
+ *                           (managed to pinned), a restore's copy (pinned
+ *                           to managed), a release and population (discard,
+ *                           then prefetch to the GPU) in one call each way,
+ *                           in calls of 8 MiB and of 2 MiB, a discard alone
+ *                           (a memset's kernel populates the range again,
+ *                           no host call), the batch call that does both
+ *                           (cudaMemDiscardAndPrefetchBatchAsync), a UVM
+ *                           eviction (prefetch to the host, and back)
+ *
+ * A beside row also gives the other thread's calls a second and the host
+ * time of each (a loop of pieces counted as one; synchronisations and the
+ * memset left out): how long each holds the thread that made it.
+ * The callbacks read the launch's symbol name and compare it, as umadv's
+ * do; a row says how many callbacks each launch made.
+ *
+ *   bench/launch_cost [--size BYTES] [--launches N] [--repeat N]
+ *
+ * Exit status 77 without a GPU (or one without concurrent managed
+ * access), 2 for a bad option.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include "common/util.h"
+#include "launch_cost_kernel.h"
+
+#define EXIT_SKIP  77
+#define EXIT_USAGE 2
+#define BATCH      256
+#define MAX_REPEAT 101
+
+typedef enum setting {
+    PLAIN, EVENT_AFTER, BESIDE_COPY_OUT, BESIDE_COPY_IN, BESIDE_POPULATE, BESIDE_POPULATE_8M,
+    BESIDE_POPULATE_2M, BESIDE_DISCARD, BESIDE_DISCARD_PREFETCH, BESIDE_EVICT,
+    CUPTI_SUBSCRIBED, CUPTI_RUNTIME, CUPTI_DRIVER, SETTINGS
+} setting_t;
+
+static const char *const setting_names[SETTINGS] = {
+    "plain",
+    "+ event record after each",
+    "beside: copy managed->pinned",
+    "beside: copy pinned->managed",
+    "beside: discard, prefetch to GPU",
+    "beside: the same in 8 MiB calls",
+    "beside: the same in 2 MiB calls",
+    "beside: discard, a kernel writes",
+    "beside: discard-and-prefetch batch",
+    "beside: prefetch to the host",
+    "CUPTI subscribed, no callback",
+    "+ runtime launch callbacks",
+    "+ driver launch callbacks",
+};
+
+typedef struct bench {
+    uint64_t     size;
+    char        *managed, *pinned;
+    int         *operand;
+    cudaStream_t stream, lane_stream;
+    cudaEvent_t  event;
+    CUpti_SubscriberHandle subscriber;
+    int          subscribed;
+} bench_t;
+
+/* The callbacks' counts, and the name they compare with. */
+static atomic_ulong callbacks, names_matched;
+static char first_name[512];
+
+/* The other thread, beside the launches. */
+typedef struct lane {
+    pthread_t   thread;
+    bench_t    *b;
+    setting_t   setting;
+    atomic_int  stop;
+    atomic_long calls;
+    uint64_t    host_ns; /* in its calls, synchronisations left out */
+} lane_t;
+
+static void check(cudaError_t err, const char *call)
+{
+    if (err != cudaSuccess) {
+        fprintf(stderr, "launch_cost: %s: %s\n", call, cudaGetErrorString(err));
+        exit(EXIT_FAILURE);
+    }
+}
+#define CHECK(fn, args) check(fn args, #fn)
+
+static int cupti_ok(CUptiResult res, const char *call)
+{
+    const char *why = NULL;
+
+    if (res == CUPTI_SUCCESS)
+        return 1;
+    cuptiGetResultString(res, &why);
+    fprintf(stderr, "launch_cost: %s: %s\n", call, why != NULL ? why : "unknown CUPTI error");
+    return 0;
+}
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "launch_cost: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N]\n");
+    exit(EXIT_USAGE);
+}
+
+/* ---- CUPTI ---------------------------------------------------------------- */
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+                                 CUpti_CallbackId cbid, const void *data)
+{
+    const CUpti_CallbackData *cb = data;
+
+    (void)userdata, (void)domain, (void)cbid;
+    atomic_fetch_add_explicit(&callbacks, 1, memory_order_relaxed);
+    if (cb->symbolName == NULL)
+        return;
+    if (first_name[0] == '\0')
+        snprintf(first_name, sizeof(first_name), "%s", cb->symbolName);
+    if (strcmp(cb->symbolName, first_name) == 0)
+        atomic_fetch_add_explicit(&names_matched, 1, memory_order_relaxed);
+}
+
+static const CUpti_CallbackId driver_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+};
+
+/* The callbacks @s has on (and those of the settings before it). */
+static int cupti_set(bench_t *b, setting_t s, uint32_t on)
+{
+    int ok = 1;
+
+    if (s == CUPTI_SUBSCRIBED)
+        return 1;
+    if (s == CUPTI_RUNTIME)
+        return cupti_ok(cuptiEnableCallback(on, b->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000),
+                        "cuptiEnableCallback");
+    for (size_t i = 0; i < sizeof(driver_cbids) / sizeof(driver_cbids[0]) && ok; i++)
+        ok = cupti_ok(cuptiEnableCallback(on, b->subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                          driver_cbids[i]),
+                      "cuptiEnableCallback");
+    return ok;
+}
+
+/* ---- the other thread --------------------------------------------------- */
+
+static struct cudaMemLocation location(int host)
+{
+    struct cudaMemLocation loc = {0};
+
+    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    return loc;
+}
+
+/* Discard @b's range, then populate it on the GPU, in calls of @piece bytes. */
+static void discard_populate(const bench_t *b, uint64_t piece)
+{
+    for (uint64_t o = 0; o < b->size; o += piece) {
+        void *ptr = b->managed + o;
+        size_t size = (size_t)UMADV_MIN(piece, b->size - o);
+
+        CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, b->lane_stream));
+    }
+    for (uint64_t o = 0; o < b->size; o += piece)
+        CHECK(cudaMemPrefetchAsync, (b->managed + o, (size_t)UMADV_MIN(piece, b->size - o),
+                                     location(0), 0, b->lane_stream));
+}
+
+/* One call of @s (or its calls, for a setting of pieces), host time into
+ * @l's count. */
+static void lane_call(lane_t *l, setting_t s)
+{
+    const bench_t *b = l->b;
+    cudaStream_t st = b->lane_stream;
+    void *ptr = b->managed;
+    size_t size = b->size, first = 0;
+    struct cudaMemLocation gpu = location(0);
+    uint64_t t0 = umadv__now_ns();
+
+    switch (s) {
+    case BESIDE_COPY_OUT:
+        CHECK(cudaMemcpyAsync, (b->pinned, b->managed, b->size, cudaMemcpyDefault, st));
+        break;
+    case BESIDE_COPY_IN:
+        CHECK(cudaMemcpyAsync, (b->managed, b->pinned, b->size, cudaMemcpyDefault, st));
+        break;
+    case BESIDE_POPULATE:
+        discard_populate(b, b->size);
+        break;
+    case BESIDE_POPULATE_8M:
+        discard_populate(b, UINT64_C(8) << 20);
+        break;
+    case BESIDE_POPULATE_2M:
+        discard_populate(b, UINT64_C(2) << 20);
+        break;
+    case BESIDE_DISCARD: /* the GPU's faults populate it again, no host call */
+        CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, st));
+        l->host_ns += umadv__now_ns() - t0;
+        CHECK(cudaMemsetAsync, (b->managed, 3, b->size, st));
+        t0 = umadv__now_ns();
+        break;
+    case BESIDE_DISCARD_PREFETCH:
+        CHECK(cudaMemDiscardAndPrefetchBatchAsync, (&ptr, &size, 1, &gpu, &first, 1, 0, st));
+        break;
+    case BESIDE_EVICT: /* and back, so that the next call moves data again */
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(1), 0, st));
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, st));
+        break;
+    default:
+        break;
+    }
+    l->host_ns += umadv__now_ns() - t0;
+    CHECK(cudaStreamSynchronize, (st));
+}
+
+static void *lane_main(void *arg)
+{
+    lane_t *l = arg;
+
+    CHECK(cudaSetDevice, (0));
+    while (!atomic_load(&l->stop)) {
+        lane_call(l, l->setting);
+        atomic_fetch_add(&l->calls, 1);
+    }
+    return NULL;
+}
+
+static int beside(setting_t s)
+{
+    return s >= BESIDE_COPY_OUT && s <= BESIDE_EVICT;
+}
+
+/* ---- the launches ------------------------------------------------------- */
+
+/* Microseconds a launch over @n launches in @s. */
+static double launches_us(bench_t *b, setting_t s, long n)
+{
+    void *args[] = {&b->operand};
+    const void *fn = launch_cost_kernel();
+    dim3 grid = {1, 1, 1}, block = {32, 1, 1};
+    uint64_t spent = 0;
+
+    for (long done = 0; done < n; done += BATCH) {
+        uint64_t t0 = umadv__now_ns();
+
+        for (int i = 0; i < BATCH; i++) {
+            CHECK(cudaLaunchKernel, (fn, grid, block, args, 0, b->stream));
+            if (s == EVENT_AFTER)
+                CHECK(cudaEventRecord, (b->event, b->stream));
+        }
+        spent += umadv__now_ns() - t0;
+        CHECK(cudaStreamSynchronize, (b->stream));
+    }
+    return (double)spent / 1e3 / (double)n;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, c = *(const double *)y;
+
+    return (a > c) - (a < c);
+}
+
+/* The median over @repeat runs of @s; *lane_calls_p: the other thread's
+ * calls (loops of a setting in pieces), *lane_us_p: their host time each. */
+static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane_calls_p,
+                         double *lane_us_p)
+{
+    double runs[MAX_REPEAT];
+    lane_t lane = {.b = b, .setting = s};
+
+    if (beside(s)) {
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, b->lane_stream));
+        CHECK(cudaStreamSynchronize, (b->lane_stream));
+        if (pthread_create(&lane.thread, NULL, lane_main, &lane) != 0) {
+            fprintf(stderr, "launch_cost: cannot start the other thread\n");
+            exit(EXIT_FAILURE);
+        }
+        while (atomic_load(&lane.calls) == 0) /* under way */
+            ;
+    }
+    launches_us(b, s, BATCH * 4); /* warm-up */
+    for (int r = 0; r < repeat; r++)
+        runs[r] = launches_us(b, s, n);
+    if (beside(s)) {
+        atomic_store(&lane.stop, 1);
+        pthread_join(lane.thread, NULL);
+    }
+    *lane_calls_p = atomic_load(&lane.calls);
+    *lane_us_p = *lane_calls_p > 0 ? (double)lane.host_ns / 1e3 / (double)*lane_calls_p : 0;
+    qsort(runs, (size_t)repeat, sizeof(runs[0]), cmp_double);
+    return runs[repeat / 2];
+}
+
+static void setup(bench_t *b, uint64_t size)
+{
+    int count = 0, cma = 0;
+    size_t free_b = 0, total_b = 0;
+
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("launch_cost: no CUDA device\n");
+        exit(EXIT_SKIP);
+    }
+    CHECK(cudaSetDevice, (0));
+    CHECK(cudaDeviceGetAttribute, (&cma, cudaDevAttrConcurrentManagedAccess, 0));
+    if (cma == 0) {
+        printf("launch_cost: device 0 has no concurrent managed access\n");
+        exit(EXIT_SKIP);
+    }
+    CHECK(cudaMemGetInfo, (&free_b, &total_b));
+    if (size > free_b / 8) {
+        fprintf(stderr, "launch_cost: --size is more than an eighth of the free GPU memory\n");
+        exit(EXIT_FAILURE);
+    }
+    b->size = size;
+    CHECK(cudaMallocManaged, ((void **)&b->managed, size, cudaMemAttachGlobal));
+    CHECK(cudaHostAlloc, ((void **)&b->pinned, size, cudaHostAllocDefault));
+    CHECK(cudaMalloc, ((void **)&b->operand, sizeof(int)));
+    memset(b->pinned, 1, size);
+    CHECK(cudaMemset, (b->managed, 2, size));
+    CHECK(cudaStreamCreateWithFlags, (&b->stream, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags, (&b->lane_stream, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags, (&b->event, cudaEventDisableTiming));
+    CHECK(cudaDeviceSynchronize, ());
+}
+
+static long parse_count(const char *v, const char *what, long lo, long hi)
+{
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+
+    if (end == v || *end != '\0' || n < lo || n > hi)
+        usage_error(what, v);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t size = UINT64_C(64) << 20;
+    long launches = 20 * BATCH;
+    int repeat = 5;
+    bench_t b = {0};
+    struct cudaDeviceProp prop;
+    int driver = 0;
+    double plain = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(argv[i], "--size") == 0 && v != NULL) {
+            if (umadv_size_parse(v, &size) != UMADV_OK || size == 0)
+                usage_error("invalid size '%s'", v);
+        } else if (strcmp(argv[i], "--launches") == 0 && v != NULL) {
+            launches = parse_count(v, "invalid --launches '%s' (256 to 10000000)", BATCH,
+                                   10000000);
+            launches = (launches + BATCH - 1) / BATCH * BATCH;
+        } else if (strcmp(argv[i], "--repeat") == 0 && v != NULL) {
+            repeat = (int)parse_count(v, "invalid --repeat '%s' (1 to 101)", 1, MAX_REPEAT);
+        } else {
+            usage_error("unknown option '%s'", argv[i]);
+        }
+        i++;
+    }
+    setup(&b, size);
+    CHECK(cudaGetDeviceProperties, (&prop, 0));
+    CHECK(cudaDriverGetVersion, (&driver));
+    printf("launch_cost: %s, driver %d; %ld launches a run, median of %d; the other "
+           "thread's calls on %.0f MiB\n", prop.name, driver, launches, repeat,
+           (double)size / 1048576.0);
+    printf("%-34s %12s %10s %16s %15s %13s\n", "setting", "us/launch", "x plain",
+           "callbacks/launch", "other's calls/s", "its host us");
+    for (int s = 0; s < SETTINGS; s++) {
+        long lane_calls = 0;
+        double lane_us = 0;
+        unsigned long before;
+        uint64_t t0;
+        double us, secs;
+
+        if (s == CUPTI_SUBSCRIBED) {
+            b.subscribed = cupti_ok(cuptiSubscribe(&b.subscriber, on_callback, NULL),
+                                    "cuptiSubscribe");
+        }
+        if (s >= CUPTI_SUBSCRIBED && (!b.subscribed || !cupti_set(&b, (setting_t)s, 1))) {
+            printf("%-34s %12s\n", setting_names[s], "(CUPTI refused)");
+            continue;
+        }
+        before = atomic_load(&callbacks);
+        t0 = umadv__now_ns();
+        us = setting_us(&b, (setting_t)s, launches, repeat, &lane_calls, &lane_us);
+        secs = (double)(umadv__now_ns() - t0) / 1e9;
+        if (s == PLAIN)
+            plain = us;
+        printf("%-34s %12.2f %10.2f %16.2f %15.1f %13.1f\n", setting_names[s], us, us / plain,
+               (double)(atomic_load(&callbacks) - before) / (double)(launches * repeat + 4 * BATCH),
+               (double)lane_calls / secs, lane_us);
+    }
+    if (b.subscribed) {
+        printf("callbacks that named the kernel: %lu of %lu (%s)\n", atomic_load(&names_matched),
+               atomic_load(&callbacks), first_name[0] != '\0' ? first_name : "no name seen");
+        cuptiUnsubscribe(b.subscriber);
+    }
+    return 0;
+}

@@ -1,0 +1,36 @@
+#!/bin/sh
+# TAP: bench/launch_cost refuses bad options with a usage error; on a GPU
+# it prints a row per setting with a measured time, the callbacks rows
+# counting callbacks (or saying CUPTI refused); without one it says so and
+# exits 77 (a skip here, never a pass).
+. "${top_srcdir:-.}/tests/tap.sh"
+
+bench="$builddir/bench/launch_cost"
+tap_require "$bench"
+
+"$bench" --repeat 0 >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --repeat '0'" "$tmp/bad" && grep -q "usage: launch_cost" "$tmp/bad"
+ok $? "--repeat 0: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --launches 12x >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --launches '12x'" "$tmp/bad"
+ok $? "--launches 12x: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ $status -eq 77 ]; then
+    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
+    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
+else
+    ok $status "runs on the GPU" || diag "$tmp/err"
+    # 13 settings: a time above 0 each, or CUPTI's refusal for its rows
+    awk '/^(plain|\+|beside|CUPTI)/ { n++; t = $(NF-4); if ($0 !~ /CUPTI refused/ && !(t + 0 > 0)) bad = 1 }
+         END { exit n != 13 || bad }' "$tmp/out"
+    ok $? "a measured row per setting" || diag "$tmp/out"
+    # with runtime callbacks on, at least the entry and exit of each launch
+    awk '/^\+ runtime launch callbacks/ && !/CUPTI refused/ { if (!($(NF-2) >= 2)) bad = 1 }
+         END { exit bad }' "$tmp/out"
+    ok $? "the runtime callbacks row counts two or more callbacks a launch" || diag "$tmp/out"
+fi
+
+tap_done
