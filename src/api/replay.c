@@ -75,7 +75,9 @@ static struct replay_follow {
     uint64_t        launch_ns;/* in followed launch calls, this iteration */
     /* where launch_ns goes: the step's begin, its wait for data (its
      * fresh populations and its waits), its end; the rest is the launch
-     * call itself and CUPTI's callbacks around it */
+     * call itself, CUPTI's callbacks around it (under 1 us: bench/
+     * launch_cost) and its waits for the driver while a lane populates
+     * or migrates */
     uint64_t        begin_ns, wait_ns, end_ns;
 } follow = {.open = UMADV_STEP_NONE};
 
@@ -695,7 +697,8 @@ void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
     if (follow.ctx == ctx && follow.next > 0)
         umadv_debug("replay: %u launches followed, %.3f ms inside them: step begins %.3f, "
                     "waits for data %.3f (fresh populations and waits), step ends %.3f, the "
-                    "launch calls and CUPTI's callbacks %.3f", follow.next,
+                    "launch calls themselves %.3f (with CUPTI's callbacks, and their waits for "
+                    "the driver behind the lanes' populations and migrations)", follow.next,
                     (double)follow.launch_ns / 1e6, (double)follow.begin_ns / 1e6,
                     (double)follow.wait_ns / 1e6, (double)follow.end_ns / 1e6,
                     (double)(follow.launch_ns - UMADV_MIN(follow.launch_ns, follow.begin_ns +
