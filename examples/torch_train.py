@@ -475,6 +475,9 @@ class NotApplicable(Exception):
 def step(torch, model, opt, x, y, peer=None):
     opt.zero_grad(set_to_none=True)
     logits = peer.forward(x) if peer is not None else model(x)
+    # GoogLeNet and Inception v3 train with auxiliary heads: their output
+    # is a named tuple; the loss here is the main head's alone
+    logits = getattr(logits, "logits", logits)
     loss = torch.nn.functional.cross_entropy(logits, y)
     loss.backward()
     opt.step()
