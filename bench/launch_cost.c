@@ -32,7 +32,11 @@
  *
  * A beside row also gives the other thread's calls a second and the host
  * time of each (a loop of pieces counted as one; synchronisations and the
- * memset left out): how long each holds the thread that made it.
+ * memset left out): how long each holds the thread that made it. Last,
+ * per beside setting, its launches by the other thread's call under way
+ * while each ran (a discard, a prefetch, none...): how many, and their
+ * mean time, so that a setting of two calls says which one holds the
+ * launches up.
  * The callbacks read the launch's symbol name and compare it, as umadv's
  * do; a row says how many callbacks each launch made.
  *
@@ -95,6 +99,39 @@ typedef struct bench {
 static atomic_ulong callbacks, names_matched;
 static char first_name[512];
 
+/* What a span of host time was: one of the other thread's calls, or a
+ * launch (LAUNCH). */
+typedef enum kind {
+    K_COPY, K_DISCARD, K_TO_GPU, K_DISCARD_PREFETCH, K_TO_HOST, KINDS, LAUNCH = KINDS
+} kind_t;
+
+static const char *const kind_names[KINDS] = {
+    "a copy", "a discard", "a prefetch to the GPU", "a discard-and-prefetch",
+    "a prefetch to the host",
+};
+
+typedef struct span {
+    uint64_t start, end;
+    kind_t   kind;
+} span_t;
+
+/* Spans in time order, the first cap kept. */
+typedef struct spans {
+    span_t *v;
+    size_t  n, cap;
+} spans_t;
+
+#define MAX_SPANS (UINT64_C(1) << 21)
+
+static void span_add(spans_t *s, uint64_t start, kind_t kind)
+{
+    if (s->n < s->cap)
+        s->v[s->n++] = (span_t){start, umadv__now_ns(), kind};
+}
+
+/* The launches of the setting being measured. */
+static spans_t launch_spans;
+
 /* The other thread, beside the launches. */
 typedef struct lane {
     pthread_t   thread;
@@ -103,6 +140,7 @@ typedef struct lane {
     atomic_int  stop;
     atomic_long calls;
     uint64_t    host_ns; /* in its calls, synchronisations left out */
+    spans_t     spans;   /* its calls */
 } lane_t;
 
 static void check(cudaError_t err, const char *call)
@@ -183,22 +221,30 @@ static struct cudaMemLocation location(int host)
     return loc;
 }
 
-/* Discard @b's range, then populate it on the GPU, in calls of @piece bytes. */
-static void discard_populate(const bench_t *b, uint64_t piece)
+/* Discard @l's range, then populate it on the GPU, in calls of @piece bytes. */
+static void discard_populate(lane_t *l, uint64_t piece)
 {
+    const bench_t *b = l->b;
+    uint64_t t;
+
     for (uint64_t o = 0; o < b->size; o += piece) {
         void *ptr = b->managed + o;
         size_t size = (size_t)UMADV_MIN(piece, b->size - o);
 
+        t = umadv__now_ns();
         CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, b->lane_stream));
+        span_add(&l->spans, t, K_DISCARD);
     }
-    for (uint64_t o = 0; o < b->size; o += piece)
+    for (uint64_t o = 0; o < b->size; o += piece) {
+        t = umadv__now_ns();
         CHECK(cudaMemPrefetchAsync, (b->managed + o, (size_t)UMADV_MIN(piece, b->size - o),
                                      location(0), 0, b->lane_stream));
+        span_add(&l->spans, t, K_TO_GPU);
+    }
 }
 
-/* One call of @s (or its calls, for a setting of pieces), host time into
- * @l's count. */
+/* One call of @s (or its calls, for a setting of pieces), each a span of
+ * @l's, their host time into its count. */
 static void lane_call(lane_t *l, setting_t s)
 {
     const bench_t *b = l->b;
@@ -206,36 +252,43 @@ static void lane_call(lane_t *l, setting_t s)
     void *ptr = b->managed;
     size_t size = b->size, first = 0;
     struct cudaMemLocation gpu = location(0);
-    uint64_t t0 = umadv__now_ns();
+    uint64_t t0 = umadv__now_ns(), t = t0;
 
     switch (s) {
     case BESIDE_COPY_OUT:
         CHECK(cudaMemcpyAsync, (b->pinned, b->managed, b->size, cudaMemcpyDefault, st));
+        span_add(&l->spans, t, K_COPY);
         break;
     case BESIDE_COPY_IN:
         CHECK(cudaMemcpyAsync, (b->managed, b->pinned, b->size, cudaMemcpyDefault, st));
+        span_add(&l->spans, t, K_COPY);
         break;
     case BESIDE_POPULATE:
-        discard_populate(b, b->size);
+        discard_populate(l, b->size);
         break;
     case BESIDE_POPULATE_8M:
-        discard_populate(b, UINT64_C(8) << 20);
+        discard_populate(l, UINT64_C(8) << 20);
         break;
     case BESIDE_POPULATE_2M:
-        discard_populate(b, UINT64_C(2) << 20);
+        discard_populate(l, UINT64_C(2) << 20);
         break;
     case BESIDE_DISCARD: /* the GPU's faults populate it again, no host call */
         CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, st));
+        span_add(&l->spans, t, K_DISCARD);
         l->host_ns += umadv__now_ns() - t0;
         CHECK(cudaMemsetAsync, (b->managed, 3, b->size, st));
         t0 = umadv__now_ns();
         break;
     case BESIDE_DISCARD_PREFETCH:
         CHECK(cudaMemDiscardAndPrefetchBatchAsync, (&ptr, &size, 1, &gpu, &first, 1, 0, st));
+        span_add(&l->spans, t, K_DISCARD_PREFETCH);
         break;
     case BESIDE_EVICT: /* and back, so that the next call moves data again */
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(1), 0, st));
+        span_add(&l->spans, t, K_TO_HOST);
+        t = umadv__now_ns();
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, st));
+        span_add(&l->spans, t, K_TO_GPU);
         break;
     default:
         break;
@@ -275,7 +328,10 @@ static double launches_us(bench_t *b, setting_t s, long n)
         uint64_t t0 = umadv__now_ns();
 
         for (int i = 0; i < BATCH; i++) {
+            uint64_t t = umadv__now_ns();
+
             CHECK(cudaLaunchKernel, (fn, grid, block, args, 0, b->stream));
+            span_add(&launch_spans, t, LAUNCH);
             if (s == EVENT_AFTER)
                 CHECK(cudaEventRecord, (b->event, b->stream));
         }
@@ -292,14 +348,55 @@ static int cmp_double(const void *x, const void *y)
     return (a > c) - (a < c);
 }
 
+/* Per kind of the other thread's call (KINDS: none), the launches that
+ * met one (the first call under way during the launch) and their time. */
+typedef struct met {
+    long   n[KINDS + 1];
+    double us[KINDS + 1];
+} met_t;
+
+static void attribute(const spans_t *launches, const spans_t *calls, met_t *m)
+{
+    size_t j = 0;
+
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; i < launches->n; i++) {
+        const span_t *l = &launches->v[i];
+        kind_t k = KINDS;
+
+        while (j < calls->n && calls->v[j].end < l->start)
+            j++;
+        if (j < calls->n && calls->v[j].start <= l->end)
+            k = calls->v[j].kind;
+        m->n[k]++;
+        m->us[k] += (double)(l->end - l->start) / 1e3;
+    }
+}
+
+static void met_print(setting_t s, const met_t *m)
+{
+    printf("  %s:", setting_names[s]);
+    for (int k = 0; k <= KINDS; k++) {
+        if (m->n[k] > 0)
+            printf(" %s %ld, %.1f us;", k < KINDS ? kind_names[k] : "none", m->n[k],
+                   m->us[k] / (double)m->n[k]);
+    }
+    printf("\n");
+}
+
 /* The median over @repeat runs of @s; *lane_calls_p: the other thread's
  * calls (loops of a setting in pieces), *lane_us_p: their host time each. */
 static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane_calls_p,
-                         double *lane_us_p)
+                         double *lane_us_p, met_t *met)
 {
     double runs[MAX_REPEAT];
-    lane_t lane = {.b = b, .setting = s};
+    lane_t lane = {.b = b, .setting = s, .spans = {.cap = beside(s) ? MAX_SPANS : 0}};
 
+    launch_spans.n = 0;
+    if (beside(s) && (lane.spans.v = malloc(MAX_SPANS * sizeof(span_t))) == NULL) {
+        fprintf(stderr, "launch_cost: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
     if (beside(s)) {
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, b->lane_stream));
         CHECK(cudaStreamSynchronize, (b->lane_stream));
@@ -311,6 +408,7 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
             ;
     }
     launches_us(b, s, BATCH * 4); /* warm-up */
+    launch_spans.n = 0;
     for (int r = 0; r < repeat; r++)
         runs[r] = launches_us(b, s, n);
     if (beside(s)) {
@@ -319,6 +417,8 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
     }
     *lane_calls_p = atomic_load(&lane.calls);
     *lane_us_p = *lane_calls_p > 0 ? (double)lane.host_ns / 1e3 / (double)*lane_calls_p : 0;
+    attribute(&launch_spans, &lane.spans, met);
+    free(lane.spans.v);
     qsort(runs, (size_t)repeat, sizeof(runs[0]), cmp_double);
     return runs[repeat / 2];
 }
@@ -374,6 +474,7 @@ int main(int argc, char **argv)
     struct cudaDeviceProp prop;
     int driver = 0;
     double plain = 0;
+    met_t met[SETTINGS];
 
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -393,6 +494,11 @@ int main(int argc, char **argv)
         i++;
     }
     setup(&b, size);
+    launch_spans.cap = MAX_SPANS;
+    if ((launch_spans.v = malloc(MAX_SPANS * sizeof(span_t))) == NULL) {
+        fprintf(stderr, "launch_cost: out of memory\n");
+        return EXIT_FAILURE;
+    }
     CHECK(cudaGetDeviceProperties, (&prop, 0));
     CHECK(cudaDriverGetVersion, (&driver));
     printf("launch_cost: %s, driver %d; %ld launches a run, median of %d; the other "
@@ -417,7 +523,7 @@ int main(int argc, char **argv)
         }
         before = atomic_load(&callbacks);
         t0 = umadv__now_ns();
-        us = setting_us(&b, (setting_t)s, launches, repeat, &lane_calls, &lane_us);
+        us = setting_us(&b, (setting_t)s, launches, repeat, &lane_calls, &lane_us, &met[s]);
         secs = (double)(umadv__now_ns() - t0) / 1e9;
         if (s == PLAIN)
             plain = us;
@@ -430,5 +536,10 @@ int main(int argc, char **argv)
                atomic_load(&callbacks), first_name[0] != '\0' ? first_name : "no name seen");
         cuptiUnsubscribe(b.subscriber);
     }
+    printf("launches beside the other thread, by the call they met (us each):\n");
+    for (int s = 0; s < SETTINGS; s++)
+        if (beside((setting_t)s))
+            met_print((setting_t)s, &met[s]);
+    free(launch_spans.v);
     return 0;
 }

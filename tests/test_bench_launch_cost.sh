@@ -1,8 +1,9 @@
 #!/bin/sh
 # TAP: bench/launch_cost refuses bad options with a usage error; on a GPU
 # it prints a row per setting with a measured time, the callbacks rows
-# counting callbacks (or saying CUPTI refused); without one it says so and
-# exits 77 (a skip here, never a pass).
+# counting callbacks (or saying CUPTI refused), then the launches beside
+# each call by the call they met; without one it says so and exits 77 (a
+# skip here, never a pass).
 . "${top_srcdir:-.}/tests/tap.sh"
 
 bench="$builddir/bench/launch_cost"
@@ -31,6 +32,11 @@ else
     awk '/^\+ runtime launch callbacks/ && !/CUPTI refused/ { if (!($(NF-2) >= 2)) bad = 1 }
          END { exit bad }' "$tmp/out"
     ok $? "the runtime callbacks row counts two or more callbacks a launch" || diag "$tmp/out"
+    # per beside setting, its launches by the call they met, with a count each
+    awk '/^launches beside the other thread/ { on = 1; next }
+         on && /^  beside: / { n++; if ($0 !~ /[0-9]+, [0-9.]+ us;/) bad = 1 }
+         END { exit n != 8 || bad }' "$tmp/out"
+    ok $? "the launches beside each of the 8 calls, by the call they met" || diag "$tmp/out"
 fi
 
 tap_done
