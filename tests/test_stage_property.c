@@ -19,8 +19,10 @@
  * read whole then). Between steps the application also copies from or
  * sets a random byte range of a block (a memcpy or memset, told to the
  * executor first as the replay's watch of copies does). The lanes run
- * concurrently with the application, or are drained at random points. At
- * the end every block is read whole.
+ * concurrently with the application, or are drained at random points;
+ * their discards and populations go in pieces of a size each case picks
+ * (none, a page, a section, a section and a half) while the application
+ * runs. At the end every block is read whole.
  *
  * It must be able to fail: the same cases run through a CUDA table whose
  * copies back from staging (or into it) do nothing, and must be caught;
@@ -180,6 +182,9 @@ typedef struct app {
     int                     pin_aside;     /* the pool grows on a thread of its own,
                                             * evictions migrating until it joins: one
                                             * slot kept from a replay before */
+    uint64_t                call_piece;    /* params.call_piece_bytes: the lanes'
+                                            * discards and populations split, within
+                                            * a section or across sections */
     umadv_stage_cache_t     cache;
     /* outcomes */
     uint64_t                checked, mismatched, errors, copies, unseen_checked;
@@ -252,6 +257,7 @@ static void exec_make(app_t *a, const umadv_cuda_ops_t *ops)
     umadv_exec_params_t p = {.ops = ops, .trace = a->t, .first_step = a->first,
                              .nsteps = a->n, .schedule = a->schedule, .stage = 1,
                              .pin_aside_bytes = a->pin_aside ? 1 : 0,
+                             .call_piece_bytes = a->call_piece,
                              .stage_cache = a->pin_aside ? &a->cache : NULL};
 
     if (a->pin_aside && a->cache.n == 0 &&
@@ -557,8 +563,11 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     umadv_schedule_t s;
     umadv_window_t w;
 
+    static const uint64_t pieces[] = {0, 4 * TP_KIB, TP_SECTION, TP_SECTION * 3 / 2};
+
     a.drain = tp_below(&a.rng, 3) == 0;
     a.pin_aside = (seed >> 1) & 1;
+    a.call_piece = pieces[(seed >> 2) % UMADV_ARRAY_SIZE(pieces)];
     if (case_setup(&a, &t, &s, &w, seed) != 0) {
         y->errors++;
         return;

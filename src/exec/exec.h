@@ -92,6 +92,10 @@ typedef struct umadv_exec_params {
     uint64_t                pin_aside_bytes;/* a chunk larger that a pool with slots
                                              * grows by is pinned on a thread of its
                                              * own (stage.c, THE POOL); 0 = 256 MiB */
+    uint64_t                call_piece_bytes;/* a lane's discards and populations go
+                                             * in calls of at most this while the
+                                             * application runs (stage.c, in_calls);
+                                             * 0 = 8 MiB */
     struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
                                              * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions

@@ -21,6 +21,9 @@
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
 #define EXEC_PIN_ASIDE_BYTES  (256 * UMADV_MIB) /* stage.c: a larger chunk pins on a thread
                                                  * of its own */
+#define EXEC_CALL_PIECE_BYTES (8 * UMADV_MIB)   /* stage.c: a lane's discard or population
+                                                 * while the application runs */
+#define EXEC_CALL_RANGES      64               /* ranges in one call of pieces */
 
 typedef struct exec_bind {
     umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while
@@ -268,8 +271,19 @@ void umadv__exec_stage_slots(umadv_exec_t *e, exec_lane_t *lane);
 void umadv__exec_stage_release(umadv_exec_t *e, uint32_t alloc);
 void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                              int to_gpu);
-/* The eviction lane's dead pieces [from, to): discarded in one call. */
+/* The eviction lane's dead pieces [from, to): discarded (in pieces while
+ * the application runs, as umadv__exec_stage_issue's calls). */
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to);
+/* One of a lane's range calls (a discard, a population): @arg, its
+ * @n ranges, its stream. */
+typedef umadv_status_t (*exec_ranges_call_t)(void *arg, void **ptrs, size_t *sizes, size_t n,
+                                             umadv_stream_t stream);
+/* @n ranges through @call, in order: in one call when @piece is 0, else
+ * in calls of at most @piece bytes and EXEC_CALL_RANGES ranges, a longer
+ * range split, each call full but the last. Stops at the first failure
+ * and returns it. Needs no lock. */
+umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, size_t n,
+                                    exec_ranges_call_t call, void *arg, umadv_stream_t stream);
 /* The lane's bounce buffer goes back (its thread, at its end). */
 void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane);
 /* A step's last check: counted as late_restored_bytes. */

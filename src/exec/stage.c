@@ -559,6 +559,72 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 
 /* ---- the lanes' staged calls ------------------------------------------- */
 
+/*
+ * A lane's discard or population holds up the application's CUDA calls
+ * for as long as it runs: beside another thread's discard and population
+ * of 64 MiB, one call each way, a kernel launch took 124 us where it
+ * takes 4.2 (bench/launch_cost, H200); in calls of 8 MiB, 42. Pieces cost
+ * the lane a call each: those 64 MiB then took 669 us of its time against
+ * 357. Always in pieces of 8 MiB, a launch-bound GPT-2 at save_on_cpu's
+ * peak ran 58.4 ms an iteration for 76.1, and a lane-bound ResNet-50 at
+ * the same budget 244.3 for 212.9. So a lane's ranges go in pieces of
+ * params.call_piece_bytes (EXEC_CALL_PIECE_BYTES) while the application's
+ * thread runs, and in one call while it waits on the executor
+ * (e->waiting), launching nothing.
+ */
+static uint64_t call_piece(const umadv_exec_t *e, int whole)
+{
+    if (whole)
+        return 0;
+    return e->p.call_piece_bytes ? e->p.call_piece_bytes : EXEC_CALL_PIECE_BYTES;
+}
+
+umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, size_t n,
+                                    exec_ranges_call_t call, void *arg, umadv_stream_t stream)
+{
+    void *piece_ptrs[EXEC_CALL_RANGES];
+    size_t piece_sizes[EXEC_CALL_RANGES], k = 0;
+    uint64_t bytes = 0;
+    umadv_status_t status = UMADV_OK;
+
+    if (piece == 0)
+        return call(arg, ptrs, sizes, n, stream);
+    for (size_t i = 0; i < n && status == UMADV_OK; i++) {
+        for (uint64_t done = 0; done < sizes[i] && status == UMADV_OK;) {
+            uint64_t len = UMADV_MIN(sizes[i] - done, piece - bytes);
+
+            piece_ptrs[k] = (char *)ptrs[i] + done;
+            piece_sizes[k++] = (size_t)len;
+            bytes += len;
+            done += len;
+            if (bytes == piece || k == EXEC_CALL_RANGES) {
+                status = call(arg, piece_ptrs, piece_sizes, k, stream);
+                k = 0;
+                bytes = 0;
+            }
+        }
+    }
+    if (status == UMADV_OK && k > 0)
+        status = call(arg, piece_ptrs, piece_sizes, k, stream);
+    return status;
+}
+
+static umadv_status_t discard_call(void *arg, void **ptrs, size_t *sizes, size_t n,
+                                   umadv_stream_t stream)
+{
+    const umadv_exec_t *e = arg;
+
+    return e->p.ops->discard_batch(ptrs, sizes, n, stream);
+}
+
+static umadv_status_t populate_call(void *arg, void **ptrs, size_t *sizes, size_t n,
+                                    umadv_stream_t stream)
+{
+    const umadv_exec_t *e = arg;
+
+    return e->p.ops->discard_and_prefetch_batch(ptrs, sizes, n, e->p.device, stream);
+}
+
 /* The lane's @n ranges (ranges()) discarded on its stream. Under
  * UMADV_STAGE_POISON each is filled with the poison first, in stream
  * order: a discarded range may go on reading its old bytes, and a read
@@ -568,7 +634,7 @@ static int poisons(const umadv_exec_t *e)
     return e->p.stage_poison && e->p.ops->memset_async != NULL;
 }
 
-static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n)
+static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n, int whole)
 {
     umadv_status_t status = UMADV_OK;
 
@@ -578,7 +644,8 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
                                         lane->batch_sizes[i], lane->stream);
     own_copies--;
     if (status == UMADV_OK)
-        status = e->p.ops->discard_batch(lane->batch_ptrs, lane->batch_sizes, n, lane->stream);
+        status = umadv__exec_in_calls(call_piece(e, whole), lane->batch_ptrs, lane->batch_sizes,
+                                      n, discard_call, e, lane->stream);
     return status;
 }
 
@@ -586,7 +653,7 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
  * for the staging (copied: what a failed discard does not undo; a
  * refused one neither, once the range is poisoned), and *status_p the
  * first failure. */
-static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to, int whole,
                      umadv_status_t *status_p)
 {
     umadv_status_t status = copies(e, lane, from, to, 1);
@@ -597,7 +664,7 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
     }
     if (!ranges(e, lane, from, to))
         status = UMADV_ERR_NO_MEMORY;
-    else if ((status = discard_ranges(e, lane, to - from)) == UMADV_OK)
+    else if ((status = discard_ranges(e, lane, to - from, whole)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     *status_p = status;
     /* refused: nothing was discarded, and unpoisoned the range has the data */
@@ -605,12 +672,13 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
 }
 
 /* Ranges whose data waits in the staging, populated on the GPU without a
- * copy: one discard-and-prefetch batch, or, refused, a migration each. */
+ * copy: discard-and-prefetch batches (umadv__exec_in_calls), or, refused,
+ * a migration each. */
 static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *sizes, size_t n,
-                                      umadv_stream_t stream)
+                                      int whole, umadv_stream_t stream)
 {
-    umadv_status_t status = e->p.ops->discard_and_prefetch_batch(ptrs, sizes, n, e->p.device,
-                                                                 stream);
+    umadv_status_t status = umadv__exec_in_calls(call_piece(e, whole), ptrs, sizes, n,
+                                                 populate_call, e, stream);
 
     if (status != UMADV_ERR_UNSUPPORTED)
         return status;
@@ -620,13 +688,15 @@ static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *size
     return status;
 }
 
-static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
+static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                               int whole)
 {
     umadv_status_t status;
 
     if (!ranges(e, lane, from, to))
         return UMADV_ERR_NO_MEMORY;
-    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, lane->stream);
+    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, whole,
+                             lane->stream);
     if (status == UMADV_OK)
         status = copies(e, lane, from, to, 0);
     return status;
@@ -664,7 +734,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
                              int to_gpu)
 {
     umadv_status_t status = UMADV_OK;
-    int moved = 0;
+    int moved = 0, whole = e->waiting > 0;
     uint64_t start;
 
     if (from == to || e->broken) {
@@ -677,9 +747,9 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
     if (to_gpu)
-        moved = (status = stage_in(e, lane, from, to)) == UMADV_OK;
+        moved = (status = stage_in(e, lane, from, to, whole)) == UMADV_OK;
     else
-        moved = stage_out(e, lane, from, to, &status);
+        moved = stage_out(e, lane, from, to, whole, &status);
     stream_drain(e, lane->stream, status);
     pthread_mutex_lock(&e->lock);
     umadv__exec_lane_busy(e, lane, start, to_gpu ? "restore from staging" : "stage out",
@@ -705,6 +775,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 {
     umadv_status_t status = UMADV_ERR_STATE;
+    int whole = e->waiting > 0;
     uint64_t start;
 
     if (from == to)
@@ -713,7 +784,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
     if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from));
+        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from, whole));
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
         if (status == UMADV_ERR_UNSUPPORTED)
@@ -964,7 +1035,7 @@ static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
 
     if (status != UMADV_OK)
         return status;
-    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, stream);
+    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, 1, stream); /* the caller waits */
     for (size_t i = 0; i < b->nruns && status == UMADV_OK; i++)
         status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
     status = stream_finish(e, stream, status);
