@@ -55,7 +55,7 @@ static void knobs_are_exactly(const umadv_config_field_t *fields, size_t n)
     static const char *const expected[] = {
         "UMADV_BUDGET", "UMADV_POLICY", "UMADV_DEVICE", "UMADV_SECTION_SIZE",
         "UMADV_MAX_MANAGED", "UMADV_ARENA_SIZE", "UMADV_LOOKAHEAD", "UMADV_READ_MOSTLY",
-        "UMADV_HOST_PLACEMENT", "UMADV_STAGE", "UMADV_STAGE_POISON",
+        "UMADV_HOST_PLACEMENT", "UMADV_STAGE", "UMADV_STAGE_POISON", "UMADV_LANE_PIECE",
         "UMADV_LOG", "UMADV_LOG_FILE", "UMADV_PROFILER", "UMADV_PROFILE_EVICT",
         "UMADV_PROFILE_PASSES",
         "UMADV_LINK_PROBE", "UMADV_REPROFILE_FAULTS", "UMADV_FAULT_PERIOD", "UMADV_HOST_NUMA",
@@ -93,6 +93,7 @@ static void test_defaults(void)
     is(c.read_mostly, 1, "default read-mostly on");
     is(c.log_level, UMADV_LOG_WARN, "default log level warn");
     is_str(c.log_file, "", "default log file: stderr");
+    is_u64(c.lane_piece, 0, "default lane piece: none, one call each");
     for (size_t i = 0; i < n; i++) {
         if (fields[i].dflt[0] != '\0' &&
             umadv__config_check(&fields[i], fields[i].dflt, why, sizeof(why)) != UMADV_OK) {
@@ -122,6 +123,8 @@ static void test_sizes(void)
     is_u64(c.arena_size, 3 * UMADV_MIB, "arena 3M: need not be a power of two");
     expect_good("UMADV_BUDGET", "4096", &c);
     is_u64(c.budget, 4096, "budget in plain bytes");
+    expect_good("UMADV_LANE_PIECE", "8M", &c);
+    is_u64(c.lane_piece, 8 * UMADV_MIB, "lane piece 8M");
 
     expect_bad("UMADV_SECTION_SIZE", "3M");
     expect_bad("UMADV_SECTION_SIZE", "32K");
@@ -137,6 +140,7 @@ static void test_sizes(void)
     expect_bad("UMADV_BUDGET", "");
     expect_bad("UMADV_BUDGET", "inf");
     expect_bad("UMADV_MAX_MANAGED", "1.5");
+    expect_bad("UMADV_LANE_PIECE", "8X");
 }
 
 static void test_uints(void)
@@ -426,7 +430,7 @@ static void test_unknown_variables(void)
 int main(void)
 {
     log_capture_start();
-    plan(110 + 1 + 17 + 10 + 4);
+    plan(110 + 1 + 17 + 10 + 4 + 4);
     test_unknown_variables();
     test_defaults();
     test_sizes();

@@ -15,6 +15,7 @@
 #include "api/context.h"
 #include "common/util.h"
 #include "cuda_ops/cuda_ops.h"
+#include "exec/exec_int.h"
 #include "interpose/torch.h"
 #include "tap.h"
 #include "testutil.h"
@@ -486,6 +487,49 @@ static void test_poison(void)
     }
 }
 
+/* UMADV_LANE_PIECE reaches the executor, whose lanes then split their
+ * discards and populations while the application runs (exec/stage.c;
+ * tests/test_exec_calls splits, test_stage_property loses nothing so);
+ * the data is intact either way. */
+static void test_lane_piece(void)
+{
+    static const char *const values[] = {"0", "16K"};
+    static const uint64_t bytes[] = {0, 16 * UMADV_KIB};
+
+    for (size_t v = 0; v < UMADV_ARRAY_SIZE(values); v++) {
+        const umadv_cuda_host_record_t *log;
+        size_t n, pieces = 0;
+        app_t a;
+
+        setenv("UMADV_LANE_PIECE", values[v], 1);
+        if (!ok(app_init(&a, 3 * BLOCK) == 0, "UMADV_LANE_PIECE=%s: a context", values[v])) {
+            unsetenv("UMADV_LANE_PIECE");
+            return;
+        }
+        unsetenv("UMADV_LANE_PIECE");
+        app_planned(&a, 3);
+        ok(a.ctx->replay.exec != NULL && a.ctx->replay.exec->p.call_piece_bytes == bytes[v],
+           "UMADV_LANE_PIECE=%s: the executor's piece is %llu bytes", values[v],
+           (unsigned long long)bytes[v]);
+        umadv__cuda_host_log_enable(1);
+        for (int it = 0; it < 3; it++)
+            iteration(&a);
+        log = umadv__cuda_host_log(&n);
+        for (size_t i = 0; i < n; i++)
+            pieces += (log[i].call == UMADV_CUDA_CALL_DISCARD ||
+                       log[i].call == UMADV_CUDA_CALL_DISCARD_PREFETCH) && log[i].size < SECTION;
+        umadv__cuda_host_log_enable(0);
+        if (bytes[v] == 0)
+            ok(pieces == 0, "UMADV_LANE_PIECE=0: no discard or population split");
+        else
+            diag("UMADV_LANE_PIECE=%s: %zu ranges of a discard or population split", values[v],
+                 pieces);
+        ok(app_all_intact(&a), "UMADV_LANE_PIECE=%s: every byte read the last written",
+           values[v]);
+        app_end(&a);
+    }
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -505,7 +549,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7);
+    plan(30 + 8 + 7 + 7);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -513,6 +557,7 @@ int main(void)
     test_pool_grows();
     test_off();
     test_poison();
+    test_lane_piece();
     test_recorded();
     test_hold();
     test_torch();

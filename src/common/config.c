@@ -103,6 +103,15 @@ static const umadv_config_field_t config_fields[] = {
      "testing an application's declarations and umadv; costs a device "
      "memset per discard.",
      0, 1, 0, NULL, 0, FIELD(stage_poison)},
+    {"UMADV_LANE_PIECE", UMADV_CONFIG_SIZE, "0",
+     "Issue the lanes' discards and populations (after a staged copy out, "
+     "before a copy back) in calls of at most this size while the "
+     "application's thread runs, and in one call while it waits on umadv. "
+     "Such a call holds up the application's CUDA calls while it runs "
+     "(a kernel launch took 124 us beside a 64 MiB population, 4 alone): "
+     "pieces let a launch-bound model's launches through, at the cost of "
+     "the lanes' time. 0: one call each.",
+     0, UINT64_MAX, 0, NULL, 0, FIELD(lane_piece)},
     {"UMADV_LOG", UMADV_CONFIG_ENUM, "warn",
      "Log level: error, warn, info, debug or trace. Each level includes "
      "the ones before it; debug and trace add file:line to every message.",

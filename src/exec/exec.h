@@ -94,8 +94,8 @@ typedef struct umadv_exec_params {
                                              * own (stage.c, THE POOL); 0 = 256 MiB */
     uint64_t                call_piece_bytes;/* a lane's discards and populations go
                                              * in calls of at most this while the
-                                             * application runs (stage.c, in_calls);
-                                             * 0 = 8 MiB */
+                                             * application runs (UMADV_LANE_PIECE;
+                                             * stage.c); 0: one call each */
     struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
                                              * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions

@@ -21,8 +21,6 @@
 #define EXEC_MAX_BATCH        256  /* ranges in one batch call */
 #define EXEC_PIN_ASIDE_BYTES  (256 * UMADV_MIB) /* stage.c: a larger chunk pins on a thread
                                                  * of its own */
-#define EXEC_CALL_PIECE_BYTES (8 * UMADV_MIB)   /* stage.c: a lane's discard or population
-                                                 * while the application runs */
 #define EXEC_CALL_RANGES      64               /* ranges in one call of pieces */
 
 typedef struct exec_bind {

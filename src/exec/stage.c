@@ -33,8 +33,9 @@
  * that staging out while restoring halved both. Every copy below is then
  * a device-to-device copy and a copy over the link per chunk, in stream
  * order. Out: cudaMemcpyAsync of each piece into its slots, a
- * synchronisation, then one cudaMemDiscardBatchAsync of the pieces and
- * another: the discard is issued only once the copies are known to be
+ * synchronisation, then one cudaMemDiscardBatchAsync of the pieces (or
+ * several, under UMADV_LANE_PIECE: below) and another synchronisation:
+ * the discard is issued only once the copies are known to be
  * complete (with one synchronisation, a copy that failed asynchronously
  * would be found after its range was discarded: the data lost); under
  * UMADV_STAGE_POISON a memset of each range comes before it. In:
@@ -567,16 +568,15 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
  * the lane a call each: those 64 MiB then took 669 us of its time against
  * 357. Always in pieces of 8 MiB, a launch-bound GPT-2 at save_on_cpu's
  * peak ran 58.4 ms an iteration for 76.1, and a lane-bound ResNet-50 at
- * the same budget 244.3 for 212.9. So a lane's ranges go in pieces of
- * params.call_piece_bytes (EXEC_CALL_PIECE_BYTES) while the application's
- * thread runs, and in one call while it waits on the executor
- * (e->waiting), launching nothing.
+ * the same budget 244.3 for 212.9. So with params.call_piece_bytes
+ * (UMADV_LANE_PIECE) a lane's ranges go in pieces of that size while the
+ * application's thread runs, and in one call while it waits on the
+ * executor (e->waiting), launching nothing. Off by default until that
+ * rule is measured.
  */
 static uint64_t call_piece(const umadv_exec_t *e, int whole)
 {
-    if (whole)
-        return 0;
-    return e->p.call_piece_bytes ? e->p.call_piece_bytes : EXEC_CALL_PIECE_BYTES;
+    return whole ? 0 : e->p.call_piece_bytes;
 }
 
 umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, size_t n,
