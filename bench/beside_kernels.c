@@ -31,9 +31,9 @@
 #include <cuda_runtime.h>
 
 #include "beside_kernels_busy.h"
+#include "bench_gpu.h"
 #include "common/util.h"
 
-#define EXIT_SKIP  77
 #define EXIT_USAGE 2
 #define BUSY_WAVES 16 /* the busy kernel's waves of blocks, by default: a GEMM has many */
 #define MAX_WAVES  1024
@@ -256,19 +256,10 @@ static double busy_calibrate(bench_t *b, double busy_ms)
 
 static void setup(bench_t *b, uint64_t size, int waves)
 {
-    int count = 0, cma = 0, sms = 0, lo = 0, hi = 0;
+    int sms = 0, lo = 0, hi = 0;
     size_t free_b = 0, total_b = 0;
 
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("beside_kernels: no CUDA device\n");
-        exit(EXIT_SKIP);
-    }
-    CHECK(cudaSetDevice, (0));
-    CHECK(cudaDeviceGetAttribute, (&cma, cudaDevAttrConcurrentManagedAccess, 0));
-    if (cma == 0) {
-        printf("beside_kernels: device 0 has no concurrent managed access\n");
-        exit(EXIT_SKIP);
-    }
+    bench_require_managed_gpu("beside_kernels");
     CHECK(cudaDeviceGetAttribute, (&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK(cudaMemGetInfo, (&free_b, &total_b));
     if (3 * size + BUSY_WORDS * 8 > free_b / 4)

@@ -56,9 +56,9 @@
 #include <cupti.h>
 
 #include "common/util.h"
+#include "bench_gpu.h"
 #include "launch_cost_kernel.h"
 
-#define EXIT_SKIP  77
 #define EXIT_USAGE 2
 #define BATCH      256
 #define MAX_REPEAT 101
@@ -425,19 +425,9 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
 
 static void setup(bench_t *b, uint64_t size)
 {
-    int count = 0, cma = 0;
     size_t free_b = 0, total_b = 0;
 
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("launch_cost: no CUDA device\n");
-        exit(EXIT_SKIP);
-    }
-    CHECK(cudaSetDevice, (0));
-    CHECK(cudaDeviceGetAttribute, (&cma, cudaDevAttrConcurrentManagedAccess, 0));
-    if (cma == 0) {
-        printf("launch_cost: device 0 has no concurrent managed access\n");
-        exit(EXIT_SKIP);
-    }
+    bench_require_managed_gpu("launch_cost");
     CHECK(cudaMemGetInfo, (&free_b, &total_b));
     if (size > free_b / 8) {
         fprintf(stderr, "launch_cost: --size is more than an eighth of the free GPU memory\n");
