@@ -69,6 +69,16 @@ def run_command(argv, log, env_set=None, timeout=None):
     return rc, out, err, line
 
 
+def last_error(err, width=160):
+    """The last non-empty line of a failed run's standard error (a Python
+    exception's message, say), at most @width characters: why it failed,
+    in the table, where the log may not travel with it."""
+    lines = [l.strip() for l in (err or "").splitlines() if l.strip()]
+    if not lines:
+        return ""
+    return lines[-1] if len(lines[-1]) <= width else lines[-1][:width - 3] + "..."
+
+
 def _text(data):
     """A TimeoutExpired's partial output: bytes, str or None."""
     if isinstance(data, bytes):

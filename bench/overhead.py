@@ -40,7 +40,8 @@ of the times and of the profiling phase; identical when every run's are.
 
 Writes DIR/overhead.json (every number and command line) and a log per
 model; prints the table last. A run that fails (a model this torchvision
-lacks, an error) is a row saying so; the exit status is then 1.
+lacks, an error) is a row saying so, with the last line of its standard
+error; the exit status is then 1.
 """
 import argparse
 import json
@@ -48,7 +49,7 @@ import os
 import statistics
 import sys
 
-from benchlib import run_command
+from benchlib import last_error, run_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -109,10 +110,11 @@ def run_model(args, model, name, mode=("--both", "--policies", "oracle"), env_se
             str(args.batch), "--iters", str(args.iters)] + list(mode) + ["--json", out]
     env = dict({"UMADV_BUDGET": None, "UMADV_POLICY": None}, **(env_set or {}))
     log = os.path.join(args.out, name + ".log")
-    status, _, _, line = run_command(argv, log, env, args.timeout)
+    status, _, err, line = run_command(argv, log, env, args.timeout)
     if status != 0 or not os.path.exists(out):
         why = "timed out" if status is None else "exit %d" % status
-        return None, line, "failed: %s (see %s)" % (why, log)
+        said = last_error(err)
+        return None, line, "failed: %s%s (see %s)" % (why, ": " + said if said else "", log)
     with open(out) as f:
         return json.load(f), line, None
 

@@ -80,7 +80,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import Bounds, bound_ms, command_line, moved_bytes, run_command
+from benchlib import Bounds, bound_ms, command_line, last_error, moved_bytes, run_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -175,7 +175,7 @@ def torch_train(args, name, model, batch, extra, budget=None, timeout=None):
         argv += ["--seq-len", str(args.seq_len)]
     env = {"UMADV_BUDGET": str(budget) if budget else None}
     log = os.path.join(args.out, name + ".log")
-    rc, stdout, _, line = run_command(argv, log, env, timeout or args.timeout)
+    rc, stdout, err, line = run_command(argv, log, env, timeout or args.timeout)
     doc = None
     try:
         with open(result) as f:
@@ -183,7 +183,7 @@ def torch_train(args, name, model, batch, extra, budget=None, timeout=None):
     except (OSError, ValueError):
         pass
     return {"rc": rc, "doc": doc, "command": line, "log": log,
-            "first_line": stdout.split("\n", 1)[0]}
+            "first_line": stdout.split("\n", 1)[0], "error": last_error(err) if rc else ""}
 
 
 def outcome(run):
@@ -195,10 +195,15 @@ def outcome(run):
             EXIT_NOT_APPLICABLE: "not applicable"}.get(run["rc"], "failed")
 
 
+def said(run):
+    """": " and the last line @run's standard error gave, or nothing."""
+    return ": " + run["error"] if run["error"] else ""
+
+
 def need(run, what):
     """@run's document, or Failure naming @what and its log."""
     if run["rc"] != 0 or run["doc"] is None:
-        raise Failure("%s failed (exit %s); see %s" % (what, run["rc"], run["log"]))
+        raise Failure("%s failed (exit %s)%s; see %s" % (what, run["rc"], said(run), run["log"]))
     return run["doc"]
 
 
@@ -207,8 +212,8 @@ def native_runs(args, model, batch, prefix):
     iters = ["--iters", str(args.iters)]
     runs = {"native": torch_train(args, prefix + "-native", model, batch, ["--native"] + iters)}
     if outcome(runs["native"]) == "failed":
-        raise Failure("%s native failed (exit %s); see %s" % (prefix, runs["native"]["rc"],
-                                                               runs["native"]["log"]))
+        raise Failure("%s native failed (exit %s)%s; see %s" % (
+            prefix, runs["native"]["rc"], said(runs["native"]), runs["native"]["log"]))
     for peer in PEERS:
         runs[peer] = torch_train(args, "%s-%s" % (prefix, peer), model, batch,
                                  ["--peer", peer] + iters)
@@ -251,8 +256,9 @@ def native_row(method, run, native, bounds):
     row = {"method": method, "budget_label": "-", "outcome": outcome(run),
            "command": run["command"]}
     if row["outcome"] != "ok":
-        row["why"] = (run["doc"] or {}).get("not_applicable") or (run["doc"] or {}).get(
-            "out_of_memory") or "see " + run["log"]
+        doc = run["doc"] or {}
+        row["why"] = (doc.get("not_applicable") or doc.get("out_of_memory") or
+                      (run["error"] + "; " if run["error"] else "") + "see " + run["log"])
         return row
     r = run["doc"]["native"]
     held = r.get("peak_allocated")

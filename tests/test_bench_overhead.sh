@@ -94,8 +94,8 @@ ok $? "an unknown variant is a usage error naming it" || diag "$tmp/vbad.out"
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken --iters 10 \
     --out "$tmp/bad" >"$tmp/bad.table" 2>"$tmp/bad.err"
 rc=$?
-[ $rc -eq 1 ] && grep -q '^  broken *failed: exit 1' "$tmp/bad.table" &&
+[ $rc -eq 1 ] && grep -q '^  broken *failed: exit 1: torch_train: no such model (see ' "$tmp/bad.table" &&
     grep -q '^  fast ' "$tmp/bad.table"
-ok $? "a model that fails is a row saying so, the others still run, exit status 1"
+ok $? "a model that fails is a row saying so, with the last line it wrote on standard error; the others still run, exit status 1"
 
 tap_done

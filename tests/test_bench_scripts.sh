@@ -342,9 +342,12 @@ ok $? "--policies with an unknown policy is refused, naming the choices" || diag
 
 python3 "$srcdir/bench/peers.py" --script /nonexistent --lib /dev/null --models resnet50 \
     --batches 64 --skip-cap --out "$tmp/peers-fail" >"$tmp/peers-fail.table" 2>"$tmp/peers-fail.err"
-[ $? -eq 1 ] && grep -q '^bench: resnet50-bs64 native failed (exit 2)' "$tmp/peers-fail.err" &&
+[ $? -eq 1 ] &&
+    grep -q "^bench: resnet50-bs64 native failed (exit 2): .*can't open file '/nonexistent'" \
+        "$tmp/peers-fail.err" &&
     [ ! -s "$tmp/peers-fail.table" ]
-ok $? "a run that fails exits 1 and says which"
+ok $? "a run that fails exits 1 and says which, with the last line it wrote on standard error" ||
+    diag "$tmp/peers-fail.err"
 
 # ---- bench/longrun.py -------------------------------------------------
 
