@@ -561,6 +561,9 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 /* ---- the lanes' staged calls ------------------------------------------- */
 
 /*
+ * The bytes of each of a lane's discard and population calls, decided
+ * with the lock held as the lane issues them (0: one call).
+ *
  * A lane's discard or population holds up the application's CUDA calls
  * for as long as it runs: beside another thread's discard and population
  * of 64 MiB, one call each way, a kernel launch took 124 us where it
@@ -574,9 +577,9 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
  * executor (e->waiting), launching nothing. Off by default until that
  * rule is measured.
  */
-static uint64_t call_piece(const umadv_exec_t *e, int whole)
+static uint64_t call_piece(const umadv_exec_t *e)
 {
-    return whole ? 0 : e->p.call_piece_bytes;
+    return e->waiting > 0 ? 0 : e->p.call_piece_bytes;
 }
 
 umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, size_t n,
@@ -634,7 +637,8 @@ static int poisons(const umadv_exec_t *e)
     return e->p.stage_poison && e->p.ops->memset_async != NULL;
 }
 
-static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n, int whole)
+static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n,
+                                     uint64_t piece)
 {
     umadv_status_t status = UMADV_OK;
 
@@ -644,8 +648,8 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
                                         lane->batch_sizes[i], lane->stream);
     own_copies--;
     if (status == UMADV_OK)
-        status = umadv__exec_in_calls(call_piece(e, whole), lane->batch_ptrs, lane->batch_sizes,
-                                      n, discard_call, e, lane->stream);
+        status = umadv__exec_in_calls(piece, lane->batch_ptrs, lane->batch_sizes, n,
+                                      discard_call, e, lane->stream);
     return status;
 }
 
@@ -653,8 +657,8 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
  * for the staging (copied: what a failed discard does not undo; a
  * refused one neither, once the range is poisoned), and *status_p the
  * first failure. */
-static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to, int whole,
-                     umadv_status_t *status_p)
+static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                     uint64_t piece, umadv_status_t *status_p)
 {
     umadv_status_t status = copies(e, lane, from, to, 1);
 
@@ -664,7 +668,7 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
     }
     if (!ranges(e, lane, from, to))
         status = UMADV_ERR_NO_MEMORY;
-    else if ((status = discard_ranges(e, lane, to - from, whole)) == UMADV_OK)
+    else if ((status = discard_ranges(e, lane, to - from, piece)) == UMADV_OK)
         status = e->p.ops->stream_synchronize(lane->stream);
     *status_p = status;
     /* refused: nothing was discarded, and unpoisoned the range has the data */
@@ -675,10 +679,10 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
  * copy: discard-and-prefetch batches (umadv__exec_in_calls), or, refused,
  * a migration each. */
 static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *sizes, size_t n,
-                                      int whole, umadv_stream_t stream)
+                                      uint64_t piece, umadv_stream_t stream)
 {
-    umadv_status_t status = umadv__exec_in_calls(call_piece(e, whole), ptrs, sizes, n,
-                                                 populate_call, e, stream);
+    umadv_status_t status = umadv__exec_in_calls(piece, ptrs, sizes, n, populate_call, e,
+                                                 stream);
 
     if (status != UMADV_ERR_UNSUPPORTED)
         return status;
@@ -689,13 +693,13 @@ static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *size
 }
 
 static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
-                               int whole)
+                               uint64_t piece)
 {
     umadv_status_t status;
 
     if (!ranges(e, lane, from, to))
         return UMADV_ERR_NO_MEMORY;
-    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, whole,
+    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, piece,
                              lane->stream);
     if (status == UMADV_OK)
         status = copies(e, lane, from, to, 0);
@@ -734,8 +738,8 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
                              int to_gpu)
 {
     umadv_status_t status = UMADV_OK;
-    int moved = 0, whole = e->waiting > 0;
-    uint64_t start;
+    int moved = 0;
+    uint64_t start, piece = call_piece(e);
 
     if (from == to || e->broken) {
         umadv__exec_pieces_settle(e, lane, from, to, to_gpu, 0);
@@ -747,9 +751,9 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
     if (to_gpu)
-        moved = (status = stage_in(e, lane, from, to, whole)) == UMADV_OK;
+        moved = (status = stage_in(e, lane, from, to, piece)) == UMADV_OK;
     else
-        moved = stage_out(e, lane, from, to, whole, &status);
+        moved = stage_out(e, lane, from, to, piece, &status);
     stream_drain(e, lane->stream, status);
     pthread_mutex_lock(&e->lock);
     umadv__exec_lane_busy(e, lane, start, to_gpu ? "restore from staging" : "stage out",
@@ -775,8 +779,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 {
     umadv_status_t status = UMADV_ERR_STATE;
-    int whole = e->waiting > 0;
-    uint64_t start;
+    uint64_t start, piece = call_piece(e);
 
     if (from == to)
         return;
@@ -784,7 +787,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
     if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from, whole));
+        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from, piece));
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
         if (status == UMADV_ERR_UNSUPPORTED)
@@ -1035,7 +1038,7 @@ static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
 
     if (status != UMADV_OK)
         return status;
-    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, 1, stream); /* the caller waits */
+    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, 0, stream); /* the caller waits */
     for (size_t i = 0; i < b->nruns && status == UMADV_OK; i++)
         status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
     status = stream_finish(e, stream, status);
