@@ -139,8 +139,8 @@ typedef struct lane {
     setting_t   setting;
     atomic_int  stop;
     atomic_long calls;
-    uint64_t    host_ns; /* in its calls, synchronisations left out */
-    spans_t     spans;   /* its calls */
+    spans_t     spans;   /* its calls: their host time (synchronisations and
+                          * the memset left out) */
 } lane_t;
 
 static void check(cudaError_t err, const char *call)
@@ -244,7 +244,7 @@ static void discard_populate(lane_t *l, uint64_t piece)
 }
 
 /* One call of @s (or its calls, for a setting of pieces), each a span of
- * @l's, their host time into its count. */
+ * @l's. */
 static void lane_call(lane_t *l, setting_t s)
 {
     const bench_t *b = l->b;
@@ -252,7 +252,7 @@ static void lane_call(lane_t *l, setting_t s)
     void *ptr = b->managed;
     size_t size = b->size, first = 0;
     struct cudaMemLocation gpu = location(0);
-    uint64_t t0 = umadv__now_ns(), t = t0;
+    uint64_t t = umadv__now_ns();
 
     switch (s) {
     case BESIDE_COPY_OUT:
@@ -275,9 +275,7 @@ static void lane_call(lane_t *l, setting_t s)
     case BESIDE_DISCARD: /* the GPU's faults populate it again, no host call */
         CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, st));
         span_add(&l->spans, t, K_DISCARD);
-        l->host_ns += umadv__now_ns() - t0;
         CHECK(cudaMemsetAsync, (b->managed, 3, b->size, st));
-        t0 = umadv__now_ns();
         break;
     case BESIDE_DISCARD_PREFETCH:
         CHECK(cudaMemDiscardAndPrefetchBatchAsync, (&ptr, &size, 1, &gpu, &first, 1, 0, st));
@@ -293,7 +291,6 @@ static void lane_call(lane_t *l, setting_t s)
     default:
         break;
     }
-    l->host_ns += umadv__now_ns() - t0;
     CHECK(cudaStreamSynchronize, (st));
 }
 
@@ -339,6 +336,16 @@ static double launches_us(bench_t *b, setting_t s, long n)
         CHECK(cudaStreamSynchronize, (b->stream));
     }
     return (double)spent / 1e3 / (double)n;
+}
+
+/* The host time of @s's spans, in nanoseconds. */
+static uint64_t spans_ns(const spans_t *s)
+{
+    uint64_t ns = 0;
+
+    for (size_t i = 0; i < s->n; i++)
+        ns += s->v[i].end - s->v[i].start;
+    return ns;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -392,12 +399,11 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
     double runs[MAX_REPEAT];
     lane_t lane = {.b = b, .setting = s, .spans = {.cap = beside(s) ? MAX_SPANS : 0}};
 
-    launch_spans.n = 0;
-    if (beside(s) && (lane.spans.v = malloc(MAX_SPANS * sizeof(span_t))) == NULL) {
-        fprintf(stderr, "launch_cost: out of memory\n");
-        exit(EXIT_FAILURE);
-    }
     if (beside(s)) {
+        if ((lane.spans.v = malloc(MAX_SPANS * sizeof(span_t))) == NULL) {
+            fprintf(stderr, "launch_cost: out of memory\n");
+            exit(EXIT_FAILURE);
+        }
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, b->lane_stream));
         CHECK(cudaStreamSynchronize, (b->lane_stream));
         if (pthread_create(&lane.thread, NULL, lane_main, &lane) != 0) {
@@ -416,7 +422,8 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
         pthread_join(lane.thread, NULL);
     }
     *lane_calls_p = atomic_load(&lane.calls);
-    *lane_us_p = *lane_calls_p > 0 ? (double)lane.host_ns / 1e3 / (double)*lane_calls_p : 0;
+    *lane_us_p = *lane_calls_p > 0 ? (double)spans_ns(&lane.spans) / 1e3 / (double)*lane_calls_p
+                                   : 0;
     attribute(&launch_spans, &lane.spans, met);
     free(lane.spans.v);
     qsort(runs, (size_t)repeat, sizeof(runs[0]), cmp_double);
