@@ -22,6 +22,8 @@
 #define EXEC_PIN_ASIDE_BYTES  (256 * UMADV_MIB) /* stage.c: a larger chunk pins on a thread
                                                  * of its own */
 #define EXEC_CALL_RANGES      64               /* ranges in one call of pieces */
+#define EXEC_PIECE_AHEAD_STEPS 1  /* stage.c: a lane's calls go in pieces only for
+                                  * steps further ahead than this */
 
 typedef struct exec_bind {
     umadv_tree_node_t node; /* keyed (base, alloc) in umadv_exec.bound while

@@ -571,15 +571,22 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
  * the lane a call each: those 64 MiB then took 669 us of its time against
  * 357. Always in pieces of 8 MiB, a launch-bound GPT-2 at save_on_cpu's
  * peak ran 58.4 ms an iteration for 76.1, and a lane-bound ResNet-50 at
- * the same budget 244.3 for 212.9. So with params.call_piece_bytes
- * (UMADV_LANE_PIECE) a lane's ranges go in pieces of that size while the
- * application's thread runs, and in one call while it waits on the
- * executor (e->waiting), launching nothing. Off by default until that
- * rule is measured.
+ * the same budget 244.3 for 212.9: there the lanes, not the launches,
+ * set the pace. So with params.call_piece_bytes (UMADV_LANE_PIECE) a
+ * lane's ranges go in pieces of that size only while the lane is ahead:
+ * the application's thread runs (it does not wait on the executor,
+ * e->waiting) and the call serves a step later than the next one
+ * (EXEC_PIECE_AHEAD_STEPS). A call the next step needs, or one it
+ * already waits for, goes whole: there the lane's time is the
+ * application's. Off by default until that rule is measured.
  */
-static uint64_t call_piece(const umadv_exec_t *e)
+static uint64_t call_piece(const umadv_exec_t *e, const exec_lane_t *lane)
 {
-    return e->waiting > 0 ? 0 : e->p.call_piece_bytes;
+    int behind = e->waiting > 0 ||
+                 (lane->busy_need != EXEC_KEY_NONE &&
+                  lane->busy_need <= e->key + EXEC_PIECE_AHEAD_STEPS);
+
+    return behind ? 0 : e->p.call_piece_bytes;
 }
 
 umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, size_t n,
@@ -739,7 +746,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 {
     umadv_status_t status = UMADV_OK;
     int moved = 0;
-    uint64_t start, piece = call_piece(e);
+    uint64_t start, piece = call_piece(e, lane);
 
     if (from == to || e->broken) {
         umadv__exec_pieces_settle(e, lane, from, to, to_gpu, 0);
@@ -779,7 +786,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 {
     umadv_status_t status = UMADV_ERR_STATE;
-    uint64_t start, piece = call_piece(e);
+    uint64_t start, piece = call_piece(e, lane);
 
     if (from == to)
         return;
