@@ -318,6 +318,45 @@ static void test_pool_grows(void)
     app_end(&a);
 }
 
+/* A host that cannot spare the pool: a smaller pool, as much as it can
+ * spare, or none, and the evictions past it migrate; every byte intact
+ * (cuda_ops.h, host_alloc; exec/stage.c, pool_host_alloc). */
+static void test_pool_host_spare(void)
+{
+    static const uint64_t spare[] = {SECTION, SECTION - 1};
+
+    for (size_t v = 0; v < UMADV_ARRAY_SIZE(spare); v++) {
+        umadv_cuda_host_counters_t c0, c1;
+        const char *said;
+        app_t a;
+
+        if (!ok(app_init(&a, 3 * BLOCK) == 0, "a host that spares %llu bytes: a context",
+                (unsigned long long)spare[v]))
+            return;
+        umadv__cuda_host_counters(&c0);
+        umadv__cuda_host_configure_host(c0.pinned_bytes + spare[v]);
+        log_take();
+        app_planned(&a, 3);
+        for (int it = 0; it < 4; it++)
+            iteration(&a);
+        said = log_take();
+        umadv__cuda_host_counters(&c1);
+        umadv__cuda_host_configure_host(UINT64_MAX);
+        if (v == 0)
+            ok(c1.pinned_bytes - c0.pinned_bytes == SECTION &&
+                   strstr(said, "the host cannot spare more pinned memory") != NULL,
+               "a slot's worth spare: a pool of one slot (%llu bytes), said so",
+               (unsigned long long)(c1.pinned_bytes - c0.pinned_bytes));
+        else
+            ok(c1.pinned_bytes == c0.pinned_bytes &&
+                   strstr(said, "the host cannot spare it") != NULL,
+               "less than a slot spare: no pool, said so");
+        ok(app_all_intact(&a), "every byte read was the last written, the evictions past the "
+           "pool migrated");
+        app_end(&a);
+    }
+}
+
 /* UMADV_STAGE=0: the same application stages nothing. */
 static void test_off(void)
 {
@@ -549,12 +588,13 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7);
+    plan(30 + 8 + 7 + 7 + 6);
     test_errors();
     test_policies();
     test_consecutive_slots();
     test_dead();
     test_pool_grows();
+    test_pool_host_spare();
     test_off();
     test_poison();
     test_lane_piece();

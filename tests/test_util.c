@@ -4,7 +4,8 @@
  * third bytes), size parsing and formatting, CRC-32 against published
  * check values, growing arrays (geometric growth, contents kept,
  * overflow refused with nothing changed), and common/hostmem's aligned
- * mappings, populated on threads (every page resident after, mincore).
+ * mappings, populated on threads (every page resident after, mincore),
+ * and the host memory it can spare, from /proc/meminfo's text.
  */
 #include "common/util.h"
 
@@ -283,9 +284,36 @@ static void test_hostmem(void)
         munmap(p, page);
 }
 
+/* MemAvailable less the larger of 1 GiB and a sixteenth of MemTotal. */
+static void test_host_spare(void)
+{
+    uint64_t spare = 7;
+    int known;
+
+    known = umadv__host_spare_parse("MemTotal:       131072000 kB\nMemFree:        1000 kB\n"
+                                    "MemAvailable:   65536000 kB\n", &spare);
+    ok(known && spare == (65536000ull - 131072000ull / 16) * 1024,
+       "spare: available less a sixteenth of the total (%llu)", (unsigned long long)spare);
+    known = umadv__host_spare_parse("MemTotal: 4194304 kB\nMemAvailable: 3145728 kB\n", &spare);
+    ok(known && spare == 2ull << 30, "a small host keeps 1 GiB back (%llu)",
+       (unsigned long long)spare);
+    known = umadv__host_spare_parse("MemTotal: 4194304 kB\nMemAvailable: 524288 kB\n", &spare);
+    ok(known && spare == 0, "less available than the reserve: nothing to spare");
+    spare = 7;
+    ok(!umadv__host_spare_parse("MemTotal: 4194304 kB\nXMemAvailable: 524288 kB\n", &spare) &&
+           !umadv__host_spare_parse("", &spare) &&
+           !umadv__host_spare_parse("MemTotal: 4194304 kB\nMemAvailable: lots\n", &spare) &&
+           spare == 7,
+       "no MemAvailable line, or no number: not known, nothing written");
+    known = umadv__host_spare(&spare);
+    ok(known || access("/proc/meminfo", R_OK) != 0,
+       "this host's spare memory is known where /proc/meminfo is (%llu)",
+       (unsigned long long)spare);
+}
+
 int main(void)
 {
-    plan(3 + 7 + 18 + 8 + 5 + 10 + 4 + 5);
+    plan(3 + 7 + 18 + 8 + 5 + 10 + 4 + 5 + 5);
     test_utf8_exhaustive();
     test_utf8_cases();
     test_size_parse();
@@ -294,5 +322,6 @@ int main(void)
     test_array_reserve();
     test_strdup();
     test_hostmem();
+    test_host_spare();
     return exit_status();
 }

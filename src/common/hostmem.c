@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -91,4 +93,44 @@ unsigned umadv__populate(void *ptr, size_t size, unsigned max_threads)
     for (unsigned i = 1; i <= started; i++)
         pthread_join(thread[i], NULL);
     return started + 1;
+}
+
+/* kB of field @name ("MemAvailable:") in @meminfo; 0 when absent. */
+static int meminfo_kib(const char *meminfo, const char *name, uint64_t *kib_p)
+{
+    const char *at = strstr(meminfo, name);
+    unsigned long long kib;
+
+    if (at == NULL || (at != meminfo && at[-1] != '\n') ||
+        sscanf(at + strlen(name), " %llu kB", &kib) != 1)
+        return 0;
+    *kib_p = kib;
+    return 1;
+}
+
+int umadv__host_spare_parse(const char *meminfo, uint64_t *spare_p)
+{
+    uint64_t available, total, reserve;
+
+    if (!meminfo_kib(meminfo, "MemAvailable:", &available) ||
+        !meminfo_kib(meminfo, "MemTotal:", &total))
+        return 0;
+    available *= 1024;
+    reserve = UMADV_MAX(UMADV_HOST_RESERVE_MIN, total * 1024 / 16);
+    *spare_p = available > reserve ? available - reserve : 0;
+    return 1;
+}
+
+int umadv__host_spare(uint64_t *spare_p)
+{
+    char text[4096];
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t n;
+
+    if (f == NULL)
+        return 0;
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return umadv__host_spare_parse(text, spare_p);
 }

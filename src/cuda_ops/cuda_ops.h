@@ -85,7 +85,8 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
     /* Page-locked host memory, of at least @size bytes (cudaHostRegister
      * of pages mapped and populated first: cudart.c says why): the
-     * staging pool of staged evictions (exec/stage.c). host_free takes
+     * staging pool of staged evictions (exec/stage.c). UMADV_ERR_NO_MEMORY
+     * when the host cannot spare it (common/hostmem.h). host_free takes
      * the size host_alloc was given. */
     umadv_status_t (*host_alloc)(size_t size, void **ptr_p);
     umadv_status_t (*host_free)(void *ptr, size_t size);
@@ -230,6 +231,12 @@ typedef struct umadv_cuda_host_counters {
  * properties report; default 80 GiB) and how many devices exist (default
  * 1; 0 makes device_count return UMADV_ERR_NO_DEVICE). */
 void umadv__cuda_host_configure(uint64_t device_memory, int device_count);
+
+/* The host memory the fake host can spare for pinned memory: host_alloc
+ * refuses (UMADV_ERR_NO_MEMORY) what would take the live pinned bytes
+ * past it, as cudart's refuses what the host cannot spare (default:
+ * unlimited; reset restores it). */
+void umadv__cuda_host_configure_host(uint64_t host_spare);
 
 void umadv__cuda_host_counters(umadv_cuda_host_counters_t *counters);
 

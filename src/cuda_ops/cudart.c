@@ -305,12 +305,24 @@ static size_t pinned_span(size_t size)
     return (size + PINNED_ALIGN - 1) & ~(size_t)(PINNED_ALIGN - 1);
 }
 
+/* Pinning more than the host can spare would not fail: populating the
+ * pages would wake the kernel's OOM killer (a ResNet-50 of 83 GiB managed
+ * under a 16 GiB budget, on a host of 125 GiB, died so, silently, as its
+ * pool of 67 GiB was pinned beside the data still on the host). So a
+ * request past umadv__host_spare is refused, UMADV_ERR_NO_MEMORY, and the
+ * pool takes less (exec/stage.c). */
 static umadv_status_t cudart_host_alloc(size_t size, void **ptr_p)
 {
     size_t span = pinned_span(size);
     umadv_status_t status;
+    uint64_t spare;
     void *ptr;
 
+    if (umadv__host_spare(&spare) && span > spare) {
+        umadv_debug("staging pool: %zu bytes to pin, the host can spare %llu", span,
+                    (unsigned long long)spare);
+        return UMADV_ERR_NO_MEMORY;
+    }
     ptr = umadv__map_aligned(span, PINNED_ALIGN);
     if (ptr == NULL) {
         umadv_error("staging pool: mmap of %zu bytes failed: %m", span);

@@ -49,6 +49,7 @@ static struct {
     pthread_mutex_t            lock;
     uint64_t                   device_memory;
     int                        device_count;
+    uint64_t                   host_spare; /* pinned bytes host_alloc grants */
     umadv_cuda_host_counters_t counters;
     host_range_t              *ranges;   /* live allocations, unsorted */
     size_t                     nranges, ranges_cap;
@@ -61,6 +62,7 @@ static struct {
     .lock          = PTHREAD_MUTEX_INITIALIZER,
     .device_memory = HOST_DEFAULT_MEMORY,
     .device_count  = 1,
+    .host_spare    = UINT64_MAX,
     .pinned = {.alloc_name = "host_alloc", .free_name = "host_free",
                .alloc_call = UMADV_CUDA_CALL_HOST_ALLOC, .free_call = UMADV_CUDA_CALL_HOST_FREE,
                .allocs = &host.counters.pinned_allocs, .frees = &host.counters.pinned_frees,
@@ -77,6 +79,13 @@ void umadv__cuda_host_configure(uint64_t device_memory, int device_count)
     pthread_mutex_lock(&host.lock);
     host.device_memory = device_memory;
     host.device_count  = device_count;
+    pthread_mutex_unlock(&host.lock);
+}
+
+void umadv__cuda_host_configure_host(uint64_t host_spare)
+{
+    pthread_mutex_lock(&host.lock);
+    host.host_spare = host_spare;
     pthread_mutex_unlock(&host.lock);
 }
 
@@ -107,6 +116,7 @@ void umadv__cuda_host_reset(void)
     memset(&host.counters, 0, sizeof(host.counters));
     host.device_memory = HOST_DEFAULT_MEMORY;
     host.device_count  = 1;
+    host.host_spare    = UINT64_MAX;
     host.logging = 0;
     host.nlog = 0;
     pthread_mutex_unlock(&host.lock);
@@ -411,8 +421,16 @@ static umadv_status_t buffer_free(host_buffers_t *b, void *ptr, size_t said)
     return UMADV_OK;
 }
 
+/* Refused past the host's spare memory, as cudart refuses (cudart.c). */
 static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
 {
+    int refused;
+
+    pthread_mutex_lock(&host.lock);
+    refused = size > host.host_spare || host.counters.pinned_bytes > host.host_spare - size;
+    pthread_mutex_unlock(&host.lock);
+    if (refused)
+        return UMADV_ERR_NO_MEMORY;
     return buffer_alloc(&host.pinned, size, ptr_p);
 }
 

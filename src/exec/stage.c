@@ -214,9 +214,25 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
     st->chunk_first[st->nchunks] = st->nslots;
 }
 
+/* Pinned memory for the pool, at most @bytes and at least a slot: what
+ * the host cannot spare is refused (UMADV_ERR_NO_MEMORY, cuda_ops.h), and
+ * half as much asked for instead. *bytes_p: what was pinned. */
+static umadv_status_t pool_host_alloc(umadv_exec_t *e, uint64_t *bytes_p, void **base_p)
+{
+    uint64_t slot = e->stage.slot_size, bytes = *bytes_p;
+    umadv_status_t status;
+
+    while ((status = e->p.ops->host_alloc(bytes, base_p)) == UMADV_ERR_NO_MEMORY &&
+           bytes / 2 >= slot)
+        bytes = bytes / 2 / slot * slot;
+    *bytes_p = bytes;
+    return status;
+}
+
 /* Called with the lock held, dropped to pin: the old chunks go, a chunk
- * of st->pin_bytes joins the pool. When it cannot, the pool stays as it
- * is; with no slot at all, every eviction migrates (logged once). */
+ * of st->pin_bytes joins the pool, or less where the host cannot spare
+ * it. When it cannot, the pool stays as it is; with no slot at all,
+ * every eviction migrates (logged once). */
 static void pool_pin_chunk(umadv_exec_t *e)
 {
     exec_stage_t *st = &e->stage;
@@ -228,7 +244,7 @@ static void pool_pin_chunk(umadv_exec_t *e)
     memset(&st->old, 0, sizeof(st->old));
     pthread_mutex_unlock(&e->lock);
     umadv__exec_stage_cache_free(e->p.ops, &old);
-    status = e->p.ops->host_alloc(bytes, &base);
+    status = pool_host_alloc(e, &bytes, &base);
     pthread_mutex_lock(&e->lock);
     if (status == UMADV_OK) {
         pool_add(st, base, bytes);
@@ -236,9 +252,14 @@ static void pool_pin_chunk(umadv_exec_t *e)
                     "pinned in %.1f ms", st->nslots,
                     (double)st->nslots * (double)st->slot_size / 1048576.0, st->nchunks,
                     (double)bytes / 1048576.0, (double)(umadv__now_ns() - t0) / 1e6);
+        if (st->nslots < st->want)
+            umadv_warn("executor: the staging pool holds %u slots of %u (%.1f GiB): the host "
+                       "cannot spare more pinned memory; evictions past them migrate",
+                       st->nslots, st->want, (double)bytes / 1073741824.0);
     } else if (st->nslots == 0) {
-        umadv_warn("executor: no pinned staging pool of %llu bytes (%s): evictions migrate",
-                   (unsigned long long)bytes, umadv_status_string(status));
+        umadv_warn("executor: no pinned staging pool of %llu bytes (%s%s): evictions migrate",
+                   (unsigned long long)st->pin_bytes, umadv_status_string(status),
+                   status == UMADV_ERR_NO_MEMORY ? ": the host cannot spare it" : "");
         st->failed = 1;
     } else {
         umadv_warn("executor: the staging pool stays at %u slots of %u (%s): evictions past "
