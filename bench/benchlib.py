@@ -6,6 +6,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -67,6 +68,20 @@ def run_command(argv, log, env_set=None, timeout=None):
         if err:
             f.write("--- standard error\n%s" % err)
     return rc, out, err, line
+
+
+def status_text(rc):
+    """A run's end in words: "timed out" (None), "killed by SIGKILL" (a
+    signal: the kernel's out-of-memory killer sends that one, and leaves
+    nothing on standard error), or "exit N"."""
+    if rc is None:
+        return "timed out"
+    if rc < 0:
+        try:
+            return "killed by %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit %d" % rc
 
 
 def last_error(err, width=160):

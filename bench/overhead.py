@@ -49,7 +49,7 @@ import os
 import statistics
 import sys
 
-from benchlib import last_error, run_command
+from benchlib import last_error, run_command, status_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -59,6 +59,7 @@ MODELS = ("resnet18,resnet50,resnet101,vgg16,densenet121,mobilenet_v2,mobilenet_
           "efficientnet_b0,regnet_y_800mf,convnext_tiny,shufflenet_v2_x1_0,squeezenet1_1,"
           "mnasnet1_0,googlenet,vit_b_16,swin_t,transformer")
 ORACLE_TARGET = 1.05
+EXIT_LOSSES_DIFFER = 1  # torch_train.py: the runs trained, their losses unlike native's
 PROFILE_TARGET = 10.0
 # umadv_stats_t's times of the profiling phase's own calls, less "_ns"
 PHASES = ("profile_end", "plan", "replay_start")
@@ -111,12 +112,23 @@ def run_model(args, model, name, mode=("--both", "--policies", "oracle"), env_se
     env = dict({"UMADV_BUDGET": None, "UMADV_POLICY": None}, **(env_set or {}))
     log = os.path.join(args.out, name + ".log")
     status, _, err, line = run_command(argv, log, env, args.timeout)
-    if status != 0 or not os.path.exists(out):
-        why = "timed out" if status is None else "exit %d" % status
+    doc = None
+    if status in (0, EXIT_LOSSES_DIFFER) and os.path.exists(out):
+        with open(out) as f:
+            doc = json.load(f)
+    # exit 1 with every run's figures: the losses differ, which the row says
+    if doc is None or (status != 0 and not complete(doc)):
         said = last_error(err)
-        return None, line, "failed: %s%s (see %s)" % (why, ": " + said if said else "", log)
-    with open(out) as f:
-        return json.load(f), line, None
+        return None, line, "failed: %s%s (see %s)" % (status_text(status),
+                                                      ": " + said if said else "", log)
+    return doc, line, None
+
+
+def complete(doc):
+    """Does torch_train.py's --json @doc hold native's times and each run's?"""
+    runs = doc.get("runs") or []
+    return bool((doc.get("native") or {}).get("times")) and bool(runs) and \
+        all(r.get("times") for r in runs)
 
 
 def steady_ms(times, first):

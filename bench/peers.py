@@ -80,7 +80,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import Bounds, bound_ms, command_line, last_error, moved_bytes, run_command
+from benchlib import (Bounds, bound_ms, command_line, last_error, moved_bytes, run_command,
+                      status_text)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "torch_train.py")
@@ -195,6 +196,13 @@ def outcome(run):
             EXIT_NOT_APPLICABLE: "not applicable"}.get(run["rc"], "failed")
 
 
+def why_not(run):
+    """Why a probe did not train, in words: its outcome, and for a failure
+    how it ended and the last line it wrote on standard error."""
+    what = outcome(run)
+    return what if what != "failed" else "failed (%s)%s" % (status_text(run["rc"]), said(run))
+
+
 def said(run):
     """": " and the last line @run's standard error gave, or nothing."""
     return ": " + run["error"] if run["error"] else ""
@@ -203,7 +211,8 @@ def said(run):
 def need(run, what):
     """@run's document, or Failure naming @what and its log."""
     if run["rc"] != 0 or run["doc"] is None:
-        raise Failure("%s failed (exit %s)%s; see %s" % (what, run["rc"], said(run), run["log"]))
+        raise Failure("%s failed (%s)%s; see %s" % (what, status_text(run["rc"]), said(run),
+                                                    run["log"]))
     return run["doc"]
 
 
@@ -212,8 +221,9 @@ def native_runs(args, model, batch, prefix):
     iters = ["--iters", str(args.iters)]
     runs = {"native": torch_train(args, prefix + "-native", model, batch, ["--native"] + iters)}
     if outcome(runs["native"]) == "failed":
-        raise Failure("%s native failed (exit %s)%s; see %s" % (
-            prefix, runs["native"]["rc"], said(runs["native"]), runs["native"]["log"]))
+        raise Failure("%s native failed (%s)%s; see %s" % (
+            prefix, status_text(runs["native"]["rc"]), said(runs["native"]),
+            runs["native"]["log"]))
     for peer in PEERS:
         runs[peer] = torch_train(args, "%s-%s" % (prefix, peer), model, batch,
                                  ["--peer", peer] + iters)
@@ -375,8 +385,8 @@ def cap_probe(args, model, method, batch):
             return True, "trained", run["command"]
         if "skipped" in r:
             return False, r["skipped"], run["command"]
-        return False, outcome(run), run["command"]
-    return outcome(run) == "ok", outcome(run), run["command"]
+        return False, why_not(run), run["command"]
+    return outcome(run) == "ok", why_not(run), run["command"]
 
 
 class MethodNotApplicable(Exception):

@@ -91,11 +91,13 @@ python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --variants ca
 [ $? -eq 2 ] && grep -q -- "--variants: nosuch: not one of calls" "$tmp/vbad.out"
 ok $? "an unknown variant is a usage error naming it" || diag "$tmp/vbad.out"
 
-python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken --iters 10 \
+python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast,broken,killed --iters 10 \
     --out "$tmp/bad" >"$tmp/bad.table" 2>"$tmp/bad.err"
 rc=$?
 [ $rc -eq 1 ] && grep -q '^  broken *failed: exit 1: torch_train: no such model (see ' "$tmp/bad.table" &&
     grep -q '^  fast ' "$tmp/bad.table"
 ok $? "a model that fails is a row saying so, with the last line it wrote on standard error; the others still run, exit status 1"
+grep -q '^  killed *failed: killed by SIGKILL (see ' "$tmp/bad.table"
+ok $? "a model killed by a signal says which" || diag "$tmp/bad.table"
 
 tap_done

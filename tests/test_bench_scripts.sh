@@ -243,6 +243,14 @@ grep -q '^largest batch under 16 GiB (multiples of 8): native 96, umadv 48$' \
     >/dev/null 2>&1 && [ "$(cap peers-cap vgg16 native largest_batch)" = 96 ]
 ok $? "--cap-only --cap-methods: the search alone, those methods, halving from above"
 
+FAKE_KILL=umadv=40 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
+    --lib /dev/null --models vgg16 --cap-only --cap-methods umadv --cap-start 64 \
+    --out "$tmp/peers-kill" >"$tmp/peers-kill.table" 2>&1
+[ "$(cap peers-kill vgg16 umadv largest_batch)" = 40 ] &&
+    cap peers-kill vgg16 umadv probes | grep -q '"why": "failed (killed by SIGKILL)"'
+ok $? "a probe killed by a signal (the OOM killer's) does not train, and says how it ended" ||
+    diag "$tmp/peers-kill.table"
+
 # The search alone, against every largest batch from 0 to 300, starts
 # above and below it, steps of 1 and 8: it finds exactly the multiple.
 (cd "$srcdir/bench" && python3 -c '

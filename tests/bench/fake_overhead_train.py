@@ -10,8 +10,9 @@ before that 40 ms ending the profile, 5 planning, 1 starting the replay.
 Host work takes 1 ms less than a native iteration, 0.3 ms less than an
 oracle one; oracle makes 540 allocation calls an iteration, taking
 0.4 ms (times the repeat's number).
-"broken" fails;
-"differs" computes other losses. A run whose --json ends in -2.json
+"broken" fails; "killed" dies of SIGKILL, as the kernel's out-of-memory
+killer kills, writing nothing; "differs" computes other losses and exits
+1 after writing its --json, as torch_train.py does. A run whose --json ends in -2.json
 (bench/overhead.py --repeats' second) takes 11 ms in oracle's steady
 state; one ending in -3.json 12 ms both natively and in oracle's. With
 --umadv instead of --both (bench/overhead.py --variants): umadv alone,
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 
 LOSSES = ["0x1.8p+2", "0x1.4p+2"]
@@ -36,6 +38,8 @@ def main():
     a = p.parse_args()
     if a.model == "broken":
         sys.exit("torch_train: no such model")
+    if a.model == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
     repeat = re.search(r"-([0-9]+)\.json$", a.json)
     repeat = int(repeat.group(1)) if repeat else 1
     steady = {1: 12.0 if a.model == "slow" else 10.3, 2: 11.0}.get(repeat, 12.0)
@@ -58,6 +62,7 @@ def main():
         native = None
     with open(a.json, "w") as f:
         json.dump({"model": a.model, "native": native, "runs": [run]}, f)
+    sys.exit(1 if run["losses"] != LOSSES else 0)
 
 
 def variant_ms(a):

@@ -12,10 +12,13 @@ checkpoint (40 ms, 2 GiB; VGG-16's losses differ; not applicable, exit
 4, to any model but resnet50 and vgg16); the trace --trace writes is
 one whose fewest bytes per budget are known by hand (see TRACE). With
 $FAKE_CAP ("native=100,umadv=1000,..."), a batch above a method's
-number runs out of memory (exit 3), as the real one does past a cap."""
+number runs out of memory (exit 3), as the real one does past a cap;
+with $FAKE_KILL (the same form), one dies of SIGKILL, writing nothing,
+as under the kernel's out-of-memory killer."""
 import argparse
 import json
 import os
+import signal
 import sys
 
 from fake_trace import two_step_trace
@@ -34,9 +37,9 @@ PEER = {"save_on_cpu": {"ms_per_iter": 300.0, "peak_allocated": 3 * GIB // 2,
         None: {"ms_per_iter": 30.0, "peak_allocated": 4 * GIB}}
 
 
-def over_cap(method, batch):
-    """Whether $FAKE_CAP puts @batch past @method's largest."""
-    caps = dict(kv.split("=") for kv in os.environ.get("FAKE_CAP", "").split(",") if kv)
+def over_cap(method, batch, var="FAKE_CAP"):
+    """Whether $FAKE_CAP (or @var) puts @batch past @method's largest."""
+    caps = dict(kv.split("=") for kv in os.environ.get(var, "").split(",") if kv)
     return method in caps and batch > int(caps[method])
 
 
@@ -93,6 +96,8 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"model": a.model, "peer": a.peer, "native": native_run(a), "runs": []}, f)
         return
+    if a.umadv and over_cap("umadv", a.batch, "FAKE_KILL"):
+        os.kill(os.getpid(), signal.SIGKILL)
     if a.umadv and over_cap("umadv", a.batch):
         finish(a, {"out_of_memory": "umadv_torch_malloc: out of memory (fake)"}, 3)
     runs = [run(policy, a.model, budget) for policy in a.policies.split(",")]
