@@ -309,9 +309,8 @@ static size_t pinned_span(size_t size)
  * pages would wake the kernel's OOM killer (a ResNet-50 of 83 GiB managed
  * under a 16 GiB budget, on a host of 125 GiB, died with no word, most
  * likely so: a pool of 67 GiB pinned beside the data still on the host,
- * 150 GiB). So a
- * request past umadv__host_spare is refused, UMADV_ERR_NO_MEMORY, and the
- * pool takes less (exec/stage.c). */
+ * 150 GiB). So a request past umadv__host_spare is refused,
+ * UMADV_ERR_NO_MEMORY, and the pool takes less (exec/stage.c). */
 static umadv_status_t cudart_host_alloc(size_t size, void **ptr_p)
 {
     size_t span = pinned_span(size);
