@@ -61,7 +61,12 @@ out-of-memory must not poison the next), time-boxed by --cap-timeout.
 Batches are multiples of --cap-step: doubled from --cap-start while they
 train, then bisected between the last that trained and the first that
 did not, down to one step; a probe that fails for any reason counts as
-not training (the reason is kept); --cap-max stops the doubling.
+not training (the reason is kept, and how it ended: "killed by SIGKILL"
+is most often the kernel's out-of-memory killer); --cap-max stops the
+doubling. The host's memory bounds save_on_cpu and umadv too: the
+former ends as out of memory before it pins more than the host can
+spare (torch_train.py's HostGuard), umadv's staging pool pins no more
+than that and migrates the rest (umadv(7), UMADV_STAGE).
 
   bench/peers.py [--lib PATH] [--models resnet50,vgg16,gpt2]
                  [--batches 64,256] [--budgets soc,25,50,75] [--iters N]

@@ -43,7 +43,8 @@ are those of the last counted replayed iteration before them.
 The peers bench/peers.py measures umadv against: --peer save_on_cpu
 trains natively under torch.autograd.graph.save_on_cpu(pin_memory=True)
 (PyTorch's own hooks, wrapped to count the bytes packed to the host and
-back); --peer checkpoint under torch.utils.checkpoint.checkpoint_sequential
+back, and to end the run as out of memory, exit 3, before it pins more
+than the host can spare: HostGuard); --peer checkpoint under torch.utils.checkpoint.checkpoint_sequential
 (use_reentrant=False) over the model's stages where its forward is a
 chain of them (torchvision ResNets and VGGs, transformer, gpt2), in
 sqrt(stages) segments (--segments); any other model exits 4, "not
@@ -414,6 +415,64 @@ def build(torch, torchvision, args):
     return model, opt, x, y
 
 
+HOST_CHECK_BYTES = 1 << 30
+
+
+def host_spare(meminfo_path="/proc/meminfo"):
+    """Host memory this process may still take: MemAvailable less a
+    sixteenth of MemTotal, at least 1 GiB (the rule umadv's staging pool
+    pins by, src/common/hostmem.h); None when not known."""
+    fields = {}
+    try:
+        with open(meminfo_path) as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    fields[name] = int(parts[0]) * 1024
+    except OSError:
+        return None
+    if "MemAvailable" not in fields or "MemTotal" not in fields:
+        return None
+    reserve = max(1 << 30, fields["MemTotal"] // 16)
+    return max(0, fields["MemAvailable"] - reserve)
+
+
+class HostOutOfMemory(RuntimeError):
+    """save_on_cpu would pin more than the host can spare."""
+
+
+class HostGuard:
+    """save_on_cpu pins every saved tensor on the host. Past what the host
+    can spare, pinning does not fail: it wakes the kernel's OOM killer,
+    which ends the process with nothing said (ResNet-50 at batch 672
+    under a 16 GiB cap, H200 with 125 GiB of host memory, 2026-11-28). So
+    every HOST_CHECK_BYTES packed, and before a larger tensor, the host's
+    spare memory is read (@read: host_spare), and where it is less than
+    twice what may be pinned before the next reading (PyTorch's pinned
+    blocks round up to powers of two), the run ends as out of memory."""
+
+    def __init__(self, read=host_spare):
+        self.read, self.since, self.packed = read, 0, 0
+
+    def check(self, nbytes):
+        self.since += nbytes
+        self.packed += nbytes
+        if self.since < HOST_CHECK_BYTES and nbytes < HOST_CHECK_BYTES:
+            return
+        self.since = 0
+        spare = self.read()
+        want = 2 * max(nbytes, HOST_CHECK_BYTES)
+        if spare is not None and spare < want:
+            raise HostOutOfMemory(
+                "save_on_cpu: out of memory on the host: %.2f GiB packed this iteration, "
+                "%.2f GiB more to pin, the host can spare %.2f" % (
+                    self.packed / 2.0 ** 30, want / 2.0 ** 30, spare / 2.0 ** 30))
+
+    def iteration_begins(self):
+        self.packed = 0
+
+
 class Peer:
     """How --peer runs an iteration's forward: save_on_cpu (PyTorch's own
     hooks, pin_memory=True, wrapped to count the bytes they move each
@@ -425,6 +484,7 @@ class Peer:
         self.torch, self.kind, self.model = torch, args.peer, model
         self.moved = {"out": 0, "in": 0}
         self.counted = True
+        self.host = HostGuard()
         if self.kind == "checkpoint":
             # a submodule "import torch" need not bring in
             self.checkpoint = importlib.import_module("torch.utils.checkpoint")
@@ -448,11 +508,13 @@ class Peer:
         if pack is None or unpack is None:  # not the saved_tensors_hooks we know
             self.counted = False
             return inner
-        moved = self.moved
+        moved, host = self.moved, self.host
 
         def counting_pack(tensor):
+            nbytes = tensor.numel() * tensor.element_size()
+            host.check(nbytes)
             packed = pack(tensor)
-            moved["out"] += tensor.numel() * tensor.element_size()
+            moved["out"] += nbytes
             return packed
 
         def counting_unpack(packed):
@@ -465,6 +527,7 @@ class Peer:
         """Bytes packed to the host and back since the last call."""
         out = dict(self.moved) if self.counted else None
         self.moved["out"] = self.moved["in"] = 0
+        self.host.iteration_begins()
         return out
 
 

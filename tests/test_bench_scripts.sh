@@ -243,6 +243,49 @@ grep -q '^largest batch under 16 GiB (multiples of 8): native 96, umadv 48$' \
     >/dev/null 2>&1 && [ "$(cap peers-cap vgg16 native largest_batch)" = 96 ]
 ok $? "--cap-only --cap-methods: the search alone, those methods, halving from above"
 
+# torch_train.py's guard of save_on_cpu's pinned memory, without torch:
+# the host's spare memory read every GiB packed (and before a larger
+# tensor); less than twice what may come before the next reading ends
+# the run as out of memory.
+cat >"$tmp/meminfo" <<'EOF'
+MemTotal:       131072000 kB
+MemFree:          100000 kB
+MemAvailable:   65536000 kB
+EOF
+(cd "$srcdir/examples" && python3 -c '
+import sys
+from torch_train import HOST_CHECK_BYTES as G, HostGuard, HostOutOfMemory, host_spare
+assert host_spare(sys.argv[1]) == (65536000 - 131072000 // 16) * 1024, host_spare(sys.argv[1])
+assert host_spare(sys.argv[1] + ".none") is None
+spare, reads = [5 * G], []
+def read():
+    reads.append(1)
+    return spare[0]
+g = HostGuard(read)
+for _ in range(2048):
+    g.check(1 << 20)          # 2 GiB in 1 MiB tensors: read twice
+assert len(reads) == 2, reads
+spare[0] = 2 * G - 1
+for _ in range(1023):
+    g.check(1 << 20)          # below the next GiB: not read
+try:
+    g.check(1 << 20)
+    raise SystemExit("not refused")
+except HostOutOfMemory as e:
+    assert "out of memory on the host" in str(e) and "3.00 GiB packed" in str(e), e
+g.iteration_begins()
+spare[0] = 7 * G
+try:
+    g.check(4 * G)            # a 4 GiB tensor needs 8 spare
+    raise SystemExit("a large tensor not refused")
+except HostOutOfMemory:
+    pass
+spare[0] = None
+g.check(4 * G)                # not known: not refused
+print("ok")' "$tmp/meminfo") >"$tmp/guard.out" 2>&1
+ok $? "save_on_cpu's host guard: reads every GiB, refuses what the host cannot spare" ||
+    diag "$tmp/guard.out"
+
 FAKE_KILL=umadv=40 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
     --lib /dev/null --models vgg16 --cap-only --cap-methods umadv --cap-start 64 \
     --out "$tmp/peers-kill" >"$tmp/peers-kill.table" 2>&1
