@@ -4,7 +4,9 @@
  * calls' ranges laid end to end are the ranges given, in order, each call
  * at most the piece's bytes and EXEC_CALL_RANGES ranges, every call but
  * the last full; empty ranges make no piece; the first failure stops the
- * calls and is returned. Random cases, then the edges by hand.
+ * calls and is returned. Random cases, then the edges by hand. And the
+ * rule that picks the piece (umadv__exec_call_piece): pieces only while
+ * the lane is ahead of the application.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -160,10 +162,39 @@ static void test_edges(void)
     }
 }
 
+/* Pieces while the application runs and the call serves a step past
+ * the next one (or none); one call where the lane's time is the
+ * application's. */
+static void test_rule(void)
+{
+    umadv_exec_t e;
+    exec_lane_t lane;
+
+    memset(&e, 0, sizeof(e));
+    memset(&lane, 0, sizeof(lane));
+    e.p.call_piece_bytes = 8 * UMADV_MIB;
+    e.key = 100;
+    lane.busy_need = 100 + EXEC_PIECE_AHEAD_STEPS + 1;
+    ok(umadv__exec_call_piece(&e, &lane) == 8 * UMADV_MIB, "a call for a later step: pieces");
+    lane.busy_need = EXEC_KEY_NONE;
+    ok(umadv__exec_call_piece(&e, &lane) == 8 * UMADV_MIB, "a call no step waits for: pieces");
+    lane.busy_need = 100 + EXEC_PIECE_AHEAD_STEPS;
+    ok(umadv__exec_call_piece(&e, &lane) == 0, "a call the next step needs: whole");
+    lane.busy_need = 99;
+    ok(umadv__exec_call_piece(&e, &lane) == 0, "a call a step already open needs: whole");
+    lane.busy_need = 200;
+    e.waiting = 1;
+    ok(umadv__exec_call_piece(&e, &lane) == 0, "the application waits on the executor: whole");
+    e.waiting = 0;
+    e.p.call_piece_bytes = 0;
+    ok(umadv__exec_call_piece(&e, &lane) == 0, "UMADV_LANE_PIECE=0: whole, always");
+}
+
 int main(void)
 {
-    plan(7);
+    plan(7 + 6);
     test_random();
     test_edges();
+    test_rule();
     return exit_status();
 }

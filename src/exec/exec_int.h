@@ -278,6 +278,10 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
  * @n ranges, its stream. */
 typedef umadv_status_t (*exec_ranges_call_t)(void *arg, void **ptrs, size_t *sizes, size_t n,
                                              umadv_stream_t stream);
+/* The bytes of each of @lane's discard and population calls now, with the
+ * lock held: UMADV_LANE_PIECE's size while the lane is ahead, else 0
+ * (one call; stage.c says why). */
+uint64_t umadv__exec_call_piece(const umadv_exec_t *e, const exec_lane_t *lane);
 /* @n ranges through @call, in order: in one call when @piece is 0, else
  * in calls of at most @piece bytes and EXEC_CALL_RANGES ranges, a longer
  * range split, each call full but the last. Stops at the first failure

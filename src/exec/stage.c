@@ -603,7 +603,7 @@ static int ranges(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
  * beyond the run-to-run noise (GPT-2: 51.3 and 72.8 ms whole, 56.4 and
  * 64.1 in pieces), so it stays off by default.
  */
-static uint64_t call_piece(const umadv_exec_t *e, const exec_lane_t *lane)
+uint64_t umadv__exec_call_piece(const umadv_exec_t *e, const exec_lane_t *lane)
 {
     int behind = e->waiting > 0 ||
                  (lane->busy_need != EXEC_KEY_NONE &&
@@ -769,7 +769,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 {
     umadv_status_t status = UMADV_OK;
     int moved = 0;
-    uint64_t start, piece = call_piece(e, lane);
+    uint64_t start, piece = umadv__exec_call_piece(e, lane);
 
     if (from == to || e->broken) {
         umadv__exec_pieces_settle(e, lane, from, to, to_gpu, 0);
@@ -809,7 +809,7 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
 void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to)
 {
     umadv_status_t status = UMADV_ERR_STATE;
-    uint64_t start, piece = call_piece(e, lane);
+    uint64_t start, piece = umadv__exec_call_piece(e, lane);
 
     if (from == to)
         return;
