@@ -216,16 +216,18 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
 
 /* Pinned memory for the pool, at most @bytes and at least a slot: what
  * the host cannot spare is refused (UMADV_ERR_NO_MEMORY, cuda_ops.h), and
- * half as much asked for instead. *bytes_p: what was pinned. */
+ * three quarters as many slots asked for instead (a refusal costs a read
+ * of /proc/meminfo; the pool gets at least three quarters of what the
+ * host can spare). *bytes_p: what was pinned. */
 static umadv_status_t pool_host_alloc(umadv_exec_t *e, uint64_t *bytes_p, void **base_p)
 {
-    uint64_t slot = e->stage.slot_size, bytes = *bytes_p;
+    uint64_t slot = e->stage.slot_size, slots = *bytes_p / slot;
     umadv_status_t status;
 
-    while ((status = e->p.ops->host_alloc(bytes, base_p)) == UMADV_ERR_NO_MEMORY &&
-           bytes / 2 >= slot)
-        bytes = bytes / 2 / slot * slot;
-    *bytes_p = bytes;
+    while ((status = e->p.ops->host_alloc(slots * slot, base_p)) == UMADV_ERR_NO_MEMORY &&
+           slots * 3 / 4 >= 1)
+        slots = slots * 3 / 4;
+    *bytes_p = slots * slot;
     return status;
 }
 
