@@ -450,14 +450,18 @@ class HostGuard:
     every HOST_CHECK_BYTES packed, and before a larger tensor, the host's
     spare memory is read (@read: host_spare), and where it is less than
     twice what may be pinned before the next reading (PyTorch's pinned
-    blocks round up to powers of two), the run ends as out of memory."""
+    blocks round up to powers of two), the run ends as out of memory.
+    Only past the most an earlier iteration packed: up to it, PyTorch's
+    cache of pinned blocks serves the iteration without pinning more."""
 
     def __init__(self, read=host_spare):
-        self.read, self.since, self.packed = read, 0, 0
+        self.read, self.since, self.packed, self.peak = read, 0, 0, 0
 
     def check(self, nbytes):
-        self.since += nbytes
         self.packed += nbytes
+        if self.packed <= self.peak:
+            return
+        self.since += nbytes
         if self.since < HOST_CHECK_BYTES and nbytes < HOST_CHECK_BYTES:
             return
         self.since = 0
@@ -470,7 +474,7 @@ class HostGuard:
                     self.packed / 2.0 ** 30, want / 2.0 ** 30, spare / 2.0 ** 30))
 
     def iteration_begins(self):
-        self.packed = 0
+        self.peak, self.packed, self.since = max(self.peak, self.packed), 0, 0
 
 
 class Peer:
