@@ -257,7 +257,8 @@ static void pool_pin_chunk(umadv_exec_t *e)
         if (st->nslots < st->want)
             umadv_warn("executor: the staging pool holds %u slots of %u (%.1f GiB): the host "
                        "cannot spare more pinned memory; evictions past them migrate",
-                       st->nslots, st->want, (double)bytes / 1073741824.0);
+                       st->nslots, st->want,
+                       (double)st->nslots * (double)st->slot_size / 1073741824.0);
     } else if (st->nslots == 0) {
         umadv_warn("executor: no pinned staging pool of %llu bytes (%s%s): evictions migrate",
                    (unsigned long long)st->pin_bytes, umadv_status_string(status),
