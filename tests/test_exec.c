@@ -72,6 +72,7 @@ static struct {
     int             in_flight, evicting;
     uint64_t        faults;
     int             streams, events;
+    int             records;         /* events recorded */
 } mock = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void mock_reset(uint64_t budget, uint64_t fetch_ns, uint64_t evict_ns)
@@ -89,6 +90,7 @@ static void mock_reset(uint64_t budget, uint64_t fetch_ns, uint64_t evict_ns)
     mock.ncalls = 0;
     mock.fail_at = mock.prefetches = 0;
     mock.faults = 0;
+    mock.records = 0;
     pthread_mutex_unlock(&mock.lock);
 }
 
@@ -271,6 +273,7 @@ static umadv_status_t mock_event_record(umadv_event_t ev, umadv_stream_t s)
 {
     pthread_mutex_lock(&mock.lock);
     ((mock_event_t *)ev)->done_ns = UMADV_MAX(mock.stream_busy_until, umadv__now_ns());
+    mock.records++;
     pthread_mutex_unlock(&mock.lock);
     return UMADV_OK;
 }
@@ -510,6 +513,8 @@ static void test_prefetch_all_sequence(void)
     ok(mock.budget_violations == 0 && mock.peak <= 4 * SEC,
        "prefetch-all: the budget held in the mock (peak %llu)", (unsigned long long)mock.peak);
     ok(mock.order_violations == 0, "prefetch-all: no eviction before its data's last kernel");
+    ok(mock.records == 7, "prefetch-all: the start and each of the 6 step ends recorded at "
+       "once, for the next step's evictions (%d)", mock.records);
     ok(st.fetch_calls == 6 && st.evict_calls == 4 && st.fetched_bytes == 12 * SEC &&
        st.evicted_bytes == 8 * SEC, "prefetch-all: stats count calls and bytes");
     ok(st.gpu_peak_used > 0 && st.gpu_peak_used <= 4 * SEC && st.gpu_samples > 0,
@@ -552,6 +557,7 @@ static void test_oracle(void)
     is_str(calls_text(&w, 0), "F0+F1+F2",
            "oracle: everything fetched once, in one batch call, never evicted");
     ok(r.faults[0] == 0 && r.faults[1] == 0, "oracle: no faults");
+    ok(mock.records == 0, "oracle: no step end recorded (%d)", mock.records);
     workload_cleanup(&w);
 }
 
@@ -665,6 +671,8 @@ static void test_app_never_waits_for_eviction(void)
     ok(mock.order_violations == 0 && mock.ncalls == 3 &&
        mock.calls[2].start_ns >= mock.calls[0].end_ns + 1000000 - 200000,
        "the eviction started after step 0's kernel, not before");
+    ok(mock.records == 1, "plan: only the step end an eviction waits for is recorded, not the "
+       "start nor step 1's end (%d)", mock.records);
     ok(mock.streams == 0 && mock.events == 0, "no stream or event left behind");
     workload_cleanup(&w);
 }
@@ -1318,7 +1326,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 3);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();

@@ -399,12 +399,12 @@ umadv_status_t umadv__exec_schedule_replace(umadv_exec_t *e, const umadv_schedul
 umadv_status_t umadv__exec_start(umadv_exec_t *e, umadv_stream_t stream)
 {
     pthread_mutex_lock(&e->lock);
-    if (e->p.policy != UMADV_POLICY_ORACLE && !e->broken)
-        e->last_event = umadv__exec_event_record(e, stream);
+    umadv__exec_step_ended(e, stream);
     if (!e->broken) {
         umadv__core_start(&e->core);
         umadv__exec_queue_decisions(e);
     }
+    umadv__exec_end_settle(e);
     pthread_mutex_unlock(&e->lock);
     return UMADV_OK;
 }
@@ -575,16 +575,12 @@ void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)
         umadv__spans_add(e->p.spans, UMADV_SPAN_STEPS, "step", e->step_start_ns,
                          umadv__now_ns(), 0, e->iteration, e->step - 1);
     if (e->begun && !e->broken && e->step <= e->p.nsteps) {
-        /* oracle never evicts: no event to order evictions after */
-        if (e->p.policy != UMADV_POLICY_ORACLE) {
-            exec_event_t *ev = umadv__exec_event_record(e, stream);
-            umadv__exec_event_put(e, e->last_event);
-            e->last_event = ev;
-        }
+        umadv__exec_step_ended(e, stream);
         if (!e->broken) {
             umadv__core_step_end(&e->core);
             umadv__exec_queue_decisions(e);
         }
+        umadv__exec_end_settle(e);
     }
     pthread_mutex_unlock(&e->lock);
 }

@@ -40,7 +40,7 @@ typedef struct exec_bind {
 typedef struct exec_event {
     umadv_event_t event;
     uint32_t      refs;
-    uint64_t      seq;      /* events recorded before it, and it (umadv_exec.events_seq) */
+    uint64_t      seq;      /* the step end it stands for (umadv_exec.ends_seq) */
 } exec_event_t;
 
 /* A queued op: one of the replay core's decisions, with what the lanes
@@ -95,7 +95,7 @@ typedef struct exec_stage {
     uint32_t  cursor; /* where the next search for free slots begins */
     uint32_t *slot;   /* per section: its slot while its data is staged, or
                        * EXEC_NO_SLOT */
-    uint64_t *copied; /* per section: 1 + the events recorded (events_seq) when an
+    uint64_t *copied; /* per section: 1 + the step ends (ends_seq) before an
                        * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
@@ -179,12 +179,18 @@ struct umadv_exec {
     umadv_exec_stats_t      iter_start; /* counters when the iteration began */
     int                     warned_budget;
 
-    uint64_t                events_seq;/* events recorded so far */
+    /* STEP ENDS (queue.c): each step end, and the start, is numbered; its
+     * event is recorded only once an op waits for it. */
+    uint64_t                ends_seq;  /* step ends (and starts) so far */
+    umadv_stream_t          end_stream;/* the latest one's stream, while its event is
+                                        * not recorded (end_unrecorded) */
+    int                     end_unrecorded;
     exec_event_t          **events;    /* every event object */
     size_t                  nevents, events_cap;
     exec_event_t          **spare;     /* unreferenced ones */
     size_t                  nspare, spare_cap;
-    exec_event_t           *last_event;/* the latest step end; holds a reference */
+    exec_event_t           *last_event;/* the latest step end recorded; holds a
+                                        * reference */
 
     umadv_exec_stats_t      stats;
 };
@@ -236,7 +242,15 @@ int umadv__exec_pending(const umadv_exec_t *e, uint64_t key);
  * has yet to take it, or advice. */
 const char *umadv__exec_pending_cause(const umadv_exec_t *e, uint64_t key);
 void umadv__exec_abandon(umadv_exec_t *e, uint64_t key);
-exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream);
+/* A step end (or the start) on @stream: numbered, its event not yet
+ * recorded (queue.c, STEP ENDS). */
+void umadv__exec_step_ended(umadv_exec_t *e, umadv_stream_t stream);
+/* Once the step end's decisions are queued: its event recorded now where
+ * the policy decides later ops that wait for it. */
+void umadv__exec_end_settle(umadv_exec_t *e);
+/* The latest step end's event, recorded now if it was not yet; NULL when
+ * events fail (the executor is then broken). No reference is taken. */
+exec_event_t *umadv__exec_last_end(umadv_exec_t *e);
 void umadv__exec_event_ref(exec_event_t *ev);
 void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
 void umadv__exec_events_destroy(umadv_exec_t *e);

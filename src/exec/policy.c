@@ -6,7 +6,8 @@
  * Fetches and advice sets go to the fetch lane, which serves them
  * earliest need first; evictions and advice unsets go to the eviction
  * lane, in order, each behind the event of the step that ended last (or
- * of the start), so that no data leaves while a kernel may still use it.
+ * of the start; recorded once the first op waits for it, queue.c STEP
+ * ENDS), so that no data leaves while a kernel may still use it.
  */
 #include "exec/exec_int.h"
 
@@ -42,7 +43,7 @@ void umadv__exec_queue_decisions(umadv_exec_t *e)
         exec_op_t op = {.d = e->core.out[i]};
 
         if (op.d.after_step)
-            op.event = e->last_event;
+            op.event = umadv__exec_last_end(e);
         if (umadv__exec_queue_push(e, lane_of(e, &op.d), &op) != UMADV_OK)
             decision_lost(e, &op);
     }

@@ -176,6 +176,22 @@ void umadv__exec_abandon(umadv_exec_t *e, uint64_t key)
 
 /* ---- events ----------------------------------------------------------- */
 
+/*
+ * STEP ENDS. An eviction waits for the event of the step end before it
+ * was decided, so that no data leaves while a kernel may still use it.
+ * Under plan few step ends have one waiting (a PyTorch GPT-2 iteration:
+ * about 30 of its 879), and recording an event at every one cost the
+ * application's thread a driver call a launch. So a step end is numbered
+ * (ends_seq) and its event recorded, on the step's stream, only when an op
+ * decided at that step end waits for it: plan decides such ops (evictions,
+ * drops of live data, advice unsets) at step ends only. demand and
+ * prefetch-all make room when the next step begins, by when the
+ * application may have destroyed the stream and made another with the
+ * same handle: their step ends are recorded at once (umadv__exec_end_settle).
+ * oracle never evicts and records none. The copies an application makes
+ * after a step end are numbered past it (stage.c, copied).
+ */
+
 static exec_event_t *event_new(umadv_exec_t *e)
 {
     exec_event_t *ev;
@@ -197,22 +213,49 @@ static exec_event_t *event_new(umadv_exec_t *e)
     return ev;
 }
 
-/* An event recorded on @stream now, with one reference for the caller;
- * NULL when events fail (the executor is then broken). */
-exec_event_t *umadv__exec_event_record(umadv_exec_t *e, umadv_stream_t stream)
+/* An event recorded on @stream now for the latest step end, with one
+ * reference for the caller; NULL when events fail (the executor is then
+ * broken). */
+static exec_event_t *event_record(umadv_exec_t *e, umadv_stream_t stream)
 {
     exec_event_t *ev = e->nspare > 0 ? e->spare[--e->nspare] : event_new(e);
 
     if (ev == NULL)
         return NULL;
     ev->refs = 1;
-    ev->seq = ++e->events_seq;
+    ev->seq = e->ends_seq;
     if (e->p.ops->event_record(ev->event, stream) != UMADV_OK) {
         umadv__exec_event_put(e, ev);
         umadv__exec_fail(e, "event_record");
         return NULL;
     }
     return ev;
+}
+
+void umadv__exec_step_ended(umadv_exec_t *e, umadv_stream_t stream)
+{
+    e->ends_seq++;
+    e->end_stream = stream;
+    e->end_unrecorded = 1;
+}
+
+void umadv__exec_end_settle(umadv_exec_t *e)
+{
+    if (e->end_unrecorded && !e->broken && e->p.policy != UMADV_POLICY_PLAN &&
+        e->p.policy != UMADV_POLICY_ORACLE)
+        (void)umadv__exec_last_end(e);
+}
+
+exec_event_t *umadv__exec_last_end(umadv_exec_t *e)
+{
+    if (e->end_unrecorded) {
+        exec_event_t *ev = event_record(e, e->end_stream);
+
+        e->end_unrecorded = 0;
+        umadv__exec_event_put(e, e->last_event);
+        e->last_event = ev;
+    }
+    return e->last_event;
 }
 
 void umadv__exec_event_ref(exec_event_t *ev)

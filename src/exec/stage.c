@@ -939,7 +939,7 @@ static uint32_t copy_sections(umadv_exec_t *e, uintptr_t lo, uintptr_t hi, int m
         block_sections(e, (uint32_t)n->key_lo, from - b->base, to - b->base, &s, &end);
         for (; s < end && (mark || staged == UINT32_MAX); s++) {
             if (mark)
-                e->stage.copied[s] = e->events_seq + 1;
+                e->stage.copied[s] = e->ends_seq + 1;
             if (e->core.staged[s] && staged == UINT32_MAX)
                 staged = s;
         }
