@@ -178,6 +178,49 @@ static void test_transient(void)
     umadv__trace_cleanup(&t);
 }
 
+/* G is born at step 3, written there, read at step 5 and never freed in
+ * the window, as a PyTorch gradient (freed by the next zero_grad), beside
+ * X at every step and Y at steps 0, 1 and 4, room for four sections. G
+ * leaves after step 5 (its next use is a replay away) and comes back for
+ * step 3, with a slot free from step 2 on: the fetch waits for G's birth
+ * (window.h, REBORN), copies (G's data may be state made once) and G is
+ * never released as dead. */
+static void test_reborn(void)
+{
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    uint32_t x, y, g;
+    const umadv_op_t *op = NULL;
+    int dead = 0;
+
+    umadv__trace_init(&t, SEC);
+    umadv__trace_add_alloc(&t, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &x);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_WEIGHT, NULL, &y);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, &g);
+    umadv__trace_set_lifetime(&t, g, 3, UMADV_STEP_NONE);
+    for (uint32_t j = 0; j < 6; j++) {
+        umadv__trace_add_step(&t, "s", UMADV_STEP_LAYER, 0, 100000, NULL);
+        umadv__trace_add_access_sections(&t, x, 0, 2, UMADV_ACCESS_RW, 0);
+        if (j == 0 || j == 1 || j == 4)
+            umadv__trace_add_access_sections(&t, y, 0, 1, UMADV_ACCESS_RW, 0);
+        if (j == 3 || j == 5)
+            umadv__trace_add_access_sections(&t, g, 0, 1, j == 3 ? UMADV_ACCESS_WRITE
+                                                                 : UMADV_ACCESS_READ, 0);
+    }
+    umadv__trace_finalize(&t, NULL, 0);
+    is(plan_with(&t, 3 * SEC, 0, 0, &s), UMADV_OK, "reborn: plans");
+    for (size_t i = 0; i < s.nops; i++) {
+        if (s.ops[i].alloc == g && s.ops[i].kind == UMADV_OP_FETCH && s.ops[i].need_step == 3)
+            op = &s.ops[i];
+        dead |= s.ops[i].alloc == g && (s.ops[i].flags & UMADV_OP_FLAG_DEAD);
+    }
+    ok(op != NULL && op->issue_step == 3 && !(op->flags & UMADV_OP_FLAG_FRESH) && !dead,
+       "reborn: fetched for step 3 no earlier than its birth there (issued at %d), with a "
+       "copy, never released as dead", op != NULL ? (int)op->issue_step : -1);
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
 /* R is never written, W is: alternating with room for one, R's copy is
  * dropped (read-mostly advice), W is evicted. */
 static void test_read_mostly(void)
@@ -585,7 +628,7 @@ static void test_mark_dead(void)
 
 int main(void)
 {
-    plan(55 + 3);
+    plan(55 + 3 + 2);
     test_victimq_levels();
     test_evicted_unread();
     test_mark_dead();
@@ -594,6 +637,7 @@ int main(void)
     test_eviction_order();
     test_splitting();
     test_transient();
+    test_reborn();
     test_read_mostly();
     test_errors();
     test_random();

@@ -25,9 +25,9 @@ static void classify(umadv_window_t *w, uint32_t a)
         w->life[a] = UMADV_LIFE_BORN;
     else
         w->life[a] = UMADV_LIFE_PERSISTENT;
-    w->wrap_ok[a] = w->life[a] == UMADV_LIFE_PERSISTENT;
-    w->birth[a] = (w->life[a] == UMADV_LIFE_TRANSIENT || w->life[a] == UMADV_LIFE_BORN)
-                      ? alloc->alloc_step - w->first : 0;
+    /* born inside the window, even PERSISTENT: window.h, REBORN */
+    w->wrap_ok[a] = w->life[a] == UMADV_LIFE_PERSISTENT && !born_in;
+    w->birth[a] = born_in ? alloc->alloc_step - w->first : 0;
     if (freed_in)
         w->death[a] = alloc->free_step - w->first;
     else

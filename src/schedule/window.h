@@ -60,6 +60,18 @@ umadv_status_t umadv__window_check_cost(const umadv_trace_t *trace, uint32_t fir
  * PERSISTENT: everything else. Its data is kept across the wrap. One
  * allocated inside the window and never freed (lazily created optimizer
  * state) exists at all times in steady state.
+ *
+ * REBORN. But the one allocated inside the window and never freed there
+ * is, more often, made anew every iteration and freed in the next before
+ * it is touched: PyTorch's gradients, which zero_grad(set_to_none=True),
+ * the default, frees as the iteration begins; the trace does not see
+ * that free (the block was never touched in the window). A fetch of it
+ * hoisted above its birth then lands on the old block, unbound by the
+ * free, and the new one faults in (VGG-16 at half its footprint: three
+ * gradients, 200-1000 fault groups every replayed iteration, H200,
+ * 2026-11-28). So no fetch of an allocation born inside the window is
+ * issued before its birth (wrap_ok 0, birth its step); its data is still
+ * kept across the wrap, never released as dead, as state made once needs.
  */
 typedef enum umadv_life {
     UMADV_LIFE_PERSISTENT = 0,
@@ -73,10 +85,11 @@ typedef struct umadv_window {
     uint32_t  first;          /* global index of the window's first step */
     uint32_t  n;              /* steps in the window */
     uint8_t  *life;           /* per allocation, umadv_life_t */
-    uint8_t  *wrap_ok;        /* per allocation: PERSISTENT, exists across the
-                               * wrap, so it may be fetched in the previous replay */
+    uint8_t  *wrap_ok;        /* per allocation: PERSISTENT and born before the
+                               * window, exists across the wrap, so it may be
+                               * fetched in the previous replay (REBORN) */
     uint32_t *birth;          /* per allocation: first window step at which
-                               * it exists (0 unless TRANSIENT or BORN) */
+                               * it exists (0 unless born inside the window) */
     uint32_t *death;          /* per allocation: last window step of its data
                                * (the free step; n - 1 for BORN; NONE) */
     uint8_t  *written;        /* per allocation: some step of the trace
