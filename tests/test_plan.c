@@ -180,7 +180,7 @@ static void test_transient(void)
 
 /* G is born at step 3, written there, read at step 5 and never freed in
  * the window, as a PyTorch gradient (freed by the next zero_grad), beside
- * X at every step and Y at steps 0, 1 and 4, room for four sections. G
+ * X at every step and Y at steps 0, 1 and 4, room for three sections. G
  * leaves after step 5 (its next use is a replay away) and comes back for
  * step 3, with a slot free from step 2 on: the fetch waits for G's birth
  * (window.h, REBORN), copies (G's data may be state made once) and G is
