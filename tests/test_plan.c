@@ -221,6 +221,48 @@ static void test_reborn(void)
     umadv__trace_cleanup(&t);
 }
 
+/* Two iterations of four steps; B is born at step 2 of the first, written
+ * there, and read at steps 4 and 5 of the second, then freed: planned on
+ * the first, B is BORN, and its eviction after step 2 (room for three
+ * sections beside X and Y) hands its data to the next iteration. Its next
+ * op in the window is its fresh birth, yet it must copy: a discard would
+ * lose what steps 4 and 5 read. */
+static void test_born_handover(void)
+{
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    umadv_plan_params_t p;
+    uint32_t x, y, b;
+    const umadv_op_t *op;
+
+    umadv__trace_init(&t, SEC);
+    umadv__trace_add_alloc(&t, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &x);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_WEIGHT, NULL, &y);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, &b);
+    umadv__trace_set_lifetime(&t, b, 2, 5);
+    t.allocs[x].stageable = t.allocs[y].stageable = t.allocs[b].stageable = 1;
+    for (uint32_t j = 0; j < 8; j++) {
+        umadv__trace_add_step(&t, "s", UMADV_STEP_LAYER, j / 4, 100000, NULL);
+        umadv__trace_add_access_sections(&t, x, 0, 2, UMADV_ACCESS_RW, 0);
+        if (j % 4 == 0 || j % 4 == 3)
+            umadv__trace_add_access_sections(&t, y, 0, 1, UMADV_ACCESS_RW, 0);
+        if (j == 2 || j == 4 || j == 5)
+            umadv__trace_add_access_sections(&t, b, 0, 1, j == 2 ? UMADV_ACCESS_WRITE
+                                                                 : UMADV_ACCESS_READ, 0);
+    }
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__plan_params_default(&t, 3 * SEC, &p);
+    p.iteration = 0;
+    p.host_placement = 0;
+    is(umadv__plan_build(&t, &p, &s), UMADV_OK, "born: plans the first iteration");
+    op = find_op(&s, UMADV_OP_EVICT, b);
+    ok(op != NULL && !(op->flags & UMADV_OP_FLAG_DEAD) && s.dead_bytes == 0,
+       "born: its eviction before its fresh birth in the next replay copies, not released "
+       "as dead (flags %#x)", op != NULL ? op->flags : 0);
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
 /* R is never written, W is: alternating with room for one, R's copy is
  * dropped (read-mostly advice), W is evicted. */
 static void test_read_mostly(void)
@@ -628,7 +670,7 @@ static void test_mark_dead(void)
 
 int main(void)
 {
-    plan(55 + 3 + 2);
+    plan(55 + 3 + 2 + 2);
     test_victimq_levels();
     test_evicted_unread();
     test_mark_dead();
@@ -638,6 +680,7 @@ int main(void)
     test_splitting();
     test_transient();
     test_reborn();
+    test_born_handover();
     test_read_mostly();
     test_errors();
     test_random();

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "schedule/window.h"
 
 const char *umadv__op_kind_name(umadv_op_kind_t kind)
 {
@@ -172,7 +173,11 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
         const uint32_t *group = g.index + g.start[a];
         size_t n = g.start[a + 1] - g.start[a];
 
-        if (!umadv__trace_alloc_stageable(trace, a))
+        /* a BORN allocation's last eviction carries its data to the next
+         * replay, where another allocation reads it (window.h): never dead */
+        if (!umadv__trace_alloc_stageable(trace, a) ||
+            umadv__window_life(&trace->allocs[a], sch->first_step, sch->nsteps) ==
+                UMADV_LIFE_BORN)
             continue;
         for (size_t at = 0; at < n; at++) {
             umadv_op_t *e = &sch->ops[group[at]];

@@ -196,7 +196,8 @@ static inline uint64_t umadv__schedule_migrated_bytes(const umadv_schedule_t *s)
  * touched (in issue order, wrapping into the next iteration; advice
  * included) by a FRESH fetch, one or several: a fresh fetch copies nothing
  * in, so nothing the eviction would copy out is ever read. Freed data
- * needs no such flag (a free drops it). UMADV_ERR_NO_MEMORY when the op
+ * needs no such flag (a free drops it). Not on a BORN allocation's
+ * (window.h): the next replay reads its data as another allocation. UMADV_ERR_NO_MEMORY when the op
  * index cannot be made (no flag set). */
 umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *schedule,
                                          const umadv_trace_t *trace);

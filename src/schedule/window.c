@@ -11,20 +11,27 @@ static int in_window(uint32_t step, uint32_t first, uint32_t n)
     return step != UMADV_STEP_NONE && step >= first && step - first < n;
 }
 
+umadv_life_t umadv__window_life(const umadv_trace_alloc_t *alloc, uint32_t first, uint32_t n)
+{
+    int born_in = in_window(alloc->alloc_step, first, n);
+    int freed_in = in_window(alloc->free_step, first, n);
+
+    if (born_in && freed_in)
+        return UMADV_LIFE_TRANSIENT;
+    if (freed_in)
+        return UMADV_LIFE_FREED;
+    if (born_in && alloc->free_step != UMADV_STEP_NONE)
+        return UMADV_LIFE_BORN;
+    return UMADV_LIFE_PERSISTENT;
+}
+
 static void classify(umadv_window_t *w, uint32_t a)
 {
     const umadv_trace_alloc_t *alloc = &w->trace->allocs[a];
     int born_in = in_window(alloc->alloc_step, w->first, w->n);
     int freed_in = in_window(alloc->free_step, w->first, w->n);
 
-    if (born_in && freed_in)
-        w->life[a] = UMADV_LIFE_TRANSIENT;
-    else if (freed_in)
-        w->life[a] = UMADV_LIFE_FREED;
-    else if (born_in && alloc->free_step != UMADV_STEP_NONE)
-        w->life[a] = UMADV_LIFE_BORN;
-    else
-        w->life[a] = UMADV_LIFE_PERSISTENT;
+    w->life[a] = umadv__window_life(alloc, w->first, w->n);
     /* born inside the window, even PERSISTENT: window.h, REBORN */
     w->wrap_ok[a] = w->life[a] == UMADV_LIFE_PERSISTENT && !born_in;
     w->birth[a] = born_in ? alloc->alloc_step - w->first : 0;

@@ -106,6 +106,9 @@ typedef struct umadv_window {
     uint64_t  total_bytes;    /* bytes of every section of the trace */
 } umadv_window_t;
 
+/* How @alloc lives in a periodic replay of global steps [first, first + n). */
+umadv_life_t umadv__window_life(const umadv_trace_alloc_t *alloc, uint32_t first, uint32_t n);
+
 /* Describe global steps [first, first + n) of a finalized trace. */
 umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *trace,
                                   uint32_t first, uint32_t n);
