@@ -95,7 +95,8 @@ unsigned umadv__populate(void *ptr, size_t size, unsigned max_threads)
     return started + 1;
 }
 
-/* kB of field @name ("MemAvailable:") in @meminfo; 0 when absent. */
+/* Field @name ("MemAvailable:") of @meminfo, in kB, into *kib_p: 1, or 0
+ * when the field is absent or unreadable. */
 static int meminfo_kib(const char *meminfo, const char *name, uint64_t *kib_p)
 {
     const char *at = strstr(meminfo, name);
