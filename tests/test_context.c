@@ -604,15 +604,119 @@ static void test_demand_in_step_alloc(void)
     umadv_context_destroy(ctx);
 }
 
+/* One training-shaped iteration on declared steps: the gradient g is
+ * made in the backward and freed by the next iteration's zero_grad,
+ * before its first step (record.c, THE TAIL). */
+static void tail_iteration(umadv_context_t ctx, void *w, void **g_p)
+{
+    void *a;
+
+    if (*g_p != NULL)
+        umadv_free(ctx, *g_p); /* zero_grad */
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_step_begin(ctx, "fwd", NULL);
+    umadv_step_access(ctx, w, SECTION, UMADV_ACCESS_READ);
+    umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_WRITE);
+    umadv_step_end(ctx, 1000);
+    umadv_malloc(ctx, SECTION, "g", g_p);
+    umadv_step_begin(ctx, "bwd", NULL);
+    umadv_step_access(ctx, a, SECTION, UMADV_ACCESS_READ);
+    umadv_step_access(ctx, *g_p, SECTION, UMADV_ACCESS_WRITE);
+    umadv_step_end(ctx, 1000);
+    umadv_free(ctx, a);
+    umadv_step_begin(ctx, "opt", NULL);
+    umadv_step_access(ctx, *g_p, SECTION, UMADV_ACCESS_READ);
+    umadv_step_access(ctx, w, SECTION, UMADV_ACCESS_RW);
+    umadv_step_end(ctx, 1000);
+}
+
+static uint64_t plans_of(umadv_context_t ctx)
+{
+    umadv_stats_t s = {.size = sizeof(s)};
+
+    return umadv_get_stats(ctx, &s) == UMADV_OK ? s.plans : UINT64_MAX;
+}
+
+/* Without UMADV_PROFILE_TAIL the tail amends nothing. */
+static void test_tail_off(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_context_t ctx;
+    void *w, *g = NULL;
+
+    umadv_context_create(&p, &ctx);
+    umadv_malloc(ctx, SECTION, "w", &w);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    tail_iteration(ctx, w, &g);
+    umadv_iteration_begin(ctx);
+    tail_iteration(ctx, w, &g);
+    ok(lifetime_is(&ctx->trace, alloc_by_tag(&ctx->trace, "g"), 1, UMADV_STEP_NONE),
+       "UMADV_PROFILE_TAIL off (the default): g stays alive past the window");
+    umadv_free(ctx, g);
+    umadv_free(ctx, w);
+    umadv_context_destroy(ctx);
+}
+
+static void test_tail(void)
+{
+    umadv_context_params_t p = host_params();
+    umadv_context_t ctx;
+    void *w, *g = NULL, *late;
+    uint32_t ig;
+    uint64_t plans;
+
+    setenv("UMADV_PROFILE_TAIL", "1", 1);
+    umadv_context_create(&p, &ctx);
+    unsetenv("UMADV_PROFILE_TAIL");
+    umadv_malloc(ctx, SECTION, "w", &w);
+    umadv_iteration_begin(ctx);
+    tail_iteration(ctx, w, &g);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    tail_iteration(ctx, w, &g); /* recorded */
+    umadv_malloc(ctx, SECTION, "late", &late);
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    ig = alloc_by_tag(&ctx->trace, "g");
+    ok(ctx->profiler == NULL && ctx->have_schedule && lifetime_is(&ctx->trace, ig, 1, UMADV_STEP_NONE),
+       "recorded: g born at the backward, alive at the end");
+    plans = plans_of(ctx);
+    log_take();
+    umadv__log_level = UMADV_LOG_INFO;
+    tail_iteration(ctx, w, &g); /* frees the recorded g before its first step */
+    umadv__log_level = UMADV_LOG_WARN;
+    ok(lifetime_is(&ctx->trace, ig, 1, 2), "freed before the next first step: g dies with the "
+       "window (free_step %u)", ig < ctx->trace.nallocs ? ctx->trace.allocs[ig].free_step : 0);
+    ok(strstr(log_take(), "1 of its blocks freed before the next iteration's first step") != NULL,
+       "and the log says so");
+    umadv_free(ctx, late);
+    ok(lifetime_is(&ctx->trace, alloc_by_tag(&ctx->trace, "a"), 0, 1) &&
+       alloc_by_tag(&ctx->trace, "late") == UINT32_MAX,
+       "a block freed after the first step, or never in the trace, changes nothing");
+    umadv_iteration_begin(ctx);
+    is(plans_of(ctx), plans + 1, "the schedule built before it is planned again at the boundary");
+    tail_iteration(ctx, w, &g);
+    umadv_free(ctx, w); /* in no tail: after the steps, and never born in the window */
+    umadv_iteration_begin(ctx);
+    ok(lifetime_is(&ctx->trace, alloc_by_tag(&ctx->trace, "w"), UMADV_STEP_NONE,
+                   UMADV_STEP_NONE) && plans_of(ctx) == plans + 1,
+       "later iterations leave the trace alone");
+    umadv_free(ctx, g);
+    umadv_context_destroy(ctx);
+}
+
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(113);
+    plan(120);
     test_create();
     test_state_errors();
     test_limit();
     test_profile();
+    test_tail();
+    test_tail_off();
     test_phase_times();
     test_alloc_calls();
     test_stats();

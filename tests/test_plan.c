@@ -221,6 +221,56 @@ static void test_reborn(void)
     umadv__trace_cleanup(&t);
 }
 
+/* The reborn trace with G freed after the last step, before the next
+ * replay's first (api/record.c, THE TAIL): G dies with the window. */
+static void build_dying(umadv_trace_t *t, uint32_t g_free, uint32_t *g_p)
+{
+    uint32_t x, y;
+
+    umadv__trace_init(t, SEC);
+    umadv__trace_add_alloc(t, 0, 2 * SEC, UMADV_ALLOC_WEIGHT, NULL, &x);
+    umadv__trace_add_alloc(t, 0, SEC, UMADV_ALLOC_WEIGHT, NULL, &y);
+    umadv__trace_add_alloc(t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, g_p);
+    umadv__trace_set_lifetime(t, *g_p, 3, g_free);
+    for (uint32_t j = 0; j < 6; j++) {
+        umadv__trace_add_step(t, "s", UMADV_STEP_LAYER, 0, 100000, NULL);
+        umadv__trace_add_access_sections(t, x, 0, 2, UMADV_ACCESS_RW, 0);
+        if (j == 0 || j == 1 || j == 4)
+            umadv__trace_add_access_sections(t, y, 0, 1, UMADV_ACCESS_RW, 0);
+        if (j == 3 || j == 5)
+            umadv__trace_add_access_sections(t, *g_p, 0, 1, j == 3 ? UMADV_ACCESS_WRITE
+                                                                   : UMADV_ACCESS_READ, 0);
+    }
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+/* G dies with the window: its data after step 5 is nobody's, so the plan
+ * moves none of it (G leaves by its free, comes back fresh at its birth),
+ * where the same trace with G kept copies it out for the next replay. */
+static void test_dies_with_window(void)
+{
+    umadv_trace_t t, kept;
+    umadv_schedule_t s, sk;
+    uint32_t g;
+
+    build_dying(&t, 5, &g);
+    build_dying(&kept, UMADV_STEP_NONE, &g);
+    is(plan_with(&t, 3 * SEC, 0, 0, &s), UMADV_OK, "dies with the window: plans");
+    is(plan_with(&kept, 3 * SEC, 0, 0, &sk), UMADV_OK, "and kept: plans");
+    ok(count_ops(&s, UMADV_OP_EVICT, g) == 1 && find_op(&s, UMADV_OP_DROP, g) != NULL &&
+       count_ops(&sk, UMADV_OP_EVICT, g) == 2,
+       "dies with the window: evicted for Y at step 4 only, then dropped at its free (kept: "
+       "evicted %zu times, also for the next replay)", count_ops(&sk, UMADV_OP_EVICT, g));
+    ok(find_op(&s, UMADV_OP_FETCH, g) != NULL &&
+       (find_op(&s, UMADV_OP_FETCH, g)->flags & UMADV_OP_FLAG_FRESH) &&
+       s.evict_bytes + SEC == sk.evict_bytes,
+       "dies with the window: populated fresh at its birth, a section less copied out");
+    umadv__schedule_cleanup(&s);
+    umadv__schedule_cleanup(&sk);
+    umadv__trace_cleanup(&t);
+    umadv__trace_cleanup(&kept);
+}
+
 /* Two iterations of four steps; B is born at step 2 of the first, written
  * there, and read at steps 4 and 5 of the second, then freed: planned on
  * the first, B is BORN, and its eviction after step 2 (room for three
@@ -670,7 +720,7 @@ static void test_mark_dead(void)
 
 int main(void)
 {
-    plan(55 + 3 + 2 + 2);
+    plan(55 + 3 + 2 + 2 + 4);
     test_victimq_levels();
     test_evicted_unread();
     test_mark_dead();
@@ -680,6 +730,7 @@ int main(void)
     test_splitting();
     test_transient();
     test_reborn();
+    test_dies_with_window();
     test_born_handover();
     test_read_mostly();
     test_errors();

@@ -172,6 +172,10 @@ struct umadv_context {
     int                      record_empty;   /* the last recording ended with nothing:
                                               * plan and save say so, even while a
                                               * kept profile replays (lifecycle.c) */
+    int                      record_tail;    /* from the recording's end to the next
+                                              * step: frees amend the trace (record.c,
+                                              * THE TAIL) */
+    uint32_t                 record_tail_frees; /* ...blocks it found dying with the window */
 
     umadv_schedule_t         schedule;
     int                      have_schedule;  /* ctx->schedule holds one */
@@ -252,6 +256,9 @@ umadv_status_t umadv__malloc_stageable(umadv_context_t ctx, size_t size, const c
 /* The recorder's side of malloc and free. */
 umadv_status_t umadv__ctx_record_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+/* A step begins: frees no longer end the recorded iteration's blocks
+ * (record.c, THE TAIL). */
+void umadv__ctx_record_tail_close(umadv_context_t ctx);
 /* umadv_set_stageable on @alloc: the recording's trace says it (a block
  * enters the trace with its flag; this follows a change once it is in). */
 void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);

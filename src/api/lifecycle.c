@@ -355,6 +355,13 @@ static const umadv_cycle_row_t life_table[] = {
     ROW(ANY,               ALLOC,           act_alloc,              ANY),
     ROW(RECORDING,         FREE,            act_free_record,        RECORDING),
     ROW(REPROFILING,       FREE,            act_free_record,        REPROFILING),
+    /* ...and the recording's tail (record.c, THE TAIL) */
+    ROW(RECORDED,          FREE,            act_free_record,        RECORDED),
+    ROW(RECORDED_UNTIMED,  FREE,            act_free_record,        RECORDED_UNTIMED),
+    ROW(TIMING,            FREE,            act_free_record,        TIMING),
+    ROW(REPLAYING,         FREE,            act_free_record,        REPLAYING),
+    ROW(REPLAYING_UNTIMED, FREE,            act_free_record,        REPLAYING_UNTIMED),
+    ROW(REPLAY_TIMING,     FREE,            act_free_record,        REPLAY_TIMING),
     ROW(ANY,               FREE,            act_free,               ANY),
     ROW(REPROFILING,       DESTROY,         act_teardown_kept,      EMPTY),
     ROW(ANY,               DESTROY,         act_teardown,           EMPTY),

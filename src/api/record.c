@@ -90,6 +90,56 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
         ctx->trace.allocs[alloc->trace_id].stageable = alloc->stageable != 0;
 }
 
+/*
+ * THE TAIL. A block born in the recorded iteration and alive at its end
+ * may be freed before the next iteration's first step: PyTorch's
+ * gradients, made in the backward and freed by the next zero_grad before
+ * any kernel runs. The recording ends at the boundary and never sees that
+ * free, so the trace keeps the block alive, and the plan evicts it with a
+ * copy (staged out, never restored: GPT-2 180 MiB an iteration) where it
+ * could drop it. So from the recording's end (the boundary, or an
+ * umadv_plan or umadv_trace_save before it) to the next step, whichever
+ * iteration that step is in, the recorder still watches frees: a block
+ * born in the window and freed there dies with the window (free_step =
+ * its last step). The tail is
+ * watched only where the next step cannot begin unseen: steps marked
+ * through the API (no profiler), or a timing pass, which sees every
+ * launch; a schedule built before the amendment is rebuilt at the next
+ * boundary (api/lifecycle.c, PLAN_REQUEST). UMADV_PROFILE_TAIL turns it
+ * on; off by default: staged bytes then equal restored ones, but the
+ * plans ran VGG-16 at batch 64 slower (80.4 ms against 66.2 at
+ * save_on_cpu's peak, 237.0 against 226.6 at half its footprint; GPT-2
+ * and ResNet-50 the same within noise; H200, 2026-11-28): the gradients'
+ * room, free at the wrap, lets the optimizer's state stay until the
+ * forward pass must evict weights right after their use, and the
+ * planner picks victims by next use (Belady), not by when their eviction
+ * can start.
+ */
+void umadv__ctx_record_tail_close(umadv_context_t ctx)
+{
+    if (!ctx->record_tail)
+        return;
+    ctx->record_tail = 0;
+    if (ctx->record_tail_frees > 0)
+        umadv_info("profiled iteration: %u of its blocks freed before the next iteration's "
+                   "first step: planned as dying with it", ctx->record_tail_frees);
+}
+
+static void tail_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    uint32_t id = alloc->trace_id;
+
+    if (!ctx->config.profile_tail || !ctx->record_tail || ctx->record != UMADV_CTX_REC_DONE ||
+        id >= ctx->trace.nallocs ||
+        (ctx->profiler != NULL && ctx->tpass.state != UMADV_CTX_TPASS_RUNNING))
+        return;
+    alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
+    if (umadv__trace_end_with_window(&ctx->trace, id) != UMADV_OK)
+        return; /* not born in the window, or already freed in it */
+    ctx->record_tail_frees++;
+    ctx->life.want_plan |= ctx->have_schedule;
+}
+
 void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 {
     const umadv_trace_alloc_t *t;
@@ -97,6 +147,10 @@ void umadv__ctx_record_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 
     if (alloc->pending != 0)
         pending_remove(ctx, alloc);
+    if (ctx->record == UMADV_CTX_REC_DONE) {
+        tail_free(ctx, alloc);
+        return;
+    }
     if (ctx->record != UMADV_CTX_REC_RECORDING || alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
         return;
     /* In the trace means a step began in its life: nsteps >= 1. */
@@ -269,6 +323,7 @@ static void record_discard(umadv_context_t ctx)
         umadv__trace_cleanup(&ctx->trace);
     pending_clear(ctx);
     ctx->record = UMADV_CTX_REC_IDLE;
+    ctx->record_tail = 0;
 }
 
 umadv_status_t umadv__ctx_record_start(umadv_context_t ctx)
@@ -324,6 +379,8 @@ umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status
         return UMADV_CYCLE_RECORD_EMPTY;
     }
     ctx->record = UMADV_CTX_REC_DONE;
+    ctx->record_tail = 1; /* THE TAIL */
+    ctx->record_tail_frees = 0;
     umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
                ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
     if (umadv__ctx_profile_recorded(ctx))
@@ -368,6 +425,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
         return UMADV_ERR_STATE;
     }
     ctx->step_timed = 0;
+    umadv__ctx_record_tail_close(ctx);
     if (ctx->record == UMADV_CTX_REC_RECORDING) {
         status = umadv__trace_add_step(&ctx->trace, name, UMADV_STEP_LAYER, 0, 0, &step);
         if (status == UMADV_OK)

@@ -48,6 +48,7 @@ uint32_t umadv__ctx_tpass_step(umadv_context_t ctx, const char *name, umadv_step
     umadv_ctx_tpass_t *tp = &ctx->tpass;
     uint32_t i = tp->next++;
 
+    umadv__ctx_record_tail_close(ctx);
     if (tp->diverged != UMADV_STEP_NONE)
         return UMADV_STEP_NONE;
     if (i >= ctx->trace.nsteps || ctx->trace.steps[i].kind != kind ||

@@ -35,6 +35,8 @@ typedef struct umadv_config {
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */
     int               profile_evict; /* UMADV_PROFILE_EVICT */
     uint32_t          profile_passes; /* UMADV_PROFILE_PASSES, 1 or 2 */
+    int               profile_tail;   /* UMADV_PROFILE_TAIL: frees after the profiled
+                                       * iteration amend its trace (api/record.c) */
     int               link_probe;    /* UMADV_LINK_PROBE */
     uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
     uint32_t          fault_period;     /* UMADV_FAULT_PERIOD, >= 1 */

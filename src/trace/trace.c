@@ -261,6 +261,18 @@ umadv_status_t umadv__trace_set_lifetime(umadv_trace_t *trace, uint32_t alloc,
     return UMADV_OK;
 }
 
+umadv_status_t umadv__trace_end_with_window(umadv_trace_t *trace, uint32_t alloc)
+{
+    umadv_trace_alloc_t *a = alloc < trace->nallocs ? &trace->allocs[alloc] : NULL;
+
+    /* Its accesses all lie at or before the last step: the invariants hold. */
+    if (a == NULL || trace->nsteps == 0 || a->alloc_step == UMADV_STEP_NONE ||
+        a->free_step != UMADV_STEP_NONE)
+        return UMADV_ERR_INVALID_PARAM;
+    a->free_step = trace->nsteps - 1;
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__trace_add_step(umadv_trace_t *trace, const char *name,
                                      umadv_step_kind_t kind, uint32_t iteration,
                                      uint64_t duration_ns, uint32_t *step_p)

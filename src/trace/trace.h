@@ -251,6 +251,13 @@ umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint6
 umadv_status_t umadv__trace_set_lifetime(umadv_trace_t *trace, uint32_t alloc,
                                          uint32_t alloc_step, uint32_t free_step);
 
+/* Allocation @alloc, born inside the trace's window and alive at its end,
+ * was freed after its last step, before the next iteration's first: it
+ * dies with the window (free_step = the last step). Allowed on a
+ * finalized trace (api/record.c, THE TAIL). UMADV_ERR_INVALID_PARAM when
+ * it was not born inside, or was freed there already. */
+umadv_status_t umadv__trace_end_with_window(umadv_trace_t *trace, uint32_t alloc);
+
 /* Where allocation @alloc was made (copied; NULL: not known). */
 umadv_status_t umadv__trace_set_site(umadv_trace_t *trace, uint32_t alloc, const char *site);
 
