@@ -271,6 +271,44 @@ static void test_dies_with_window(void)
     umadv__trace_cleanup(&kept);
 }
 
+/* Room for two sections: W (read at steps 4 and 23), M (written at 22)
+ * and X (made at step 5, written there, freed after it). X's room goes
+ * to W by Belady (next use 23 against M's 22), but W was read at step 4:
+ * its eviction would start as step 5 waits. M, idle since step 22 of the
+ * previous replay and next used only a step sooner, left in time: it
+ * goes instead (residency.c, WHEN THE EVICTION CAN START). */
+static void test_victim_in_time(void)
+{
+    umadv_trace_t t;
+    umadv_schedule_t s;
+    uint32_t w, m, x;
+    const umadv_op_t *op;
+
+    umadv__trace_init(&t, SEC);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_WEIGHT, NULL, &w);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_OPTIMIZER, NULL, &m);
+    umadv__trace_add_alloc(&t, 0, SEC, UMADV_ALLOC_ACTIVATION, NULL, &x);
+    umadv__trace_set_lifetime(&t, x, 5, 5);
+    for (uint32_t j = 0; j < 24; j++) {
+        umadv__trace_add_step(&t, "s", UMADV_STEP_LAYER, 0, 100000, NULL);
+        if (j == 4 || j == 23)
+            umadv__trace_add_access_sections(&t, w, 0, 1, UMADV_ACCESS_READ, 0);
+        if (j == 5)
+            umadv__trace_add_access_sections(&t, x, 0, 1, UMADV_ACCESS_WRITE, 0);
+        if (j == 22)
+            umadv__trace_add_access_sections(&t, m, 0, 1, UMADV_ACCESS_RW, 0);
+    }
+    umadv__trace_finalize(&t, NULL, 0);
+    is(plan_with(&t, 2 * SEC, 0, 0, &s), UMADV_OK, "in time: plans");
+    op = find_op(&s, UMADV_OP_EVICT, m);
+    ok(op != NULL && op->issue_step == 22 && find_op(&s, UMADV_OP_EVICT, w) == NULL,
+       "in time: M leaves after its use at step 22 for step 5's room, W stays (M evicted at "
+       "%d, W %s)", op != NULL ? (int)op->issue_step : -1,
+       find_op(&s, UMADV_OP_EVICT, w) != NULL ? "evicted" : "stays");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
 /* Two iterations of four steps; B is born at step 2 of the first, written
  * there, and read at steps 4 and 5 of the second, then freed: planned on
  * the first, B is BORN, and its eviction after step 2 (room for three
@@ -720,7 +758,7 @@ static void test_mark_dead(void)
 
 int main(void)
 {
-    plan(55 + 3 + 2 + 2 + 4);
+    plan(55 + 3 + 2 + 2 + 4 + 2);
     test_victimq_levels();
     test_evicted_unread();
     test_mark_dead();
@@ -731,6 +769,7 @@ int main(void)
     test_transient();
     test_reborn();
     test_dies_with_window();
+    test_victim_in_time();
     test_born_handover();
     test_read_mostly();
     test_errors();

@@ -553,7 +553,10 @@ static void duplex_case(int staged, const char *what)
     ok(runs >= 25, "%s: %d plans simulated both ways%s", what, runs,
        staged ? ", each staging" : "");
     is(faster, 0, "%s: sharing the channel never makes an iteration faster", what);
-    ok(slower > runs / 4, "%s: it makes %d of them slower", what, slower);
+    /* a fifth: plans whose evictions start early, idle since their last
+     * use (residency.c, WHEN THE EVICTION CAN START), overlap the lanes
+     * less (6 of 28 staged plans slower with it, 8 without) */
+    ok(slower > runs / 5, "%s: it makes %d of them slower", what, slower);
     is(volumes, 0, "%s: the same bytes move (and staged, through the staged channel)", what);
 }
 

@@ -525,7 +525,8 @@ static umadv_status_t try_round(place_state_t *st, uint64_t budget, uint32_t max
 
     *kept_p = 0;
     status = umadv__residency_run(st->w, budget, p->read_mostly, 1, max_passes,
-                                  umadv__plan_small_bytes(&p->link), r->trial, &next);
+                                  umadv__plan_small_bytes(&p->link),
+                                  umadv__plan_evict_rate(st->w, p), r->trial, &next);
     if (status != UMADV_OK)
         return status;
     if (next.converged) {

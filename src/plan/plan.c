@@ -33,7 +33,10 @@
  * right after that use (TIMING), starts earliest, and the slow eviction
  * lane has the most time to free the room (VGG-16 at 16G: the optimizer
  * state, idle since the last update, instead of fc6's weights, used the
- * step before: 301 -> 262 ms simulated). Sections leave
+ * step before: 301 -> 262 ms simulated); with the steps' durations and
+ * the eviction rate, "equal" widens to "within a tenth" where Belady's
+ * pick was used so recently that its eviction would make the step wait
+ * (residency.c, WHEN THE EVICTION CAN START). Sections leave
  * only when room is needed, so data used again soon stays while memory
  * is free. A freed allocation's sections are dropped at its free step;
  * BORN data (window.h) is evicted after its last use in the window.
@@ -563,7 +566,8 @@ static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_para
     umadv_status_t status;
 
     status = umadv__residency_run(w, budget, params->read_mostly, 1, passes,
-                                  umadv__plan_small_bytes(&params->link), NULL, &res);
+                                  umadv__plan_small_bytes(&params->link),
+                                  umadv__plan_evict_rate(w, params), NULL, &res);
     if (status != UMADV_OK)
         return status;
     if (phases == 0) {
@@ -786,7 +790,8 @@ umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t
     status = umadv__window_check_budget(&w, budget ? budget : UINT64_MAX);
     if (status == UMADV_OK)
         status = umadv__residency_run(&w, umadv__plan_effective_budget(&w, budget), read_mostly,
-                                      0, 1, umadv__plan_small_bytes(&trace->link), NULL, &res);
+                                      0, 1, umadv__plan_small_bytes(&trace->link), 0, NULL,
+                                      &res);
     umadv__window_cleanup(&w);
     if (status != UMADV_OK)
         return status;

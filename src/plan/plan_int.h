@@ -52,14 +52,17 @@ typedef struct umadv_residency {
  * Run the eviction policy over the window. @cyclic: replay it until the
  * state at the wrap repeats (at most @max_passes times, then close a pass
  * with extra events); else one linear pass from an empty GPU. Allocations
- * under @small_bytes are evicted late (residency.c, choose_victim).
+ * under @small_bytes are evicted late (residency.c, choose_victim); with
+ * @evict_bw (bytes/s, 0: none) a victim that would leave too late gives
+ * way to one nearly as far that left in time (residency.c, WHEN THE
+ * EVICTION CAN START).
  * @remote (NULL: none) flags touches, in umadv_touches_t order, that are
  * served over the link: the section is off the GPU at that step and takes
  * no room. The caller checked the budget against every step.
  */
 umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
                                     int read_mostly, int cyclic, uint32_t max_passes,
-                                    uint64_t small_bytes, const uint8_t *remote,
+                                    uint64_t small_bytes, double evict_bw, const uint8_t *remote,
                                     umadv_residency_t *res);
 
 /* Allocations smaller than this spend over 8x longer in an eviction
@@ -102,6 +105,21 @@ static inline umadv_plan_channel_t umadv__plan_channel(const umadv_window_t *w,
         c.fetch_latency = l->stage_restore_latency;
     }
     return c;
+}
+
+/* The rate the residency policy times evictions at: the staged
+ * channel's where the replay stages the trace's allocations and the link
+ * model has its figures, UVM's otherwise (umadv__plan_channel per
+ * allocation; one rate is enough to tell an eviction late). */
+static inline double umadv__plan_evict_rate(const umadv_window_t *w,
+                                            const umadv_plan_params_t *params)
+{
+    const umadv_link_model_t *l = &params->link;
+
+    if (params->stage && umadv__trace_stageable_bytes(w->trace) > 0 &&
+        umadv__link_stage_evict_known(l))
+        return l->stage_evict_bw;
+    return l->evict_bw;
 }
 
 /* An operation on one section, before coalescing. issue is relative to the

@@ -188,6 +188,36 @@ uint32_t umadv__victimq_peek_max(const umadv_victimq_t *q, uint64_t now)
     return b < 0 ? UMADV_VICTIMQ_NIL : bucket_first(q, (uint32_t)b);
 }
 
+/* The highest non-empty finite bucket below @b in key order (keys run
+ * from now, bucket lo, up to now + ring - 1, bucket lo - 1 wrapped), or
+ * -1; @b == ring: the highest of all. */
+static int64_t bucket_below(const umadv_victimq_t *q, int64_t b, int64_t lo)
+{
+    int64_t found;
+
+    if (b == q->ring) {
+        found = level_find_last(q, 0, 0, lo - 1);
+        return found >= 0 ? found : level_find_last(q, 0, lo, (int64_t)q->ring - 1);
+    }
+    if (b >= lo)
+        return level_find_last(q, 0, lo, b - 1);
+    found = level_find_last(q, 0, 0, b - 1);
+    return found >= 0 ? found : level_find_last(q, 0, lo, (int64_t)q->ring - 1);
+}
+
+uint32_t umadv__victimq_below(const umadv_victimq_t *q, uint32_t section, uint64_t now)
+{
+    uint32_t b = bucket_of(q, q->key[section]);
+    int64_t below;
+
+    if (q->next[section] != UMADV_VICTIMQ_NIL)
+        return q->next[section];
+    if (q->cls[section] && q->head[b * 2] != UMADV_VICTIMQ_NIL)
+        return q->head[b * 2]; /* the bucket's list that costs a copy */
+    below = bucket_below(q, b, (int64_t)(now % q->ring));
+    return below < 0 ? UMADV_VICTIMQ_NIL : bucket_first(q, (uint32_t)below);
+}
+
 uint32_t umadv__victimq_pop_max(umadv_victimq_t *q, uint64_t now)
 {
     uint32_t section = umadv__victimq_peek_max(q, now);

@@ -55,6 +55,11 @@ void umadv__victimq_remove(umadv_victimq_t *q, uint32_t section);
  * finite key must lie in [now, now + ring). */
 uint32_t umadv__victimq_peek_max(const umadv_victimq_t *q, uint64_t now);
 
+/* The member after @section in peek_max's order (farthest next use
+ * first; within a key, free to remove first, then first inserted), or
+ * NIL. */
+uint32_t umadv__victimq_below(const umadv_victimq_t *q, uint32_t section, uint64_t now);
+
 /* The same, removed from the queue. */
 uint32_t umadv__victimq_pop_max(umadv_victimq_t *q, uint64_t now);
 
