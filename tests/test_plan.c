@@ -689,6 +689,37 @@ static void test_victimq_levels(void)
     free(in);
 }
 
+/* umadv__victimq_below walks peak_max's order: every member once, keys
+ * never rising, across the ring's wrap, both cost classes and "never". */
+static void test_victimq_below(void)
+{
+    const uint32_t nsec = 512, ring = 97;
+    umadv_victimq_t q;
+    uint64_t rng = 11, now = 1000, keys[512];
+    int bad = 0, seen = 0, members = 0;
+
+    if (umadv__victimq_init(&q, nsec, ring) != UMADV_OK) {
+        printf("Bail out! out of memory\n");
+        exit(1);
+    }
+    for (uint32_t x = 0; x < nsec; x++) {
+        if (tp_below(&rng, 3) == 0)
+            continue;
+        keys[x] = tp_below(&rng, 16) == 0 ? UMADV_VICTIMQ_NEVER : now + tp_below(&rng, ring);
+        umadv__victimq_insert(&q, x, keys[x], (int)tp_below(&rng, 2));
+        members++;
+    }
+    for (uint32_t x = umadv__victimq_peek_max(&q, now), prev = UMADV_VICTIMQ_NIL;
+         x != UMADV_VICTIMQ_NIL && seen <= members; x = umadv__victimq_below(&q, x, now)) {
+        bad |= prev != UMADV_VICTIMQ_NIL && keys[x] > keys[prev];
+        prev = x;
+        seen++;
+    }
+    ok(!bad && seen == members, "victim queue: below walks all %d members in peak order (%d)",
+       members, seen);
+    umadv__victimq_cleanup(&q);
+}
+
 /* Evictions never read back: the next op on their sections (wrapping
  * into the next iteration) is a fresh fetch, a drop, or none; read back
  * when it is a copying fetch, even one issued before them. */
@@ -758,8 +789,9 @@ static void test_mark_dead(void)
 
 int main(void)
 {
-    plan(55 + 3 + 2 + 2 + 4 + 2);
+    plan(55 + 3 + 2 + 2 + 4 + 2 + 1);
     test_victimq_levels();
+    test_victimq_below();
     test_evicted_unread();
     test_mark_dead();
     test_coalescing();
