@@ -101,11 +101,10 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * umadv_plan or umadv_trace_save before it) to the next step, whichever
  * iteration that step is in, the recorder still watches frees: a block
  * born in the window and freed there dies with the window (free_step =
- * its last step). The tail is
- * watched only where the next step cannot begin unseen: steps marked
- * through the API (no profiler), or a timing pass, which sees every
- * launch; a schedule built before the amendment is rebuilt at the next
- * boundary (api/lifecycle.c, PLAN_REQUEST). UMADV_PROFILE_TAIL turns it
+ * its last step). The tail is watched only where the next step cannot
+ * begin unseen: steps marked through the API (no profiler), or a timing
+ * pass, which sees every launch; a schedule built before the amendment
+ * is rebuilt at the next boundary (api/lifecycle.c, PLAN_REQUEST). UMADV_PROFILE_TAIL turns it
  * on; off by default: staged bytes then equal restored ones, but the
  * plans ran VGG-16 at batch 64 slower (80.4 ms against 66.2 at
  * save_on_cpu's peak, 237.0 against 226.6 at half its footprint; GPT-2
