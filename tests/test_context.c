@@ -275,11 +275,14 @@ static void check_trace(const umadv_trace_t *t, const void *w, const void *x)
     (void)x;
 }
 
-static uint64_t profiles_of(umadv_context_t ctx)
+/* The context's counters; every one UINT64_MAX when the call fails. */
+static umadv_stats_t stats_of(umadv_context_t ctx)
 {
     umadv_stats_t s = {.size = sizeof(s)};
 
-    return umadv_get_stats(ctx, &s) == UMADV_OK ? s.profiles : UINT64_MAX;
+    if (umadv_get_stats(ctx, &s) != UMADV_OK)
+        memset(&s, 0xff, sizeof(s));
+    return s;
 }
 
 static void test_profile(void)
@@ -327,13 +330,13 @@ static void test_profile(void)
     ok(ctx->trace.nsteps == 3 && ctx->record == UMADV_CTX_REC_DONE,
        "later iterations leave the trace alone");
 
-    profiles_before = profiles_of(ctx);
+    profiles_before = stats_of(ctx).profiles;
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     log_take();
     is(umadv_trace_save(ctx, path), UMADV_ERR_STATE, "a profiled iteration without steps");
     ok(strstr(log_take(), "no steps") != NULL, "is reported as empty");
-    ok(profiles_before == 1 && profiles_of(ctx) == 1,
+    ok(profiles_before == 1 && stats_of(ctx).profiles == 1,
        "stats: the profile that recorded counted, the empty one not");
     umadv_context_destroy(ctx);
     umadv__cuda_host_counters(&hc);
@@ -630,13 +633,6 @@ static void tail_iteration(umadv_context_t ctx, void *w, void **g_p)
     umadv_step_end(ctx, 1000);
 }
 
-static uint64_t plans_of(umadv_context_t ctx)
-{
-    umadv_stats_t s = {.size = sizeof(s)};
-
-    return umadv_get_stats(ctx, &s) == UMADV_OK ? s.plans : UINT64_MAX;
-}
-
 /* Without UMADV_PROFILE_TAIL the tail amends nothing. */
 static void test_tail_off(void)
 {
@@ -681,7 +677,7 @@ static void test_tail(void)
     ig = alloc_by_tag(&ctx->trace, "g");
     ok(ctx->profiler == NULL && ctx->have_schedule && lifetime_is(&ctx->trace, ig, 1, UMADV_STEP_NONE),
        "recorded: g born at the backward, alive at the end");
-    plans = plans_of(ctx);
+    plans = stats_of(ctx).plans;
     log_take();
     umadv__log_level = UMADV_LOG_INFO;
     tail_iteration(ctx, w, &g); /* frees the recorded g before its first step */
@@ -695,12 +691,13 @@ static void test_tail(void)
        alloc_by_tag(&ctx->trace, "late") == UINT32_MAX,
        "a block freed after the first step, or never in the trace, changes nothing");
     umadv_iteration_begin(ctx);
-    is(plans_of(ctx), plans + 1, "the schedule built before it is planned again at the boundary");
+    is(stats_of(ctx).plans, plans + 1,
+       "the schedule built before it is planned again at the boundary");
     tail_iteration(ctx, w, &g);
     umadv_free(ctx, w); /* in no tail: after the steps, and never born in the window */
     umadv_iteration_begin(ctx);
     ok(lifetime_is(&ctx->trace, alloc_by_tag(&ctx->trace, "w"), UMADV_STEP_NONE,
-                   UMADV_STEP_NONE) && plans_of(ctx) == plans + 1,
+                   UMADV_STEP_NONE) && stats_of(ctx).plans == plans + 1,
        "later iterations leave the trace alone");
     umadv_free(ctx, g);
     umadv_context_destroy(ctx);
