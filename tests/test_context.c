@@ -675,7 +675,8 @@ static void test_tail(void)
     umadv_plan(ctx);
     umadv_iteration_begin(ctx);
     ig = alloc_by_tag(&ctx->trace, "g");
-    ok(ctx->profiler == NULL && ctx->have_schedule && lifetime_is(&ctx->trace, ig, 1, UMADV_STEP_NONE),
+    ok(ctx->profiler == NULL && ctx->have_schedule &&
+       lifetime_is(&ctx->trace, ig, 1, UMADV_STEP_NONE),
        "recorded: g born at the backward, alive at the end");
     plans = stats_of(ctx).plans;
     log_take();
