@@ -135,11 +135,6 @@ static umadv_status_t index_sections(place_state_t *st)
     return UMADV_OK;
 }
 
-static double step_seconds(const umadv_window_t *w, uint32_t j)
-{
-    return (double)w->trace->steps[w->first + j].duration_ns * 1e-9;
-}
-
 /* Per-step work of a residency pass with @remote touches: compute,
  * remote access, and the fetches (at their need step) and evictions (at
  * their issue step, right after the last use) it moves, in bytes over
@@ -155,7 +150,7 @@ static void step_loads(const place_state_t *st, const umadv_residency_t *res,
 
     for (uint32_t j = 0; j < st->w->n; j++) {
         memset(load[j], 0, sizeof(load[j]));
-        load[j][LOAD_COMPUTE] = step_seconds(st->w, j);
+        load[j][LOAD_COMPUTE] = umadv__window_step_seconds(st->w, j);
     }
     for (size_t k = 0; k < st->touches.count; k++) {
         if (remote[k])
@@ -215,7 +210,7 @@ static void set_cut(place_state_t *st, uint32_t cut)
     st->cut = cut;
     st->compute_s[0] = st->compute_s[1] = 0;
     for (uint32_t j = 0; j < st->w->n; j++)
-        st->compute_s[j >= cut] += step_seconds(st->w, j);
+        st->compute_s[j >= cut] += umadv__window_step_seconds(st->w, j);
 }
 
 static umadv_status_t state_init(place_state_t *st, const umadv_window_t *w,

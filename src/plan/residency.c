@@ -109,14 +109,12 @@ static umadv_status_t compute_next_uses(res_state_t *st)
  * 0) leaves the policy time-blind. */
 static umadv_status_t durations_init(res_state_t *st, double evict_bw)
 {
-    const umadv_trace_t *t = st->trace;
-
     st->cum = malloc(((size_t)st->n + 1) * sizeof(*st->cum));
     if (st->cum == NULL)
         return UMADV_ERR_NO_MEMORY;
     st->cum[0] = 0;
     for (uint32_t j = 0; j < st->n; j++)
-        st->cum[j + 1] = st->cum[j] + (double)t->steps[st->w->first + j].duration_ns * 1e-9;
+        st->cum[j + 1] = st->cum[j] + umadv__window_step_seconds(st->w, j);
     st->evict_bw = st->cum[st->n] > 0 && evict_bw > 0 ? evict_bw : 0;
     return UMADV_OK;
 }

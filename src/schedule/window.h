@@ -115,6 +115,12 @@ umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *t
 
 void umadv__window_cleanup(umadv_window_t *window);
 
+/* Seconds of compute of window step @j (0-based): its duration. */
+static inline double umadv__window_step_seconds(const umadv_window_t *window, uint32_t j)
+{
+    return (double)window->trace->steps[window->first + j].duration_ns * 1e-9;
+}
+
 /* Seconds of compute in the window: the sum of its steps' durations. */
 double umadv__window_compute_seconds(const umadv_window_t *window);
 
