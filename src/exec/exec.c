@@ -44,11 +44,10 @@
  * CUDA call that can take long (prefetch, stream or event synchronize,
  * advise, mem_get_info) is made with the lock dropped; the blocks under a
  * call are marked busy first, and unbinding a block waits until it is not
- * busy, so no call ever runs on memory that has been freed. The waiting
- * step, unbinding and restores wait on cond (the monotonic clock), each
- * lane on its own; every change of section states or lanes notifies all
- * of them, an op queued only its lane (queue.c, LANE WAKE-UPS). mon_cond
- * only wakes the monitor to stop.
+ * busy, so no call ever runs on memory that has been freed. One condition
+ * variable (cond, on the monotonic clock) is broadcast on every change of
+ * queues, section states or lanes; the lanes, the waiting step and
+ * unbinding all wait on it. mon_cond only wakes the monitor to stop.
  *
  * FAILURE: a CUDA call that fails (logged by cuda_ops with its name and
  * the CUDA error) breaks the executor: queues are dropped, nothing more
@@ -74,7 +73,7 @@ void umadv__exec_fail(umadv_exec_t *e, const char *what)
                "next umadv_set_policy() or plan", what);
     umadv__exec_queue_clear(e, &e->fetch);
     umadv__exec_queue_clear(e, &e->evict);
-    umadv__exec_notify(e);
+    pthread_cond_broadcast(&e->cond);
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -111,25 +110,14 @@ static void sync_init(umadv_exec_t *e)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &attr);
     pthread_cond_init(&e->mon_cond, &attr);
-    pthread_cond_init(&e->fetch.wake, &attr);
-    pthread_cond_init(&e->evict.wake, &attr);
     pthread_condattr_destroy(&attr);
-}
-
-static void sync_destroy(umadv_exec_t *e)
-{
-    pthread_cond_destroy(&e->cond);
-    pthread_cond_destroy(&e->mon_cond);
-    pthread_cond_destroy(&e->fetch.wake);
-    pthread_cond_destroy(&e->evict.wake);
-    pthread_mutex_destroy(&e->lock);
 }
 
 static void threads_stop(umadv_exec_t *e)
 {
     pthread_mutex_lock(&e->lock);
     e->stop = 1;
-    umadv__exec_notify(e);
+    pthread_cond_broadcast(&e->cond);
     pthread_cond_broadcast(&e->mon_cond);
     pthread_mutex_unlock(&e->lock);
     if (e->fetch.started)
@@ -218,7 +206,9 @@ umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_
     return UMADV_OK;
 
 err_sync:
-    sync_destroy(e);
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->mon_cond);
+    pthread_mutex_destroy(&e->lock);
 err_free:
     exec_free(e);
     return status;
@@ -242,7 +232,9 @@ void umadv__exec_destroy(umadv_exec_t *e)
     umadv__exec_queue_clear(e, &e->evict);
     umadv__exec_event_put(e, e->last_event);
     umadv__exec_events_destroy(e);
-    sync_destroy(e);
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->mon_cond);
+    pthread_mutex_destroy(&e->lock);
     exec_free(e);
 }
 

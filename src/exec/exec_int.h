@@ -124,7 +124,6 @@ typedef struct exec_lane {
                                      * none (yet, or device_alloc failed) */
     int            bounce_failed;
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
-    pthread_cond_t wake;            /* its thread sleeps here (LANE WAKE-UPS, queue.c) */
 } exec_lane_t;
 
 /* pages.c: where the pages of a section-sized range last went. */
@@ -143,8 +142,7 @@ struct umadv_exec {
     umadv_exec_params_t     p;
     const umadv_trace_t    *trace;
     pthread_mutex_t         lock;
-    pthread_cond_t          cond;      /* the application's threads wait here for a
-                                        * change the lanes make (umadv__exec_notify) */
+    pthread_cond_t          cond;      /* any change: queues, states, stop */
     pthread_cond_t          mon_cond;  /* wakes the monitor to stop */
     int                     stop;
     int                     broken;    /* a CUDA call failed: issue nothing more */
@@ -229,19 +227,12 @@ umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const 
 exec_op_t *umadv__exec_queue_peek(exec_lane_t *lane);
 
 /* Wake the threads a change that queues nothing may concern: those
- * counted in waiting or draining, and a lane with queued work (an op
+ * counted in waiting or draining, and lanes with queued work (an op
  * waiting for room); idle lanes sleep on. Every unbind broadcast to both
  * lanes: a PyTorch iteration frees a thousand blocks, and the wake-ups,
  * futex calls and lock hand-overs cost the oracle replay of a host
  * benchmark 1.1 ms of its 1.3 per iteration (perf). With the lock held. */
 void umadv__exec_wake(umadv_exec_t *e);
-/* Wake every thread that waits on the executor: a lane's call ended, a
- * state changed, the executor broke or stops (LANE WAKE-UPS). With the
- * lock held. */
-void umadv__exec_notify(umadv_exec_t *e);
-/* The application's thread queued the replay core's decisions: a fetch
- * lane stalled on room or advice looks again (LANE WAKE-UPS). */
-void umadv__exec_wake_stalled(umadv_exec_t *e);
 void umadv__exec_queue_remove(exec_lane_t *lane, size_t index);
 void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane);
 int umadv__exec_pending(const umadv_exec_t *e, uint64_t key);

@@ -39,8 +39,6 @@ static void decision_lost(umadv_exec_t *e, const exec_op_t *op)
 
 void umadv__exec_queue_decisions(umadv_exec_t *e)
 {
-    if (e->core.nout > 0)
-        umadv__exec_wake_stalled(e);
     for (size_t i = 0; i < e->core.nout; i++) {
         exec_op_t op = {.d = e->core.out[i]};
 

@@ -45,7 +45,7 @@ umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const 
     q->n++;
     if (op->event != NULL)
         umadv__exec_event_ref(op->event);
-    pthread_cond_broadcast(&lane->wake);
+    pthread_cond_broadcast(&e->cond);
     return UMADV_OK;
 }
 
@@ -96,7 +96,7 @@ void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane)
             umadv__exec_event_put(e, q->ops[i].event);
     }
     q->head = q->n = 0;
-    umadv__exec_notify(e);
+    pthread_cond_broadcast(&e->cond);
 }
 
 static int blocks(const umadv_exec_t *e, uint64_t need, int blocking, uint64_t key)
@@ -286,41 +286,9 @@ void umadv__exec_events_destroy(umadv_exec_t *e)
     e->nevents = e->nspare = 0;
 }
 
-/* ---- wake-ups ---------------------------------------------------------- */
-
-/*
- * LANE WAKE-UPS. Each lane sleeps on a condition variable of its own; the
- * application's threads sleep on umadv_exec.cond. An op queued wakes only
- * the lane it is queued on: a wake-up of the other lane, idle with nothing
- * to do, cost the application's thread a futex call, and the woken lane,
- * asking for the lock the application holds while it queues, another at
- * the unlock (a PyTorch GPT-2 iteration queues hundreds of ops). A queued
- * op ends no wait of an application's thread (those wait for ops to end)
- * and no stall of the eviction lane (it serves whatever heads its queue).
- * What the fetch lane stalls on (room, an advice's unset) changes with
- * the lanes' calls, which notify every thread, and with the core's
- * decisions at a step's begin or end, after which a stalled fetch lane
- * looks again (umadv__exec_wake_stalled).
- */
-
-void umadv__exec_notify(umadv_exec_t *e)
-{
-    pthread_cond_broadcast(&e->cond);
-    pthread_cond_broadcast(&e->fetch.wake);
-    pthread_cond_broadcast(&e->evict.wake);
-}
-
-void umadv__exec_wake_stalled(umadv_exec_t *e)
-{
-    if (umadv__exec_queue_peek(&e->fetch) != NULL)
-        pthread_cond_broadcast(&e->fetch.wake);
-}
-
 void umadv__exec_wake(umadv_exec_t *e)
 {
-    if (e->waiting > 0 || e->draining > 0)
+    if (e->waiting > 0 || e->draining > 0 || umadv__exec_queue_peek(&e->fetch) != NULL ||
+        umadv__exec_queue_peek(&e->evict) != NULL)
         pthread_cond_broadcast(&e->cond);
-    umadv__exec_wake_stalled(e);
-    if (umadv__exec_queue_peek(&e->evict) != NULL)
-        pthread_cond_broadcast(&e->evict.wake);
 }

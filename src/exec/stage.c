@@ -885,7 +885,7 @@ static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
     slot_put(e, s);
     umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
     e->stats.sync_restored_bytes += exec_section_size(e, s);
-    umadv__exec_notify(e);
+    pthread_cond_broadcast(&e->cond);
     return exec_section_size(e, s);
 }
 
@@ -1111,7 +1111,7 @@ static void restore_all_locked(umadv_exec_t *e)
             umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
             e->stats.sync_restored_bytes += exec_section_size(e, s);
         }
-        umadv__exec_notify(e);
+        pthread_cond_broadcast(&e->cond);
     }
     batch_free(&b);
     for (uint32_t a = 0; a < e->trace->nallocs; a++)
