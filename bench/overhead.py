@@ -22,7 +22,9 @@ from the same initial weights. Reported per model:
     allocator under oracle and their time (umadv_stats_t).
 With --variants, after each --both run one process per variant named,
 umadv without a part of oracle (VARIANTS: calls, its allocator alone;
-calls-nocupti, without CUPTI too; pool, PyTorch's caching allocator over
+calls-nocupti, without CUPTI too; floor, no umadv: PyTorch's per-tensor
+pluggable route over bench/floor_alloc.c, an allocator that does next to
+nothing, the floor under calls; pool, PyTorch's caching allocator over
 umadv's blocks; pool-oracle, that replayed under oracle; plan, umadv at
 its defaults, the plan policy under no budget), each against the --both
 run's native time: which part of umadv costs what.
@@ -65,11 +67,15 @@ PROFILE_TARGET = 10.0
 PHASES = ("profile_end", "plan", "replay_start")
 # --variants: umadv without parts of oracle, to say which part costs; each
 # one process after the --both run, against that run's native time.
+FLOOR_LIB = os.path.join(HERE, ".libs", "libfloor_alloc.so")  # built by make check
 VARIANTS = {
     # umadv's allocator, one block per tensor, CUPTI subscribed, no profile
     "calls": (["--umadv", "--no-profile"], {}),
     # the same without CUPTI
     "calls-nocupti": (["--umadv", "--no-profile"], {"UMADV_PROFILER": "0"}),
+    # no umadv: PyTorch's per-tensor pluggable route over an allocator that
+    # does next to nothing (bench/floor_alloc.c), the floor under "calls"
+    "floor": (["--native", "--native-alloc", FLOOR_LIB], {}),
     # PyTorch's caching allocator over umadv's blocks (a MemPool), no profile
     "pool": (["--umadv", "--no-profile", "--alloc", "pool"], {}),
     # the same profiled and replayed under oracle
@@ -181,7 +187,7 @@ def variant_figures(args, model, suffix, native_ms):
         doc, _, error = run_model(args, model, "%s-%s%s" % (model, v, suffix), mode, env_set)
         if error is not None:
             return None, "%s: %s" % (v, error)
-        run = doc["runs"][0]
+        run = doc["runs"][0] if doc.get("runs") else doc["native"]  # floor: native
         ms = steady_ms(run["times"], run["steady_from"])
         out[v] = {"ms": ms, "x_native": ms / native_ms}
     return out, None

@@ -931,6 +931,10 @@ def parse_args():
     p.add_argument("--alloc", choices=("tensor", "pool"), default="tensor",
                    help="tensor: every tensor a umadv block (default); pool: a MemPool "
                    "whose segments are umadv blocks")
+    p.add_argument("--native-alloc", metavar="LIB",
+                   help="--native through PyTorch's pluggable-allocator route, as umadv's "
+                   "tensors go, over LIB's floor_malloc and floor_free (bench/floor_alloc.c: "
+                   "an allocator that does next to nothing): what the route alone costs")
     p.add_argument("--result-json", help=argparse.SUPPRESS)
     p.add_argument("--json", help="write every run's times, losses and counters here")
     p.add_argument("--trace", help="write the profiled iteration here (umadv-trace(5))")
@@ -957,6 +961,8 @@ def parse_args():
         if args.mode == "umadv" or args.policies or args.budget_change:
             p.error("--peer runs native PyTorch (no umadv, no --policies)")
         args.mode = "native"
+    if args.native_alloc and (args.mode != "native" or not os.path.exists(args.native_alloc)):
+        p.error("--native-alloc: an existing library, for a --native run")
     if args.cap_gib is not None and (args.cap_gib <= 0 or args.mode != "native"):
         p.error("--cap-gib: GiB above 0, for a native or --peer run (umadv: UMADV_BUDGET)")
     if args.mode != "native" and not args.no_profile and args.iters < args.profile_iter + 3:
@@ -1038,6 +1044,9 @@ def main():
         sys.exit("torch_train.py: no CUDA device")
     if args.mode in ("umadv", "both") and args.alloc == "tensor":
         use_umadv_allocator(torch, args)  # before CUDA is initialized
+    if args.native_alloc:
+        torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(
+            os.path.abspath(args.native_alloc), "floor_malloc", "floor_free"))
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
     free, total = torch.cuda.mem_get_info()

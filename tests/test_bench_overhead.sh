@@ -73,16 +73,17 @@ ok $? "--repeats 3: the median of the runs' ratios and their range, medians of t
 # --variants: one process each after every --both run, against its native;
 # calls 10.8, 10.8, 12.8 ms against native 10, 10, 12: median 10.8 ms, 1.08x
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
-    --variants calls,calls-nocupti,pool,pool-oracle,plan --out "$tmp/var" >"$tmp/var.table" 2>"$tmp/var.err"
+    --variants calls,calls-nocupti,floor,pool,pool-oracle,plan --out "$tmp/var" >"$tmp/var.table" 2>"$tmp/var.err"
 ok $? "overhead.py --variants runs over the stand-in" || diag "$tmp/var.err"
 [ "$(row0 var '[(v, round(x["ms"], 3), round(x["x_native"], 3)) for v, x in sorted(r["variants"].items())]')" = \
-    "[('calls', 10.8, 1.08), ('calls-nocupti', 10.2, 1.02), ('plan', 10.4, 1.04), ('pool', 10.1, 1.01), ('pool-oracle', 10.5, 1.05)]" ] &&
+    "[('calls', 10.8, 1.08), ('calls-nocupti', 10.2, 1.02), ('floor', 10.6, 1.06), ('plan', 10.4, 1.04), ('pool', 10.1, 1.01), ('pool-oracle', 10.5, 1.05)]" ] &&
     [ "$(row0 var '[round(x["variants"]["calls"]["x_native"], 4) for x in r["runs"]]')" = "[1.08, 1.08, 1.0667]" ] &&
     grep -q 'UMADV_PROFILER=0 .*--umadv --no-profile --json .*/fast-calls-nocupti-3.json' \
         "$tmp/var/fast-calls-nocupti-3.log" &&
     grep -q -- '--umadv --policies oracle --alloc pool --json' "$tmp/var/fast-pool-oracle.log" &&
     grep -q -- '--umadv --policies plan --json' "$tmp/var/fast-plan.log" &&
-    grep -q '^  fast  *10\.0  *11\.0  *10\.8 (1\.080x)  *10\.2 (1\.020x)  *10\.1 (1\.010x)  *10\.5 (1\.050x)  *10\.4 (1\.040x)$' \
+    grep -q -- '--native --native-alloc .*/libfloor_alloc\.so --json' "$tmp/var/fast-floor.log" &&
+    grep -q '^  fast  *10\.0  *11\.0  *10\.8 (1\.080x)  *10\.2 (1\.020x)  *10\.6 (1\.060x)  *10\.1 (1\.010x)  *10\.5 (1\.050x)  *10\.4 (1\.040x)$' \
         "$tmp/var.table"
 ok $? "each variant's time and ratio to the same repeat's native, medians over the repeats" ||
     diag "$tmp/var.table"
