@@ -716,7 +716,7 @@ def train(torch, torchvision, args, um):
             run["segments"] = getattr(peer, "segments", None)
         iterate(torch, model, opt, x, y, args, um, run, peer)
         run["report"] = [memory_report(torch)] + ([umadv_report(torch, um)] if um else [])
-        if um is None:
+        if um is None and not args.native_alloc:  # a pluggable allocator has no counters
             run["peak_allocated"] = torch.cuda.max_memory_allocated()
             run["peak_reserved"] = torch.cuda.max_memory_reserved()
         if um is not None:
