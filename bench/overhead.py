@@ -67,7 +67,7 @@ PROFILE_TARGET = 10.0
 PHASES = ("profile_end", "plan", "replay_start")
 # --variants: umadv without parts of oracle, to say which part costs; each
 # one process after the --both run, against that run's native time.
-FLOOR_LIB = os.path.join(HERE, ".libs", "libfloor_alloc.so")  # built by make check
+FLOOR_LIB = "FLOOR_LIB"  # floor_lib(): where make check built bench/floor_alloc.c
 VARIANTS = {
     # umadv's allocator, one block per tensor, CUPTI subscribed, no profile
     "calls": (["--umadv", "--no-profile"], {}),
@@ -178,12 +178,20 @@ def median_row(runs):
     return row
 
 
+def floor_lib(args):
+    """bench/floor_alloc.c's library in the build tree whose --lib is
+    BUILD/.libs/libumadv.so (in the source tree or not)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.lib)))
+    return os.path.join(build, "bench", ".libs", "libfloor_alloc.so")
+
+
 def variant_figures(args, model, suffix, native_ms):
     """Each --variants run of one repeat: {name: {"ms", "x_native"}}, or
     the first failure's reason."""
     out = {}
     for v in args.variants:
         mode, env_set = VARIANTS[v]
+        mode = [floor_lib(args) if m == FLOOR_LIB else m for m in mode]
         doc, _, error = run_model(args, model, "%s-%s%s" % (model, v, suffix), mode, env_set)
         if error is not None:
             return None, "%s: %s" % (v, error)

@@ -70,9 +70,11 @@ row0() {
 ok $? "--repeats 3: the median of the runs' ratios and their range, medians of times and profiling" ||
     diag "$tmp/rep.table"
 
-# --variants: one process each after every --both run, against its native;
+# --variants: one process each after every --both run, against its native
+# (floor: native through the library built beside --lib's, BUILD/bench/.libs);
 # calls 10.8, 10.8, 12.8 ms against native 10, 10, 12: median 10.8 ms, 1.08x
 python3 "$srcdir/bench/overhead.py" --script "$fake" --models fast --iters 10 --repeats 3 \
+    --lib "$tmp/build/.libs/libumadv.so" \
     --variants calls,calls-nocupti,floor,pool,pool-oracle,plan --out "$tmp/var" >"$tmp/var.table" 2>"$tmp/var.err"
 ok $? "overhead.py --variants runs over the stand-in" || diag "$tmp/var.err"
 [ "$(row0 var '[(v, round(x["ms"], 3), round(x["x_native"], 3)) for v, x in sorted(r["variants"].items())]')" = \
@@ -82,7 +84,8 @@ ok $? "overhead.py --variants runs over the stand-in" || diag "$tmp/var.err"
         "$tmp/var/fast-calls-nocupti-3.log" &&
     grep -q -- '--umadv --policies oracle --alloc pool --json' "$tmp/var/fast-pool-oracle.log" &&
     grep -q -- '--umadv --policies plan --json' "$tmp/var/fast-plan.log" &&
-    grep -q -- '--native --native-alloc .*/libfloor_alloc\.so --json' "$tmp/var/fast-floor.log" &&
+    grep -qF -- "--native --native-alloc $tmp/build/bench/.libs/libfloor_alloc.so --json" \
+        "$tmp/var/fast-floor.log" &&
     grep -q '^  fast  *10\.0  *11\.0  *10\.8 (1\.080x)  *10\.2 (1\.020x)  *10\.6 (1\.060x)  *10\.1 (1\.010x)  *10\.5 (1\.050x)  *10\.4 (1\.040x)$' \
         "$tmp/var.table"
 ok $? "each variant's time and ratio to the same repeat's native, medians over the repeats" ||
