@@ -128,6 +128,24 @@ else
     ok 0 "umadv plan --json is valid JSON # SKIP python3 not found"
 fi
 
+# --ops names an allocation by its tag; where two allocations share one
+# (PyTorch's tensors are all "torch"), each one's ID follows it.
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$traces/gpt2-bs8.umt" "$tmp/shared-tags.umt" <<'EOF'
+import sys, zlib
+body = open(sys.argv[1], "rb").read()
+body = body[:body.rindex(b"end crc32=")].replace(b'tag="h0.ln2.out"', b'tag="h0.ln1.out"')
+open(sys.argv[2], "wb").write(body + b"end crc32=%08x\n" % (zlib.crc32(body) & 0xffffffff))
+EOF
+    run shared-tags plan "$tmp/shared-tags.umt" --budget 50% --policy plan --ops
+    test "$(rc_of shared-tags)" = 0 && grep -q ' h0\.ln1\.out #302 ' "$tmp/shared-tags.out" &&
+        grep -q ' h0\.ln1\.out #306 ' "$tmp/shared-tags.out" &&
+        grep -q ' embed\.out  ' "$tmp/shared-tags.out" && ! grep -q 'embed\.out #' "$tmp/shared-tags.out"
+    ok $? "umadv plan --ops: a tag two allocations share is followed by each one's ID, a tag of one alone"
+else
+    ok 0 "umadv plan --ops: shared tags # SKIP python3 not found"
+fi
+
 # ------------------------------------------------------------- errors
 
 fails bad-option 2 "unknown option '--bugdet' for 'plan'; did you mean '--budget'?" \

@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "common/util.h"
@@ -16,15 +18,62 @@
 
 /* ------------------------------------------------------------ text output */
 
-static const char *alloc_label(const umadv_trace_t *trace, uint32_t alloc, char *buf,
-                               size_t len)
+static int tagged(const umadv_trace_t *trace, uint32_t alloc)
 {
     const char *tag = trace->allocs[alloc].tag;
 
-    if (tag != NULL && tag[0] != '\0')
-        return tag;
-    snprintf(buf, len, "#%u", alloc);
+    return tag != NULL && tag[0] != '\0';
+}
+
+/* The allocation's tag; with its ID where other allocations carry the same
+ * tag (PyTorch's tensors all carry "torch"), its ID alone where it has
+ * none. @shared: per allocation, whether its tag is another's too, or
+ * NULL when that is not known. */
+static const char *alloc_label(const umadv_trace_t *trace, const uint8_t *shared,
+                               uint32_t alloc, char *buf, size_t len)
+{
+    if (!tagged(trace, alloc))
+        snprintf(buf, len, "#%u", alloc);
+    else if (shared == NULL || shared[alloc])
+        snprintf(buf, len, "%.200s #%u", trace->allocs[alloc].tag, alloc); /* the ID kept */
+    else
+        return trace->allocs[alloc].tag;
     return buf;
+}
+
+static const umadv_trace_t *tag_order_trace; /* qsort's comparison has no argument */
+
+static int tag_order(const void *a, const void *b)
+{
+    const umadv_trace_alloc_t *allocs = tag_order_trace->allocs;
+
+    return strcmp(allocs[*(const uint32_t *)a].tag, allocs[*(const uint32_t *)b].tag);
+}
+
+/* Per allocation, whether another carries its tag; NULL without memory
+ * (every label then carries its ID). */
+static uint8_t *shared_tags(const umadv_trace_t *trace)
+{
+    uint32_t *order = malloc((trace->nallocs + 1) * sizeof(*order)), n = 0;
+    uint8_t *shared = calloc(trace->nallocs + 1, 1);
+
+    if (order == NULL || shared == NULL) {
+        free(order);
+        free(shared);
+        return NULL;
+    }
+    for (uint32_t a = 0; a < trace->nallocs; a++) {
+        if (tagged(trace, a))
+            order[n++] = a;
+    }
+    tag_order_trace = trace;
+    qsort(order, n, sizeof(*order), tag_order);
+    for (uint32_t i = 1; i < n; i++) {
+        if (tag_order(&order[i - 1], &order[i]) == 0)
+            shared[order[i - 1]] = shared[order[i]] = 1;
+    }
+    free(order);
+    return shared;
 }
 
 static void print_header(const umadv_plan_run_t *run)
@@ -202,29 +251,32 @@ static const char *op_kind_label(const umadv_op_t *op, char *buf, size_t len)
     return buf;
 }
 
-static void print_op(const umadv_trace_t *trace, const umadv_op_t *op, const char *issue)
+static void print_op(const umadv_trace_t *trace, const uint8_t *shared, const umadv_op_t *op,
+                     const char *issue)
 {
-    char label[32], kind[48], sections[32], bytes[32];
+    char label[224], kind[48], sections[32], bytes[32];
 
     snprintf(sections, sizeof(sections), "%u..%u", op->first, op->first + op->count - 1);
     printf("  %6s  %-20s %-32s %12s %11s %6u\n", issue, op_kind_label(op, kind, sizeof(kind)),
-           alloc_label(trace, op->alloc, label, sizeof(label)), sections,
+           alloc_label(trace, shared, op->alloc, label, sizeof(label)), sections,
            umadv__size_format(op->bytes, bytes, sizeof(bytes)), op->need_step);
 }
 
 static void print_ops(const umadv_plan_run_t *run, const umadv_schedule_t *sch)
 {
+    uint8_t *shared = shared_tags(&run->trace);
     char issue[16];
 
     printf("\n  %6s  %-20s %-32s %12s %11s %6s\n", "step", "op", "allocation", "sections",
            "bytes", "need");
     for (size_t i = 0; i < sch->nsetup; i++)
-        print_op(&run->trace, &sch->setup[i], "setup");
+        print_op(&run->trace, shared, &sch->setup[i], "setup");
     for (uint32_t s = 0; s < sch->nsteps; s++) {
         snprintf(issue, sizeof(issue), "%u", s);
         for (uint32_t i = sch->step_ops[s]; i < sch->step_ops[s + 1]; i++)
-            print_op(&run->trace, &sch->ops[i], issue);
+            print_op(&run->trace, shared, &sch->ops[i], issue);
     }
+    free(shared);
 }
 
 void umadv__plan_print_text(const umadv_plan_run_t *run)
