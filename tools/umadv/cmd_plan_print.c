@@ -41,21 +41,23 @@ static const char *alloc_label(const umadv_trace_t *trace, const uint8_t *shared
     return buf;
 }
 
-static const umadv_trace_t *tag_order_trace; /* qsort's comparison has no argument */
+typedef struct tag_ref {
+    const char *tag;
+    uint32_t    alloc;
+} tag_ref_t;
 
 static int tag_order(const void *a, const void *b)
 {
-    const umadv_trace_alloc_t *allocs = tag_order_trace->allocs;
-
-    return strcmp(allocs[*(const uint32_t *)a].tag, allocs[*(const uint32_t *)b].tag);
+    return strcmp(((const tag_ref_t *)a)->tag, ((const tag_ref_t *)b)->tag);
 }
 
 /* Per allocation, whether another carries its tag; NULL without memory
  * (every label then carries its ID). */
 static uint8_t *shared_tags(const umadv_trace_t *trace)
 {
-    uint32_t *order = malloc((trace->nallocs + 1) * sizeof(*order)), n = 0;
+    tag_ref_t *order = malloc((trace->nallocs + 1) * sizeof(*order));
     uint8_t *shared = calloc(trace->nallocs + 1, 1);
+    uint32_t n = 0;
 
     if (order == NULL || shared == NULL) {
         free(order);
@@ -64,13 +66,12 @@ static uint8_t *shared_tags(const umadv_trace_t *trace)
     }
     for (uint32_t a = 0; a < trace->nallocs; a++) {
         if (tagged(trace, a))
-            order[n++] = a;
+            order[n++] = (tag_ref_t){trace->allocs[a].tag, a};
     }
-    tag_order_trace = trace;
     qsort(order, n, sizeof(*order), tag_order);
     for (uint32_t i = 1; i < n; i++) {
         if (tag_order(&order[i - 1], &order[i]) == 0)
-            shared[order[i - 1]] = shared[order[i]] = 1;
+            shared[order[i - 1].alloc] = shared[order[i].alloc] = 1;
     }
     free(order);
     return shared;
