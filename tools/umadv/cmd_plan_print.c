@@ -263,9 +263,9 @@ static void print_op(const umadv_trace_t *trace, const uint8_t *shared, const um
            umadv__size_format(op->bytes, bytes, sizeof(bytes)), op->need_step);
 }
 
-static void print_ops(const umadv_plan_run_t *run, const umadv_schedule_t *sch)
+static void print_ops(const umadv_plan_run_t *run, const uint8_t *shared,
+                      const umadv_schedule_t *sch)
 {
-    uint8_t *shared = shared_tags(&run->trace);
     char issue[16];
 
     printf("\n  %6s  %-20s %-32s %12s %11s %6s\n", "step", "op", "allocation", "sections",
@@ -277,11 +277,11 @@ static void print_ops(const umadv_plan_run_t *run, const umadv_schedule_t *sch)
         for (uint32_t i = sch->step_ops[s]; i < sch->step_ops[s + 1]; i++)
             print_op(&run->trace, shared, &sch->ops[i], issue);
     }
-    free(shared);
 }
 
 void umadv__plan_print_text(const umadv_plan_run_t *run)
 {
+    uint8_t *shared = run->args->ops ? shared_tags(&run->trace) : NULL;
     char size[32];
 
     print_header(run);
@@ -299,8 +299,9 @@ void umadv__plan_print_text(const umadv_plan_run_t *run)
         for (unsigned i = 0; i < run->args->npolicies; i++)
             print_staged(&block->results[i]);
         if (run->args->ops)
-            print_ops(run, &block->schedule);
+            print_ops(run, shared, &block->schedule);
     }
+    free(shared);
 }
 
 /* ------------------------------------------------------------ JSON output */
