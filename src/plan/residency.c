@@ -241,19 +241,6 @@ static void q_remove(res_state_t *st, uint32_t x)
     umadv__victimq_remove(&st->q[st->tier[x]], x);
 }
 
-/*
- * The next victim when @need more bytes must go: the farthest next use
- * (Belady), except that a section of a small allocation (TIER_SMALL:
- * moving it costs a call's latency for a few bytes, eviction and refetch
- * alike) goes before an efficient one only if it alone completes the
- * room. Otherwise the policy would spend a call per kilobyte on parameter
- * buffers whose next use happens to be far. A section of a block that
- * shares its pages (TIER_SHARED: trace.h) goes last of all: moving it
- * moves its neighbours' bytes on those pages, and they fault when next
- * used (VGG-16 at a quarter of its footprint faulted 100-180 fault groups
- * an iteration in the one section of its biases and momenta, H100). With
- * one tier it is Belady.
- */
 /* Seconds of compute from the start of absolute time @t (base + step). */
 static double time_at(const res_state_t *st, uint64_t t)
 {
@@ -309,6 +296,19 @@ static uint32_t victim_in_time(res_state_t *st, uint32_t v, uint64_t room, uint6
     return v;
 }
 
+/*
+ * The next victim when @need more bytes must go: the farthest next use
+ * (Belady), except that a section of a small allocation (TIER_SMALL:
+ * moving it costs a call's latency for a few bytes, eviction and refetch
+ * alike) goes before an efficient one only if it alone completes the
+ * room. Otherwise the policy would spend a call per kilobyte on parameter
+ * buffers whose next use happens to be far. A section of a block that
+ * shares its pages (TIER_SHARED: trace.h) goes last of all: moving it
+ * moves its neighbours' bytes on those pages, and they fault when next
+ * used (VGG-16 at a quarter of its footprint faulted 100-180 fault groups
+ * an iteration in the one section of its biases and momenta, H100). With
+ * one tier it is Belady.
+ */
 static uint32_t choose_victim(res_state_t *st, uint64_t need, uint64_t now)
 {
     const umadv_victimq_t *q0 = &st->q[TIER_EFFICIENT], *q1 = &st->q[TIER_SMALL];
