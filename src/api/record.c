@@ -104,16 +104,14 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * its last step). The tail is watched only where the next step cannot
  * begin unseen: steps marked through the API (no profiler), or a timing
  * pass, which sees every launch; a schedule built before the amendment
- * is rebuilt at the next boundary (api/lifecycle.c, PLAN_REQUEST). UMADV_PROFILE_TAIL turns it
- * on; off by default: staged bytes then equal restored ones, but the
- * plans ran VGG-16 at batch 64 slower (80.4 ms against 66.2 at
- * save_on_cpu's peak, 237.0 against 226.6 at half its footprint; GPT-2
- * and ResNet-50 the same within noise; H200, 2026-11-28): the gradients'
- * room, free at the wrap, lets the optimizer's state stay until the
- * forward pass must evict weights right after their use. The planner's
- * victims now weigh when their eviction can start (plan/residency.c),
- * which narrowed the gap (74.0 against 64.6 ms, 230.2 against 226.4)
- * without closing it.
+ * is rebuilt at the next boundary (api/lifecycle.c, PLAN_REQUEST).
+ * UMADV_PROFILE_TAIL turns it on; off by default: staged bytes then equal
+ * restored ones, but VGG-16's plans ran slower (umadv(7) has the figures):
+ * the gradients' room, free at the wrap, lets the optimizer's state stay,
+ * and the fc layers' rooms are then made from weights used the step
+ * before, each judged alone by the planner's lateness test
+ * (plan/residency.c, WHEN THE EVICTION CAN START), all leaving in one
+ * queue.
  */
 void umadv__ctx_record_tail_close(umadv_context_t ctx)
 {
