@@ -28,7 +28,11 @@
  *                           (a memset's kernel populates the range again,
  *                           no host call), the batch call that does both
  *                           (cudaMemDiscardAndPrefetchBatchAsync), a UVM
- *                           eviction (prefetch to the host, and back)
+ *                           eviction (prefetch to the host, and back),
+ *                           cudaMemGetInfo in a loop and every 2 ms (the
+ *                           executor's memory monitor samples so), no call
+ *                           (a thread that has set the device and sleeps,
+ *                           as umadv's lanes do between operations)
  *
  * A beside row also gives the other thread's calls a second and the host
  * time of each (a loop of pieces counted as one; synchronisations and the
@@ -41,6 +45,14 @@
  * do; a row says how many callbacks each launch made.
  *
  *   bench/launch_cost [--size BYTES] [--launches N] [--repeat N]
+ *                     [--settings KEY,...]
+ *
+ * --settings runs those settings alone, in that order (keys: plain, event,
+ * copy-out, copy-in, populate, populate-8m, populate-2m, discard,
+ * discard-prefetch, evict, mem-info, mem-info-paced, idle, cupti,
+ * cupti-runtime, cupti-driver; the CUPTI ones last, in that order, each
+ * with the callbacks of those before it). One setting a process tells
+ * what each costs with nothing run before it in the same process.
  *
  * Exit status 77 without a GPU (or one without concurrent managed
  * access), 2 for a bad option.
@@ -50,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -66,7 +79,7 @@
 typedef enum setting {
     PLAIN, EVENT_AFTER, BESIDE_COPY_OUT, BESIDE_COPY_IN, BESIDE_POPULATE, BESIDE_POPULATE_8M,
     BESIDE_POPULATE_2M, BESIDE_DISCARD, BESIDE_DISCARD_PREFETCH, BESIDE_EVICT,
-    CUPTI_SUBSCRIBED, CUPTI_RUNTIME, CUPTI_DRIVER, SETTINGS
+    BESIDE_MEM_INFO, BESIDE_MEM_INFO_PACED, BESIDE_IDLE, CUPTI_SUBSCRIBED, CUPTI_RUNTIME, CUPTI_DRIVER, SETTINGS
 } setting_t;
 
 static const char *const setting_names[SETTINGS] = {
@@ -80,9 +93,19 @@ static const char *const setting_names[SETTINGS] = {
     "beside: discard, a kernel writes",
     "beside: discard-and-prefetch batch",
     "beside: prefetch to the host",
+    "beside: cudaMemGetInfo",
+    "beside: cudaMemGetInfo every 2 ms",
+    "beside: a thread that sleeps",
     "CUPTI subscribed, no callback",
     "+ runtime launch callbacks",
     "+ driver launch callbacks",
+};
+
+/* --settings' names for them */
+static const char *const setting_keys[SETTINGS] = {
+    "plain", "event", "copy-out", "copy-in", "populate", "populate-8m", "populate-2m",
+    "discard", "discard-prefetch", "evict", "mem-info", "mem-info-paced", "idle", "cupti",
+    "cupti-runtime", "cupti-driver",
 };
 
 typedef struct bench {
@@ -102,12 +125,13 @@ static char first_name[512];
 /* What a span of host time was: one of the other thread's calls, or a
  * launch (LAUNCH). */
 typedef enum kind {
-    K_COPY, K_DISCARD, K_TO_GPU, K_DISCARD_PREFETCH, K_TO_HOST, KINDS, LAUNCH = KINDS
+    K_COPY, K_DISCARD, K_TO_GPU, K_DISCARD_PREFETCH, K_TO_HOST, K_MEM_INFO, KINDS,
+    LAUNCH = KINDS
 } kind_t;
 
 static const char *const kind_names[KINDS] = {
     "a copy", "a discard", "a prefetch to the GPU", "a discard-and-prefetch",
-    "a prefetch to the host",
+    "a prefetch to the host", "a memory info",
 };
 
 typedef struct span {
@@ -167,7 +191,8 @@ static void usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "launch_cost: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N]\n");
+    fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N] "
+                    "[--settings KEY,...]\n");
     exit(EXIT_USAGE);
 }
 
@@ -288,6 +313,16 @@ static void lane_call(lane_t *l, setting_t s)
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, st));
         span_add(&l->spans, t, K_TO_GPU);
         break;
+    case BESIDE_MEM_INFO:
+    case BESIDE_MEM_INFO_PACED:
+        CHECK(cudaMemGetInfo, (&first, &size));
+        span_add(&l->spans, t, K_MEM_INFO);
+        if (s == BESIDE_MEM_INFO_PACED)
+            nanosleep(&(struct timespec){0, 2000000}, NULL);
+        break;
+    case BESIDE_IDLE: /* no CUDA call since cudaSetDevice */
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        return;
     default:
         break;
     }
@@ -308,7 +343,7 @@ static void *lane_main(void *arg)
 
 static int beside(setting_t s)
 {
-    return s >= BESIDE_COPY_OUT && s <= BESIDE_EVICT;
+    return s >= BESIDE_COPY_OUT && s <= BESIDE_IDLE;
 }
 
 /* ---- the launches ------------------------------------------------------- */
@@ -462,6 +497,50 @@ static long parse_count(const char *v, const char *what, long lo, long hi)
     return n;
 }
 
+/* The settings @list names, in its order, into @order; their count. */
+static int parse_settings(const char *list, setting_t order[SETTINGS])
+{
+    char buf[512], *save = NULL;
+    int n = 0, taken[SETTINGS] = {0};
+
+    if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+        usage_error("--settings '%s' is too long", list);
+    for (char *key = strtok_r(buf, ",", &save); key != NULL; key = strtok_r(NULL, ",", &save)) {
+        int s = 0;
+
+        while (s < SETTINGS && strcmp(setting_keys[s], key) != 0)
+            s++;
+        if (s == SETTINGS)
+            usage_error("unknown setting '%s'", key);
+        if (taken[s]++)
+            usage_error("setting '%s' given twice", key);
+        /* a CUPTI setting keeps its callbacks on for those after it */
+        if (n > 0 && order[n - 1] >= CUPTI_SUBSCRIBED && (setting_t)s < order[n - 1])
+            usage_error("setting '%s' comes after a CUPTI one it may not follow", key);
+        order[n++] = (setting_t)s;
+    }
+    if (n == 0)
+        usage_error("--settings '%s' names none", list);
+    return n;
+}
+
+/* Subscribed and the callbacks of every CUPTI setting up to @s on; 0 if
+ * CUPTI refused. */
+static int cupti_up_to(bench_t *b, setting_t s, setting_t *on)
+{
+    if (!b->subscribed && *on < CUPTI_SUBSCRIBED) {
+        b->subscribed = cupti_ok(cuptiSubscribe(&b->subscriber, on_callback, NULL),
+                                 "cuptiSubscribe");
+        *on = CUPTI_SUBSCRIBED;
+    }
+    if (!b->subscribed)
+        return 0;
+    for (; *on < s; (*on)++)
+        if (!cupti_set(b, *on + 1, 1))
+            return 0;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t size = UINT64_C(64) << 20;
@@ -472,6 +551,11 @@ int main(int argc, char **argv)
     int driver = 0;
     double plain = 0;
     met_t met[SETTINGS];
+    setting_t order[SETTINGS], cupti_on = PLAIN;
+    int norder = SETTINGS, ran[SETTINGS] = {0};
+
+    for (int s = 0; s < SETTINGS; s++)
+        order[s] = (setting_t)s;
 
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -485,6 +569,8 @@ int main(int argc, char **argv)
             launches = (launches + BATCH - 1) / BATCH * BATCH;
         } else if (strcmp(argv[i], "--repeat") == 0 && v != NULL) {
             repeat = (int)parse_count(v, "invalid --repeat '%s' (1 to 101)", 1, MAX_REPEAT);
+        } else if (strcmp(argv[i], "--settings") == 0 && v != NULL) {
+            norder = parse_settings(v, order);
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
@@ -503,28 +589,27 @@ int main(int argc, char **argv)
            (double)size / 1048576.0);
     printf("%-34s %12s %10s %16s %15s %13s\n", "setting", "us/launch", "x plain",
            "callbacks/launch", "other's calls/s", "its host us");
-    for (int s = 0; s < SETTINGS; s++) {
+    for (int i = 0; i < norder; i++) {
+        setting_t s = order[i];
         long lane_calls = 0;
         double lane_us = 0;
         unsigned long before;
         uint64_t t0;
         double us, secs;
 
-        if (s == CUPTI_SUBSCRIBED) {
-            b.subscribed = cupti_ok(cuptiSubscribe(&b.subscriber, on_callback, NULL),
-                                    "cuptiSubscribe");
-        }
-        if (s >= CUPTI_SUBSCRIBED && (!b.subscribed || !cupti_set(&b, (setting_t)s, 1))) {
+        if (s >= CUPTI_SUBSCRIBED && !cupti_up_to(&b, s, &cupti_on)) {
             printf("%-34s %12s\n", setting_names[s], "(CUPTI refused)");
             continue;
         }
         before = atomic_load(&callbacks);
         t0 = umadv__now_ns();
-        us = setting_us(&b, (setting_t)s, launches, repeat, &lane_calls, &lane_us, &met[s]);
+        us = setting_us(&b, s, launches, repeat, &lane_calls, &lane_us, &met[s]);
+        ran[s] = 1;
         secs = (double)(umadv__now_ns() - t0) / 1e9;
         if (s == PLAIN)
             plain = us;
-        printf("%-34s %12.2f %10.2f %16.2f %15.1f %13.1f\n", setting_names[s], us, us / plain,
+        printf("%-34s %12.2f %10.2f %16.2f %15.1f %13.1f\n", setting_names[s], us,
+               plain > 0 ? us / plain : 0.0,
                (double)(atomic_load(&callbacks) - before) / (double)(launches * repeat + 4 * BATCH),
                (double)lane_calls / secs, lane_us);
     }
@@ -535,7 +620,7 @@ int main(int argc, char **argv)
     }
     printf("launches beside the other thread, by the call they met (us each):\n");
     for (int s = 0; s < SETTINGS; s++)
-        if (beside((setting_t)s))
+        if (ran[s] && beside((setting_t)s))
             met_print((setting_t)s, &met[s]);
     free(launch_spans.v);
     return 0;

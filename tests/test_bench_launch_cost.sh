@@ -17,6 +17,18 @@ ok $? "--repeat 0: a usage error naming the option" || diag "$tmp/bad"
 [ $? -eq 2 ] && grep -q "invalid --launches '12x'" "$tmp/bad"
 ok $? "--launches 12x: a usage error naming the option" || diag "$tmp/bad"
 
+"$bench" --settings plain,nope >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "unknown setting 'nope'" "$tmp/bad"
+ok $? "--settings with an unknown key: a usage error naming it" || diag "$tmp/bad"
+
+"$bench" --settings cupti,idle >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "setting 'idle' comes after a CUPTI one" "$tmp/bad"
+ok $? "--settings with a setting after a CUPTI one: a usage error" || diag "$tmp/bad"
+
+"$bench" --settings idle,idle >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "setting 'idle' given twice" "$tmp/bad"
+ok $? "--settings with a key twice: a usage error" || diag "$tmp/bad"
+
 "$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
 status=$?
 if [ $status -eq 77 ]; then
@@ -24,9 +36,9 @@ if [ $status -eq 77 ]; then
     ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
 else
     ok $status "runs on the GPU" || diag "$tmp/err"
-    # 13 settings: a time above 0 each, or CUPTI's refusal for its rows
+    # 16 settings: a time above 0 each, or CUPTI's refusal for its rows
     awk '/^(plain|\+|beside|CUPTI)/ { n++; t = $(NF-4); if ($0 !~ /CUPTI refused/ && !(t + 0 > 0)) bad = 1 }
-         END { exit n != 13 || bad }' "$tmp/out"
+         END { exit n != 16 || bad }' "$tmp/out"
     ok $? "a measured row per setting" || diag "$tmp/out"
     # with runtime callbacks on, at least the entry and exit of each launch
     awk '/^\+ runtime launch callbacks/ && !/CUPTI refused/ { if (!($(NF-2) >= 2)) bad = 1 }
@@ -35,8 +47,14 @@ else
     # per beside setting, its launches by the call they met, with a count each
     awk '/^launches beside the other thread/ { on = 1; next }
          on && /^  beside: / { n++; if ($0 !~ /[0-9]+, [0-9.]+ us;/) bad = 1 }
-         END { exit n != 8 || bad }' "$tmp/out"
-    ok $? "the launches beside each of the 8 calls, by the call they met" || diag "$tmp/out"
+         END { exit n != 11 || bad }' "$tmp/out"
+    ok $? "the launches beside each of the 11 calls, by the call they met" || diag "$tmp/out"
+    # settings alone, in the order given
+    "$bench" --launches 512 --repeat 1 --settings idle,cupti-runtime >"$tmp/one" 2>"$tmp/err"
+    awk '/^(plain|\+|beside|CUPTI)/ { n++; rows = rows $0 "\n" }
+         END { exit n != 2 || rows !~ /^beside: a thread that sleeps/ }' "$tmp/one" &&
+        grep -q "^+ runtime launch callbacks" "$tmp/one"
+    ok $? "--settings runs those settings alone, in its order" || diag "$tmp/one"
 fi
 
 tap_done
