@@ -222,10 +222,13 @@ static void test_policies(void)
        (unsigned long long)(after.device_allocs - before.device_allocs));
 }
 
-/* In a steady plan replay, each staged range moves in one copy each way
+/* In a steady plan replay, a staged range moves in one copy each way
  * (two calls: through the lane's bounce buffer and over the link): its
  * sections got consecutive slots although restores in another order
- * freed them. */
+ * freed them. Most ranges: the plan the planner keeps here (its in-time
+ * victim rule, 7.6 ms simulated against 9.1) fills the pool, and as the
+ * host backend's lanes happen to run, a range may find no free run and
+ * take two (60 to 66 ranges, up to 10 of them split, in ten runs). */
 static void test_consecutive_slots(void)
 {
     umadv_cuda_host_counters_t before, after;
@@ -242,8 +245,9 @@ static void test_consecutive_slots(void)
     copies = after.memcpys - before.memcpys;
     ranges = after.discards - before.discards + after.discard_prefetches -
              before.discard_prefetches;
-    ok(ranges > 0 && copies == 2 * ranges,
-       "six steady iterations: %llu copy calls for %llu staged ranges out and in (two each)",
+    ok(ranges > 0 && copies >= 2 * ranges && copies <= 2 * ranges + ranges / 2,
+       "six steady iterations: %llu copy calls for %llu staged ranges out and in (two each, "
+       "a run split for at most one in four)",
        (unsigned long long)copies, (unsigned long long)ranges);
     app_end(&a);
 }

@@ -17,8 +17,9 @@ fi
 echo "1..$(($# * 7))"
 
 # column NAME COLUMN FILE: a column of a policy's row in umadv plan's table
+# (not the line under plan's row that a trace with staging adds)
 column() {
-    awk -v p="$1" -v c="$2" '$1 == p && NF >= 11 { print $c }' "$3"
+    awk -v p="$1" -v c="$2" '$1 == p && NF >= 11 && $2 ~ /^[0-9.]+$/ { print $c }' "$3"
 }
 
 for trace in "$@"; do

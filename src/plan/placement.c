@@ -515,13 +515,13 @@ static umadv_status_t try_round(place_state_t *st, uint64_t budget, uint32_t max
                                 int *kept_p)
 {
     const umadv_plan_params_t *p = st->params;
+    umadv_victim_rule_t rule = umadv__plan_victim_rule(st->w, p);
     umadv_residency_t next;
     umadv_status_t status;
 
     *kept_p = 0;
     status = umadv__residency_run(st->w, budget, p->read_mostly, 1, max_passes,
-                                  umadv__plan_small_bytes(&p->link),
-                                  umadv__plan_evict_rate(st->w, p), r->trial, &next);
+                                  umadv__plan_small_bytes(&p->link), &rule, r->trial, &next);
     if (status != UMADV_OK)
         return status;
     if (next.converged) {

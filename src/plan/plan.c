@@ -259,6 +259,8 @@ static int op1_compare(const void *pa, const void *pb)
 
     if (c == 0)
         c = cmp_u32(op1_rank(a), op1_rank(b));
+    if (c == 0 && a->kind == UMADV_OP_EVICT)
+        c = cmp_u32(a->room_after, b->room_after);
     if (c == 0)
         c = cmp_u32(a->need_order, b->need_order);
     if (c == 0)
@@ -560,14 +562,14 @@ static umadv_status_t plan_window(const umadv_window_t *w, const umadv_plan_para
 {
     uint64_t budget = umadv__plan_effective_budget(w, params->budget);
     uint32_t passes = params->max_passes ? params->max_passes : PLAN_MAX_PASSES_DEFAULT;
+    umadv_victim_rule_t rule = umadv__plan_victim_rule(w, params);
     umadv_residency_t res;
     umadv_placement_t pl;
     umadv_timing_t timing;
     umadv_status_t status;
 
     status = umadv__residency_run(w, budget, params->read_mostly, 1, passes,
-                                  umadv__plan_small_bytes(&params->link),
-                                  umadv__plan_evict_rate(w, params), NULL, &res);
+                                  umadv__plan_small_bytes(&params->link), &rule, NULL, &res);
     if (status != UMADV_OK)
         return status;
     if (phases == 0) {
@@ -670,37 +672,49 @@ static umadv_status_t refine_variant(const umadv_trace_t *trace, const umadv_win
  * REFINE: the placement's estimate is a model of a model (placement.c,
  * estimate_t), and on the shipped traces neither of its forms is right
  * everywhere: one phase misses the eviction backlog of GPT-2's forward
- * pass, two phases overplace ResNet-50's activations. So with
- * params->refine each variant (two phases, one phase, no placement) is
- * planned and replayed by the simulator, and the fastest kept; ties go
- * to the earlier one. Three plans and three simulations: a 1,517-layer
- * ResNet still plans in about 0.1 s. Where staged evictions are priced
- * with the staged figures (CHANNELS), each variant is also planned priced
- * as UVM: the estimate does not know the staging pool (core.h, STAGING:
+ * pass, two phases overplace ResNet-50's activations. Nor is either
+ * victim rule (residency.c, WHEN THE EVICTION CAN START): near Belady
+ * loses 8% to the in-time rule on VGG-16 at save_on_cpu's peak with its
+ * gradients freed at the wrap, the in-time rule 2.5% to it on ResNet-50
+ * at 75% (H200 traces, 2026-11-28). So with params->refine each variant
+ * (each victim rule; with host placement, each with two phases, one
+ * phase, no placement) is planned and replayed by the simulator, and the
+ * fastest kept; ties go to the earlier one. Without host placement, two
+ * plans and simulations (the 1,001-layer ResNet trace: 10 to 47 ms);
+ * with it, six (bench/plan_scaling: a 1,517-layer ResNet in 0.18 s).
+ * Where staged evictions are priced with the staged figures (CHANNELS),
+ * each placed variant is also planned priced as UVM: the estimate does
+ * not know the staging pool (core.h, STAGING:
  * what an eviction decided while it is short of room cannot stage
  * migrates), nor that every eviction of a section it places on the host
  * migrates (an advised section is never staged: the synthetic GPT-2 at
  * batch 32 and 60%, test_placement), the simulator does;
- * six plans and simulations then.
+ * twelve plans and simulations then.
  */
 static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t *w,
                                 const umadv_plan_params_t *params, umadv_schedule_t *best)
 {
-    static const uint32_t variants[] = {2, 1, 0};
-    umadv_plan_params_t pricings[2] = {*params};
-    size_t npricings = 1;
+    static const uint32_t placed[] = {2, 1, 0}, unplaced[] = {0};
+    const uint32_t *variants = params->host_placement ? placed : unplaced;
+    size_t nvariants = params->host_placement ? UMADV_ARRAY_SIZE(placed) : 1;
+    umadv_plan_params_t pricings[2 * UMADV_PLAN_VICTIM_RULES];
+    size_t npricings = 0;
     refine_t rf = {.best_s = INFINITY};
     umadv_status_t status = UMADV_OK;
 
-    if (!params->host_placement)
-        return plan_variant(w, params, 0, best);
     if (!params->refine || !link_simulable(&params->link))
-        return plan_variant(w, params, 2, best);
-    if (stage_priced(trace, params))
-        uvm_pricing(params, &pricings[npricings++]);
+        return plan_variant(w, params, variants[0], best);
+    for (int rule = 0; rule < UMADV_PLAN_VICTIM_RULES; rule++) {
+        pricings[npricings] = *params;
+        pricings[npricings++].victims = rule;
+        if (params->host_placement && stage_priced(trace, params)) {
+            uvm_pricing(&pricings[npricings - 1], &pricings[npricings]);
+            npricings++;
+        }
+    }
     for (size_t p = 0; p < npricings && status == UMADV_OK; p++) {
         rf.unplaced = 0;
-        for (size_t v = 0; v < UMADV_ARRAY_SIZE(variants) && status == UMADV_OK; v++)
+        for (size_t v = 0; v < nvariants && status == UMADV_OK; v++)
             status = refine_variant(trace, w, params, &pricings[p], variants[v], &rf);
     }
     if (status != UMADV_OK) {
@@ -790,7 +804,7 @@ umadv_status_t umadv__plan_residency_linear(const umadv_trace_t *trace, uint32_t
     status = umadv__window_check_budget(&w, budget ? budget : UINT64_MAX);
     if (status == UMADV_OK)
         status = umadv__residency_run(&w, umadv__plan_effective_budget(&w, budget), read_mostly,
-                                      0, 1, umadv__plan_small_bytes(&trace->link), 0, NULL,
+                                      0, 1, umadv__plan_small_bytes(&trace->link), NULL, NULL,
                                       &res);
     umadv__window_cleanup(&w);
     if (status != UMADV_OK)

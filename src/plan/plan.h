@@ -28,9 +28,13 @@ typedef struct umadv_plan_params {
     int                host_placement; /* allow host placement (plan.c, HOST
                                         * PLACEMENT): runs read or written
                                         * over the link instead of moved */
-    int                refine;     /* with host placement: plan each way of
-                                    * estimating it (and none), simulate each,
-                                    * keep the fastest (plan.c, REFINE) */
+    int                refine;     /* plan each victim rule and, with host
+                                    * placement, each way of estimating it (and
+                                    * none), simulate each, keep the fastest
+                                    * (plan.c, REFINE) */
+    int                victims;    /* the victim rule (residency.c, WHEN THE
+                                    * EVICTION CAN START) when not refined:
+                                    * UMADV_PLAN_VICTIMS_* */
     uint64_t           max_touches; /* the iteration's section touches plus steps
                                      * at most (window.h, COST); 0 = no limit;
                                      * default UMADV_PLAN_MAX_TOUCHES_DEFAULT */
@@ -41,6 +45,17 @@ typedef struct umadv_plan_params {
                                     * trials simulate it; default: the trace
                                     * marks any allocation stageable */
 } umadv_plan_params_t;
+
+/* How the residency policy weighs when a victim's eviction can start
+ * against Belady's farthest next use (residency.c). */
+enum {
+    UMADV_PLAN_VICTIMS_NEAR_BELADY, /* a late victim gives way to one next used
+                                     * at most a tenth of its distance sooner */
+    UMADV_PLAN_VICTIMS_IN_TIME,     /* to one at most half its distance sooner,
+                                     * the evictions issued with it counted,
+                                     * and the lane's queue in room order */
+    UMADV_PLAN_VICTIM_RULES
+};
 
 /* What the residency policy alone did (no timing), for tests and what-if
  * tools. */

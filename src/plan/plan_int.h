@@ -31,6 +31,8 @@ typedef struct umadv_res_event {
     uint32_t section;
     int32_t  eff;
     uint32_t last_use;  /* departures: window step of the last use */
+    uint32_t room;      /* evictions: window step whose room it makes, or
+                         * UMADV_STEP_NONE (it leaves for another reason) */
     int32_t  host_end;  /* arrivals: the step after the section's last remote
                          * touch before it, in eff's frame (the fetch must not
                          * start while the host copy is in use); INT32_MIN
@@ -48,22 +50,33 @@ typedef struct umadv_residency {
     umadv_residency_stats_t stats;    /* of the steady-state pass */
 } umadv_residency_t;
 
+/* How the residency policy weighs when a victim's eviction can start
+ * (residency.c, WHEN THE EVICTION CAN START). */
+typedef struct umadv_victim_rule {
+    double   evict_bw; /* bytes/s an eviction runs at; 0: time-blind (Belady) */
+    uint32_t slack;    /* a late victim gives way to one next used at most
+                        * 1/slack of its distance sooner */
+    int      queued;   /* count the evictions issued at the victim's step
+                        * ahead of it, and queue a step's evictions in the
+                        * order of the rooms they make */
+} umadv_victim_rule_t;
+
 /*
  * Run the eviction policy over the window. @cyclic: replay it until the
  * state at the wrap repeats (at most @max_passes times, then close a pass
  * with extra events); else one linear pass from an empty GPU. Allocations
  * under @small_bytes are evicted late (residency.c, choose_victim); with
- * @evict_bw (bytes/s, 0: none) a victim that would leave too late gives
- * way to one nearly as far that left in time (residency.c, WHEN THE
- * EVICTION CAN START).
+ * a @rule (NULL or a rate of 0: Belady's) a victim that would leave too
+ * late gives way to one nearly as far that left in time (residency.c,
+ * WHEN THE EVICTION CAN START).
  * @remote (NULL: none) flags touches, in umadv_touches_t order, that are
  * served over the link: the section is off the GPU at that step and takes
  * no room. The caller checked the budget against every step.
  */
 umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
                                     int read_mostly, int cyclic, uint32_t max_passes,
-                                    uint64_t small_bytes, double evict_bw, const uint8_t *remote,
-                                    umadv_residency_t *res);
+                                    uint64_t small_bytes, const umadv_victim_rule_t *rule,
+                                    const uint8_t *remote, umadv_residency_t *res);
 
 /* Allocations smaller than this spend over 8x longer in an eviction
  * call's latency than in moving their bytes. */
@@ -122,6 +135,16 @@ static inline double umadv__plan_evict_rate(const umadv_window_t *w,
     return l->evict_bw;
 }
 
+/* params->victims as the residency policy takes it. */
+static inline umadv_victim_rule_t umadv__plan_victim_rule(const umadv_window_t *w,
+                                                          const umadv_plan_params_t *params)
+{
+    int in_time = params->victims == UMADV_PLAN_VICTIMS_IN_TIME;
+    umadv_victim_rule_t rule = {umadv__plan_evict_rate(w, params), in_time ? 2 : 10, in_time};
+
+    return rule; /* slack: a half, a tenth (residency.c, WHEN THE EVICTION CAN START) */
+}
+
 /* An operation on one section, before coalescing. issue is relative to the
  * need's replay: negative means issued in the previous one. */
 typedef struct umadv_op1 {
@@ -130,6 +153,8 @@ typedef struct umadv_op1 {
     uint32_t need;      /* window step */
     uint32_t issue_step; /* set when sorting: issue as a window step */
     uint32_t need_order; /* set when sorting: need counted across the wrap */
+    uint32_t room_after; /* evictions: steps from issue to the room it makes
+                          * (n: none), the lane's order at one issue */
     uint8_t  kind;      /* umadv_op_kind_t */
     uint8_t  flags;     /* umadv_op_flag */
     uint8_t  advice;    /* umadv_advice_t, ADVISE only */

@@ -38,7 +38,14 @@ typedef struct res_state {
                              * its pages (see choose_victim) */
     uint64_t *last_use;     /* per section: absolute time of the last touch */
     double    evict_bw;     /* bytes/s an eviction runs at; 0: time-blind (choose_victim) */
+    uint32_t  slack;        /* the rule's (victim_in_time) */
+    int       queued;       /* the rule's: issued_bytes counted, rooms recorded */
     double   *cum;          /* n + 1 prefix sums of the steps' durations, seconds */
+    uint64_t *issued_at;    /* per step (t % n): the absolute time t of the bytes in
+                             * issued_bytes, evictions issued then (leaves_late) */
+    uint64_t *issued_bytes;
+    uint64_t  room_for;     /* absolute step whose room make_room makes now;
+                             * UINT64_MAX outside it (depart) */
     uint64_t  occ;          /* bytes resident */
     umadv_victimq_t q[TIERS]; /* resident sections not in use, per tier */
 } res_state_t;
@@ -107,27 +114,35 @@ static umadv_status_t compute_next_uses(res_state_t *st)
 
 /* The steps' durations as prefix sums; a trace without durations (all
  * 0) leaves the policy time-blind. */
-static umadv_status_t durations_init(res_state_t *st, double evict_bw)
+static umadv_status_t durations_init(res_state_t *st, const umadv_victim_rule_t *rule)
 {
+    double evict_bw = rule != NULL ? rule->evict_bw : 0;
+
     st->cum = malloc(((size_t)st->n + 1) * sizeof(*st->cum));
-    if (st->cum == NULL)
+    st->issued_at = malloc(((size_t)st->n + 1) * sizeof(*st->issued_at));
+    st->issued_bytes = calloc((size_t)st->n + 1, sizeof(*st->issued_bytes));
+    if (st->cum == NULL || st->issued_at == NULL || st->issued_bytes == NULL)
         return UMADV_ERR_NO_MEMORY;
+    memset(st->issued_at, 0xff, ((size_t)st->n + 1) * sizeof(*st->issued_at));
     st->cum[0] = 0;
     for (uint32_t j = 0; j < st->n; j++)
         st->cum[j + 1] = st->cum[j] + umadv__window_step_seconds(st->w, j);
     st->evict_bw = st->cum[st->n] > 0 && evict_bw > 0 ? evict_bw : 0;
+    st->slack    = rule != NULL && rule->slack > 0 ? rule->slack : 1;
+    st->queued   = st->evict_bw > 0 && rule->queued;
     return UMADV_OK;
 }
 
 static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint64_t budget,
                                  int read_mostly, int cyclic, uint64_t small_bytes,
-                                 double evict_bw, const uint8_t *remote)
+                                 const umadv_victim_rule_t *rule, const uint8_t *remote)
 {
     const umadv_trace_t *trace = w->trace;
     size_t ns = trace->nsections ? trace->nsections : 1;
     umadv_status_t status;
 
     memset(st, 0, sizeof(*st));
+    st->room_for = UINT64_MAX;
     st->w = w;
     st->trace = trace;
     st->budget = budget;
@@ -158,7 +173,7 @@ static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint6
     }
     status = collect_touches(st);
     if (status == UMADV_OK)
-        status = durations_init(st, evict_bw);
+        status = durations_init(st, rule);
     if (status != UMADV_OK)
         return status;
     return compute_next_uses(st);
@@ -177,6 +192,8 @@ static void state_cleanup(res_state_t *st)
     free(st->tier);
     free(st->last_use);
     free(st->cum);
+    free(st->issued_at);
+    free(st->issued_bytes);
 }
 
 static umadv_status_t record(umadv_residency_t *res, uint32_t x, int64_t eff, uint32_t last_use,
@@ -195,7 +212,25 @@ static umadv_status_t record(umadv_residency_t *res, uint32_t x, int64_t eff, ui
     ev->kind     = (uint8_t)kind;
     ev->fresh    = (uint8_t)fresh;
     ev->host_end = INT32_MIN;
+    ev->room     = UMADV_STEP_NONE;
     return UMADV_OK;
+}
+
+/* Bytes of the evictions issued at absolute time @t so far (the rule's
+ * queue count; a slot holds one time, the latest: a victim's last use is
+ * at most a window before the room it makes). */
+static uint64_t issued_bytes(const res_state_t *st, uint64_t t)
+{
+    return st->issued_at[t % st->n] == t ? st->issued_bytes[t % st->n] : 0;
+}
+
+/* Section @x's eviction is issued right after its last use. */
+static void issue(res_state_t *st, uint32_t x)
+{
+    uint64_t t = st->last_use[x] + 1;
+
+    st->issued_bytes[t % st->n] = issued_bytes(st, t) + section_size(st, x);
+    st->issued_at[t % st->n] = t;
 }
 
 static umadv_status_t depart(res_state_t *st, umadv_residency_t *res, uint32_t x,
@@ -203,14 +238,20 @@ static umadv_status_t depart(res_state_t *st, umadv_residency_t *res, uint32_t x
 {
     uint64_t size = section_size(st, x);
     int64_t last = (int64_t)st->last_use[x] - (int64_t)base;
+    umadv_status_t status;
 
     st->res[x] = 0;
     st->occ -= size;
+    if (kind == UMADV_RES_EVICT && st->queued)
+        issue(st, x);
     if (kind == UMADV_RES_EVICT)
         res->stats.evict_bytes += size;
     else
         res->stats.drop_bytes += size;
-    return record(res, x, eff, (uint32_t)((last + st->n) % st->n), kind, 0);
+    status = record(res, x, eff, (uint32_t)((last + st->n) % st->n), kind, 0);
+    if (status == UMADV_OK && st->queued && st->room_for != UINT64_MAX)
+        res->events[res->nevents - 1].room = (uint32_t)((st->room_for - base) % st->n);
+    return status;
 }
 
 static umadv_status_t arrive(res_state_t *st, umadv_residency_t *res, uint32_t x, int64_t eff,
@@ -247,12 +288,16 @@ static double time_at(const res_state_t *st, uint64_t t)
     return (double)(t / st->n) * st->cum[st->n] + st->cum[t % st->n];
 }
 
-/* Whether section @x's eviction, issued right after its last use (TIMING),
+/* Whether section @x's eviction, issued right after its last use (TIMING)
+ * behind those issued there before it (when the rule counts them),
  * cannot have freed @room_s seconds' worth of bytes by step @now: the
  * step would wait for it. */
 static int leaves_late(const res_state_t *st, uint32_t x, uint64_t now, double room_s)
 {
-    return time_at(st, now) - time_at(st, st->last_use[x] + 1) < room_s;
+    uint64_t queued = st->queued ? issued_bytes(st, st->last_use[x] + 1) : 0;
+    double queued_s = (double)queued / st->evict_bw;
+
+    return time_at(st, now) - time_at(st, st->last_use[x] + 1) < room_s + queued_s;
 }
 
 /*
@@ -260,22 +305,31 @@ static int leaves_late(const res_state_t *st, uint32_t x, uint64_t now, double r
  * to time: a victim used by the step before must leave while the step
  * that needs its room waits; one idle since long ago has left by then
  * (TIMING issues an eviction right after the last use). At equal next
- * use the queue already prefers the one used least recently; this widens
- * "equal" to "within a tenth": where Belady's pick would leave too late
- * for the room and a candidate next in its order, next used at most a
- * tenth of the distance sooner, would not, that one goes. VGG-16 at
- * save_on_cpu's peak with its gradients dying at the wrap
- * (UMADV_PROFILE_TAIL): fc6's weight, used at step 111, went for step
- * 112's room (11 ms waited) before fc6's momentum, idle since the last
- * optimizer step and next used at 270 against 284: 72.4 to 66.5 ms
- * simulated. Half the distance instead of a tenth also moved plans that
- * Belady had right (ResNet-50 at batch 256 and 75%, +1.9%); a tenth moved
- * nothing else on the shipped and measured traces by more than 0.1%.
+ * use the queue already prefers the one used least recently; the rule
+ * (umadv_victim_rule_t) widens "equal" to "within 1/slack": where
+ * Belady's pick would leave too late for the room and a candidate next
+ * in its order, next used at most 1/slack of the distance sooner, would
+ * not, that one goes. The rest of a late candidate's list (same next
+ * use, used no earlier) is late too and skipped: a 392 MiB weight's 196
+ * sections used to fill the scan. Two rules, and the planner simulates
+ * both and keeps the faster (plan.c, REFINE):
+ *  - near Belady: a tenth. VGG-16 at save_on_cpu's peak with its
+ *    gradients dying at the wrap (UMADV_PROFILE_TAIL): fc6's weight, used
+ *    at step 111, went for step 112's room (11 ms waited) before fc6's
+ *    momentum, idle since the last optimizer step and next used at 270
+ *    against 284: 72.4 to 66.5 ms simulated. Half the distance also moved
+ *    plans that Belady had right (ResNet-50 at batch 256 and 75%, +1.9%).
+ *  - in time: a half, and a victim is late also by the bytes already
+ *    issued at its step ahead of it (issued_bytes: all evictions issued
+ *    there leave in one queue, which each small room passed alone), and
+ *    a step's evictions queue in the order of the rooms they make
+ *    (umadv_res_event_t.room). On the same VGG-16 trace at save_on_cpu's
+ *    peak (H200, 2026-11-28): 56.97 ms near Belady, 52.59 in time (51.78
+ *    with the gradients thought live).
  * Without durations or a rate (umadv__plan_residency_linear, the exact
  * tests) the policy is Belady's.
  */
 #define TIMED_VICTIM_SCAN  256
-#define TIMED_VICTIM_SLACK 10
 
 static uint32_t victim_in_time(res_state_t *st, uint32_t v, uint64_t room, uint64_t now)
 {
@@ -287,8 +341,9 @@ static uint32_t victim_in_time(res_state_t *st, uint32_t v, uint64_t room, uint6
     if (room_s <= 0 || far == UMADV_VICTIMQ_NEVER || !leaves_late(st, v, now, room_s))
         return v;
     for (int i = 0; i < TIMED_VICTIM_SCAN; i++) {
-        c = umadv__victimq_below(q, c, now);
-        if (c == UMADV_VICTIMQ_NIL || q->key[c] - now < far - far / TIMED_VICTIM_SLACK)
+        /* c leaves late: so do the rest of its list, used no earlier */
+        c = umadv__victimq_below_list(q, c, now);
+        if (c == UMADV_VICTIMQ_NIL || q->key[c] - now < far - far / st->slack)
             return v;
         if (!leaves_late(st, c, now, room_s))
             return c;
@@ -346,8 +401,10 @@ static umadv_status_t make_room(res_state_t *st, umadv_residency_t *res, uint64_
             return UMADV_ERR_STATE;
         }
         q_remove(st, v);
+        st->room_for = now;
         status = depart(st, res, v, st->cls[v] ? UMADV_RES_DROP : UMADV_RES_EVICT,
                         (int64_t)st->last_use[v] + 1 - (int64_t)base, base);
+        st->room_for = UINT64_MAX;
         if (status != UMADV_OK)
             return status;
     }
@@ -656,8 +713,8 @@ static umadv_status_t run_passes(res_state_t *st, umadv_residency_t *res,
 
 umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budget,
                                     int read_mostly, int cyclic, uint32_t max_passes,
-                                    uint64_t small_bytes, double evict_bw, const uint8_t *remote,
-                                    umadv_residency_t *res)
+                                    uint64_t small_bytes, const umadv_victim_rule_t *rule,
+                                    const uint8_t *remote, umadv_residency_t *res)
 {
     size_t ns = window->trace->nsections ? window->trace->nsections : 1;
     umadv_residency_t prev;
@@ -671,7 +728,7 @@ umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budge
     prev.start = calloc(ns, 1);
     status = res->start == NULL || prev.start == NULL
                  ? UMADV_ERR_NO_MEMORY
-                 : state_init(&st, window, budget, read_mostly, cyclic, small_bytes, evict_bw,
+                 : state_init(&st, window, budget, read_mostly, cyclic, small_bytes, rule,
                               remote);
     if (status == UMADV_OK)
         status = run_passes(&st, res, &prev, max_passes ? max_passes : 1);

@@ -290,6 +290,9 @@ static void emit_ops(const timing_state_t *st, const arrival_t *arr, size_t narr
         op->need    = events[e].last_use;
         op->issue   = (int32_t)imod(events[e].eff - 1, n);
         op->kind    = events[e].kind == UMADV_RES_EVICT ? UMADV_OP_EVICT : UMADV_OP_DROP;
+        op->room_after = events[e].room == UMADV_STEP_NONE
+                             ? (uint32_t)n
+                             : (uint32_t)imod((int64_t)events[e].room - op->issue, n);
         op->flags   = 0;
         op->advice  = UMADV_ADVICE_NONE;
     }

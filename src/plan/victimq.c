@@ -207,11 +207,16 @@ static int64_t bucket_below(const umadv_victimq_t *q, int64_t b, int64_t lo)
 
 uint32_t umadv__victimq_below(const umadv_victimq_t *q, uint32_t section, uint64_t now)
 {
+    if (q->next[section] != UMADV_VICTIMQ_NIL)
+        return q->next[section];
+    return umadv__victimq_below_list(q, section, now);
+}
+
+uint32_t umadv__victimq_below_list(const umadv_victimq_t *q, uint32_t section, uint64_t now)
+{
     uint32_t b = bucket_of(q, q->key[section]);
     int64_t below;
 
-    if (q->next[section] != UMADV_VICTIMQ_NIL)
-        return q->next[section];
     if (q->cls[section] && q->head[b * 2] != UMADV_VICTIMQ_NIL)
         return q->head[b * 2]; /* the bucket's list that costs a copy */
     below = bucket_below(q, b, (int64_t)(now % q->ring));

@@ -60,6 +60,11 @@ uint32_t umadv__victimq_peek_max(const umadv_victimq_t *q, uint64_t now);
  * NIL. */
 uint32_t umadv__victimq_below(const umadv_victimq_t *q, uint32_t section, uint64_t now);
 
+/* The first member after @section's list (its key and cost class) in
+ * peek_max's order, or NIL: the list's later members, inserted after it,
+ * were used no earlier. */
+uint32_t umadv__victimq_below_list(const umadv_victimq_t *q, uint32_t section, uint64_t now);
+
 /* The same, removed from the queue. */
 uint32_t umadv__victimq_pop_max(umadv_victimq_t *q, uint64_t now);
 
