@@ -109,9 +109,9 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * restored ones, but VGG-16's plans ran slower (umadv(7) has the figures):
  * the gradients' room, free at the wrap, lets the optimizer's state stay,
  * and the fc layers' rooms are then made from weights used the step
- * before, each judged alone by the planner's lateness test
- * (plan/residency.c, WHEN THE EVICTION CAN START), all leaving in one
- * queue.
+ * before, all leaving in one queue. The planner's in-time victim rule
+ * (plan/residency.c, WHEN THE EVICTION CAN START) took most of that loss
+ * back, not all.
  */
 void umadv__ctx_record_tail_close(umadv_context_t ctx)
 {
