@@ -112,9 +112,11 @@ static umadv_status_t compute_next_uses(res_state_t *st)
     return UMADV_OK;
 }
 
-/* The steps' durations as prefix sums; a trace without durations (all
- * 0) leaves the policy time-blind. */
-static umadv_status_t durations_init(res_state_t *st, const umadv_victim_rule_t *rule)
+/* What the policy times victims with: the steps' durations as prefix
+ * sums and @rule (WHEN THE EVICTION CAN START), with the per-step counts
+ * of evictions issued; a trace without durations (all 0) or no rule
+ * leaves the policy time-blind. */
+static umadv_status_t timing_init(res_state_t *st, const umadv_victim_rule_t *rule)
 {
     double evict_bw = rule != NULL ? rule->evict_bw : 0;
 
@@ -173,7 +175,7 @@ static umadv_status_t state_init(res_state_t *st, const umadv_window_t *w, uint6
     }
     status = collect_touches(st);
     if (status == UMADV_OK)
-        status = durations_init(st, rule);
+        status = timing_init(st, rule);
     if (status != UMADV_OK)
         return status;
     return compute_next_uses(st);
