@@ -82,9 +82,9 @@ void umadv__ctx_plan_install(umadv_context_t ctx, umadv_cycle_plan_t *plan)
     ctx->schedule       = plan->schedule;
     ctx->have_schedule  = 1;
     ctx->planned_budget = plan->budget;
-    umadv_info("planned %u steps under %s: %zu operations", ctx->schedule.nsteps,
+    umadv_info("planned %u steps under %s: %zu operations, victim rule %s", ctx->schedule.nsteps,
                umadv__size_format(ctx->schedule.budget, budget, sizeof(budget)),
-               ctx->schedule.nops);
+               ctx->schedule.nops, umadv__plan_victims_name(ctx->schedule.victims));
 }
 
 void umadv__ctx_schedule_cleanup(umadv_context_t ctx)

@@ -598,7 +598,13 @@ static umadv_status_t plan_variant(const umadv_window_t *w, const umadv_plan_par
     s->budget     = params->budget;
     s->first_step = w->first;
     s->nsteps     = w->n;
+    s->victims    = params->victims;
     return plan_window(w, params, phases, s);
+}
+
+const char *umadv__plan_victims_name(int victims)
+{
+    return victims == UMADV_PLAN_VICTIMS_IN_TIME ? "in time" : "near Belady";
 }
 
 static int link_simulable(const umadv_link_model_t *link)

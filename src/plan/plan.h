@@ -57,6 +57,9 @@ enum {
     UMADV_PLAN_VICTIM_RULES
 };
 
+/* A victim rule's name ("near Belady", "in time"). */
+const char *umadv__plan_victims_name(int victims);
+
 /* What the residency policy alone did (no timing), for tests and what-if
  * tools. */
 typedef struct umadv_residency_stats {

@@ -169,6 +169,8 @@ typedef struct umadv_schedule {
     uint64_t    max_step_bytes; /* largest single-step working set */
     double      plan_seconds;   /* time the planner took */
     uint32_t    passes;         /* residency passes run to find the steady state */
+    int         victims;        /* the victim rule that made it (plan/plan.h,
+                                 * UMADV_PLAN_VICTIMS_*) */
     int         converged;      /* 0: the state did not repeat within max_passes
                                  * and the last pass was closed by extra ops */
 } umadv_schedule_t;

@@ -198,6 +198,7 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     else
         printf("  steady state:  not found in %u passes; the last was closed by extra ops\n",
                sch->passes);
+    printf("  victim rule:   %s\n", umadv__plan_victims_name(sch->victims));
     printf("  planning time: %.3f ms\n", sch->plan_seconds * 1e3);
 }
 
@@ -358,6 +359,7 @@ static void json_schedule(umadv_json_t *js, const umadv_plan_block_t *block)
     umadv__json_u64(js, "max_step_bytes", sch->max_step_bytes);
     umadv__json_u64(js, "passes", sch->passes);
     umadv__json_bool(js, "converged", sch->converged);
+    umadv__json_string(js, "victim_rule", umadv__plan_victims_name(sch->victims));
     umadv__json_double(js, "lower_bound_ms", block->bound_s * 1e3, 3);
     umadv__json_double(js, "planning_ms", sch->plan_seconds * 1e3, 3);
     umadv__json_end_object(js);
