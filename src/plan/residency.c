@@ -121,17 +121,21 @@ static umadv_status_t timing_init(res_state_t *st, const umadv_victim_rule_t *ru
     double evict_bw = rule != NULL ? rule->evict_bw : 0;
 
     st->cum = malloc(((size_t)st->n + 1) * sizeof(*st->cum));
-    st->issued_at = malloc(((size_t)st->n + 1) * sizeof(*st->issued_at));
-    st->issued_bytes = calloc((size_t)st->n + 1, sizeof(*st->issued_bytes));
-    if (st->cum == NULL || st->issued_at == NULL || st->issued_bytes == NULL)
+    if (st->cum == NULL)
         return UMADV_ERR_NO_MEMORY;
-    memset(st->issued_at, 0xff, ((size_t)st->n + 1) * sizeof(*st->issued_at));
     st->cum[0] = 0;
     for (uint32_t j = 0; j < st->n; j++)
         st->cum[j + 1] = st->cum[j] + umadv__window_step_seconds(st->w, j);
     st->evict_bw = st->cum[st->n] > 0 && evict_bw > 0 ? evict_bw : 0;
     st->slack    = rule != NULL && rule->slack > 0 ? rule->slack : 1;
     st->queued   = st->evict_bw > 0 && rule->queued;
+    if (!st->queued)
+        return UMADV_OK;
+    st->issued_at = malloc(((size_t)st->n + 1) * sizeof(*st->issued_at));
+    st->issued_bytes = calloc((size_t)st->n + 1, sizeof(*st->issued_bytes));
+    if (st->issued_at == NULL || st->issued_bytes == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    memset(st->issued_at, 0xff, ((size_t)st->n + 1) * sizeof(*st->issued_at));
     return UMADV_OK;
 }
 
