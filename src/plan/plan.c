@@ -637,8 +637,9 @@ typedef struct refine {
     umadv_schedule_t best;
 } refine_t;
 
-/* Plan @phases with @pricing's figures, replay it in the simulator with
- * @params' (the link as it is), keep it if it is the fastest yet. */
+/* Plan @phases with @pricing (its figures and victim rule), replay it in
+ * the simulator with @params' (the link as it is), keep it if it is the
+ * fastest yet. */
 static umadv_status_t refine_variant(const umadv_trace_t *trace, const umadv_window_t *w,
                                      const umadv_plan_params_t *params,
                                      const umadv_plan_params_t *pricing, uint32_t phases,
@@ -703,25 +704,25 @@ static umadv_status_t plan_best(const umadv_trace_t *trace, const umadv_window_t
     static const uint32_t placed[] = {2, 1, 0}, unplaced[] = {0};
     const uint32_t *variants = params->host_placement ? placed : unplaced;
     size_t nvariants = params->host_placement ? UMADV_ARRAY_SIZE(placed) : 1;
-    umadv_plan_params_t pricings[2 * UMADV_PLAN_VICTIM_RULES];
-    size_t npricings = 0;
+    umadv_plan_params_t trials[2 * UMADV_PLAN_VICTIM_RULES]; /* rule, pricing */
+    size_t ntrials = 0;
     refine_t rf = {.best_s = INFINITY};
     umadv_status_t status = UMADV_OK;
 
     if (!params->refine || !link_simulable(&params->link))
         return plan_variant(w, params, variants[0], best);
     for (int rule = 0; rule < UMADV_PLAN_VICTIM_RULES; rule++) {
-        pricings[npricings] = *params;
-        pricings[npricings++].victims = rule;
+        trials[ntrials] = *params;
+        trials[ntrials++].victims = rule;
         if (params->host_placement && stage_priced(trace, params)) {
-            uvm_pricing(&pricings[npricings - 1], &pricings[npricings]);
-            npricings++;
+            uvm_pricing(&trials[ntrials - 1], &trials[ntrials]);
+            ntrials++;
         }
     }
-    for (size_t p = 0; p < npricings && status == UMADV_OK; p++) {
+    for (size_t p = 0; p < ntrials && status == UMADV_OK; p++) {
         rf.unplaced = 0;
         for (size_t v = 0; v < nvariants && status == UMADV_OK; v++)
-            status = refine_variant(trace, w, params, &pricings[p], variants[v], &rf);
+            status = refine_variant(trace, w, params, &trials[p], variants[v], &rf);
     }
     if (status != UMADV_OK) {
         umadv__schedule_cleanup(&rf.best);
