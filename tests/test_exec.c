@@ -1182,6 +1182,51 @@ static void fresh_over_left_pages(uint64_t budget, uint64_t *bound_p, size_t *ca
     workload_cleanup(&w);
 }
 
+/* The same, the fresh fetch issued a step ahead and made by the fetch
+ * lane (drained before its step begins): over pages the record holds on
+ * the GPU it is counted in without a call; a prefetch over resident
+ * pages holds the lane's stream (exec/pages.c). Returns the calls of the
+ * second iteration. */
+static size_t lane_fresh_over_left_pages(umadv_exec_stats_t *st)
+{
+    static const uint32_t uses[2] = {0x1, 0x2};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2},
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .count = 2, .need_step = 1,
+         .flags = UMADV_OP_FLAG_FRESH},
+    };
+    workload_t w;
+    umadv_exec_t *e;
+    size_t before = 0;
+
+    workload_init(&w, 2, 2, 2, uses);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
+    mock_reset(0, 1000, 1000);
+    e = exec_open(&w, UMADV_POLICY_PLAN, 4 * SEC);
+    for (int it = 0; it < 2; it++) {
+        if (it == 1) { /* the pool hands each block the other's memory */
+            umadv__exec_unbind(e, 0);
+            umadv__exec_unbind(e, 1);
+            umadv__exec_bind(e, 1, w.arena[0], w.trace.allocs[1].size, w.arena[0], 0);
+            umadv__exec_bind(e, 0, w.arena[1], w.trace.allocs[0].size, w.arena[1], 0);
+            before = mock.ncalls;
+        }
+        umadv__exec_iteration_begin(e);
+        for (int step = 0; step < 2; step++) {
+            umadv__exec_step_begin(e);
+            umadv__exec_step_wait_on(e, STEP_STREAM);
+            umadv__exec_step_end(e, NULL);
+            mock_stream_drain();
+            umadv__exec_drain(e);
+        }
+    }
+    before = mock.ncalls - before;
+    umadv__exec_get_stats(e, st);
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+    return before;
+}
+
 static void test_fresh_over_left_pages(void)
 {
     umadv_exec_stats_t st;
@@ -1199,6 +1244,10 @@ static void test_fresh_over_left_pages(void)
     ok(bound == 4 * SEC && calls == 0,
        "no budget: both start resident, nothing to call (%llu, %zu)",
        (unsigned long long)bound, calls);
+    calls = lane_fresh_over_left_pages(&st);
+    ok(calls == 1 && st.fresh_bytes == 4 * SEC,
+       "made by the fetch lane ahead of its step, the fresh one is counted in without a "
+       "call too (%zu calls, %llu fresh)", calls, (unsigned long long)st.fresh_bytes);
 }
 
 /* ---- a schedule replaced in place ------------------------------------- */
@@ -1326,7 +1375,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 3);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();

@@ -1,7 +1,8 @@
 /*
- * Where the executor last left pages (exec/pages.c): an entry per
- * section start, valid for ranges no longer than recorded; a later note
- * replaces an earlier one; the table grows without losing entries.
+ * Where the executor last left pages (exec/pages.c): runs of addresses on
+ * the GPU, answering for any range inside one, whatever the offsets the
+ * notes came at; fetches merge with their neighbours, evictions cut runs
+ * (widened to whole 64 KiB pages); many runs keep their answers.
  */
 #include <stdlib.h>
 
@@ -10,7 +11,8 @@
 #include "tap.h"
 
 #define SECTION (UINT64_C(2) << 20)
-#define MANY    5000 /* several doublings past the first 1024 slots */
+#define GRAIN   (UINT64_C(64) << 10)
+#define MANY    5000 /* several doublings past the first 64 runs */
 
 static uintptr_t section(size_t i)
 {
@@ -25,17 +27,43 @@ static void test_lookup(void)
     umadv__exec_pages_note(&m, section(0), SECTION, 1);
     umadv__exec_pages_note(&m, section(1), SECTION / 2, 1);
     ok(umadv__exec_pages_on_gpu(&m, section(0), SECTION) &&
-       umadv__exec_pages_on_gpu(&m, section(0), SECTION / 4),
-       "a fetched section, and a shorter range from its start, are on the gpu");
+       umadv__exec_pages_on_gpu(&m, section(0) + 4096, 4096),
+       "a fetched section, and any range inside it, are on the gpu");
+    ok(umadv__exec_pages_on_gpu(&m, section(0) + SECTION / 2, SECTION) && m.n == 1,
+       "adjacent fetches make one run: a range across their seam is on the gpu");
     ok(!umadv__exec_pages_on_gpu(&m, section(1), SECTION),
-       "a range longer than the one recorded is not");
-    ok(!umadv__exec_pages_on_gpu(&m, section(0) + 4096, 4096),
-       "an address inside a section is not a key: not known");
-    umadv__exec_pages_note(&m, section(0), SECTION, 0);
-    ok(!umadv__exec_pages_on_gpu(&m, section(0), SECTION) && m.count == 2,
-       "evicted since: not on the gpu, the entry replaced (%zu entries)", m.count);
+       "a range past the run's end is not");
+    ok(!umadv__exec_pages_on_gpu(&m, section(0), 0), "an empty range is not asked for");
+    umadv__exec_pages_note(&m, section(3), SECTION, 1);
+    umadv__exec_pages_note(&m, section(1) + 4096, section(3) - section(1) - 4096, 1);
+    ok(m.n == 1 && umadv__exec_pages_on_gpu(&m, section(0), 4 * SECTION),
+       "a fetch that fills the gap joins the runs on both sides (%zu run)", m.n);
+    umadv__exec_pages_cleanup(&m);
+}
+
+static void test_evictions(void)
+{
+    exec_pages_t m = {0};
+
+    umadv__exec_pages_note(&m, section(0), 4 * SECTION, 1);
+    umadv__exec_pages_note(&m, section(1), SECTION, 0);
+    ok(m.n == 2 && umadv__exec_pages_on_gpu(&m, section(0), SECTION) &&
+       umadv__exec_pages_on_gpu(&m, section(2), 2 * SECTION) &&
+       !umadv__exec_pages_on_gpu(&m, section(1), 4096),
+       "an eviction inside a run cuts it in two around the evicted range");
+    umadv__exec_pages_note(&m, section(2) + 1000, 256, 0);
+    ok(!umadv__exec_pages_on_gpu(&m, section(2), 4096) &&
+       !umadv__exec_pages_on_gpu(&m, section(2) + GRAIN - 256, 256) &&
+       umadv__exec_pages_on_gpu(&m, section(2) + GRAIN, 4096),
+       "an eviction of a few bytes takes their whole 64 KiB page off, no more");
+    umadv__exec_pages_note(&m, section(0) - SECTION, 6 * SECTION, 0);
+    ok(m.n == 0 && !umadv__exec_pages_on_gpu(&m, section(3), 4096),
+       "an eviction over every run leaves none");
     umadv__exec_pages_note(&m, 0, SECTION, 1);
-    ok(m.count == 2, "address 0 (an empty slot's mark) is never recorded");
+    umadv__exec_pages_note(&m, UINTPTR_MAX - 4096, 8192, 1);
+    ok(umadv__exec_pages_on_gpu(&m, 0, SECTION) && m.n == 1 &&
+       !umadv__exec_pages_on_gpu(&m, UINTPTR_MAX, 1),
+       "a range that would wrap the address space is never recorded");
     umadv__exec_pages_cleanup(&m);
 }
 
@@ -44,21 +72,26 @@ static void test_growth(void)
     exec_pages_t m = {0};
     size_t found = 0;
 
-    for (size_t i = 0; i < MANY; i++)
+    for (size_t i = 0; i < MANY; i++) /* every third section apart: runs of two */
         umadv__exec_pages_note(&m, section(i), SECTION, i % 3 != 0);
     for (size_t i = 0; i < MANY; i++)
         found += umadv__exec_pages_on_gpu(&m, section(i), SECTION) == (i % 3 != 0);
     is_u64(found, MANY, "%d sections noted: every one answers as noted", MANY);
-    ok(m.count == MANY && 2 * m.count <= m.cap,
-       "at most half full after growing (%zu of %zu slots)", m.count, m.cap);
+    ok(m.n == (MANY + 2) / 3 && m.n <= m.cap, "neighbours merged: a run after each gap, "
+       "%zu of them", m.n);
+    for (size_t i = 0; i < MANY; i += 3) /* the gaps fetched: one run */
+        umadv__exec_pages_note(&m, section(i), SECTION, 1);
+    ok(m.n == 1 && umadv__exec_pages_on_gpu(&m, section(0), MANY * SECTION),
+       "the gaps fetched: one run over all of them");
     umadv__exec_pages_cleanup(&m);
-    ok(m.slots == NULL && m.cap == 0 && m.count == 0, "cleanup empties it");
+    ok(m.runs == NULL && m.cap == 0 && m.n == 0, "cleanup empties it");
 }
 
 int main(void)
 {
-    plan(9);
+    plan(14);
     test_lookup();
+    test_evictions();
     test_growth();
     return exit_status();
 }

@@ -126,16 +126,14 @@ typedef struct exec_lane {
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
 } exec_lane_t;
 
-/* pages.c: where the pages of a section-sized range last went. */
-typedef struct exec_page {
-    uintptr_t addr;   /* 0: an empty slot */
-    uint64_t  len;
-    uint8_t   on_gpu;
-} exec_page_t;
+/* pages.c: the runs of addresses whose pages are on the GPU. */
+typedef struct exec_run {
+    uintptr_t start, end; /* [start, end) */
+} exec_run_t;
 
 typedef struct exec_pages {
-    exec_page_t *slots; /* open addressing, cap a power of two */
-    size_t       cap, count;
+    exec_run_t *runs; /* sorted, disjoint, not touching */
+    size_t      n, cap;
 } exec_pages_t;
 
 struct umadv_exec {
@@ -256,7 +254,7 @@ void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
 void umadv__exec_events_destroy(umadv_exec_t *e);
 
 /* pages.c: note where the range went (a fetch or an eviction done);
- * whether it is on the GPU, recorded so for at least @len bytes. */
+ * whether all of [addr, addr + len) is on the GPU by the notes. */
 void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu);
 int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len);
 void umadv__exec_pages_cleanup(exec_pages_t *m);
