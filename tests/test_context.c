@@ -633,14 +633,16 @@ static void tail_iteration(umadv_context_t ctx, void *w, void **g_p)
     umadv_step_end(ctx, 1000);
 }
 
-/* Without UMADV_PROFILE_TAIL the tail amends nothing. */
+/* With UMADV_PROFILE_TAIL=0 the tail amends nothing. */
 static void test_tail_off(void)
 {
     umadv_context_params_t p = host_params();
     umadv_context_t ctx;
     void *w, *g = NULL;
 
+    setenv("UMADV_PROFILE_TAIL", "0", 1);
     umadv_context_create(&p, &ctx);
+    unsetenv("UMADV_PROFILE_TAIL");
     umadv_malloc(ctx, SECTION, "w", &w);
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
@@ -648,7 +650,7 @@ static void test_tail_off(void)
     umadv_iteration_begin(ctx);
     tail_iteration(ctx, w, &g);
     ok(lifetime_is(&ctx->trace, alloc_by_tag(&ctx->trace, "g"), 1, UMADV_STEP_NONE),
-       "UMADV_PROFILE_TAIL off (the default): g stays alive past the window");
+       "UMADV_PROFILE_TAIL=0: g stays alive past the window");
     umadv_free(ctx, g);
     umadv_free(ctx, w);
     umadv_context_destroy(ctx);

@@ -105,11 +105,13 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * begin unseen: steps marked through the API (no profiler), or a timing
  * pass, which sees every launch; a schedule built before the amendment
  * is rebuilt at the next boundary (api/lifecycle.c, PLAN_REQUEST).
- * UMADV_PROFILE_TAIL turns it on; off by default: staged bytes then equal
- * restored ones, but VGG-16's plans ran slower (umadv(7) has the figures):
- * the gradients' room, free at the wrap, lets the optimizer's state stay,
- * and the fc layers' rooms are then made from weights used the step
- * before, all leaving in one queue. The planner's in-time victim rule
+ * UMADV_PROFILE_TAIL=0 turns it off. On by default since the executor
+ * stopped populating pages already on the GPU (exec/pages.c): staged
+ * bytes then equal restored ones, and GPT-2 at save_on_cpu's peak ran 20%
+ * faster with it; VGG-16 8% slower (umadv(7) has the figures): the
+ * gradients' room, free at the wrap, lets the optimizer's state stay, and
+ * the fc layers' rooms are then made from weights used the step before,
+ * all leaving in one queue. The planner's in-time victim rule
  * (plan/residency.c, WHEN THE EVICTION CAN START) took most of that loss
  * back, not all.
  */
