@@ -578,6 +578,53 @@ static void test_lane_piece(void)
     }
 }
 
+/* Whether each population of a restored range (@log[i], a
+ * discard-and-prefetch: only restores make them) is followed at once by
+ * an event recorded on its stream, and its range's copy back comes after
+ * it on another stream (exec/stage.c, RESTORES IN RUNS). */
+static int restore_runs_ordered(const umadv_cuda_host_record_t *log, size_t n, size_t *runs_p)
+{
+    *runs_p = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i + 1;
+
+        if (log[i].call != UMADV_CUDA_CALL_DISCARD_PREFETCH)
+            continue;
+        ++*runs_p;
+        if (k >= n || log[k].call != UMADV_CUDA_CALL_EVENT_RECORD || log[k].stream != log[i].stream)
+            return 0;
+        while (k < n && !(log[k].call == UMADV_CUDA_CALL_MEMCPY && log[k].ptr == log[i].ptr))
+            k++;
+        if (k >= n || log[k].stream == log[i].stream)
+            return 0;
+    }
+    return 1;
+}
+
+/* A restore goes in runs, each populated on a stream of the lane's own
+ * while the run before is copied back; every byte intact. */
+static void test_restore_runs(void)
+{
+    const umadv_cuda_host_record_t *log;
+    size_t n, runs;
+    int ordered;
+    app_t a;
+
+    if (!ok(app_init(&a, 3 * BLOCK) == 0, "restores in runs: a context"))
+        return;
+    app_planned(&a, 3);
+    umadv__cuda_host_log_enable(1);
+    for (int it = 0; it < 3; it++)
+        iteration(&a);
+    log = umadv__cuda_host_log(&n);
+    ordered = restore_runs_ordered(log, n, &runs);
+    umadv__cuda_host_log_enable(0);
+    ok(runs > 0 && ordered, "%zu restored runs: each populated on a stream of its own, an "
+       "event recorded there after it, its copy back on the lane's stream", runs);
+    ok(app_all_intact(&a), "restores in runs: every byte read the last written");
+    app_end(&a);
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -597,7 +644,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9);
+    plan(30 + 8 + 7 + 7 + 9 + 3);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -607,6 +654,7 @@ int main(void)
     test_off();
     test_poison();
     test_lane_piece();
+    test_restore_runs();
     test_recorded();
     test_hold();
     test_torch();

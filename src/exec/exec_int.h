@@ -123,6 +123,10 @@ typedef struct exec_lane {
                                      * through, made at its first staged call; NULL:
                                      * none (yet, or device_alloc failed) */
     int            bounce_failed;
+    umadv_stream_t pipe_stream;     /* stage.c: where a restore populates the run
+                                     * after the one it copies (RESTORES IN RUNS) */
+    umadv_event_t  pipe_event;
+    int            pipe_failed;     /* not made: populate all, then copy */
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
 } exec_lane_t;
 

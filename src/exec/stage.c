@@ -41,7 +41,8 @@
  * UMADV_STAGE_POISON a memset of each range comes before it. In:
  * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
  * them there without moving stale host pages), then the copies back, one
- * synchronisation. A copy out that fails leaves the data in the range
+ * synchronisation; in runs, populated on a stream of the lane's own while
+ * the run before is copied (RESTORES IN RUNS, below). A copy out that fails leaves the data in the range
  * (the sections stay resident); once copied out the staging is the data,
  * so a failed discard or restore leaves the sections staged, and the
  * synchronous restore below copies them back.
@@ -502,11 +503,60 @@ static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
                    lane == &e->fetch ? "fetch" : "eviction");
 }
 
+/*
+ * RESTORES IN RUNS. Populating a discarded range holds its stream 5.9 ms
+ * a GiB (the driver's page work; bench/populate_cost, H200), and a
+ * restore populated all its pieces before it copied any: ResNet-50 at
+ * save_on_cpu's peak restores 4.1 GiB an iteration, about a quarter of
+ * its fetch lane's time populating. So a restore goes in runs of at most
+ * STAGE_RUN_BYTES: each run is populated on the lane's pipe stream, an
+ * event recorded after it, and the lane's stream waits for that event
+ * before the run's copy, so the next run's population overlaps this
+ * run's copy. A copy never starts before its range is populated: its
+ * stream waits for it (a copy into pages the driver has not made faults
+ * them in at 0.7 GB/s: bench/RESULTS.md). A population that fails is
+ * found at the pipe stream's synchronisation, and the restore fails as
+ * a whole (the sections stay staged: the synchronous restore copies them
+ * again). The pipe stream and its event are made at the lane's first
+ * restore; without them (a backend or driver that refuses: logged once)
+ * a restore populates everything, then copies.
+ */
+#define STAGE_RUN_BYTES (UINT64_C(64) << 20)
+
+static void lane_pipe(umadv_exec_t *e, exec_lane_t *lane)
+{
+    umadv_stream_t stream = NULL;
+    umadv_event_t event = NULL;
+    int made;
+
+    if (lane->pipe_stream != NULL || lane->pipe_failed)
+        return;
+    pthread_mutex_unlock(&e->lock);
+    made = e->p.ops->stream_create(&stream) == UMADV_OK;
+    if (made && e->p.ops->event_create(&event) != UMADV_OK) {
+        (void)e->p.ops->stream_destroy(stream);
+        made = 0;
+    }
+    pthread_mutex_lock(&e->lock);
+    lane->pipe_stream = made ? stream : NULL;
+    lane->pipe_event = made ? event : NULL;
+    lane->pipe_failed = !made;
+    if (!made)
+        umadv_warn("executor: no second stream for the %s lane: its restores populate, then "
+                   "copy", lane == &e->fetch ? "fetch" : "eviction");
+}
+
 void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane)
 {
     if (lane->bounce != NULL)
         (void)e->p.ops->device_free(lane->bounce); /* a failure is logged by cuda_ops */
     lane->bounce = NULL;
+    if (lane->pipe_stream != NULL) {
+        (void)e->p.ops->event_destroy(lane->pipe_event);
+        (void)e->p.ops->stream_destroy(lane->pipe_stream);
+    }
+    lane->pipe_stream = NULL;
+    lane->pipe_event = NULL;
 }
 
 /* A call on @stream failed: the stream's earlier calls may still run (a
@@ -725,11 +775,76 @@ static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *size
     return status;
 }
 
+/* [@range, +@len) populated on the pipe stream, then copied back from
+ * @slot on the lane's stream once the population is done there
+ * (RESTORES IN RUNS). */
+static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *range,
+                                  const char *slot, uint64_t len, uint64_t piece)
+{
+    void *ptr = range;
+    size_t size = (size_t)len;
+    umadv_status_t status = populate_ranges(e, &ptr, &size, 1, piece, lane->pipe_stream);
+
+    if (status == UMADV_OK)
+        status = e->p.ops->event_record(lane->pipe_event, lane->pipe_stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_wait_event(lane->stream, lane->pipe_event);
+    if (status == UMADV_OK)
+        status = lane_copy(e, lane, range, slot, len);
+    return status;
+}
+
+/* Piece @p restored run by run: its runs of slots (slot_run), cut at
+ * STAGE_RUN_BYTES. */
+static umadv_status_t piece_restore(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
+                                    uint64_t piece)
+{
+    uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
+    umadv_status_t status = UMADV_OK;
+
+    for (uint32_t k = 0, n; k < p->count && status == UMADV_OK; k += n) {
+        uint32_t s0 = exec_section_id(e, p->alloc, p->first + k);
+        char *range = (char *)(p->ptr + (e->trace->sections[s0].offset - base_offset));
+        const char *slot = slot_addr(e, s0);
+        uint64_t len;
+
+        if (e->stage.slot[s0] == EXEC_NO_SLOT)
+            return UMADV_ERR_STATE; /* never: a staged section has its slot */
+        n = slot_run(e, p, k, &len);
+        for (uint64_t o = 0; o < len && status == UMADV_OK; o += STAGE_RUN_BYTES)
+            status = run_restore(e, lane, range + o, slot + o,
+                                 UMADV_MIN(STAGE_RUN_BYTES, len - o), piece);
+    }
+    return status;
+}
+
+/* Every piece restored in runs; both streams waited for, the pipe
+ * stream even after a failure and drained if its own fails (a population
+ * still running would wipe what the synchronous restore copies back; the
+ * caller drains the lane's stream). */
+static umadv_status_t stage_in_runs(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
+                                    uint64_t piece)
+{
+    umadv_status_t status = UMADV_OK, pipe_status;
+
+    for (size_t i = from; i < to && status == UMADV_OK; i++)
+        status = piece_restore(e, lane, &lane->pieces[i], piece);
+    pipe_status = e->p.ops->stream_synchronize(lane->pipe_stream);
+    stream_drain(e, lane->pipe_stream, pipe_status);
+    if (status == UMADV_OK)
+        status = pipe_status;
+    if (status == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
+    return status;
+}
+
 static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                uint64_t piece)
 {
     umadv_status_t status;
 
+    if (lane->pipe_stream != NULL)
+        return stage_in_runs(e, lane, from, to, piece);
     if (!ranges(e, lane, from, to))
         return UMADV_ERR_NO_MEMORY;
     status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, piece,
@@ -781,6 +896,8 @@ void umadv__exec_stage_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, si
         return;
     }
     lane_bounce(e, lane);
+    if (to_gpu)
+        lane_pipe(e, lane);
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
     if (to_gpu)
