@@ -509,7 +509,9 @@ static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
  * restore populated all its pieces before it copied any: ResNet-50 at
  * save_on_cpu's peak restores 4.1 GiB an iteration, about a quarter of
  * its fetch lane's time populating. So a restore goes in runs of at most
- * STAGE_RUN_BYTES: each run is populated on the lane's pipe stream, an
+ * STAGE_RUN_SECTIONS sections (16 MiB of 2 MiB ones: its restores are of
+ * 64 MiB or so, and a population of 16 MiB takes less than the copy of
+ * the run before): each run is populated on the lane's pipe stream, an
  * event recorded after it, and the lane's stream waits for that event
  * before the run's copy, so the next run's population overlaps this
  * run's copy. A copy never starts before its range is populated: its
@@ -521,7 +523,7 @@ static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
  * restore; without them (a backend or driver that refuses: logged once)
  * a restore populates everything, then copies.
  */
-#define STAGE_RUN_BYTES (UINT64_C(64) << 20)
+#define STAGE_RUN_SECTIONS 8
 
 static void lane_pipe(umadv_exec_t *e, exec_lane_t *lane)
 {
@@ -795,11 +797,12 @@ static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *rang
 }
 
 /* Piece @p restored run by run: its runs of slots (slot_run), cut at
- * STAGE_RUN_BYTES. */
+ * STAGE_RUN_SECTIONS. */
 static umadv_status_t piece_restore(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
                                     uint64_t piece)
 {
     uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
+    uint64_t run_bytes = STAGE_RUN_SECTIONS * e->trace->section_size;
     umadv_status_t status = UMADV_OK;
 
     for (uint32_t k = 0, n; k < p->count && status == UMADV_OK; k += n) {
@@ -811,9 +814,9 @@ static umadv_status_t piece_restore(umadv_exec_t *e, exec_lane_t *lane, const ex
         if (e->stage.slot[s0] == EXEC_NO_SLOT)
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
         n = slot_run(e, p, k, &len);
-        for (uint64_t o = 0; o < len && status == UMADV_OK; o += STAGE_RUN_BYTES)
-            status = run_restore(e, lane, range + o, slot + o,
-                                 UMADV_MIN(STAGE_RUN_BYTES, len - o), piece);
+        for (uint64_t o = 0; o < len && status == UMADV_OK; o += run_bytes)
+            status = run_restore(e, lane, range + o, slot + o, UMADV_MIN(run_bytes, len - o),
+                                 piece);
     }
     return status;
 }
