@@ -42,8 +42,9 @@
  * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
  * them there without moving stale host pages), then the copies back, one
  * synchronisation; in runs, populated on a stream of the lane's own while
- * the run before is copied (RESTORES IN RUNS, below). A copy out that fails leaves the data in the range
- * (the sections stay resident); once copied out the staging is the data,
+ * the run before is copied (RESTORES IN RUNS, below). A copy out that
+ * fails leaves the data in the range (the sections stay resident); once
+ * copied out the staging is the data,
  * so a failed discard or restore leaves the sections staged, and the
  * synchronous restore below copies them back.
  *
@@ -583,27 +584,55 @@ static umadv_status_t stream_finish(umadv_exec_t *e, umadv_stream_t stream,
     return status;
 }
 
-/* Copy piece @p out (@out) or back, run by run of slots. */
-static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
-                                 int out)
+/* What is done to a run: [@range, +@len) of the managed range and the
+ * slots at @slot that hold its data; @piece: the lane's call piece
+ * (umadv__exec_call_piece, decided under the lock) for its driver calls. */
+typedef umadv_status_t (*run_fn_t)(umadv_exec_t *e, exec_lane_t *lane, char *range, char *slot,
+                                   uint64_t len, uint64_t piece);
+
+/* @fn over piece @p's runs of consecutive slots (slot_run), each cut at
+ * @cut bytes; the first failure stops it. */
+static umadv_status_t piece_runs(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
+                                 uint64_t cut, run_fn_t fn, uint64_t piece)
 {
     uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
+    umadv_status_t status = UMADV_OK;
 
-    for (uint32_t k = 0, n; k < p->count; k += n) {
+    for (uint32_t k = 0, n; k < p->count && status == UMADV_OK; k += n) {
         uint32_t s0 = exec_section_id(e, p->alloc, p->first + k);
         char *range = (char *)(p->ptr + (e->trace->sections[s0].offset - base_offset));
-        umadv_status_t status;
+        char *slot;
         uint64_t len;
 
         if (e->stage.slot[s0] == EXEC_NO_SLOT)
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
+        slot = slot_addr(e, s0);
         n = slot_run(e, p, k, &len);
-        status = out ? lane_copy(e, lane, slot_addr(e, s0), range, len)
-                     : lane_copy(e, lane, range, slot_addr(e, s0), len);
-        if (status != UMADV_OK)
-            return status;
+        for (uint64_t o = 0; o < len && status == UMADV_OK; o += cut)
+            status = fn(e, lane, range + o, slot + o, UMADV_MIN(cut, len - o), piece);
     }
-    return UMADV_OK;
+    return status;
+}
+
+static umadv_status_t run_copy_out(umadv_exec_t *e, exec_lane_t *lane, char *range, char *slot,
+                                   uint64_t len, uint64_t piece)
+{
+    (void)piece; /* copies go whole */
+    return lane_copy(e, lane, slot, range, len);
+}
+
+static umadv_status_t run_copy_back(umadv_exec_t *e, exec_lane_t *lane, char *range, char *slot,
+                                    uint64_t len, uint64_t piece)
+{
+    (void)piece;
+    return lane_copy(e, lane, range, slot, len);
+}
+
+/* Copy piece @p out (@out) or back, run by run of slots. */
+static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
+                                 int out)
+{
+    return piece_runs(e, lane, p, UINT64_MAX, out ? run_copy_out : run_copy_back, 0);
 }
 
 static umadv_status_t copies(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
@@ -780,8 +809,8 @@ static umadv_status_t populate_ranges(umadv_exec_t *e, void **ptrs, size_t *size
 /* [@range, +@len) populated on the pipe stream, then copied back from
  * @slot on the lane's stream once the population is done there
  * (RESTORES IN RUNS). */
-static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *range,
-                                  const char *slot, uint64_t len, uint64_t piece)
+static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *range, char *slot,
+                                  uint64_t len, uint64_t piece)
 {
     void *ptr = range;
     size_t size = (size_t)len;
@@ -796,31 +825,6 @@ static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *rang
     return status;
 }
 
-/* Piece @p restored run by run: its runs of slots (slot_run), cut at
- * STAGE_RUN_SECTIONS. */
-static umadv_status_t piece_restore(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
-                                    uint64_t piece)
-{
-    uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
-    uint64_t run_bytes = STAGE_RUN_SECTIONS * e->trace->section_size;
-    umadv_status_t status = UMADV_OK;
-
-    for (uint32_t k = 0, n; k < p->count && status == UMADV_OK; k += n) {
-        uint32_t s0 = exec_section_id(e, p->alloc, p->first + k);
-        char *range = (char *)(p->ptr + (e->trace->sections[s0].offset - base_offset));
-        const char *slot = slot_addr(e, s0);
-        uint64_t len;
-
-        if (e->stage.slot[s0] == EXEC_NO_SLOT)
-            return UMADV_ERR_STATE; /* never: a staged section has its slot */
-        n = slot_run(e, p, k, &len);
-        for (uint64_t o = 0; o < len && status == UMADV_OK; o += run_bytes)
-            status = run_restore(e, lane, range + o, slot + o, UMADV_MIN(run_bytes, len - o),
-                                 piece);
-    }
-    return status;
-}
-
 /* Every piece restored in runs; both streams waited for, the pipe
  * stream even after a failure and drained if its own fails (a population
  * still running would wipe what the synchronous restore copies back; the
@@ -828,10 +832,11 @@ static umadv_status_t piece_restore(umadv_exec_t *e, exec_lane_t *lane, const ex
 static umadv_status_t stage_in_runs(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                     uint64_t piece)
 {
+    uint64_t cut = STAGE_RUN_SECTIONS * e->trace->section_size;
     umadv_status_t status = UMADV_OK, pipe_status;
 
     for (size_t i = from; i < to && status == UMADV_OK; i++)
-        status = piece_restore(e, lane, &lane->pieces[i], piece);
+        status = piece_runs(e, lane, &lane->pieces[i], cut, run_restore, piece);
     pipe_status = e->p.ops->stream_synchronize(lane->pipe_stream);
     stream_drain(e, lane->pipe_stream, pipe_status);
     if (status == UMADV_OK)
