@@ -5,6 +5,7 @@
  * (widened to whole 64 KiB pages); many runs keep their answers.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "exec/exec_int.h"
@@ -87,11 +88,101 @@ static void test_growth(void)
     ok(m.runs == NULL && m.cap == 0 && m.n == 0, "cleanup empties it");
 }
 
+/* Random notes over a small space against a model of every 256-byte unit
+ * (the pool's alignment): a fetch marks its bytes, an eviction clears its
+ * bytes widened to 64 KiB pages; a range is on the GPU when each of its
+ * units is. The runs stay sorted, disjoint and apart. */
+#define UNIT   256u
+#define SPACE  (UINT64_C(4) << 20)
+#define UNITS  (SPACE / UNIT)
+#define CASES  300
+#define NOTES  60
+#define ASKS   40
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* A range of whole units inside the space: [*a, *a + *len). */
+static void random_range(uint64_t *rng, uint64_t *a, uint64_t *len)
+{
+    uint64_t first = rng_next(rng) % UNITS, n = 1 + rng_next(rng) % (UNITS / 8);
+
+    *a = first * UNIT;
+    *len = UMADV_MIN(n, UNITS - first) * UNIT;
+}
+
+static int runs_well_formed(const exec_pages_t *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->runs[i].start >= m->runs[i].end || (i > 0 && m->runs[i - 1].end >= m->runs[i].start))
+            return 0;
+    }
+    return m->n <= m->cap;
+}
+
+static void model_note(unsigned char *on, uint64_t a, uint64_t len, int on_gpu)
+{
+    uint64_t b = a + len;
+
+    if (!on_gpu) {
+        a -= a % GRAIN;
+        b = UMADV_MIN(SPACE, (b + GRAIN - 1) / GRAIN * GRAIN);
+    }
+    memset(on + a / UNIT, on_gpu, (size_t)((b - a) / UNIT));
+}
+
+static int model_on(const unsigned char *on, uint64_t a, uint64_t len)
+{
+    for (uint64_t u = a / UNIT; u < (a + len) / UNIT; u++) {
+        if (!on[u])
+            return 0;
+    }
+    return 1;
+}
+
+static void test_random(void)
+{
+    static unsigned char on[UNITS];
+    const uintptr_t base = (uintptr_t)0x7f0000000000ull;
+    uint64_t rng = 0x9e3779b97f4a7c15ull, asked = 0, wrong = 0, malformed = 0;
+
+    for (int c = 0; c < CASES; c++) {
+        exec_pages_t m = {0};
+
+        memset(on, 0, sizeof(on));
+        for (int k = 0; k < NOTES; k++) {
+            uint64_t a, len;
+            int on_gpu = (int)(rng_next(&rng) % 3 != 0);
+
+            random_range(&rng, &a, &len);
+            umadv__exec_pages_note(&m, base + a, len, on_gpu);
+            model_note(on, a, len, on_gpu);
+            malformed += !runs_well_formed(&m);
+            for (int q = 0; q < ASKS / NOTES + 1; q++) {
+                random_range(&rng, &a, &len);
+                asked++;
+                wrong += umadv__exec_pages_on_gpu(&m, base + a, len) != model_on(on, a, len);
+            }
+        }
+        umadv__exec_pages_cleanup(&m);
+    }
+    ok(wrong == 0 && asked > 0, "%d random cases of %d notes: every one of %llu ranges answers "
+       "as a model of every 256-byte unit does (%llu differ)", CASES, NOTES,
+       (unsigned long long)asked, (unsigned long long)wrong);
+    ok(malformed == 0, "the runs stay sorted, disjoint and apart after every note");
+}
+
 int main(void)
 {
-    plan(14);
+    plan(16);
     test_lookup();
     test_evictions();
     test_growth();
+    test_random();
     return exit_status();
 }
