@@ -9,7 +9,11 @@
  * synchronisation (the executor discards only what it knows is copied).
  * In: cudaMemDiscardAndPrefetchBatchAsync of the range to the GPU (plain
  * prefetch where the driver has none, as the executor does), the copy
- * back, one synchronisation. The copies go through a bounce buffer of
+ * back, one synchronisation. The executor restores in runs of 8 sections,
+ * each populated while the run before is copied (exec/stage.c, RESTORES
+ * IN RUNS); timed here whole, a restore is priced as it ran before the
+ * runs, a little slower than it runs now (ResNet-50's restores on an
+ * H200: 44.5 GB/s before, 47.0 in runs). The copies go through a bounce buffer of
  * device memory, one per direction, as each of the executor's lanes has
  * one (umadv__cuda_copy_bounced). Each direction is timed in one call of
  * the whole buffer and in calls of one section, for latency + bytes /
