@@ -74,10 +74,13 @@ static int reserve(exec_pages_t *m, size_t extra)
     return 1;
 }
 
-/* Runs [i, j) replaced by the @k runs of @with (k <= j - i + 1, room made). */
+/* Runs [i, j) replaced by the @k runs of @with (k <= j - i + 1, room made).
+ * A fetch that grows one run (the common note: a block's sections one by
+ * one) moves nothing. */
 static void runs_replace(exec_pages_t *m, size_t i, size_t j, const exec_run_t *with, size_t k)
 {
-    memmove(&m->runs[i + k], &m->runs[j], (m->n - j) * sizeof(*m->runs));
+    if (i + k != j)
+        memmove(&m->runs[i + k], &m->runs[j], (m->n - j) * sizeof(*m->runs));
     memcpy(&m->runs[i], with, k * sizeof(*with));
     m->n = m->n - (j - i) + k;
 }
