@@ -81,7 +81,8 @@ static void runs_replace(exec_pages_t *m, size_t i, size_t j, const exec_run_t *
 {
     if (i + k != j)
         memmove(&m->runs[i + k], &m->runs[j], (m->n - j) * sizeof(*m->runs));
-    memcpy(&m->runs[i], with, k * sizeof(*with));
+    if (k > 0) /* none: runs may be NULL (an empty record), which memcpy may not take */
+        memcpy(&m->runs[i], with, k * sizeof(*with));
     m->n = m->n - (j - i) + k;
 }
 
@@ -121,7 +122,7 @@ void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int o
 {
     uintptr_t a = addr, b;
 
-    if (len == 0 || addr > UINTPTR_MAX - len - PAGES_GRAIN)
+    if (len == 0 || len > UINTPTR_MAX - PAGES_GRAIN || addr > UINTPTR_MAX - PAGES_GRAIN - len)
         return;
     b = addr + len;
     if (on_gpu) {
