@@ -9,10 +9,10 @@
 
 #include <cuda_runtime.h>
 
-static void check(const char *prog, cudaError_t err, const char *call)
+void bench_cuda_check(const char *prog, int err, const char *call)
 {
     if (err != cudaSuccess) {
-        fprintf(stderr, "%s: %s: %s\n", prog, call, cudaGetErrorString(err));
+        fprintf(stderr, "%s: %s: %s\n", prog, call, cudaGetErrorString((cudaError_t)err));
         exit(EXIT_FAILURE);
     }
 }
@@ -25,9 +25,9 @@ void bench_require_managed_gpu(const char *prog)
         printf("%s: no CUDA device\n", prog);
         exit(BENCH_EXIT_SKIP);
     }
-    check(prog, cudaSetDevice(0), "cudaSetDevice");
-    check(prog, cudaDeviceGetAttribute(&cma, cudaDevAttrConcurrentManagedAccess, 0),
-          "cudaDeviceGetAttribute");
+    bench_cuda_check(prog, cudaSetDevice(0), "cudaSetDevice");
+    bench_cuda_check(prog, cudaDeviceGetAttribute(&cma, cudaDevAttrConcurrentManagedAccess, 0),
+                     "cudaDeviceGetAttribute");
     if (cma == 0) {
         printf("%s: device 0 has no concurrent managed access\n", prog);
         exit(BENCH_EXIT_SKIP);

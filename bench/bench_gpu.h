@@ -12,4 +12,8 @@
  * error after the device is found exits with failure. */
 void bench_require_managed_gpu(const char *prog);
 
+/* A CUDA runtime call's result (@err, a cudaError_t): on failure @prog
+ * says which @call failed and why, and exits with failure. */
+void bench_cuda_check(const char *prog, int err, const char *call);
+
 #endif

@@ -84,14 +84,7 @@ static void die(const char *what)
     exit(EXIT_FAILURE);
 }
 
-static void check(cudaError_t err, const char *call)
-{
-    if (err != cudaSuccess) {
-        fprintf(stderr, "beside_kernels: %s: %s\n", call, cudaGetErrorString(err));
-        exit(EXIT_FAILURE);
-    }
-}
-#define CHECK(fn, args) check(fn args, #fn)
+#define CHECK(fn, args) bench_cuda_check("beside_kernels", fn args, #fn)
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -214,7 +207,7 @@ static void busy_start(const bench_t *b)
     int err = busy_launch(b->busy_words, BUSY_WORDS, b->busy_blocks, b->busy_cycles,
                           b->busy_stream);
 
-    check((cudaError_t)err, "busy_launch");
+    bench_cuda_check("beside_kernels", err, "busy_launch");
 }
 
 /* One call in @setting: ms from its issue to its stream's end. */

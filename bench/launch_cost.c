@@ -167,14 +167,7 @@ typedef struct lane {
                           * the memset left out) */
 } lane_t;
 
-static void check(cudaError_t err, const char *call)
-{
-    if (err != cudaSuccess) {
-        fprintf(stderr, "launch_cost: %s: %s\n", call, cudaGetErrorString(err));
-        exit(EXIT_FAILURE);
-    }
-}
-#define CHECK(fn, args) check(fn args, #fn)
+#define CHECK(fn, args) bench_cuda_check("launch_cost", fn args, #fn)
 
 static int cupti_ok(CUptiResult res, const char *call)
 {

@@ -71,14 +71,7 @@ typedef struct sample {
     double host_ms, call_ms, kernel_ms;
 } sample_t;
 
-static void check(cudaError_t err, const char *call)
-{
-    if (err != cudaSuccess) {
-        fprintf(stderr, "populate_cost: %s: %s\n", call, cudaGetErrorString(err));
-        exit(EXIT_FAILURE);
-    }
-}
-#define CHECK(fn, args) check(fn args, #fn)
+#define CHECK(fn, args) bench_cuda_check("populate_cost", fn args, #fn)
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -98,8 +91,9 @@ static struct cudaMemLocation location(int host)
 
 static void write_range(const bench_t *b, uint64_t seed)
 {
-    check((cudaError_t)channels_fill((uint64_t *)b->range, b->size / 8, seed, b->stream),
-          "channels_fill");
+    bench_cuda_check("populate_cost",
+                     channels_fill((uint64_t *)b->range, b->size / 8, seed, b->stream),
+                     "channels_fill");
 }
 
 /* The range brought to @state, everything synchronised. */
