@@ -9,6 +9,7 @@
 
 #include "common/util.h"
 #include "exec/exec_int.h"
+#include "plan_util.h" /* tp_below: the tests' seeded generator */
 #include "tap.h"
 
 #define SECTION (UINT64_C(2) << 20)
@@ -99,18 +100,10 @@ static void test_growth(void)
 #define NOTES  60
 #define ASKS   40
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* A range of whole units inside the space: [*a, *a + *len). */
 static void random_range(uint64_t *rng, uint64_t *a, uint64_t *len)
 {
-    uint64_t first = rng_next(rng) % UNITS, n = 1 + rng_next(rng) % (UNITS / 8);
+    uint64_t first = tp_below(rng, UNITS), n = 1 + tp_below(rng, UNITS / 8);
 
     *a = first * UNIT;
     *len = UMADV_MIN(n, UNITS - first) * UNIT;
@@ -157,7 +150,7 @@ static void test_random(void)
         memset(on, 0, sizeof(on));
         for (int k = 0; k < NOTES; k++) {
             uint64_t a, len;
-            int on_gpu = (int)(rng_next(&rng) % 3 != 0);
+            int on_gpu = tp_below(&rng, 3) != 0;
 
             random_range(&rng, &a, &len);
             umadv__exec_pages_note(&m, base + a, len, on_gpu);
