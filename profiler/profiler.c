@@ -66,6 +66,13 @@ static __thread struct {
 
 /* ---- launch callbacks ------------------------------------------------ */
 
+/* Whether the recording running (or about to) scans launches and keeps
+ * kernel records for the trace: all but a timing pass's. */
+static int records_accesses(const umadv_profiler_t *prof)
+{
+    return prof->mode != UMADV_PROF_RECORD_TIMING;
+}
+
 /* The launch callbacks: runtime ones first, then driver ones. */
 static const CUpti_CallbackId runtime_launch_cbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
@@ -210,8 +217,8 @@ static void scan_count(umadv_profiler_t *prof, const CUpti_CallbackData *cb, int
     pthread_mutex_unlock(&prof->lock);
 }
 
-/* A launch the application made: number its step and, in a full
- * recording, scan it. */
+/* A launch the application made: number its step and, in a recording of
+ * accesses, scan it. */
 static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
                               const prof_launch_args_t *la)
 {
@@ -221,7 +228,7 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     size_t nregions = 0;
     uint32_t step;
 
-    if (!la->graph && prof->mode == UMADV_PROF_RECORD_FULL) {
+    if (!la->graph && records_accesses(prof)) {
         nregions = umadv__prof_launch_regions(prof->ops, la->func, la->driver, la->args,
                                               la->extra, regions, UMADV_ARRAY_SIZE(regions));
         if (nregions == 0 && (la->args != NULL || la->extra != NULL)) {
@@ -238,7 +245,7 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     return step;
 }
 
-/* Launches are followed outside full recordings. A timing recording
+/* Launches are followed outside the recordings of accesses. A timing recording
  * times the iteration that the replay runs: its steps must wait for
  * their data as in any replayed iteration, or its kernels fault and the
  * faults are timed as compute (a PyTorch ResNet-50 at half its
@@ -246,8 +253,7 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
 static int launches_followed(umadv_profiler_t *prof)
 {
     /* mode is set before recording is, and read after it */
-    return !__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE) ||
-           prof->mode != UMADV_PROF_RECORD_FULL;
+    return !__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE) || !records_accesses(prof);
 }
 
 /* A launch, while followed: told at entry and exit. */
@@ -457,10 +463,10 @@ static uint32_t fault_mode(uint32_t flags)
     }
 }
 
-/* Whether records go to the trace's activity: full recordings only. */
+/* Whether records go to the trace's activity: recordings of accesses only. */
 static int keeps_activity(const umadv_profiler_t *prof)
 {
-    return prof->recording && prof->mode == UMADV_PROF_RECORD_FULL;
+    return prof->recording && records_accesses(prof);
 }
 
 static void kernel_record(umadv_profiler_t *prof, const CUpti_ActivityKernel10 *k)
@@ -518,7 +524,7 @@ static void fault_push(umadv_profiler_t *prof, const umadv_prof_fault_t *fault)
 {
     umadv_prof_result_t *rec = &prof->rec;
 
-    if (!prof->recording || prof->mode != UMADV_PROF_RECORD_FULL) {
+    if (!prof->recording || prof->mode != UMADV_PROF_RECORD_FULL) { /* counted, not kept */
         prof->replay_faults += fault->groups;
         if (prof->nreplay_kept < UMADV_PROF_FAULTS_KEPT)
             prof->replay_kept[prof->nreplay_kept++] = *fault;
@@ -713,8 +719,9 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
 }
 
 /* The counters on while a full recording runs or faults are counted,
- * off otherwise. A timing pass measures kernels: its faults are counted
- * only when the replay asks (count_faults), since turning the counters
+ * off otherwise. A timing pass measures kernels, and a scan records a
+ * profile that moves nothing: their faults are counted only when the
+ * replay asks (count_faults), since turning the counters
  * on costs some 20 ms and off as much again (CUPTI, H200, 2026-11-28),
  * and each launch 20-40 us while they are on. @flushed: the caller
  * has just flushed the records of completed work. */
@@ -883,7 +890,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     umadv__prof_result_cleanup(&prof->rec);
     umadv__prof_names_reset(&prof->names);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;
-    prof->rec.um_counters = prof->um_counters;
+    prof->rec.um_counters = prof->um_counters && mode == UMADV_PROF_RECORD_FULL;
     prof->mode = mode;
     pthread_mutex_unlock(&prof->lock);
     status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,

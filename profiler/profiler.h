@@ -81,6 +81,7 @@ typedef void (*umadv_prof_copy_fn)(void *arg, const umadv_prof_range_t *ranges, 
 /* What a recording collects. */
 typedef enum umadv_prof_mode {
     UMADV_PROF_RECORD_FULL,   /* steps, scanned parameters, kernels, faults */
+    UMADV_PROF_RECORD_SCAN,   /* the same without faults: the counters stay off */
     UMADV_PROF_RECORD_TIMING  /* steps and kernels; faults counted, not kept */
 } umadv_prof_mode_t;
 

@@ -393,26 +393,46 @@ static void test_only_when_needed(void)
 /* Under oracle the profile moves nothing: its kernel records are the
  * durations (no timing pass), and its replay counts no faults (nothing
  * it does rests on the profile); a profile that faulted is timed. */
-static void test_oracle_untimed(void)
+/* A profile under @policy (oracle, or @policy with nothing evicted) of one
+ * launch, with @fault_groups fault groups queued in it: whether the
+ * counters were on while it ran. */
+static int profile_faulting(umadv_context_t *ctx_p, const char *policy, uint64_t fault_groups)
 {
     void *a = NULL, *args[2];
-    int counted = 0;
     umadv_context_t ctx;
+    int um_on;
 
     mock_reset();
-    setenv("UMADV_POLICY", "oracle", 1);
+    setenv("UMADV_POLICY", policy, 1);
+    setenv("UMADV_PROFILE_EVICT", "0", 1);
     ctx = test_host_context(SECTION, 0);
     unsetenv("UMADV_POLICY");
+    unsetenv("UMADV_PROFILE_EVICT");
     umadv_malloc(ctx, SECTION, "a", &a);
     args[0] = args[1] = &a;
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
+    um_on = mock.um_on;
     runtime_launch("k", 20, args, 0);
     queue_kernel(20, 1000, 2000);
+    for (uint64_t g = 0; g < fault_groups; g += 100)
+        queue_fault((char *)a + g / 100 * 4096, 1500, 100);
     umadv_iteration_begin(ctx);
+    *ctx_p = ctx;
+    return um_on;
+}
+
+static void test_oracle_untimed(void)
+{
+    umadv_context_t ctx;
+    int um_on, counted = 0;
+
+    um_on = profile_faulting(&ctx, "oracle", 0);
+    ok(!um_on && strstr(ctx->trace.source, "gpu faults") == NULL,
+       "oracle: the profile runs without the unified-memory counters, and its trace says so");
     ok(ctx->tpass.state != UMADV_CTX_TPASS_RUNNING && !mock.kernels_on &&
            ctx->trace.steps[0].duration_ns == 1000,
-       "oracle: nothing moved, few faults: the profiled durations stand, no timing pass");
+       "oracle: nothing moved: the profiled durations stand, no timing pass");
     umadv_plan(ctx);
     for (int i = 0; i < 4; i++) {
         umadv_iteration_begin(ctx);
@@ -421,20 +441,21 @@ static void test_oracle_untimed(void)
     ok(ctx->replay.exec != NULL && counted == 0, "its replay counts no faults");
     umadv_context_destroy(ctx);
 
-    mock_reset();
-    setenv("UMADV_POLICY", "oracle", 1);
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_POLICY");
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    runtime_launch("k", 20, args, 0);
-    queue_kernel(20, 1000, 2000);
-    for (int i = 0; i < 3; i++)
-        queue_fault((char *)a + i * 4096, 1500, 100);
-    umadv_iteration_begin(ctx);
-    ok(ctx->tpass.state == UMADV_CTX_TPASS_RUNNING,
-       "oracle, but 300 fault groups in the profile: the next iteration is timed");
+    um_on = profile_faulting(&ctx, "oracle", 300);
+    ok(!um_on && ctx->tpass.state != UMADV_CTX_TPASS_RUNNING && ctx->profile_faults == 0,
+       "oracle: faults in the profile are not its records: no timing pass");
+    umadv_context_destroy(ctx);
+
+    um_on = profile_faulting(&ctx, "plan", 0);
+    ok(um_on && strstr(ctx->trace.source, "gpu faults") != NULL &&
+           ctx->tpass.state != UMADV_CTX_TPASS_RUNNING,
+       "plan, nothing evicted: the counters on, few faults: no timing pass");
+    umadv_context_destroy(ctx);
+
+    um_on = profile_faulting(&ctx, "plan", 300);
+    ok(um_on && ctx->tpass.state == UMADV_CTX_TPASS_RUNNING,
+       "plan, nothing evicted, but 300 fault groups in the profile: the next iteration is "
+       "timed");
     umadv_context_destroy(ctx);
 }
 
@@ -1568,7 +1589,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(78 + 3 + 11 + 15 + 2 + 2 + 5);
+    plan(81 + 3 + 11 + 15 + 2 + 2 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
