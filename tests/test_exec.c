@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "cuda_ops/cuda_ops.h"
 #include "exec/exec.h"
+#include "exec/exec_int.h" /* the lock, held against a step call */
 #include "plan/plan.h"
 #include "trace/trace.h"
 #include "tap.h"
@@ -1332,6 +1333,49 @@ static void test_schedule_replace(void)
 }
 
 /* The host backend records a batch range by range. */
+static void *hold_lock(void *arg)
+{
+    umadv_exec_t *e = arg;
+    struct timespec hold = {0, 30 * 1000000L};
+
+    pthread_mutex_lock(&e->lock);
+    nanosleep(&hold, NULL);
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* A step call that finds the lock held (by a lane, in a replay) counts
+ * the wait: the iteration's debug line says how much of the launch path
+ * it was. */
+static void test_lock_waits(void)
+{
+    struct timespec settle = {0, 5 * 1000000L};
+    umadv_exec_stats_t before, after;
+    workload_t w;
+    umadv_exec_t *e;
+    pthread_t holder;
+
+    workload_init(&w, 2, 1, 2, rotate_uses);
+    mock_reset(0, 10000, 10000);
+    e = exec_open(&w, UMADV_POLICY_ORACLE, 4 * SEC);
+    umadv__exec_iteration_begin(e);
+    umadv__exec_get_stats(e, &before);
+    umadv__exec_step_begin(e);
+    umadv__exec_get_stats(e, &after);
+    ok(after.lock_waits == before.lock_waits, "a step call that finds the lock free counts no wait");
+    pthread_create(&holder, NULL, hold_lock, e);
+    nanosleep(&settle, NULL);
+    umadv__exec_step_end(e, NULL);
+    pthread_join(holder, NULL);
+    umadv__exec_get_stats(e, &after);
+    ok(after.lock_waits == before.lock_waits + 1 &&
+           after.lock_wait_ns - before.lock_wait_ns >= 10 * 1000000ull,
+       "one that finds it held counts the wait (%llu us)",
+       (unsigned long long)(after.lock_wait_ns - before.lock_wait_ns) / 1000);
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
 static void test_host_batch(void)
 {
     const umadv_cuda_ops_t *ops = &umadv__cuda_ops_host;
@@ -1375,7 +1419,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1394,6 +1438,7 @@ int main(void)
     test_fresh_over_left_pages();
     test_schedule_replace();
     test_host_batch();
+    test_lock_waits();
     log_capture_stop();
     return exit_status();
 }

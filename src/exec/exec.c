@@ -450,7 +450,7 @@ static void log_iteration(umadv_exec_t *e)
                     "(%.1f MiB late), stageable but migrated %.1f MiB (no slot) and %.1f MiB "
                     "(a copy's); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
-                    "evict %.3f ms",
+                    "evict %.3f ms; %llu step calls found the lock held, %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
                     e->step, (unsigned long long)(b->waits - a->waits),
                     (double)(b->wait_ns - a->wait_ns) / 1e6,
@@ -472,7 +472,9 @@ static void log_iteration(umadv_exec_t *e)
                     (unsigned long long)(b->drift_ops - a->drift_ops),
                     (unsigned long long)e->iter_faults,
                     (double)(b->fetch_busy_ns - a->fetch_busy_ns) / 1e6,
-                    (double)(b->evict_busy_ns - a->evict_busy_ns) / 1e6);
+                    (double)(b->evict_busy_ns - a->evict_busy_ns) / 1e6,
+                    (unsigned long long)(b->lock_waits - a->lock_waits),
+                    (double)(b->lock_wait_ns - a->lock_wait_ns) / 1e6);
     e->iter_start = now_stats;
     e->iter_start_ns = now;
 }
@@ -493,9 +495,24 @@ int umadv__exec_iteration_begin(umadv_exec_t *e)
     return due;
 }
 
+/* The lock, taken by an application thread in a step call: how much of
+ * the step calls' time (replay.c's debug line splits it) is the lanes
+ * holding the lock (UMADV_LOG=debug, the iteration's line). */
+static void step_lock(umadv_exec_t *e)
+{
+    uint64_t asked;
+
+    if (pthread_mutex_trylock(&e->lock) == 0)
+        return;
+    asked = umadv__now_ns();
+    pthread_mutex_lock(&e->lock);
+    e->stats.lock_waits++;
+    e->stats.lock_wait_ns += umadv__now_ns() - asked;
+}
+
 void umadv__exec_step_begin(umadv_exec_t *e)
 {
-    pthread_mutex_lock(&e->lock);
+    step_lock(e);
     if (e->begun) {
         /* Steps past the profiled count replay nothing (the last key). */
         if (!e->broken) {
@@ -541,7 +558,7 @@ static void wait_pending(umadv_exec_t *e)
 
 static void step_wait(umadv_exec_t *e, const umadv_stream_t *stream)
 {
-    pthread_mutex_lock(&e->lock);
+    step_lock(e);
     if (stream != NULL && e->begun && !e->broken)
         umadv__exec_fetch_on_step(e, *stream);
     if (e->begun && !e->broken && umadv__exec_pending(e, e->key))
@@ -570,7 +587,7 @@ void umadv__exec_step_wait_on(umadv_exec_t *e, umadv_stream_t stream)
 
 void umadv__exec_step_end(umadv_exec_t *e, umadv_stream_t stream)
 {
-    pthread_mutex_lock(&e->lock);
+    step_lock(e);
     if (e->begun && e->step_start_ns != 0)
         umadv__spans_add(e->p.spans, UMADV_SPAN_STEPS, "step", e->step_start_ns,
                          umadv__now_ns(), 0, e->iteration, e->step - 1);

@@ -149,6 +149,8 @@ typedef struct umadv_exec_stats {
                                * waited for, and may not have run yet */
     uint64_t held_evictions;  /* evictions that waited for a hold (umadv__exec_hold) */
     uint64_t hold_wait_ns;    /* the eviction lane in those waits */
+    uint64_t lock_waits;      /* step calls that found the executor's lock held */
+    uint64_t lock_wait_ns;    /* application threads waiting for it there */
 } umadv_exec_stats_t;
 
 /* Start the worker and monitor threads. UMADV_ERR_INVALID_PARAM for a
