@@ -1510,20 +1510,36 @@ static void test_two_passes(void)
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
 
-    /* with room for both, b stays too, unseen: nothing is staged across
-     * the opaque launch (schedule/core.h, STAGING), nothing evicted */
+    /* without a budget a plan evicts nothing on the first pass's trace:
+     * that pass is the profile (every step counted guessed: it evicted
+     * nothing, so nothing is staged on it), and no second follows */
     ctx = a_b_recording(&a, &b);
+    log_take();
+    umadv__cuda_host_reset();
     four_steps(50, &a, &b, "opaque_kernel", 400000000);
     umadv_iteration_begin(ctx);
-    umadv__cuda_host_reset();
-    four_steps(60, &a, &b, "opaque_kernel", 500000000);
     umadv__cuda_host_counters(&counters);
     t = &ctx->trace;
-    ok(counters.prefetches_to_host == 0 && t->nunseen == 1 && t->unseen[0].step == 1 &&
-           strcmp(t->allocs[t->unseen[0].alloc].tag, "b") == 0 && t->steps[1].naccesses == 1,
-       "no budget: the block in a long gap kept, unseen at the opaque launch, not its access "
-       "(%llu evictions, %u unseen)", (unsigned long long)counters.prefetches_to_host,
-       t->nunseen);
+    log = log_take();
+    ok(counters.prefetches_to_host == 0 && !umadv__ctx_profile_second_waits(ctx) &&
+           t->nsteps == 4 && t->guessed_steps == 4 &&
+           strstr(log, "a plan under the budget evicts nothing on its trace, which is the "
+                       "profile: no second pass") != NULL,
+       "no budget: the first pass is the profile, its steps guessed, no second pass "
+       "(%llu evictions, %u of %u steps guessed)",
+       (unsigned long long)counters.prefetches_to_host, t->guessed_steps, t->nsteps);
+    umadv_get_stats(ctx, &stats);
+    ok(umadv_plan(ctx) == UMADV_OK && stats.profiles == 1, "planned on it: one profile");
+    /* a budget that makes the plan evict: profiled again, in two passes */
+    log_take();
+    umadv_set_budget(ctx, 128 * 1024);
+    umadv_iteration_begin(ctx);
+    four_steps(70, &a, &b, "opaque_kernel", 600000000);
+    umadv_iteration_begin(ctx);
+    log = log_take();
+    ok(strstr(log, "profiling the next iteration again") != NULL &&
+           strstr(log, "the next iteration is the second pass") != NULL,
+       "the budget lowered: the plan on it evicts, a first pass then a second follow");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
@@ -1589,7 +1605,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(81 + 3 + 11 + 15 + 2 + 2 + 5);
+    plan(83 + 3 + 11 + 15 + 2 + 2 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

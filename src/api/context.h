@@ -376,6 +376,9 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx);
  * steps only (replay.c). */
 int umadv__ctx_stage_possible(const umadv_context_t ctx);
 
+/* The planner's schedule of the finalized trace under the context's
+ * budget and knobs; the planner logs a failure. */
+umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule);
 /* Plan the finalized trace under the context's budget (resolved here,
  * once) and knobs; the planner logs a failure. Install makes it the
  * context's schedule (the replay of the old one must be stopped). */

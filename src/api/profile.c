@@ -476,20 +476,55 @@ int umadv__ctx_profile_second_waits(const umadv_context_t ctx)
     return ctx->scout_ready && ctx->record == UMADV_CTX_REC_IDLE;
 }
 
+/* Whether the first pass's trace needs a second: where a plan under the
+ * budget evicts nothing on it (the model fits), nothing will be staged,
+ * dropped or migrated on its guesses, and it is the profile (a plan that
+ * evicts later, the budget lowered, profiles again: schedule.c,
+ * guesses_bar_staging). A plan that fails is left to the second pass. */
+static int second_pass_needed(umadv_context_t ctx)
+{
+    umadv_schedule_t schedule;
+    uint32_t evictions;
+
+    if (umadv__ctx_plan_schedule(ctx, &schedule) != UMADV_OK)
+        return 1;
+    evictions = schedule.evict_ops;
+    umadv__schedule_cleanup(&schedule);
+    if (evictions == 0)
+        umadv_info("profiling, first pass: %u steps, %llu bytes moved to the gpu; a plan "
+                   "under the budget evicts nothing on its trace, which is the profile: no "
+                   "second pass", ctx->trace.nsteps, (unsigned long long)ctx->scout_moved);
+    return evictions > 0;
+}
+
+/* A first pass kept as the profile evicted nothing, so what a kernel
+ * reaches through a pointer held in GPU memory faulted at no step: every
+ * step counts as guessed. A replay stages nothing on it (replay.c), and
+ * a plan that evicts profiles again (schedule.c, guesses_bar_staging). */
+static int first_pass_kept(umadv_context_t ctx)
+{
+    ctx->trace.guessed_steps = ctx->trace.nsteps;
+    ctx->profile_guess_steps = ctx->trace.nsteps;
+    return 0;
+}
+
 int umadv__ctx_profile_recorded(umadv_context_t ctx)
 {
     if (ctx->profile_pass != 1)
         return 0;
+    if (!second_pass_needed(ctx))
+        return first_pass_kept(ctx);
     ctx->scout = ctx->trace;
     if (umadv__trace_gaps_init(&ctx->scout_gaps, &ctx->scout) != UMADV_OK) {
         memset(&ctx->scout, 0, sizeof(ctx->scout)); /* the trace stays ctx->trace's */
-        return 0; /* kept as a one-pass profile, of guesses: nothing staged on it */
+        return first_pass_kept(ctx);
     }
     memset(&ctx->trace, 0, sizeof(ctx->trace));
     ctx->record = UMADV_CTX_REC_IDLE;
     ctx->scout_ready = 1;
-    umadv_info("profiling, first pass: %u steps, %llu bytes moved to the gpu; the next "
-               "iteration is the second", ctx->scout.nsteps,
+    umadv_info("profiling, first pass: %u steps, %llu bytes moved to the gpu; a plan under "
+               "the budget evicts on its trace: the next iteration is the second pass",
+               ctx->scout.nsteps,
                (unsigned long long)ctx->scout_moved);
     return 1;
 }

@@ -46,11 +46,10 @@ static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t
            ctx->profiler != NULL && s->evict_ops > 0;
 }
 
-umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *plan_p)
+umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule)
 {
     umadv_plan_params_t params;
     uint64_t budget = umadv__ctx_budget(ctx);
-    umadv_status_t status;
 
     /* No budget: the plan may keep the whole device. */
     umadv__plan_params_default(&ctx->trace, budget != 0 ? budget : ctx->props.total_memory,
@@ -62,7 +61,15 @@ umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *pl
     params.host_placement = ctx->config.host_placement;
     /* as the replay will (api/replay.c): staging where the device can */
     params.stage = umadv__ctx_stage_possible(ctx);
-    status = umadv__plan_build(&ctx->trace, &params, &plan_p->schedule);
+    return umadv__plan_build(&ctx->trace, &params, schedule);
+}
+
+umadv_status_t umadv__ctx_plan_build(umadv_context_t ctx, umadv_cycle_plan_t *plan_p)
+{
+    uint64_t budget = umadv__ctx_budget(ctx);
+    umadv_status_t status;
+
+    status = umadv__ctx_plan_schedule(ctx, &plan_p->schedule);
     if (status != UMADV_OK)
         return status; /* the planner logged which step did not fit */
     plan_p->budget = budget;
