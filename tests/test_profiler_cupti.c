@@ -639,11 +639,13 @@ static void follow_setup(umadv_context_t ctx, void **args, void **args_b, int ma
 
 /* A plan whose budget holds every step's data moves nothing in steady
  * state: its launches are not followed (replay.c, follow_start), as
- * under oracle, and its replay still counts faults (drift). */
+ * under oracle, and its replay counts faults (drift) in one iteration of
+ * UMADV_FAULT_PERIOD only, not in its first ones. */
 static void test_follow_nothing_to_move(void)
 {
     void *a = NULL, *args[2];
     umadv_context_t ctx;
+    int counted = 0, first = 0;
 
     ctx = one_block_context(&a, args);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
@@ -655,10 +657,16 @@ static void test_follow_nothing_to_move(void)
     umadv_plan(ctx);
     umadv_iteration_begin(ctx);
     umadv_iteration_begin(ctx); /* past the timing pass, if one runs */
+    first = mock.um_on;
     ok(ctx->replay.exec != NULL && ctx->schedule.evict_ops == 0 &&
-           ctx->schedule.fetch_bytes == 0 && mock.callbacks == 0 && mock.um_on,
-       "a plan that moves nothing: no launch callbacks, the fault counters on");
+           ctx->schedule.fetch_bytes == 0 && mock.callbacks == 0 && !first,
+       "a plan that moves nothing: no launch callbacks, its first iterations' faults uncounted");
     ok(count_of(log_take(), "the plan moves nothing in steady state") >= 1, "said at info level");
+    for (int i = 0; i < 64; i++) {
+        umadv_iteration_begin(ctx);
+        counted += mock.um_on;
+    }
+    ok(counted == 2, "its faults counted in one iteration of 32 (%d of 64)", counted);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 }
@@ -1605,7 +1613,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(83 + 3 + 11 + 15 + 2 + 2 + 5);
+    plan(84 + 3 + 11 + 15 + 2 + 2 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -137,6 +137,10 @@ int main(void)
     /* Count the faults of every iteration: replay counts them only in some
      * iterations by default, and this test runs no schedule. */
     setenv("UMADV_FAULT_PERIOD", "1", 1);
+    /* One pass, which evicts and fetches back what the scan names: with
+     * two, a program that fits is profiled by a first pass, which evicts
+     * nothing (umadv(7), UMADV_PROFILE_PASSES). */
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
     is(umadv_context_create(NULL, &ctx), UMADV_OK, "context on the gpu");
     ok(ctx != NULL && ctx->profiler != NULL, "cupti profiler attached");
     if (ctx == NULL || ctx->profiler == NULL)

@@ -395,6 +395,9 @@ void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
 /* ---- replay.c: the executor's side (a leaf; see its opening comment) ---- */
 
 void umadv__replay_init(umadv_context_t ctx);
+/* Whether the replay moves nothing in steady state: oracle, or a plan whose
+ * budget holds every step's data (its launches are not followed). */
+int umadv__replay_moves_nothing(const umadv_context_t ctx);
 void umadv__replay_cleanup(umadv_context_t ctx);
 umadv_status_t umadv__replay_start(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);

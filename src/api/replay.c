@@ -397,9 +397,11 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
     }
 }
 
-/* Whether the launches have something to order. Oracle moves nothing
- * once everything is on the GPU (the profile puts back what it evicted,
- * pages.c keeps reused blocks resident): following its launches would
+/* Whether the replay moves nothing in steady state, so that its launches
+ * have nothing to order (nor its faults anything to judge: profile.c).
+ * Oracle moves nothing once everything is on the GPU (the profile puts
+ * back what it evicted, pages.c keeps reused blocks resident): following
+ * its launches would
  * only cost CUPTI's callbacks, 1.4-1.55x a PyTorch ResNet-50 iteration
  * (737 launches) in bench/RESULTS.md. Nor does a plan whose budget holds
  * every step's data (as the default budget, the free GPU memory, does
@@ -408,7 +410,7 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
  * the GPU already) and advises nothing, so it replays as oracle does.
  * Followed, such a plan cost a PyTorch ResNet-18 at batch 32 29.5 ms an
  * iteration against oracle's 13.0 (H100, 2026-11-28). */
-static int launches_order_nothing(const umadv_context_t ctx)
+int umadv__replay_moves_nothing(const umadv_context_t ctx)
 {
     const umadv_schedule_t *s = &ctx->schedule;
 
@@ -424,7 +426,7 @@ static void follow_start(umadv_context_t ctx)
     if (ctx->profiler == NULL || !steps_from_launches(&ctx->trace) ||
         (follow.ctx != NULL && follow.ctx != ctx))
         return;
-    if (launches_order_nothing(ctx)) {
+    if (umadv__replay_moves_nothing(ctx)) {
         if (ctx->config.policy != UMADV_POLICY_ORACLE)
             umadv_info("replay: the plan moves nothing in steady state (the budget holds "
                        "every step's data): its launches are not followed, as under oracle");

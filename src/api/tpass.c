@@ -118,13 +118,10 @@ static uint64_t total_ns(const umadv_trace_t *t)
 static void tpass_apply(umadv_context_t ctx)
 {
     uint64_t before = total_ns(&ctx->trace);
-    char source[512];
 
     for (uint32_t s = 0; s < ctx->trace.nsteps; s++)
         ctx->trace.steps[s].duration_ns = ctx->tpass.durations[s];
-    snprintf(source, sizeof(source), "%s; step durations from a timing pass",
-             ctx->trace.source != NULL ? ctx->trace.source : "umadv");
-    umadv__trace_set_source(&ctx->trace, source); /* out of memory: the old text stays */
+    umadv__trace_source_note(&ctx->trace, "step durations from a timing pass");
     umadv_info("timing pass: %u step durations measured in the iteration after the profiled "
                "one: %.3f ms of compute (%.3f ms as profiled, with fault stalls)",
                ctx->trace.nsteps, (double)total_ns(&ctx->trace) / 1e6, (double)before / 1e6);

@@ -135,17 +135,18 @@ static const umadv_config_field_t config_fields[] = {
      "again before a launch whose parameters CUDA's layout does not explain "
      "(under oracle: nor its guessed parameter struct).",
      0, 1, 0, NULL, 0, FIELD(profile_evict)},
-    {"UMADV_PROFILE_PASSES", UMADV_CONFIG_UINT, "1",
+    {"UMADV_PROFILE_PASSES", UMADV_CONFIG_UINT, "2",
      "Iterations a profile that evicts takes (see UMADV_PROFILE_EVICT). 1: "
      "one pass that evicts every live block before each launch whose "
      "parameters cannot be scanned, then a timing pass. 2: a first pass "
      "moves nothing and takes guessed parameter structs and the steps' "
      "durations, and is the profile where a plan under the budget evicts "
-     "nothing on its trace (its steps then count as guessed); the second keeps on the GPU before each such launch what "
-     "the first saw in use, shortest gaps first, as much as the budget "
-     "lets the step hold (the launch's access if unused for less than a "
-     "round trip over the link, else never staged across it), evicts the "
-     "rest, and needs no timing pass after it.",
+     "nothing on its trace (its steps then count as guessed); the second "
+     "keeps on the GPU before each such launch what the first saw in use, "
+     "shortest gaps first, as much as the budget lets the step hold (the "
+     "launch's access if unused for less than a round trip over the link, "
+     "else never staged across it), evicts the rest, and needs no timing "
+     "pass after it.",
      1, 2, 0, NULL, 0, FIELD(profile_passes)},
     {"UMADV_PROFILE_TAIL", UMADV_CONFIG_BOOL, "1",
      "After a profiled iteration, watch frees until the next step begins "

@@ -218,6 +218,15 @@ umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source)
     return UMADV_OK;
 }
 
+umadv_status_t umadv__trace_source_note(umadv_trace_t *trace, const char *note)
+{
+    char source[512];
+
+    snprintf(source, sizeof(source), "%s; %s", trace->source != NULL ? trace->source : "umadv",
+             note);
+    return umadv__trace_set_source(trace, source);
+}
+
 umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint64_t size,
                                       umadv_alloc_kind_t kind, const char *tag,
                                       uint32_t *id_p)

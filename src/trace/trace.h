@@ -241,6 +241,8 @@ umadv_status_t umadv__trace_init(umadv_trace_t *trace, uint64_t section_size);
 void umadv__trace_cleanup(umadv_trace_t *trace);
 
 umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source);
+/* Append "; @note" to the source (out of memory: the old text stays). */
+umadv_status_t umadv__trace_source_note(umadv_trace_t *trace, const char *note);
 
 /* Append an allocation; its id is the next index. */
 umadv_status_t umadv__trace_add_alloc(umadv_trace_t *trace, uint64_t base, uint64_t size,
