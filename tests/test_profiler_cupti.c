@@ -1412,13 +1412,16 @@ static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque
 }
 
 /* A fresh context on the mock with blocks a (a section) and b (two),
- * recording its first iteration. */
-static umadv_context_t a_b_recording(void **a_p, void **b_p)
+ * recording its first iteration; @budget as UMADV_BUDGET, or NULL. */
+static umadv_context_t a_b_recording(const char *budget, void **a_p, void **b_p)
 {
     umadv_context_t ctx;
 
     mock_reset();
+    if (budget != NULL)
+        setenv("UMADV_BUDGET", budget, 1);
     ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_BUDGET");
     umadv_malloc(ctx, SECTION, "a", a_p);
     umadv_malloc(ctx, 2 * SECTION, "b", b_p);
     umadv_profile_next_iteration(ctx);
@@ -1439,15 +1442,9 @@ static void test_two_passes(void)
     umadv_context_t ctx;
     char *log;
 
-    mock_reset();
     setenv("UMADV_PROFILE_PASSES", "2", 1);
-    setenv("UMADV_BUDGET", "128K", 1); /* a and b together do not fit */
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_BUDGET");
-    umadv_malloc(ctx, SECTION, "a", &a);
-    umadv_malloc(ctx, 2 * SECTION, "b", &b);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
+    setenv("UMADV_PROFILE_GUIDED", "1", 1);
+    ctx = a_b_recording("128K", &a, &b); /* a and b together do not fit */
     umadv__cuda_host_reset();
     four_steps(10, &a, &b, "opaque_kernel", 0);
     umadv__cuda_host_counters(&counters);
@@ -1521,7 +1518,7 @@ static void test_two_passes(void)
     /* without a budget a plan evicts nothing on the first pass's trace:
      * that pass is the profile (every step counted guessed: it evicted
      * nothing, so nothing is staged on it), and no second follows */
-    ctx = a_b_recording(&a, &b);
+    ctx = a_b_recording(NULL, &a, &b);
     log_take();
     umadv__cuda_host_reset();
     four_steps(50, &a, &b, "opaque_kernel", 400000000);
@@ -1548,6 +1545,43 @@ static void test_two_passes(void)
     ok(strstr(log, "profiling the next iteration again") != NULL &&
            strstr(log, "the next iteration is the second pass") != NULL,
        "the budget lowered: the plan on it evicts, a first pass then a second follow");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+    unsetenv("UMADV_PROFILE_GUIDED");
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+}
+
+/* UMADV_PROFILE_PASSES=2 unguided (the default): where the plan evicts
+ * on the first pass's trace, the second evicts every live block before
+ * the opaque launch, as one pass does, so that nothing is kept unseen;
+ * the first pass's durations are the trace's. */
+static void test_two_passes_unguided(void)
+{
+    umadv_cuda_host_counters_t counters;
+    umadv_stats_t stats = {.size = sizeof(stats)};
+    void *a = NULL, *b = NULL;
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    ctx = a_b_recording("128K", &a, &b); /* a and b together do not fit */
+    four_steps(110, &a, &b, "opaque_kernel", 0);
+    umadv_iteration_begin(ctx);
+    umadv__cuda_host_reset();
+    four_steps(120, &a, &b, "opaque_kernel", 100000000);
+    umadv__cuda_host_counters(&counters);
+    ok(ctx->scout_ready && counters.prefetch_bytes_to_host == 3 * SECTION &&
+           ctx->profile_kept == 0,
+       "unguided, the second pass evicts every live block before the opaque launch "
+       "(%llu bytes), keeps none", (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_iteration_begin(ctx);
+    t = &ctx->trace;
+    umadv_get_stats(ctx, &stats);
+    ok(!ctx->scout_ready && t->nunseen == 0 && t->guessed_steps == 0 &&
+           t->steps[0].duration_ns == 10000000 && ctx->tpass.state == UMADV_CTX_TPASS_IDLE &&
+           stats.profiles == 1 && strstr(t->source, "step durations from a first pass") != NULL,
+       "nothing unseen, nothing guessed, the first pass's durations: no timing pass");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
@@ -1581,7 +1615,7 @@ static void test_copies_recorded(void)
     cudaMemcpyAsync_v3020_params h2d = {.src = host, .count = sizeof(host),
                                         .kind = cudaMemcpyHostToDevice};
 
-    ctx = a_b_recording(&a, &b);
+    ctx = a_b_recording(NULL, &a, &b);
     args[0] = &a;
     driver_launch("known_a", 50, args);
     cp.dst = a;
@@ -1613,7 +1647,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(84 + 3 + 11 + 15 + 2 + 2 + 5);
+    plan(86 + 3 + 11 + 15 + 2 + 2 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1634,6 +1668,7 @@ int main(void)
     test_follow_timing();
     test_timed_after_wait();
     test_two_passes();
+    test_two_passes_unguided();
     test_copies_recorded();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

@@ -268,8 +268,8 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * guesses, as under oracle: its trace tells roughly when each block is
  * used, and its kernel records time the steps. The second begins, as one
  * pass does, with every block on the host (so that a first touch the scan
- * cannot see, through a pointer kept in GPU memory, faults). Before each
- * such launch it keeps on the GPU the blocks the first pass saw in use,
+ * cannot see, through a pointer kept in GPU memory, faults). Guided,
+ * before each such launch it keeps on the GPU the blocks the first saw in use,
  * shortest gaps around that step first, as many as the budget lets the
  * step hold, and evicts the rest: those a plan under the budget moves off
  * the GPU there anyway. A kept block unused for less than a round trip
@@ -283,13 +283,14 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
- * timing pass. Measured on an H100 (2026-11-27): a PyTorch ResNet-50 at
- * half its footprint profiled in 0.09 s + 3.16 s (12.6 GiB to the GPU,
- * 11.2 to the host in the second pass) against 5.13 s (20.9, 19.8) and
- * a 1.33 s timing pass; a GPT-2 shape in 0.11 s + 1.52 s against 1.32 s
- * + 0.28 s: that second pass evicted every block in a long gap, once per
- * gap, however large the budget. Keeping what fits the budget, unseen,
- * is not measured yet, and one pass stays the default (bench/RESULTS.md).
+ * timing pass. Guidance (UMADV_PROFILE_GUIDED) shortens the
+ * profile (H200, 2026-11-29: a PyTorch ResNet-50 at half its footprint
+ * 4.1 s against one pass's 4.5 s, a GPT-2 shape at save_on_cpu's peak
+ * 1.1 s against 1.8 s), but what it keeps unseen migrates in every
+ * replayed iteration (GPT-2: 0.18 GiB, 50.9 ms against 47.5). Unguided
+ * (the default), the second pass evicts as one pass does, and the first
+ * only times it and, where a plan under the budget evicts nothing on its
+ * trace, is the profile alone (second_pass_needed).
  */
 
 /* The pass a profile beginning now takes: two only where it evicts. */
@@ -1001,6 +1002,9 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_faults = UINT64_MAX;
     ctx->profile_pass = pass_now(ctx);
     ctx->scout_lost = ctx->scout_timed = 0;
+    /* unguided, a second pass evicts as one pass does (TWO PASSES) */
+    if (ctx->profile_pass == 2 && !ctx->config.profile_guided)
+        ctx->scout_lost = 1;
     if (ctx->profile_pass != 2)
         scout_drop(ctx);
     /* under oracle nothing moves on the profile's word: its first

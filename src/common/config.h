@@ -35,6 +35,7 @@ typedef struct umadv_config {
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */
     int               profile_evict; /* UMADV_PROFILE_EVICT */
     uint32_t          profile_passes; /* UMADV_PROFILE_PASSES, 1 or 2 */
+    int               profile_guided; /* UMADV_PROFILE_GUIDED */
     int               profile_tail;   /* UMADV_PROFILE_TAIL: frees after the profiled
                                        * iteration amend its trace (api/record.c) */
     int               link_probe;    /* UMADV_LINK_PROBE */
