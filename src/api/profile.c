@@ -269,8 +269,8 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * used, and its kernel records time the steps. The second begins, as one
  * pass does, with every block on the host (so that a first touch the scan
  * cannot see, through a pointer kept in GPU memory, faults). Guided,
- * before each such launch it keeps on the GPU the blocks the first saw in use,
- * shortest gaps around that step first, as many as the budget lets the
+ * before each such launch it keeps on the GPU the blocks the first saw
+ * in use, shortest gaps around that step first, as many as the budget lets the
  * step hold, and evicts the rest: those a plan under the budget moves off
  * the GPU there anyway. A kept block unused for less than a round trip
  * over the link counts as the launch's access, read and written, as a
@@ -509,8 +509,10 @@ static int largest_step_fits(const umadv_context_t ctx)
 /* Whether the first pass's trace needs a second: where a plan under the
  * budget evicts nothing on it (the model fits), nothing will be staged,
  * dropped or migrated on its guesses, and it is the profile (a plan that
- * evicts later, the budget lowered, profiles again: schedule.c,
- * guesses_bar_staging). A plan that fails is left to the second pass. */
+ * evicts later, the budget lowered, profiles again where it would stage:
+ * schedule.c, guesses_bar_staging). A step larger than the budget fails
+ * the plan on any pass's trace: the first is kept and umadv_plan says so;
+ * another failure is left to the second pass. */
 static int second_pass_needed(umadv_context_t ctx)
 {
     umadv_schedule_t schedule;
