@@ -216,7 +216,8 @@ struct umadv_context {
     umadv_trace_t            scout;            /* the first pass's trace, in the second */
     umadv_trace_gaps_t       scout_gaps;       /* ...its allocations' gaps */
     int                      scout_ready;      /* scout and scout_gaps hold it */
-    int                      scout_lost;       /* the second pass ran other steps */
+    int                      scout_lost;       /* the second pass is guided no more: it ran
+                                                * other steps, or is unguided */
     uint64_t                 scout_moved;      /* bytes the first pass moved to the gpu */
     int                      scout_timed;      /* the trace has the first pass's durations */
     /* The application's copies and memsets since the recording's last
