@@ -389,6 +389,10 @@ void umadv__ctx_plan_install(umadv_context_t ctx, umadv_cycle_plan_t *plan);
 /* UMADV_ERR_BUDGET_TOO_SMALL, logged, when a step of the recorded
  * iteration alone needs more than @budget. */
 umadv_status_t umadv__ctx_budget_check(const umadv_context_t ctx, uint64_t budget);
+/* The same question, quietly: 1 when the recorded iteration's largest
+ * step fits @budget (0: none), or when the trace cannot tell (the plan
+ * then says what is wrong). */
+int umadv__ctx_step_fits(const umadv_context_t ctx, uint64_t budget);
 
 /* Drop the schedule umadv_plan() built, if any. */
 void umadv__ctx_schedule_cleanup(umadv_context_t ctx);

@@ -20,7 +20,6 @@
 #include "profiler/attrib.h"
 #include "profiler/linkprobe.h"
 #include "profiler/profiler.h"
-#include "schedule/window.h"
 
 /* A replay's stray faults (kernels whose arguments cannot be scanned):
  * some 70 groups per PyTorch ResNet-50 iteration (replay.c). */
@@ -487,25 +486,6 @@ int umadv__ctx_profile_second_waits(const umadv_context_t ctx)
     return ctx->scout_ready && ctx->record == UMADV_CTX_REC_IDLE;
 }
 
-/* Whether the recorded iteration's largest step fits the budget, as the
- * planner counts it (quietly: the planner names the step when asked). */
-static int largest_step_fits(const umadv_context_t ctx)
-{
-    uint64_t budget = umadv__ctx_budget(ctx);
-    uint32_t first, count;
-    umadv_window_t w;
-    int fits;
-
-    if (budget == 0)
-        return 1;
-    if (umadv__trace_iteration_require(&ctx->trace, 0, &first, &count) != UMADV_OK ||
-        umadv__window_init(&w, &ctx->trace, first, count) != UMADV_OK)
-        return 1; /* the plan will say what is wrong */
-    fits = w.max_step_bytes <= budget;
-    umadv__window_cleanup(&w);
-    return fits;
-}
-
 /* Whether the first pass's trace needs a second: where a plan under the
  * budget evicts nothing on it (the model fits), nothing will be staged,
  * dropped or migrated on its guesses, and it is the profile (a plan that
@@ -518,7 +498,7 @@ static int second_pass_needed(umadv_context_t ctx)
     umadv_schedule_t schedule;
     uint32_t evictions;
 
-    if (!largest_step_fits(ctx))
+    if (!umadv__ctx_step_fits(ctx, umadv__ctx_budget(ctx)))
         return 0; /* no pass makes it fit: umadv_plan says so */
     if (umadv__ctx_plan_schedule(ctx, &schedule) != UMADV_OK)
         return 1;

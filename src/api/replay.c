@@ -398,16 +398,16 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
 }
 
 /* Whether the replay moves nothing in steady state, so that its launches
- * have nothing to order (nor its faults anything to judge: profile.c).
+ * have nothing to order (nor its faults much to judge: profile.c).
  * Oracle moves nothing once everything is on the GPU (the profile puts
  * back what it evicted, pages.c keeps reused blocks resident): following
- * its launches would
- * only cost CUPTI's callbacks, 1.4-1.55x a PyTorch ResNet-50 iteration
- * (737 launches) in bench/RESULTS.md. Nor does a plan whose budget holds
- * every step's data (as the default budget, the free GPU memory, does
- * for most models): in steady state it evicts nothing, fetches nothing
- * (it populates fresh blocks, whose pages the pool mostly hands out on
- * the GPU already) and advises nothing, so it replays as oracle does.
+ * its launches would only cost CUPTI's callbacks, 1.4-1.55x a PyTorch
+ * ResNet-50 iteration (737 launches) in bench/RESULTS.md. Nor does a plan
+ * whose budget holds every step's data (as the default budget, the free
+ * GPU memory, does for most models): in steady state it evicts nothing,
+ * fetches nothing (it populates fresh blocks, whose pages the pool mostly
+ * hands out on the GPU already) and advises nothing, so it replays as
+ * oracle does.
  * Followed, such a plan cost a PyTorch ResNet-18 at batch 32 29.5 ms an
  * iteration against oracle's 13.0 (H100, 2026-11-28). */
 int umadv__replay_moves_nothing(const umadv_context_t ctx)

@@ -101,22 +101,42 @@ void umadv__ctx_schedule_cleanup(umadv_context_t ctx)
     ctx->have_schedule = 0;
 }
 
+/* The window of the recorded iteration, the one the library plans. */
+static umadv_status_t recorded_window(const umadv_context_t ctx, umadv_window_t *w)
+{
+    uint32_t first, count;
+    umadv_status_t status;
+
+    status = umadv__trace_iteration_require(&ctx->trace, 0, &first, &count);
+    if (status != UMADV_OK)
+        return status;
+    return umadv__window_init(w, &ctx->trace, first, count);
+}
+
 umadv_status_t umadv__ctx_budget_check(const umadv_context_t ctx, uint64_t budget)
 {
     umadv_window_t w;
-    uint32_t first, count;
     umadv_status_t status;
 
     /* Nothing recorded: umadv_plan() checks. */
     if (budget == 0 || ctx->record != UMADV_CTX_REC_DONE)
         return UMADV_OK;
-    status = umadv__trace_iteration_require(&ctx->trace, 0, &first, &count);
-    if (status != UMADV_OK)
-        return status;
-    status = umadv__window_init(&w, &ctx->trace, first, count);
+    status = recorded_window(ctx, &w);
     if (status != UMADV_OK)
         return status;
     status = umadv__window_check_budget(&w, budget);
     umadv__window_cleanup(&w);
     return status;
+}
+
+int umadv__ctx_step_fits(const umadv_context_t ctx, uint64_t budget)
+{
+    umadv_window_t w;
+    int fits;
+
+    if (budget == 0 || recorded_window(ctx, &w) != UMADV_OK)
+        return 1; /* no budget; or the plan will say what is wrong */
+    fits = w.max_step_bytes <= budget;
+    umadv__window_cleanup(&w);
+    return fits;
 }
