@@ -1588,6 +1588,51 @@ static void test_two_passes_unguided(void)
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
+/* record.c, THE TAIL, after two passes: no timing pass runs, so the
+ * replay, which follows every launch, watches the frees between the
+ * recording's end and the next iteration's first step; a block born in
+ * the second pass and freed there dies with the window, and the plan is
+ * rebuilt at the next boundary. */
+static void test_two_passes_tail(void)
+{
+    void *a = NULL, *b = NULL, *g = NULL;
+    uint32_t g_free_step = UMADV_STEP_NONE;
+    const umadv_trace_t *t;
+    umadv_context_t ctx;
+    char *log;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    ctx = a_b_recording("128K", &a, &b); /* a and b together do not fit */
+    four_steps(150, &a, &b, "opaque_kernel", 0);
+    umadv_plan(ctx); /* asked for after the second pass */
+    umadv_iteration_begin(ctx);
+    umadv_malloc(ctx, SECTION, "g", &g); /* born in the second pass */
+    four_steps(160, &a, &b, "opaque_kernel", 100000000);
+    umadv_iteration_begin(ctx);
+    t = &ctx->trace;
+    ok(ctx->life.state == UMADV_CYCLE_REPLAYING && ctx->tpass.state == UMADV_CTX_TPASS_IDLE &&
+           umadv__replay_follows(ctx),
+       "replayed after the second pass, no timing pass, the launches followed (state %d, "
+       "timing %d, follows %d)", ctx->life.state, ctx->tpass.state, umadv__replay_follows(ctx));
+    log_take();
+    umadv_free(ctx, g); /* before the replayed iteration's first launch */
+    four_steps(170, &a, &b, "opaque_kernel", 200000000);
+    log = log_take();
+    ok(ctx->record_tail_frees == 1 && ctx->life.want_plan &&
+           strstr(log, "1 of its blocks freed before the next iteration's first step") != NULL,
+       "the free before the replay's first launch ends g with the window, logged, and asks "
+       "for a plan (%u frees)", ctx->record_tail_frees);
+    for (uint32_t i = 0; i < t->nallocs; i++) {
+        if (t->allocs[i].tag != NULL && strcmp(t->allocs[i].tag, "g") == 0)
+            g_free_step = t->allocs[i].free_step;
+    }
+    ok(g_free_step == t->nsteps - 1, "g dies at the window's last step");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+}
+
 /* The access of step @step to the allocation tagged @tag in the trace
  * being recorded: its first section, or -1. */
 static long step_access_first(const umadv_trace_t *t, uint32_t step, const char *tag)
@@ -1647,7 +1692,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(86 + 3 + 11 + 15 + 2 + 2 + 5);
+    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1669,6 +1714,7 @@ int main(void)
     test_timed_after_wait();
     test_two_passes();
     test_two_passes_unguided();
+    test_two_passes_tail();
     test_copies_recorded();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

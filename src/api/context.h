@@ -403,6 +403,9 @@ void umadv__replay_init(umadv_context_t ctx);
 /* Whether the replay moves nothing in steady state: oracle, or a plan whose
  * budget holds every step's data (its launches are not followed). */
 int umadv__replay_moves_nothing(const umadv_context_t ctx);
+/* Whether the replay follows the context's launches now (every launch of
+ * the iteration seen, none diverged). */
+int umadv__replay_follows(const umadv_context_t ctx);
 void umadv__replay_cleanup(umadv_context_t ctx);
 umadv_status_t umadv__replay_start(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);

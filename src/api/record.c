@@ -102,9 +102,14 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * iteration that step is in, the recorder still watches frees: a block
  * born in the window and freed there dies with the window (free_step =
  * its last step). The tail is watched only where the next step cannot
- * begin unseen: steps marked through the API (no profiler), or a timing
- * pass, which sees every launch; a schedule built before the amendment
- * is rebuilt at the next boundary (api/lifecycle.c, PLAN_REQUEST).
+ * begin unseen: steps marked through the API (no profiler), a timing
+ * pass, or a replay that follows the launches (replay.c), each of which
+ * sees every launch: a profile whose durations came from a first pass
+ * (profile.c, TWO PASSES) has no timing pass, and without the replay's
+ * watch GPT-2 at save_on_cpu's peak migrated its gradients, 0.19 GiB an
+ * iteration, where a profile of one pass dropped them (H200,
+ * 2026-11-29). A schedule built before the amendment is rebuilt at the
+ * next boundary (api/lifecycle.c, PLAN_REQUEST).
  * UMADV_PROFILE_TAIL=0 turns it off. On by default since the executor
  * stopped populating pages already on the GPU (exec/pages.c): staged
  * bytes then equal restored ones, and GPT-2 at save_on_cpu's peak ran 20%
@@ -131,7 +136,8 @@ static void tail_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 
     if (!ctx->config.profile_tail || !ctx->record_tail || ctx->record != UMADV_CTX_REC_DONE ||
         id >= ctx->trace.nallocs ||
-        (ctx->profiler != NULL && ctx->tpass.state != UMADV_CTX_TPASS_RUNNING))
+        (ctx->profiler != NULL && ctx->tpass.state != UMADV_CTX_TPASS_RUNNING &&
+         !umadv__replay_follows(ctx)))
         return;
     alloc->trace_id = UMADV_CTX_NO_TRACE_ID;
     if (umadv__trace_end_with_window(&ctx->trace, id) != UMADV_OK)

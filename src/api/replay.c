@@ -359,6 +359,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
         return NULL;
     }
     hidden_reader_guard(ctx, name);
+    umadv__ctx_record_tail_close(ctx); /* the next iteration's first step (record.c) */
     follow.open = j;
     follow.entry_ns = umadv__now_ns();
     umadv__replay_step_begin(ctx);
@@ -438,6 +439,12 @@ static void follow_start(umadv_context_t ctx)
     else
         umadv_warn("replay: cannot follow kernel launches: the schedule's steps are not "
                    "replayed");
+}
+
+/* So that the next step cannot begin unseen (record.c, THE TAIL). */
+int umadv__replay_follows(const umadv_context_t ctx)
+{
+    return follow.ctx == ctx && !follow.diverged;
 }
 
 static void follow_stop(umadv_context_t ctx)
