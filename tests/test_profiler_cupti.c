@@ -1429,10 +1429,10 @@ static umadv_context_t a_b_recording(const char *budget, void **a_p, void **b_p)
     return ctx;
 }
 
-/* UMADV_PROFILE_PASSES=2: the first pass evicts nothing and takes the
- * steps' durations; the second evicts before the opaque launch only b,
- * which the first saw unused for 20 ms around it, keeps a (unused for
- * 1 us) as the launch's, and needs no timing pass. */
+/* UMADV_PROFILE_PASSES=2, guided (the default): the first pass evicts
+ * nothing and takes the steps' durations; the second evicts before the
+ * opaque launch only b, which the first saw unused for 20 ms around it,
+ * keeps a (unused for 1 us) as the launch's, and needs no timing pass. */
 static void test_two_passes(void)
 {
     umadv_cuda_host_counters_t counters;
@@ -1552,7 +1552,7 @@ static void test_two_passes(void)
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
-/* UMADV_PROFILE_PASSES=2 unguided (the default): where the plan evicts
+/* UMADV_PROFILE_PASSES=2 unguided (UMADV_PROFILE_GUIDED=0): where the plan evicts
  * on the first pass's trace, the second evicts every live block before
  * the opaque launch, as one pass does, so that nothing is kept unseen;
  * the first pass's durations are the trace's. */
@@ -1565,6 +1565,7 @@ static void test_two_passes_unguided(void)
     umadv_context_t ctx;
 
     setenv("UMADV_PROFILE_PASSES", "2", 1);
+    setenv("UMADV_PROFILE_GUIDED", "0", 1);
     ctx = a_b_recording("128K", &a, &b); /* a and b together do not fit */
     four_steps(110, &a, &b, "opaque_kernel", 0);
     umadv_iteration_begin(ctx);
@@ -1585,6 +1586,7 @@ static void test_two_passes_unguided(void)
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
+    unsetenv("UMADV_PROFILE_GUIDED");
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 

@@ -282,14 +282,17 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
- * timing pass. Guidance (UMADV_PROFILE_GUIDED) shortens the
- * profile (H200, 2026-11-29: a PyTorch ResNet-50 at half its footprint
- * 4.1 s against one pass's 4.5 s, a GPT-2 shape at save_on_cpu's peak
- * 1.1 s against 1.8 s), but what it keeps unseen migrates in every
- * replayed iteration (GPT-2: 0.18 GiB, 50.9 ms against 47.5). Unguided
- * (the default), the second pass evicts as one pass does, and the first
- * only times it and, where a plan under the budget evicts nothing on its
- * trace, is the profile alone (second_pass_needed).
+ * timing pass. Guidance (UMADV_PROFILE_GUIDED, the default) shortens
+ * the profile two to three times (H200, 2026-11-29, one machine: the
+ * profiling phase of a PyTorch ResNet-50 at half its footprint 2.0 s
+ * against 4.5-5.0 unguided and 6.5 with one pass, a GPT-2 shape at
+ * save_on_cpu's peak 1.1 s against 2.5 and 1.7, VGG-16 at its peak 1.9 s
+ * against 5.0 and 4.3), the steady state the same (the 0.18 GiB an
+ * iteration that GPT-2 once migrated after two passes was the tail that
+ * no timing pass watched: record.c, THE TAIL). Unguided, the second pass
+ * evicts as one pass does. Either way, where a plan under the budget
+ * evicts nothing on the first pass's trace, it is the profile alone
+ * (second_pass_needed).
  */
 
 /* The pass a profile beginning now takes: two only where it evicts. */
@@ -984,7 +987,8 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_faults = UINT64_MAX;
     ctx->profile_pass = pass_now(ctx);
     ctx->scout_lost = ctx->scout_timed = 0;
-    /* unguided, a second pass evicts as one pass does (TWO PASSES) */
+    /* unguided (UMADV_PROFILE_GUIDED=0), a second pass evicts as one pass
+     * does (TWO PASSES) */
     if (ctx->profile_pass == 2 && !ctx->config.profile_guided)
         ctx->scout_lost = 1;
     if (ctx->profile_pass != 2)

@@ -142,21 +142,22 @@ static const umadv_config_field_t config_fields[] = {
      "moves nothing and takes guessed parameter structs and the steps' "
      "durations, and is the profile where a plan under the budget evicts "
      "nothing on its trace (its steps then count as guessed); else the "
-     "second evicts as one pass does (see UMADV_PROFILE_GUIDED), and no "
-     "timing pass follows it.",
+     "second evicts what the first pass did not see in use (see "
+     "UMADV_PROFILE_GUIDED), and no timing pass follows it.",
      1, 2, 0, NULL, 0, FIELD(profile_passes)},
-    {"UMADV_PROFILE_GUIDED", UMADV_CONFIG_BOOL, "0",
+    {"UMADV_PROFILE_GUIDED", UMADV_CONFIG_BOOL, "1",
      "With two passes: the second keeps on the GPU before each launch "
      "whose parameters cannot be scanned what the first saw in use, "
      "shortest gaps first, as much as the budget lets the step hold (the "
      "launch's access if unused for less than a round trip over the link, "
-     "else never staged across it) and evicts the rest: a shorter profile, "
-     "but what it kept unseen migrates in the replay (umadv(7) has the "
-     "figures). 0: the second evicts every live block, as one pass does.",
+     "else never staged across it) and evicts the rest: a profile two to "
+     "three times shorter than one pass's (umadv(7) has the figures). 0: "
+     "the second evicts every live block, as one pass does.",
      0, 1, 0, NULL, 0, FIELD(profile_guided)},
     {"UMADV_PROFILE_TAIL", UMADV_CONFIG_BOOL, "1",
      "After a profiled iteration, watch frees until the next step begins "
-     "(in the timing pass, or with steps marked through the API): a block "
+     "(in the timing pass, the replay that follows the launches, or with "
+     "steps marked through the API): a block "
      "born in the profiled iteration and freed there, as PyTorch's "
      "gradients by the next zero_grad, is planned as dying with it, "
      "dropped where it was copied out for nothing (umadv(7) has the "
