@@ -1459,10 +1459,15 @@ static void test_two_passes(void)
        "no trace to save between the passes");
     ok(strstr(log_take(), "umadv_trace_save: the profile takes two passes") != NULL,
        "...and the error says why");
+    umadv__cuda_host_reset();
     umadv_iteration_begin(ctx);
+    umadv__cuda_host_counters(&counters);
     ok(ctx->life.state == UMADV_CYCLE_RECORDING && ctx->scout_ready &&
            ctx->scout.nsteps == 4 && ctx->record == UMADV_CTX_REC_RECORDING,
        "the iteration after it is recorded (the boundary's stop after umadv_plan's: nothing)");
+    ok(counters.prefetches_to_host == 0,
+       "guided, the second pass begins with the blocks where the first left them (%llu "
+       "evictions)", (unsigned long long)counters.prefetches_to_host);
     umadv__cuda_host_reset();
     four_steps(20, &a, &b, "opaque_kernel", 100000000);
     umadv__cuda_host_counters(&counters);
@@ -1694,7 +1699,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3);
+    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -265,13 +265,14 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * 37 ms of compute (H100, 2026-11-27). So a profile that evicts takes two
  * iterations (UMADV_PROFILE_PASSES). The first moves nothing and takes
  * guesses, as under oracle: its trace tells roughly when each block is
- * used, and its kernel records time the steps. The second begins, as one
- * pass does, with every block on the host (so that a first touch the scan
- * cannot see, through a pointer kept in GPU memory, faults). Guided,
- * before each such launch it keeps on the GPU the blocks the first saw
- * in use, shortest gaps around that step first, as many as the budget lets the
- * step hold, and evicts the rest: those a plan under the budget moves off
- * the GPU there anyway. A kept block unused for less than a round trip
+ * used, and its kernel records time the steps. Guided, the second begins
+ * with the blocks where the first left them (live_stay), and before each
+ * such launch keeps on the GPU the blocks the first saw in use, shortest
+ * gaps around that step first, as many as the budget lets the step hold,
+ * and evicts the rest: those a plan under the budget moves off the GPU
+ * there anyway. Unguided, it begins, as one pass does, with every block
+ * on the host (evict_all), and evicts every live block before each such
+ * launch. A kept block unused for less than a round trip
  * over the link counts as the launch's access, read and written, as a
  * guessed block does; a longer-unused one is recorded unseen at that step
  * (trace->unseen), and no eviction stages or drops it across that step
@@ -957,6 +958,33 @@ static void evict_all(umadv_context_t ctx)
                 (unsigned long long)stats.blocks, calls);
 }
 
+static void resident_note(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    umadv_context_t ctx = arg;
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+
+    (void)base;
+    (void)size;
+    if (alloc != NULL)
+        alloc->fetched_epoch = ctx->profile_epoch;
+}
+
+/* A guided second pass begins with the blocks where the first pass left
+ * them, on the GPU, instead of with every block on the host (evict_all):
+ * the launches whose parameters were scanned touch what the scan names
+ * (the safety argument of umadv(7) rests on that, not on their faults),
+ * and the first launch without a layout evicts, as each does, what the
+ * first pass did not see in use there. Evicting all first sent a PyTorch
+ * ResNet-50's whole footprint at batch 64 (5.4 GiB) to the host before
+ * its first launch, and its guided pass then fetched 8.7 GiB back (H200,
+ * 2026-11-29). The blocks count as fetched back, so that none is
+ * prefetched again where it lies. */
+static void live_stay(umadv_context_t ctx)
+{
+    ctx->profile_epoch++;
+    umadv__pool_foreach(ctx->pool, resident_note, ctx);
+}
+
 /* What the profile records. Under oracle, which moves nothing on the
  * profile's word and evicts nothing before it, the faults are first
  * touches that no replay reads (it counts none): the counters stay off,
@@ -996,8 +1024,12 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     /* under oracle nothing moves on the profile's word: its first
      * touches would fault for nothing (profile_may_guess); nor in a first
      * pass (TWO PASSES) */
-    if (ctx->config.profile_evict && !profile_may_guess(ctx))
-        evict_all(ctx);
+    if (ctx->config.profile_evict && !profile_may_guess(ctx)) {
+        if (ctx->profile_pass == 2 && !ctx->scout_lost)
+            live_stay(ctx);
+        else
+            evict_all(ctx);
+    }
     if (umadv__prof_record_start(ctx->profiler, mode) != UMADV_OK)
         return 1; /* warned: declared accesses only */
     umadv__replay_copies_noted(ctx, 1);
