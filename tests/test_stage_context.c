@@ -579,9 +579,10 @@ static void test_lane_piece(void)
 }
 
 /* Whether each population of a restored range (@log[i], a
- * discard-and-prefetch: only restores make them) is followed at once by
- * an event recorded on its stream, and its range's copy back comes after
- * it on another stream (exec/stage.c, RESTORES IN RUNS). */
+ * discard-and-prefetch: only restores make them) is followed on its
+ * stream by an event recorded there, and its range's copy back comes
+ * after it on another stream (exec/stage.c, RESTORES IN RUNS). The log
+ * is the process's: the other lane's calls may come in between. */
 static int restore_runs_ordered(const umadv_cuda_host_record_t *log, size_t n, size_t *runs_p)
 {
     *runs_p = 0;
@@ -591,7 +592,9 @@ static int restore_runs_ordered(const umadv_cuda_host_record_t *log, size_t n, s
         if (log[i].call != UMADV_CUDA_CALL_DISCARD_PREFETCH)
             continue;
         ++*runs_p;
-        if (k >= n || log[k].call != UMADV_CUDA_CALL_EVENT_RECORD || log[k].stream != log[i].stream)
+        while (k < n && log[k].stream != log[i].stream)
+            k++;
+        if (k >= n || log[k].call != UMADV_CUDA_CALL_EVENT_RECORD)
             return 0;
         while (k < n && !(log[k].call == UMADV_CUDA_CALL_MEMCPY && log[k].ptr == log[i].ptr))
             k++;
