@@ -935,6 +935,7 @@ static void test_no_layout(void)
     void *b = NULL;
     uint64_t evicted;
     umadv_context_t ctx;
+    char *log;
 
     mock_reset();
     setenv("UMADV_POLICY", "oracle", 1); /* guesses are taken only under oracle */
@@ -964,16 +965,21 @@ static void test_no_layout(void)
        "nothing evicted");
     log_take();
     umadv__cuda_host_reset();
+    umadv__log_level = UMADV_LOG_DEBUG;
     umadv_iteration_begin(ctx);
+    umadv__log_level = UMADV_LOG_INFO;
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_device == 1 && counters.prefetch_bytes_to_device >= UMADV_GIB,
        "after the recording its arena goes back to the gpu, free space too (new blocks of "
        "the timing pass land there)");
-    ok(strstr(log_take(), "parameter scan: 3 of 4 launches have arguments whose layout cuda "
-                          "does not give (first: opaque_kernel): 1 named blocks through the "
-                          "struct their first argument points at, 2 named none; 2 evictions "
-                          "before them") != NULL,
+    log = log_take();
+    ok(strstr(log, "parameter scan: 3 of 4 launches have arguments whose layout cuda "
+                   "does not give (first: opaque_kernel): 1 named blocks through the "
+                   "struct their first argument points at, 2 named none; 2 evictions "
+                   "before them") != NULL,
        "launches without a parameter layout are counted, the first named, guesses told");
+    ok(strstr(log, "profiling: 2 calls moved blocks (") != NULL,
+       "the calls that moved blocks, and their host time, at debug level");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
@@ -1699,7 +1705,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1);
+    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -204,6 +204,11 @@ struct umadv_context {
                                                 * profile (profile.c, FETCHING SCANNED
                                                 * BLOCKS BACK) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
+    uint64_t                 profile_move_calls; /* calls that moved blocks either way */
+    uint64_t                 profile_move_ns;  /* host time inside them */
+    uint64_t                 profile_evict_ns; /* host time of the evictions before
+                                                * launches, choosing what to keep
+                                                * included (evict_live) */
     int                      profile_fetch_failed; /* a fetch back failed: no more */
     int                      profile_evicted;  /* this profile has evicted: fetch back */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until

@@ -69,9 +69,12 @@ static int fetching_back(const umadv_context_t ctx)
  * device that fails every call is not asked once per launch. */
 static void fetch_back(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n)
 {
+    uint64_t start = umadv__now_ns();
     size_t failed = 0;
 
-    umadv__exec_bulk_move(ctx->ops, ranges, n, ctx->config.device, ctx->numa, 0, &failed);
+    ctx->profile_move_calls +=
+        umadv__exec_bulk_move(ctx->ops, ranges, n, ctx->config.device, ctx->numa, 0, &failed);
+    ctx->profile_move_ns += umadv__now_ns() - start;
     ctx->profile_fetch_failed = failed > 0;
 }
 
@@ -838,6 +841,7 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
                         const umadv_bulk_range_t *kept, size_t nkept)
 {
     ranges_arg_t ra = {ctx, of, NULL, 0, 0};
+    uint64_t start;
     size_t calls;
 
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
@@ -848,7 +852,10 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
     }
     if (location == UMADV_CUDA_LOCATION_HOST)
         umadv__ctx_holds_order(ctx, NULL); /* the bulk mover's legacy stream */
+    start = umadv__now_ns();
     calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
+    ctx->profile_move_ns += umadv__now_ns() - start;
+    ctx->profile_move_calls += calls;
     free(ra.ranges);
     return calls;
 }
@@ -885,6 +892,7 @@ static void kept_back(scan_t *sc, umadv_ctx_alloc_t *alloc, uint32_t epoch)
 
 static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
+    uint64_t start = umadv__now_ns();
     size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
     size_t nscout = scout_keep(ctx, g, step);
     umadv_bulk_range_t *kept = malloc((ndeclared + g->n + nscout + 1) * sizeof(*kept));
@@ -908,6 +916,7 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     for (size_t i = 0; i < ctx->nkept_access && kept != NULL; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
     fetch_scanned(&sc);
+    ctx->profile_evict_ns += umadv__now_ns() - start;
 }
 
 /* The profiled iteration's evictions are its own: when the arenas (else
@@ -1011,6 +1020,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
     ctx->profile_fetched = ctx->profile_kept = ctx->profile_unseen = 0;
+    ctx->profile_move_calls = ctx->profile_move_ns = ctx->profile_evict_ns = 0;
     ctx->profile_fetch_failed = ctx->profile_evicted = 0;
     ctx->profile_faults = UINT64_MAX;
     ctx->profile_pass = pass_now(ctx);
@@ -1073,6 +1083,12 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
         umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
                     "fetched back ahead of their launches",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)));
+    if (ctx->profile_move_calls > 0) /* where an evicting profile's time goes */
+        umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them); the "
+                    "evictions before launches without a layout %.1f ms, choosing what to "
+                    "keep and fetching back included",
+                    (unsigned long long)ctx->profile_move_calls, ctx->profile_move_ns / 1e6,
+                    ctx->profile_evict_ns / 1e6);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
                 (unsigned long long)r->um_records[UMADV_PROF_UM_HTOD],
