@@ -63,18 +63,30 @@ static int fetching_back(const umadv_context_t ctx)
            !ctx->profile_fetch_failed;
 }
 
+/* The executor's bulk mover (exec/bulk.h) for the profile, which counts
+ * the calls and the host time in them (profile_report). Returns the
+ * calls. */
+static size_t profile_move(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n,
+                           int location, unsigned flags, size_t *failed_p)
+{
+    uint64_t start = umadv__now_ns();
+    size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags,
+                                         failed_p);
+
+    ctx->profile_move_ns += umadv__now_ns() - start;
+    ctx->profile_move_calls += calls;
+    return calls;
+}
+
 /* Fetch @n ranges back to the GPU, ordered on the legacy stream as the
  * evictions are (no wait). A call that fails (logged by the backend)
  * ends fetching back for this profile: the rest faults back, and a
  * device that fails every call is not asked once per launch. */
 static void fetch_back(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n)
 {
-    uint64_t start = umadv__now_ns();
     size_t failed = 0;
 
-    ctx->profile_move_calls +=
-        umadv__exec_bulk_move(ctx->ops, ranges, n, ctx->config.device, ctx->numa, 0, &failed);
-    ctx->profile_move_ns += umadv__now_ns() - start;
+    profile_move(ctx, ranges, n, ctx->config.device, 0, &failed);
     ctx->profile_fetch_failed = failed > 0;
 }
 
@@ -841,7 +853,6 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
                         const umadv_bulk_range_t *kept, size_t nkept)
 {
     ranges_arg_t ra = {ctx, of, NULL, 0, 0};
-    uint64_t start;
     size_t calls;
 
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
@@ -852,10 +863,7 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
     }
     if (location == UMADV_CUDA_LOCATION_HOST)
         umadv__ctx_holds_order(ctx, NULL); /* the bulk mover's legacy stream */
-    start = umadv__now_ns();
-    calls = umadv__exec_bulk_move(ctx->ops, ra.ranges, ra.n, location, ctx->numa, flags, NULL);
-    ctx->profile_move_ns += umadv__now_ns() - start;
-    ctx->profile_move_calls += calls;
+    calls = profile_move(ctx, ra.ranges, ra.n, location, flags, NULL);
     free(ra.ranges);
     return calls;
 }
