@@ -27,7 +27,10 @@ each from the same initial weights (restored in place, so the tensors stay
 the blocks the profile saw): the first run profiles, the others switch
 with umadv_set_policy(), all under UMADV_BUDGET (a switch from oracle,
 whose profile may rest on guesses, to a policy that evicts profiles once
-more, so that its evictions can be staged); a table compares them.
+more, so that its evictions can be staged); a table compares them, and
+with --both a line gives the profiling run's profiling phase: its
+iterations from 1 to the steady state over as many steady ones, in ms
+and in native iterations (profiling_phase, also in --json).
 --budget-change N makes it a long run: every N iterations the budget
 changes (umadv_set_budget through ctypes) to a fraction of the footprint
 drawn from --budget-range (splitmix64 of --budget-seed and the block, as
@@ -773,6 +776,19 @@ def steady(run, args):
     return sum(tail) / len(tail)
 
 
+def profiling_phase(run, native, args):
+    """What the profiling run's iterations before the steady state cost
+    over as many steady ones, in ms and in native iterations (native's
+    steady state): iteration 0 left out on both sides (cuDNN's warm-up
+    swings by a hundred ms between processes, as in bench/overhead.py).
+    None for a later run, or without the native run."""
+    if run["index"] > 0 or native is None:
+        return None
+    first = steady_from(args, run)
+    over = sum(run["times"][1:first]) - (first - 1) * steady(run, args)
+    return over, over / steady(native, args)
+
+
 def steady_faults(run, args):
     """Faults of the last counted iteration before the steady state."""
     first = steady_from(args, run)
@@ -850,6 +866,9 @@ def summarize(run, native, args):
     if native is not None:
         out["x_native"] = ms / steady(native, args)
         out["identical"] = out["losses"] == [x.hex() for x in native["losses"]]
+    phase = profiling_phase(run, native, args) if run["policy"] else None
+    if phase is not None:
+        out["profiling_phase_ms"], out["profiling_phase_native_iterations"] = phase
     for k in ("peer", "segments", "peak_allocated", "peak_reserved"):
         if run.get(k) is not None:
             out[k] = run[k]
@@ -883,6 +902,12 @@ def print_summary(rows, native):
             r.get("waits_per_iter", 0), r.get("wait_ns_per_iter", 0) / 1e6,
             ("yes" if r["identical"] else "NO") if native else "-"))
     print("  (1) GPU fault groups of the last iteration counted before the steady state")
+    for r in rows:
+        if "profiling_phase_ms" in r:
+            print("  %s's profiling phase: %.0f ms over the steady state in iterations 1-%d, "
+                  "%.1f native iterations" % (r["policy"], r["profiling_phase_ms"],
+                                              r["steady_from"] - 1,
+                                              r["profiling_phase_native_iterations"]))
 
 
 def print_longrun(rows, args):

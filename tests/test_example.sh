@@ -101,10 +101,25 @@ print(t.steady_from(a, {"index": 0, "counters": c(2)}), t.steady_from(a, {"index
     [ "$(cat "$tmp/steady.py")" = "6 2 6 2" ]
     ok $? "torch_train.py: a later run that profiled again at its switch is steady 4 after that profile" ||
         diag "$tmp/steady.py"
+    # the profiling phase: iterations 1-5 over five steady ones (10 ms),
+    # iteration 0 left out, in native iterations (native steady at 5 ms)
+    python3 -B -c '
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import torch_train as t
+a = types.SimpleNamespace(no_profile=False, profile_iter=1)
+run = {"index": 0, "times": [900, 80, 2000, 500, 20, 15, 10, 10, 10], "counters": []}
+native = {"index": 0, "times": [700, 5, 5, 5, 5, 5, 5, 5, 5]}
+print("%.1f %.1f %s" % (t.profiling_phase(run, native, a) + (t.profiling_phase(dict(run, index=1), native, a),)))' \
+        "${top_srcdir:-.}/examples" >"$tmp/phase.py" 2>&1
+    [ "$(cat "$tmp/phase.py")" = "2565.0 513.0 None" ]
+    ok $? "torch_train.py: the profiling phase over the steady state, iteration 0 left out, in native iterations" ||
+        diag "$tmp/phase.py"
 else
-    n=$((n + 2))
-    echo "ok $((n - 1)) # SKIP no python3: torch_train.py's budget draws"
-    echo "ok $n # SKIP no python3: torch_train.py's steady states"
+    n=$((n + 3))
+    echo "ok $((n - 2)) # SKIP no python3: torch_train.py's budget draws"
+    echo "ok $((n - 1)) # SKIP no python3: torch_train.py's steady states"
+    echo "ok $n # SKIP no python3: torch_train.py's profiling phase"
 fi
 
 train first
