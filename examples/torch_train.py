@@ -866,7 +866,7 @@ def summarize(run, native, args):
     if native is not None:
         out["x_native"] = ms / steady(native, args)
         out["identical"] = out["losses"] == [x.hex() for x in native["losses"]]
-    phase = profiling_phase(run, native, args) if run["policy"] else None
+    phase = profiling_phase(run, native, args)
     if phase is not None:
         out["profiling_phase_ms"], out["profiling_phase_native_iterations"] = phase
     for k in ("peer", "segments", "peak_allocated", "peak_reserved"):

@@ -1617,7 +1617,7 @@ static void test_two_passes_tail(void)
     setenv("UMADV_PROFILE_PASSES", "2", 1);
     ctx = a_b_recording("128K", &a, &b); /* a and b together do not fit */
     four_steps(150, &a, &b, "opaque_kernel", 0);
-    umadv_plan(ctx); /* asked for after the second pass */
+    umadv_plan(ctx); /* asked for after the first pass: planned on the second */
     umadv_iteration_begin(ctx);
     umadv_malloc(ctx, SECTION, "g", &g); /* born in the second pass */
     four_steps(160, &a, &b, "opaque_kernel", 100000000);
