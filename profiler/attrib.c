@@ -455,6 +455,12 @@ umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t
     merged.guessed_steps = trace->guessed_steps; /* they still may miss blocks */
     merged.activity      = trace->activity; /* moved, not copied */
     memset(&trace->activity, 0, sizeof(trace->activity));
+    merged.unseen     = trace->unseen; /* moved too: allocations and steps keep their ids */
+    merged.nunseen    = trace->nunseen;
+    merged.unseen_cap = trace->unseen_cap;
+    trace->unseen     = NULL;
+    trace->nunseen    = 0;
+    trace->unseen_cap = 0;
     umadv__trace_cleanup(trace);
     *trace = merged;
     return UMADV_OK;

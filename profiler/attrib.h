@@ -147,7 +147,8 @@ umadv_status_t umadv__prof_attrib_activity(umadv_trace_t *trace, umadv_prof_laun
 void umadv__prof_activity_cleanup(umadv_prof_activity_t *act);
 
 /* Rebuild the unfinalized @trace with @extra accesses added to their steps
- * after the ones it had. On failure @trace is unchanged. */
+ * after the ones it had; its activity and its unseen blocks move over.
+ * On failure @trace is unchanged. */
 umadv_status_t umadv__prof_trace_merge(umadv_trace_t *trace, umadv_prof_access_t *extra,
                                        size_t nextra);
 

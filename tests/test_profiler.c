@@ -137,8 +137,11 @@ static void test_attrib_and_merge(void)
     is_u64(st.faults_no_kernel, 1, "no kernel on the device: counted");
     is_u64(st.fault_groups, 9, "fault groups summed");
     t.guessed_steps = 2;
+    umadv__trace_add_unseen(&t, 1, 1);
     is(umadv__prof_trace_merge(&t, acc, nacc), UMADV_OK, "merged");
     is(t.guessed_steps, 2, "the guessed steps survive the merge (nothing is staged on them)");
+    ok(t.nunseen == 1 && t.unseen[0].alloc == 1 && t.unseen[0].step == 1,
+       "so does a block left unseen at a step (nothing staged across it)");
     is(umadv__trace_finalize(&t, why, sizeof(why)), UMADV_OK, "the merged trace is valid");
     is(t.steps[0].naccesses, 1, "step 0: declared section 0 and faulted section 1 of A, "
        "both read, join");
@@ -597,7 +600,7 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(71 + 9 + 6 + 5 + 4 + 4 + 1);
+    plan(72 + 9 + 6 + 5 + 4 + 4 + 1);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();
