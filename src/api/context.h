@@ -233,10 +233,9 @@ struct umadv_context {
     size_t                   ncopies, copies_cap;
     uint64_t                 profile_kept;     /* blocks kept at launches without a layout,
                                                 * as theirs, on the first pass's word */
-    uint64_t                 profile_unseen;   /* ...and kept unseen (trace->unseen) */
     umadv_ctx_alloc_t      **kept;             /* scratch: those of one launch, the
-                                                * nkept_access counted its own first */
-    size_t                   nkept, nkept_access, kept_cap;
+                                                * its accesses */
+    size_t                   nkept, kept_cap;
     int                      live_on_host;     /* the profile left live blocks on the
                                                 * host: the next replay starts so */
     umadv_ctx_tpass_t        tpass;            /* the timing pass */

@@ -282,19 +282,22 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * guesses, as under oracle: its trace tells roughly when each block is
  * used, and its kernel records time the steps. Guided, the second begins
  * with the blocks where the first left them (live_stay), and before each
- * such launch keeps on the GPU the blocks the first saw in use, shortest
- * gaps around that step first, as many as the budget lets the step hold,
- * and evicts the rest: those a plan under the budget moves off the GPU
- * there anyway. Unguided, it begins, as one pass does, with every block
- * on the host (evict_all), and evicts every live block before each such
- * launch. A kept block unused for less than a round trip
- * over the link counts as the launch's access, read and written, as a
- * guessed block does; a longer-unused one is recorded unseen at that step
- * (trace->unseen), and no eviction stages or drops it across that step
- * (schedule/core.h, STAGING): it migrates there, which a read survives.
- * So nothing staged rests on a guess: a block is on the host when the
- * launch runs (what it touches faults), or is the launch's by count, or
- * is never staged across it. Where the second pass
+ * such launch keeps on the GPU the blocks the first saw in use there
+ * unused for less than a round trip over the link around that step
+ * (which no plan moves off and back in that time), shortest gaps first,
+ * as many as the budget lets the step hold, each counted the launch's
+ * access, read and written, as a guessed block is; it evicts the rest.
+ * Unguided, it begins, as one pass does, with every block on the host
+ * (evict_all), and evicts every live block before each such launch. So
+ * nothing staged rests on a guess: a block is on the host when the
+ * launch runs (what it touches faults), or is the launch's by count.
+ * Keeping the longer-unused blocks too, each unseen at the step
+ * (trace->unseen: no eviction stages or drops it across the step), was
+ * tried: the fault merge had lost the unseen blocks until 2026-11-29,
+ * and kept, they forbade nearly all staging (ResNet-50 b64 at half its
+ * footprint 454-478 ms an iteration against 131-135, a GPT-2 shape at
+ * save_on_cpu's peak 181 against 47, VGG-16 174 against 55: H200).
+ * Where the second pass
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
@@ -414,52 +417,45 @@ static int keep_compare(const void *a, const void *b)
     return (x->gap_ns > y->gap_ns) - (x->gap_ns < y->gap_ns);
 }
 
-/* Candidate @k into ctx->kept: unused for less than a round trip, as the
- * step's access, among the first ctx->nkept_access (fetched back if
- * evicted since: evict_live); else left unseen (STAGING in
- * schedule/core.h), after them. */
-static int keep_one(umadv_context_t ctx, const keep_candidate_t *k, uint32_t step)
+/* Candidate @k into ctx->kept, as the step's access (fetched back if
+ * evicted since: evict_live). */
+static int keep_one(umadv_context_t ctx, const keep_candidate_t *k)
 {
-    umadv_ctx_alloc_t *alloc = k->alloc;
-
     if (umadv__array_reserve((void **)&ctx->kept, &ctx->kept_cap, ctx->nkept + 1,
                              sizeof(*ctx->kept)) != UMADV_OK)
         return 0;
-    if (k->gap_ns >= round_trip_ns(&ctx->link, alloc->size)) {
-        if (umadv__trace_add_unseen(&ctx->trace, alloc->trace_id, step) != UMADV_OK)
-            return 0; /* evicted: what the step touches of it faults */
-        ctx->kept[ctx->nkept++] = alloc;
-        ctx->profile_unseen++;
-        return 1;
-    }
-    block_taken(ctx, alloc);
-    ctx->kept[ctx->nkept++] = ctx->kept[ctx->nkept_access]; /* an unseen one moves back */
-    ctx->kept[ctx->nkept_access++] = alloc;
+    block_taken(ctx, k->alloc);
+    ctx->kept[ctx->nkept++] = k->alloc;
     ctx->profile_kept++;
     return 1;
 }
 
 /* The live blocks to keep on the GPU before the launch at @step of the
- * second pass, besides guess @g's: those the first pass saw in use,
- * shortest gaps first, as many as the budget lets the step hold
- * (guess_fits); the rest, which a plan under the budget moves off the GPU
- * around that step anyway, are evicted, so that what the launch touches
- * of them faults. Into ctx->kept (keep_one). Returns how many. */
+ * second pass, besides guess @g's: those the first pass saw in use
+ * unused for less than a round trip over the link around it, shortest
+ * gaps first, as many as the budget lets the step hold (guess_fits), as
+ * the launch's accesses; the rest are evicted, so that what the launch
+ * touches of them faults. Into ctx->kept (keep_one). Returns how many. */
 static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     keep_arg_t ka = {ctx, g, step, NULL, 0, 0};
     uint64_t bytes = g->bytes;
 
-    ctx->nkept = ctx->nkept_access = 0;
+    ctx->nkept = 0;
     if (ctx->profile_pass != 2 || !scout_aligned(ctx, step))
         return 0;
     umadv__pool_foreach(ctx->pool, keep_collect, &ka);
     if (ka.n > 1)
         qsort(ka.c, ka.n, sizeof(*ka.c), keep_compare);
-    for (size_t i = 0; i < ka.n && guess_fits(ctx, step, bytes + ka.c[i].alloc->size); i++) {
-        if (!keep_one(ctx, &ka.c[i], step))
+    for (size_t i = 0; i < ka.n; i++) {
+        const umadv_ctx_alloc_t *alloc = ka.c[i].alloc;
+
+        if (ka.c[i].gap_ns >= round_trip_ns(&ctx->link, alloc->size) ||
+            !guess_fits(ctx, step, bytes + alloc->size))
+            continue; /* a plan moves it off around the step: evicted, it faults */
+        if (!keep_one(ctx, &ka.c[i]))
             break;
-        bytes += ka.c[i].alloc->size;
+        bytes += alloc->size;
     }
     free(ka.c);
     return ctx->nkept;
@@ -492,9 +488,9 @@ static void scout_durations(umadv_context_t ctx)
         umadv__trace_source_note(t, "step durations from a first pass");
     }
     umadv_info("profiling, second pass: %llu evictions before launches without a layout, "
-               "%llu blocks kept as theirs on the first pass's word, %llu kept unseen; step "
+               "%llu blocks kept as theirs on the first pass's word; step "
                "durations %s", (unsigned long long)ctx->profile_evictions,
-               (unsigned long long)ctx->profile_kept, (unsigned long long)ctx->profile_unseen,
+               (unsigned long long)ctx->profile_kept,
                same ? "from the first pass" : "to be timed (the passes differ, or the first "
                                               "moved data to the gpu)");
     scout_drop(ctx);
@@ -921,7 +917,7 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     free(kept);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
-    for (size_t i = 0; i < ctx->nkept_access && kept != NULL; i++)
+    for (size_t i = 0; i < ctx->nkept && kept != NULL; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
     fetch_scanned(&sc);
     ctx->profile_evict_ns += umadv__now_ns() - start;
@@ -1027,7 +1023,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
-    ctx->profile_fetched = ctx->profile_kept = ctx->profile_unseen = 0;
+    ctx->profile_fetched = ctx->profile_kept = 0;
     ctx->profile_move_calls = ctx->profile_move_ns = ctx->profile_evict_ns = 0;
     ctx->profile_fetch_failed = ctx->profile_evicted = 0;
     ctx->profile_faults = UINT64_MAX;
