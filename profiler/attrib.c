@@ -296,6 +296,62 @@ umadv_status_t umadv__prof_attrib_faults(const umadv_trace_t *trace,
     return status;
 }
 
+/* The allocations alive at @step (any, UMADV_STEP_NONE) that [@lo, @hi)
+ * meets, to @fn: those starting below @hi, down to the largest size
+ * below @lo. */
+static void arrivals_in(const umadv_trace_t *trace, const umadv_prof_alloc_ref_t *refs,
+                        uint64_t max_size, uint64_t lo, uint64_t hi, uint32_t step,
+                        umadv_prof_arrival_fn fn, void *arg)
+{
+    size_t first = 0, last = trace->nallocs;
+
+    while (first < last) {
+        size_t mid = first + (last - first) / 2;
+
+        if (refs[mid].base < hi)
+            first = mid + 1;
+        else
+            last = mid;
+    }
+    for (size_t i = first; i-- > 0;) {
+        const umadv_trace_alloc_t *a = &trace->allocs[refs[i].id];
+
+        if (a->base + max_size <= lo)
+            break;
+        if (a->base + a->size > lo && (step == UMADV_STEP_NONE || alloc_alive(a, step)))
+            fn(arg, refs[i].id, step);
+    }
+}
+
+umadv_status_t umadv__prof_attrib_arrivals(const umadv_trace_t *trace,
+                                           const umadv_prof_interval_t *intervals, size_t n,
+                                           const umadv_prof_fault_t *faults, size_t nfaults,
+                                           umadv_prof_arrival_fn fn, void *arg)
+{
+    uint64_t max_duration = 0, max_size;
+    umadv_prof_alloc_ref_t *refs;
+    umadv_status_t status;
+
+    for (size_t i = 0; i < n; i++)
+        max_duration = UMADV_MAX(max_duration, intervals[i].end - intervals[i].start);
+    status = umadv__prof_alloc_order(trace, &refs, &max_size);
+    if (status != UMADV_OK)
+        return status;
+    for (size_t i = 0; i < nfaults; i++) {
+        const umadv_prof_fault_t *f = &faults[i];
+        uint64_t lo = f->address & ~(UMADV_PROF_FAULT_PAGE - 1), hi = lo + UMADV_PROF_FAULT_PAGE;
+
+        if (f->bytes > 0) {
+            lo = f->address;
+            hi = f->address + f->bytes;
+        }
+        arrivals_in(trace, refs, max_size, lo, hi, fault_step(intervals, n, max_duration, f),
+                    fn, arg);
+    }
+    free(refs);
+    return UMADV_OK;
+}
+
 /* ---- the activity ------------------------------------------------------ */
 
 /* The first timestamp of the window: the earliest kernel or record. */

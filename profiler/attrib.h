@@ -110,6 +110,23 @@ umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nl
 uint32_t umadv__prof_attrib_step(const umadv_prof_interval_t *intervals, size_t n,
                                  uint64_t max_duration, uint64_t time, uint32_t device);
 
+/* What of the GPU a fault's page stands for: UVM migrates up to a 2 MiB
+ * block around a faulted page, and a fault can show in a block before
+ * the one the kernel touched (api/profile.c, step_covers). */
+#define UMADV_PROF_FAULT_PAGE (UINT64_C(2) * 1024 * 1024)
+
+/* Where @faults put data on the GPU: @fn(@arg, allocation, step) for
+ * each allocation of @trace that a fault's range meets (a migration's
+ * bytes; a fault's UMADV_PROF_FAULT_PAGE around its page) and that is
+ * alive at the fault's step; a fault at no kernel's time goes to every
+ * allocation its range meets, with UMADV_STEP_NONE (the caller cannot
+ * tell when). An allocation may come more than once. */
+typedef void (*umadv_prof_arrival_fn)(void *arg, uint32_t alloc, uint32_t step);
+umadv_status_t umadv__prof_attrib_arrivals(const umadv_trace_t *trace,
+                                           const umadv_prof_interval_t *intervals, size_t n,
+                                           const umadv_prof_fault_t *faults, size_t nfaults,
+                                           umadv_prof_arrival_fn fn, void *arg);
+
 /* Accesses of @faults, one per fault, appended to *@acc_p (*@nacc_p
  * entries, *@cap_p capacity, umadv__array_reserve growth). */
 umadv_status_t umadv__prof_attrib_faults(const umadv_trace_t *trace,

@@ -160,6 +160,69 @@ static void test_attrib_and_merge(void)
     umadv__trace_cleanup(&t);
 }
 
+typedef struct arrivals {
+    uint32_t alloc[16], step[16];
+    size_t   n;
+} arrivals_t;
+
+static void arrival_add(void *arg, uint32_t alloc, uint32_t step)
+{
+    arrivals_t *a = arg;
+
+    if (a->n < 16) {
+        a->alloc[a->n] = alloc;
+        a->step[a->n++] = step;
+    }
+}
+
+static int arrived(const arrivals_t *a, uint32_t alloc, uint32_t step)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->alloc[i] == alloc && a->step[i] == step)
+            return 1;
+    }
+    return 0;
+}
+
+/* Where faults put data on the GPU: every allocation a fault's 2 MiB, or
+ * a migration's bytes, meet, alive at its step; at no kernel's time, at
+ * no step. */
+static void test_arrivals(void)
+{
+    umadv_prof_launch_t launches[] = {{7, 0}, {9, 1}, {42, 2}};
+    umadv_prof_kernel_t kernels[] = {
+        {7, 0, 1000, 2000, NO_NAME}, {9, 0, 3000, 5000, NO_NAME}, {42, 0, 6000, 7000, NO_NAME}};
+    umadv_prof_fault_t faults[] = {
+        FAULT(UMADV_MIB + 70 * UMADV_KIB, 1500, 0, 3, READ),    /* A's 2 MiB, step 0 */
+        FAULT(4 * UMADV_MIB + 130 * UMADV_KIB, 4500, 0, 1, RW), /* B's, step 1: not C yet */
+        FAULT(4 * UMADV_MIB + 130 * UMADV_KIB, 6700, 0, 1, RW), /* C's, step 2: B is gone */
+        FAULT(UMADV_MIB, 100, 5, 1, RW),                       /* no kernel: A, no step */
+    };
+    umadv_prof_fault_t migration = {.address = UMADV_MIB + 200 * UMADV_KIB, .start = 1500,
+                                    .bytes = 3 * UMADV_MIB - 200 * UMADV_KIB + 10, .groups = 1};
+    umadv_prof_attrib_stats_t st;
+    umadv_prof_interval_t *iv;
+    arrivals_t a = {{0}, {0}, 0};
+    umadv_trace_t t;
+    size_t niv;
+
+    memset(&st, 0, sizeof(st));
+    trace_fixture(&t);
+    umadv__prof_attrib_kernels(&t, launches, 3, kernels, 3, &iv, &niv, &st);
+    is(umadv__prof_attrib_arrivals(&t, iv, niv, faults, 4, arrival_add, &a), UMADV_OK,
+       "arrivals found");
+    ok(a.n == 4 && arrived(&a, 0, 0) && arrived(&a, 1, 1) && arrived(&a, 2, 2) &&
+           arrived(&a, 0, UMADV_STEP_NONE),
+       "a fault's page: the allocation alive at its step there; at no kernel's time, with no "
+       "step (%zu)", a.n);
+    a.n = 0;
+    umadv__prof_attrib_arrivals(&t, iv, niv, &migration, 1, arrival_add, &a);
+    ok(a.n == 2 && arrived(&a, 0, 0) && arrived(&a, 1, 0),
+       "a migration: every allocation alive at its step that its bytes meet (%zu)", a.n);
+    free(iv);
+    umadv__trace_cleanup(&t);
+}
+
 /* ---- parameter scan --------------------------------------------------- */
 
 typedef struct found {
@@ -600,10 +663,11 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(72 + 9 + 6 + 5 + 4 + 4 + 1);
+    plan(72 + 3 + 9 + 6 + 5 + 4 + 4 + 1);
     test_step_by_time();
     test_alloc_at();
     test_attrib_and_merge();
+    test_arrivals();
     test_scan();
     test_launch_regions();
     test_guess_region();

@@ -917,6 +917,17 @@ static void test_timed_after_wait(void)
     umadv_context_destroy(ctx);
 }
 
+/* Whether @t has block @tag unseen at @step. */
+static int unseen_at(const umadv_trace_t *t, const char *tag, uint32_t step)
+{
+    for (uint32_t i = 0; i < t->nunseen; i++) {
+        if (t->unseen[i].step == step && t->allocs[t->unseen[i].alloc].tag != NULL &&
+            strcmp(t->allocs[t->unseen[i].alloc].tag, tag) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* A parameter struct that names no block, larger than the bytes a guess
  * reads, so that a guess over it reads zeros only. */
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
@@ -926,7 +937,10 @@ static uint64_t lib_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
 /* Launches whose parameter layout CUDA does not give are counted and the
  * first named; one whose first argument points at a struct naming a
  * block gets that block; the others have only faults to go by, so
- * everything is evicted before each. */
+ * everything on the GPU is evicted before each: what is on the host
+ * since an earlier eviction is left out, and unseen at a later launch
+ * where a fault had brought it back (EVICTING WHAT MAY BE ON THE GPU in
+ * api/profile.c). */
 static void test_no_layout(void)
 {
     umadv_cuda_host_counters_t counters;
@@ -950,15 +964,18 @@ static void test_no_layout(void)
     umadv__cuda_host_counters(&counters);
     evicted = counters.prefetches_to_host;
     driver_launch_of((const void *)0xdead, "opaque_kernel", 20, opaque);
+    umadv__cuda_host_counters(&counters);
+    ok(evicted == 0 && counters.prefetches_to_host == 1,
+       "before the first of them every live block is evicted, so that what it touches faults");
     driver_launch_of((const void *)0xbeef, "opaque_too", 30, opaque);
     umadv__cuda_host_counters(&counters);
-    ok(evicted == 0 && counters.prefetches_to_host == 2,
-       "before each of them every live block is evicted, so that what it touches faults");
+    ok(counters.prefetches_to_host == 1 && ctx->nleft_out == 1,
+       "before the second, nothing: the block is on the host since, left out and noted");
     lib_params = (struct lib_params){7, 0, (char *)a + 64};
     args[0] = &lib_params;
     driver_launch_of((const void *)0xf00d, "library_kernel", 40, args);
     umadv__cuda_host_counters(&counters);
-    ok(counters.prefetches_to_host == 2 && ctx->trace.nsteps == 4 &&
+    ok(counters.prefetches_to_host == 1 && ctx->trace.nsteps == 4 &&
            ctx->trace.steps[3].naccesses == 1 &&
            ctx->trace.accesses[ctx->trace.steps[3].first_access].alloc == 0,
        "a struct its first argument points at names a block: that block is the step's, "
@@ -978,8 +995,10 @@ static void test_no_layout(void)
                    "struct their first argument points at, 2 named none; 2 evictions "
                    "before them") != NULL,
        "launches without a parameter layout are counted, the first named, guesses told");
-    ok(strstr(log, "profiling: 2 calls moved blocks (") != NULL,
-       "the calls that moved blocks, and their host time, at debug level");
+    ok(strstr(log, "profiling: 1 calls moved blocks (") != NULL &&
+           strstr(log, "they left out 1 blocks on the host since an earlier one, 0 of them "
+                       "unseen where faults had brought them back") != NULL,
+       "the calls that moved blocks, their host time, what they left out, at debug level");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
@@ -1008,10 +1027,22 @@ static void test_no_layout(void)
        "the guessed block fetched back by prefetch, not faulted back, and the step's access");
     driver_launch_of((const void *)0xdead, "opaque_kernel", 51, opaque);
     umadv__cuda_host_counters(&counters);
-    ok(counters.prefetches_to_host == 2 && counters.prefetch_bytes_to_host == 5 * SECTION,
-       "a launch whose guess names nothing: everything evicted before it, a too (%llu calls, "
-       "%llu bytes)", (unsigned long long)counters.prefetches_to_host,
+    ok(counters.prefetches_to_host == 2 && counters.prefetch_bytes_to_host == 3 * SECTION,
+       "a launch whose guess names nothing: everything on the gpu evicted before it, a too; b "
+       "left out, on the host since (%llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_host,
        (unsigned long long)counters.prefetch_bytes_to_host);
+    driver_launch_of((const void *)0xbeef, "opaque_too", 52, opaque);
+    queue_kernel(50, 1000, 2000);
+    queue_kernel(51, 3000, 4000);
+    queue_kernel(52, 5000, 6000);
+    queue_migration(b, 3500, SECTION, CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+    umadv_iteration_begin(ctx);
+    ok(ctx->trace.nunseen == 2 && unseen_at(&ctx->trace, "b", 1) &&
+           unseen_at(&ctx->trace, "b", 2),
+       "b, faulted back during opaque_kernel and left out before opaque_too: unseen there "
+       "(and at opaque_kernel's own step, which its fault may follow; %u unseen)",
+       ctx->trace.nunseen);
     umadv_free(ctx, b);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
@@ -1564,8 +1595,9 @@ static void test_two_passes(void)
 }
 
 /* UMADV_PROFILE_PASSES=2 unguided (UMADV_PROFILE_GUIDED=0): where the plan evicts
- * on the first pass's trace, the second evicts every live block before
- * the opaque launch, as one pass does, so that nothing is kept unseen;
+ * on the first pass's trace, the second evicts every live block on the
+ * GPU before the opaque launch, as one pass does, so that nothing is kept
+ * unseen;
  * the first pass's durations are the trace's. */
 static void test_two_passes_unguided(void)
 {
@@ -1583,10 +1615,11 @@ static void test_two_passes_unguided(void)
     umadv__cuda_host_reset();
     four_steps(120, &a, &b, "opaque_kernel", 100000000);
     umadv__cuda_host_counters(&counters);
-    ok(ctx->scout_ready && counters.prefetch_bytes_to_host == 3 * SECTION &&
-           ctx->profile_kept == 0,
-       "unguided, the second pass evicts every live block before the opaque launch "
-       "(%llu bytes), keeps none", (unsigned long long)counters.prefetch_bytes_to_host);
+    ok(ctx->scout_ready && counters.prefetch_bytes_to_host == SECTION &&
+           ctx->profile_kept == 0 && ctx->nleft_out == 1,
+       "unguided, the second pass evicts every live block on the gpu before the opaque "
+       "launch (a, fetched back: %llu bytes), keeps none; b, on the host since the pass "
+       "began, left out", (unsigned long long)counters.prefetch_bytes_to_host);
     umadv_iteration_begin(ctx);
     t = &ctx->trace;
     umadv_get_stats(ctx, &stats);
@@ -1705,7 +1738,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(86 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
+    plan(88 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -57,6 +57,11 @@ typedef struct umadv_ctx_alloc {
     uint32_t declared_epoch;/* ...and the one its declared bytes [declared_lo,
                             * declared_hi) were fetched back in (profile.c) */
     uint64_t declared_lo, declared_hi;
+    uint32_t gpu_epoch;    /* profiling: the last profile_epoch it may have come onto
+                            * the GPU in (fetched back, declared, copied into) */
+    uint32_t host_epoch;   /* ...and the one whose opening eviction sent it to the
+                            * host: there since unless gpu_epoch >= host_epoch
+                            * (profile.c, EVICTING WHAT MAY BE ON THE GPU) */
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
     umadv_event_t hold;    /* umadv_hold_resident: recorded on the holder's stream;
@@ -65,6 +70,13 @@ typedef struct umadv_ctx_alloc {
 } umadv_ctx_alloc_t;
 
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
+
+/* A block of the recording that eviction @eviction (an index into
+ * ctx->evict_steps) left out, on the host since an earlier one. */
+typedef struct umadv_ctx_left_out {
+    uint32_t alloc;     /* its trace id */
+    uint32_t eviction;
+} umadv_ctx_left_out_t;
 
 /* A step timed by events, resolved when the recording completes. */
 typedef struct umadv_ctx_timing {
@@ -206,10 +218,21 @@ struct umadv_context {
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
     uint64_t                 profile_move_calls; /* calls that moved blocks either way */
     uint64_t                 profile_move_ns;  /* host time inside them */
+    uint32_t                *evict_steps;      /* this pass's evictions before launches
+                                                * without a layout: their steps */
+    size_t                   nevict_steps, evict_steps_cap;
+    umadv_ctx_left_out_t    *left_out;         /* the recording's blocks they left out
+                                                * (profile.c, EVICTING WHAT MAY BE ON
+                                                * THE GPU) */
+    size_t                   nleft_out, left_out_cap;
+    uint64_t                 profile_arrived_unseen; /* unseen where faults brought a
+                                                * left-out block onto the GPU */
     uint64_t                 profile_evict_ns; /* host time of the evictions before
                                                 * launches, choosing what to keep
                                                 * included (evict_live) */
     int                      profile_fetch_failed; /* a fetch back failed: no more */
+    int                      profile_evict_failed; /* an eviction failed: evictions
+                                                * leave nothing out */
     int                      profile_evicted;  /* this profile has evicted: fetch back */
     uint64_t                 profile_faults;   /* its fault groups; UINT64_MAX until
                                                 * known */
@@ -335,6 +358,9 @@ int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 
 /* A range the open step declared while recorded: back on the GPU ahead
  * of its launches if the profile evicted it (profile.c). */
+/* @alloc may have come onto the GPU now (fetched back, declared, copied
+ * into, kept through an eviction): the profile's next eviction moves it. */
+void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, const void *ptr,
                                  uint64_t size);
 /* Trace step @step, recorded now, declared all it touches
@@ -431,6 +457,7 @@ void umadv__replay_copies_noted(umadv_context_t ctx, int on);
 /* pcopies.c: the application's copies in a recording (COPIES there). */
 void umadv__ctx_copies_note(umadv_context_t ctx, const void *ptr, uint64_t bytes);
 void umadv__ctx_copies_take(umadv_context_t ctx);
+void umadv__ctx_copies_arrived(umadv_context_t ctx);
 void umadv__ctx_copies_forget(umadv_context_t ctx);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);

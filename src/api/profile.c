@@ -90,6 +90,11 @@ static void fetch_back(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n
     ctx->profile_fetch_failed = failed > 0;
 }
 
+void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
+{
+    alloc->gpu_epoch = ctx->profile_epoch;
+}
+
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr;
@@ -99,6 +104,7 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
                              sizeof(*sc->fetch)) != UMADV_OK)
         return; /* nothing evicted since it came back; or it faults back */
     alloc->fetched_epoch = sc->ctx->profile_epoch;
+    umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
 }
@@ -132,6 +138,7 @@ static void declared_note(const umadv_context_t ctx, umadv_ctx_alloc_t *alloc, u
         return;
     }
     alloc->declared_epoch = ctx->profile_epoch;
+    umadv__ctx_profile_arrived(ctx, alloc);
     alloc->declared_lo    = lo;
     alloc->declared_hi    = hi;
 }
@@ -732,6 +739,16 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
     }
 }
 
+/* What a profile's evictions left out (EVICTING WHAT MAY BE ON THE GPU). */
+static void left_out_drop(umadv_context_t ctx)
+{
+    free(ctx->evict_steps);
+    free(ctx->left_out);
+    ctx->evict_steps = NULL;
+    ctx->left_out = NULL;
+    ctx->nevict_steps = ctx->evict_steps_cap = ctx->nleft_out = ctx->left_out_cap = 0;
+}
+
 void umadv__ctx_profile_close(umadv_context_t ctx)
 {
     if (ctx->profiler != NULL)
@@ -742,6 +759,7 @@ void umadv__ctx_profile_close(umadv_context_t ctx)
     free(ctx->kept);
     ctx->kept = NULL;
     ctx->nkept = ctx->kept_cap = 0;
+    left_out_drop(ctx);
 }
 
 /* ---- a recording ------------------------------------------------------ */
@@ -754,19 +772,98 @@ typedef enum ranges_of {
     RANGES_ARENAS       /* each arena with a live block, whole */
 } ranges_of_t;
 
+/*
+ * EVICTING WHAT MAY BE ON THE GPU. An eviction before a launch without a
+ * layout sends to the host every live block that may be on the GPU, and
+ * leaves out the blocks on the host since an earlier one: re-evicting
+ * them asked the driver to look at every page of ResNet-50's footprint
+ * before each of 154 such launches (17,800 calls, 1.1-1.3 s of its 1.3-1.6
+ * s second pass at half its footprint; left out, 11,200 calls, 0.5 s, the
+ * pass 0.72-0.78 s: H200, 2026-11-29). The profile knows what it brings
+ * onto the GPU: the blocks it fetches back, those a step declares, those
+ * it keeps through an eviction, those the application's copies may have
+ * moved, and blocks new since the last eviction (gpu_epoch, host_epoch).
+ * What a kernel faults back it learns only from the fault records, after
+ * the pass: so each eviction notes the recording's blocks it left out,
+ * and where a fault or a demand migration brought one of them onto the
+ * GPU, the block is unseen (trace->unseen) at each later eviction that
+ * left it out, up to one that did not: the launch after it may have
+ * touched it without a fault, so no eviction stages or drops it across
+ * that step (schedule/core.h, STAGING). Under umadv
+ * profile, or once a fetch back failed, the scanned launches fault their
+ * blocks back too; once an eviction failed, the host's blocks are not
+ * known: from there on every eviction moves every live block.
+ */
+
+/* An eviction before a launch without a layout (evict_live): the ranges
+ * it keeps, and whether it leaves out the blocks on the host since an
+ * earlier one. */
+typedef struct live_eviction {
+    const umadv_bulk_range_t *kept;
+    size_t                    nkept;
+    int                       narrow;
+} live_eviction_t;
+
 typedef struct ranges_arg {
-    umadv_context_t     ctx;
-    ranges_of_t         of;
-    umadv_bulk_range_t *ranges;
-    size_t              n, cap;
+    umadv_context_t        ctx;
+    ranges_of_t            of;
+    uint32_t               evicting;  /* the epoch an eviction opens; 0: none */
+    const live_eviction_t *ev;        /* NULL: every live block */
+    uintptr_t              run;       /* the current run's group (RANGES_ARENA_RUNS) */
+    void                  *run_arena;
+    umadv_bulk_range_t    *ranges;
+    size_t                 n, cap;
 } ranges_arg_t;
+
+/* Whether @alloc may be on the GPU: it has not gone to the host since
+ * it may last have come onto it. A block new since the last eviction
+ * (both epochs 0) may. */
+static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc)
+{
+    return alloc == NULL || alloc->gpu_epoch >= alloc->host_epoch;
+}
+
+/* Whether the narrowed eviction opening now leaves @alloc out: on the
+ * host since an earlier one, and noted, so that faults that brought it
+ * back since, unknown here, leave it unseen where it stayed (repair on
+ * the profile's faults: left_out_repair). A block the note finds no
+ * memory for is evicted. */
+static int left_out(umadv_context_t ctx, const umadv_ctx_alloc_t *alloc)
+{
+    if (may_be_on_gpu(alloc))
+        return 0;
+    if (alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
+        return 1; /* not the recording's: no step can have it */
+    if (umadv__array_reserve((void **)&ctx->left_out, &ctx->left_out_cap, ctx->nleft_out + 1,
+                             sizeof(*ctx->left_out)) != UMADV_OK)
+        return 0;
+    ctx->left_out[ctx->nleft_out++] =
+        (umadv_ctx_left_out_t){alloc->trace_id, (uint32_t)(ctx->nevict_steps - 1)};
+    return 1;
+}
+
+/* The group of a block of an arena's run: the run's first block, so that
+ * a block left out ends the run (one call's span never covers it). */
+static uintptr_t run_group(ranges_arg_t *ra, const umadv_pool_loc_t *loc, uintptr_t start)
+{
+    if (ra->run == 0 || ra->run_arena != loc->arena_base) {
+        ra->run = start;
+        ra->run_arena = loc->arena_base;
+    }
+    return ra->run;
+}
 
 static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
 {
     ranges_arg_t *ra = arg;
+    umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
     umadv_pool_loc_t loc;
     uintptr_t start = (uintptr_t)base, arena;
 
+    if (ra->ev != NULL && ra->ev->narrow && left_out(ra->ctx, alloc)) {
+        ra->run = 0;
+        return;
+    }
     if (umadv__pool_lookup(ra->ctx->pool, base, &loc) != UMADV_OK ||
         umadv__array_reserve((void **)&ra->ranges, &ra->cap, ra->n + 1, sizeof(*ra->ranges)) !=
             UMADV_OK)
@@ -777,7 +874,10 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
     else if (ra->of == RANGES_BLOCKS)
         ra->ranges[ra->n++] = (umadv_bulk_range_t){start, start + size, start};
     else
-        ra->ranges[ra->n++] = (umadv_bulk_range_t){start, start + loc.span, arena};
+        ra->ranges[ra->n++] =
+            (umadv_bulk_range_t){start, start + loc.span, run_group(ra, &loc, start)};
+    if (ra->evicting != 0 && alloc != NULL)
+        alloc->host_epoch = ra->evicting;
 }
 
 /* @ra's ranges less [lo, hi): trimmed, emptied or split in two (a split
@@ -841,25 +941,30 @@ static void ranges_regroup(ranges_arg_t *ra, const umadv_bulk_range_t *kept, siz
     }
 }
 
-/* Move the live blocks (as @of says), less the @nkept ranges of @kept,
- * to @location: the executor's bulk mover issues the calls; the profiling
- * pass only says what. Evictions follow the holds' readers (context.c,
- * HOLDS). Returns the calls made. */
+/* Move the live blocks (as @of says) to @location, less what eviction
+ * @ev keeps or leaves out (NULL: all): the executor's bulk mover issues
+ * the calls; the profiling pass only says what. An eviction opens the
+ * epoch ctx->profile_epoch. Evictions follow the holds' readers
+ * (context.c, HOLDS). Returns the calls made. */
 static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsigned flags,
-                        const umadv_bulk_range_t *kept, size_t nkept)
+                        const live_eviction_t *ev)
 {
-    ranges_arg_t ra = {ctx, of, NULL, 0, 0};
-    size_t calls;
+    ranges_arg_t ra = {ctx, of, 0, ev, 0, NULL, NULL, 0, 0};
+    size_t calls, failed = 0;
 
+    if (location == UMADV_CUDA_LOCATION_HOST)
+        ra.evicting = ctx->profile_epoch;
     umadv__pool_foreach(ctx->pool, ranges_collect, &ra);
-    if (nkept > 0) {
-        for (size_t k = 0; k < nkept; k++)
-            ranges_cut(&ra, kept[k].start, kept[k].end);
-        ranges_regroup(&ra, kept, nkept);
+    if (ev != NULL && ev->nkept > 0) {
+        for (size_t k = 0; k < ev->nkept; k++)
+            ranges_cut(&ra, ev->kept[k].start, ev->kept[k].end);
+        ranges_regroup(&ra, ev->kept, ev->nkept);
     }
     if (location == UMADV_CUDA_LOCATION_HOST)
         umadv__ctx_holds_order(ctx, NULL); /* the bulk mover's legacy stream */
-    calls = profile_move(ctx, ra.ranges, ra.n, location, flags, NULL);
+    calls = profile_move(ctx, ra.ranges, ra.n, location, flags, &failed);
+    if (failed > 0 && ra.evicting != 0)
+        ctx->profile_evict_failed = 1; /* what it kept may be taken for the host's */
     free(ra.ranges);
     return calls;
 }
@@ -894,6 +999,37 @@ static void kept_back(scan_t *sc, umadv_ctx_alloc_t *alloc, uint32_t epoch)
         fetch_note(sc, alloc);
 }
 
+/* Whether an eviction may leave out blocks on the host since an earlier
+ * one: the profile knows what it brought back (EVICTING WHAT MAY BE ON
+ * THE GPU). */
+static int evict_may_narrow(const umadv_context_t ctx)
+{
+    return fetching_back(ctx) && !ctx->profile_evict_failed;
+}
+
+/* Step @step's eviction in ctx->evict_steps; 0 where it finds no
+ * memory (then it leaves nothing out). */
+static int evict_step_note(umadv_context_t ctx, uint32_t step)
+{
+    if (umadv__array_reserve((void **)&ctx->evict_steps, &ctx->evict_steps_cap,
+                             ctx->nevict_steps + 1, sizeof(*ctx->evict_steps)) != UMADV_OK)
+        return 0;
+    ctx->evict_steps[ctx->nevict_steps++] = step;
+    return 1;
+}
+
+/* The blocks an eviction kept, whole or in part, may be on the GPU. */
+static void kept_stay(umadv_context_t ctx, const umadv_bulk_range_t *kept, size_t nkept)
+{
+    umadv_pool_loc_t loc;
+
+    for (size_t i = 0; i < nkept; i++) {
+        if (umadv__pool_lookup(ctx->pool, (const void *)kept[i].start, &loc) == UMADV_OK &&
+            loc.user != 0)
+            umadv__ctx_profile_arrived(ctx, (umadv_ctx_alloc_t *)(uintptr_t)loc.user);
+    }
+}
+
 static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     uint64_t start = umadv__now_ns();
@@ -901,7 +1037,9 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     size_t nscout = scout_keep(ctx, g, step);
     umadv_bulk_range_t *kept = malloc((ndeclared + g->n + nscout + 1) * sizeof(*kept));
     scan_t sc = {ctx, NULL, 0, 0};
+    live_eviction_t ev;
     size_t nkept = 0;
+    int noted;
 
     if (kept != NULL) { /* else everything goes: what it touches faults back */
         for (size_t i = 0; i < ndeclared; i++)
@@ -913,7 +1051,11 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     }
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
-    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, kept, nkept);
+    umadv__ctx_copies_arrived(ctx);
+    noted = evict_step_note(ctx, step);
+    ev = (live_eviction_t){kept, nkept, noted && evict_may_narrow(ctx)};
+    live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
+    kept_stay(ctx, kept, nkept);
     free(kept);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
@@ -945,9 +1087,9 @@ static void restore_live(umadv_context_t ctx)
         return;
     room = budget != 0 ? UMADV_MIN(budget, free_b) : free_b;
     if (stats.arena_bytes <= room)
-        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC, NULL, 0);
+        live_move(ctx, RANGES_ARENAS, ctx->config.device, UMADV_BULK_SYNC, NULL);
     else if (stats.span_in_use <= room)
-        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC, NULL, 0);
+        live_move(ctx, RANGES_BLOCKS, ctx->config.device, UMADV_BULK_SYNC, NULL);
     else
         return;
     ctx->live_on_host = 0;
@@ -961,9 +1103,8 @@ static void evict_all(umadv_context_t ctx)
     char size[32];
 
     umadv__pool_get_stats(ctx->pool, &stats);
-    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC,
-                      NULL, 0);
     ctx->profile_epoch++;
+    calls = live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, UMADV_BULK_SYNC, NULL);
     ctx->profile_evicted = 1;
     ctx->profile_moved = calls;
     umadv_debug("profiling: evicted %s in %llu blocks to the host (%zu calls)",
@@ -978,8 +1119,10 @@ static void resident_note(void *arg, void *base, uint64_t size, uint64_t user)
 
     (void)base;
     (void)size;
-    if (alloc != NULL)
+    if (alloc != NULL) {
         alloc->fetched_epoch = ctx->profile_epoch;
+        umadv__ctx_profile_arrived(ctx, alloc);
+    }
 }
 
 /* A guided second pass begins with the blocks where the first pass left
@@ -1025,7 +1168,9 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_guess_steps = 0;
     ctx->profile_fetched = ctx->profile_kept = 0;
     ctx->profile_move_calls = ctx->profile_move_ns = ctx->profile_evict_ns = 0;
-    ctx->profile_fetch_failed = ctx->profile_evicted = 0;
+    ctx->nevict_steps = ctx->nleft_out = 0;
+    ctx->profile_arrived_unseen = 0;
+    ctx->profile_fetch_failed = ctx->profile_evicted = ctx->profile_evict_failed = 0;
     ctx->profile_faults = UINT64_MAX;
     ctx->profile_pass = pass_now(ctx);
     ctx->scout_lost = ctx->scout_timed = 0;
@@ -1090,9 +1235,11 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
     if (ctx->profile_move_calls > 0) /* where an evicting profile's time goes */
         umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them); the "
                     "evictions before launches without a layout %.1f ms, choosing what to "
-                    "keep and fetching back included",
-                    (unsigned long long)ctx->profile_move_calls, ctx->profile_move_ns / 1e6,
-                    ctx->profile_evict_ns / 1e6);
+                    "keep and fetching back included; they left out %zu blocks on the host "
+                    "since an earlier one, %llu of them unseen where faults had brought them "
+                    "back", (unsigned long long)ctx->profile_move_calls,
+                    ctx->profile_move_ns / 1e6, ctx->profile_evict_ns / 1e6, ctx->nleft_out,
+                    (unsigned long long)ctx->profile_arrived_unseen);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
                 (unsigned long long)r->um_records[UMADV_PROF_UM_HTOD],
@@ -1137,8 +1284,7 @@ static int step_has_section(const umadv_trace_t *t, const umadv_trace_step_t *s,
  * that begins inside it can show in a block before it, within UVM's 2
  * MiB unit of migration (VGG-16 in C on an H100: conv4_3's forward
  * "touched" conv4_2's weight momentum, conv2_1's conv1_2's weight
- * gradient; a 64 KiB page was not enough). */
-#define FAULT_PAGE (2u * 1024u * 1024u)
+ * gradient; a 64 KiB page was not enough): UMADV_PROF_FAULT_PAGE. */
 
 /* Whether @s's accesses (declared, scanned) reach into [@lo, @hi). */
 static int step_reaches(const umadv_trace_t *t, const umadv_trace_step_t *s, uint64_t lo,
@@ -1164,9 +1310,9 @@ static int step_covers(const umadv_trace_t *t, const umadv_prof_access_t *a)
     const umadv_trace_alloc_t *al = &t->allocs[a->alloc];
     uint64_t offset = UMADV_MIN(a->offset, al->size - 1);
     uint64_t last = offset + UMADV_MIN(a->size, al->size - offset) - 1;
-    uint64_t page = (al->base + offset) & ~(uint64_t)(FAULT_PAGE - 1);
+    uint64_t page = (al->base + offset) & ~(UMADV_PROF_FAULT_PAGE - 1);
 
-    if (step_reaches(t, &t->steps[a->step], page, page + FAULT_PAGE))
+    if (step_reaches(t, &t->steps[a->step], page, page + UMADV_PROF_FAULT_PAGE))
         return 1;
     for (uint64_t sec = offset / t->section_size; sec <= last / t->section_size; sec++) {
         if (!step_has_section(t, &t->steps[a->step], a->alloc, sec))
@@ -1210,6 +1356,79 @@ static void complete_steps_check(umadv_context_t ctx, const umadv_prof_access_t 
     free(broken);
 }
 
+/* ---- what the evictions left out ------------------------------------- */
+
+static int left_out_compare(const void *a, const void *b)
+{
+    const umadv_ctx_left_out_t *x = a, *y = b;
+
+    if (x->alloc != y->alloc)
+        return (x->alloc > y->alloc) - (x->alloc < y->alloc);
+    return (x->eviction > y->eviction) - (x->eviction < y->eviction);
+}
+
+typedef struct repair {
+    umadv_context_t ctx;
+    uint8_t        *done;   /* per ctx->left_out entry: made unseen already */
+} repair_t;
+
+/* Allocation @alloc came onto the GPU at @step (UMADV_STEP_NONE: at a
+ * time no kernel ran, so from its first step): at each eviction from
+ * there on that left it out, until one that did not (it moved it, kept
+ * it, or it was no longer live), it stayed on the GPU unknown to the
+ * profile, and the launch after it could touch it without a fault: it
+ * is unseen there (trace->unseen), as a kept block is. */
+static void left_out_repair(void *arg, uint32_t alloc, uint32_t step)
+{
+    repair_t *rp = arg;
+    umadv_context_t ctx = rp->ctx;
+    uint32_t from = step;
+    size_t e = 0;
+
+    if (from == UMADV_STEP_NONE)
+        from = ctx->trace.allocs[alloc].alloc_step == UMADV_STEP_NONE
+                   ? 0 : ctx->trace.allocs[alloc].alloc_step;
+    while (e < ctx->nevict_steps && ctx->evict_steps[e] < from)
+        e++;
+    for (; e < ctx->nevict_steps; e++) {
+        umadv_ctx_left_out_t key = {alloc, (uint32_t)e};
+        umadv_ctx_left_out_t *hit = bsearch(&key, ctx->left_out, ctx->nleft_out,
+                                            sizeof(key), left_out_compare);
+        size_t k;
+
+        if (hit == NULL && ctx->evict_steps[e] == from)
+            continue; /* a step of several launches: the fault may come after this one */
+        if (hit == NULL)
+            return;
+        k = (size_t)(hit - ctx->left_out);
+        if (rp->done[k])
+            continue;
+        rp->done[k] = 1;
+        if (umadv__trace_add_unseen(&ctx->trace, alloc, ctx->evict_steps[e]) != UMADV_OK)
+            ctx->trace.guessed_steps++; /* no memory: nothing staged on this profile */
+        ctx->profile_arrived_unseen++;
+    }
+}
+
+/* The faults of a profile whose evictions left blocks out, applied to
+ * what they left out (EVICTING WHAT MAY BE ON THE GPU). Without the
+ * memory to do so, nothing is staged on this profile. */
+static void left_out_faults(umadv_context_t ctx, const umadv_prof_interval_t *iv, size_t niv,
+                            const umadv_prof_result_t *r)
+{
+    repair_t rp = {ctx, NULL};
+
+    if (ctx->nleft_out == 0)
+        return;
+    qsort(ctx->left_out, ctx->nleft_out, sizeof(*ctx->left_out), left_out_compare);
+    rp.done = calloc(ctx->nleft_out, 1);
+    if (rp.done == NULL ||
+        umadv__prof_attrib_arrivals(&ctx->trace, iv, niv, r->faults, r->nfaults,
+                                    left_out_repair, &rp) != UMADV_OK)
+        ctx->trace.guessed_steps++;
+    free(rp.done);
+}
+
 /* Kernel durations and fault accesses into the trace. */
 static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
 {
@@ -1227,6 +1446,8 @@ static umadv_status_t profile_merge(umadv_context_t ctx, umadv_prof_result_t *r)
                                            &nacc, &cap, &st);
     if (status == UMADV_OK && ctx->profile_pass != 1) /* the first pass only guides */
         complete_steps_check(ctx, acc, nacc);
+    if (status == UMADV_OK)
+        left_out_faults(ctx, iv, niv, r);
     if (status == UMADV_OK && nacc > 0)
         status = umadv__prof_trace_merge(&ctx->trace, acc, nacc);
     if (status == UMADV_OK) /* what the timeline and the kernels' stalls read */
@@ -1258,6 +1479,7 @@ void umadv__ctx_profile_finish(umadv_context_t ctx)
         ctx->scout_moved = result.htod_bytes;
     if (ctx->profile_pass == 2)
         scout_durations(ctx);
+    left_out_drop(ctx);
     if (ctx->profile_evictions > 0)
         restore_live(ctx);
     umadv__prof_result_cleanup(&result);
