@@ -89,8 +89,9 @@
  *    its neighbours' bytes on the pages they share;
  *  - nor a section whose block the profile left on the GPU unseen at a
  *    step that comes after the eviction and before the section's next
- *    touch (trace->unseen: a profile's second pass, api/profile.c, TWO
- *    PASSES): that step may touch it with no trace of it. It migrates
+ *    touch (trace->unseen: a block a fault brought back that the
+ *    profile's evictions then left out, api/profile.c, EVICTING WHAT MAY
+ *    BE ON THE GPU): that step may touch it with no trace of it. It migrates
  *    there instead, which a read survives; the same holds for dropping
  *    dead data. And when a step begins, the blocks left unseen at it are
  *    guarded as the sections it touches are (staged ones come back first):

@@ -120,10 +120,10 @@ typedef struct umadv_trace_access {
     uint32_t faults;    /* GPU fault groups the profiling pass saw here */
 } umadv_trace_access_t;
 
-/* A block the profile left on the GPU, unseen, while step @step ran
- * (api/profile.c, TWO PASSES): that step may touch it without a trace of
- * it, so no eviction stages it across that step (schedule/core.h,
- * STAGING). */
+/* A block the profile may have left on the GPU, unseen, while step @step
+ * ran (api/profile.c, EVICTING WHAT MAY BE ON THE GPU): that step may
+ * touch it without a trace of it, so no eviction stages it across that
+ * step (schedule/core.h, STAGING). */
 typedef struct umadv_trace_unseen {
     uint32_t alloc;
     uint32_t step;
@@ -158,7 +158,7 @@ typedef struct umadv_trace {
      * api/profile.c): they may miss blocks the kernel reaches, so
      * nothing may be staged on their word. Not in the file. */
     uint32_t               guessed_steps;
-    /* Blocks left unseen at a step, in step order; not in the file
+    /* Blocks left unseen at a step, in no order; not in the file
      * either (a trace read back is simulated, never replayed). */
     umadv_trace_unseen_t  *unseen;
     uint32_t               nunseen;
