@@ -1472,9 +1472,11 @@ void umadv__ctx_profile_finish(umadv_context_t ctx)
     umadv__replay_copies_noted(ctx, 0);
     if (umadv__prof_record_stop(ctx->profiler, &result) != UMADV_OK)
         return;
-    if (ctx->record == UMADV_CTX_REC_RECORDING && profile_merge(ctx, &result) != UMADV_OK)
+    if (ctx->record == UMADV_CTX_REC_RECORDING && profile_merge(ctx, &result) != UMADV_OK) {
+        ctx->trace.guessed_steps++; /* what only the faults showed is missing */
         umadv_warn("profiled fault records could not be merged (out of memory): the trace "
-                   "keeps declared and kernel-parameter accesses");
+                   "keeps declared and kernel-parameter accesses, and nothing is staged on it");
+    }
     if (ctx->profile_pass == 1)
         ctx->scout_moved = result.htod_bytes;
     if (ctx->profile_pass == 2)
