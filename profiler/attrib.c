@@ -247,6 +247,16 @@ uint32_t umadv__prof_alloc_at(const umadv_trace_t *trace, const umadv_prof_alloc
     return UINT32_MAX;
 }
 
+/* The longest of @n intervals: how far back a fault's search looks. */
+static uint64_t longest_interval(const umadv_prof_interval_t *iv, size_t n)
+{
+    uint64_t longest = 0;
+
+    for (size_t i = 0; i < n; i++)
+        longest = UMADV_MAX(longest, iv[i].end - iv[i].start);
+    return longest;
+}
+
 static uint32_t fault_step(const umadv_prof_interval_t *iv, size_t n, uint64_t max_duration,
                            const umadv_prof_fault_t *f)
 {
@@ -259,12 +269,10 @@ umadv_status_t umadv__prof_attrib_faults(const umadv_trace_t *trace,
                                          umadv_prof_access_t **acc_p, size_t *nacc_p,
                                          size_t *cap_p, umadv_prof_attrib_stats_t *stats)
 {
-    uint64_t max_duration = 0, max_size;
+    uint64_t max_duration = longest_interval(intervals, n), max_size;
     umadv_prof_alloc_ref_t *refs;
     umadv_status_t status;
 
-    for (size_t i = 0; i < n; i++)
-        max_duration = UMADV_MAX(max_duration, intervals[i].end - intervals[i].start);
     status = umadv__prof_alloc_order(trace, &refs, &max_size);
     if (status != UMADV_OK)
         return status;
@@ -328,25 +336,20 @@ umadv_status_t umadv__prof_attrib_arrivals(const umadv_trace_t *trace,
                                            const umadv_prof_fault_t *faults, size_t nfaults,
                                            umadv_prof_arrival_fn fn, void *arg)
 {
-    uint64_t max_duration = 0, max_size;
+    uint64_t longest = longest_interval(intervals, n), max_size;
     umadv_prof_alloc_ref_t *refs;
-    umadv_status_t status;
 
-    for (size_t i = 0; i < n; i++)
-        max_duration = UMADV_MAX(max_duration, intervals[i].end - intervals[i].start);
-    status = umadv__prof_alloc_order(trace, &refs, &max_size);
-    if (status != UMADV_OK)
-        return status;
+    if (umadv__prof_alloc_order(trace, &refs, &max_size) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
     for (size_t i = 0; i < nfaults; i++) {
         const umadv_prof_fault_t *f = &faults[i];
-        uint64_t lo = f->address & ~(UMADV_PROF_FAULT_PAGE - 1), hi = lo + UMADV_PROF_FAULT_PAGE;
+        uint32_t step = fault_step(intervals, n, longest, f);
+        uint64_t page = f->address & ~(UMADV_PROF_FAULT_PAGE - 1);
 
-        if (f->bytes > 0) {
-            lo = f->address;
-            hi = f->address + f->bytes;
-        }
-        arrivals_in(trace, refs, max_size, lo, hi, fault_step(intervals, n, max_duration, f),
-                    fn, arg);
+        if (f->bytes > 0) /* a migration: its bytes */
+            arrivals_in(trace, refs, max_size, f->address, f->address + f->bytes, step, fn, arg);
+        else /* a fault: UVM's unit around its page */
+            arrivals_in(trace, refs, max_size, page, page + UMADV_PROF_FAULT_PAGE, step, fn, arg);
     }
     free(refs);
     return UMADV_OK;
