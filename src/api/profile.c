@@ -776,10 +776,11 @@ typedef enum ranges_of {
  * EVICTING WHAT MAY BE ON THE GPU. An eviction before a launch without a
  * layout sends to the host every live block that may be on the GPU, and
  * leaves out the blocks on the host since an earlier one: re-evicting
- * them asked the driver to look at every page of ResNet-50's footprint
- * before each of 154 such launches (17,800 calls, 1.1-1.3 s of its 1.3-1.6
- * s second pass at half its footprint; left out, 11,200 calls, 0.5 s, the
- * pass 0.72-0.78 s: H200, 2026-11-29). The profile knows what it brings
+ * them asked the driver to look at every page of the footprint before
+ * each such launch (a PyTorch ResNet-50 at batch 64 under half its
+ * footprint, 154 of them: 2.1 s of host time in the pass's moves, the
+ * pass 2.9 s; left out, 0.9-1.3 s and 1.2-1.8 s; H200, 2026-11-29). The
+ * profile knows what it brings
  * onto the GPU: the blocks it fetches back, those a step declares, those
  * it keeps through an eviction, those the application's copies may have
  * moved, and blocks new since the last eviction (gpu_epoch, host_epoch).
@@ -1377,7 +1378,7 @@ typedef struct repair {
  * there on that left it out, until one that did not (it moved it, kept
  * it, or it was no longer live), it stayed on the GPU unknown to the
  * profile, and the launch after it could touch it without a fault: it
- * is unseen there (trace->unseen), as a kept block is. */
+ * is unseen there (trace->unseen). */
 static void left_out_repair(void *arg, uint32_t alloc, uint32_t step)
 {
     repair_t *rp = arg;
