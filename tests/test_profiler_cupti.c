@@ -1731,6 +1731,176 @@ static void test_copies_recorded(void)
     umadv_context_destroy(ctx);
 }
 
+/* ---- narrowed evictions, at random ------------------------------------ */
+
+/*
+ * The safety the narrowed evictions must keep (api/profile.c, EVICTING
+ * WHAT MAY BE ON THE GPU): at every launch without a layout, each block
+ * it touches either is on the host then, so that the touch faults and
+ * the fault is the step's access, or is the step's access already, or
+ * is unseen at that step. A model of where each block lies follows the
+ * profile's prefetches (the spy) and the touches the test makes: a touch
+ * of a block on the host queues a demand migration and brings it over;
+ * a copy may bring one over unseen; a block made during the pass may lie
+ * on the GPU already (its pages reused).
+ */
+#define NARROW_BLOCKS   6
+#define NARROW_LAUNCHES 10
+#define NARROW_CASES    400
+
+typedef struct narrow_model {
+    void    *ptr[NARROW_BLOCKS + 1];
+    uint64_t size[NARROW_BLOCKS + 1];
+    int      on_gpu[NARROW_BLOCKS + 1];
+    char     tag[NARROW_BLOCKS + 1][8];
+    size_t   n;
+} narrow_model_t;
+
+static narrow_model_t narrow;
+
+static void narrow_place(void *ptr, size_t size, int location)
+{
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + size;
+
+    for (size_t b = 0; b < narrow.n; b++) {
+        uintptr_t start = (uintptr_t)narrow.ptr[b];
+
+        if (start < hi && start + narrow.size[b] > lo)
+            narrow.on_gpu[b] = location >= 0;
+    }
+}
+
+static umadv_status_t narrow_prefetch(void *ptr, size_t size, int location, umadv_stream_t stream)
+{
+    narrow_place(ptr, size, location);
+    return spy_real->prefetch(ptr, size, location, stream);
+}
+
+static umadv_status_t narrow_prefetch_batch(void **ptrs, size_t *sizes, size_t count,
+                                            int location, umadv_stream_t stream)
+{
+    for (size_t i = 0; i < count; i++)
+        narrow_place(ptrs[i], sizes[i], location);
+    return spy_real->prefetch_batch(ptrs, sizes, count, location, stream);
+}
+
+static void narrow_block(umadv_context_t ctx, int on_gpu)
+{
+    size_t b = narrow.n++;
+
+    narrow.size[b] = (uint64_t)(1 + rand() % 2) * SECTION;
+    snprintf(narrow.tag[b], sizeof(narrow.tag[b]), "n%zu", b);
+    umadv_malloc(ctx, narrow.size[b], narrow.tag[b], &narrow.ptr[b]);
+    narrow.on_gpu[b] = on_gpu;
+}
+
+/* The trace's id of model block @b. */
+static uint32_t narrow_id(const umadv_trace_t *t, size_t b)
+{
+    for (uint32_t i = 0; i < t->nallocs; i++) {
+        if (t->allocs[i].tag != NULL && strcmp(t->allocs[i].tag, narrow.tag[b]) == 0)
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+typedef struct narrow_touch {
+    uint32_t step;
+    size_t   block;
+} narrow_touch_t;
+
+/* One random pass: launches scanned or without a layout, the latter
+ * touching blocks at random; copies and a new block now and then. Into
+ * @touches (the unlaid launches' touches); returns how many. */
+static size_t narrow_pass(umadv_context_t ctx, narrow_touch_t *touches)
+{
+    size_t ntouches = 0, nlaunches = 3 + (size_t)(rand() % (NARROW_LAUNCHES - 2));
+    void *opaque[1] = {opaque_struct}, *args[1];
+
+    for (size_t i = 0; i < nlaunches; i++) {
+        uint32_t corr = 100 + (uint32_t)i;
+        uint64_t at = 1000 * (uint64_t)(i + 1);
+
+        if (narrow.n < NARROW_BLOCKS + 1 && rand() % 8 == 0)
+            narrow_block(ctx, 1);
+        if (rand() % 5 == 0) {
+            size_t b = (size_t)rand() % narrow.n;
+
+            umadv__ctx_copies_note(ctx, narrow.ptr[b], narrow.size[b]);
+            narrow.on_gpu[b] = 1;
+        }
+        queue_kernel(corr, at, at + 500);
+        if (rand() % 2 == 0) {
+            args[0] = &narrow.ptr[(size_t)rand() % narrow.n];
+            driver_launch("known", corr, args);
+            continue;
+        }
+        driver_launch_of((const void *)0xdead, "opaque_kernel", corr, opaque);
+        for (size_t b = 0; b < narrow.n; b++) {
+            if (rand() % 3 != 0)
+                continue;
+            if (!narrow.on_gpu[b])
+                queue_migration(narrow.ptr[b], at + 250, narrow.size[b],
+                                CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+            narrow.on_gpu[b] = 1;
+            touches[ntouches++] = (narrow_touch_t){(uint32_t)i, b};
+        }
+    }
+    return ntouches;
+}
+
+/* Whether each touch is its step's access or unseen there. */
+static size_t narrow_misses(const umadv_trace_t *t, const narrow_touch_t *touches, size_t n)
+{
+    size_t misses = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = narrow_id(t, touches[i].block);
+
+        if (id == UINT32_MAX || touches[i].step >= t->nsteps ||
+            (access_of(t, touches[i].step, id) == NULL &&
+             !unseen_at(t, narrow.tag[touches[i].block], touches[i].step)))
+            misses++;
+    }
+    return misses;
+}
+
+static void test_narrowed_evictions_at_random(void)
+{
+    narrow_touch_t touches[NARROW_LAUNCHES * (NARROW_BLOCKS + 1)];
+    size_t misses = 0, left_out = 0, unseen = 0, nblocks;
+    umadv_context_t ctx;
+
+    srand(20261129);
+    for (int c = 0; c < NARROW_CASES; c++) {
+        size_t n;
+
+        mock_reset();
+        ctx = test_host_context(SECTION, 0);
+        spy_install(ctx);
+        spy_ops.prefetch = narrow_prefetch;
+        spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
+        memset(&narrow, 0, sizeof(narrow));
+        nblocks = 2 + (size_t)(rand() % (NARROW_BLOCKS - 1));
+        while (narrow.n < nblocks)
+            narrow_block(ctx, 1);
+        umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx); /* one pass: every block to the host first */
+        n = narrow_pass(ctx, touches);
+        left_out += ctx->nleft_out;
+        umadv_iteration_begin(ctx);
+        unseen += ctx->trace.nunseen;
+        misses += narrow_misses(&ctx->trace, touches, n);
+        for (size_t b = 0; b < narrow.n; b++)
+            umadv_free(ctx, narrow.ptr[b]);
+        umadv_context_destroy(ctx);
+    }
+    ok(misses == 0 && left_out > 0 && unseen > 0,
+       "%d random passes: every touch of a launch without a layout is its step's access "
+       "(faulted or kept) or unseen there (%zu misses; %zu blocks left out, %zu unseen marks)",
+       NARROW_CASES, misses, left_out, unseen);
+}
+
 int main(void)
 {
     log_capture_start();
@@ -1738,7 +1908,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(88 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1747,6 +1917,7 @@ int main(void)
     test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
+    test_narrowed_evictions_at_random();
     test_guessed_then_plan();
     test_complete_declarations();
     test_declared_fetched_once();

@@ -457,7 +457,6 @@ void umadv__replay_copies_noted(umadv_context_t ctx, int on);
 /* pcopies.c: the application's copies in a recording (COPIES there). */
 void umadv__ctx_copies_note(umadv_context_t ctx, const void *ptr, uint64_t bytes);
 void umadv__ctx_copies_take(umadv_context_t ctx);
-void umadv__ctx_copies_arrived(umadv_context_t ctx);
 void umadv__ctx_copies_forget(umadv_context_t ctx);
 umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_alloc_t *alloc,
                                               uint32_t id);

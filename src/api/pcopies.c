@@ -55,7 +55,8 @@ static void copy_take(umadv_context_t ctx, const umadv_ctx_copy_t *copy)
     alloc = (umadv_ctx_alloc_t *)(uintptr_t)loc.user;
     if (alloc == NULL)
         return;
-    umadv__ctx_profile_arrived(ctx, alloc); /* the copy may have moved it */
+    umadv__ctx_profile_arrived(ctx, alloc); /* the copy may have moved it: the next
+                                             * eviction moves it (profile.c) */
     if (alloc->trace_id == UMADV_CTX_NO_TRACE_ID)
         return;
     if (umadv__trace_add_access(&ctx->trace, alloc->trace_id, loc.offset,
@@ -70,22 +71,6 @@ void umadv__ctx_copies_take(umadv_context_t ctx)
     for (size_t i = 0; i < ctx->ncopies; i++)
         copy_take(ctx, &ctx->copies[i]);
     ctx->ncopies = 0;
-    pthread_mutex_unlock(&ctx->copies_lock);
-}
-
-/* The blocks the copies noted since the last launch begin in may have
- * come onto the GPU: an eviction before the next launch moves them
- * (profile.c, EVICTING WHAT MAY BE ON THE GPU). The notes stay. */
-void umadv__ctx_copies_arrived(umadv_context_t ctx)
-{
-    umadv_pool_loc_t loc;
-
-    pthread_mutex_lock(&ctx->copies_lock);
-    for (size_t i = 0; i < ctx->ncopies; i++) {
-        if (umadv__pool_lookup(ctx->pool, (const void *)ctx->copies[i].ptr, &loc) == UMADV_OK &&
-            loc.user != 0)
-            umadv__ctx_profile_arrived(ctx, (umadv_ctx_alloc_t *)(uintptr_t)loc.user);
-    }
     pthread_mutex_unlock(&ctx->copies_lock);
 }
 

@@ -1052,7 +1052,6 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     }
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
-    umadv__ctx_copies_arrived(ctx);
     noted = evict_step_note(ctx, step);
     ev = (live_eviction_t){kept, nkept, noted && evict_may_narrow(ctx)};
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
