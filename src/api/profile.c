@@ -867,8 +867,11 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
     }
     if (umadv__pool_lookup(ra->ctx->pool, base, &loc) != UMADV_OK ||
         umadv__array_reserve((void **)&ra->ranges, &ra->cap, ra->n + 1, sizeof(*ra->ranges)) !=
-            UMADV_OK)
+            UMADV_OK) {
+        if (ra->evicting != 0) /* where it lies is not known: nothing left out now on */
+            ra->ctx->profile_evict_failed = 1;
         return; /* a block left where it is: its first touch goes unseen */
+    }
     arena = (uintptr_t)loc.arena_base;
     if (ra->of == RANGES_ARENAS)
         ra->ranges[ra->n++] = (umadv_bulk_range_t){arena, arena + loc.arena_size, arena};
@@ -1119,10 +1122,24 @@ static void resident_note(void *arg, void *base, uint64_t size, uint64_t user)
 
     (void)base;
     (void)size;
-    if (alloc != NULL) {
+    if (alloc != NULL)
         alloc->fetched_epoch = ctx->profile_epoch;
-        umadv__ctx_profile_arrived(ctx, alloc);
-    }
+}
+
+static void arrived_note(void *arg, void *base, uint64_t size, uint64_t user)
+{
+    (void)base;
+    (void)size;
+    if (user != 0)
+        umadv__ctx_profile_arrived(arg, (umadv_ctx_alloc_t *)(uintptr_t)user);
+}
+
+/* A profile begins knowing nothing of where the blocks lie: each may be
+ * on the GPU, until an eviction moves it (EVICTING WHAT MAY BE ON THE
+ * GPU). */
+static void all_may_be_on_gpu(umadv_context_t ctx)
+{
+    umadv__pool_foreach(ctx->pool, arrived_note, ctx);
 }
 
 /* A guided second pass begins with the blocks where the first pass left
@@ -1180,6 +1197,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         ctx->scout_lost = 1;
     if (ctx->profile_pass != 2)
         scout_drop(ctx);
+    all_may_be_on_gpu(ctx);
     /* under oracle nothing moves on the profile's word: its first
      * touches would fault for nothing (profile_may_guess); nor in a first
      * pass (TWO PASSES) */
