@@ -58,7 +58,8 @@ typedef struct umadv_ctx_alloc {
                             * declared_hi) were fetched back in (profile.c) */
     uint64_t declared_lo, declared_hi;
     uint32_t gpu_epoch;    /* profiling: the last profile_epoch it may have come onto
-                            * the GPU in (fetched back, declared, copied into) */
+                            * the GPU in (fetched back, declared, kept, copied into;
+                            * 0 and host_epoch 0: new, it may lie there) */
     uint32_t host_epoch;   /* ...and the one whose opening eviction sent it to the
                             * host: there since unless gpu_epoch >= host_epoch
                             * (profile.c, EVICTING WHAT MAY BE ON THE GPU) */
@@ -256,8 +257,8 @@ struct umadv_context {
     size_t                   ncopies, copies_cap;
     uint64_t                 profile_kept;     /* blocks kept at launches without a layout,
                                                 * as theirs, on the first pass's word */
-    umadv_ctx_alloc_t      **kept;             /* scratch: those of one launch, the
-                                                * its accesses */
+    umadv_ctx_alloc_t      **kept;             /* scratch: those of one launch, its
+                                                * accesses */
     size_t                   nkept, kept_cap;
     int                      live_on_host;     /* the profile left live blocks on the
                                                 * host: the next replay starts so */
@@ -356,11 +357,11 @@ int umadv__ctx_profile_second_waits(const umadv_context_t ctx);
  * faulted more than a replay's noise, or its faults are not known. */
 int umadv__ctx_profile_stalled(const umadv_context_t ctx);
 
-/* A range the open step declared while recorded: back on the GPU ahead
- * of its launches if the profile evicted it (profile.c). */
 /* @alloc may have come onto the GPU now (fetched back, declared, copied
  * into, kept through an eviction): the profile's next eviction moves it. */
 void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
+/* A range the open step declared while recorded: back on the GPU ahead
+ * of its launches if the profile evicted it (profile.c). */
 void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, const void *ptr,
                                  uint64_t size);
 /* Trace step @step, recorded now, declared all it touches

@@ -829,7 +829,7 @@ static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc)
  * back since, unknown here, leave it unseen where it stayed (repair on
  * the profile's faults: left_out_repair). A block the note finds no
  * memory for is evicted. */
-static int left_out(umadv_context_t ctx, const umadv_ctx_alloc_t *alloc)
+static int eviction_leaves_out(umadv_context_t ctx, const umadv_ctx_alloc_t *alloc)
 {
     if (may_be_on_gpu(alloc))
         return 0;
@@ -861,7 +861,7 @@ static void ranges_collect(void *arg, void *base, uint64_t size, uint64_t user)
     umadv_pool_loc_t loc;
     uintptr_t start = (uintptr_t)base, arena;
 
-    if (ra->ev != NULL && ra->ev->narrow && left_out(ra->ctx, alloc)) {
+    if (ra->ev != NULL && ra->ev->narrow && eviction_leaves_out(ra->ctx, alloc)) {
         ra->run = 0;
         return;
     }
