@@ -308,14 +308,16 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
  * little to the GPU and ran the second's steps, are the trace's: no
- * timing pass. Guidance (UMADV_PROFILE_GUIDED, the default) shortens
- * the profile two to three times (H200, 2026-11-29, one machine: the
- * profiling phase of a PyTorch ResNet-50 at half its footprint 2.0 s
- * against 4.5-5.0 unguided and 6.5 with one pass, a GPT-2 shape at
- * save_on_cpu's peak 1.1 s against 2.5 and 1.7, VGG-16 at its peak 1.9 s
- * against 5.0 and 4.3), the steady state the same (the 0.18 GiB an
- * iteration that GPT-2 once migrated after two passes was the tail that
- * no timing pass watched: record.c, THE TAIL). Unguided, the second pass
+ * timing pass. Guidance (UMADV_PROFILE_GUIDED, the default) shortened
+ * the profile two to three times while it still kept blocks unseen
+ * (H200, 2026-11-29, one machine: the profiling phase of a PyTorch
+ * ResNet-50 at half its footprint 2.0 s against 4.5-5.0 unguided and 6.5
+ * with one pass, a GPT-2 shape at save_on_cpu's peak 1.1 s against 2.5
+ * and 1.7, VGG-16 at its peak 1.9 s against 5.0 and 4.3; keeping only
+ * the launch's blocks, and with the evictions narrowed, 1.5-2.0 s, 1.0
+ * and 1.4: EVICTING WHAT MAY BE ON THE GPU), the steady state the same
+ * (the 0.18 GiB an iteration that GPT-2 once migrated after two passes
+ * was the tail that no timing pass watched: record.c, THE TAIL). Unguided, the second pass
  * evicts as one pass does. Either way, where a plan under the budget
  * evicts nothing on the first pass's trace, it is the profile alone
  * (second_pass_needed).

@@ -147,12 +147,11 @@ static const umadv_config_field_t config_fields[] = {
      1, 2, 0, NULL, 0, FIELD(profile_passes)},
     {"UMADV_PROFILE_GUIDED", UMADV_CONFIG_BOOL, "1",
      "With two passes: the second keeps on the GPU before each launch "
-     "whose parameters cannot be scanned what the first saw in use, "
-     "shortest gaps first, as much as the budget lets the step hold (the "
-     "launch's access if unused for less than a round trip over the link, "
-     "else never staged across it) and evicts the rest: a profile two to "
-     "three times shorter than one pass's (umadv(7) has the figures). 0: "
-     "the second evicts every live block, as one pass does.",
+     "whose parameters cannot be scanned what the first saw in use there "
+     "unused for less than a round trip over the link, as the launch's "
+     "access, shortest gaps first, as much as the budget lets the step "
+     "hold, and evicts the rest: a shorter profile (umadv(7) has the "
+     "figures). 0: the second evicts every live block, as one pass does.",
      0, 1, 0, NULL, 0, FIELD(profile_guided)},
     {"UMADV_PROFILE_TAIL", UMADV_CONFIG_BOOL, "1",
      "After a profiled iteration, watch frees until the next step begins "
