@@ -1505,6 +1505,8 @@ static void test_two_passes(void)
     ok(counters.prefetches_to_host == 0,
        "guided, the second pass begins with the blocks where the first left them (%llu "
        "evictions)", (unsigned long long)counters.prefetches_to_host);
+    ok(ctx->replay.stage_cache.ahead != NULL && ctx->replay.stage_cache.n == 0,
+       "the staging pool its plan will want is being pinned while the second pass runs");
     umadv__cuda_host_reset();
     four_steps(20, &a, &b, "opaque_kernel", 100000000);
     umadv__cuda_host_counters(&counters);
@@ -1527,6 +1529,12 @@ static void test_two_passes(void)
            ctx->tpass.state == UMADV_CTX_TPASS_IDLE,
        "the second pass recorded with the first's durations, planned as asked, replayed: no "
        "timing pass");
+    ok(ctx->replay.stage_cache.ahead == NULL && ctx->replay.stage_cache.n == 1 &&
+           ctx->replay.stage_cache.bytes[0] ==
+               SECTION * umadv__core_stage_sections(t, ctx->schedule.first_step,
+                                                    ctx->schedule.nsteps, ctx->planned_budget),
+       "the executor took the pool pinned ahead: the plan's own, %llu bytes",
+       (unsigned long long)ctx->replay.stage_cache.bytes[0]);
     ok(strstr(log, "second pass: 1 evictions before launches without a layout, 1 blocks kept "
                    "as theirs on the first pass's word; step durations from the "
                    "first pass") != NULL,
@@ -1908,7 +1916,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -324,7 +324,7 @@ static void test_pool_grows(void)
 
 /* A host that cannot spare the pool: a smaller pool, as much as it can
  * spare, or none, and the evictions past it migrate; every byte intact
- * (cuda_ops.h, host_alloc; exec/stage.c, pool_host_alloc). */
+ * (cuda_ops.h, host_alloc; exec/stage.c, pin_spare). */
 static void test_pool_host_spare(void)
 {
     static const uint64_t spare[] = {SECTION, SECTION - 1, 3 * SECTION};

@@ -454,6 +454,9 @@ void umadv__replay_hold(umadv_context_t ctx, umadv_ctx_alloc_t *alloc);
 /* While a recording runs (@on), the application's copies and memsets are
  * told to umadv__ctx_copies_note, where no replay watches them. */
 void umadv__replay_copies_noted(umadv_context_t ctx, int on);
+/* Pin on a thread of its own the staging pool a replay of @schedule (a
+ * plan on the trace recorded so far) would want (PINNED AHEAD there). */
+void umadv__replay_pin_ahead(umadv_context_t ctx, const umadv_schedule_t *schedule);
 
 /* pcopies.c: the application's copies in a recording (COPIES there). */
 void umadv__ctx_copies_note(umadv_context_t ctx, const void *ptr, uint64_t bytes);

@@ -527,6 +527,8 @@ static int second_pass_needed(umadv_context_t ctx)
     if (umadv__ctx_plan_schedule(ctx, &schedule) != UMADV_OK)
         return 1;
     evictions = schedule.evict_ops;
+    if (evictions > 0) /* its replay's pool, pinned while the second pass runs */
+        umadv__replay_pin_ahead(ctx, &schedule);
     umadv__schedule_cleanup(&schedule);
     if (evictions == 0)
         umadv_info("profiling, first pass: %u steps, %llu bytes moved to the gpu; a plan "

@@ -176,6 +176,8 @@ umadv_status_t umadv__exec_create(const umadv_exec_params_t *params, umadv_exec_
     umadv_exec_t *e;
     umadv_status_t status;
 
+    if (params->stage_cache != NULL) /* a pool pinned ahead joins it (stage.c) */
+        umadv__exec_stage_cache_settle(params->stage_cache);
     e = calloc(1, sizeof(*e));
     if (e == NULL)
         return UMADV_ERR_NO_MEMORY;

@@ -61,8 +61,25 @@ typedef struct umadv_stage_cache {
     void    *base[UMADV_STAGE_CHUNKS];
     uint64_t bytes[UMADV_STAGE_CHUNKS];
     uint32_t n; /* 0: none */
+    struct umadv_stage_ahead *ahead; /* a chunk being pinned ahead of the next
+                                      * executor; NULL: none */
 } umadv_stage_cache_t;
 
+/* Pin on a thread of its own what @cache lacks of @bytes (whole slots of
+ * @slot_size), ahead of the executor that will take the cache: it joins
+ * the cache at umadv__exec_stage_cache_settle. Nothing is pinned where
+ * the cache holds enough, has no room for a chunk or pins one already.
+ * Pinning that fails leaves the cache as it was (the executor pins its
+ * own pool then, and says why it cannot). UMADV_ERR_NO_MEMORY: no
+ * memory or no thread to pin it on. */
+umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops,
+                                           const struct umadv_numa_place *numa,
+                                           umadv_stage_cache_t *cache, uint64_t slot_size,
+                                           uint64_t bytes);
+/* Wait for the pinning ahead of @cache, if any; its chunk joins the
+ * cache. umadv__exec_create settles its params.stage_cache. */
+void umadv__exec_stage_cache_settle(umadv_stage_cache_t *cache);
+/* Settles @cache, then unpins and frees its chunks. */
 void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache);
 
 typedef struct umadv_exec_params {

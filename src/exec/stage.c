@@ -23,7 +23,11 @@
  * staged eviction is issued and gives them back once its data is in the
  * range again (restored, the copy out failed) or dead (its block freed).
  * Pinning that fails with no slot pinned makes every eviction migrate
- * (logged once).
+ * (logged once). A cache may also get a chunk pinned ahead of the next
+ * executor, on a thread of its own (umadv__exec_stage_pin_ahead: a
+ * profile pins the pool its plan will want while its second pass runs,
+ * api/replay.c, PINNED AHEAD); the executor waits for it when it is made
+ * and takes it with the rest.
  *
  * THE CALLS. Each lane copies through a bounce buffer of device memory
  * of its own (UMADV_BOUNCE_BYTES, cudaMalloc at its first staged call,
@@ -173,6 +177,7 @@ umadv_status_t umadv__exec_stage_init(umadv_exec_t *e)
 
 void umadv__exec_stage_cache_free(const umadv_cuda_ops_t *ops, umadv_stage_cache_t *cache)
 {
+    umadv__exec_stage_cache_settle(cache);
     for (uint32_t c = 0; c < cache->n; c++)
         ops->host_free(cache->base[c], cache->bytes[c]);
     memset(cache, 0, sizeof(*cache));
@@ -216,17 +221,19 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
     st->chunk_first[st->nchunks] = st->nslots;
 }
 
-/* Pinned memory for the pool, at most @bytes and at least a slot: what
- * the host cannot spare is refused (UMADV_ERR_NO_MEMORY, cuda_ops.h), and
- * three quarters as many slots asked for instead (a refusal costs a read
- * of /proc/meminfo; the pool gets at least three quarters of what the
- * host can spare). *bytes_p: what was pinned. */
-static umadv_status_t pool_host_alloc(umadv_exec_t *e, uint64_t *bytes_p, void **base_p)
+/* Pinned memory for a pool of @slot-byte slots, at most @bytes and at
+ * least a slot: what the host cannot spare is refused
+ * (UMADV_ERR_NO_MEMORY, cuda_ops.h), and three quarters as many slots
+ * asked for instead (a refusal costs a read of /proc/meminfo; the pool
+ * gets at least three quarters of what the host can spare). *bytes_p:
+ * what was pinned. */
+static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, uint64_t slot, uint64_t *bytes_p,
+                                void **base_p)
 {
-    uint64_t slot = e->stage.slot_size, slots = *bytes_p / slot;
+    uint64_t slots = *bytes_p / slot;
     umadv_status_t status;
 
-    while ((status = e->p.ops->host_alloc(slots * slot, base_p)) == UMADV_ERR_NO_MEMORY &&
+    while ((status = ops->host_alloc(slots * slot, base_p)) == UMADV_ERR_NO_MEMORY &&
            slots * 3 / 4 >= 1)
         slots = slots * 3 / 4;
     *bytes_p = slots * slot;
@@ -248,7 +255,7 @@ static void pool_pin_chunk(umadv_exec_t *e)
     memset(&st->old, 0, sizeof(st->old));
     pthread_mutex_unlock(&e->lock);
     umadv__exec_stage_cache_free(e->p.ops, &old);
-    status = pool_host_alloc(e, &bytes, &base);
+    status = pin_spare(e->p.ops, st->slot_size, &bytes, &base);
     pthread_mutex_lock(&e->lock);
     if (status == UMADV_OK) {
         pool_add(st, base, bytes);
@@ -315,8 +322,8 @@ static int pool_make(umadv_exec_t *e)
         for (uint32_t c = 0; c < cache->n; c++)
             pool_add(st, cache->base[c], cache->bytes[c]);
     memset(cache, 0, sizeof(*cache));
-    umadv_debug("executor: staging pool of %u slots, %u kept from the last replay", st->want,
-                st->nslots);
+    umadv_debug("executor: staging pool of %u slots, %u kept from the last replay or pinned "
+                "ahead of it", st->want, st->nslots);
     if (st->nslots == st->want)
         return 1;
     st->pin_bytes = (uint64_t)(st->want - st->nslots) * st->slot_size;
@@ -338,6 +345,87 @@ static int pool_ready(umadv_exec_t *e)
             e->stage.failed = 1;
     }
     return !e->stage.failed;
+}
+
+/* ---- pinned ahead -------------------------------------------------------- */
+
+/* A chunk pinned before the executor that takes it exists
+ * (umadv__exec_stage_pin_ahead): its thread writes only here, and the
+ * settling joins it. */
+struct umadv_stage_ahead {
+    pthread_t                      thread;
+    const umadv_cuda_ops_t        *ops;
+    const struct umadv_numa_place *numa;
+    uint64_t                       slot_size;
+    uint64_t                       bytes; /* asked for, then pinned */
+    void                          *base;
+    umadv_status_t                 status;
+    uint64_t                       took_ns;
+};
+
+static void *ahead_main(void *arg)
+{
+    struct umadv_stage_ahead *a = arg;
+    uint64_t t0 = umadv__now_ns();
+
+    umadv__numa_bind_thread(a->numa); /* the pages land on the GPU's node */
+    a->status = pin_spare(a->ops, a->slot_size, &a->bytes, &a->base);
+    a->took_ns = umadv__now_ns() - t0;
+    return NULL;
+}
+
+static uint64_t cache_slots(const umadv_stage_cache_t *cache, uint64_t slot_size)
+{
+    uint64_t slots = 0;
+
+    for (uint32_t c = 0; c < cache->n; c++)
+        slots += cache->bytes[c] / slot_size;
+    return slots;
+}
+
+umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops,
+                                           const struct umadv_numa_place *numa,
+                                           umadv_stage_cache_t *cache, uint64_t slot_size,
+                                           uint64_t bytes)
+{
+    uint64_t want = bytes / slot_size, cached = cache_slots(cache, slot_size);
+    struct umadv_stage_ahead *a;
+
+    if (cache->ahead != NULL || cache->n == UMADV_STAGE_CHUNKS || cached >= want)
+        return UMADV_OK;
+    a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    *a = (struct umadv_stage_ahead){.ops = ops, .numa = numa, .slot_size = slot_size,
+                                    .bytes = (want - cached) * slot_size};
+    if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
+        free(a);
+        return UMADV_ERR_NO_MEMORY;
+    }
+    cache->ahead = a;
+    return UMADV_OK;
+}
+
+void umadv__exec_stage_cache_settle(umadv_stage_cache_t *cache)
+{
+    struct umadv_stage_ahead *a = cache->ahead;
+    uint64_t t0 = umadv__now_ns();
+
+    if (a == NULL)
+        return;
+    pthread_join(a->thread, NULL);
+    cache->ahead = NULL;
+    if (a->status == UMADV_OK) {
+        cache->base[cache->n] = a->base;
+        cache->bytes[cache->n++] = a->bytes;
+        umadv_debug("staging pool: %.1f MiB pinned ahead of the replay in %.1f ms, %.1f ms of "
+                    "it waited for", (double)a->bytes / 1048576.0, (double)a->took_ns / 1e6,
+                    (double)(umadv__now_ns() - t0) / 1e6);
+    } else {
+        umadv_debug("staging pool: nothing pinned ahead of the replay (%s): its executor pins "
+                    "the pool", umadv_status_string(a->status));
+    }
+    free(a);
 }
 
 static void *slot_addr(const umadv_exec_t *e, uint32_t s)

@@ -24,13 +24,11 @@ static umadv_status_t params_check(const umadv_core_params_t *p)
     return UMADV_OK;
 }
 
-/* The most sections alive at once in the replayed iteration: a
+/* The most sections alive at once in steps [first, first + n) of @t: a
  * difference array over its steps (a block born or freed at a step is
  * alive there). 0 when out of memory. */
-static uint64_t peak_live_sections(const umadv_core_t *c)
+static uint64_t peak_live_sections(const umadv_trace_t *t, uint32_t first, uint32_t n)
 {
-    const umadv_trace_t *t = c->p.trace;
-    uint32_t first = c->p.first_step, n = c->p.nsteps;
     int64_t *delta = calloc((size_t)n + 1, sizeof(*delta)), live = 0, peak = 0;
 
     if (delta == NULL)
@@ -55,13 +53,13 @@ static uint64_t peak_live_sections(const umadv_core_t *c)
     return (uint64_t)peak;
 }
 
-/* The largest allocation of the trace, in sections. */
-static uint32_t largest_alloc_sections(const umadv_core_t *c)
+/* The largest allocation of @t, in sections. */
+static uint32_t largest_alloc_sections(const umadv_trace_t *t)
 {
     uint32_t most = 0;
 
-    for (uint32_t a = 0; a < c->p.trace->nallocs; a++)
-        most = UMADV_MAX(most, c->p.trace->allocs[a].nsections);
+    for (uint32_t a = 0; a < t->nallocs; a++)
+        most = UMADV_MAX(most, t->allocs[a].nsections);
     return most;
 }
 
@@ -73,16 +71,24 @@ static uint32_t largest_alloc_sections(const umadv_core_t *c)
  * about 20 GiB in an iteration for a 5.4 GiB peak), whose pinning took
  * seconds at every replay start. A pool that runs short stages what it
  * has room for and migrates the rest, it never fails. */
+uint32_t umadv__core_stage_sections(const umadv_trace_t *t, uint32_t first_step,
+                                    uint32_t nsteps, uint64_t budget)
+{
+    uint64_t peak, sections, budget_sections = budget / t->section_size;
+
+    if (nsteps == 0 || first_step > t->nsteps || nsteps > t->nsteps - first_step)
+        return 0;
+    sections = peak = peak_live_sections(t, first_step, nsteps);
+    if (budget_sections > 0 && budget_sections < sections)
+        sections = UMADV_MIN(peak, sections - budget_sections + largest_alloc_sections(t));
+    return (uint32_t)UMADV_MIN(sections, UINT32_MAX);
+}
+
 static uint32_t stage_pool_slots(const umadv_core_t *c)
 {
-    uint64_t peak, sections, budget = c->p.budget / c->p.trace->section_size;
-
     if (!c->p.stage)
         return 0;
-    sections = peak = peak_live_sections(c);
-    if (budget > 0 && budget < sections)
-        sections = UMADV_MIN(peak, sections - budget + largest_alloc_sections(c));
-    return (uint32_t)UMADV_MIN(sections, UINT32_MAX);
+    return umadv__core_stage_sections(c->p.trace, c->p.first_step, c->p.nsteps, c->p.budget);
 }
 
 /* The last step of the replayed iteration touching each section (core.h,

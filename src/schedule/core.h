@@ -246,6 +246,14 @@ typedef struct umadv_core {
     int               has_unseen;   /* ...indexed: the trace has unseen blocks */
 } umadv_core_t;
 
+/* The staging pool a replay of steps [first_step, first_step + nsteps)
+ * of @t under @budget bytes holds, in sections (STAGING; a core that
+ * stages has this many stage_slots): known before a replay begins, so
+ * that the pool can be pinned ahead of it (api/replay.c, PINNED AHEAD).
+ * 0 for steps outside the trace. */
+uint32_t umadv__core_stage_sections(const umadv_trace_t *t, uint32_t first_step,
+                                    uint32_t nsteps, uint64_t budget);
+
 /* UMADV_ERR_INVALID_PARAM for a plan policy without a schedule of
  * @nsteps steps; UMADV_ERR_NO_MEMORY. */
 umadv_status_t umadv__core_init(umadv_core_t *core, const umadv_core_params_t *params);
