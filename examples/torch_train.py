@@ -758,8 +758,8 @@ REPROFILE_WINDOW = 4
 def steady_from(args, run):
     """The first iteration of the steady state. The profiling run: after
     the profiled iteration, the timing pass, the first two on the plan
-    made from it (umadv counts the second's faults, which costs every
-    launch host time: UMADV_FAULT_PERIOD) and the one after them (measured: ResNet-50
+    made from it (umadv counts their faults, which costs every launch host
+    time: UMADV_FAULT_PERIOD) and the one after them (measured: ResNet-50
     oracle 69.9 ms there, then 35.1 and 34.9). A later run: after its
     first two; one that profiled again at once (a switch from oracle's
     guesses to a policy that evicts, umadv(3) umadv_set_policy), as the

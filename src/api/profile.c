@@ -31,6 +31,10 @@
  * pages (H100, 2026-11-27). */
 #define PROFILE_STALL_BYTES (64u << 20)
 
+/* Replay validation counts the faults of a replay's first iterations, then
+ * of one in UMADV_FAULT_PERIOD (see count_faults_now). */
+#define PROFILE_FAULT_FIRST  2
+
 /* ---- launches -------------------------------------------------------- */
 
 /*
@@ -1523,11 +1527,9 @@ int umadv__ctx_profile_stalled(const umadv_context_t ctx)
 /* Whether the iteration beginning now has its GPU faults counted: the
  * unified-memory counters cost every kernel launch host time (measured
  * on an H200: 12 ms of a 49 ms PyTorch VGG-16 iteration, 15 ms of a
- * 32 ms ResNet-50 one), so a replay counts its second iteration, the
- * first whose faults the executor judges (exec.c, reprofile_due: the
- * first moves what the profile left where the plan does not want it),
- * then one in UMADV_FAULT_PERIOD; the first only where every iteration
- * is asked for. */
+ * 32 ms ResNet-50 one), so a replay counts its first two iterations (the
+ * executor judges drift from the second on), then one in
+ * UMADV_FAULT_PERIOD. */
 static int count_faults_now(umadv_context_t ctx)
 {
     uint64_t n;
@@ -1550,9 +1552,7 @@ static int count_faults_now(umadv_context_t ctx)
      * (turning the counters on and off, some 20 ms each; H200, 2026-11-29). */
     if (umadv__replay_moves_nothing(ctx))
         return (n + 1) % ctx->config.fault_period == 0;
-    if (n == 0) /* judged by nobody: every launch would pay for its count */
-        return ctx->config.fault_period == 1;
-    return n == 1 || n % ctx->config.fault_period == 0;
+    return n < PROFILE_FAULT_FIRST || n % ctx->config.fault_period == 0;
 }
 
 void umadv__ctx_profile_iteration(umadv_context_t ctx)

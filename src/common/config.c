@@ -178,9 +178,8 @@ static const umadv_config_field_t config_fields[] = {
      "(nor after a switch from oracle's guessed profile to a policy that evicts).",
      0, 1000000000, 0, NULL, 0, FIELD(reprofile_faults)},
     {"UMADV_FAULT_PERIOD", UMADV_CONFIG_UINT, "32",
-     "Replay validation counts the GPU faults of a replay's second "
-     "iteration (the first is judged by nothing), then of one iteration in "
-     "this many: the unified-memory "
+     "Replay validation counts the GPU faults of a replay's first two "
+     "iterations, then of one iteration in this many: the unified-memory "
      "counters cost every kernel launch 20-40 us of host time. 1 counts "
      "every iteration, with or without a replayed schedule (benchmarks); "
      "an oracle replay counts none but then; "
