@@ -29,6 +29,11 @@
  *                           no host call), the batch call that does both
  *                           (cudaMemDiscardAndPrefetchBatchAsync), a UVM
  *                           eviction (prefetch to the host, and back),
+ *                           pinning (pages mapped and populated by the
+ *                           thread, as umadv's staging pool pins them, then
+ *                           cudaHostRegister; unregistered and unmapped
+ *                           after, each a span of its own: which part
+ *                           holds the launches, if any),
  *                           cudaMemGetInfo in a loop and every 2 ms (the
  *                           executor's memory monitor samples so), no call
  *                           (a thread that has set the device and sleeps,
@@ -49,7 +54,7 @@
  *
  * --settings runs those settings alone, in that order (keys: plain, event,
  * copy-out, copy-in, populate, populate-8m, populate-2m, discard,
- * discard-prefetch, evict, mem-info, mem-info-paced, idle, cupti,
+ * discard-prefetch, evict, pin, mem-info, mem-info-paced, idle, cupti,
  * cupti-runtime, cupti-driver; the CUPTI ones last, in that order, each
  * with the callbacks of those before it). One setting a process tells
  * what each costs with nothing run before it in the same process.
@@ -62,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <cuda.h>
@@ -78,7 +84,7 @@
 
 typedef enum setting {
     PLAIN, EVENT_AFTER, BESIDE_COPY_OUT, BESIDE_COPY_IN, BESIDE_POPULATE, BESIDE_POPULATE_8M,
-    BESIDE_POPULATE_2M, BESIDE_DISCARD, BESIDE_DISCARD_PREFETCH, BESIDE_EVICT,
+    BESIDE_POPULATE_2M, BESIDE_DISCARD, BESIDE_DISCARD_PREFETCH, BESIDE_EVICT, BESIDE_PIN,
     BESIDE_MEM_INFO, BESIDE_MEM_INFO_PACED, BESIDE_IDLE, CUPTI_SUBSCRIBED, CUPTI_RUNTIME, CUPTI_DRIVER, SETTINGS
 } setting_t;
 
@@ -93,6 +99,7 @@ static const char *const setting_names[SETTINGS] = {
     "beside: discard, a kernel writes",
     "beside: discard-and-prefetch batch",
     "beside: prefetch to the host",
+    "beside: pinning host memory",
     "beside: cudaMemGetInfo",
     "beside: cudaMemGetInfo every 2 ms",
     "beside: a thread that sleeps",
@@ -104,7 +111,7 @@ static const char *const setting_names[SETTINGS] = {
 /* --settings' names for them */
 static const char *const setting_keys[SETTINGS] = {
     "plain", "event", "copy-out", "copy-in", "populate", "populate-8m", "populate-2m",
-    "discard", "discard-prefetch", "evict", "mem-info", "mem-info-paced", "idle", "cupti",
+    "discard", "discard-prefetch", "evict", "pin", "mem-info", "mem-info-paced", "idle", "cupti",
     "cupti-runtime", "cupti-driver",
 };
 
@@ -125,13 +132,15 @@ static char first_name[512];
 /* What a span of host time was: one of the other thread's calls, or a
  * launch (LAUNCH). */
 typedef enum kind {
-    K_COPY, K_DISCARD, K_TO_GPU, K_DISCARD_PREFETCH, K_TO_HOST, K_MEM_INFO, KINDS,
+    K_COPY, K_DISCARD, K_TO_GPU, K_DISCARD_PREFETCH, K_TO_HOST, K_MEM_INFO, K_HOST_PAGES,
+    K_REGISTER, K_UNREGISTER, KINDS,
     LAUNCH = KINDS
 } kind_t;
 
 static const char *const kind_names[KINDS] = {
     "a copy", "a discard", "a prefetch to the GPU", "a discard-and-prefetch",
-    "a prefetch to the host", "a memory info",
+    "a prefetch to the host", "a memory info", "host pages mapped and populated",
+    "a cudaHostRegister", "a cudaHostUnregister and munmap",
 };
 
 typedef struct span {
@@ -261,6 +270,32 @@ static void discard_populate(lane_t *l, uint64_t piece)
     }
 }
 
+/* Pin @l's size of host memory as umadv's staging pool does (cuda_ops,
+ * cudart_host_alloc: mapped, populated, registered), then let it go. */
+static void pin_once(lane_t *l)
+{
+    size_t size = l->b->size;
+    uint64_t t = umadv__now_ns();
+    char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "launch_cost: mmap of %zu bytes failed\n", size);
+        exit(EXIT_FAILURE);
+    }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, size, MADV_HUGEPAGE);
+#endif
+    memset(p, 0, size);
+    span_add(&l->spans, t, K_HOST_PAGES);
+    t = umadv__now_ns();
+    CHECK(cudaHostRegister, (p, size, cudaHostRegisterDefault));
+    span_add(&l->spans, t, K_REGISTER);
+    t = umadv__now_ns();
+    CHECK(cudaHostUnregister, (p));
+    munmap(p, size);
+    span_add(&l->spans, t, K_UNREGISTER);
+}
+
 /* One call of @s (or its calls, for a setting of pieces), each a span of
  * @l's. */
 static void lane_call(lane_t *l, setting_t s)
@@ -306,6 +341,9 @@ static void lane_call(lane_t *l, setting_t s)
         CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, st));
         span_add(&l->spans, t, K_TO_GPU);
         break;
+    case BESIDE_PIN:
+        pin_once(l);
+        return; /* no stream work to wait for */
     case BESIDE_MEM_INFO:
     case BESIDE_MEM_INFO_PACED:
         CHECK(cudaMemGetInfo, (&first, &size));

@@ -36,9 +36,9 @@ if [ $status -eq 77 ]; then
     ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
 else
     ok $status "runs on the GPU" || diag "$tmp/err"
-    # 16 settings: a time above 0 each, or CUPTI's refusal for its rows
+    # 17 settings: a time above 0 each, or CUPTI's refusal for its rows
     awk '/^(plain|\+|beside|CUPTI)/ { n++; t = $(NF-4); if ($0 !~ /CUPTI refused/ && !(t + 0 > 0)) bad = 1 }
-         END { exit n != 16 || bad }' "$tmp/out"
+         END { exit n != 17 || bad }' "$tmp/out"
     ok $? "a measured row per setting" || diag "$tmp/out"
     # with runtime callbacks on, at least the entry and exit of each launch
     awk '/^\+ runtime launch callbacks/ && !/CUPTI refused/ { if (!($(NF-2) >= 2)) bad = 1 }
@@ -47,8 +47,8 @@ else
     # per beside setting, its launches by the call they met, with a count each
     awk '/^launches beside the other thread/ { on = 1; next }
          on && /^  beside: / { n++; if ($0 !~ /[0-9]+, [0-9.]+ us;/) bad = 1 }
-         END { exit n != 11 || bad }' "$tmp/out"
-    ok $? "the launches beside each of the 11 calls, by the call they met" || diag "$tmp/out"
+         END { exit n != 12 || bad }' "$tmp/out"
+    ok $? "the launches beside each of the 12 calls, by the call they met" || diag "$tmp/out"
     # settings alone, in the order given
     "$bench" --launches 512 --repeat 1 --settings idle,cupti-runtime >"$tmp/one" 2>"$tmp/err"
     awk '/^(plain|\+|beside|CUPTI)/ { n++; rows = rows $0 "\n" }
