@@ -366,6 +366,52 @@ static void test_pool_host_spare(void)
     }
 }
 
+/* A pool pinned ahead of the executor that takes it
+ * (umadv__exec_stage_pin_ahead): only what the cache lacks, on a thread of
+ * its own, joined by the settling; nothing where the cache holds enough,
+ * pins already or has no room for a chunk; a refusal leaves the cache as
+ * it was; freeing the cache waits for a pinning under way. */
+static void test_pool_pinned_ahead(void)
+{
+    const umadv_cuda_ops_t *ops = &umadv__cuda_ops_host;
+    umadv_stage_cache_t cache = {0}, full = {0};
+    umadv_cuda_host_counters_t c0, c1;
+
+    umadv__cuda_host_counters(&c0);
+    ok(umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 3 * SECTION + 5) == UMADV_OK &&
+           cache.ahead != NULL && cache.n == 0,
+       "three slots and a part asked for: a pinning under way, the cache untouched");
+    ok(umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 8 * SECTION) == UMADV_OK &&
+           cache.n == 0, "asked again while it pins: nothing more");
+    umadv__exec_stage_cache_settle(&cache);
+    ok(cache.ahead == NULL && cache.n == 1 && cache.bytes[0] == 3 * SECTION,
+       "settled: one chunk of three whole slots (%llu bytes)",
+       (unsigned long long)cache.bytes[0]);
+    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 2 * SECTION);
+    ok(cache.ahead == NULL, "two slots asked for, three held: nothing pinned");
+    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 5 * SECTION);
+    umadv__exec_stage_cache_settle(&cache);
+    ok(cache.n == 2 && cache.bytes[1] == 2 * SECTION,
+       "five asked for, three held: a chunk of the two lacking (%llu bytes)",
+       (unsigned long long)cache.bytes[1]);
+    umadv__cuda_host_counters(&c1);
+    umadv__cuda_host_configure_host(c1.pinned_bytes + SECTION - 1);
+    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 9 * SECTION);
+    umadv__exec_stage_cache_settle(&cache);
+    umadv__cuda_host_configure_host(UINT64_MAX);
+    ok(cache.n == 2 && cache.ahead == NULL,
+       "a host that cannot spare a slot: the cache as it was");
+    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 9 * SECTION);
+    umadv__exec_stage_cache_free(ops, &cache);
+    umadv__cuda_host_counters(&c1);
+    ok(cache.n == 0 && cache.ahead == NULL && c1.pinned_bytes == c0.pinned_bytes,
+       "freed while a pinning was under way: it is waited for and unpinned with the rest");
+    full.n = UMADV_STAGE_CHUNKS;
+    umadv__exec_stage_pin_ahead(ops, NULL, &full, SECTION, SECTION);
+    ok(full.ahead == NULL, "a cache of %d chunks: no room for one more, nothing pinned",
+       UMADV_STAGE_CHUNKS);
+}
+
 /* UMADV_STAGE=0: the same application stages nothing. */
 static void test_off(void)
 {
@@ -647,13 +693,14 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 8);
     test_errors();
     test_policies();
     test_consecutive_slots();
     test_dead();
     test_pool_grows();
     test_pool_host_spare();
+    test_pool_pinned_ahead();
     test_off();
     test_poison();
     test_lane_piece();
