@@ -378,36 +378,41 @@ static void test_pool_pinned_ahead(void)
     umadv_cuda_host_counters_t c0, c1;
 
     umadv__cuda_host_counters(&c0);
-    ok(umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 3 * SECTION + 5) == UMADV_OK &&
+    ok(umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 3 * SECTION + 5) == UMADV_OK &&
            cache.ahead != NULL && cache.n == 0,
        "three slots and a part asked for: a pinning under way, the cache untouched");
-    ok(umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 8 * SECTION) == UMADV_OK &&
+    ok(umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 8 * SECTION) == UMADV_OK &&
            cache.n == 0, "asked again while it pins: nothing more");
     umadv__exec_stage_cache_settle(&cache);
     ok(cache.ahead == NULL && cache.n == 1 && cache.bytes[0] == 3 * SECTION,
        "settled: one chunk of three whole slots (%llu bytes)",
        (unsigned long long)cache.bytes[0]);
-    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 2 * SECTION);
+    umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 2 * SECTION);
     ok(cache.ahead == NULL, "two slots asked for, three held: nothing pinned");
-    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 5 * SECTION);
+    umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 5 * SECTION);
     umadv__exec_stage_cache_settle(&cache);
     ok(cache.n == 2 && cache.bytes[1] == 2 * SECTION,
        "five asked for, three held: a chunk of the two lacking (%llu bytes)",
        (unsigned long long)cache.bytes[1]);
     umadv__cuda_host_counters(&c1);
     umadv__cuda_host_configure_host(c1.pinned_bytes + SECTION - 1);
-    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 9 * SECTION);
+    umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 9 * SECTION);
     umadv__exec_stage_cache_settle(&cache);
     umadv__cuda_host_configure_host(UINT64_MAX);
     ok(cache.n == 2 && cache.ahead == NULL,
        "a host that cannot spare a slot: the cache as it was");
-    umadv__exec_stage_pin_ahead(ops, NULL, &cache, SECTION, 9 * SECTION);
+    log_take();
+    umadv__exec_stage_pin_ahead(ops, 7, NULL, &cache, SECTION, 9 * SECTION);
+    umadv__exec_stage_cache_settle(&cache);
+    ok(cache.n == 2 && strstr(log_take(), "no device 7") != NULL,
+       "a device that cannot be selected: nothing pinned for another's context");
+    umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 9 * SECTION);
     umadv__exec_stage_cache_free(ops, &cache);
     umadv__cuda_host_counters(&c1);
     ok(cache.n == 0 && cache.ahead == NULL && c1.pinned_bytes == c0.pinned_bytes,
        "freed while a pinning was under way: it is waited for and unpinned with the rest");
     full.n = UMADV_STAGE_CHUNKS;
-    umadv__exec_stage_pin_ahead(ops, NULL, &full, SECTION, SECTION);
+    umadv__exec_stage_pin_ahead(ops, 0, NULL, &full, SECTION, SECTION);
     ok(full.ahead == NULL, "a cache of %d chunks: no room for one more, nothing pinned",
        UMADV_STAGE_CHUNKS);
 }
@@ -693,7 +698,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3 + 8);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 9);
     test_errors();
     test_policies();
     test_consecutive_slots();

@@ -57,7 +57,13 @@
  * the replay core counts its slots by), and pins it on a thread of its
  * own while the second pass runs (umadv__replay_pin_ahead); the executor
  * takes it from the cache the replays share, waiting for what is not
- * done.
+ * done. Measured (H200, 2026-11-29, bench/RESULTS.md): ResNet-50's first
+ * replay 243-265 ms against 475-554, GPT-2's 190-219 against 256-287;
+ * but beside the second pass the pinning took two to three times as
+ * long and the pass grew by about as much again (a registration holds
+ * other threads' CUDA calls while it runs, bench/launch_cost; that this
+ * is what the pass lost, the runs do not show), so the profiling phase
+ * gained 50-120 ms on ResNet-50 and VGG-16, and none on GPT-2.
  *
  * Called with ctx->lock held, except where said.
  */
@@ -169,8 +175,8 @@ void umadv__replay_pin_ahead(umadv_context_t ctx, const umadv_schedule_t *schedu
         return;
     bytes = section * umadv__core_stage_sections(&ctx->trace, schedule->first_step,
                                                  schedule->nsteps, schedule->budget);
-    status = umadv__exec_stage_pin_ahead(ctx->ops, ctx->numa, &ctx->replay.stage_cache,
-                                         section, bytes);
+    status = umadv__exec_stage_pin_ahead(ctx->ops, ctx->config.device, ctx->numa,
+                                         &ctx->replay.stage_cache, section, bytes);
     if (status != UMADV_OK)
         umadv_debug("staging pool: not pinned ahead of the replay (%s)",
                     umadv_status_string(status));

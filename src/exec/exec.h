@@ -65,14 +65,15 @@ typedef struct umadv_stage_cache {
                                       * executor; NULL: none */
 } umadv_stage_cache_t;
 
-/* Pin on a thread of its own what @cache lacks of @bytes (whole slots of
- * @slot_size), ahead of the executor that will take the cache: it joins
+/* Pin on a thread of its own (on @device, whose context the pages are
+ * pinned for) what @cache lacks of @bytes (whole slots of @slot_size),
+ * ahead of the executor that will take the cache: it joins
  * the cache at umadv__exec_stage_cache_settle. Nothing is pinned where
  * the cache holds enough, has no room for a chunk or pins one already.
  * Pinning that fails leaves the cache as it was (the executor pins its
  * own pool then, and says why it cannot). UMADV_ERR_NO_MEMORY: no
  * memory or no thread to pin it on. */
-umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops,
+umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops, int device,
                                            const struct umadv_numa_place *numa,
                                            umadv_stage_cache_t *cache, uint64_t slot_size,
                                            uint64_t bytes);

@@ -284,6 +284,10 @@ static void *pool_pinner_main(void *arg)
     umadv_exec_t *e = arg;
 
     umadv__numa_bind_thread(e->p.numa); /* the pages land on the GPU's node */
+    /* registered for the device's context, not a first device's made here */
+    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
+        umadv_warn("executor: the staging pool's pinner cannot select gpu %d: its chunk is "
+                   "pinned for the thread's default device", e->p.device);
     pthread_mutex_lock(&e->lock);
     pool_pin_chunk(e);
     pthread_mutex_unlock(&e->lock);
@@ -355,6 +359,7 @@ static int pool_ready(umadv_exec_t *e)
 struct umadv_stage_ahead {
     pthread_t                      thread;
     const umadv_cuda_ops_t        *ops;
+    int                            device;
     const struct umadv_numa_place *numa;
     uint64_t                       slot_size;
     uint64_t                       bytes; /* asked for, then pinned */
@@ -369,7 +374,10 @@ static void *ahead_main(void *arg)
     uint64_t t0 = umadv__now_ns();
 
     umadv__numa_bind_thread(a->numa); /* the pages land on the GPU's node */
-    a->status = pin_spare(a->ops, a->slot_size, &a->bytes, &a->base);
+    /* registered for the device's context, not a first device's made here */
+    a->status = a->ops->set_device(a->device);
+    if (a->status == UMADV_OK)
+        a->status = pin_spare(a->ops, a->slot_size, &a->bytes, &a->base);
     a->took_ns = umadv__now_ns() - t0;
     return NULL;
 }
@@ -383,7 +391,7 @@ static uint64_t cache_slots(const umadv_stage_cache_t *cache, uint64_t slot_size
     return slots;
 }
 
-umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops,
+umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops, int device,
                                            const struct umadv_numa_place *numa,
                                            umadv_stage_cache_t *cache, uint64_t slot_size,
                                            uint64_t bytes)
@@ -396,7 +404,8 @@ umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops,
     a = calloc(1, sizeof(*a));
     if (a == NULL)
         return UMADV_ERR_NO_MEMORY;
-    *a = (struct umadv_stage_ahead){.ops = ops, .numa = numa, .slot_size = slot_size,
+    *a = (struct umadv_stage_ahead){.ops = ops, .device = device, .numa = numa,
+                                    .slot_size = slot_size,
                                     .bytes = (want - cached) * slot_size};
     if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
         free(a);
