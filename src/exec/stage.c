@@ -222,17 +222,21 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
 }
 
 /* Pinned memory for a pool of @slot-byte slots, at most @bytes and at
- * least a slot: what the host cannot spare is refused
+ * least a slot, registered for @device's context (selected first: a
+ * pinner's thread of its own would have the default device current and
+ * make its context): what the host cannot spare is refused
  * (UMADV_ERR_NO_MEMORY, cuda_ops.h), and three quarters as many slots
  * asked for instead (a refusal costs a read of /proc/meminfo; the pool
  * gets at least three quarters of what the host can spare). *bytes_p:
  * what was pinned. */
-static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, uint64_t slot, uint64_t *bytes_p,
-                                void **base_p)
+static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, int device, uint64_t slot,
+                                uint64_t *bytes_p, void **base_p)
 {
     uint64_t slots = *bytes_p / slot;
-    umadv_status_t status;
+    umadv_status_t status = ops->set_device(device);
 
+    if (status != UMADV_OK)
+        return status;
     while ((status = ops->host_alloc(slots * slot, base_p)) == UMADV_ERR_NO_MEMORY &&
            slots * 3 / 4 >= 1)
         slots = slots * 3 / 4;
@@ -255,7 +259,7 @@ static void pool_pin_chunk(umadv_exec_t *e)
     memset(&st->old, 0, sizeof(st->old));
     pthread_mutex_unlock(&e->lock);
     umadv__exec_stage_cache_free(e->p.ops, &old);
-    status = pin_spare(e->p.ops, st->slot_size, &bytes, &base);
+    status = pin_spare(e->p.ops, e->p.device, st->slot_size, &bytes, &base);
     pthread_mutex_lock(&e->lock);
     if (status == UMADV_OK) {
         pool_add(st, base, bytes);
@@ -284,10 +288,6 @@ static void *pool_pinner_main(void *arg)
     umadv_exec_t *e = arg;
 
     umadv__numa_bind_thread(e->p.numa); /* the pages land on the GPU's node */
-    /* registered for the device's context, not a first device's made here */
-    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
-        umadv_warn("executor: the staging pool's pinner cannot select gpu %d: its chunk is "
-                   "pinned for the thread's default device", e->p.device);
     pthread_mutex_lock(&e->lock);
     pool_pin_chunk(e);
     pthread_mutex_unlock(&e->lock);
@@ -374,10 +374,7 @@ static void *ahead_main(void *arg)
     uint64_t t0 = umadv__now_ns();
 
     umadv__numa_bind_thread(a->numa); /* the pages land on the GPU's node */
-    /* registered for the device's context, not a first device's made here */
-    a->status = a->ops->set_device(a->device);
-    if (a->status == UMADV_OK)
-        a->status = pin_spare(a->ops, a->slot_size, &a->bytes, &a->base);
+    a->status = pin_spare(a->ops, a->device, a->slot_size, &a->bytes, &a->base);
     a->took_ns = umadv__now_ns() - t0;
     return NULL;
 }
