@@ -26,6 +26,7 @@ static struct {
     int                 callbacks;      /* launch callbacks enabled now */
     int                 copy_callbacks; /* copy and memset callbacks enabled now */
     int                 um_on, kernels_on;
+    int                 um_switches;    /* the counters turned on or off */
     size_t              param_queries;
     CUpti_CallbackFunc  callback;
     void               *userdata;
@@ -87,15 +88,24 @@ static int *kind_state(CUpti_ActivityKind kind)
     return &other;
 }
 
+static void kind_set(CUpti_ActivityKind kind, int on)
+{
+    int *state = kind_state(kind);
+
+    if (kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER && *state != on)
+        mock.um_switches++;
+    *state = on;
+}
+
 static CUptiResult mock_enable(CUpti_ActivityKind kind)
 {
-    *kind_state(kind) = 1;
+    kind_set(kind, 1);
     return CUPTI_SUCCESS;
 }
 
 static CUptiResult mock_disable(CUpti_ActivityKind kind)
 {
-    *kind_state(kind) = 0;
+    kind_set(kind, 0);
     return CUPTI_SUCCESS;
 }
 

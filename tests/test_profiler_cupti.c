@@ -1486,6 +1486,8 @@ static void test_two_passes(void)
     four_steps(10, &a, &b, "opaque_kernel", 0);
     umadv__cuda_host_counters(&counters);
     ok(counters.prefetches_to_host == 0, "the first pass evicts nothing, not even at its start");
+    ok(mock.um_on, "the first pass runs with the unified-memory counters");
+    mock.um_switches = 0;
     log_take();
     is(umadv_plan(ctx), UMADV_OK, "umadv_plan after the first pass: asked for later");
     log = log_take();
@@ -1529,6 +1531,9 @@ static void test_two_passes(void)
            ctx->tpass.state == UMADV_CTX_TPASS_IDLE,
        "the second pass recorded with the first's durations, planned as asked, replayed: no "
        "timing pass");
+    ok(mock.um_on && mock.um_switches == 0,
+       "the counters stayed on from the first pass through the second to the replay's first "
+       "iteration, which counts its faults (%d switches)", mock.um_switches);
     ok(ctx->replay.stage_cache.ahead == NULL && ctx->replay.stage_cache.n == 1 &&
            ctx->replay.stage_cache.bytes[0] ==
                SECTION * umadv__core_stage_sections(t, ctx->schedule.first_step,
@@ -1916,7 +1921,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 2);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
