@@ -719,7 +719,8 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
 }
 
 /* The counters on while a full recording runs or faults are counted,
- * off otherwise. A timing pass measures kernels, and a scan records a
+ * off otherwise (a recording's stop leaves them to the next call:
+ * umadv__prof_record_stop). A timing pass measures kernels, and a scan records a
  * profile that moves nothing: their faults are counted only when the
  * replay asks (count_faults), since turning the counters
  * on costs some 20 ms and off as much again (CUPTI, H200, 2026-11-28),

@@ -132,7 +132,9 @@ void umadv__prof_close(umadv_profiler_t *prof);
 /* Start collecting what @mode says (dropping earlier records). */
 umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode);
 
-/* Wait for the device, flush CUPTI and hand over what was collected. */
+/* Wait for the device, flush CUPTI and hand over what was collected.
+ * The unified-memory counters stay as they are until the next
+ * umadv__prof_count_faults or recording start decides. */
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result);
 
 void umadv__prof_result_cleanup(umadv_prof_result_t *result);
@@ -157,7 +159,8 @@ umadv_status_t umadv__prof_watch_copies(umadv_profiler_t *prof, umadv_prof_copy_
                                         void *arg);
 
 /* Count GPU faults outside recordings (@on) or not: the unified-memory
- * counters stay on between recordings only while asked. A no-op without
+ * counters stay on between recordings only while asked (from a
+ * recording's stop to this call, as they were). A no-op without
  * counters. */
 void umadv__prof_count_faults(umadv_profiler_t *prof, int on);
 
