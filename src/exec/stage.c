@@ -294,6 +294,16 @@ static void *pool_pinner_main(void *arg)
     return NULL;
 }
 
+/* The slots of @slot_size bytes @cache's chunks hold. */
+static uint64_t cache_slots(const umadv_stage_cache_t *cache, uint64_t slot_size)
+{
+    uint64_t slots = 0;
+
+    for (uint32_t c = 0; c < cache->n; c++)
+        slots += cache->bytes[c] / slot_size;
+    return slots;
+}
+
 /* The pool the core counts (core.h, STAGING): core.stage_slots slots,
  * from the cache's chunks (the previous replays'), and one chunk more
  * pinned for what they lack; with no room for another chunk, the cache
@@ -310,7 +320,7 @@ static int pool_make(umadv_exec_t *e)
 {
     umadv_stage_cache_t *cache = e->p.stage_cache, none = {0};
     exec_stage_t *st = &e->stage;
-    uint64_t cached = 0;
+    uint64_t cached;
 
     st->want = e->core.stage_slots;
     st->freemap = calloc(st->want / 64 + 1, sizeof(*st->freemap));
@@ -318,8 +328,7 @@ static int pool_make(umadv_exec_t *e)
         return 0;
     if (cache == NULL)
         cache = &none;
-    for (uint32_t c = 0; c < cache->n; c++)
-        cached += cache->bytes[c] / st->slot_size;
+    cached = cache_slots(cache, st->slot_size);
     if (cached < st->want && cache->n == UMADV_STAGE_CHUNKS)
         st->old = *cache;
     else
@@ -377,15 +386,6 @@ static void *ahead_main(void *arg)
     a->status = pin_spare(a->ops, a->device, a->slot_size, &a->bytes, &a->base);
     a->took_ns = umadv__now_ns() - t0;
     return NULL;
-}
-
-static uint64_t cache_slots(const umadv_stage_cache_t *cache, uint64_t slot_size)
-{
-    uint64_t slots = 0;
-
-    for (uint32_t c = 0; c < cache->n; c++)
-        slots += cache->bytes[c] / slot_size;
-    return slots;
 }
 
 umadv_status_t umadv__exec_stage_pin_ahead(const umadv_cuda_ops_t *ops, int device,
