@@ -96,7 +96,7 @@ static void *pin(pin_way_t way, uint64_t size)
     void *p = NULL;
 
     if (way == PIN_HOST_ALLOC ? cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess
-                              : ops->host_alloc(size, &p) != UMADV_OK)
+                              : ops->host_alloc(size, UMADV_PIN_WAITED, &p) != UMADV_OK)
         die("pinning failed");
     return p;
 }

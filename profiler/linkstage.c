@@ -289,7 +289,7 @@ static umadv_status_t stage_buffers(stage_probe_t *p)
                                                    (void **)&p->managed);
 
     if (status == UMADV_OK)
-        status = p->ops->host_alloc(p->size, (void **)&p->pinned);
+        status = p->ops->host_alloc(p->size, UMADV_PIN_WAITED, (void **)&p->pinned);
     for (int l = LANE_OUT; l <= LANE_IN && status == UMADV_OK; l++) {
         status = p->ops->stream_create(&p->lane[l].stream);
         if (status == UMADV_OK && p->ops->device_alloc != NULL &&

@@ -29,12 +29,12 @@ static void test_pinned(void)
     umadv_cuda_host_counters_t c;
     void *p = NULL, *q = NULL;
 
-    ok(H->host_alloc(SIZE, &p) == UMADV_OK && p != NULL, "host_alloc gives pinned memory");
+    ok(H->host_alloc(SIZE, UMADV_PIN_WAITED, &p) == UMADV_OK && p != NULL, "host_alloc gives pinned memory");
     memset(p, 7, SIZE); /* the CPU may use it */
     umadv__cuda_host_counters(&c);
     ok(c.pinned_allocs == 1 && c.pinned_bytes == SIZE, "counted: %llu allocs, %llu bytes",
        (unsigned long long)c.pinned_allocs, (unsigned long long)c.pinned_bytes);
-    ok(H->host_alloc(0, &q) == UMADV_ERR_INVALID_PARAM && q == NULL,
+    ok(H->host_alloc(0, UMADV_PIN_WAITED, &q) == UMADV_ERR_INVALID_PARAM && q == NULL,
        "size 0 refused, output untouched");
     ok(H->host_free((char *)p + 1, SIZE) == UMADV_ERR_CUDA, "host_free of another pointer refused");
     ok(H->host_free(p, SIZE + 4096) == UMADV_ERR_CUDA, "host_free of another size refused");
@@ -79,7 +79,7 @@ static void test_copies(void)
 
     H->stream_create(&st);
     H->malloc_managed(SIZE, 4096, (void **)&m);
-    H->host_alloc(SIZE, (void **)&pin);
+    H->host_alloc(SIZE, UMADV_PIN_WAITED, (void **)&pin);
     for (size_t i = 0; i < SIZE; i++)
         m[i] = (unsigned char)(i * 13 + 1);
     ok(H->memcpy_async(pin, m, SIZE, st) == UMADV_OK && memcmp(pin, m, SIZE) == 0,

@@ -496,12 +496,12 @@ static umadv_status_t w_event_elapsed(umadv_event_t a, umadv_event_t b, uint64_t
     return status;
 }
 
-static umadv_status_t w_host_alloc(size_t size, void **p)
+static umadv_status_t w_host_alloc(size_t size, umadv_pin_pace_t pace, void **p)
 {
     umadv_status_t status;
 
     INJECT(E_HOST_ALLOC);
-    status = HOST.host_alloc(size, p);
+    status = HOST.host_alloc(size, pace, p);
     if (status == UMADV_OK)
         live_add(&inj.live_pinned, 1);
     return status;

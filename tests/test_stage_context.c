@@ -312,9 +312,9 @@ static void test_pool_grows(void)
         iteration(&a);
     umadv__cuda_host_counters(&c1);
     ok(c1.pinned_allocs - c0.pinned_allocs == 1 && c1.pinned_frees == c0.pinned_frees &&
-       c1.pinned_bytes - c0.pinned_bytes == BLOCK,
-       "a block's less budget: one more chunk of a block's bytes pinned, none freed (%llu "
-       "pinned, %llu freed, %llu bytes)",
+       c1.pinned_bytes - c0.pinned_bytes == BLOCK && c1.pinned_beside == c0.pinned_beside,
+       "a block's less budget: one more chunk of a block's bytes pinned on the lane, "
+       "at the pace it waits for, none freed (%llu pinned, %llu freed, %llu bytes)",
        (unsigned long long)(c1.pinned_allocs - c0.pinned_allocs),
        (unsigned long long)(c1.pinned_frees - c0.pinned_frees),
        (unsigned long long)(c1.pinned_bytes - c0.pinned_bytes));
@@ -384,8 +384,10 @@ static void test_pool_pinned_ahead(void)
     ok(umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 8 * SECTION) == UMADV_OK &&
            cache.n == 0, "asked again while it pins: nothing more");
     umadv__exec_stage_cache_settle(&cache);
-    ok(cache.ahead == NULL && cache.n == 1 && cache.bytes[0] == 3 * SECTION,
-       "settled: one chunk of three whole slots (%llu bytes)",
+    umadv__cuda_host_counters(&c1);
+    ok(cache.ahead == NULL && cache.n == 1 && cache.bytes[0] == 3 * SECTION &&
+           c1.pinned_beside - c0.pinned_beside == 1,
+       "settled: one chunk of three whole slots (%llu bytes), pinned at UMADV_PIN_BESIDE",
        (unsigned long long)cache.bytes[0]);
     umadv__exec_stage_pin_ahead(ops, 0, NULL, &cache, SECTION, 2 * SECTION);
     ok(cache.ahead == NULL, "two slots asked for, three held: nothing pinned");

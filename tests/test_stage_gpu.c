@@ -56,7 +56,7 @@ static void test_entries(void)
 
     if (!ok(G->stream_create(&st) == UMADV_OK &&
                 G->malloc_managed(n, 0, (void **)&m) == UMADV_OK &&
-                G->host_alloc(n, (void **)&pin) == UMADV_OK && ref != NULL,
+                G->host_alloc(n, UMADV_PIN_WAITED, (void **)&pin) == UMADV_OK && ref != NULL,
             "managed, pinned memory and a stream")) {
         skip("no memory", "the copies");
         skip("no memory", "the discard");

@@ -100,9 +100,9 @@ static int is_pinned(const void *p)
     return found;
 }
 
-static umadv_status_t m_host_alloc(size_t size, void **p)
+static umadv_status_t m_host_alloc(size_t size, umadv_pin_pace_t pace, void **p)
 {
-    umadv_status_t status = umadv__cuda_ops_host.host_alloc(size, p);
+    umadv_status_t status = umadv__cuda_ops_host.host_alloc(size, pace, p);
 
     pthread_mutex_lock(&mut.lock);
     if (status == UMADV_OK && mut.npinned < UMADV_ARRAY_SIZE(mut.pinned)) {
@@ -261,7 +261,7 @@ static void exec_make(app_t *a, const umadv_cuda_ops_t *ops)
                              .stage_cache = a->pin_aside ? &a->cache : NULL};
 
     if (a->pin_aside && a->cache.n == 0 &&
-        ops->host_alloc(a->t->section_size, &a->cache.base[0]) == UMADV_OK)
+        ops->host_alloc(a->t->section_size, UMADV_PIN_WAITED, &a->cache.base[0]) == UMADV_OK)
         a->cache.bytes[a->cache.n++] = a->t->section_size;
     a->policy = policies[tp_below(&a->rng, UMADV_ARRAY_SIZE(policies))];
     /* the plan was made for its budget; the others take any */
@@ -485,6 +485,7 @@ typedef struct tally {
     uint64_t copies, copy_restored, unseen_checked;
     uint64_t failing_cases;
     uint64_t aside_cases, aside_staged; /* the pool pinned aside */
+    uint64_t aside_beside, lane_beside; /* pinnings at UMADV_PIN_BESIDE, by where */
 } tally_t;
 
 static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
@@ -562,6 +563,7 @@ static void unseen_mark(app_t *a, umadv_trace_t *t, uint64_t seed)
 static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
 {
     app_t a = {.rng = seed * 0x2545f4914f6cdd1dULL + 7};
+    umadv_cuda_host_counters_t c0, c1;
     umadv_trace_t t;
     umadv_schedule_t s;
     umadv_window_t w;
@@ -575,6 +577,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
         y->errors++;
         return;
     }
+    umadv__cuda_host_counters(&c0);
     if (case_blocks(&a) == 0) {
         if (unseen_mode == UNSEEN_KNOWN)
             unseen_mark(&a, &t, seed);
@@ -589,6 +592,8 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
         a.errors++;
     }
     case_free(&a);
+    umadv__cuda_host_counters(&c1);
+    *(a.pin_aside ? &y->aside_beside : &y->lane_beside) += c1.pinned_beside - c0.pinned_beside;
     if ((a.mismatched || a.errors || a.sum.cuda_errors) && getenv("STAGE_SHOW") != NULL)
         diag("seed %llu: %llu mismatches, %llu errors", (unsigned long long)seed,
              (unsigned long long)a.mismatched, (unsigned long long)(a.errors + a.sum.cuda_errors));
@@ -637,7 +642,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(15 + 2);
+    plan(16 + 2);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -661,6 +666,9 @@ int main(void)
     ok(y.aside_cases > 0 && y.aside_staged > 0, "%llu cases grew their pool on a thread of "
        "its own from a slot kept before, and staged through it (%llu bytes)",
        (unsigned long long)y.aside_cases, (unsigned long long)y.aside_staged);
+    ok(y.aside_beside > 0 && y.lane_beside == 0, "the pools grown beside the replay pinned at "
+       "UMADV_PIN_BESIDE (%llu), those the lane waited for never (%llu)",
+       (unsigned long long)y.aside_beside, (unsigned long long)y.lane_beside);
     ok(y.sync_restored > 0, "synchronous restores (drift, staging off, the end) were made");
     ok(y.late == 0, "the replay core's restores came in time for every step: its last "
        "check restored nothing (%llu bytes)", (unsigned long long)y.late);

@@ -55,6 +55,15 @@ typedef enum umadv_cuda_advice {
     UMADV_CUDA_ADVISE_UNSET_ACCESSED_BY        = 6
 } umadv_cuda_advice_t;
 
+/* How a pinning meets the work around it (host_alloc): where the work
+ * waits for the pages, cudart populates them on many threads; where it
+ * goes on beside them, on few, so that it loses less to them (cudart.c
+ * says how many and why). */
+typedef enum umadv_pin_pace {
+    UMADV_PIN_WAITED,
+    UMADV_PIN_BESIDE
+} umadv_pin_pace_t;
+
 typedef struct umadv_cuda_ops {
     const char *name;
     /* UMADV_ERR_NO_DEVICE (logged once, with the CUDA error) when no
@@ -87,8 +96,9 @@ typedef struct umadv_cuda_ops {
      * of pages mapped and populated first: cudart.c says why): the
      * staging pool of staged evictions (exec/stage.c). UMADV_ERR_NO_MEMORY
      * when the host cannot spare it (common/hostmem.h). host_free takes
-     * the size host_alloc was given. */
-    umadv_status_t (*host_alloc)(size_t size, void **ptr_p);
+     * the size host_alloc was given. @pace: whether work waits for it
+     * (umadv_pin_pace_t). */
+    umadv_status_t (*host_alloc)(size_t size, umadv_pin_pace_t pace, void **ptr_p);
     umadv_status_t (*host_free)(void *ptr, size_t size);
     /* Plain device memory (cudaMalloc): never migrated, outside any
      * budget. NULL in a backend without it. */
@@ -219,6 +229,7 @@ typedef struct umadv_cuda_host_counters {
     uint64_t streams, events;         /* live handles */
     uint64_t pinned_allocs, pinned_frees;
     uint64_t pinned_bytes;            /* live bytes from host_alloc */
+    uint64_t pinned_beside;           /* host_alloc calls at UMADV_PIN_BESIDE */
     uint64_t device_allocs, device_frees;
     uint64_t device_bytes;            /* live bytes from device_alloc */
     uint64_t memcpys, memcpy_bytes;

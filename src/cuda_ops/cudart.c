@@ -297,8 +297,16 @@ static umadv_status_t cudart_advise(void *ptr, size_t size, umadv_cuda_advice_t 
  * (bench/RESULTS.md, pinning). One registration per chunk, so that one
  * copy may span any part of it. Huge pages where the kernel gives them:
  * fewer faults to populate, fewer pages to pin. */
-#define PINNED_ALIGN            (2 * UMADV_MIB)
-#define PINNED_POPULATE_THREADS 8
+#define PINNED_ALIGN (2 * UMADV_MIB)
+
+/* Populating threads by umadv_pin_pace_t. One thread populates 3.4 GB/s
+ * (H200's host); eight pinned ResNet-50's 4.2 GiB pool in 236 ms alone.
+ * Beside a profile's second pass, eight took as long as two (698-768 ms:
+ * the pass's migrations hold the same memory and page tables) and cost
+ * the pass more: the profiling phase 1952-1987 ms against 1656-1705 with
+ * two (ResNet-50 b64 at half its footprint, H200, bench/RESULTS.md). */
+#define PINNED_POPULATE_WAITED 8
+#define PINNED_POPULATE_BESIDE 2
 
 static size_t pinned_span(size_t size)
 {
@@ -311,7 +319,7 @@ static size_t pinned_span(size_t size)
  * likely so: a pool of 67 GiB pinned beside the data still on the host,
  * 150 GiB). So a request past umadv__host_spare is refused,
  * UMADV_ERR_NO_MEMORY, and the pool takes less (exec/stage.c). */
-static umadv_status_t cudart_host_alloc(size_t size, void **ptr_p)
+static umadv_status_t cudart_host_alloc(size_t size, umadv_pin_pace_t pace, void **ptr_p)
 {
     size_t span = pinned_span(size);
     umadv_status_t status;
@@ -331,7 +339,8 @@ static umadv_status_t cudart_host_alloc(size_t size, void **ptr_p)
 #ifdef MADV_HUGEPAGE
     (void)madvise(ptr, span, MADV_HUGEPAGE);
 #endif
-    umadv__populate(ptr, span, PINNED_POPULATE_THREADS);
+    umadv__populate(ptr, span,
+                    pace == UMADV_PIN_BESIDE ? PINNED_POPULATE_BESIDE : PINNED_POPULATE_WAITED);
     status = UMADV_CUDART_FUNC(cudaHostRegister(ptr, span, cudaHostRegisterDefault));
     if (status != UMADV_OK) {
         munmap(ptr, span);

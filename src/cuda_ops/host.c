@@ -421,9 +421,11 @@ static umadv_status_t buffer_free(host_buffers_t *b, void *ptr, size_t said)
     return UMADV_OK;
 }
 
-/* Refused past the host's spare memory, as cudart refuses (cudart.c). */
-static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
+/* Refused past the host's spare memory, as cudart refuses (cudart.c);
+ * the pinnings beside work counted (pinned_beside). */
+static umadv_status_t host_host_alloc(size_t size, umadv_pin_pace_t pace, void **ptr_p)
 {
+    umadv_status_t status;
     int refused;
 
     pthread_mutex_lock(&host.lock);
@@ -431,7 +433,13 @@ static umadv_status_t host_host_alloc(size_t size, void **ptr_p)
     pthread_mutex_unlock(&host.lock);
     if (refused)
         return UMADV_ERR_NO_MEMORY;
-    return buffer_alloc(&host.pinned, size, ptr_p);
+    status = buffer_alloc(&host.pinned, size, ptr_p);
+    if (status == UMADV_OK && pace == UMADV_PIN_BESIDE) {
+        pthread_mutex_lock(&host.lock);
+        host.counters.pinned_beside++;
+        pthread_mutex_unlock(&host.lock);
+    }
+    return status;
 }
 
 static umadv_status_t host_host_free(void *ptr, size_t size)

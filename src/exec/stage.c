@@ -227,17 +227,17 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
  * make its context): what the host cannot spare is refused
  * (UMADV_ERR_NO_MEMORY, cuda_ops.h), and three quarters as many slots
  * asked for instead (a refusal costs a read of /proc/meminfo; the pool
- * gets at least three quarters of what the host can spare). *bytes_p:
- * what was pinned. */
+ * gets at least three quarters of what the host can spare), at @pace
+ * (cuda_ops.h). *bytes_p: what was pinned. */
 static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, int device, uint64_t slot,
-                                uint64_t *bytes_p, void **base_p)
+                                umadv_pin_pace_t pace, uint64_t *bytes_p, void **base_p)
 {
     uint64_t slots = *bytes_p / slot;
     umadv_status_t status = ops->set_device(device);
 
     if (status != UMADV_OK)
         return status;
-    while ((status = ops->host_alloc(slots * slot, base_p)) == UMADV_ERR_NO_MEMORY &&
+    while ((status = ops->host_alloc(slots * slot, pace, base_p)) == UMADV_ERR_NO_MEMORY &&
            slots * 3 / 4 >= 1)
         slots = slots * 3 / 4;
     *bytes_p = slots * slot;
@@ -248,7 +248,7 @@ static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, int device, uint64_
  * of st->pin_bytes joins the pool, or less where the host cannot spare
  * it. When it cannot, the pool stays as it is; with no slot at all,
  * every eviction migrates (logged once). */
-static void pool_pin_chunk(umadv_exec_t *e)
+static void pool_pin_chunk(umadv_exec_t *e, umadv_pin_pace_t pace)
 {
     exec_stage_t *st = &e->stage;
     uint64_t bytes = st->pin_bytes, t0 = umadv__now_ns();
@@ -259,7 +259,7 @@ static void pool_pin_chunk(umadv_exec_t *e)
     memset(&st->old, 0, sizeof(st->old));
     pthread_mutex_unlock(&e->lock);
     umadv__exec_stage_cache_free(e->p.ops, &old);
-    status = pin_spare(e->p.ops, e->p.device, st->slot_size, &bytes, &base);
+    status = pin_spare(e->p.ops, e->p.device, st->slot_size, pace, &bytes, &base);
     pthread_mutex_lock(&e->lock);
     if (status == UMADV_OK) {
         pool_add(st, base, bytes);
@@ -289,7 +289,7 @@ static void *pool_pinner_main(void *arg)
 
     umadv__numa_bind_thread(e->p.numa); /* the pages land on the GPU's node */
     pthread_mutex_lock(&e->lock);
-    pool_pin_chunk(e);
+    pool_pin_chunk(e, UMADV_PIN_BESIDE); /* the replay goes on */
     pthread_mutex_unlock(&e->lock);
     return NULL;
 }
@@ -344,7 +344,7 @@ static int pool_make(umadv_exec_t *e)
         st->pin_bytes > (e->p.pin_aside_bytes ? e->p.pin_aside_bytes : EXEC_PIN_ASIDE_BYTES))
         st->pinner_started = pthread_create(&st->pinner, NULL, pool_pinner_main, e) == 0;
     if (!st->pinner_started)
-        pool_pin_chunk(e);
+        pool_pin_chunk(e, UMADV_PIN_WAITED); /* the lane's evictions wait */
     return !st->failed;
 }
 
@@ -383,7 +383,9 @@ static void *ahead_main(void *arg)
     uint64_t t0 = umadv__now_ns();
 
     umadv__numa_bind_thread(a->numa); /* the pages land on the GPU's node */
-    a->status = pin_spare(a->ops, a->device, a->slot_size, &a->bytes, &a->base);
+    /* the profile's second pass goes on */
+    a->status = pin_spare(a->ops, a->device, a->slot_size, UMADV_PIN_BESIDE, &a->bytes,
+                          &a->base);
     a->took_ns = umadv__now_ns() - t0;
     return NULL;
 }
