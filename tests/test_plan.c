@@ -787,9 +787,51 @@ static void test_mark_dead(void)
        "half refilled, half read back, not stageable, advised first or copied back (%s)", got);
 }
 
+/* The moves off the GPU by section (umadv__schedule_off_across): an
+ * eviction or drop issued after the section's last use and before the
+ * step's start, the replay wrapping; an allocation placed on the host
+ * always; what the index does not know, always. */
+static void test_schedule_off(void)
+{
+    umadv_op_t setup[] = {{.kind = UMADV_OP_ADVISE, .alloc = 2, .first = 0, .count = 1,
+                           .advice = UMADV_ADVICE_PREFERRED_HOST}};
+    umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 1, .first = 0, .count = 2, .issue_step = 0},
+        {.kind = UMADV_OP_EVICT, .alloc = 0, .first = 0, .count = 1, .issue_step = 2,
+         .need_step = 1},
+        {.kind = UMADV_OP_DROP, .alloc = 1, .first = 1, .count = 1, .issue_step = 4,
+         .need_step = 4},
+    };
+    umadv_trace_alloc_t allocs[3] = {{.first_section = 0, .nsections = 2},
+                                     {.first_section = 2, .nsections = 2},
+                                     {.first_section = 4, .nsections = 1}};
+    umadv_trace_t trace = {.allocs = allocs, .nallocs = 3, .nsections = 5};
+    umadv_schedule_t sch = {.setup = setup, .nsetup = 1, .ops = ops, .nops = 3,
+                            .first_step = 10, .nsteps = 5};
+    umadv_schedule_off_t off;
+
+    if (!ok(umadv__schedule_off_init(&off, &sch, &trace) == UMADV_OK, "moves off indexed"))
+        return;
+    ok(umadv__schedule_off_across(&off, 0, 0, 11, 13) &&
+           !umadv__schedule_off_across(&off, 0, 0, 11, 12),
+       "evicted at the end of step 12 (global): off when step 13 begins, not when 12 does");
+    ok(!umadv__schedule_off_across(&off, 1, 0, 11, 13),
+       "the allocation's other section, never evicted: on");
+    ok(umadv__schedule_off_across(&off, 3, 1, 14, 11) &&
+           !umadv__schedule_off_across(&off, 2, 1, 14, 11),
+       "dropped at the iteration's last step: off at the next one's start, across the wrap; "
+       "the section fetched only: on");
+    ok(umadv__schedule_off_across(&off, 4, 2, 12, 13) &&
+           umadv__schedule_off_across(&off, 9, 0, 11, 12),
+       "placed on the host: off; a section the index does not know: off");
+    umadv__schedule_off_cleanup(&off);
+    ok(off.off == NULL && off.from == NULL && off.placed == NULL, "cleaned up");
+}
+
 int main(void)
 {
-    plan(55 + 3 + 2 + 2 + 4 + 2 + 1);
+    plan(55 + 3 + 2 + 2 + 4 + 2 + 1 + 6);
+    test_schedule_off();
     test_victimq_levels();
     test_victimq_below();
     test_evicted_unread();

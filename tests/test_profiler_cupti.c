@@ -1541,8 +1541,8 @@ static void test_two_passes(void)
        "the executor took the pool pinned ahead: the plan's own, %llu bytes",
        (unsigned long long)ctx->replay.stage_cache.bytes[0]);
     ok(strstr(log, "second pass: 1 evictions before launches without a layout, 1 blocks kept "
-                   "as theirs on the first pass's word; step durations from the "
-                   "first pass") != NULL,
+                   "as theirs on the first pass's word, 0 left where its plan keeps them; "
+                   "step durations from the first pass") != NULL,
        "logged at info");
     umadv_get_stats(ctx, &stats);
     is_u64(stats.profiles, 1, "two passes, one profile");
@@ -1604,6 +1604,84 @@ static void test_two_passes(void)
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
     unsetenv("UMADV_PROFILE_GUIDED");
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+}
+
+/* One iteration of five steps from @corr: known_a on a (10 ms), an
+ * opaque launch (1 us), known_c on c (10 ms), known_a2 on a and known_b
+ * on b (1 us each). */
+static void five_steps(uint32_t corr, void **a_p, void **b_p, void **c_p, uint64_t at)
+{
+    void *const *blocks[5] = {a_p, NULL, c_p, a_p, b_p};
+    static const char *const names[5] = {"known_a", "opaque_kernel", "known_c", "known_a2",
+                                         "known_b"};
+    static const uint64_t took[5] = {10000000, 1000, 10000000, 1000, 1000};
+
+    for (uint32_t i = 0; i < 5; i++) {
+        void *args[1] = {blocks[i] != NULL ? (void *)blocks[i] : (void *)opaque_struct};
+
+        if (blocks[i] != NULL)
+            driver_launch(names[i], corr + i, args);
+        else
+            driver_launch_of((const void *)0xdead, names[i], corr + i, args);
+        queue_kernel(corr + i, at, at + took[i]);
+        at += took[i];
+    }
+}
+
+/* Guided, a block unused around the opaque launch for longer than a
+ * round trip, that the first pass's plan keeps on the GPU across it,
+ * stays where it lies there, unseen (no eviction of the replay stages it
+ * across that step); the blocks the plan takes off across it are
+ * evicted. Blocks a and b of a section, c of two, under a budget of
+ * three: known_c holds two of them, so the plan takes c off after it,
+ * for b, and keeps a, next used before b, through known_c. */
+static void test_two_passes_plan_keeps(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *b = NULL, *c = NULL;
+    umadv_context_t ctx;
+    char *log;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    mock_reset();
+    setenv("UMADV_BUDGET", "192K", 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_BUDGET");
+    umadv_malloc(ctx, SECTION, "a", &a);
+    umadv_malloc(ctx, SECTION, "b", &b);
+    umadv_malloc(ctx, 2 * SECTION, "c", &c);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    five_steps(10, &a, &b, &c, 0);
+    umadv_iteration_begin(ctx);
+    if (!ok(ctx->scout_ready && ctx->scout_off.off != NULL,
+            "the first pass's plan evicts: a second pass, guided by where it takes blocks off"))
+        goto out;
+    umadv__cuda_host_reset();
+    five_steps(20, &a, &b, &c, 100000000);
+    umadv__cuda_host_counters(&counters);
+    ok(unseen_at(&ctx->trace, "a", 1) && !unseen_at(&ctx->trace, "c", 1) &&
+           ctx->profile_stayed >= 1 && ctx->nkept == 0,
+       "a, unused for 10 ms around the opaque launch, which the plan keeps on the GPU across "
+       "it, stayed there unseen, not the launch's (%llu stayed)",
+       (unsigned long long)ctx->profile_stayed);
+    ok(counters.prefetch_bytes_to_host >= 2 * SECTION &&
+           counters.prefetch_bytes_to_host <= 3 * SECTION,
+       "c, which the plan takes off across it, was evicted, and a was not (%llu bytes)",
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    log_take();
+    umadv_iteration_begin(ctx);
+    log = log_take();
+    ok(strstr(log, "0 blocks kept as theirs on the first pass's word, 1 left where its plan "
+                   "keeps them") != NULL && umadv_plan(ctx) == UMADV_OK,
+       "logged at info; planned on the second pass's trace");
+    ok(unseen_at(&ctx->trace, "a", 1), "the trace planned on keeps a unseen at the opaque launch");
+out:
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_free(ctx, c);
+    umadv_context_destroy(ctx);
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
@@ -1921,7 +1999,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -1943,6 +2021,7 @@ int main(void)
     test_follow_timing();
     test_timed_after_wait();
     test_two_passes();
+    test_two_passes_plan_keeps();
     test_two_passes_unguided();
     test_two_passes_tail();
     test_copies_recorded();

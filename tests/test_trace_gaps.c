@@ -119,11 +119,38 @@ static void test_unseen_ahead(void)
     umadv__trace_cleanup(&t);
 }
 
+/* The last use of a section before a step, wrapping for data that
+ * outlives the iteration. */
+static void test_section_last(void)
+{
+    umadv_trace_gaps_t g;
+    umadv_trace_t t;
+    uint32_t w, x, u, r, ws, xs;
+
+    five_steps(&t, &w, &x, &u, &r);
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__trace_gaps_init(&g, &t);
+    ws = t.allocs[w].first_section;
+    xs = t.allocs[x].first_section;
+    is(umadv__trace_gaps_section_last(&g, ws, 2), 1, "between two uses: the one before");
+    is(umadv__trace_gaps_section_last(&g, ws + 1, 4), 3, "after the last: the last");
+    is(umadv__trace_gaps_section_last(&g, ws, 1), 3,
+       "at its first use, outliving the iteration: its last use, the replay before's");
+    is(umadv__trace_gaps_section_last(&g, xs, 3), 2, "born in the iteration, after its use");
+    is(umadv__trace_gaps_section_last(&g, xs, 2), UMADV_STEP_NONE,
+       "born in the iteration, up to its first use: none");
+    is(umadv__trace_gaps_section_last(&g, t.allocs[u].first_section, 4), UMADV_STEP_NONE,
+       "used nowhere: none");
+    umadv__trace_gaps_cleanup(&g);
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(15 + 7);
+    plan(15 + 7 + 6);
     test_around();
     test_find();
     test_unseen_ahead();
+    test_section_last();
     return exit_status();
 }

@@ -249,6 +249,9 @@ struct umadv_context {
                                                 * other steps, or is unguided */
     uint64_t                 scout_moved;      /* bytes the first pass moved to the gpu */
     int                      scout_timed;      /* the trace has the first pass's durations */
+    umadv_schedule_off_t     scout_off;        /* where the plan on the first pass's trace
+                                                * takes each block off the GPU; from NULL
+                                                * when not known (every long gap evicts) */
     /* The application's copies and memsets since the recording's last
      * launch (COPIES in pcopies.c), under copies_lock alone: they are told
      * on the copying thread, without ctx->lock. */
@@ -260,6 +263,11 @@ struct umadv_context {
     umadv_ctx_alloc_t      **kept;             /* scratch: those of one launch, its
                                                 * accesses */
     size_t                   nkept, kept_cap;
+    uint64_t                 profile_stayed;   /* blocks left where they lie at launches
+                                                * without a layout, unseen there, on the
+                                                * word of the first pass's plan */
+    umadv_ctx_alloc_t      **stay;             /* scratch: those of one launch */
+    size_t                   nstay, stay_cap;
     int                      live_on_host;     /* the profile left live blocks on the
                                                 * host: the next replay starts so */
     umadv_ctx_tpass_t        tpass;            /* the timing pass */

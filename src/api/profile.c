@@ -293,17 +293,24 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * unused for less than a round trip over the link around that step
  * (which no plan moves off and back in that time), shortest gaps first,
  * as many as the budget lets the step hold, each counted the launch's
- * access, read and written, as a guessed block is; it evicts the rest.
- * Unguided, it begins, as one pass does, with every block on the host
- * (evict_all), and evicts every live block before each such launch. So
- * nothing staged rests on a guess: a block is on the host when the
- * launch runs (what it touches faults), or is the launch's by count.
- * Keeping the longer-unused blocks too, each unseen at the step
- * (trace->unseen: no eviction stages or drops it across the step), was
- * tried: the fault merge had lost the unseen blocks until 2026-11-29,
- * and kept, they forbade nearly all staging (ResNet-50 b64 at half its
- * footprint 454-478 ms an iteration against 131-135, a GPT-2 shape at
- * save_on_cpu's peak 181 against 47, VGG-16 174 against 55: H200).
+ * access, read and written, as a guessed block is. Of the rest, those
+ * the plan on the first pass's trace (second_pass_needed's) keeps on the
+ * GPU across the step stay where they lie, each unseen at the step
+ * (trace->unseen: no eviction stages or drops it across the step); it
+ * evicts the others (plan_takes_off). Unguided, it begins, as one pass
+ * does, with every block on the host (evict_all), and evicts every live
+ * block before each such launch. So nothing staged rests on a guess: a
+ * block is on the host when the launch runs (what it touches faults), or
+ * is the launch's by count, or is unseen there. Leaving every
+ * longer-unused block unseen forbade nearly all staging (ResNet-50 b64
+ * at half its footprint 454-478 ms an iteration against 131-135, a GPT-2
+ * shape at save_on_cpu's peak 181 against 47, VGG-16 174 against 55:
+ * H200); evicting them all moved ResNet-50's footprint back and forth
+ * (10.5 GiB each way). Leaving only those the first plan keeps, the
+ * second plan seldom wants them staged there: the profiling phase
+ * ResNet-50 801-816 ms against 1726-1810, GPT-2 771 against 1187,
+ * VGG-16 696 against 1742, the steady states the same (H200,
+ * 2026-11-29, bench/RESULTS.md fifteenth).
  * Where the second pass
  * runs other steps than the first, it evicts every live block from there
  * on, as one pass does. The first pass's durations, where it moved
@@ -315,7 +322,8 @@ static int guess_fits(const umadv_context_t ctx, uint32_t step, uint64_t bytes)
  * with one pass, a GPT-2 shape at save_on_cpu's peak 1.1 s against 2.5
  * and 1.7, VGG-16 at its peak 1.9 s against 5.0 and 4.3; keeping only
  * the launch's blocks, and with the evictions narrowed, 1.5-2.0 s, 1.0
- * and 1.4: EVICTING WHAT MAY BE ON THE GPU), the steady state the same
+ * and 1.4: EVICTING WHAT MAY BE ON THE GPU; leaving where they lie
+ * the blocks the first plan keeps, 0.8, 0.8 and 0.7), the steady state the same
  * (the 0.18 GiB an iteration that GPT-2 once migrated after two passes
  * was the tail that no timing pass watched: record.c, THE TAIL). Unguided, the second pass
  * evicts as one pass does. Either way, where a plan under the budget
@@ -335,6 +343,7 @@ static int pass_now(const umadv_context_t ctx)
 static void scout_drop(umadv_context_t ctx)
 {
     if (ctx->scout_ready) {
+        umadv__schedule_off_cleanup(&ctx->scout_off);
         umadv__trace_gaps_cleanup(&ctx->scout_gaps);
         umadv__trace_cleanup(&ctx->scout);
     }
@@ -376,6 +385,7 @@ static uint64_t round_trip_ns(const umadv_link_model_t *l, uint64_t bytes)
 
 typedef struct keep_candidate {
     umadv_ctx_alloc_t *alloc;
+    uint32_t           id;     /* in the first pass's trace */
     uint64_t           gap_ns;
 } keep_candidate_t;
 
@@ -416,7 +426,7 @@ static void keep_collect(void *arg, void *base, uint64_t size, uint64_t user)
     if (gap == UINT64_MAX ||
         umadv__array_reserve((void **)&ka->c, &ka->cap, ka->n + 1, sizeof(*ka->c)) != UMADV_OK)
         return;
-    ka->c[ka->n++] = (keep_candidate_t){alloc, gap};
+    ka->c[ka->n++] = (keep_candidate_t){alloc, id, gap};
 }
 
 static int keep_compare(const void *a, const void *b)
@@ -439,18 +449,56 @@ static int keep_one(umadv_context_t ctx, const keep_candidate_t *k)
     return 1;
 }
 
+/* Whether the plan on the first pass's trace takes block @id (the first
+ * pass's) off the GPU across @step, any section of it: staged or dropped
+ * there, its data could be read discarded by an access the step makes
+ * unseen. Not known (no plan): it does. */
+static int plan_takes_off(const umadv_context_t ctx, uint32_t id, uint32_t step)
+{
+    const umadv_trace_alloc_t *al = &ctx->scout.allocs[id];
+
+    if (ctx->scout_off.off == NULL)
+        return 1;
+    for (uint32_t k = 0; k < al->nsections; k++) {
+        uint32_t section = al->first_section + k;
+        uint32_t last = umadv__trace_gaps_section_last(&ctx->scout_gaps, section, step);
+
+        if (last != UMADV_STEP_NONE &&
+            umadv__schedule_off_across(&ctx->scout_off, section, id, last, step))
+            return 1;
+    }
+    return 0;
+}
+
+/* Candidate @k into ctx->stay: left where it lies through the eviction
+ * before the launch at @step, unseen there (no eviction stages or drops
+ * it across the step). 0 where that cannot be noted: evicted. */
+static int stay_one(umadv_context_t ctx, const keep_candidate_t *k, uint32_t step)
+{
+    if (umadv__array_reserve((void **)&ctx->stay, &ctx->stay_cap, ctx->nstay + 1,
+                             sizeof(*ctx->stay)) != UMADV_OK ||
+        umadv__trace_add_unseen(&ctx->trace, k->alloc->trace_id, step) != UMADV_OK)
+        return 0;
+    ctx->stay[ctx->nstay++] = k->alloc;
+    ctx->profile_stayed++;
+    return 1;
+}
+
 /* The live blocks to keep on the GPU before the launch at @step of the
  * second pass, besides guess @g's: those the first pass saw in use
  * unused for less than a round trip over the link around it, shortest
  * gaps first, as many as the budget lets the step hold (guess_fits), as
- * the launch's accesses; the rest are evicted, so that what the launch
- * touches of them faults. Into ctx->kept (keep_one). Returns how many. */
+ * the launch's accesses, into ctx->kept (keep_one); of the rest, those
+ * the first pass's plan keeps on the GPU across the step stay where they
+ * lie, unseen there, into ctx->stay (stay_one); the others are evicted,
+ * so that what the launch touches of them faults. Returns how many are
+ * kept. */
 static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     keep_arg_t ka = {ctx, g, step, NULL, 0, 0};
     uint64_t bytes = g->bytes;
 
-    ctx->nkept = 0;
+    ctx->nkept = ctx->nstay = 0;
     if (ctx->profile_pass != 2 || !scout_aligned(ctx, step))
         return 0;
     umadv__pool_foreach(ctx->pool, keep_collect, &ka);
@@ -459,12 +507,14 @@ static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
     for (size_t i = 0; i < ka.n; i++) {
         const umadv_ctx_alloc_t *alloc = ka.c[i].alloc;
 
-        if (ka.c[i].gap_ns >= round_trip_ns(&ctx->link, alloc->size) ||
-            !guess_fits(ctx, step, bytes + alloc->size))
-            continue; /* a plan moves it off around the step: evicted, it faults */
-        if (!keep_one(ctx, &ka.c[i]))
-            break;
-        bytes += alloc->size;
+        if (ka.c[i].gap_ns < round_trip_ns(&ctx->link, alloc->size) &&
+            guess_fits(ctx, step, bytes + alloc->size)) {
+            if (!keep_one(ctx, &ka.c[i]))
+                break;
+            bytes += alloc->size;
+        } else if (!plan_takes_off(ctx, ka.c[i].id, step)) {
+            (void)stay_one(ctx, &ka.c[i], step); /* else evicted: it faults */
+        }
     }
     free(ka.c);
     return ctx->nkept;
@@ -497,9 +547,10 @@ static void scout_durations(umadv_context_t ctx)
         umadv__trace_source_note(t, "step durations from a first pass");
     }
     umadv_info("profiling, second pass: %llu evictions before launches without a layout, "
-               "%llu blocks kept as theirs on the first pass's word; step "
-               "durations %s", (unsigned long long)ctx->profile_evictions,
-               (unsigned long long)ctx->profile_kept,
+               "%llu blocks kept as theirs on the first pass's word, %llu left where its "
+               "plan keeps them; step durations %s",
+               (unsigned long long)ctx->profile_evictions,
+               (unsigned long long)ctx->profile_kept, (unsigned long long)ctx->profile_stayed,
                same ? "from the first pass" : "to be timed (the passes differ, or the first "
                                               "moved data to the gpu)");
     scout_drop(ctx);
@@ -517,19 +568,20 @@ int umadv__ctx_profile_second_waits(const umadv_context_t ctx)
  * schedule.c, guesses_bar_staging). A step larger than the budget fails
  * the plan on any pass's trace: the first is kept and umadv_plan says so;
  * another failure is left to the second pass. */
-static int second_pass_needed(umadv_context_t ctx)
+static int second_pass_needed(umadv_context_t ctx, umadv_schedule_t *schedule, int *planned)
 {
-    umadv_schedule_t schedule;
     uint32_t evictions;
 
+    memset(schedule, 0, sizeof(*schedule));
+    *planned = 0;
     if (!umadv__ctx_step_fits(ctx, umadv__ctx_budget(ctx)))
         return 0; /* no pass makes it fit: umadv_plan says so */
-    if (umadv__ctx_plan_schedule(ctx, &schedule) != UMADV_OK)
+    if (umadv__ctx_plan_schedule(ctx, schedule) != UMADV_OK)
         return 1;
-    evictions = schedule.evict_ops;
+    *planned = 1;
+    evictions = schedule->evict_ops;
     if (evictions > 0) /* its replay's pool, pinned while the second pass runs */
-        umadv__replay_pin_ahead(ctx, &schedule);
-    umadv__schedule_cleanup(&schedule);
+        umadv__replay_pin_ahead(ctx, schedule);
     if (evictions == 0)
         umadv_info("profiling, first pass: %u steps, %llu bytes moved to the gpu; a plan "
                    "under the budget evicts nothing on its trace, which is the profile: no "
@@ -552,15 +604,25 @@ static int first_pass_kept(umadv_context_t ctx)
 
 int umadv__ctx_profile_recorded(umadv_context_t ctx)
 {
+    umadv_schedule_t schedule;
+    int planned;
+
     if (ctx->profile_pass != 1)
         return 0;
-    if (!second_pass_needed(ctx))
+    if (!second_pass_needed(ctx, &schedule, &planned)) {
+        umadv__schedule_cleanup(&schedule);
         return first_pass_kept(ctx);
+    }
     ctx->scout = ctx->trace;
     if (umadv__trace_gaps_init(&ctx->scout_gaps, &ctx->scout) != UMADV_OK) {
+        umadv__schedule_cleanup(&schedule);
         memset(&ctx->scout, 0, sizeof(ctx->scout)); /* the trace stays ctx->trace's */
         return first_pass_kept(ctx);
     }
+    /* not indexed: every long gap evicts (plan_takes_off) */
+    if (!planned || umadv__schedule_off_init(&ctx->scout_off, &schedule, &ctx->scout) != UMADV_OK)
+        memset(&ctx->scout_off, 0, sizeof(ctx->scout_off));
+    umadv__schedule_cleanup(&schedule);
     memset(&ctx->trace, 0, sizeof(ctx->trace));
     ctx->record = UMADV_CTX_REC_IDLE;
     ctx->scout_ready = 1;
@@ -761,8 +823,10 @@ void umadv__ctx_profile_close(umadv_context_t ctx)
     ctx->profiler = NULL;
     scout_drop(ctx);
     free(ctx->kept);
+    free(ctx->stay);
     ctx->kept = NULL;
-    ctx->nkept = ctx->kept_cap = 0;
+    ctx->stay = NULL;
+    ctx->nkept = ctx->kept_cap = ctx->nstay = ctx->stay_cap = 0;
     left_out_drop(ctx);
 }
 
@@ -1043,10 +1107,11 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     uint64_t start = umadv__now_ns();
     size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
     size_t nscout = scout_keep(ctx, g, step);
-    umadv_bulk_range_t *kept = malloc((ndeclared + g->n + nscout + 1) * sizeof(*kept));
+    umadv_bulk_range_t *kept =
+        malloc((ndeclared + g->n + nscout + ctx->nstay + 1) * sizeof(*kept));
     scan_t sc = {ctx, NULL, 0, 0};
     live_eviction_t ev;
-    size_t nkept = 0;
+    size_t nkept = 0, ntaken = 0;
     int noted;
 
     if (kept != NULL) { /* else everything goes: what it touches faults back */
@@ -1056,13 +1121,16 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
             kept_block(kept, &nkept, g->found[i]);
         for (size_t i = 0; i < nscout; i++)
             kept_block(kept, &nkept, ctx->kept[i]);
+        ntaken = nkept;
+        for (size_t i = 0; i < ctx->nstay; i++) /* where they lie: not fetched back */
+            kept_block(kept, &nkept, ctx->stay[i]);
     }
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
     noted = evict_step_note(ctx, step);
     ev = (live_eviction_t){kept, nkept, noted && evict_may_narrow(ctx)};
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
-    kept_stay(ctx, kept, nkept);
+    kept_stay(ctx, kept, ntaken);
     free(kept);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
@@ -1187,7 +1255,7 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
-    ctx->profile_fetched = ctx->profile_kept = 0;
+    ctx->profile_fetched = ctx->profile_kept = ctx->profile_stayed = 0;
     ctx->profile_move_calls = ctx->profile_move_ns = ctx->profile_evict_ns = 0;
     ctx->nevict_steps = ctx->nleft_out = 0;
     ctx->profile_arrived_unseen = 0;

@@ -1,5 +1,7 @@
 /*
- * The schedule's names and its release (schedule.h).
+ * The schedule's names and its release, the evictions never read back,
+ * dead data and advice marked, the moves off the GPU indexed
+ * (schedule.h).
  */
 #include "schedule/schedule.h"
 
@@ -189,4 +191,111 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
     groups_free(&g);
     free(fresh);
     return UMADV_OK;
+}
+
+/* ---- the moves off the GPU, by section ------------------------------------ */
+
+static int takes_off(const umadv_op_t *o)
+{
+    return o->kind == UMADV_OP_EVICT || o->kind == UMADV_OP_DROP;
+}
+
+/* Calls @fn on each section a move off of @sch covers, with the op. */
+static void off_foreach(const umadv_schedule_t *sch, const umadv_trace_t *trace,
+                        void (*fn)(umadv_schedule_off_t *, uint32_t, const umadv_op_t *),
+                        umadv_schedule_off_t *off)
+{
+    for (size_t i = 0; i < sch->nops; i++) {
+        const umadv_op_t *o = &sch->ops[i];
+        const umadv_trace_alloc_t *al;
+
+        if (!takes_off(o) || o->alloc >= trace->nallocs)
+            continue;
+        al = &trace->allocs[o->alloc];
+        for (uint32_t k = o->first; k < o->first + o->count && k < al->nsections; k++)
+            fn(off, al->first_section + k, o);
+    }
+}
+
+static void off_count(umadv_schedule_off_t *off, uint32_t section, const umadv_op_t *o)
+{
+    (void)o;
+    off->off[section + 1]++;
+}
+
+static void off_fill(umadv_schedule_off_t *off, uint32_t section, const umadv_op_t *o)
+{
+    off->from[off->off[section]++] = o->issue_step; /* off[]: each section's next slot */
+}
+
+static void off_placed(umadv_schedule_off_t *off, const umadv_op_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].kind == UMADV_OP_ADVISE && ops[i].advice == UMADV_ADVICE_PREFERRED_HOST &&
+            ops[i].alloc < off->nallocs)
+            off->placed[ops[i].alloc] = 1;
+    }
+}
+
+umadv_status_t umadv__schedule_off_init(umadv_schedule_off_t *off,
+                                        const umadv_schedule_t *sch,
+                                        const umadv_trace_t *trace)
+{
+    size_t total;
+
+    memset(off, 0, sizeof(*off));
+    off->nsections = trace->nsections;
+    off->nallocs = trace->nallocs;
+    off->off = calloc((size_t)trace->nsections + 2, sizeof(*off->off));
+    off->placed = calloc((size_t)trace->nallocs + 1, 1);
+    if (off->off == NULL || off->placed == NULL)
+        goto no_memory;
+    off_foreach(sch, trace, off_count, off);
+    for (uint32_t s = 0; s < trace->nsections; s++)
+        off->off[s + 1] += off->off[s];
+    total = off->off[trace->nsections];
+    off->from = malloc((total ? total : 1) * sizeof(*off->from));
+    if (off->from == NULL)
+        goto no_memory;
+    off_foreach(sch, trace, off_fill, off);
+    /* off_fill advanced each offset to the next section's: shift back */
+    memmove(off->off + 1, off->off, (size_t)trace->nsections * sizeof(*off->off));
+    off->off[0] = 0;
+    /* to global steps, the trace's */
+    for (size_t i = 0; i < total; i++)
+        off->from[i] += sch->first_step;
+    off_placed(off, sch->setup, sch->nsetup);
+    off_placed(off, sch->ops, sch->nops);
+    return UMADV_OK;
+
+no_memory:
+    umadv__schedule_off_cleanup(off);
+    return UMADV_ERR_NO_MEMORY;
+}
+
+void umadv__schedule_off_cleanup(umadv_schedule_off_t *off)
+{
+    free(off->off);
+    free(off->from);
+    free(off->placed);
+    memset(off, 0, sizeof(*off));
+}
+
+/* Whether @x lies in [@lo, @hi) of a replay that wraps: from @lo to the
+ * iteration's end and on from its start where @hi comes before @lo. */
+static int cyclic_within(uint32_t x, uint32_t lo, uint32_t hi)
+{
+    return lo <= hi ? x >= lo && x < hi : x >= lo || x < hi;
+}
+
+int umadv__schedule_off_across(const umadv_schedule_off_t *off, uint32_t section,
+                               uint32_t alloc, uint32_t last, uint32_t step)
+{
+    if (section >= off->nsections || alloc >= off->nallocs || off->placed[alloc])
+        return 1;
+    for (uint32_t i = off->off[section]; i < off->off[section + 1]; i++) {
+        if (cyclic_within(off->from[i], last, step))
+            return 1;
+    }
+    return 0;
 }

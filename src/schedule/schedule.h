@@ -224,8 +224,33 @@ static inline uint64_t umadv__schedule_batch_bytes(const umadv_link_model_t *lin
     return bytes < 0x1p62 ? (uint64_t)bytes : UINT64_C(1) << 62;
 }
 
-const char *umadv__op_kind_name(umadv_op_kind_t kind);
-const char *umadv__advice_name(umadv_advice_t advice);
+/* Where a schedule takes each section of its trace off the GPU: the
+ * steps its EVICTs and DROPs of the section are issued at, global steps;
+ * and the allocations an ADVISE op places on the host, off whenever
+ * their steps do not hold them. The two-pass profile asks it which blocks
+ * the plan of its first pass may stage or drop across a launch
+ * (api/profile.c, TWO PASSES). */
+typedef struct umadv_schedule_off {
+    uint32_t *off;      /* nsections + 1 offsets into from */
+    uint32_t *from;     /* per section: the issue steps of its moves off */
+    uint8_t  *placed;   /* per allocation: advised to the host */
+    uint32_t  nsections, nallocs;
+} umadv_schedule_off_t;
+
+/* Index @schedule's moves off the GPU over @trace, the trace it was
+ * planned on. UMADV_ERR_NO_MEMORY: nothing indexed. */
+umadv_status_t umadv__schedule_off_init(umadv_schedule_off_t *off,
+                                        const umadv_schedule_t *schedule,
+                                        const umadv_trace_t *trace);
+void umadv__schedule_off_cleanup(umadv_schedule_off_t *off);
+
+/* Whether @off has @section (of allocation @alloc) off the GPU when step
+ * @step begins, in the gap after its use at step @last (after @step: a
+ * use of the replay before): a move off issued from @last up to the step
+ * before @step, the replay wrapping. A section @off does not know, or of
+ * an allocation placed on the host, is. */
+int umadv__schedule_off_across(const umadv_schedule_off_t *off, uint32_t section,
+                               uint32_t alloc, uint32_t last, uint32_t step);
 
 const char *umadv__op_kind_name(umadv_op_kind_t kind);
 const char *umadv__advice_name(umadv_advice_t advice);

@@ -263,6 +263,21 @@ uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *g, uint32_t alloc, u
     return after > before ? (uint64_t)(after - before) : 0;
 }
 
+uint32_t umadv__trace_gaps_section_last(const umadv_trace_gaps_t *g, uint32_t section,
+                                        uint32_t step)
+{
+    const umadv_trace_alloc_t *al = &g->trace->allocs[g->trace->sections[section].alloc];
+    const uint32_t *uses = g->sec_step + g->sec_off[section];
+    uint32_t n = g->sec_off[section + 1] - g->sec_off[section];
+    uint32_t i = first_at_or_after(uses, n, step);
+
+    if (i > 0)
+        return uses[i - 1];
+    if (n > 0 && al->alloc_step == UMADV_STEP_NONE && al->free_step == UMADV_STEP_NONE)
+        return uses[n - 1];
+    return UMADV_STEP_NONE;
+}
+
 int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *g, uint32_t section, uint32_t from,
                                    uint32_t first, uint32_t n)
 {

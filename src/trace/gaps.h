@@ -52,6 +52,13 @@ uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, u
  * free. UINT64_MAX when nothing in the iteration touches it. */
 uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *gaps, uint32_t alloc, uint32_t step);
 
+/* The last step before @step that touches @section: for an allocation
+ * that outlives the iteration at both ends and has no use before @step,
+ * its last use in the iteration (the one before, as the next replays
+ * it); UMADV_STEP_NONE where nothing touches it before @step. */
+uint32_t umadv__trace_gaps_section_last(const umadv_trace_gaps_t *gaps, uint32_t section,
+                                        uint32_t step);
+
 /* Whether the allocation of @section (a trace section) was left unseen
  * (trace->unseen) at a step from @from on that comes before the
  * section's next touch, in a window of steps [@first, @first + @n)
