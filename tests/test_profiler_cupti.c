@@ -1670,6 +1670,10 @@ static void test_two_passes_plan_keeps(void)
            counters.prefetch_bytes_to_host <= 3 * SECTION,
        "c, which the plan takes off across it, was evicted, and a was not (%llu bytes)",
        (unsigned long long)counters.prefetch_bytes_to_host);
+    ok(counters.prefetch_bytes_to_device == counters.prefetch_bytes_to_host,
+       "what was evicted was fetched back for the scanned launches, and a, on the GPU where "
+       "it stayed, was not prefetched again (%llu bytes back)",
+       (unsigned long long)counters.prefetch_bytes_to_device);
     log_take();
     umadv_iteration_begin(ctx);
     log = log_take();
@@ -1999,7 +2003,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 5);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -1071,6 +1071,20 @@ static void kept_back(scan_t *sc, umadv_ctx_alloc_t *alloc, uint32_t epoch)
         fetch_note(sc, alloc);
 }
 
+/* The blocks left where they lie through the eviction that opens epoch
+ * @epoch (ctx->stay): those on the GPU in the epoch before (fetched back,
+ * kept or left there) are there still, and count as fetched back, so
+ * that the scanned launches after it do not prefetch them again where
+ * they lie; the others stay on the host, to be fetched back when a
+ * scanned launch names them. */
+static void stay_back(umadv_context_t ctx, uint32_t epoch)
+{
+    for (size_t i = 0; i < ctx->nstay; i++) {
+        if (ctx->stay[i]->fetched_epoch == epoch - 1)
+            ctx->stay[i]->fetched_epoch = epoch;
+    }
+}
+
 /* Whether an eviction may leave out blocks on the host since an earlier
  * one: the profile knows what it brought back (EVICTING WHAT MAY BE ON
  * THE GPU). */
@@ -1136,6 +1150,8 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
     for (size_t i = 0; i < ctx->nkept && kept != NULL; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
+    if (kept != NULL)
+        stay_back(ctx, ctx->profile_epoch);
     fetch_scanned(&sc);
     ctx->profile_evict_ns += umadv__now_ns() - start;
 }
