@@ -121,9 +121,10 @@ typedef struct umadv_trace_access {
 } umadv_trace_access_t;
 
 /* A block the profile may have left on the GPU, unseen, while step @step
- * ran (api/profile.c, EVICTING WHAT MAY BE ON THE GPU): that step may
- * touch it without a trace of it, so no eviction stages it across that
- * step (schedule/core.h, STAGING). */
+ * ran (api/profile.c: EVICTING WHAT MAY BE ON THE GPU, faults that
+ * brought it back; TWO PASSES, left there on the first pass's plan's
+ * word): that step may touch it without a trace of it, so no eviction
+ * stages it across that step (schedule/core.h, STAGING). */
 typedef struct umadv_trace_unseen {
     uint32_t alloc;
     uint32_t step;
