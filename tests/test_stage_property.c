@@ -295,6 +295,7 @@ static void exec_end(app_t *a)
     a->sum.sync_restored_bytes += st.sync_restored_bytes;
     a->sum.late_restored_bytes += st.late_restored_bytes;
     a->sum.copy_restored_bytes += st.copy_restored_bytes;
+    a->sum.unseen_held_bytes += st.unseen_held_bytes;
     a->sum.cuda_errors += st.cuda_errors;
     all_check(a);
 }
@@ -486,6 +487,7 @@ typedef struct tally {
     uint64_t failing_cases;
     uint64_t aside_cases, aside_staged; /* the pool pinned aside */
     uint64_t aside_beside, lane_beside; /* pinnings at UMADV_PIN_BESIDE, by where */
+    uint64_t unseen_held;               /* evictions migrated for an unseen mark */
 } tally_t;
 
 static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
@@ -609,6 +611,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->copies += a.copies;
     y->unseen_checked += a.unseen_checked;
     y->copy_restored += a.sum.copy_restored_bytes;
+    y->unseen_held += a.sum.unseen_held_bytes;
     y->aside_cases += a.pin_aside;
     y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
     umadv__schedule_cleanup(&s);
@@ -715,11 +718,13 @@ int main(void)
     for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &unseen);
     ok(unseen.mismatched == 0 && unseen.errors == 0 && unseen.unseen_checked > 0 &&
-           unseen.staged > 0,
+           unseen.staged > 0 && unseen.unseen_held > 0 && y.unseen_held == 0,
        "blocks read and written at steps that left them unseen: nothing lost (%llu unseen "
-       "touches, %llu of %llu reads differ, %llu bytes staged)",
+       "touches, %llu of %llu reads differ, %llu bytes staged); the evictions the marks "
+       "kept from staging counted (%llu bytes), none without marks",
        (unsigned long long)unseen.unseen_checked, (unsigned long long)unseen.mismatched,
-       (unsigned long long)unseen.checked, (unsigned long long)unseen.staged);
+       (unsigned long long)unseen.checked, (unsigned long long)unseen.staged,
+       (unsigned long long)unseen.unseen_held);
     unseen_mode = UNSEEN_HIDDEN;
     for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &unseen_hidden);

@@ -433,6 +433,7 @@ static void stats_now(const umadv_exec_t *e, umadv_exec_stats_t *stats)
     stats->resident_peak = e->core.peak;
     stats->drift_ops += e->core.drift_ops;
     stats->dropped_bytes += e->core.dropped_bytes;
+    stats->unseen_held_bytes = e->core.unseen_held_bytes;
 }
 
 /* What the iteration that ended cost (UMADV_LOG=debug): where a replay
@@ -449,8 +450,8 @@ static void log_iteration(umadv_exec_t *e)
         umadv_debug("executor: iteration %llu: %.3f ms, %u steps; %llu waits %.3f ms; "
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
                     "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
-                    "(%.1f MiB late), stageable but migrated %.1f MiB (no slot) and %.1f MiB "
-                    "(a copy's); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
+                    "(%.1f MiB late), stageable but migrated %.1f MiB (no slot), %.1f MiB "
+                    "(a copy's) and %.1f MiB (a step may reach it unseen); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms; %llu step calls found the lock held, %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -467,6 +468,7 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->late_restored_bytes - a->late_restored_bytes) / 1048576.0,
                     (double)(b->stage_fallback_bytes - a->stage_fallback_bytes) / 1048576.0,
                     (double)(b->copy_held_bytes - a->copy_held_bytes) / 1048576.0,
+                    (double)(b->unseen_held_bytes - a->unseen_held_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (double)(b->released_bytes - a->released_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),

@@ -165,6 +165,9 @@ typedef struct umadv_exec_stats {
     uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
                                * memset touched the data after the step end they
                                * waited for, and may not have run yet */
+    uint64_t unseen_held_bytes; /* evictions of stageable data that migrate: a step
+                               * before its next touch may reach it unseen (the
+                               * replay core's, schedule/core.h, STAGING) */
     uint64_t held_evictions;  /* evictions that waited for a hold (umadv__exec_hold) */
     uint64_t hold_wait_ns;    /* the eviction lane in those waits */
     uint64_t lock_waits;      /* step calls that found the executor's lock held */

@@ -91,9 +91,10 @@
  *    step that comes after the eviction and before the section's next
  *    touch (trace->unseen: a block a fault brought back that the
  *    profile's evictions then left out, api/profile.c, EVICTING WHAT MAY
- *    BE ON THE GPU): that step may touch it with no trace of it. It migrates
- *    there instead, which a read survives; the same holds for dropping
- *    dead data. And when a step begins, the blocks left unseen at it are
+ *    BE ON THE GPU; one the second pass left there on the first pass's
+ *    plan's word, TWO PASSES): that step may touch it with no trace of
+ *    it. It migrates there instead, which a read survives (counted in
+ *    unseen_held_bytes); the same holds for dropping dead data. And when a step begins, the blocks left unseen at it are
  *    guarded as the sections it touches are (staged ones come back first):
  *    steps out of order (an iteration begun early, drift) break the first
  *    rule's view of what comes next.
@@ -218,6 +219,9 @@ typedef struct umadv_core {
     uint64_t          key;          /* its key */
     uint64_t          drift_ops;    /* decisions on unbound allocations, not made */
     uint64_t          dropped_bytes;/* released without a move (dead data) */
+    uint64_t          unseen_held_bytes; /* evictions of stageable data that migrate:
+                                     * a step before its next touch may reach it
+                                     * unseen (STAGING) */
     uint8_t          *stageable;    /* per allocation: may be staged */
     uint8_t          *staged;       /* per section: its data is (or, its eviction
                                      * done, will be) in staging, not in the range */

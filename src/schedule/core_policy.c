@@ -95,19 +95,43 @@ static int unseen_ahead(const umadv_core_t *c, uint32_t s)
  * or dead (core.h, STAGING, DEAD DATA): the allocation stageable now,
  * staging on and not paused, no advice on the run (a kernel may read it
  * where the advice leaves it), no step left it unseen before its next
- * touch. */
-static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first,
-                           uint32_t count)
+ * touch. DISCARD_UNSEEN: all but the last. */
+typedef enum discard_terms {
+    DISCARD_MET,
+    DISCARD_NEVER,
+    DISCARD_UNSEEN
+} discard_terms_t;
+
+static discard_terms_t discard_terms(const umadv_core_t *c, uint32_t alloc, uint32_t first,
+                                     uint32_t count)
 {
+    int unseen = 0;
+
     if (!c->p.stage || c->stage_paused || !c->stageable[alloc])
-        return 0;
+        return DISCARD_NEVER;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
 
-        if (c->advised[s] || unseen_ahead(c, s))
-            return 0;
+        if (c->advised[s])
+            return DISCARD_NEVER;
+        unseen = unseen || unseen_ahead(c, s);
     }
-    return 1;
+    return unseen ? DISCARD_UNSEEN : DISCARD_MET;
+}
+
+/* The bytes of the run's resident sections, which an eviction moves. */
+static uint64_t resident_bytes(const umadv_core_t *c, uint32_t alloc, uint32_t first,
+                               uint32_t count)
+{
+    uint64_t bytes = 0;
+
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t s = umadv__core_section(c, alloc, first + i);
+
+        if (c->state[s] == UMADV_SEC_RESIDENT)
+            bytes += c->p.trace->sections[s].size;
+    }
+    return bytes;
 }
 
 /* How many sections from the start of the run go staged (core.h,
@@ -119,11 +143,11 @@ static int discardable_run(const umadv_core_t *c, uint32_t alloc, uint32_t first
  * footprint, H200: 4.3 GiB an iteration, whole 512 MiB runs, with 12 or
  * 13 slots of 201 free in a host replay of its pattern). */
 static uint32_t staged_prefix(const umadv_core_t *c, uint32_t alloc, uint32_t first,
-                              uint32_t count, int clean)
+                              uint32_t count, int clean, discard_terms_t terms)
 {
     uint32_t need = 0, room = c->stage_slots - c->stage_used, i;
 
-    if (clean || !discardable_run(c, alloc, first, count))
+    if (clean || terms != DISCARD_MET)
         return 0;
     for (i = 0; i < count; i++) {
         uint32_t s = umadv__core_section(c, alloc, first + i);
@@ -164,12 +188,16 @@ static void decide_evict(umadv_core_t *c, uint32_t alloc, uint32_t first, uint32
     umadv_core_op_t op = {.kind = UMADV_OP_EVICT, .alloc = alloc, .first = first,
                           .count = count, .need = need, .blocking = (uint8_t)blocking,
                           .after_step = 1, .clean = (uint8_t)clean};
+    discard_terms_t terms;
     uint32_t staged;
 
     if (drifted(c, alloc))
         return;
-    op.dead = (uint8_t)(dead && !clean && discardable_run(c, alloc, first, count));
-    staged = op.dead ? 0 : staged_prefix(c, alloc, first, count, clean);
+    terms = discard_terms(c, alloc, first, count);
+    if (terms == DISCARD_UNSEEN && !clean)
+        c->unseen_held_bytes += resident_bytes(c, alloc, first, count);
+    op.dead = (uint8_t)(dead && !clean && terms == DISCARD_MET);
+    staged = op.dead ? 0 : staged_prefix(c, alloc, first, count, clean, terms);
     if (staged > 0) {
         op.count = staged;
         op.staged = 1;
