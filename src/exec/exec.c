@@ -451,7 +451,8 @@ static void log_iteration(umadv_exec_t *e)
                     "fetched %.1f MiB in %llu calls (%llu batches), fresh %.1f MiB; "
                     "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
                     "(%.1f MiB late), stageable but migrated %.1f MiB (no slot), %.1f MiB "
-                    "(a copy's) and %.1f MiB (a step may reach it unseen); dropped %.1f MiB, released dead %.1f MiB; %llu advice calls; "
+                    "(a copy's) and %.1f MiB (a step may reach it unseen); dropped %.1f MiB, "
+                    "released dead %.1f MiB; %llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms; %llu step calls found the lock held, %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,

@@ -94,9 +94,10 @@
  *    BE ON THE GPU; one the second pass left there on the first pass's
  *    plan's word, TWO PASSES): that step may touch it with no trace of
  *    it. It migrates there instead, which a read survives (counted in
- *    unseen_held_bytes); the same holds for dropping dead data. And when a step begins, the blocks left unseen at it are
- *    guarded as the sections it touches are (staged ones come back first):
- *    steps out of order (an iteration begun early, drift) break the first
+ *    unseen_held_bytes); the same holds for dropping dead data. And when
+ *    a step begins, the blocks left unseen at it are guarded as the
+ *    sections it touches are (staged ones come back first): steps out
+ *    of order (an iteration begun early, drift) break the first
  *    rule's view of what comes next.
  * What ends a replay restores every staged section first (the driver's:
  * exec/stage.c).
