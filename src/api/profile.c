@@ -1060,29 +1060,35 @@ static void kept_block(umadv_bulk_range_t *kept, size_t *nkept, const umadv_ctx_
     kept[(*nkept)++] = (umadv_bulk_range_t){start, start + alloc->size, start};
 }
 
+/* Whether @alloc, not moved by the eviction that opens epoch @epoch, is
+ * on the GPU still: it was in the epoch before (fetched back, kept or
+ * left there). Then it counts as fetched back in @epoch, so that the
+ * scanned launches after the eviction do not prefetch it again where it
+ * lies. */
+static int fetched_still(umadv_ctx_alloc_t *alloc, uint32_t epoch)
+{
+    if (alloc->fetched_epoch != epoch - 1)
+        return 0;
+    alloc->fetched_epoch = epoch;
+    return 1;
+}
+
 /* A block kept through the eviction that opens epoch @epoch: on the GPU
- * still if it was in the one before (fetched back, or kept); else on the
- * host since an earlier one, and fetched back. */
+ * still (fetched_still), else on the host since an earlier one, and
+ * fetched back. */
 static void kept_back(scan_t *sc, umadv_ctx_alloc_t *alloc, uint32_t epoch)
 {
-    if (alloc->fetched_epoch == epoch - 1)
-        alloc->fetched_epoch = epoch;
-    else
+    if (!fetched_still(alloc, epoch))
         fetch_note(sc, alloc);
 }
 
 /* The blocks left where they lie through the eviction that opens epoch
- * @epoch (ctx->stay): those on the GPU in the epoch before (fetched back,
- * kept or left there) are there still, and count as fetched back, so
- * that the scanned launches after it do not prefetch them again where
- * they lie; the others stay on the host, to be fetched back when a
- * scanned launch names them. */
+ * @epoch (ctx->stay): on the GPU still (fetched_still), or on the host,
+ * to be fetched back when a scanned launch names them. */
 static void stay_back(umadv_context_t ctx, uint32_t epoch)
 {
-    for (size_t i = 0; i < ctx->nstay; i++) {
-        if (ctx->stay[i]->fetched_epoch == epoch - 1)
-            ctx->stay[i]->fetched_epoch = epoch;
-    }
+    for (size_t i = 0; i < ctx->nstay; i++)
+        (void)fetched_still(ctx->stay[i], epoch);
 }
 
 /* Whether an eviction may leave out blocks on the host since an earlier
