@@ -1996,6 +1996,117 @@ static void test_narrowed_evictions_at_random(void)
        NARROW_CASES, misses, left_out, unseen);
 }
 
+/*
+ * The same safety in a guided second pass (api/profile.c, TWO PASSES):
+ * before each launch without a layout the pass keeps some blocks as the
+ * launch's, leaves those the first pass's plan keeps on the GPU where
+ * they lie, unseen there, and evicts the rest. Whatever such a launch
+ * touches, each touch is then its step's access (kept, or faulted back
+ * from the host) or unseen at its step. Random scripts of launches run
+ * twice (the same steps), the launches without a layout touching random
+ * blocks in each pass, under a budget that makes the first pass's plan
+ * evict.
+ */
+#define TWO_PASS_CASES 300
+
+typedef struct two_pass_script {
+    size_t   n;
+    int      unlaid[NARROW_LAUNCHES];
+    size_t   block[NARROW_LAUNCHES];  /* a scanned launch's */
+    uint64_t took[NARROW_LAUNCHES];   /* ns */
+} two_pass_script_t;
+
+static void two_pass_script(two_pass_script_t *sc)
+{
+    sc->n = 4 + (size_t)(rand() % (NARROW_LAUNCHES - 3));
+    for (size_t i = 0; i < sc->n; i++) {
+        sc->unlaid[i] = rand() % 2;
+        sc->block[i] = (size_t)rand() % narrow.n;
+        sc->took[i] = 1000 * (1 + (uint64_t)(rand() % 10000)); /* 1 us to 10 ms */
+    }
+}
+
+/* One pass of @sc from correlation id @corr at @at; the unlaid launches'
+ * touches into @touches; returns how many. */
+static size_t two_pass_run(const two_pass_script_t *sc, uint32_t corr, uint64_t at,
+                           narrow_touch_t *touches)
+{
+    void *opaque[1] = {opaque_struct}, *args[1];
+    size_t ntouches = 0;
+
+    for (size_t i = 0; i < sc->n; i++, corr++) {
+        queue_kernel(corr, at, at + sc->took[i]);
+        if (!sc->unlaid[i]) {
+            args[0] = &narrow.ptr[sc->block[i]];
+            driver_launch("known", corr, args);
+            narrow.on_gpu[sc->block[i]] = 1;
+        } else {
+            driver_launch_of((const void *)0xdead, "opaque_kernel", corr, opaque);
+            for (size_t b = 0; b < narrow.n; b++) {
+                if (rand() % 3 != 0)
+                    continue;
+                if (!narrow.on_gpu[b])
+                    queue_migration(narrow.ptr[b], at + 1, narrow.size[b],
+                                    CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+                narrow.on_gpu[b] = 1;
+                touches[ntouches++] = (narrow_touch_t){(uint32_t)i, b};
+            }
+        }
+        at += sc->took[i];
+    }
+    return ntouches;
+}
+
+static void test_two_passes_at_random(void)
+{
+    narrow_touch_t touches[NARROW_LAUNCHES * (NARROW_BLOCKS + 1)];
+    size_t misses = 0, guided = 0, nblocks;
+    uint64_t stayed = 0, evictions = 0;
+    two_pass_script_t sc;
+    umadv_context_t ctx;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    srand(20261130);
+    for (int c = 0; c < TWO_PASS_CASES; c++) {
+        size_t n;
+
+        mock_reset();
+        setenv("UMADV_BUDGET", "192K", 1); /* three sections */
+        ctx = test_host_context(SECTION, 0);
+        unsetenv("UMADV_BUDGET");
+        spy_install(ctx);
+        spy_ops.prefetch = narrow_prefetch;
+        spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
+        memset(&narrow, 0, sizeof(narrow));
+        nblocks = 3 + (size_t)(rand() % (NARROW_BLOCKS - 2));
+        while (narrow.n < nblocks)
+            narrow_block(ctx, 1);
+        two_pass_script(&sc);
+        umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx);
+        (void)two_pass_run(&sc, 100, 0, touches); /* the first pass moves nothing */
+        umadv_iteration_begin(ctx);
+        if (ctx->scout_ready && ctx->scout_off.off != NULL) {
+            guided++;
+            n = two_pass_run(&sc, 200, 100000000, touches);
+            stayed += ctx->profile_stayed;
+            evictions += ctx->profile_evictions;
+            umadv_iteration_begin(ctx); /* the second pass ends */
+            misses += narrow_misses(&ctx->trace, touches, n);
+        }
+        for (size_t b = 0; b < narrow.n; b++)
+            umadv_free(ctx, narrow.ptr[b]);
+        umadv_context_destroy(ctx);
+    }
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+    ok(misses == 0 && guided > 0 && stayed > 0 && evictions > 0,
+       "%zu of %d random scripts profiled in two passes: every touch of a launch without a "
+       "layout in the second is its step's access or unseen there (%zu misses; %llu blocks "
+       "left where the first pass's plan keeps them, %llu evictions)",
+       guided, TWO_PASS_CASES, misses, (unsigned long long)stayed,
+       (unsigned long long)evictions);
+}
+
 int main(void)
 {
     log_capture_start();
@@ -2003,7 +2114,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2028,6 +2139,7 @@ int main(void)
     test_two_passes_plan_keeps();
     test_two_passes_unguided();
     test_two_passes_tail();
+    test_two_passes_at_random();
     test_copies_recorded();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

@@ -70,6 +70,13 @@ typedef struct umadv_ctx_alloc {
     uint32_t held;         /* 1 + index in ctx->held, 0 when not held */
 } umadv_ctx_alloc_t;
 
+/* A block a profile's second pass left where it lies through an eviction
+ * (profile.c, TWO PASSES), and whether it may have been on the GPU then. */
+typedef struct umadv_ctx_stay {
+    umadv_ctx_alloc_t *alloc;
+    int                on_gpu;
+} umadv_ctx_stay_t;
+
 #define UMADV_CTX_NO_TRACE_ID UINT32_MAX
 
 /* A block of the recording that eviction @eviction (an index into
@@ -266,7 +273,7 @@ struct umadv_context {
     uint64_t                 profile_stayed;   /* blocks left where they lie at launches
                                                 * without a layout, unseen there, on the
                                                 * word of the first pass's plan */
-    umadv_ctx_alloc_t      **stay;             /* scratch: those of one launch */
+    umadv_ctx_stay_t        *stay;             /* scratch: those of one launch */
     size_t                   nstay, stay_cap;
     int                      live_on_host;     /* the profile left live blocks on the
                                                 * host: the next replay starts so */
