@@ -2005,13 +2005,16 @@ static void test_narrowed_evictions_at_random(void)
  * from the host) or unseen at its step. Random scripts of launches run
  * twice (the same steps), the launches without a layout touching random
  * blocks in each pass, under a budget that makes the first pass's plan
- * evict.
+ * evict; now and then a block made before a launch (in each pass: the
+ * second's is another allocation) or a copy into one (at random in each
+ * pass).
  */
 #define TWO_PASS_CASES 300
 
 typedef struct two_pass_script {
     size_t   n;
     int      unlaid[NARROW_LAUNCHES];
+    int      born[NARROW_LAUNCHES];   /* a block made before it */
     size_t   block[NARROW_LAUNCHES];  /* a scanned launch's */
     uint64_t took[NARROW_LAUNCHES];   /* ns */
 } two_pass_script_t;
@@ -2021,6 +2024,7 @@ static void two_pass_script(two_pass_script_t *sc)
     sc->n = 4 + (size_t)(rand() % (NARROW_LAUNCHES - 3));
     for (size_t i = 0; i < sc->n; i++) {
         sc->unlaid[i] = rand() % 2;
+        sc->born[i] = rand() % 8 == 0;
         sc->block[i] = (size_t)rand() % narrow.n;
         sc->took[i] = 1000 * (1 + (uint64_t)(rand() % 10000)); /* 1 us to 10 ms */
     }
@@ -2028,13 +2032,21 @@ static void two_pass_script(two_pass_script_t *sc)
 
 /* One pass of @sc from correlation id @corr at @at; the unlaid launches'
  * touches into @touches; returns how many. */
-static size_t two_pass_run(const two_pass_script_t *sc, uint32_t corr, uint64_t at,
-                           narrow_touch_t *touches)
+static size_t two_pass_run(umadv_context_t ctx, const two_pass_script_t *sc, uint32_t corr,
+                           uint64_t at, narrow_touch_t *touches)
 {
     void *opaque[1] = {opaque_struct}, *args[1];
     size_t ntouches = 0;
 
     for (size_t i = 0; i < sc->n; i++, corr++) {
+        if (sc->born[i] && narrow.n < NARROW_BLOCKS + 1)
+            narrow_block(ctx, 1);
+        if (rand() % 5 == 0) {
+            size_t b = (size_t)rand() % narrow.n;
+
+            umadv__ctx_copies_note(ctx, narrow.ptr[b], narrow.size[b]);
+            narrow.on_gpu[b] = 1;
+        }
         queue_kernel(corr, at, at + sc->took[i]);
         if (!sc->unlaid[i]) {
             args[0] = &narrow.ptr[sc->block[i]];
@@ -2084,11 +2096,11 @@ static void test_two_passes_at_random(void)
         two_pass_script(&sc);
         umadv_profile_next_iteration(ctx);
         umadv_iteration_begin(ctx);
-        (void)two_pass_run(&sc, 100, 0, touches); /* the first pass moves nothing */
+        (void)two_pass_run(ctx, &sc, 100, 0, touches); /* the first pass moves nothing */
         umadv_iteration_begin(ctx);
         if (ctx->scout_ready && ctx->scout_off.off != NULL) {
             guided++;
-            n = two_pass_run(&sc, 200, 100000000, touches);
+            n = two_pass_run(ctx, &sc, 200, 100000000, touches);
             stayed += ctx->profile_stayed;
             evictions += ctx->profile_evictions;
             umadv_iteration_begin(ctx); /* the second pass ends */
