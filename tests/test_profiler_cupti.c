@@ -1904,6 +1904,37 @@ typedef struct narrow_touch {
     size_t   block;
 } narrow_touch_t;
 
+/* One time in five, a copy into a random block: it may bring the block
+ * onto the GPU unseen. */
+static void narrow_copy_at_random(umadv_context_t ctx)
+{
+    if (rand() % 5 == 0) {
+        size_t b = (size_t)rand() % narrow.n;
+
+        umadv__ctx_copies_note(ctx, narrow.ptr[b], narrow.size[b]);
+        narrow.on_gpu[b] = 1;
+    }
+}
+
+/* The launch without a layout at step @step touching random blocks: a
+ * block on the host comes over by a demand migration at @when. Into
+ * @touches; returns how many. */
+static size_t narrow_touch_at_random(uint32_t step, uint64_t when, narrow_touch_t *touches)
+{
+    size_t n = 0;
+
+    for (size_t b = 0; b < narrow.n; b++) {
+        if (rand() % 3 != 0)
+            continue;
+        if (!narrow.on_gpu[b])
+            queue_migration(narrow.ptr[b], when, narrow.size[b],
+                            CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
+        narrow.on_gpu[b] = 1;
+        touches[n++] = (narrow_touch_t){step, b};
+    }
+    return n;
+}
+
 /* One random pass: launches scanned or without a layout, the latter
  * touching blocks at random; copies and a new block now and then. Into
  * @touches (the unlaid launches' touches); returns how many. */
@@ -1918,12 +1949,7 @@ static size_t narrow_pass(umadv_context_t ctx, narrow_touch_t *touches)
 
         if (narrow.n < NARROW_BLOCKS + 1 && rand() % 8 == 0)
             narrow_block(ctx, 1);
-        if (rand() % 5 == 0) {
-            size_t b = (size_t)rand() % narrow.n;
-
-            umadv__ctx_copies_note(ctx, narrow.ptr[b], narrow.size[b]);
-            narrow.on_gpu[b] = 1;
-        }
+        narrow_copy_at_random(ctx);
         queue_kernel(corr, at, at + 500);
         if (rand() % 2 == 0) {
             args[0] = &narrow.ptr[(size_t)rand() % narrow.n];
@@ -1931,15 +1957,7 @@ static size_t narrow_pass(umadv_context_t ctx, narrow_touch_t *touches)
             continue;
         }
         driver_launch_of((const void *)0xdead, "opaque_kernel", corr, opaque);
-        for (size_t b = 0; b < narrow.n; b++) {
-            if (rand() % 3 != 0)
-                continue;
-            if (!narrow.on_gpu[b])
-                queue_migration(narrow.ptr[b], at + 250, narrow.size[b],
-                                CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
-            narrow.on_gpu[b] = 1;
-            touches[ntouches++] = (narrow_touch_t){(uint32_t)i, b};
-        }
+        ntouches += narrow_touch_at_random((uint32_t)i, at + 250, touches + ntouches);
     }
     return ntouches;
 }
@@ -2041,12 +2059,7 @@ static size_t two_pass_run(umadv_context_t ctx, const two_pass_script_t *sc, uin
     for (size_t i = 0; i < sc->n; i++, corr++) {
         if (sc->born[i] && narrow.n < NARROW_BLOCKS + 1)
             narrow_block(ctx, 1);
-        if (rand() % 5 == 0) {
-            size_t b = (size_t)rand() % narrow.n;
-
-            umadv__ctx_copies_note(ctx, narrow.ptr[b], narrow.size[b]);
-            narrow.on_gpu[b] = 1;
-        }
+        narrow_copy_at_random(ctx);
         queue_kernel(corr, at, at + sc->took[i]);
         if (!sc->unlaid[i]) {
             args[0] = &narrow.ptr[sc->block[i]];
@@ -2054,15 +2067,7 @@ static size_t two_pass_run(umadv_context_t ctx, const two_pass_script_t *sc, uin
             narrow.on_gpu[sc->block[i]] = 1;
         } else {
             driver_launch_of((const void *)0xdead, "opaque_kernel", corr, opaque);
-            for (size_t b = 0; b < narrow.n; b++) {
-                if (rand() % 3 != 0)
-                    continue;
-                if (!narrow.on_gpu[b])
-                    queue_migration(narrow.ptr[b], at + 1, narrow.size[b],
-                                    CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE);
-                narrow.on_gpu[b] = 1;
-                touches[ntouches++] = (narrow_touch_t){(uint32_t)i, b};
-            }
+            ntouches += narrow_touch_at_random((uint32_t)i, at + 1, touches + ntouches);
         }
         at += sc->took[i];
     }
