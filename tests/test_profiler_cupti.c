@@ -1889,6 +1889,26 @@ static void narrow_block(umadv_context_t ctx, int on_gpu)
     narrow.on_gpu[b] = on_gpu;
 }
 
+/* A fresh context on the mock (@budget as UMADV_BUDGET, or none) whose
+ * prefetches the model follows, with @nblocks blocks on the GPU. */
+static umadv_context_t narrow_context(const char *budget, size_t nblocks)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    if (budget != NULL)
+        setenv("UMADV_BUDGET", budget, 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_BUDGET");
+    spy_install(ctx);
+    spy_ops.prefetch = narrow_prefetch;
+    spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
+    memset(&narrow, 0, sizeof(narrow));
+    while (narrow.n < nblocks)
+        narrow_block(ctx, 1);
+    return ctx;
+}
+
 /* The trace's id of model block @b. */
 static uint32_t narrow_id(const umadv_trace_t *t, size_t b)
 {
@@ -1988,15 +2008,8 @@ static void test_narrowed_evictions_at_random(void)
     for (int c = 0; c < NARROW_CASES; c++) {
         size_t n;
 
-        mock_reset();
-        ctx = test_host_context(SECTION, 0);
-        spy_install(ctx);
-        spy_ops.prefetch = narrow_prefetch;
-        spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
-        memset(&narrow, 0, sizeof(narrow));
         nblocks = 2 + (size_t)(rand() % (NARROW_BLOCKS - 1));
-        while (narrow.n < nblocks)
-            narrow_block(ctx, 1);
+        ctx = narrow_context(NULL, nblocks);
         umadv_profile_next_iteration(ctx);
         umadv_iteration_begin(ctx); /* one pass: every block to the host first */
         n = narrow_pass(ctx, touches);
@@ -2087,17 +2100,8 @@ static void test_two_passes_at_random(void)
     for (int c = 0; c < TWO_PASS_CASES; c++) {
         size_t n;
 
-        mock_reset();
-        setenv("UMADV_BUDGET", "192K", 1); /* three sections */
-        ctx = test_host_context(SECTION, 0);
-        unsetenv("UMADV_BUDGET");
-        spy_install(ctx);
-        spy_ops.prefetch = narrow_prefetch;
-        spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
-        memset(&narrow, 0, sizeof(narrow));
         nblocks = 3 + (size_t)(rand() % (NARROW_BLOCKS - 2));
-        while (narrow.n < nblocks)
-            narrow_block(ctx, 1);
+        ctx = narrow_context("192K", nblocks); /* three sections */
         two_pass_script(&sc);
         umadv_profile_next_iteration(ctx);
         umadv_iteration_begin(ctx);
