@@ -1369,6 +1369,19 @@ static void test_unseen_without_evictions(void)
     umadv_context_destroy(ctx);
 }
 
+/* A fresh context on the mock, @budget as UMADV_BUDGET (or none). */
+static umadv_context_t budget_context(const char *budget)
+{
+    umadv_context_t ctx;
+
+    mock_reset();
+    if (budget != NULL)
+        setenv("UMADV_BUDGET", budget, 1);
+    ctx = test_host_context(SECTION, 0);
+    unsetenv("UMADV_BUDGET");
+    return ctx;
+}
+
 /* One recording with an opaque kernel (everything evicted before it)
  * under @policy and a budget of three sections over two blocks of two:
  * the prefetches to the GPU after it, and to the host once the replay
@@ -1379,11 +1392,8 @@ static void budget_recording(const char *policy, size_t *restored_p, size_t *evi
     void *a = NULL, *b = NULL, *args[1];
     umadv_context_t ctx;
 
-    mock_reset();
-    setenv("UMADV_BUDGET", "192K", 1);
     setenv("UMADV_POLICY", policy, 1);
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_BUDGET");
+    ctx = budget_context("192K");
     unsetenv("UMADV_POLICY");
     umadv_malloc(ctx, 2 * SECTION, "a", &a);
     umadv_malloc(ctx, 2 * SECTION, "b", &b);
@@ -1452,13 +1462,8 @@ static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque
  * recording its first iteration; @budget as UMADV_BUDGET, or NULL. */
 static umadv_context_t a_b_recording(const char *budget, void **a_p, void **b_p)
 {
-    umadv_context_t ctx;
+    umadv_context_t ctx = budget_context(budget);
 
-    mock_reset();
-    if (budget != NULL)
-        setenv("UMADV_BUDGET", budget, 1);
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_BUDGET");
     umadv_malloc(ctx, SECTION, "a", a_p);
     umadv_malloc(ctx, 2 * SECTION, "b", b_p);
     umadv_profile_next_iteration(ctx);
@@ -1644,10 +1649,7 @@ static void test_two_passes_plan_keeps(void)
     char *log;
 
     setenv("UMADV_PROFILE_PASSES", "2", 1);
-    mock_reset();
-    setenv("UMADV_BUDGET", "192K", 1);
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_BUDGET");
+    ctx = budget_context("192K");
     umadv_malloc(ctx, SECTION, "a", &a);
     umadv_malloc(ctx, SECTION, "b", &b);
     umadv_malloc(ctx, 2 * SECTION, "c", &c);
@@ -1893,13 +1895,8 @@ static void narrow_block(umadv_context_t ctx, int on_gpu)
  * prefetches the model follows, with @nblocks blocks on the GPU. */
 static umadv_context_t narrow_context(const char *budget, size_t nblocks)
 {
-    umadv_context_t ctx;
+    umadv_context_t ctx = budget_context(budget);
 
-    mock_reset();
-    if (budget != NULL)
-        setenv("UMADV_BUDGET", budget, 1);
-    ctx = test_host_context(SECTION, 0);
-    unsetenv("UMADV_BUDGET");
     spy_install(ctx);
     spy_ops.prefetch = narrow_prefetch;
     spy_ops.prefetch_batch = spy_real->prefetch_batch != NULL ? narrow_prefetch_batch : NULL;
