@@ -257,8 +257,9 @@ struct umadv_context {
     uint64_t                 scout_moved;      /* bytes the first pass moved to the gpu */
     int                      scout_timed;      /* the trace has the first pass's durations */
     umadv_schedule_off_t     scout_off;        /* where the plan on the first pass's trace
-                                                * takes each block off the GPU; from NULL
-                                                * when not known (every long gap evicts) */
+                                                * takes each block off the GPU; its off
+                                                * NULL when not known (every long gap
+                                                * evicts: plan_takes_off) */
     /* The application's copies and memsets since the recording's last
      * launch (COPIES in pcopies.c), under copies_lock alone: they are told
      * on the copying thread, without ctx->lock. */
