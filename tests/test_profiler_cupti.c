@@ -1097,6 +1097,38 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 }
 
+/* A block kept through an eviction is cut out of it whole, rounding and
+ * all: a block of a section and a half spans two, and the eviction that
+ * kept it had moved its last half section (no block's bytes) with the
+ * next block, or in a call of its own where a kept block followed (a
+ * PyTorch GPT-2's second pass: 20,000 such calls, asking 24 GiB that lay
+ * on the host; H200, 2026-11-29). */
+static void test_kept_whole_span(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *b = NULL, *c = NULL, *args[1] = {lib_struct};
+    umadv_context_t ctx = profiling_one_block(&a);
+
+    umadv_malloc(ctx, SECTION + SECTION / 2, "c", &c);
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    lib_struct[0] = 7;
+    lib_struct[1] = (uintptr_t)c;
+    ok((char *)c == (char *)a + SECTION && (char *)b == (char *)c + 2 * SECTION,
+       "c spans two sections after a, b after it");
+    umadv__cuda_host_reset();
+    driver_launch_of((const void *)0xf00d, "library_kernel", 70, args);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host == 2 * SECTION,
+       "the guessed c kept whole: b alone evicted, none of c's span (%llu calls, %llu bytes)",
+       (unsigned long long)counters.prefetches_to_host,
+       (unsigned long long)counters.prefetch_bytes_to_host);
+    lib_struct[0] = lib_struct[1] = 0;
+    umadv_free(ctx, b);
+    umadv_free(ctx, c);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* The iteration of test_guessed_then_plan: a library kernel whose
  * struct names a (a guess), k on b, the library kernel again. */
 static void guessed_iteration(void **args_lib, void **args_b, uint32_t corr)
@@ -2132,7 +2164,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2141,6 +2173,7 @@ int main(void)
     test_oracle_untimed();
     test_timing_pass();
     test_no_layout();
+    test_kept_whole_span();
     test_narrowed_evictions_at_random();
     test_guessed_then_plan();
     test_complete_declarations();

@@ -1054,11 +1054,22 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
  * first such launch, was tried: as fast, but its traces missed an
  * access, and the replay faulted 16,000-19,000 groups and profiled again
  * (two runs of two). */
-static void kept_block(umadv_bulk_range_t *kept, size_t *nkept, const umadv_ctx_alloc_t *alloc)
+
+/* A block an eviction keeps, whole: its span, rounding and all. Cut to
+ * its size, the eviction moved the rest of its span (no block's bytes)
+ * with the next block, or in a call of its own where the next was kept
+ * too, before every launch without a layout that the block stayed
+ * through: a PyTorch GPT-2's second pass made 19,600-21,700 calls (24 GiB
+ * asked, 1.5 moved), ResNet-50's 15,900 (8,700 of under 64 KiB); cut
+ * whole, 1,700 and 1,200, their host time 345-359 ms against 169-177 on
+ * GPT-2 (H200, 2026-11-29, bench/RESULTS.md sixteenth). */
+static void kept_block(const umadv_context_t ctx, umadv_bulk_range_t *kept, size_t *nkept,
+                       const umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr;
 
-    kept[(*nkept)++] = (umadv_bulk_range_t){start, start + alloc->size, start};
+    kept[(*nkept)++] =
+        (umadv_bulk_range_t){start, start + umadv__pool_span(ctx->pool, alloc->size), start};
 }
 
 /* Whether @alloc, not moved by the eviction that opens epoch @epoch, is
@@ -1149,12 +1160,12 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
         for (size_t i = 0; i < ndeclared; i++)
             kept[nkept++] = ctx->step_ranges[i];
         for (size_t i = 0; i < g->n; i++)
-            kept_block(kept, &nkept, g->found[i]);
+            kept_block(ctx, kept, &nkept, g->found[i]);
         for (size_t i = 0; i < nscout; i++)
-            kept_block(kept, &nkept, ctx->kept[i]);
+            kept_block(ctx, kept, &nkept, ctx->kept[i]);
         ntaken = nkept;
         for (size_t i = 0; i < ctx->nstay; i++) /* where they lie: not fetched back */
-            kept_block(kept, &nkept, ctx->stay[i].alloc);
+            kept_block(ctx, kept, &nkept, ctx->stay[i].alloc);
     }
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
