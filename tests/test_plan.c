@@ -825,7 +825,7 @@ static void test_schedule_off(void)
            umadv__schedule_off_across(&off, 9, 0, 11, 12),
        "placed on the host: off; a section the index does not know: off");
     umadv__schedule_off_cleanup(&off);
-    ok(off.off == NULL && off.from == NULL && off.placed == NULL, "cleaned up");
+    ok(off.from.off == NULL && off.from.val == NULL && off.placed == NULL, "cleaned up");
 }
 
 int main(void)

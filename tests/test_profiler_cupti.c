@@ -1689,7 +1689,7 @@ static void test_two_passes_plan_keeps(void)
     umadv_iteration_begin(ctx);
     five_steps(10, &a, &b, &c, 0);
     umadv_iteration_begin(ctx);
-    if (!ok(ctx->scout_ready && ctx->scout_off.off != NULL,
+    if (!ok(ctx->scout_ready && ctx->scout_off.from.off != NULL,
             "the first pass's plan evicts: a second pass, guided by where it takes blocks off"))
         goto out;
     umadv__cuda_host_reset();
@@ -2136,7 +2136,7 @@ static void test_two_passes_at_random(void)
         umadv_iteration_begin(ctx);
         (void)two_pass_run(ctx, &sc, 100, 0, touches); /* the first pass moves nothing */
         umadv_iteration_begin(ctx);
-        if (ctx->scout_ready && ctx->scout_off.off != NULL) {
+        if (ctx->scout_ready && ctx->scout_off.from.off != NULL) {
             guided++;
             n = two_pass_run(ctx, &sc, 200, 100000000, touches);
             stayed += ctx->profile_stayed;

@@ -458,7 +458,7 @@ static int plan_takes_off(const umadv_context_t ctx, uint32_t id, uint32_t step)
 {
     const umadv_trace_alloc_t *al = &ctx->scout.allocs[id];
 
-    if (ctx->scout_off.off == NULL)
+    if (ctx->scout_off.from.off == NULL)
         return 1;
     for (uint32_t k = 0; k < al->nsections; k++) {
         uint32_t section = al->first_section + k;

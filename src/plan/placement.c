@@ -309,27 +309,19 @@ static umadv_status_t add_segment(place_state_t *st, const umadv_res_event_t *ar
 
 /* Pair each arrival with the departure that ends it (the next event of
  * its section, cyclically), as timing.c does. A converged pass only. */
-static umadv_status_t build_segments(place_state_t *st, const umadv_residency_t *res,
-                                     uint32_t *ev_off, uint32_t *ev_idx)
+static umadv_status_t pair_segments(place_state_t *st, const umadv_residency_t *res,
+                                    const umadv_keyed_t *ev)
 {
-    uint32_t ns = st->w->trace->nsections;
     int32_t n = (int32_t)st->w->n;
 
-    memset(ev_off, 0, ((size_t)ns + 1) * sizeof(*ev_off));
-    for (size_t e = 0; e < res->nevents; e++)
-        ev_off[res->events[e].section + 1]++;
-    for (uint32_t x = 0; x < ns; x++)
-        ev_off[x + 1] += ev_off[x];
-    for (size_t e = 0; e < res->nevents; e++)
-        ev_idx[ev_off[res->events[e].section]++] = (uint32_t)e;
-    memmove(ev_off + 1, ev_off, (size_t)ns * sizeof(*ev_off));
-    ev_off[0] = 0;
     st->nsegs = 0;
-    for (uint32_t x = 0; x < ns; x++) {
-        uint32_t m = ev_off[x + 1] - ev_off[x];
+    for (uint32_t x = 0; x < ev->nkeys; x++) {
+        const uint32_t *idx = umadv__keyed_values(ev, x);
+        uint32_t m = umadv__keyed_count(ev, x);
+
         for (uint32_t k = 0; k < m; k++) {
-            const umadv_res_event_t *arr = &res->events[ev_idx[ev_off[x] + k]];
-            const umadv_res_event_t *dep = &res->events[ev_idx[ev_off[x] + (k + 1) % m]];
+            const umadv_res_event_t *arr = &res->events[idx[k]];
+            const umadv_res_event_t *dep = &res->events[idx[(k + 1) % m]];
             int32_t d = dep->eff + (k + 1 == m ? n : 0);
             umadv_status_t status;
 
@@ -344,6 +336,17 @@ static umadv_status_t build_segments(place_state_t *st, const umadv_residency_t 
         }
     }
     return UMADV_OK;
+}
+
+static umadv_status_t build_segments(place_state_t *st, const umadv_residency_t *res)
+{
+    umadv_keyed_t ev;
+    umadv_status_t status = umadv__residency_by_section(res, st->w->trace->nsections, &ev);
+
+    if (status == UMADV_OK)
+        status = pair_segments(st, res, &ev);
+    umadv__keyed_cleanup(&ev);
+    return status;
 }
 
 static int segment_compare(const void *pa, const void *pb)
@@ -485,8 +488,6 @@ static uint64_t remote_bytes(const place_state_t *st, const uint8_t *remote,
 typedef struct rounds {
     uint8_t  *remote;   /* the touches chosen so far (kept rounds) */
     uint8_t  *trial;    /* the round being tried */
-    uint32_t *ev_off, *ev_idx;
-    size_t    ev_cap;
 } rounds_t;
 
 /* What @res moves, and the remote time of @remote, as an estimate; the
@@ -494,13 +495,9 @@ typedef struct rounds {
 static umadv_status_t measure(place_state_t *st, rounds_t *r, const umadv_residency_t *res,
                               const uint8_t *remote, estimate_t *est)
 {
-    umadv_status_t status = umadv__array_reserve((void **)&r->ev_idx, &r->ev_cap,
-                                                 res->nevents ? res->nevents : 1,
-                                                 sizeof(*r->ev_idx));
+    umadv_status_t status = build_segments(st, res);
     uint64_t phase_bytes[PHASES];
 
-    if (status == UMADV_OK)
-        status = build_segments(st, res, r->ev_off, r->ev_idx);
     if (status == UMADV_OK)
         status = build_candidates(st, est);
     remote_bytes(st, remote, phase_bytes);
@@ -575,13 +572,10 @@ static umadv_status_t run_rounds(place_state_t *st, uint64_t budget, uint32_t ma
 
 static umadv_status_t rounds_init(rounds_t *r, const place_state_t *st)
 {
-    uint32_t ns = st->w->trace->nsections;
-
     memset(r, 0, sizeof(*r));
     r->remote = calloc(st->touches.count ? st->touches.count : 1, 1);
     r->trial = calloc(st->touches.count ? st->touches.count : 1, 1);
-    r->ev_off = malloc(((size_t)ns + 1) * sizeof(*r->ev_off));
-    if (r->remote == NULL || r->trial == NULL || r->ev_off == NULL)
+    if (r->remote == NULL || r->trial == NULL)
         return UMADV_ERR_NO_MEMORY;
     return UMADV_OK;
 }
@@ -589,8 +583,6 @@ static umadv_status_t rounds_init(rounds_t *r, const place_state_t *st)
 static void rounds_cleanup(rounds_t *r)
 {
     free(r->trial);
-    free(r->ev_off);
-    free(r->ev_idx);
     free(r->remote);
 }
 

@@ -88,6 +88,11 @@ static inline uint64_t umadv__plan_small_bytes(const umadv_link_model_t *link)
 }
 void umadv__residency_cleanup(umadv_residency_t *res);
 
+/* @res's events by section, in the pass's order (their indices): what
+ * timing pairs and placement measures. */
+umadv_status_t umadv__residency_by_section(const umadv_residency_t *res, uint32_t nsections,
+                                           umadv_keyed_t *by_section);
+
 /* What moving an allocation's data off the GPU and back costs, per call:
  * latency + bytes / bandwidth each way (plan.c, CHANNELS). */
 typedef struct umadv_plan_channel {

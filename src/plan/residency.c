@@ -421,10 +421,11 @@ static umadv_status_t free_allocs(res_state_t *st, umadv_residency_t *res, uint3
                                   uint64_t base)
 {
     const umadv_window_t *w = st->w;
+    const uint32_t *freed = umadv__keyed_values(&w->freed, j);
 
-    for (uint32_t i = w->freed_off[j]; i < w->freed_off[j + 1]; i++) {
-        const umadv_trace_alloc_t *alloc = &st->trace->allocs[w->freed[i]];
-        int transient = w->life[w->freed[i]] == UMADV_LIFE_TRANSIENT;
+    for (uint32_t i = 0; i < umadv__keyed_count(&w->freed, j); i++) {
+        const umadv_trace_alloc_t *alloc = &st->trace->allocs[freed[i]];
+        int transient = w->life[freed[i]] == UMADV_LIFE_TRANSIENT;
 
         for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
             if (st->res[x]) {
@@ -743,6 +744,20 @@ umadv_status_t umadv__residency_run(const umadv_window_t *window, uint64_t budge
     if (status != UMADV_OK)
         umadv__residency_cleanup(res);
     return status;
+}
+
+static void events_of(void *arg, umadv_keyed_pass_t *pass)
+{
+    const umadv_residency_t *res = arg;
+
+    for (size_t e = 0; e < res->nevents; e++)
+        umadv__keyed_emit(pass, res->events[e].section, (uint32_t)e);
+}
+
+umadv_status_t umadv__residency_by_section(const umadv_residency_t *res, uint32_t nsections,
+                                           umadv_keyed_t *by_section)
+{
+    return umadv__keyed_build(by_section, nsections, events_of, (void *)res);
 }
 
 void umadv__residency_cleanup(umadv_residency_t *res)

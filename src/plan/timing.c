@@ -16,8 +16,7 @@ typedef struct timing_state {
     const umadv_residency_t *res;
     uint32_t  n;
     int64_t   budget;
-    uint32_t *ev_off;    /* per section: its events are ev_idx[ev_off[x] .. ev_off[x+1]) */
-    uint32_t *ev_idx;
+    umadv_keyed_t ev;    /* per section: its events' indices */
     umadv_slack_t slack;
 } timing_state_t;
 
@@ -44,29 +43,9 @@ static int64_t imod(int64_t a, int64_t n)
     return r < 0 ? r + n : r;
 }
 
-static umadv_status_t index_events(timing_state_t *st)
-{
-    uint32_t ns = st->w->trace->nsections;
-    size_t ne = st->res->nevents;
-
-    st->ev_off = calloc((size_t)ns + 1, sizeof(*st->ev_off));
-    st->ev_idx = malloc((ne ? ne : 1) * sizeof(*st->ev_idx));
-    if (st->ev_off == NULL || st->ev_idx == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    for (size_t e = 0; e < ne; e++)
-        st->ev_off[st->res->events[e].section + 1]++;
-    for (uint32_t x = 0; x < ns; x++)
-        st->ev_off[x + 1] += st->ev_off[x];
-    for (size_t e = 0; e < ne; e++)
-        st->ev_idx[st->ev_off[st->res->events[e].section]++] = (uint32_t)e;
-    memmove(st->ev_off + 1, st->ev_off, (size_t)ns * sizeof(*st->ev_off));
-    st->ev_off[0] = 0;
-    return UMADV_OK;
-}
-
 static const umadv_res_event_t *event_at(const timing_state_t *st, uint32_t x, uint32_t k)
 {
-    return &st->res->events[st->ev_idx[st->ev_off[x] + k]];
+    return &st->res->events[umadv__keyed_values(&st->ev, x)[k]];
 }
 
 /*
@@ -77,7 +56,7 @@ static const umadv_res_event_t *event_at(const timing_state_t *st, uint32_t x, u
 static umadv_status_t neighbours(const timing_state_t *st, uint32_t x, uint32_t k,
                                  int32_t *next_p, int32_t *prev_p)
 {
-    uint32_t m = st->ev_off[x + 1] - st->ev_off[x];
+    uint32_t m = umadv__keyed_count(&st->ev, x);
     const umadv_res_event_t *arr = event_at(st, x, k);
     const umadv_res_event_t *next = event_at(st, x, (k + 1) % m);
     const umadv_res_event_t *prev = event_at(st, x, (k + m - 1) % m);
@@ -121,7 +100,7 @@ static umadv_status_t build_arrival(timing_state_t *st, uint32_t x, uint32_t k, 
 
     if (status != UMADV_OK)
         return status;
-    a->event   = st->ev_idx[st->ev_off[x] + k];
+    a->event   = umadv__keyed_values(&st->ev, x)[k];
     a->section = x;
     a->need    = (uint32_t)(ev->eff % n);
     a->shift   = ev->eff - (int32_t)a->need;
@@ -150,7 +129,7 @@ static umadv_status_t planned_occupancy(timing_state_t *st, int64_t *occ, arriva
 
     memset(occ, 0, ((size_t)n + 1) * sizeof(*occ));
     for (uint32_t x = 0; x < st->w->trace->nsections; x++) {
-        uint32_t m = st->ev_off[x + 1] - st->ev_off[x];
+        uint32_t m = umadv__keyed_count(&st->ev, x);
 
         if (m == 0 && st->res->start[x])
             base += (int64_t)sec_size(st, x);
@@ -269,7 +248,7 @@ static void mark_start(const timing_state_t *st, const arrival_t *arr, size_t na
     int64_t n = st->n;
 
     for (uint32_t x = 0; x < st->w->trace->nsections; x++)
-        at_start[x] = st->ev_off[x + 1] == st->ev_off[x] && st->res->start[x];
+        at_start[x] = umadv__keyed_count(&st->ev, x) == 0 && st->res->start[x];
     for (size_t i = 0; i < narr; i++) {
         int64_t from = (int64_t)arr[i].issue + arr[i].shift;
         int64_t len = (int64_t)arr[i].depart - from;
@@ -385,12 +364,11 @@ umadv_status_t umadv__timing_run(const umadv_window_t *window, const umadv_resid
     st.res = res;
     st.n = window->n;
     st.budget = (int64_t)budget;
-    status = index_events(&st);
+    status = umadv__residency_by_section(res, window->trace->nsections, &st.ev);
     if (status == UMADV_OK)
         status = timing_place(&st, lookahead, max_op_bytes, &t);
     umadv__slack_cleanup(&st.slack);
-    free(st.ev_off);
-    free(st.ev_idx);
+    umadv__keyed_cleanup(&st.ev);
     if (status != UMADV_OK) {
         umadv__timing_cleanup(&t);
         return status;

@@ -514,9 +514,10 @@ static void guard_unseen(umadv_core_t *c, size_t *n)
 {
     const umadv_trace_gaps_t *g = &c->unseen;
     uint32_t j = c->p.first_step + c->step;
+    const uint32_t *unseen = umadv__keyed_values(&g->unseen_at, j);
 
-    for (uint32_t k = g->unseen_at_off[j]; k < g->unseen_at_off[j + 1]; k++) {
-        const umadv_trace_alloc_t *al = &c->p.trace->allocs[g->unseen_at[k]];
+    for (uint32_t k = 0; k < umadv__keyed_count(&g->unseen_at, j); k++) {
+        const umadv_trace_alloc_t *al = &c->p.trace->allocs[unseen[k]];
 
         for (uint32_t i = 0; i < al->nsections; i++)
             guard_section(c, al->first_section + i, n);

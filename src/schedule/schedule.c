@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/keyed.h"
 #include "common/util.h"
 #include "schedule/window.h"
 
@@ -57,56 +58,41 @@ static int unread(const umadv_schedule_t *sch, const uint32_t *group, size_t n, 
     return 1;
 }
 
-/* The ops of each allocation, in issue order (a counting sort): group a
- * is index[start[a] .. start[a + 1]). NULL pair on no memory. */
-typedef struct op_groups {
-    uint32_t  nallocs;
-    uint32_t *start, *index;
-} op_groups_t;
-
-static umadv_status_t groups_make(const umadv_schedule_t *sch, op_groups_t *g)
+/* The ops of each allocation, in issue order: allocation a's are
+ * umadv__keyed_values(g, a). */
+static void ops_by_alloc(void *arg, umadv_keyed_pass_t *pass)
 {
-    g->nallocs = 0;
+    const umadv_schedule_t *sch = arg;
+
     for (size_t i = 0; i < sch->nops; i++)
-        g->nallocs = UMADV_MAX(g->nallocs, sch->ops[i].alloc + 1);
-    g->start = calloc((size_t)g->nallocs + 2, sizeof(*g->start));
-    g->index = malloc((sch->nops ? sch->nops : 1) * sizeof(*g->index));
-    if (g->start == NULL || g->index == NULL) {
-        free(g->start);
-        free(g->index);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    for (size_t i = 0; i < sch->nops; i++)
-        g->start[sch->ops[i].alloc + 2]++;
-    for (uint32_t a = 0; a < g->nallocs; a++)
-        g->start[a + 2] += g->start[a + 1];
-    for (size_t i = 0; i < sch->nops; i++)
-        g->index[g->start[sch->ops[i].alloc + 1]++] = (uint32_t)i;
-    return UMADV_OK;
+        umadv__keyed_emit(pass, sch->ops[i].alloc, (uint32_t)i);
 }
 
-static void groups_free(op_groups_t *g)
+static umadv_status_t groups_make(const umadv_schedule_t *sch, umadv_keyed_t *g)
 {
-    free(g->start);
-    free(g->index);
+    uint32_t nallocs = 0;
+
+    for (size_t i = 0; i < sch->nops; i++)
+        nallocs = UMADV_MAX(nallocs, sch->ops[i].alloc + 1);
+    return umadv__keyed_build(g, nallocs, ops_by_alloc, (void *)sch);
 }
 
 umadv_status_t umadv__schedule_evicted_unread(const umadv_schedule_t *sch, uint64_t *bytes_p)
 {
-    op_groups_t g;
+    umadv_keyed_t g;
     uint64_t bytes = 0;
 
     if (groups_make(sch, &g) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
-    for (uint32_t a = 0; a < g.nallocs; a++) {
-        const uint32_t *group = g.index + g.start[a];
-        size_t n = g.start[a + 1] - g.start[a];
+    for (uint32_t a = 0; a < g.nkeys; a++) {
+        const uint32_t *group = umadv__keyed_values(&g, a);
+        size_t n = umadv__keyed_count(&g, a);
 
         for (size_t at = 0; at < n; at++)
             if (sch->ops[group[at]].kind == UMADV_OP_EVICT && unread(sch, group, n, at))
                 bytes += sch->ops[group[at]].bytes;
     }
-    groups_free(&g);
+    umadv__keyed_cleanup(&g);
     *bytes_p = bytes;
     return UMADV_OK;
 }
@@ -159,7 +145,7 @@ void umadv__schedule_mark_advised(const umadv_schedule_t *sch, const umadv_trace
 
 umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trace_t *trace)
 {
-    op_groups_t g;
+    umadv_keyed_t g;
     uint32_t longest = 1;
     uint8_t *fresh;
 
@@ -171,9 +157,9 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
         free(fresh);
         return UMADV_ERR_NO_MEMORY;
     }
-    for (uint32_t a = 0; a < g.nallocs && a < trace->nallocs; a++) {
-        const uint32_t *group = g.index + g.start[a];
-        size_t n = g.start[a + 1] - g.start[a];
+    for (uint32_t a = 0; a < g.nkeys && a < trace->nallocs; a++) {
+        const uint32_t *group = umadv__keyed_values(&g, a);
+        size_t n = umadv__keyed_count(&g, a);
 
         /* a BORN allocation's last eviction carries its data to the next
          * replay, where another allocation reads it (window.h): never dead */
@@ -188,7 +174,7 @@ umadv_status_t umadv__schedule_mark_dead(umadv_schedule_t *sch, const umadv_trac
                 e->flags |= UMADV_OP_FLAG_DEAD;
         }
     }
-    groups_free(&g);
+    umadv__keyed_cleanup(&g);
     free(fresh);
     return UMADV_OK;
 }
@@ -200,32 +186,27 @@ static int takes_off(const umadv_op_t *o)
     return o->kind == UMADV_OP_EVICT || o->kind == UMADV_OP_DROP;
 }
 
-/* Calls @fn on each section a move off of @sch covers, with the op. */
-static void off_foreach(const umadv_schedule_t *sch, const umadv_trace_t *trace,
-                        void (*fn)(umadv_schedule_off_t *, uint32_t, const umadv_op_t *),
-                        umadv_schedule_off_t *off)
+typedef struct off_items {
+    const umadv_schedule_t *sch;
+    const umadv_trace_t    *trace;
+} off_items_t;
+
+/* Each section a move off of the schedule covers, with the op's issue
+ * step, global (the trace's). */
+static void off_moves(void *arg, umadv_keyed_pass_t *pass)
 {
-    for (size_t i = 0; i < sch->nops; i++) {
-        const umadv_op_t *o = &sch->ops[i];
+    const off_items_t *it = arg;
+
+    for (size_t i = 0; i < it->sch->nops; i++) {
+        const umadv_op_t *o = &it->sch->ops[i];
         const umadv_trace_alloc_t *al;
 
-        if (!takes_off(o) || o->alloc >= trace->nallocs)
+        if (!takes_off(o) || o->alloc >= it->trace->nallocs)
             continue;
-        al = &trace->allocs[o->alloc];
+        al = &it->trace->allocs[o->alloc];
         for (uint32_t k = o->first; k < o->first + o->count && k < al->nsections; k++)
-            fn(off, al->first_section + k, o);
+            umadv__keyed_emit(pass, al->first_section + k, o->issue_step + it->sch->first_step);
     }
-}
-
-static void off_count(umadv_schedule_off_t *off, uint32_t section, const umadv_op_t *o)
-{
-    (void)o;
-    off->off[section + 1]++;
-}
-
-static void off_fill(umadv_schedule_off_t *off, uint32_t section, const umadv_op_t *o)
-{
-    off->from[off->off[section]++] = o->issue_step; /* off[]: each section's next slot */
 }
 
 static void off_placed(umadv_schedule_off_t *off, const umadv_op_t *ops, size_t n)
@@ -241,42 +222,24 @@ umadv_status_t umadv__schedule_off_init(umadv_schedule_off_t *off,
                                         const umadv_schedule_t *sch,
                                         const umadv_trace_t *trace)
 {
-    size_t total;
+    off_items_t items = {sch, trace};
 
     memset(off, 0, sizeof(*off));
-    off->nsections = trace->nsections;
     off->nallocs = trace->nallocs;
-    off->off = calloc((size_t)trace->nsections + 2, sizeof(*off->off));
     off->placed = calloc((size_t)trace->nallocs + 1, 1);
-    if (off->off == NULL || off->placed == NULL)
-        goto no_memory;
-    off_foreach(sch, trace, off_count, off);
-    for (uint32_t s = 0; s < trace->nsections; s++)
-        off->off[s + 1] += off->off[s];
-    total = off->off[trace->nsections];
-    off->from = malloc((total ? total : 1) * sizeof(*off->from));
-    if (off->from == NULL)
-        goto no_memory;
-    off_foreach(sch, trace, off_fill, off);
-    /* off_fill advanced each offset to the next section's: shift back */
-    memmove(off->off + 1, off->off, (size_t)trace->nsections * sizeof(*off->off));
-    off->off[0] = 0;
-    /* to global steps, the trace's */
-    for (size_t i = 0; i < total; i++)
-        off->from[i] += sch->first_step;
+    if (off->placed == NULL ||
+        umadv__keyed_build(&off->from, trace->nsections, off_moves, &items) != UMADV_OK) {
+        umadv__schedule_off_cleanup(off);
+        return UMADV_ERR_NO_MEMORY;
+    }
     off_placed(off, sch->setup, sch->nsetup);
     off_placed(off, sch->ops, sch->nops);
     return UMADV_OK;
-
-no_memory:
-    umadv__schedule_off_cleanup(off);
-    return UMADV_ERR_NO_MEMORY;
 }
 
 void umadv__schedule_off_cleanup(umadv_schedule_off_t *off)
 {
-    free(off->off);
-    free(off->from);
+    umadv__keyed_cleanup(&off->from);
     free(off->placed);
     memset(off, 0, sizeof(*off));
 }
@@ -291,10 +254,13 @@ static int cyclic_within(uint32_t x, uint32_t lo, uint32_t hi)
 int umadv__schedule_off_across(const umadv_schedule_off_t *off, uint32_t section,
                                uint32_t alloc, uint32_t last, uint32_t step)
 {
-    if (section >= off->nsections || alloc >= off->nallocs || off->placed[alloc])
+    const uint32_t *from;
+
+    if (section >= off->from.nkeys || alloc >= off->nallocs || off->placed[alloc])
         return 1;
-    for (uint32_t i = off->off[section]; i < off->off[section + 1]; i++) {
-        if (cyclic_within(off->from[i], last, step))
+    from = umadv__keyed_values(&off->from, section);
+    for (uint32_t i = 0; i < umadv__keyed_count(&off->from, section); i++) {
+        if (cyclic_within(from[i], last, step))
             return 1;
     }
     return 0;

@@ -85,6 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/keyed.h"
 #include "trace/trace.h"
 
 typedef enum umadv_op_kind {
@@ -231,10 +232,9 @@ static inline uint64_t umadv__schedule_batch_bytes(const umadv_link_model_t *lin
  * the plan of its first pass may stage or drop across a launch
  * (api/profile.c, TWO PASSES). */
 typedef struct umadv_schedule_off {
-    uint32_t *off;      /* nsections + 1 offsets into from */
-    uint32_t *from;     /* per section: the issue steps of its moves off */
-    uint8_t  *placed;   /* per allocation: advised to the host */
-    uint32_t  nsections, nallocs;
+    umadv_keyed_t from;     /* by section: the issue steps of its moves off */
+    uint8_t      *placed;   /* per allocation: advised to the host */
+    uint32_t      nallocs;
 } umadv_schedule_off_t;
 
 /* Index @schedule's moves off the GPU over @trace, the trace it was

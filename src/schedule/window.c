@@ -70,42 +70,32 @@ static umadv_status_t list_carried(umadv_window_t *w)
     return UMADV_OK;
 }
 
-/* Allocations that die (or are born) at each step, as offsets + list. */
-static umadv_status_t build_lists(umadv_window_t *w, int births, uint32_t **off_p,
-                                  uint32_t **list_p)
-{
-    const umadv_trace_t *trace = w->trace;
-    uint32_t *off = calloc((size_t)w->n + 1, sizeof(*off));
-    uint32_t *list = NULL, count = 0;
+typedef struct life_items {
+    const umadv_window_t *w;
+    int                   births;
+} life_items_t;
 
-    if (off == NULL)
-        return UMADV_ERR_NO_MEMORY;
+/* Each allocation listed (born, or freed), at its window step. */
+static void lives_of(void *arg, umadv_keyed_pass_t *pass)
+{
+    const life_items_t *it = arg;
+    const umadv_trace_t *trace = it->w->trace;
+
     for (uint32_t a = 0; a < trace->nallocs; a++) {
-        if (listed(w, a, births)) {
-            uint32_t step = births ? trace->allocs[a].alloc_step : trace->allocs[a].free_step;
-            off[step - w->first + 1]++;
-            count++;
+        if (listed(it->w, a, it->births)) {
+            uint32_t step = it->births ? trace->allocs[a].alloc_step : trace->allocs[a].free_step;
+
+            umadv__keyed_emit(pass, step - it->w->first, a);
         }
     }
-    list = malloc((count ? count : 1) * sizeof(*list));
-    if (list == NULL) {
-        free(off);
-        return UMADV_ERR_NO_MEMORY;
-    }
-    for (uint32_t j = 0; j < w->n; j++)
-        off[j + 1] += off[j];
-    for (uint32_t a = 0, j; a < trace->nallocs; a++) {
-        if (listed(w, a, births)) {
-            j = (births ? trace->allocs[a].alloc_step : trace->allocs[a].free_step) - w->first;
-            list[off[j]++] = a;
-        }
-    }
-    /* The fill advanced each offset to its successor's start: shift back. */
-    memmove(off + 1, off, (size_t)w->n * sizeof(*off));
-    off[0] = 0;
-    *off_p = off;
-    *list_p = list;
-    return UMADV_OK;
+}
+
+/* Allocations that die (or are born) at each step. */
+static umadv_status_t build_lists(umadv_window_t *w, int births, umadv_keyed_t *k)
+{
+    life_items_t it = {w, births};
+
+    return umadv__keyed_build(k, w->n, lives_of, &it);
 }
 
 static void measure_steps(umadv_window_t *w)
@@ -185,10 +175,10 @@ umadv_status_t umadv__window_init(umadv_window_t *window, const umadv_trace_t *t
         classify(&w, a);
     mark_written(&w);
     measure_steps(&w);
-    status = build_lists(&w, 1, &w.born_off, &w.born);
+    status = build_lists(&w, 1, &w.born);
     if (status != UMADV_OK)
         goto err_cleanup;
-    status = build_lists(&w, 0, &w.freed_off, &w.freed);
+    status = build_lists(&w, 0, &w.freed);
     if (status != UMADV_OK)
         goto err_cleanup;
     status = list_carried(&w);
@@ -210,10 +200,8 @@ void umadv__window_cleanup(umadv_window_t *window)
     free(window->death);
     free(window->carried);
     free(window->written);
-    free(window->born_off);
-    free(window->born);
-    free(window->freed_off);
-    free(window->freed);
+    umadv__keyed_cleanup(&window->born);
+    umadv__keyed_cleanup(&window->freed);
     free(window->step_bytes);
     memset(window, 0, sizeof(*window));
 }

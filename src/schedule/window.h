@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/keyed.h"
 #include "trace/trace.h"
 
 /*
@@ -94,10 +95,10 @@ typedef struct umadv_window {
                                * (the free step; n - 1 for BORN; NONE) */
     uint8_t  *written;        /* per allocation: some step of the trace
                                * (any iteration) writes it */
-    uint32_t *born_off;       /* n + 1 offsets into born: TRANSIENT and BORN */
-    uint32_t *born;           /*   allocations born just before step j */
-    uint32_t *freed_off;      /* n + 1 offsets into freed: TRANSIENT and */
-    uint32_t *freed;          /*   FREED allocations freed after step j */
+    umadv_keyed_t born;       /* by step j: TRANSIENT and BORN allocations
+                               * born just before it */
+    umadv_keyed_t freed;      /* by step j: TRANSIENT and FREED allocations
+                               * freed after it */
     uint32_t *carried;        /* the BORN allocations */
     uint32_t  ncarried;
     uint64_t *step_bytes;     /* per step: bytes of its working set */

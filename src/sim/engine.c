@@ -34,10 +34,11 @@ static void forget(sim_engine_t *e, uint32_t x)
     }
 }
 
-static void lifetime_events(sim_engine_t *e, const uint32_t *off, const uint32_t *list,
-                            uint32_t j, double now)
+static void lifetime_events(sim_engine_t *e, const umadv_keyed_t *lives, uint32_t j, double now)
 {
-    for (uint32_t i = off[j]; i < off[j + 1]; i++) {
+    const uint32_t *list = umadv__keyed_values(lives, j);
+
+    for (uint32_t i = 0; i < umadv__keyed_count(lives, j); i++) {
         const umadv_trace_alloc_t *alloc = &e->trace->allocs[list[i]];
         /* a TRANSIENT or BORN allocation is fresh until touched; a FREED
          * one's role is next played by data on the host */
@@ -333,7 +334,7 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     e->cur_need = (uint64_t)e->replay * e->w->n + j;
     memset(e->wait, 0, sizeof(e->wait));
     umadv__sim_advance(e, now);
-    lifetime_events(e, e->w->born_off, e->w->born, j, now);
+    lifetime_events(e, &e->w->born, j, now);
     status = collect_touches(e, j, &count);
     if (status != UMADV_OK)
         return status;
@@ -358,7 +359,7 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     umadv__sim_advance(e, e->t);
     umadv__core_step_end(&e->core);
     umadv__sim_take_decisions(e, e->t);
-    lifetime_events(e, e->w->freed_off, e->w->freed, j, e->t);
+    lifetime_events(e, &e->w->freed, j, e->t);
     return UMADV_OK;
 }
 

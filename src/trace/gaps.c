@@ -7,34 +7,29 @@
 
 /* ---- building ------------------------------------------------------------ */
 
-/* Steps by key (an allocation, or a section), ascending, each once. */
-typedef struct uses {
+/* The steps that touch each allocation (or each section), ascending,
+ * each once: a step's accesses of one key may be several runs. */
+typedef struct uses_items {
     const umadv_trace_t *t;
     int       by_section;
-    uint32_t  nkeys;
-    uint32_t *off;    /* nkeys + 1 */
-    uint32_t *step;
-    uint32_t *last;   /* per key: the last step noted (building) */
-} uses_t;
+    uint32_t *last;   /* per key: the last step emitted */
+} uses_items_t;
 
-/* Key @k noted at step @s: counted (pass 0) or filled in, off[k] a
- * cursor (pass 1). */
-static void use_note(uses_t *u, int pass, uint32_t k, uint32_t s)
+static void use_emit(uses_items_t *u, umadv_keyed_pass_t *pass, uint32_t k, uint32_t s)
 {
     if (u->last[k] == s)
-        return; /* a step's accesses of one key may be several runs */
+        return;
     u->last[k] = s;
-    if (pass == 0)
-        u->off[k + 1]++;
-    else
-        u->step[u->off[k]++] = s;
+    umadv__keyed_emit(pass, k, s);
 }
 
-static void uses_pass(uses_t *u, int pass)
+static void uses_of(void *arg, umadv_keyed_pass_t *pass)
 {
+    uses_items_t *u = arg;
     const umadv_trace_t *t = u->t;
+    uint32_t nkeys = u->by_section ? t->nsections : t->nallocs;
 
-    for (uint32_t k = 0; k < u->nkeys; k++)
+    for (uint32_t k = 0; k < nkeys; k++)
         u->last[k] = UMADV_STEP_NONE;
     for (uint32_t s = 0; s < t->nsteps; s++) {
         const umadv_trace_step_t *st = &t->steps[s];
@@ -44,53 +39,31 @@ static void uses_pass(uses_t *u, int pass)
             uint32_t base = t->allocs[acc->alloc].first_section + acc->first;
 
             if (!u->by_section)
-                use_note(u, pass, acc->alloc, s);
+                use_emit(u, pass, acc->alloc, s);
             for (uint32_t i = 0; u->by_section && i < acc->count; i++)
-                use_note(u, pass, base + i, s);
+                use_emit(u, pass, base + i, s);
         }
     }
 }
 
-/* A counting pass, then a filling pass over the steps in order. */
-static umadv_status_t uses_build(uses_t *u)
+static umadv_status_t uses_build(const umadv_trace_t *t, int by_section, umadv_keyed_t *k)
 {
-    u->off = calloc((size_t)u->nkeys + 1, sizeof(*u->off));
-    u->last = malloc(((size_t)u->nkeys + 1) * sizeof(*u->last));
-    if (u->off == NULL || u->last == NULL)
-        goto fail;
-    uses_pass(u, 0);
-    for (uint32_t k = 0; k < u->nkeys; k++)
-        u->off[k + 1] += u->off[k];
-    u->step = malloc(((size_t)u->off[u->nkeys] + 1) * sizeof(*u->step));
-    if (u->step == NULL)
-        goto fail;
-    uses_pass(u, 1);
-    /* the filling pass moved each offset to its key's end */
-    memmove(u->off + 1, u->off, (size_t)u->nkeys * sizeof(*u->off));
-    u->off[0] = 0;
-    free(u->last);
-    return UMADV_OK;
-fail:
-    free(u->off);
-    free(u->last);
-    return UMADV_ERR_NO_MEMORY;
+    uint32_t nkeys = by_section ? t->nsections : t->nallocs;
+    uses_items_t u = {t, by_section, malloc(((size_t)nkeys + 1) * sizeof(uint32_t))};
+    umadv_status_t status = UMADV_ERR_NO_MEMORY;
+
+    if (u.last != NULL)
+        status = umadv__keyed_build(k, nkeys, uses_of, &u);
+    free(u.last);
+    return status;
 }
 
 /* The allocations' uses and the sections' into @g. */
 static umadv_status_t all_uses_build(umadv_trace_gaps_t *g)
 {
-    uses_t by_alloc = {g->trace, 0, g->trace->nallocs, NULL, NULL, NULL};
-    uses_t by_section = {g->trace, 1, g->trace->nsections, NULL, NULL, NULL};
-
-    if (uses_build(&by_alloc) != UMADV_OK)
+    if (uses_build(g->trace, 0, &g->uses) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
-    g->use_off = by_alloc.off;
-    g->use_step = by_alloc.step;
-    if (uses_build(&by_section) != UMADV_OK)
-        return UMADV_ERR_NO_MEMORY;
-    g->sec_off = by_section.off;
-    g->sec_step = by_section.step;
-    return UMADV_OK;
+    return uses_build(g->trace, 1, &g->sec_uses);
 }
 
 static int step_compare(const void *a, const void *b)
@@ -100,41 +73,43 @@ static int step_compare(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* trace->unseen as lists: by allocation (its steps, ascending), or by
- * step (its allocations). Counting sort; off[k] is a cursor while
- * filling, then shifted back. */
-static umadv_status_t unseen_lists(const umadv_trace_t *t, int by_step, uint32_t **off_p,
-                                   uint32_t **val_p)
+typedef struct unseen_items {
+    const umadv_trace_t *t;
+    int                  by_step;
+} unseen_items_t;
+
+static void unseen_of(void *arg, umadv_keyed_pass_t *pass)
 {
-    uint32_t nkeys = by_step ? t->nsteps : t->nallocs;
-    uint32_t *off = calloc((size_t)nkeys + 1, sizeof(*off));
-    uint32_t *val = malloc(((size_t)t->nunseen + 1) * sizeof(*val));
+    const unseen_items_t *it = arg;
 
-    *off_p = off;
-    *val_p = val;
-    if (off == NULL || val == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    for (uint32_t i = 0; i < t->nunseen; i++)
-        off[(by_step ? t->unseen[i].step : t->unseen[i].alloc) + 1]++;
-    for (uint32_t k = 0; k < nkeys; k++)
-        off[k + 1] += off[k];
-    for (uint32_t i = 0; i < t->nunseen; i++) {
-        const umadv_trace_unseen_t *u = &t->unseen[i];
+    for (uint32_t i = 0; i < it->t->nunseen; i++) {
+        const umadv_trace_unseen_t *u = &it->t->unseen[i];
 
-        val[off[by_step ? u->step : u->alloc]++] = by_step ? u->alloc : u->step;
+        if (it->by_step)
+            umadv__keyed_emit(pass, u->step, u->alloc);
+        else
+            umadv__keyed_emit(pass, u->alloc, u->step);
     }
-    memmove(off + 1, off, (size_t)nkeys * sizeof(*off));
-    off[0] = 0;
-    for (uint32_t k = 0; !by_step && k < nkeys; k++)
-        qsort(val + off[k], off[k + 1] - off[k], sizeof(*val), step_compare);
+}
+
+/* trace->unseen as lists: by allocation (its steps, ascending), or by
+ * step (its allocations). */
+static umadv_status_t unseen_lists(const umadv_trace_t *t, int by_step, umadv_keyed_t *k)
+{
+    unseen_items_t it = {t, by_step};
+
+    if (umadv__keyed_build(k, by_step ? t->nsteps : t->nallocs, unseen_of, &it) != UMADV_OK)
+        return UMADV_ERR_NO_MEMORY;
+    for (uint32_t a = 0; !by_step && a < k->nkeys; a++)
+        qsort(k->val + k->off[a], umadv__keyed_count(k, a), sizeof(*k->val), step_compare);
     return UMADV_OK;
 }
 
 static umadv_status_t unseen_build(umadv_trace_gaps_t *g)
 {
-    if (unseen_lists(g->trace, 0, &g->unseen_off, &g->unseen_step) != UMADV_OK)
+    if (unseen_lists(g->trace, 0, &g->unseen) != UMADV_OK)
         return UMADV_ERR_NO_MEMORY;
-    return unseen_lists(g->trace, 1, &g->unseen_at_off, &g->unseen_at);
+    return unseen_lists(g->trace, 1, &g->unseen_at);
 }
 
 static uint32_t birth_of(const umadv_trace_alloc_t *al)
@@ -173,16 +148,12 @@ umadv_status_t umadv__trace_gaps_init(umadv_trace_gaps_t *g, const umadv_trace_t
 
 void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *g)
 {
-    free(g->use_off);
-    free(g->use_step);
+    umadv__keyed_cleanup(&g->uses);
     free(g->start_ns);
     free(g->by_base);
-    free(g->unseen_off);
-    free(g->unseen_step);
-    free(g->unseen_at_off);
-    free(g->unseen_at);
-    free(g->sec_off);
-    free(g->sec_step);
+    umadv__keyed_cleanup(&g->unseen);
+    umadv__keyed_cleanup(&g->unseen_at);
+    umadv__keyed_cleanup(&g->sec_uses);
     memset(g, 0, sizeof(*g));
 }
 
@@ -237,8 +208,8 @@ uint64_t umadv__trace_gaps_around(const umadv_trace_gaps_t *g, uint32_t alloc, u
 {
     const umadv_trace_t *t = g->trace;
     const umadv_trace_alloc_t *al = &t->allocs[alloc];
-    const uint32_t *uses = g->use_step + g->use_off[alloc];
-    uint32_t n = g->use_off[alloc + 1] - g->use_off[alloc], i;
+    const uint32_t *uses = umadv__keyed_values(&g->uses, alloc);
+    uint32_t n = umadv__keyed_count(&g->uses, alloc), i;
     int64_t total = (int64_t)g->start_ns[t->nsteps], before, after;
     int wraps = al->alloc_step == UMADV_STEP_NONE && al->free_step == UMADV_STEP_NONE;
 
@@ -267,8 +238,8 @@ uint32_t umadv__trace_gaps_section_last(const umadv_trace_gaps_t *g, uint32_t se
                                         uint32_t step)
 {
     const umadv_trace_alloc_t *al = &g->trace->allocs[g->trace->sections[section].alloc];
-    const uint32_t *uses = g->sec_step + g->sec_off[section];
-    uint32_t n = g->sec_off[section + 1] - g->sec_off[section];
+    const uint32_t *uses = umadv__keyed_values(&g->sec_uses, section);
+    uint32_t n = umadv__keyed_count(&g->sec_uses, section);
     uint32_t i = first_at_or_after(uses, n, step);
 
     if (i > 0)
@@ -283,10 +254,10 @@ int umadv__trace_gaps_unseen_ahead(const umadv_trace_gaps_t *g, uint32_t section
 {
     uint32_t alloc = g->trace->sections[section].alloc;
     const umadv_trace_alloc_t *al = &g->trace->allocs[alloc];
-    const uint32_t *uses = g->sec_step + g->sec_off[section];
-    const uint32_t *unseen = g->unseen_step + g->unseen_off[alloc];
-    uint32_t nuses = g->sec_off[section + 1] - g->sec_off[section];
-    uint32_t nunseen = g->unseen_off[alloc + 1] - g->unseen_off[alloc];
+    const uint32_t *uses = umadv__keyed_values(&g->sec_uses, section);
+    const uint32_t *unseen = umadv__keyed_values(&g->unseen, alloc);
+    uint32_t nuses = umadv__keyed_count(&g->sec_uses, section);
+    uint32_t nunseen = umadv__keyed_count(&g->unseen, alloc);
     uint32_t i0, i1, u0, u1, i, u;
 
     if (nunseen == 0)

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "common/keyed.h"
 #include "trace/trace.h"
 
 typedef struct umadv_gaps_key {
@@ -20,19 +21,15 @@ typedef struct umadv_gaps_key {
 
 typedef struct umadv_trace_gaps {
     const umadv_trace_t *trace;    /* finalized, one iteration; not owned */
-    uint32_t            *use_off;  /* nallocs + 1 offsets into use_step */
-    uint32_t            *use_step; /* per allocation: the steps that touch it,
+    umadv_keyed_t        uses;     /* by allocation: the steps that touch it,
                                     * ascending, each once */
     uint64_t            *start_ns; /* nsteps + 1: a step's start in the iteration,
                                     * from the steps' durations */
     umadv_gaps_key_t    *by_base;  /* allocations by base address, then birth */
-    uint32_t            *sec_off;     /* nsections + 1 offsets into sec_step */
-    uint32_t            *sec_step;    /* per section: the steps that touch it, ascending */
-    uint32_t            *unseen_off;  /* nallocs + 1 offsets into unseen_step */
-    uint32_t            *unseen_step; /* per allocation: the steps it was left unseen
-                                       * at (trace->unseen), ascending */
-    uint32_t            *unseen_at_off; /* nsteps + 1 offsets into unseen_at */
-    uint32_t            *unseen_at;     /* per step: the allocations left unseen there */
+    umadv_keyed_t        sec_uses;  /* by section: the steps that touch it, ascending */
+    umadv_keyed_t        unseen;    /* by allocation: the steps it was left unseen
+                                     * at (trace->unseen), ascending */
+    umadv_keyed_t        unseen_at; /* by step: the allocations left unseen there */
 } umadv_trace_gaps_t;
 
 /* Index @trace (finalized, kept alive by the caller until cleanup). */
