@@ -3,24 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One call of the items: counting (each key's count at off[key + 1]) or
- * filling (off[key] the next free slot of the key, moved one key on by
- * the fill and shifted back after it). */
-struct umadv_keyed_pass {
-    umadv_keyed_t *k;
-    int            filling;
-};
-
-void umadv__keyed_emit(umadv_keyed_pass_t *pass, uint32_t key, uint32_t value)
-{
-    umadv_keyed_t *k = pass->k;
-
-    if (pass->filling)
-        k->val[k->off[key]++] = value;
-    else
-        k->off[key + 1]++;
-}
-
 umadv_status_t umadv__keyed_build(umadv_keyed_t *k, uint32_t nkeys, umadv_keyed_items_fn items,
                                   void *arg)
 {

@@ -21,14 +21,29 @@ typedef struct umadv_keyed {
     uint32_t *val;   /* off[nkeys] of them (at least one element allocated) */
 } umadv_keyed_t;
 
-/* What an items function calls per item: umadv__keyed_emit. */
-typedef struct umadv_keyed_pass umadv_keyed_pass_t;
+/* One call of the items: counting (each key's count at off[key + 1]) or
+ * filling (off[key] the key's next free slot, moved one key on by the
+ * fill and shifted back after it). */
+typedef struct umadv_keyed_pass {
+    umadv_keyed_t *k;
+    int            filling;
+} umadv_keyed_pass_t;
 
 /* Emits every item through umadv__keyed_emit(@pass, key, value), the same
  * items in the same order on each call. A key must be below nkeys. */
 typedef void (*umadv_keyed_items_fn)(void *arg, umadv_keyed_pass_t *pass);
 
-void umadv__keyed_emit(umadv_keyed_pass_t *pass, uint32_t key, uint32_t value);
+/* Inline: the planner emits each residency event this way, several
+ * times a plan. */
+static inline void umadv__keyed_emit(umadv_keyed_pass_t *pass, uint32_t key, uint32_t value)
+{
+    umadv_keyed_t *k = pass->k;
+
+    if (pass->filling)
+        k->val[k->off[key]++] = value;
+    else
+        k->off[key + 1]++;
+}
 
 /* Build @k over @nkeys keys from @items. UMADV_ERR_NO_MEMORY leaves @k
  * empty (every pointer NULL). */
