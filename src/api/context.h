@@ -63,6 +63,8 @@ typedef struct umadv_ctx_alloc {
     uint32_t host_epoch;   /* ...and the one whose opening eviction sent it to the
                             * host: there since unless gpu_epoch >= host_epoch
                             * (profile.c, EVICTING WHAT MAY BE ON THE GPU) */
+    int      kept_whole;   /* profiling: the eviction being collected keeps it,
+                            * whole (evict_live) */
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
     umadv_event_t hold;    /* umadv_hold_resident: recorded on the holder's stream;
