@@ -1097,12 +1097,12 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 }
 
-/* A block kept through an eviction is cut out of it whole, rounding and
- * all: a block of a section and a half spans two, and the eviction that
- * kept it had moved its last half section (no block's bytes) with the
- * next block, or in a call of its own where a kept block followed (a
- * PyTorch GPT-2's second pass: 20,000 such calls, asking 24 GiB that lay
- * on the host; H200, 2026-11-29). */
+/* A block kept through an eviction is left out of it whole, rounding and
+ * all: a block of a section and a half spans two, and an eviction that
+ * cut the kept block out by its size moved its last half section (no
+ * block's bytes) with the next block, or in a call of its own where a
+ * kept block followed (a PyTorch GPT-2's second pass: 20,000 such calls,
+ * asking 24 GiB that lay on the host; H200, 2026-11-29). */
 static void test_kept_whole_span(void)
 {
     umadv_cuda_host_counters_t counters;

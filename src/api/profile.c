@@ -1045,36 +1045,6 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
     return calls;
 }
 
-/* Before a kernel whose parameters cannot be scanned: every live block
- * to the host, ordered before the launch on the legacy stream (no wait:
- * the launch call must not block on it), so that what it touches faults.
- * In a step that declared its accesses (a trace with stageable blocks,
- * where declared_step does not take them on their word), the bytes it
- * declared stay: evicting them too, before each such launch, fetched
- * them back each time (VGG-16 in C at batch 128 under 25% of its
- * footprint: 140.9 GiB fetched back, a profiled iteration of 45 s on an
- * H200; 46 GiB and 12-13 s on an H100 after). Once a step, before its
- * first such launch, was tried: as fast, but its traces missed an
- * access, and the replay faulted 16,000-19,000 groups and profiled again
- * (two runs of two). */
-
-/* A block an eviction keeps, whole: its span, rounding and all. Cut to
- * its size, the eviction moved the rest of its span (no block's bytes)
- * with the next block, or in a call of its own where the next was kept
- * too, before every launch without a layout that the block stayed
- * through: a PyTorch GPT-2's second pass made 19,600-21,700 calls (24 GiB
- * asked, 1.5 moved), ResNet-50's 15,900 (8,700 of under 64 KiB); cut
- * whole, 1,700 and 1,200, their host time 345-359 ms against 169-177 on
- * GPT-2 (H200, 2026-11-29, bench/RESULTS.md sixteenth). */
-static void kept_block(const umadv_context_t ctx, umadv_bulk_range_t *kept, size_t *nkept,
-                       const umadv_ctx_alloc_t *alloc)
-{
-    uintptr_t start = (uintptr_t)alloc->ptr;
-
-    kept[(*nkept)++] =
-        (umadv_bulk_range_t){start, start + umadv__pool_span(ctx->pool, alloc->size), start};
-}
-
 /* Whether @alloc, not moved by the eviction that opens epoch @epoch, is
  * on the GPU still: it was in the epoch before (fetched back, kept or
  * left there). Then it counts as fetched back in @epoch, so that the
@@ -1131,16 +1101,24 @@ static int evict_step_note(umadv_context_t ctx, uint32_t step)
     return 1;
 }
 
-/* The blocks an eviction kept, whole or in part, may be on the GPU. */
-static void kept_stay(umadv_context_t ctx, const umadv_bulk_range_t *kept, size_t nkept)
+/* The blocks an eviction kept, whole or in part, may be on the GPU:
+ * those of the @ndeclared ranges the open step declared, guess @g's and
+ * the @nscout kept as the launch's (those left where they lie:
+ * stays_settle). */
+static void kept_arrived(umadv_context_t ctx, const guess_t *g, size_t nscout, size_t ndeclared)
 {
     umadv_pool_loc_t loc;
 
-    for (size_t i = 0; i < nkept; i++) {
-        if (umadv__pool_lookup(ctx->pool, (const void *)kept[i].start, &loc) == UMADV_OK &&
+    for (size_t i = 0; i < ndeclared; i++) {
+        if (umadv__pool_lookup(ctx->pool, (const void *)ctx->step_ranges[i].start, &loc) ==
+                UMADV_OK &&
             loc.user != 0)
             umadv__ctx_profile_arrived(ctx, (umadv_ctx_alloc_t *)(uintptr_t)loc.user);
     }
+    for (size_t i = 0; i < g->n; i++)
+        umadv__ctx_profile_arrived(ctx, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
+    for (size_t i = 0; i < nscout; i++)
+        umadv__ctx_profile_arrived(ctx, ctx->kept[i]);
 }
 
 /* Mark (@on) or unmark the blocks the eviction being collected keeps
@@ -1156,49 +1134,44 @@ static void kept_whole_mark(umadv_context_t ctx, const guess_t *g, size_t nscout
         ctx->stay[i].alloc->kept_whole = on;
 }
 
+/* Before a kernel whose parameters cannot be scanned: every live block
+ * to the host, ordered before the launch on the legacy stream (no wait:
+ * the launch call must not block on it), so that what it touches faults.
+ * In a step that declared its accesses (a trace with stageable blocks,
+ * where declared_step does not take them on their word), the bytes it
+ * declared stay: evicting them too, before each such launch, fetched
+ * them back each time (VGG-16 in C at batch 128 under 25% of its
+ * footprint: 140.9 GiB fetched back, a profiled iteration of 45 s on an
+ * H200; 46 GiB and 12-13 s on an H100 after). Once a step, before its
+ * first such launch, was tried: as fast, but its traces missed an
+ * access, and the replay faulted 16,000-19,000 groups and profiled again
+ * (two runs of two). */
 static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     uint64_t start = umadv__now_ns();
     size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
     size_t nscout = scout_keep(ctx, g, step);
-    umadv_bulk_range_t *kept =
-        malloc((ndeclared + g->n + nscout + ctx->nstay + 1) * sizeof(*kept));
     scan_t sc = {ctx, NULL, 0, 0};
-    live_eviction_t ev;
-    size_t nkept = 0, ntaken = 0;
-    int noted;
+    live_eviction_t ev = {ctx->step_ranges, ndeclared, 0};
 
-    if (kept != NULL) { /* else everything goes: what it touches faults back */
-        for (size_t i = 0; i < ndeclared; i++)
-            kept[nkept++] = ctx->step_ranges[i];
-        for (size_t i = 0; i < g->n; i++)
-            kept_block(ctx, kept, &nkept, g->found[i]);
-        for (size_t i = 0; i < nscout; i++)
-            kept_block(ctx, kept, &nkept, ctx->kept[i]);
-        ntaken = nkept;
-        for (size_t i = 0; i < ctx->nstay; i++) /* where they lie: not fetched back */
-            kept_block(ctx, kept, &nkept, ctx->stay[i].alloc);
-    }
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
-    noted = evict_step_note(ctx, step);
-    /* the declared ranges are cut out of the blocks collected; the whole
-     * blocks are not collected (each cut, the collection cost the kept
-     * blocks times the live ones: densenet121's 251 evictions, keeping
-     * some 1,400 blocks each, 750 ms of host time; H200, 2026-11-29) */
-    ev = (live_eviction_t){kept, kept != NULL ? ndeclared : 0, noted && evict_may_narrow(ctx)};
-    if (kept != NULL) /* else everything goes */
-        kept_whole_mark(ctx, g, nscout, 1);
+    ev.narrow = evict_step_note(ctx, step) && evict_may_narrow(ctx);
+    /* the declared ranges are cut out of the blocks collected; the blocks
+     * kept whole are not collected (collected and each cut out, they cost
+     * the kept blocks times the live ones: densenet121's 251 evictions,
+     * keeping some 1,400 blocks each, 750 ms of host time, H200; and
+     * cut to their size, the rest of their spans went in calls of their
+     * own: GPT-2's second pass 20,000 calls, 1,700 without; 2026-11-29) */
+    kept_whole_mark(ctx, g, nscout, 1);
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
     kept_whole_mark(ctx, g, nscout, 0);
-    kept_stay(ctx, kept, ntaken);
-    free(kept);
+    kept_arrived(ctx, g, nscout, ndeclared);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
-    for (size_t i = 0; i < ctx->nkept && kept != NULL; i++)
+    for (size_t i = 0; i < ctx->nkept; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
-    if (kept != NULL)
-        stays_settle(ctx, ctx->profile_epoch);
+    stays_settle(ctx, ctx->profile_epoch);
     fetch_scanned(&sc);
     ctx->profile_evict_ns += umadv__now_ns() - start;
 }

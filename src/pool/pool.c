@@ -351,20 +351,6 @@ static pool_block_t *carve(umadv_pool_t *pool, pool_block_t *b, uint64_t span,
     return b;
 }
 
-/* Blocks of a section or more start on a section boundary and span
- * whole sections; smaller ones are 256-byte aligned. */
-static uint64_t block_align(const umadv_pool_t *pool, uint64_t size)
-{
-    uint64_t section = pool->params.section_size;
-
-    return size >= section ? section : UMADV_POOL_ALIGN;
-}
-
-uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size)
-{
-    return round_up(size, block_align(pool, size));
-}
-
 umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_p)
 {
     void *arena_base;
@@ -376,7 +362,7 @@ umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64
                                        void **ptr_p, void **arena_base_p)
 {
     uint64_t section = pool->params.section_size;
-    uint64_t align = block_align(pool, size);
+    uint64_t align = size >= section ? section : UMADV_POOL_ALIGN;
     uint64_t span;
     pool_block_t *b;
     umadv_status_t status;

@@ -111,8 +111,4 @@ uint64_t umadv__pool_release_empty(umadv_pool_t *pool, uint64_t want);
 
 uint64_t umadv__pool_section_size(const umadv_pool_t *pool);
 
-/* The bytes a block of @size occupies (umadv_pool_loc_t's span): whole
- * sections from a section on, else 256-byte units. */
-uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size);
-
 #endif
