@@ -76,6 +76,18 @@ static void test_find(void)
        "the same base at another size: another block, none");
     is(umadv__trace_gaps_find(&g, 0x5000000, 2 * MIB, 3), UMADV_STEP_NONE,
        "a base the trace never had: none");
+    ok(umadv__trace_gaps_is(&g, x, 0x2000000, 2 * MIB, 2) &&
+           umadv__trace_gaps_is(&g, r, 0x2000000, 2 * MIB, 4) &&
+           umadv__trace_gaps_is(&g, w, 0x1000000, 4 * MIB, 3),
+       "an answer held: the allocation lies there, with that size, alive at the step");
+    ok(!umadv__trace_gaps_is(&g, x, 0x2000000, 2 * MIB, 4) &&
+           !umadv__trace_gaps_is(&g, r, 0x2000000, 2 * MIB, 2) &&
+           !umadv__trace_gaps_is(&g, w, 0x1000000, 2 * MIB, 3) &&
+           !umadv__trace_gaps_is(&g, w, 0x2000000, 4 * MIB, 3) &&
+           !umadv__trace_gaps_is(&g, UMADV_STEP_NONE, 0x1000000, 4 * MIB, 3) &&
+           !umadv__trace_gaps_is(&g, t.nallocs, 0x1000000, 4 * MIB, 3),
+       "an answer that no longer holds: the base's other allocation at another step, "
+       "another size or base, no allocation, one past the last");
     umadv__trace_gaps_cleanup(&g);
     umadv__trace_cleanup(&t);
 }
@@ -147,7 +159,7 @@ static void test_section_last(void)
 
 int main(void)
 {
-    plan(15 + 7 + 6);
+    plan(15 + 7 + 6 + 2);
     test_around();
     test_find();
     test_unseen_ahead();

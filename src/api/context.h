@@ -65,6 +65,8 @@ typedef struct umadv_ctx_alloc {
                             * (profile.c, EVICTING WHAT MAY BE ON THE GPU) */
     int      kept_whole;   /* profiling: the eviction being collected keeps it,
                             * whole (evict_live) */
+    uint32_t scout_id;     /* profiling: its allocation in the first pass's trace,
+                            * as last looked up (keep_collect; checked before use) */
     const char *site;      /* profile mode: where it was allocated (profiler/callsite.h,
                             * kept for the process's life); NULL */
     umadv_event_t hold;    /* umadv_hold_resident: recorded on the holder's stream;

@@ -414,13 +414,17 @@ static void keep_collect(void *arg, void *base, uint64_t size, uint64_t user)
 {
     keep_arg_t *ka = arg;
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
+    uint64_t at = (uint64_t)(uintptr_t)base, gap;
     uint32_t id;
-    uint64_t gap;
 
+    (void)size;
     if (alloc == NULL || alloc->trace_id == UMADV_CTX_NO_TRACE_ID || guessed_by(ka->g, alloc))
         return;
-    id = umadv__trace_gaps_find(&ka->ctx->scout_gaps, (uint64_t)(uintptr_t)alloc->ptr,
-                                alloc->size, ka->step);
+    /* the same blocks, eviction after eviction: the answer before, if it holds */
+    if (!umadv__trace_gaps_is(&ka->ctx->scout_gaps, alloc->scout_id, at, alloc->size, ka->step))
+        alloc->scout_id = umadv__trace_gaps_find(&ka->ctx->scout_gaps, at, alloc->size,
+                                                 ka->step);
+    id = alloc->scout_id;
     if (id == UMADV_STEP_NONE)
         return;
     gap = umadv__trace_gaps_around(&ka->ctx->scout_gaps, id, ka->step);

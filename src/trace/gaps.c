@@ -188,6 +188,17 @@ uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *g, uint64_t base, uint
     return UMADV_STEP_NONE;
 }
 
+int umadv__trace_gaps_is(const umadv_trace_gaps_t *g, uint32_t id, uint64_t base,
+                         uint64_t size, uint32_t step)
+{
+    const umadv_trace_alloc_t *al;
+
+    if (id >= g->trace->nallocs)
+        return 0;
+    al = &g->trace->allocs[id];
+    return al->base == base && al->size == size && alive_at(al, step);
+}
+
 /* The first of @n ascending @steps at or after @step (n if none). */
 static uint32_t first_at_or_after(const uint32_t *steps, uint32_t n, uint32_t step)
 {

@@ -41,6 +41,14 @@ void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *gaps);
 uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, uint64_t size,
                                 uint32_t step);
 
+/* Whether allocation @id of the trace is the one umadv__trace_gaps_find
+ * gives for @base and @size at @step: it lies there with that size and
+ * exists then (two live blocks never share an address: at most one
+ * does). A caller that looks one block up step after step asks this of
+ * the answer it had, in O(1), before it searches again. */
+int umadv__trace_gaps_is(const umadv_trace_gaps_t *gaps, uint32_t id, uint64_t base,
+                         uint64_t size, uint32_t step);
+
 /* Nanoseconds that @alloc lies untouched around @step: from the end of
  * its last use before @step to the start of its first use after; 0 when
  * @step touches it. An allocation that outlives the iteration at both
