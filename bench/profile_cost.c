@@ -13,8 +13,9 @@
  *
  * One row per depth: the second pass's evictions before launches without
  * a layout, the host time in them (choosing what to keep, collecting,
- * the calls), the time in the calls alone, the calls, and the blocks left
- * where they lie. On a GPU the calls also move data; here they cost only
+ * the calls), the time in the calls alone, the calls, the blocks left
+ * where they lie, and the pass's end (the faults applied to the trace,
+ * the plan made on it). On a GPU the calls also move data; here they cost only
  * the backend's counting, so the rest is umadv's own bookkeeping.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/context.h"
 #include "common/util.h"
@@ -34,6 +36,14 @@
 #define SECTION     (64 * UMADV_KIB)
 #define KERNEL_NS   100000u
 #define MAX_LAYERS  2000
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
 
@@ -90,6 +100,7 @@ static int measure(uint32_t layers, uint32_t every)
     static net_t n;
     uint64_t footprint = (uint64_t)layers * 3 * SECTION;
     umadv_context_t ctx;
+    uint64_t end;
     int good = 1;
 
     n.layers = layers;
@@ -108,12 +119,14 @@ static int measure(uint32_t layers, uint32_t every)
     umadv_iteration_begin(ctx);
     good &= ctx->profile_pass == 2;
     iteration(&n, 1 + 4 * layers);       /* the second */
+    end = now_ns();
     umadv_iteration_begin(ctx);          /* its end: planned */
+    end = now_ns() - end;
     if (good)
-        printf("%6u %8u %10llu %10.1f %10.1f %9llu %10llu\n", layers, 2 * layers,
+        printf("%6u %8u %10llu %10.1f %10.1f %9llu %10llu %10.1f\n", layers, 2 * layers,
                (unsigned long long)ctx->profile_evictions, ctx->profile_evict_ns / 1e6,
                ctx->profile_move_ns / 1e6, (unsigned long long)ctx->profile_move_calls,
-               (unsigned long long)ctx->profile_stayed);
+               (unsigned long long)ctx->profile_stayed, end / 1e6);
     else
         fprintf(stderr, "profile_cost: %u layers: not profiled in two passes\n", layers);
     for (uint32_t l = 0; l < layers; l++) {
@@ -140,8 +153,8 @@ int main(int argc, char **argv)
     umadv__cupti_ops_install(&mock_ops);
     printf("two-pass profile, second pass, every %u-th launch without a layout, half the "
            "footprint, host backend\n", every);
-    printf("%6s %8s %10s %10s %10s %9s %10s\n", "layers", "launches", "evictions",
-           "evict ms", "calls ms", "calls", "stayed");
+    printf("%6s %8s %10s %10s %10s %9s %10s %10s\n", "layers", "launches", "evictions",
+           "evict ms", "calls ms", "calls", "stayed", "end ms");
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(depths); i++)
         good &= measure(depths[i], every);
     umadv__cupti_ops_install(NULL);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/keyed.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "exec/bulk.h"
@@ -1488,19 +1489,22 @@ static void complete_steps_check(umadv_context_t ctx, const umadv_prof_access_t 
 
 /* ---- what the evictions left out ------------------------------------- */
 
-static int left_out_compare(const void *a, const void *b)
-{
-    const umadv_ctx_left_out_t *x = a, *y = b;
-
-    if (x->alloc != y->alloc)
-        return (x->alloc > y->alloc) - (x->alloc < y->alloc);
-    return (x->eviction > y->eviction) - (x->eviction < y->eviction);
-}
-
 typedef struct repair {
     umadv_context_t ctx;
-    uint8_t        *done;   /* per ctx->left_out entry: made unseen already */
+    umadv_keyed_t   by_alloc; /* per allocation: the evictions that left it out,
+                               * ascending (noted in their order) */
+    uint8_t        *done;     /* per entry of by_alloc: made unseen already */
 } repair_t;
+
+static void left_out_items(void *arg, umadv_keyed_pass_t *pass)
+{
+    const umadv_context_t ctx = arg;
+
+    for (size_t i = 0; i < ctx->nleft_out; i++) {
+        if (ctx->left_out[i].alloc < ctx->trace.nallocs)
+            umadv__keyed_emit(pass, ctx->left_out[i].alloc, ctx->left_out[i].eviction);
+    }
+}
 
 /* Allocation @alloc came onto the GPU at @step (UMADV_STEP_NONE: at a
  * time no kernel ran, so from its first step): at each eviction from
@@ -1512,28 +1516,33 @@ static void left_out_repair(void *arg, uint32_t alloc, uint32_t step)
 {
     repair_t *rp = arg;
     umadv_context_t ctx = rp->ctx;
-    uint32_t from = step;
+    const uint32_t *left;
+    uint32_t from = step, n, k = 0;
     size_t e = 0;
 
+    if (alloc >= rp->by_alloc.nkeys)
+        return; /* no eviction left it out */
+    left = umadv__keyed_values(&rp->by_alloc, alloc);
+    n = umadv__keyed_count(&rp->by_alloc, alloc);
     if (from == UMADV_STEP_NONE)
         from = ctx->trace.allocs[alloc].alloc_step == UMADV_STEP_NONE
                    ? 0 : ctx->trace.allocs[alloc].alloc_step;
     while (e < ctx->nevict_steps && ctx->evict_steps[e] < from)
         e++;
+    while (k < n && left[k] < e)
+        k++;
     for (; e < ctx->nevict_steps; e++) {
-        umadv_ctx_left_out_t key = {alloc, (uint32_t)e};
-        umadv_ctx_left_out_t *hit = bsearch(&key, ctx->left_out, ctx->nleft_out,
-                                            sizeof(key), left_out_compare);
-        size_t k;
+        size_t entry = rp->by_alloc.off[alloc] + k;
 
-        if (hit == NULL && ctx->evict_steps[e] == from)
-            continue; /* a step of several launches: the fault may come after this one */
-        if (hit == NULL)
+        if (k == n || left[k] != e) {
+            if (ctx->evict_steps[e] == from)
+                continue; /* a step of several launches: the fault may come after this one */
             return;
-        k = (size_t)(hit - ctx->left_out);
-        if (rp->done[k])
+        }
+        k++;
+        if (rp->done[entry])
             continue;
-        rp->done[k] = 1;
+        rp->done[entry] = 1;
         if (umadv__trace_add_unseen(&ctx->trace, alloc, ctx->evict_steps[e]) != UMADV_OK)
             ctx->trace.guessed_steps++; /* no memory: nothing staged on this profile */
         ctx->profile_arrived_unseen++;
@@ -1546,17 +1555,17 @@ static void left_out_repair(void *arg, uint32_t alloc, uint32_t step)
 static void left_out_faults(umadv_context_t ctx, const umadv_prof_interval_t *iv, size_t niv,
                             const umadv_prof_result_t *r)
 {
-    repair_t rp = {ctx, NULL};
+    repair_t rp = {ctx, {0, NULL, NULL}, NULL};
 
     if (ctx->nleft_out == 0)
         return;
-    qsort(ctx->left_out, ctx->nleft_out, sizeof(*ctx->left_out), left_out_compare);
-    rp.done = calloc(ctx->nleft_out, 1);
-    if (rp.done == NULL ||
+    if (umadv__keyed_build(&rp.by_alloc, ctx->trace.nallocs, left_out_items, ctx) != UMADV_OK ||
+        (rp.done = calloc((size_t)rp.by_alloc.off[rp.by_alloc.nkeys] + 1, 1)) == NULL ||
         umadv__prof_attrib_arrivals(&ctx->trace, iv, niv, r->faults, r->nfaults,
                                     left_out_repair, &rp) != UMADV_OK)
         ctx->trace.guessed_steps++;
     free(rp.done);
+    umadv__keyed_cleanup(&rp.by_alloc);
 }
 
 /* Kernel durations and fault accesses into the trace. */
