@@ -125,7 +125,8 @@ static int measure(uint32_t layers, uint32_t every)
     if (good)
         printf("%6u %8u %10llu %10.1f %10.1f %9llu %10llu %10.1f\n", layers, 2 * layers,
                (unsigned long long)ctx->profile_evictions, ctx->profile_evict_ns / 1e6,
-               ctx->profile_move_ns / 1e6, (unsigned long long)ctx->profile_move_calls,
+               (ctx->profile_move_ns[0] + ctx->profile_move_ns[1]) / 1e6,
+               (unsigned long long)(ctx->profile_move_calls[0] + ctx->profile_move_calls[1]),
                (unsigned long long)ctx->profile_stayed, end / 1e6);
     else
         fprintf(stderr, "profile_cost: %u layers: not profiled in two passes\n", layers);

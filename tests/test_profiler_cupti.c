@@ -996,9 +996,12 @@ static void test_no_layout(void)
                    "before them") != NULL,
        "launches without a parameter layout are counted, the first named, guesses told");
     ok(strstr(log, "profiling: 1 calls moved blocks (") != NULL &&
+           strstr(log, " ms of host time in them; to the host 1 calls, ") != NULL &&
+           strstr(log, "; to the gpu 0, ") != NULL &&
            strstr(log, "they left out 1 blocks on the host since an earlier one, 0 of them "
                        "unseen where faults had brought them back") != NULL,
-       "the calls that moved blocks, their host time, what they left out, at debug level");
+       "the calls that moved blocks, their host time, each way, what they left out, at "
+       "debug level");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 

@@ -228,8 +228,9 @@ struct umadv_context {
                                                 * profile (profile.c, FETCHING SCANNED
                                                 * BLOCKS BACK) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
-    uint64_t                 profile_move_calls; /* calls that moved blocks either way */
-    uint64_t                 profile_move_ns;  /* host time inside them */
+    uint64_t                 profile_move_calls[2]; /* calls that moved blocks: [0] to
+                                                * the GPU, [1] to the host (profile_move) */
+    uint64_t                 profile_move_ns[2]; /* host time inside them */
     uint32_t                *evict_steps;      /* this pass's evictions before launches
                                                 * without a layout: their steps */
     size_t                   nevict_steps, evict_steps_cap;

@@ -65,17 +65,18 @@ static int fetching_back(const umadv_context_t ctx)
 }
 
 /* The executor's bulk mover (exec/bulk.h) for the profile, which counts
- * the calls and the host time in them (profile_report). Returns the
- * calls. */
+ * the calls and the host time in them each way (profile_report). Returns
+ * the calls. */
 static size_t profile_move(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n,
                            int location, unsigned flags, size_t *failed_p)
 {
     uint64_t start = umadv__now_ns();
     size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags,
                                          failed_p);
+    int out = location == UMADV_CUDA_LOCATION_HOST;
 
-    ctx->profile_move_ns += umadv__now_ns() - start;
-    ctx->profile_move_calls += calls;
+    ctx->profile_move_ns[out] += umadv__now_ns() - start;
+    ctx->profile_move_calls[out] += calls;
     return calls;
 }
 
@@ -1297,7 +1298,9 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
     ctx->profile_fetched = ctx->profile_kept = ctx->profile_stayed = 0;
-    ctx->profile_move_calls = ctx->profile_move_ns = ctx->profile_evict_ns = 0;
+    memset(ctx->profile_move_calls, 0, sizeof(ctx->profile_move_calls));
+    memset(ctx->profile_move_ns, 0, sizeof(ctx->profile_move_ns));
+    ctx->profile_evict_ns = 0;
     ctx->nevict_steps = ctx->nleft_out = 0;
     ctx->profile_arrived_unseen = 0;
     ctx->profile_fetch_failed = ctx->profile_evicted = ctx->profile_evict_failed = 0;
@@ -1336,6 +1339,8 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
 static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t *r,
                            const umadv_prof_attrib_stats_t *st)
 {
+    uint64_t calls = ctx->profile_move_calls[0] + ctx->profile_move_calls[1];
+    const uint64_t *ns = ctx->profile_move_ns;
     char in[32], faulted[32], out[32];
 
     umadv_info("profiled iteration: %llu kernels (%llu not launched in it), %llu fault "
@@ -1363,13 +1368,16 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
         umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
                     "fetched back ahead of their launches",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)));
-    if (ctx->profile_move_calls > 0) /* where an evicting profile's time goes */
-        umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them); the "
-                    "evictions before launches without a layout %.1f ms, choosing what to "
-                    "keep and fetching back included; they left out %zu blocks on the host "
-                    "since an earlier one, %llu of them unseen where faults had brought them "
-                    "back", (unsigned long long)ctx->profile_move_calls,
-                    ctx->profile_move_ns / 1e6, ctx->profile_evict_ns / 1e6, ctx->nleft_out,
+    if (calls > 0) /* where an evicting profile's time goes */
+        umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them; to the "
+                    "host %llu calls, %.1f ms; to the gpu %llu, %.1f ms); the evictions before "
+                    "launches without a layout %.1f ms, choosing what to keep and fetching "
+                    "back included; they left out %zu blocks on the host since an earlier "
+                    "one, %llu of them unseen where faults had brought them back",
+                    (unsigned long long)calls, (ns[0] + ns[1]) / 1e6,
+                    (unsigned long long)ctx->profile_move_calls[1], ns[1] / 1e6,
+                    (unsigned long long)ctx->profile_move_calls[0], ns[0] / 1e6,
+                    ctx->profile_evict_ns / 1e6, ctx->nleft_out,
                     (unsigned long long)ctx->profile_arrived_unseen);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
