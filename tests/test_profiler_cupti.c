@@ -1024,6 +1024,7 @@ static void test_no_layout(void)
        (unsigned long long)counters.prefetch_bytes_to_host,
        (unsigned long long)counters.prefetches_to_host, ctx->trace.guessed_steps);
     ok(counters.prefetches_to_device == 1 && counters.prefetch_bytes_to_device == SECTION &&
+           ctx->profile_fetched_there == 0 &&
            ctx->trace.nsteps == 1 && ctx->trace.steps[0].naccesses == 1 &&
            strcmp(ctx->trace.allocs[ctx->trace.accesses[ctx->trace.steps[0].first_access].alloc]
                       .tag, "a") == 0,
@@ -1125,6 +1126,12 @@ static void test_kept_whole_span(void)
        "the guessed c kept whole: b alone evicted, none of c's span (%llu calls, %llu bytes)",
        (unsigned long long)counters.prefetches_to_host,
        (unsigned long long)counters.prefetch_bytes_to_host);
+    ok(ctx->profile_fetched == SECTION + SECTION / 2 &&
+           ctx->profile_fetched_there == ctx->profile_fetched,
+       "c, new since the profile's first eviction, fetched back as the launch's, counted as "
+       "maybe on the gpu already (%llu of %llu bytes)",
+       (unsigned long long)ctx->profile_fetched_there,
+       (unsigned long long)ctx->profile_fetched);
     lib_struct[0] = lib_struct[1] = 0;
     umadv_free(ctx, b);
     umadv_free(ctx, c);
@@ -2167,7 +2174,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 2);
+    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

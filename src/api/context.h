@@ -228,6 +228,9 @@ struct umadv_context {
                                                 * profile (profile.c, FETCHING SCANNED
                                                 * BLOCKS BACK) */
     uint64_t                 profile_fetched;  /* bytes fetched back ahead of launches */
+    uint64_t                 profile_fetched_there; /* ...of blocks no eviction had sent to
+                                                * the host since they may have come onto
+                                                * the GPU (new, fetched, kept, copied into) */
     uint64_t                 profile_move_calls[2]; /* calls that moved blocks: [0] to
                                                 * the GPU, [1] to the host (profile_move) */
     uint64_t                 profile_move_ns[2]; /* host time inside them */

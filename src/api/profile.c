@@ -97,6 +97,8 @@ void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
     alloc->gpu_epoch = ctx->profile_epoch;
 }
 
+static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc);
+
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr;
@@ -106,6 +108,8 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
                              sizeof(*sc->fetch)) != UMADV_OK)
         return; /* nothing evicted since it came back; or it faults back */
     alloc->fetched_epoch = sc->ctx->profile_epoch;
+    if (may_be_on_gpu(alloc))
+        sc->ctx->profile_fetched_there += alloc->size;
     umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
@@ -234,7 +238,6 @@ static void scan_miss_report(const char *name, const umadv_prof_region_t *region
 
 struct guess;
 static void evict_live(umadv_context_t ctx, const struct guess *g, uint32_t step);
-static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc);
 
 /* The blocks a guessed parameter struct names (record_unlaid). */
 #define GUESS_MAX 64
@@ -1172,11 +1175,11 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
     kept_whole_mark(ctx, g, nscout, 1);
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
     kept_whole_mark(ctx, g, nscout, 0);
-    kept_arrived(ctx, g, nscout, ndeclared);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
     for (size_t i = 0; i < ctx->nkept; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
+    kept_arrived(ctx, g, nscout, ndeclared); /* after fetch_note has told where they were */
     stays_settle(ctx, ctx->profile_epoch);
     fetch_scanned(&sc);
     ctx->profile_evict_ns += umadv__now_ns() - start;
@@ -1297,7 +1300,8 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
-    ctx->profile_fetched = ctx->profile_kept = ctx->profile_stayed = 0;
+    ctx->profile_fetched = ctx->profile_fetched_there = 0;
+    ctx->profile_kept = ctx->profile_stayed = 0;
     memset(ctx->profile_move_calls, 0, sizeof(ctx->profile_move_calls));
     memset(ctx->profile_move_ns, 0, sizeof(ctx->profile_move_ns));
     ctx->profile_evict_ns = 0;
@@ -1366,8 +1370,10 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                    (unsigned long long)ctx->profile_evictions);
     if (ctx->profile_fetched > 0)
         umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
-                    "fetched back ahead of their launches",
-                    umadv__size_format(ctx->profile_fetched, in, sizeof(in)));
+                    "fetched back ahead of their launches, %s of them blocks that no "
+                    "eviction had sent to the host since they may have come onto the gpu",
+                    umadv__size_format(ctx->profile_fetched, in, sizeof(in)),
+                    umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)));
     if (calls > 0) /* where an evicting profile's time goes */
         umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them; to the "
                     "host %llu calls, %.1f ms; to the gpu %llu, %.1f ms); the evictions before "
