@@ -186,6 +186,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/keyed.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "plan/plan_int.h"
@@ -312,20 +313,67 @@ static void op_start(const umadv_trace_t *trace, umadv_op_t *op, const umadv_op1
     op->flags      = o->flags;
 }
 
-/* Sort @ops1 and merge runs into @out (n1 entries allocated by the
- * caller); returns how many ops there are. */
-static size_t coalesce_into(const umadv_trace_t *trace, umadv_op1_t *ops1, size_t n1,
-                            uint32_t n, const op_limits_t *lim, umadv_op_t *out)
+typedef struct ops1_items {
+    const umadv_op1_t *ops1;
+    size_t             n1;
+} ops1_items_t;
+
+static void ops1_by_step(void *arg, umadv_keyed_pass_t *pass)
 {
-    size_t nops = 0;
+    const ops1_items_t *it = arg;
+
+    for (size_t i = 0; i < it->n1; i++)
+        umadv__keyed_emit(pass, it->ops1[i].issue_step, (uint32_t)i);
+}
+
+/* Sort @ops1 as op1_compare orders them: by issue step in one counting
+ * pass (keyed lists), then each step's few by the rest of the order.
+ * Sorting the whole array by op1_compare had been a quarter of planning
+ * (bench/plan_scaling, perf). Where that cannot be done (no memory; an
+ * issue step past the window), the whole array is sorted. */
+static void ops1_sort(umadv_op1_t *ops1, size_t n1, uint32_t n)
+{
+    ops1_items_t items = {ops1, n1};
+    umadv_op1_t *sorted = NULL;
+    umadv_keyed_t by_step = {0, NULL, NULL};
+    int in_window = n1 <= UINT32_MAX;
 
     for (size_t i = 0; i < n1; i++) {
         ops1[i].issue_step = op1_issue_step(&ops1[i], n);
         /* a fetch for the next replay is needed after this one's steps */
         ops1[i].need_order = ops1[i].need + (ops1[i].issue < 0 ? n : 0);
+        in_window &= ops1[i].issue_step < n;
     }
-    if (n1 > 1) /* ops1 may be NULL when empty: qsort's pointer must not be */
+    if (n1 < 2)
+        return;
+    if (!in_window || (sorted = malloc(n1 * sizeof(*sorted))) == NULL ||
+        umadv__keyed_build(&by_step, n, ops1_by_step, &items) != UMADV_OK) {
+        free(sorted);
         qsort(ops1, n1, sizeof(*ops1), op1_compare);
+        return;
+    }
+    for (uint32_t step = 0, at = 0; step < n; step++) {
+        const uint32_t *index = umadv__keyed_values(&by_step, step);
+        uint32_t count = umadv__keyed_count(&by_step, step);
+
+        for (uint32_t k = 0; k < count; k++)
+            sorted[at + k] = ops1[index[k]];
+        if (count > 1)
+            qsort(sorted + at, count, sizeof(*sorted), op1_compare);
+        at += count;
+    }
+    memcpy(ops1, sorted, n1 * sizeof(*ops1));
+    free(sorted);
+    umadv__keyed_cleanup(&by_step);
+}
+
+/* Merge runs of @ops1, sorted (ops1_sort), into @out (n1 entries
+ * allocated by the caller); returns how many ops there are. */
+static size_t coalesce_into(const umadv_trace_t *trace, const umadv_op1_t *ops1, size_t n1,
+                            uint32_t n, const op_limits_t *lim, umadv_op_t *out)
+{
+    size_t nops = 0;
+
     for (size_t i = 0; i < n1; i++) {
         if (nops > 0 && extends(trace, &out[nops - 1], &ops1[i], n, lim)) {
             out[nops - 1].count++;
@@ -391,6 +439,7 @@ static umadv_status_t coalesce(const umadv_window_t *w, const umadv_plan_params_
     memcpy(ops1, timing->ops, timing->nops * sizeof(*ops1));
     if (pl->nops > 0)
         memcpy(ops1 + timing->nops, pl->ops, pl->nops * sizeof(*ops1));
+    ops1_sort(ops1, n1, n);
     s->nops = coalesce_into(trace, ops1, n1, n, &lim, s->ops);
     if (!split_evictions(w, params, s->ops, s->nops,
                          pl->remote_bytes ? (double)pl->remote_bytes / params->link.remote_bw
@@ -482,6 +531,7 @@ static umadv_status_t build_setup(const umadv_trace_t *trace, const umadv_reside
     free(dropped);
     op_limits_t lim = {UINT64_MAX, UINT64_MAX};
 
+    ops1_sort(pl->setup, pl->nsetup, n);
     s->nsetup += coalesce_into(trace, pl->setup, pl->nsetup, n, &lim, s->setup + s->nsetup);
     return UMADV_OK;
 }
