@@ -1,7 +1,8 @@
 /*
  * Keyed lists: values grouped by a key in [0, nkeys), each key's in the
  * order they came (a counting sort into offsets). The planner, the
- * schedule and the trace's gaps index steps, events and ops this way.
+ * schedule, the trace's gaps and the profile index steps, events, ops
+ * and notes this way.
  *
  * The caller gives the items as a function that emits (key, value) for
  * each, in the same order each time it is called: umadv__keyed_build
