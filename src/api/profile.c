@@ -501,16 +501,15 @@ static int stay_one(umadv_context_t ctx, const keep_candidate_t *k, uint32_t ste
  * the launch's accesses, into ctx->kept (keep_one); of the rest, those
  * the first pass's plan keeps on the GPU across the step stay where they
  * lie, unseen there, into ctx->stay (stay_one); the others are evicted,
- * so that what the launch touches of them faults. Returns how many are
- * kept. */
-static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
+ * so that what the launch touches of them faults. */
+static void scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     keep_arg_t ka = {ctx, g, step, NULL, 0, 0};
     uint64_t bytes = g->bytes;
 
     ctx->nkept = ctx->nstay = 0;
     if (ctx->profile_pass != 2 || !scout_aligned(ctx, step))
-        return 0;
+        return;
     umadv__pool_foreach(ctx->pool, keep_collect, &ka);
     if (ka.n > 1)
         qsort(ka.c, ka.n, sizeof(*ka.c), keep_compare);
@@ -527,7 +526,6 @@ static size_t scout_keep(umadv_context_t ctx, const guess_t *g, uint32_t step)
         }
     }
     free(ka.c);
-    return ctx->nkept;
 }
 
 /* Whether a first pass's kernel records may hold fault stalls: it moved
@@ -1112,9 +1110,9 @@ static int evict_step_note(umadv_context_t ctx, uint32_t step)
 
 /* The blocks an eviction kept, whole or in part, may be on the GPU:
  * those of the @ndeclared ranges the open step declared, guess @g's and
- * the @nscout kept as the launch's (those left where they lie:
+ * those kept as the launch's, ctx->kept (those left where they lie:
  * stays_settle). */
-static void kept_arrived(umadv_context_t ctx, const guess_t *g, size_t nscout, size_t ndeclared)
+static void kept_arrived(umadv_context_t ctx, const guess_t *g, size_t ndeclared)
 {
     umadv_pool_loc_t loc;
 
@@ -1126,18 +1124,18 @@ static void kept_arrived(umadv_context_t ctx, const guess_t *g, size_t nscout, s
     }
     for (size_t i = 0; i < g->n; i++)
         umadv__ctx_profile_arrived(ctx, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
-    for (size_t i = 0; i < nscout; i++)
+    for (size_t i = 0; i < ctx->nkept; i++)
         umadv__ctx_profile_arrived(ctx, ctx->kept[i]);
 }
 
 /* Mark (@on) or unmark the blocks the eviction being collected keeps
- * whole: guess @g's, the @nscout kept as the launch's, those left where
- * they lie. */
-static void kept_whole_mark(umadv_context_t ctx, const guess_t *g, size_t nscout, int on)
+ * whole: guess @g's, those kept as the launch's (ctx->kept), those left
+ * where they lie (ctx->stay). */
+static void kept_whole_mark(umadv_context_t ctx, const guess_t *g, int on)
 {
     for (size_t i = 0; i < g->n; i++)
         ((umadv_ctx_alloc_t *)(uintptr_t)g->found[i])->kept_whole = on;
-    for (size_t i = 0; i < nscout; i++)
+    for (size_t i = 0; i < ctx->nkept; i++)
         ctx->kept[i]->kept_whole = on;
     for (size_t i = 0; i < ctx->nstay; i++)
         ctx->stay[i].alloc->kept_whole = on;
@@ -1159,10 +1157,10 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
 {
     uint64_t start = umadv__now_ns();
     size_t ndeclared = ctx->step_open && ctx->step_declared ? ctx->nstep_ranges : 0;
-    size_t nscout = scout_keep(ctx, g, step);
     scan_t sc = {ctx, NULL, 0, 0};
     live_eviction_t ev = {ctx->step_ranges, ndeclared, 0};
 
+    scout_keep(ctx, g, step); /* into ctx->kept and ctx->stay */
     ctx->profile_epoch++;
     ctx->profile_evicted = 1;
     ev.narrow = evict_step_note(ctx, step) && evict_may_narrow(ctx);
@@ -1172,14 +1170,14 @@ static void evict_live(umadv_context_t ctx, const guess_t *g, uint32_t step)
      * keeping some 1,400 blocks each, 750 ms of host time, H200; and
      * cut to their size, the rest of their spans went in calls of their
      * own: GPT-2's second pass 20,000 calls, 1,700 without; 2026-11-29) */
-    kept_whole_mark(ctx, g, nscout, 1);
+    kept_whole_mark(ctx, g, 1);
     live_move(ctx, RANGES_ARENA_RUNS, UMADV_CUDA_LOCATION_HOST, 0, &ev);
-    kept_whole_mark(ctx, g, nscout, 0);
+    kept_whole_mark(ctx, g, 0);
     for (size_t i = 0; i < g->n; i++) /* back from an earlier eviction */
         fetch_note(&sc, (umadv_ctx_alloc_t *)(uintptr_t)g->found[i]);
     for (size_t i = 0; i < ctx->nkept; i++)
         kept_back(&sc, ctx->kept[i], ctx->profile_epoch);
-    kept_arrived(ctx, g, nscout, ndeclared); /* after fetch_note has told where they were */
+    kept_arrived(ctx, g, ndeclared); /* after fetch_note has told where they were */
     stays_settle(ctx, ctx->profile_epoch);
     fetch_scanned(&sc);
     ctx->profile_evict_ns += umadv__now_ns() - start;
