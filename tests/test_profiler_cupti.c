@@ -1132,6 +1132,16 @@ static void test_kept_whole_span(void)
        "maybe on the gpu already (%llu of %llu bytes)",
        (unsigned long long)ctx->profile_fetched_there,
        (unsigned long long)ctx->profile_fetched);
+    /* the next library launch naming c again: c lies on the gpu since
+     * the last eviction, which kept it; a and b are on the host since it */
+    driver_launch_of((const void *)0xf00d, "library_kernel", 71, args);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_device == 1 && counters.prefetches_to_host == 1 &&
+           ctx->profile_fetched == SECTION + SECTION / 2,
+       "the guessed c named again: not fetched back where it lies, nothing evicted (%llu "
+       "calls to the gpu, %llu to the host)",
+       (unsigned long long)counters.prefetches_to_device,
+       (unsigned long long)counters.prefetches_to_host);
     lib_struct[0] = lib_struct[1] = 0;
     umadv_free(ctx, b);
     umadv_free(ctx, c);
@@ -2174,7 +2184,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(89 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
+    plan(90 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
