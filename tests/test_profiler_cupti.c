@@ -1790,6 +1790,7 @@ static void test_two_passes_unguided(void)
  * rebuilt at the next boundary. */
 static void test_two_passes_tail(void)
 {
+    umadv_cuda_host_counters_t counters;
     void *a = NULL, *b = NULL, *g = NULL;
     uint32_t g_free_step = UMADV_STEP_NONE;
     const umadv_trace_t *t;
@@ -1810,8 +1811,19 @@ static void test_two_passes_tail(void)
        "replayed after the second pass, no timing pass, the launches followed (state %d, "
        "timing %d, follows %d)", ctx->life.state, ctx->tpass.state, umadv__replay_follows(ctx));
     log_take();
+    umadv__cuda_host_reset();
     umadv_free(ctx, g); /* before the replayed iteration's first launch */
+    umadv__cuda_host_counters(&counters);
+    ok(ctx->replay.start_held && counters.prefetches_to_device + counters.prefetches_to_host +
+                                         counters.memcpys + counters.discards ==
+                                     0,
+       "the replay's start held in the tail: nothing moved before its first launch (replay.c, "
+       "THE START)");
     four_steps(170, &a, &b, "opaque_kernel", 200000000);
+    umadv__cuda_host_counters(&counters);
+    ok(!ctx->replay.start_held && counters.prefetches_to_device > 0,
+       "the first launch starts it (%llu fetches)",
+       (unsigned long long)counters.prefetches_to_device);
     log = log_take();
     ok(ctx->record_tail_frees == 1 && ctx->life.want_plan &&
            strstr(log, "1 of its blocks freed before the next iteration's first step") != NULL,
@@ -2184,7 +2196,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(90 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
+    plan(92 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

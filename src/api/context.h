@@ -118,6 +118,9 @@ typedef struct umadv_ctx_replay {
     uint64_t            unbound_last;  /* ...the iteration that ended */
     uint64_t            unbound_floor; /* ...the iteration that last asked for a
                                         * re-profile: drift above twice it */
+    int                 start_held;    /* the executor's start waits for the recording's
+                                        * tail to close (replay.c, THE START); 2: an
+                                        * iteration began since */
 } umadv_ctx_replay_t;
 
 /* The timing pass (api/tpass.c): the iteration after a profiled one,
@@ -463,6 +466,8 @@ int umadv__replay_moves_nothing(const umadv_context_t ctx);
 int umadv__replay_follows(const umadv_context_t ctx);
 void umadv__replay_cleanup(umadv_context_t ctx);
 umadv_status_t umadv__replay_start(umadv_context_t ctx);
+/* The recording's tail closed: a start held for it goes (replay.c, THE START). */
+void umadv__replay_tail_closed(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);
 /* 1: the running replay took @plan in place (umadv__exec_schedule_replace:
  * the plan after a timing pass); 0: stop it and start again. */

@@ -125,6 +125,7 @@ void umadv__ctx_record_tail_close(umadv_context_t ctx)
     if (!ctx->record_tail)
         return;
     ctx->record_tail = 0;
+    umadv__replay_tail_closed(ctx);
     if (ctx->record_tail_frees > 0)
         umadv_info("profiled iteration: %u of its blocks freed before the next iteration's "
                    "first step: planned as dying with it", ctx->record_tail_frees);

@@ -144,6 +144,7 @@ void umadv__replay_stop(umadv_context_t ctx)
 {
     umadv_ctx_replay_t *r = &ctx->replay;
 
+    r->start_held = 0;
     if (r->exec == NULL)
         return;
     follow_stop(ctx);
@@ -319,6 +320,38 @@ umadv_status_t umadv__replay_note_trace_alloc(umadv_context_t ctx, umadv_ctx_all
     return UMADV_OK;
 }
 
+/* ---- the start ----------------------------------------------------------- */
+
+/*
+ * THE START. A replay that begins in the recording's tail (record.c, THE
+ * TAIL: from the recording's end to the next iteration's first step)
+ * holds its executor's start (fetching what the plan keeps on the GPU at
+ * step 0, evicting the rest) until the tail closes. The blocks freed
+ * there, PyTorch's gradients that zero_grad frees before any kernel, are
+ * then unbound before any lane call moves them: started at the boundary,
+ * the executor fetched them as live, and each free waited for the call
+ * moving its block (unbinding waits while a block is busy): one free
+ * 116 ms in a PyTorch GPT-2's first replayed iteration at save_on_cpu's
+ * peak, 65-120 ms of allocation calls in all against 3 (H200,
+ * 2026-11-29). The first step, a launch that is none, or an iteration
+ * gone by without either, starts it.
+ */
+static void start_release(umadv_context_t ctx)
+{
+    umadv_ctx_replay_t *r = &ctx->replay;
+
+    if (!r->start_held)
+        return;
+    r->start_held = 0;
+    if (r->exec != NULL)
+        umadv__exec_start(r->exec, ctx->step_stream);
+}
+
+void umadv__replay_tail_closed(umadv_context_t ctx)
+{
+    start_release(ctx);
+}
+
 /* ---- automatic steps ---------------------------------------------------- */
 
 static int steps_from_launches(const umadv_trace_t *t)
@@ -381,6 +414,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     if (follow.diverged)
         return NULL;
     if (follow.open != UMADV_STEP_NONE || !launch_is_step(&ctx->trace, j, name, flags)) {
+        start_release(ctx); /* THE START */
         follow.diverged = 1;
         follow.drift++;
         /* the launches that follow are no step: none may find its data
@@ -666,7 +700,9 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
     __atomic_store_n(&r->exec, exec, __ATOMIC_RELEASE); /* copies_restore reads it */
     umadv__pool_foreach(ctx->pool, bind_identity, ctx);
     ctx->live_on_host = 0; /* the executor places them from now on */
-    umadv__exec_start(r->exec, ctx->step_stream);
+    r->start_held = ctx->record_tail; /* THE START */
+    if (!r->start_held)
+        umadv__exec_start(r->exec, ctx->step_stream);
     follow_start(ctx);
     umadv_debug("replay: %s policy started", umadv_policy_name(ctx->config.policy));
     return UMADV_OK;
@@ -803,6 +839,10 @@ int umadv__replay_iteration(umadv_context_t ctx)
 
     if (exec == NULL)
         return 0;
+    if (ctx->replay.start_held == 2) /* an iteration went by without a step (THE START) */
+        start_release(ctx);
+    else if (ctx->replay.start_held)
+        ctx->replay.start_held = 2;
     umadv__exec_note_faults(exec, ctx->replay.faults);
     faults = umadv__exec_iteration_faults(exec);
     if (umadv__exec_iteration_begin(exec)) {
