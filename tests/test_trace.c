@@ -1,6 +1,8 @@
 /* The in-memory trace model: builder checks, sections, access merging. */
 #include "tap.h"
 
+#include <string.h>
+
 #include "trace/trace.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -157,9 +159,50 @@ static void test_runs(void)
     umadv__trace_cleanup(&t);
 }
 
+/* A copy owns its memory, holds the same figures, and stops holding
+ * them once either changes (api/ahead.c plans on copies). */
+static void test_copy(void)
+{
+    umadv_trace_t t, c;
+    uint32_t a, b;
+
+    umadv__trace_init(&t, 2 * MIB);
+    umadv__trace_set_source(&t, "test");
+    umadv__trace_add_alloc(&t, 0x1000000, 5 * MIB, UMADV_ALLOC_WEIGHT, "w", &a);
+    umadv__trace_add_alloc(&t, 0x2000000, 2 * MIB, UMADV_ALLOC_ACTIVATION, NULL, &b);
+    umadv__trace_set_site(&t, a, "site");
+    umadv__trace_add_step(&t, "s0", UMADV_STEP_KERNEL, 0, 1000, NULL);
+    umadv__trace_add_access(&t, a, 3 * MIB, 2 * MIB, UMADV_ACCESS_READ, 0);
+    umadv__trace_add_step(&t, NULL, UMADV_STEP_KERNEL, 0, 2000, NULL);
+    umadv__trace_add_access(&t, b, 0, 2 * MIB, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_set_lifetime(&t, b, 1, UMADV_STEP_NONE);
+    umadv__trace_finalize(&t, NULL, 0);
+    umadv__trace_add_unseen(&t, a, 1);
+    is(umadv__trace_copy(&t, &c), UMADV_OK, "a finalized trace copied");
+    ok(umadv__trace_same_figures(&t, &c) && c.nunseen == 1 && c.finalized &&
+           c.allocs[a].tag != t.allocs[a].tag && strcmp(c.allocs[a].tag, "w") == 0 &&
+           c.allocs[b].tag == NULL && c.allocs[a].site == NULL &&
+           c.steps[0].name != t.steps[0].name && strcmp(c.steps[0].name, "s0") == 0 &&
+           strcmp(c.source, "test") == 0,
+       "the copy holds the same figures, its own names and tags, no sites");
+    c.steps[1].duration_ns++;
+    ok(!umadv__trace_same_figures(&t, &c), "a duration changed: not the same");
+    c.steps[1].duration_ns--;
+    umadv__trace_end_with_window(&t, b);
+    ok(!umadv__trace_same_figures(&t, &c), "a lifetime ended with the window: not the same");
+    umadv__trace_cleanup(&c);
+    is(umadv__trace_copy(&t, &c), UMADV_OK, "copied again");
+    umadv__trace_add_unseen(&c, b, 0);
+    ok(!umadv__trace_same_figures(&t, &c) && strcmp(t.allocs[a].tag, "w") == 0,
+       "an unseen mark more: not the same; the original untouched");
+    umadv__trace_cleanup(&c);
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(34);
+    plan(34 + 6);
+    test_copy();
     test_runs();
     test_sections();
     test_merge_fixed_point();

@@ -182,6 +182,123 @@ void umadv__trace_cleanup(umadv_trace_t *trace)
     memset(trace, 0, sizeof(*trace));
 }
 
+/* @n items of @size from @from into a new array (NULL for none). */
+static umadv_status_t array_dup(const void *from, size_t n, size_t size, void **to_p)
+{
+    *to_p = NULL;
+    if (n == 0)
+        return UMADV_OK;
+    *to_p = malloc(n * size);
+    if (*to_p == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    memcpy(*to_p, from, n * size);
+    return UMADV_OK;
+}
+
+/* The copy's strings its own: the arrays came over with @from's pointers,
+ * cleared first so that a cleanup midway frees none of @from's. */
+static umadv_status_t strings_dup(const umadv_trace_t *from, umadv_trace_t *to)
+{
+    umadv_status_t status = UMADV_OK;
+
+    for (uint32_t i = 0; i < to->nallocs; i++)
+        to->allocs[i].tag = to->allocs[i].site = NULL;
+    for (uint32_t i = 0; i < to->nsteps; i++)
+        to->steps[i].name = NULL;
+    for (uint32_t i = 0; i < to->nallocs && status == UMADV_OK; i++)
+        status = umadv__strdup(from->allocs[i].tag, &to->allocs[i].tag);
+    for (uint32_t i = 0; i < to->nsteps && status == UMADV_OK; i++)
+        status = umadv__strdup(from->steps[i].name, &to->steps[i].name);
+    if (status == UMADV_OK)
+        status = umadv__strdup(from->source, &to->source);
+    return status;
+}
+
+umadv_status_t umadv__trace_copy(const umadv_trace_t *from, umadv_trace_t *to)
+{
+    umadv_status_t status;
+
+    memset(to, 0, sizeof(*to));
+    to->device       = from->device;
+    to->link         = from->link;
+    to->section_size = from->section_size;
+    to->niterations  = from->niterations;
+    to->guessed_steps = from->guessed_steps;
+    to->finalized    = from->finalized;
+    status = array_dup(from->allocs, from->nallocs, sizeof(*from->allocs), (void **)&to->allocs);
+    if (status == UMADV_OK)
+        status = array_dup(from->steps, from->nsteps, sizeof(*from->steps), (void **)&to->steps);
+    /* counted as they came, so that a cleanup midway frees what came */
+    to->nallocs = to->allocs != NULL ? from->nallocs : 0;
+    to->nsteps  = to->steps != NULL ? from->nsteps : 0;
+    to->allocs_cap = to->nallocs;
+    to->steps_cap  = to->nsteps;
+    if (status == UMADV_OK)
+        status = strings_dup(from, to);
+    if (status == UMADV_OK)
+        status = array_dup(from->sections, from->nsections, sizeof(*from->sections),
+                           (void **)&to->sections);
+    if (status == UMADV_OK)
+        status = array_dup(from->accesses, from->naccesses, sizeof(*from->accesses),
+                           (void **)&to->accesses);
+    if (status == UMADV_OK)
+        status = array_dup(from->unseen, from->nunseen, sizeof(*from->unseen),
+                           (void **)&to->unseen);
+    if (status != UMADV_OK) {
+        umadv__trace_cleanup(to);
+        return status;
+    }
+    to->nsections    = from->nsections;
+    to->naccesses    = from->naccesses;
+    to->accesses_cap = from->naccesses;
+    to->nunseen      = from->nunseen;
+    to->unseen_cap   = from->nunseen;
+    return UMADV_OK;
+}
+
+static int allocs_same(const umadv_trace_alloc_t *a, const umadv_trace_alloc_t *b)
+{
+    return a->base == b->base && a->size == b->size && a->kind == b->kind &&
+           a->alloc_step == b->alloc_step && a->free_step == b->free_step &&
+           a->first_section == b->first_section && a->nsections == b->nsections &&
+           a->stageable == b->stageable;
+}
+
+static int steps_same(const umadv_trace_step_t *a, const umadv_trace_step_t *b)
+{
+    return a->kind == b->kind && a->iteration == b->iteration &&
+           a->duration_ns == b->duration_ns && a->first_access == b->first_access &&
+           a->naccesses == b->naccesses;
+}
+
+/* @n items of @size alike; plain records without padding */
+static int array_same(const void *a, const void *b, size_t n, size_t size)
+{
+    return n == 0 || memcmp(a, b, n * size) == 0;
+}
+
+int umadv__trace_same_figures(const umadv_trace_t *a, const umadv_trace_t *b)
+{
+    if (a->section_size != b->section_size || a->niterations != b->niterations ||
+        a->guessed_steps != b->guessed_steps || a->finalized != b->finalized ||
+        a->nallocs != b->nallocs || a->nsteps != b->nsteps || a->nsections != b->nsections ||
+        a->naccesses != b->naccesses || a->nunseen != b->nunseen ||
+        memcmp(&a->link, &b->link, sizeof(a->link)) != 0 ||
+        memcmp(&a->device, &b->device, sizeof(a->device)) != 0)
+        return 0;
+    for (uint32_t i = 0; i < a->nallocs; i++) {
+        if (!allocs_same(&a->allocs[i], &b->allocs[i]))
+            return 0;
+    }
+    for (uint32_t i = 0; i < a->nsteps; i++) {
+        if (!steps_same(&a->steps[i], &b->steps[i]))
+            return 0;
+    }
+    return array_same(a->sections, b->sections, a->nsections, sizeof(*a->sections)) &&
+           array_same(a->accesses, b->accesses, a->naccesses, sizeof(*a->accesses)) &&
+           array_same(a->unseen, b->unseen, a->nunseen, sizeof(*a->unseen));
+}
+
 umadv_status_t umadv__trace_add_unseen(umadv_trace_t *trace, uint32_t alloc, uint32_t step)
 {
     if (alloc >= trace->nallocs || step >= trace->nsteps)

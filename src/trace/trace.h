@@ -241,6 +241,15 @@ umadv_status_t umadv__trace_init(umadv_trace_t *trace, uint64_t section_size);
 /* Free everything the trace owns; the struct may be reused with _init. */
 void umadv__trace_cleanup(umadv_trace_t *trace);
 
+/* A copy of @from into @to that owns its memory: everything but the
+ * allocations' sites and the CUPTI activity (what a plan reads, with the
+ * names and tags its messages give). On failure @to holds nothing. */
+umadv_status_t umadv__trace_copy(const umadv_trace_t *from, umadv_trace_t *to);
+
+/* Whether @a and @b hold the same figures: all a plan reads (names, tags,
+ * sites, source and activity aside). */
+int umadv__trace_same_figures(const umadv_trace_t *a, const umadv_trace_t *b);
+
 umadv_status_t umadv__trace_set_source(umadv_trace_t *trace, const char *source);
 /* Append "; @note" to the source (out of memory: the old text stays). */
 umadv_status_t umadv__trace_source_note(umadv_trace_t *trace, const char *note);
