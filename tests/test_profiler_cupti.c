@@ -1788,6 +1788,24 @@ static void test_two_passes_unguided(void)
  * recording's end and the next iteration's first step; a block born in
  * the second pass and freed there dies with the window, and the plan is
  * rebuilt at the next boundary. */
+/* Whether the context's schedule is the plan of its trace now, built
+ * here: the same operations, in the same order. */
+static int schedule_is_plan_of(const umadv_context_t ctx)
+{
+    umadv_plan_params_t params;
+    umadv_schedule_t s;
+    int same;
+
+    umadv__ctx_plan_params(ctx, &params);
+    if (umadv__plan_build(&ctx->trace, &params, &s) != UMADV_OK)
+        return 0;
+    same = s.nops == ctx->schedule.nops && s.nsetup == ctx->schedule.nsetup &&
+           s.victims == ctx->schedule.victims &&
+           (s.nops == 0 || memcmp(s.ops, ctx->schedule.ops, s.nops * sizeof(*s.ops)) == 0);
+    umadv__schedule_cleanup(&s);
+    return same;
+}
+
 static void test_two_passes_tail(void)
 {
     umadv_cuda_host_counters_t counters;
@@ -1834,9 +1852,65 @@ static void test_two_passes_tail(void)
             g_free_step = t->allocs[i].free_step;
     }
     ok(g_free_step == t->nsteps - 1, "g dies at the window's last step");
+    ok(ctx->ahead.running || ctx->ahead.joined,
+       "the plan the next boundary builds again is under way on its own thread (api/ahead.c)");
+    log_take();
+    umadv__log_level = UMADV_LOG_DEBUG;
+    umadv_iteration_begin(ctx);
+    umadv__log_level = UMADV_LOG_INFO;
+    log = log_take();
+    ok(strstr(log, "plan ahead: taken") != NULL && !ctx->ahead.running && !ctx->ahead.joined &&
+           !ctx->life.want_plan && ctx->have_schedule,
+       "the boundary takes it, the trace and the parameters the same");
+    ok(schedule_is_plan_of(ctx), "it is the plan the boundary would have built");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
+    setenv("UMADV_PROFILE_PASSES", "1", 1);
+}
+
+/* api/ahead.c, PLANNING AHEAD: a plan made ahead for other inputs (the
+ * budget changed after the tail closed) is dropped, and the boundary
+ * plans; a context destroyed while one is made waits for it. */
+static void test_plan_ahead_stale(void)
+{
+    void *a = NULL, *b = NULL, *g = NULL;
+    umadv_context_t ctx;
+    char *log;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    for (int destroy = 0; destroy < 2; destroy++) {
+        ctx = a_b_recording("128K", &a, &b);
+        four_steps(150, &a, &b, "opaque_kernel", 0);
+        umadv_plan(ctx);
+        umadv_iteration_begin(ctx);
+        umadv_malloc(ctx, SECTION, "g", &g);
+        four_steps(160, &a, &b, "opaque_kernel", 100000000);
+        umadv_iteration_begin(ctx);
+        umadv_free(ctx, g); /* in the tail */
+        four_steps(170, &a, &b, "opaque_kernel", 200000000); /* ...closed: planned ahead */
+        if (destroy) {
+            umadv_free(ctx, a);
+            umadv_free(ctx, b);
+            umadv_context_destroy(ctx); /* waits for the thread (ASan: nothing leaks) */
+            break;
+        }
+        umadv_set_budget(ctx, 160 * 1024);
+        log_take();
+        umadv__log_level = UMADV_LOG_DEBUG;
+        umadv_iteration_begin(ctx);
+        umadv__log_level = UMADV_LOG_INFO;
+        log = log_take();
+        ok(strstr(log, "plan ahead: the trace or the planner's parameters changed since") !=
+                   NULL &&
+               strstr(log, "plan ahead: taken") == NULL && !ctx->ahead.joined &&
+               ctx->schedule.budget == 160 * 1024 && schedule_is_plan_of(ctx),
+           "the budget changed after the tail: the plan made ahead dropped, the boundary "
+           "plans under the new one");
+        umadv_free(ctx, a);
+        umadv_free(ctx, b);
+        umadv_context_destroy(ctx);
+    }
     setenv("UMADV_PROFILE_PASSES", "1", 1);
 }
 
@@ -2196,7 +2270,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(92 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
+    plan(96 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2222,6 +2296,7 @@ int main(void)
     test_two_passes_plan_keeps();
     test_two_passes_unguided();
     test_two_passes_tail();
+    test_plan_ahead_stale();
     test_two_passes_at_random();
     test_copies_recorded();
     umadv__cupti_ops_install(NULL);

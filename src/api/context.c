@@ -263,6 +263,7 @@ UMADV_API void umadv_context_destroy(umadv_context_t ctx)
     if (ctx == NULL)
         return;
     umadv__cycle_fire(ctx, UMADV_CYCLE_EV_DESTROY, NULL);
+    umadv__ctx_ahead_drop(ctx);
     umadv__pool_foreach(ctx->pool, alloc_record_free, ctx);
     umadv__pool_destroy(ctx->pool);
     pthread_mutex_destroy(&ctx->lock);

@@ -123,6 +123,18 @@ typedef struct umadv_ctx_replay {
                                         * iteration began since */
 } umadv_ctx_replay_t;
 
+/* A plan built on a thread of its own (api/ahead.c, PLANNING AHEAD). */
+typedef struct umadv_ctx_ahead {
+    pthread_t           thread;
+    int                 running;  /* the thread is to be joined */
+    int                 joined;   /* ...was: trace, params, schedule, status hold */
+    umadv_trace_t       trace;    /* the copy it plans on */
+    umadv_plan_params_t params;
+    umadv_schedule_t    schedule; /* its plan (status UMADV_OK) */
+    umadv_status_t      status;
+    uint64_t            plan_ns;  /* on its thread */
+} umadv_ctx_ahead_t;
+
 /* The timing pass (api/tpass.c): the iteration after a profiled one,
  * timed with nothing evicted and no parameter scan, gives the trace its
  * step durations (the profiled ones include fault stalls). Its state says
@@ -294,6 +306,7 @@ struct umadv_context {
     uint64_t                 faults_replayed;  /* ...were counted from here (sampling) */
 
     umadv_ctx_replay_t       replay;           /* api/replay.c */
+    umadv_ctx_ahead_t        ahead;            /* api/ahead.c */
 
     umadv_ctx_alloc_t      **held;             /* blocks with a hold (context.c, HOLDS) */
     size_t                   nheld, held_cap;
@@ -437,6 +450,8 @@ int umadv__ctx_stage_possible(const umadv_context_t ctx);
 
 /* The planner's schedule of the finalized trace under the context's
  * budget and knobs; the planner logs a failure. */
+/* The planner's parameters for the context's trace, budget and knobs now. */
+void umadv__ctx_plan_params(const umadv_context_t ctx, umadv_plan_params_t *params);
 umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule);
 /* Plan the finalized trace under the context's budget (resolved here,
  * once) and knobs; the planner logs a failure. Install makes it the
@@ -454,6 +469,18 @@ int umadv__ctx_step_fits(const umadv_context_t ctx, uint64_t budget);
 
 /* Drop the schedule umadv_plan() built, if any. */
 void umadv__ctx_schedule_cleanup(umadv_context_t ctx);
+
+/* ---- ahead.c: a plan built on a thread of its own (PLANNING AHEAD) ---- */
+
+/* Plan the context's trace as it is now, on a thread of its own. */
+void umadv__ctx_ahead_start(umadv_context_t ctx);
+/* 1: the plan made ahead for @params and the trace as it is now, moved
+ * into @schedule with its status in *@status_p; 0: none (one made for
+ * other inputs is dropped). Waits for the thread. */
+int umadv__ctx_ahead_take(umadv_context_t ctx, const umadv_plan_params_t *params,
+                          umadv_schedule_t *schedule, umadv_status_t *status_p);
+/* Wait for the thread, if any, and drop what it made. */
+void umadv__ctx_ahead_drop(umadv_context_t ctx);
 
 /* ---- replay.c: the executor's side (a leaf; see its opening comment) ---- */
 

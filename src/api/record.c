@@ -126,9 +126,14 @@ void umadv__ctx_record_tail_close(umadv_context_t ctx)
         return;
     ctx->record_tail = 0;
     umadv__replay_tail_closed(ctx);
-    if (ctx->record_tail_frees > 0)
-        umadv_info("profiled iteration: %u of its blocks freed before the next iteration's "
-                   "first step: planned as dying with it", ctx->record_tail_frees);
+    if (ctx->record_tail_frees == 0)
+        return;
+    umadv_info("profiled iteration: %u of its blocks freed before the next iteration's "
+               "first step: planned as dying with it", ctx->record_tail_frees);
+    /* the plan the next boundary builds again (PLANNING AHEAD); after a
+     * timing pass, whose durations change the trace, it builds it */
+    if (ctx->life.want_plan && ctx->tpass.state != UMADV_CTX_TPASS_RUNNING)
+        umadv__ctx_ahead_start(ctx);
 }
 
 static void tail_free(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)

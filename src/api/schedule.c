@@ -46,21 +46,31 @@ static int guesses_bar_staging(const umadv_context_t ctx, const umadv_schedule_t
            ctx->profiler != NULL && s->evict_ops > 0;
 }
 
-umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule)
+void umadv__ctx_plan_params(const umadv_context_t ctx, umadv_plan_params_t *params)
 {
-    umadv_plan_params_t params;
     uint64_t budget = umadv__ctx_budget(ctx);
 
     /* No budget: the plan may keep the whole device. */
     umadv__plan_params_default(&ctx->trace, budget != 0 ? budget : ctx->props.total_memory,
-                               &params);
-    params.iteration   = 0;
-    params.lookahead   = ctx->config.lookahead;
-    params.max_touches = ctx->config.plan_max_touches;
-    params.read_mostly = ctx->config.read_mostly;
-    params.host_placement = ctx->config.host_placement;
+                               params);
+    params->iteration   = 0;
+    params->lookahead   = ctx->config.lookahead;
+    params->max_touches = ctx->config.plan_max_touches;
+    params->read_mostly = ctx->config.read_mostly;
+    params->host_placement = ctx->config.host_placement;
     /* as the replay will (api/replay.c): staging where the device can */
-    params.stage = umadv__ctx_stage_possible(ctx);
+    params->stage = umadv__ctx_stage_possible(ctx);
+}
+
+/* The plan made ahead where it is this one (ahead.c, PLANNING AHEAD). */
+umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule)
+{
+    umadv_plan_params_t params;
+    umadv_status_t status;
+
+    umadv__ctx_plan_params(ctx, &params);
+    if (umadv__ctx_ahead_take(ctx, &params, schedule, &status))
+        return status;
     return umadv__plan_build(&ctx->trace, &params, schedule);
 }
 
