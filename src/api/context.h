@@ -448,10 +448,11 @@ uint64_t umadv__ctx_budget(const umadv_context_t ctx);
  * steps only (replay.c). */
 int umadv__ctx_stage_possible(const umadv_context_t ctx);
 
-/* The planner's schedule of the finalized trace under the context's
- * budget and knobs; the planner logs a failure. */
 /* The planner's parameters for the context's trace, budget and knobs now. */
 void umadv__ctx_plan_params(const umadv_context_t ctx, umadv_plan_params_t *params);
+/* The planner's schedule of the finalized trace under the context's
+ * budget and knobs (made ahead where it is the same: ahead.c); the
+ * planner logs a failure. */
 umadv_status_t umadv__ctx_plan_schedule(const umadv_context_t ctx, umadv_schedule_t *schedule);
 /* Plan the finalized trace under the context's budget (resolved here,
  * once) and knobs; the planner logs a failure. Install makes it the
