@@ -71,6 +71,11 @@ static void test_basics(void)
     ok(loc.base == big && loc.size == 100 * UMADV_KIB && loc.span == 2 * SECTION &&
        loc.offset == 70 * UMADV_KIB && loc.section == 1 && loc.nsections == 2,
        "lookup gives block, size, span, offset, section 1 of 2");
+    ok(umadv__pool_span(pool, 100 * UMADV_KIB) == loc.span &&
+           umadv__pool_span(pool, SECTION) == SECTION &&
+           umadv__pool_span(pool, 100) == UMADV_POOL_ALIGN,
+       "a size's span told without a block: whole sections from a section on, else "
+       "256-byte units");
     is(umadv__pool_lookup(pool, (char *)big + 2 * SECTION - 1, &loc), UMADV_OK,
        "the block owns its rounding");
     is(umadv__pool_lookup(pool, &local, &loc), UMADV_ERR_NOT_FOUND, "stack address not found");
@@ -241,7 +246,8 @@ static int check_lookups(umadv_pool_t *pool, const live_t *live, size_t n)
         const char *addr;
 
         if (umadv__pool_lookup(pool, l->ptr + off, &loc) != UMADV_OK ||
-            loc.base != l->ptr || loc.size != l->size || loc.section != off / SECTION)
+            loc.base != l->ptr || loc.size != l->size || loc.section != off / SECTION ||
+            loc.span != umadv__pool_span(pool, l->size))
             return 0;
         addr = (char *)loc.arena_base + (uint64_t)random() % loc.arena_size;
         want = expected_owner(live, n, addr);
@@ -402,10 +408,46 @@ static void test_odd_backend(void)
        after.frees - before.frees, "destroy returned every arena to the backend");
 }
 
+/* SECTION MARKS: set on the sections a range covers whole, cleared on
+ * those it touches, asked of those it touches; across two arenas; none
+ * outside them. */
+static void test_marks(void)
+{
+    umadv_pool_t *pool = pool_new(4 * SECTION, 0, &umadv__cuda_ops_host);
+    char *a, *b;
+
+    umadv__pool_malloc(pool, 4 * SECTION, (void **)&a); /* fills its arena */
+    umadv__pool_malloc(pool, 4 * SECTION, (void **)&b); /* another */
+    ok(!umadv__pool_marked(pool, (uintptr_t)a, (uintptr_t)a + SECTION),
+       "a new arena's sections unmarked");
+    umadv__pool_mark(pool, (uintptr_t)a + SECTION / 2, (uintptr_t)a + 3 * SECTION, 1);
+    ok(umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 3 * SECTION) &&
+           !umadv__pool_marked(pool, (uintptr_t)a, (uintptr_t)a + SECTION) &&
+           !umadv__pool_marked(pool, (uintptr_t)a + 2 * SECTION, (uintptr_t)a + 3 * SECTION + 1),
+       "set: sections 1 and 2, covered whole; not 0, half covered; asked: every section "
+       "touched");
+    umadv__pool_mark(pool, (uintptr_t)a + 2 * SECTION + 100, (uintptr_t)a + 2 * SECTION + 200, 0);
+    ok(umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 2 * SECTION) &&
+           !umadv__pool_marked(pool, (uintptr_t)a + 2 * SECTION, (uintptr_t)a + 2 * SECTION + 1),
+       "cleared: section 2, touched by 100 bytes; 1 stays");
+    umadv__pool_mark(pool, (uintptr_t)a, (uintptr_t)a + 4 * SECTION, 1);
+    umadv__pool_mark(pool, (uintptr_t)b, (uintptr_t)b + 4 * SECTION, 1);
+    ok(umadv__pool_marked(pool, (uintptr_t)b + SECTION, (uintptr_t)b + 2 * SECTION + 1) &&
+           !umadv__pool_marked(pool, (uintptr_t)b, (uintptr_t)b) &&
+           !umadv__pool_marked(pool, (uintptr_t)&pool, (uintptr_t)&pool + 8),
+       "a second arena's own marks; an empty range, an address in no arena: unmarked");
+    umadv__pool_marks_clear(pool);
+    ok(!umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 2 * SECTION) &&
+           !umadv__pool_marked(pool, (uintptr_t)b + SECTION, (uintptr_t)b + 2 * SECTION),
+       "all cleared");
+    umadv__pool_destroy(pool);
+}
+
 int main(void)
 {
     log_capture_start();
-    plan(59);
+    plan(59 + 1 + 5);
+    test_marks();
     test_basics();
     test_coalescing();
     test_limit();

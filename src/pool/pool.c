@@ -28,6 +28,7 @@ struct pool_arena {
     uint64_t      raw_size;
     pool_block_t *first;
     uint64_t      used_blocks;
+    uint64_t     *marks;        /* a bit a section (SECTION MARKS); NULL: none set */
 };
 
 struct umadv_pool {
@@ -159,6 +160,12 @@ static pool_arena_t *arena_find(const umadv_pool_t *pool, uintptr_t addr)
     return addr - a->base < a->size ? a : NULL;
 }
 
+/* Words of an arena's section marks (SECTION MARKS). */
+static uint64_t marks_words(const umadv_pool_t *pool, const pool_arena_t *arena)
+{
+    return UMADV_DIV_ROUND_UP(arena->size / pool->params.section_size, 64);
+}
+
 static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
 {
     size_t i = arena_upper(pool, arena->base) - 1;
@@ -172,6 +179,7 @@ static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
     pool->stats.arena_bytes -= arena->raw_size;
     pool->stats.arenas--;
     pool->params.ops->free(arena->raw, arena->raw_size);
+    free(arena->marks);
     free(arena);
 }
 
@@ -282,6 +290,7 @@ static umadv_status_t arena_add(umadv_pool_t *pool, uint64_t request, uint64_t n
     status = arena_map(pool, request, need, size, arena);
     if (status != UMADV_OK)
         goto err_free_arena;
+    arena->marks = calloc(marks_words(pool, arena), sizeof(*arena->marks)); /* NULL: none */
     i = arena_upper(pool, arena->base);
     memmove(&pool->arenas[i + 1], &pool->arenas[i],
             (pool->narenas - i) * sizeof(*pool->arenas));
@@ -358,18 +367,29 @@ umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_
     return umadv__pool_malloc_user(pool, size, 0, ptr_p, &arena_base);
 }
 
+/* A block's alignment: a section where it spans one or more (pool.h). */
+static uint64_t block_align(const umadv_pool_t *pool, uint64_t size)
+{
+    return size >= pool->params.section_size ? pool->params.section_size : UMADV_POOL_ALIGN;
+}
+
+uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size)
+{
+    return round_up(size, block_align(pool, size));
+}
+
 umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64_t user,
                                        void **ptr_p, void **arena_base_p)
 {
     uint64_t section = pool->params.section_size;
-    uint64_t align = size >= section ? section : UMADV_POOL_ALIGN;
+    uint64_t align = block_align(pool, size);
     uint64_t span;
     pool_block_t *b;
     umadv_status_t status;
 
     if (size == 0 || size > (UINT64_C(1) << 62))
         return UMADV_ERR_INVALID_PARAM;
-    span = round_up(size, align);
+    span = umadv__pool_span(pool, size);
     status = block_reserve(pool, 3); /* arena block, front pad, tail */
     if (status != UMADV_OK)
         return status;
@@ -471,6 +491,77 @@ uint64_t umadv__pool_section_size(const umadv_pool_t *pool)
     return pool->params.section_size;
 }
 
+/* ---- section marks ----------------------------------------------------- */
+
+typedef int (*marks_fn_t)(uint64_t *marks, uint64_t first, uint64_t end, int on);
+
+/* @fn on the sections of each arena that [@lo, @hi) covers whole
+ * (@whole), else touches; 0 where @fn says so, or where an address of
+ * it lies in no arena or in one without marks. */
+static int marks_walk(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int whole,
+                      marks_fn_t fn, int on)
+{
+    uint64_t section = pool->params.section_size;
+
+    while (lo < hi) {
+        const pool_arena_t *arena = arena_find(pool, lo);
+        uint64_t from, to;
+        uintptr_t end;
+
+        if (arena == NULL || arena->marks == NULL)
+            return 0;
+        end = UMADV_MIN(hi, arena->base + arena->size);
+        from = lo - arena->base;
+        to = end - arena->base;
+        from = (whole ? round_up(from, section) : from) / section;
+        to = (whole ? to : round_up(to, section)) / section;
+        if (from < to && !fn(arena->marks, from, to, on))
+            return 0;
+        lo = end;
+    }
+    return 1;
+}
+
+static int marks_set(uint64_t *marks, uint64_t first, uint64_t end, int on)
+{
+    for (uint64_t s = first; s < end; s++) {
+        if (on)
+            marks[s / 64] |= UINT64_C(1) << (s % 64);
+        else
+            marks[s / 64] &= ~(UINT64_C(1) << (s % 64));
+    }
+    return 1;
+}
+
+static int marks_all(uint64_t *marks, uint64_t first, uint64_t end, int on)
+{
+    (void)on;
+    for (uint64_t s = first; s < end; s++) {
+        if (!(marks[s / 64] & (UINT64_C(1) << (s % 64))))
+            return 0;
+    }
+    return 1;
+}
+
+void umadv__pool_mark(umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int on)
+{
+    (void)marks_walk(pool, lo, hi, on, marks_set, on);
+}
+
+int umadv__pool_marked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi)
+{
+    return lo < hi && marks_walk(pool, lo, hi, 0, marks_all, 1);
+}
+
+void umadv__pool_marks_clear(umadv_pool_t *pool)
+{
+    for (size_t i = 0; i < pool->narenas; i++) {
+        if (pool->arenas[i]->marks != NULL)
+            memset(pool->arenas[i]->marks, 0,
+                   marks_words(pool, pool->arenas[i]) * sizeof(uint64_t));
+    }
+}
+
 /* ---- life cycle ------------------------------------------------------ */
 
 umadv_status_t umadv__pool_create(const umadv_pool_params_t *params, umadv_pool_t **pool_p)
@@ -505,6 +596,7 @@ void umadv__pool_destroy(umadv_pool_t *pool)
             b = next;
         }
         pool->params.ops->free(arena->raw, arena->raw_size);
+        free(arena->marks);
         free(arena);
     }
     while (pool->block_cache != NULL) {

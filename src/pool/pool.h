@@ -91,8 +91,25 @@ umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_
 umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64_t user,
                                        void **ptr_p, void **arena_base_p);
 
+/* The bytes a block of @size occupies (its span, pool_loc_t). */
+uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size);
+
 /* UMADV_ERR_NOT_FOUND unless @ptr is the start of a live block. */
 umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
+
+/*
+ * SECTION MARKS. A bit a section of each arena, for the caller's use
+ * (the profile's: the sections known to be on the GPU, api/profile.c),
+ * clear when the arena is made (and where its bits found no memory,
+ * never set: nothing there is marked).
+ */
+/* Set (@on) the marks of the sections [@lo, @hi) covers whole, or clear
+ * those of every section it touches. */
+void umadv__pool_mark(umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int on);
+/* Whether every section [@lo, @hi) touches is marked (an empty range: 0). */
+int umadv__pool_marked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi);
+/* Clear every mark. */
+void umadv__pool_marks_clear(umadv_pool_t *pool);
 
 /* UMADV_ERR_NOT_FOUND unless @addr is inside a live block's span. */
 umadv_status_t umadv__pool_lookup(const umadv_pool_t *pool, const void *addr,
