@@ -1101,6 +1101,40 @@ static void test_no_layout(void)
     umadv_context_destroy(ctx);
 }
 
+/* FETCHING SCANNED BLOCKS BACK: not a block whose sections a fetch
+ * brought to the GPU and no eviction touched since (the pool's marks):
+ * a new block in the room of one fetched and freed. */
+static void test_fetch_spared(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *n = NULL, *first, *args[1] = {&n}, *opaque[1] = {opaque_struct};
+    umadv_context_t ctx = profiling_one_block(&a);
+
+    umadv_malloc(ctx, 2 * SECTION + 100, "n1", &n);
+    first = n;
+    driver_launch("known", 80, args);
+    umadv__cuda_host_counters(&counters);
+    ok(counters.prefetches_to_device == 1, "a new block fetched ahead of its launch");
+    umadv_free(ctx, n);
+    umadv_malloc(ctx, 3 * SECTION, "n2", &n);
+    driver_launch("known", 81, args);
+    umadv__cuda_host_counters(&counters);
+    ok(n == first && counters.prefetches_to_device == 1 &&
+           ctx->profile_fetch_spared == 3 * SECTION,
+       "another in its room (its span's three sections), fetched there and not evicted "
+       "since: no call");
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 82, opaque); /* evicts n2 */
+    umadv_free(ctx, n);
+    umadv_malloc(ctx, 3 * SECTION, "n3", &n);
+    driver_launch("known", 83, args);
+    umadv__cuda_host_counters(&counters);
+    ok(n == first && counters.prefetches_to_device == 2,
+       "a third there after an eviction moved that room: fetched");
+    umadv_free(ctx, n);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* A block kept through an eviction is left out of it whole, rounding and
  * all: a block of a section and a half spans two, and an eviction that
  * cut the kept block out by its size moved its last half section (no
@@ -2270,7 +2304,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(96 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
+    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2280,6 +2314,7 @@ int main(void)
     test_timing_pass();
     test_no_layout();
     test_kept_whole_span();
+    test_fetch_spared();
     test_narrowed_evictions_at_random();
     test_guessed_then_plan();
     test_complete_declarations();

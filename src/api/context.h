@@ -246,6 +246,9 @@ struct umadv_context {
     uint64_t                 profile_fetched_there; /* ...of blocks no eviction had sent to
                                                 * the host since they may have come onto
                                                 * the GPU (new, fetched, kept, copied into) */
+    uint64_t                 profile_fetch_spared; /* ...of blocks whose sections were on
+                                                * the GPU, fetched since, none evicted
+                                                * since: no call (profile.c) */
     uint64_t                 profile_move_calls[2]; /* calls that moved blocks: [0] to
                                                 * the GPU, [1] to the host (profile_move) */
     uint64_t                 profile_move_ns[2]; /* host time inside them */

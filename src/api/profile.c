@@ -49,6 +49,13 @@
  * instead, ordered before the launch as the evictions are, once per
  * eviction (profile_epoch); so are the ranges a step declares. Not under
  * umadv profile, whose report shows the faults the profile takes.
+ * Nor where the block lies in sections that a fetch brought to the GPU
+ * and no eviction touched since (the pool's marks, pool.h, SECTION
+ * MARKS): a new block in the room of blocks freed there. A prefetch of
+ * pages already on the GPU is a call that walks them all: the new blocks
+ * of a PyTorch ResNet-50's second pass, 20.5 GB in 676 calls, mostly in
+ * such room; fetched not at all, their pages where earlier blocks had
+ * been evicted faulted in (GPT-2, densenet121: slower; H200, 2026-11-29).
  */
 typedef struct scan {
     umadv_context_t     ctx;
@@ -99,6 +106,15 @@ void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 
 static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc);
 
+/* The sections of the block at @ptr of @size, all its own where it spans
+ * one or more, marked on the GPU. */
+static void span_mark(umadv_context_t ctx, const void *ptr, uint64_t size)
+{
+    uintptr_t start = (uintptr_t)ptr;
+
+    umadv__pool_mark(ctx->pool, start, start + umadv__pool_span(ctx->pool, size), 1);
+}
+
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr;
@@ -112,7 +128,12 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
         sc->ctx->profile_fetched_there += alloc->size;
     umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
+    if (umadv__pool_marked(sc->ctx->pool, start, start + alloc->size)) {
+        sc->ctx->profile_fetch_spared += alloc->size; /* on the GPU: no call */
+        return;
+    }
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
+    span_mark(sc->ctx, alloc->ptr, alloc->size);
 }
 
 /* Whether [@lo, @hi) of @alloc is back on the GPU since the last
@@ -165,6 +186,7 @@ void umadv__ctx_profile_declared(umadv_context_t ctx, umadv_ctx_alloc_t *alloc, 
         return;
     ctx->profile_fetched += size;
     fetch_back(ctx, &range, 1);
+    umadv__pool_mark(ctx->pool, range.start, range.end, 1);
     declared_note(ctx, alloc, range.start, range.end);
 }
 
@@ -1043,8 +1065,11 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
             ranges_cut(&ra, ev->kept[k].start, ev->kept[k].end);
         ranges_regroup(&ra, ev->kept, ev->nkept);
     }
-    if (location == UMADV_CUDA_LOCATION_HOST)
+    if (location == UMADV_CUDA_LOCATION_HOST) {
         umadv__ctx_holds_order(ctx, NULL); /* the bulk mover's legacy stream */
+        for (size_t i = 0; i < ra.n; i++) /* failed or not: where they lie is not known */
+            umadv__pool_mark(ctx->pool, ra.ranges[i].start, ra.ranges[i].end, 0);
+    }
     calls = profile_move(ctx, ra.ranges, ra.n, location, flags, &failed);
     if (failed > 0 && ra.evicting != 0)
         ctx->profile_evict_failed = 1; /* what it kept may be taken for the host's */
@@ -1240,10 +1265,9 @@ static void resident_note(void *arg, void *base, uint64_t size, uint64_t user)
     umadv_context_t ctx = arg;
     umadv_ctx_alloc_t *alloc = (umadv_ctx_alloc_t *)(uintptr_t)user;
 
-    (void)base;
-    (void)size;
     if (alloc != NULL)
         alloc->fetched_epoch = ctx->profile_epoch;
+    span_mark(ctx, base, size);
 }
 
 static void arrived_note(void *arg, void *base, uint64_t size, uint64_t user)
@@ -1303,7 +1327,8 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         return ctx->profiler_lost;
     ctx->profile_guessed = ctx->profile_evictions = ctx->profile_moved = 0;
     ctx->profile_guess_steps = 0;
-    ctx->profile_fetched = ctx->profile_fetched_there = 0;
+    ctx->profile_fetched = ctx->profile_fetched_there = ctx->profile_fetch_spared = 0;
+    umadv__pool_marks_clear(ctx->pool); /* nothing known on the GPU */
     ctx->profile_kept = ctx->profile_stayed = 0;
     memset(ctx->profile_move_calls, 0, sizeof(ctx->profile_move_calls));
     memset(ctx->profile_move_ns, 0, sizeof(ctx->profile_move_ns));
@@ -1374,9 +1399,11 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
     if (ctx->profile_fetched > 0)
         umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
                     "fetched back ahead of their launches, %s of them blocks that no "
-                    "eviction had sent to the host since they may have come onto the gpu",
+                    "eviction had sent to the host since they may have come onto the gpu; "
+                    "%s not asked for, on the gpu since a fetch",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)),
-                    umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)));
+                    umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)),
+                    umadv__size_format(ctx->profile_fetch_spared, faulted, sizeof(faulted)));
     if (calls > 0) /* where an evicting profile's time goes */
         umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them; to the "
                     "host %llu calls, %.1f ms; to the gpu %llu, %.1f ms); the evictions before "
