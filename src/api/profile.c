@@ -1400,7 +1400,8 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
         umadv_debug("profiling: %s of scanned and guessed blocks and declared ranges "
                     "fetched back ahead of their launches, %s of them blocks that no "
                     "eviction had sent to the host since they may have come onto the gpu; "
-                    "%s not asked for, on the gpu since a fetch",
+                    "%s not asked for, known on the gpu (fetched, or there when the pass "
+                    "began, and no eviction since)",
                     umadv__size_format(ctx->profile_fetched, in, sizeof(in)),
                     umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)),
                     umadv__size_format(ctx->profile_fetch_spared, faulted, sizeof(faulted)));
