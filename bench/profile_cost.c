@@ -7,15 +7,19 @@
  * a forward launch per layer naming both, then a backward one per layer
  * in reverse; every K-th launch has no parameter layout (so the second
  * pass evicts before it what its first pass's plan takes off). Each
- * kernel takes 100 us.
+ * kernel takes 100 us. With T (0 or 1): every backward launch also
+ * writes a temporary block of two sections made just before it and freed
+ * just after (PyTorch's per-tensor gradients), the next one in its room.
  *
- *   bench/profile_cost [K]
+ *   bench/profile_cost [K [T]]
  *
  * One row per depth: the second pass's evictions before launches without
  * a layout, the host time in them (choosing what to keep, collecting,
- * the calls), the time in the calls alone, the calls, the blocks left
- * where they lie, and the pass's end (the faults applied to the trace,
- * the plan made on it). On a GPU the calls also move data; here they cost only
+ * the calls), the time in the calls alone, the calls, those to the GPU
+ * (fetches back ahead of launches), the MiB of blocks not fetched since
+ * known on the GPU (api/profile.c, FETCHING SCANNED BLOCKS BACK), the
+ * blocks left where they lie, and the pass's end (the faults applied to
+ * the trace, the plan made on it). On a GPU the calls also move data; here they cost only
  * the backend's counting, so the rest is umadv's own bookkeeping.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -48,8 +52,10 @@ static uint64_t now_ns(void)
 static uint64_t opaque_struct[2 * UMADV_PROF_GUESS_BYTES / sizeof(uint64_t)];
 
 typedef struct net {
-    void    *weight[MAX_LAYERS], *act[MAX_LAYERS];
-    uint32_t layers, every;
+    void          *weight[MAX_LAYERS], *act[MAX_LAYERS];
+    uint32_t       layers, every;
+    int            temps;  /* backward launches write a temporary block */
+    umadv_context_t ctx;
 } net_t;
 
 /* Launch @index of an iteration: of the runtime API naming @a and @b
@@ -90,12 +96,20 @@ static void iteration(const net_t *n, uint32_t corr)
 
     for (uint32_t l = 0; l < n->layers; l++, i++)
         launch(n, n->act[l], n->weight[l], i, corr + i, at + i * KERNEL_NS);
-    for (uint32_t l = n->layers; l-- > 0; i++)
-        launch(n, n->act[l], n->weight[l], i, corr + i, at + i * KERNEL_NS);
+    for (uint32_t l = n->layers; l-- > 0; i++) {
+        void *temp = NULL;
+
+        if (n->temps && umadv_malloc(n->ctx, 2 * SECTION, "temp", &temp) != UMADV_OK)
+            temp = NULL;
+        launch(n, n->act[l], temp != NULL ? temp : n->weight[l], i, corr + i,
+               at + i * KERNEL_NS);
+        if (temp != NULL)
+            umadv_free(n->ctx, temp);
+    }
 }
 
 /* Profile @layers layers in two passes; print the second's row. */
-static int measure(uint32_t layers, uint32_t every)
+static int measure(uint32_t layers, uint32_t every, int temps)
 {
     static net_t n;
     uint64_t footprint = (uint64_t)layers * 3 * SECTION;
@@ -109,6 +123,8 @@ static int measure(uint32_t layers, uint32_t every)
     ctx = test_host_context(SECTION, footprint / 2);
     if (ctx == NULL)
         return 0;
+    n.ctx = ctx;
+    n.temps = temps;
     for (uint32_t l = 0; l < layers; l++) {
         good &= umadv_malloc(ctx, SECTION, "weight", &n.weight[l]) == UMADV_OK;
         good &= umadv_malloc(ctx, 2 * SECTION, "act", &n.act[l]) == UMADV_OK;
@@ -123,11 +139,14 @@ static int measure(uint32_t layers, uint32_t every)
     umadv_iteration_begin(ctx);          /* its end: planned */
     end = now_ns() - end;
     if (good)
-        printf("%6u %8u %10llu %10.1f %10.1f %9llu %10llu %10.1f\n", layers, 2 * layers,
-               (unsigned long long)ctx->profile_evictions, ctx->profile_evict_ns / 1e6,
+        printf("%6u %8u %10llu %10.1f %10.1f %9llu %9llu %10.1f %10llu %10.1f\n", layers,
+               2 * layers, (unsigned long long)ctx->profile_evictions,
+               ctx->profile_evict_ns / 1e6,
                (ctx->profile_move_ns[0] + ctx->profile_move_ns[1]) / 1e6,
                (unsigned long long)(ctx->profile_move_calls[0] + ctx->profile_move_calls[1]),
-               (unsigned long long)ctx->profile_stayed, end / 1e6);
+               (unsigned long long)ctx->profile_move_calls[0],
+               ctx->profile_fetch_spared / 1048576.0, (unsigned long long)ctx->profile_stayed,
+               end / 1e6);
     else
         fprintf(stderr, "profile_cost: %u layers: not profiled in two passes\n", layers);
     for (uint32_t l = 0; l < layers; l++) {
@@ -142,22 +161,26 @@ int main(int argc, char **argv)
 {
     static const uint32_t depths[] = {100, 250, 500, 1000, 2000};
     uint32_t every = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 4;
+    int temps = argc > 2 ? atoi(argv[2]) : 0;
     int good = 1;
 
-    if (argc > 2 || every < 2) {
-        fprintf(stderr, "usage: bench/profile_cost [K] (K from 2: every K-th launch has no "
-                        "parameter layout)\n");
+    if (argc > 3 || every < 2 || (temps != 0 && temps != 1)) {
+        fprintf(stderr, "usage: bench/profile_cost [K [T]] (K from 2: every K-th launch has "
+                        "no parameter layout; T 1: backward launches write temporary "
+                        "blocks)\n");
         return 2;
     }
     setenv("UMADV_PROFILE_PASSES", "2", 1);
     setenv("UMADV_POLICY", "plan", 1);
     umadv__cupti_ops_install(&mock_ops);
     printf("two-pass profile, second pass, every %u-th launch without a layout, half the "
-           "footprint, host backend\n", every);
-    printf("%6s %8s %10s %10s %10s %9s %10s %10s\n", "layers", "launches", "evictions",
-           "evict ms", "calls ms", "calls", "stayed", "end ms");
+           "footprint, host backend%s\n", every,
+           temps ? ", a temporary block a backward launch" : "");
+    printf("%6s %8s %10s %10s %10s %9s %9s %10s %10s %10s\n", "layers", "launches",
+           "evictions", "evict ms", "calls ms", "calls", "to gpu", "spared MiB", "stayed",
+           "end ms");
     for (size_t i = 0; i < UMADV_ARRAY_SIZE(depths); i++)
-        good &= measure(depths[i], every);
+        good &= measure(depths[i], every, temps);
     umadv__cupti_ops_install(NULL);
     return good ? 0 : 1;
 }
