@@ -91,9 +91,9 @@ int umadv__ctx_ahead_take(umadv_context_t ctx, const umadv_plan_params_t *params
     }
     *schedule = a->schedule;
     *status_p = a->status;
+    memset(&a->schedule, 0, sizeof(a->schedule)); /* the caller's now */
     umadv_debug("plan ahead: taken, built in %.1f ms on its own thread",
                 (double)a->plan_ns / 1e6);
-    umadv__trace_cleanup(&a->trace);
-    a->joined = 0;
+    umadv__ctx_ahead_drop(ctx);
     return 1;
 }

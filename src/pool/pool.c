@@ -166,6 +166,14 @@ static uint64_t marks_words(const umadv_pool_t *pool, const pool_arena_t *arena)
     return UMADV_DIV_ROUND_UP(arena->size / pool->params.section_size, 64);
 }
 
+/* The arena's memory and all it owns back. */
+static void arena_free(umadv_pool_t *pool, pool_arena_t *arena)
+{
+    pool->params.ops->free(arena->raw, arena->raw_size);
+    free(arena->marks);
+    free(arena);
+}
+
 static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
 {
     size_t i = arena_upper(pool, arena->base) - 1;
@@ -178,9 +186,7 @@ static void arena_release(umadv_pool_t *pool, pool_arena_t *arena)
     pool->narenas--;
     pool->stats.arena_bytes -= arena->raw_size;
     pool->stats.arenas--;
-    pool->params.ops->free(arena->raw, arena->raw_size);
-    free(arena->marks);
-    free(arena);
+    arena_free(pool, arena);
 }
 
 uint64_t umadv__pool_release_empty(umadv_pool_t *pool, uint64_t want)
@@ -595,9 +601,7 @@ void umadv__pool_destroy(umadv_pool_t *pool)
             free(b);
             b = next;
         }
-        pool->params.ops->free(arena->raw, arena->raw_size);
-        free(arena->marks);
-        free(arena);
+        arena_free(pool, arena);
     }
     while (pool->block_cache != NULL) {
         pool_block_t *next = pool->block_cache->next;
