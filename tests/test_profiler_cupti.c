@@ -1135,6 +1135,44 @@ static void test_fetch_spared(void)
     umadv_context_destroy(ctx);
 }
 
+/* An eviction moves a run of blocks by one call over its span, the free
+ * room between them with it: room marked by a fetch is no longer known
+ * on the GPU (a PyTorch GPT-2's second pass faulted in 95 MiB, 4,049
+ * records, in blocks new in such room, against 0.8 MiB without the
+ * marks; H200, 2026-11-29). */
+static void test_fetch_after_run_moved(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *a = NULL, *x = NULL, *n = NULL, *y = NULL, *room, *args[1] = {&n},
+         *opaque[1] = {opaque_struct};
+    umadv_context_t ctx = profiling_one_block(&a);
+
+    umadv_malloc(ctx, SECTION, "x", &x);
+    umadv_malloc(ctx, 3 * SECTION, "n4", &n);
+    umadv_malloc(ctx, SECTION, "y", &y);
+    room = n;
+    driver_launch("known", 90, args);
+    umadv_free(ctx, n);
+    umadv__cuda_host_reset();
+    driver_launch_of((const void *)0xdead, "opaque_kernel", 91, opaque);
+    umadv__cuda_host_counters(&counters);
+    ok((char *)room == (char *)x + SECTION && (char *)y == (char *)room + 3 * SECTION &&
+           counters.prefetch_bytes_to_host >= 5 * SECTION,
+       "x and y evicted by one call over their run, n4's freed room between them with it "
+       "(%llu bytes)", (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_malloc(ctx, 3 * SECTION, "n5", &n);
+    driver_launch("known", 92, args);
+    umadv__cuda_host_counters(&counters);
+    ok(n == room && counters.prefetches_to_device == 1,
+       "a block new in that room, marked by n4's fetch: fetched (%llu calls)",
+       (unsigned long long)counters.prefetches_to_device);
+    umadv_free(ctx, n);
+    umadv_free(ctx, y);
+    umadv_free(ctx, x);
+    umadv_free(ctx, a);
+    umadv_context_destroy(ctx);
+}
+
 /* A block kept through an eviction is left out of it whole, rounding and
  * all: a block of a section and a half spans two, and an eviction that
  * cut the kept block out by its size moved its last half section (no
@@ -2304,7 +2342,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3);
+    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2315,6 +2353,7 @@ int main(void)
     test_no_layout();
     test_kept_whole_span();
     test_fetch_spared();
+    test_fetch_after_run_moved();
     test_narrowed_evictions_at_random();
     test_guessed_then_plan();
     test_complete_declarations();

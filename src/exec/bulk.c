@@ -18,6 +18,22 @@ int umadv__exec_bulk_range_compare(const void *a, const void *b)
     return (x->end > y->end) - (x->end < y->end);
 }
 
+size_t umadv__exec_bulk_spans(umadv_bulk_range_t *ranges, size_t n)
+{
+    size_t spans = 0;
+
+    if (n > 1)
+        qsort(ranges, n, sizeof(*ranges), umadv__exec_bulk_range_compare);
+    for (size_t i = 0; i < n;) {
+        umadv_bulk_range_t span = ranges[i];
+
+        for (i++; i < n && ranges[i].group == span.group; i++)
+            span.end = UMADV_MAX(span.end, ranges[i].end);
+        ranges[spans++] = span;
+    }
+    return spans;
+}
+
 /* Where "the host" is for this machine's GPU: the node the executor
  * evicts to, so that the profiling pass leaves data where replay would. */
 static int bulk_location(int location, const struct umadv_numa_place *numa)
@@ -31,15 +47,11 @@ size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ra
 {
     size_t calls = 0, failed = 0;
 
-    if (n > 1)
-        qsort(ranges, n, sizeof(*ranges), umadv__exec_bulk_range_compare);
+    n = umadv__exec_bulk_spans(ranges, n);
     location = bulk_location(location, numa);
-    for (size_t i = 0; i < n;) {
-        uintptr_t start = ranges[i].start, end = ranges[i].end, group = ranges[i].group;
-
-        for (i++; i < n && ranges[i].group == group; i++)
-            end = UMADV_MAX(end, ranges[i].end);
-        if (ops->prefetch((void *)start, end - start, location, NULL) != UMADV_OK)
+    for (size_t i = 0; i < n; i++) {
+        if (ops->prefetch((void *)ranges[i].start, ranges[i].end - ranges[i].start, location,
+                          NULL) != UMADV_OK)
             failed++;
         calls++;
     }

@@ -32,9 +32,15 @@ enum {
 /* qsort's order of ranges: by start, then end. */
 int umadv__exec_bulk_range_compare(const void *a, const void *b);
 
-/* Move the @n ranges (sorted here, by address) to @location: a device
- * ordinal, or UMADV_CUDA_LOCATION_HOST for the host memory the executor
- * evicts to (@numa's node; NULL: plain host). Each call is a hint: a
+/* @ranges as the calls that move them span: sorted by address, each
+ * group's run of ranges made one range over its span (the free space
+ * between them included). Returns how many, the first ones of @ranges. */
+size_t umadv__exec_bulk_spans(umadv_bulk_range_t *ranges, size_t n);
+
+/* Move the @n ranges (made the calls' spans here: umadv__exec_bulk_spans)
+ * to @location: a device ordinal, or UMADV_CUDA_LOCATION_HOST for the
+ * host memory the executor evicts to (@numa's node; NULL: plain host).
+ * Each call is a hint: a
  * failure is logged by the backend and counted in one debug message,
  * and in *@failed_p unless NULL. Returns the calls made. */
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
