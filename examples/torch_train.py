@@ -93,7 +93,7 @@ class Stats(ctypes.Structure):
         "evict_ops", "waits", "wait_ns", "drift_ops", "resident_peak", "staged_bytes",
         "restored_bytes", "plans", "managed_held", "managed_held_peak", "released_bytes",
         "held_evictions", "hold_wait_ns", "profiles", "profile_end_ns", "plan_ns",
-        "replay_start_ns", "alloc_calls", "alloc_ns")]
+        "replay_start_ns", "alloc_calls", "alloc_ns", "fault_count_ns")]
 
 
 class Umadv:
@@ -590,7 +590,7 @@ def reserved(torch):
 # UVM migrations of fetched and evicted (umadv(3))
 COUNTERS = ("gpu_faults", "fetched_bytes", "evicted_bytes", "waits", "wait_ns", "drift_ops",
             "staged_bytes", "restored_bytes", "profiles", "profile_end_ns", "plan_ns",
-            "replay_start_ns", "alloc_calls", "alloc_ns")
+            "replay_start_ns", "alloc_calls", "alloc_ns", "fault_count_ns")
 # what umadv's own calls of a profiling phase took (umadv(3), umadv_stats_t)
 PHASES = ("profile_end_ns", "plan_ns", "replay_start_ns")
 
@@ -673,6 +673,8 @@ def iterate(torch, model, opt, x, y, args, um, run, peer=None):
             if delta["alloc_calls"]:
                 extra += " umadv calls %d (%.2f ms)" % (delta["alloc_calls"],
                                                         delta["alloc_ns"] / 1e6)
+            if delta["fault_count_ns"] >= 50000:
+                extra += " fault counts %.1f ms" % (delta["fault_count_ns"] / 1e6)
             if any(delta[k] for k in PHASES):
                 extra += " (profile end %.1f, plan %.1f, replay start %.1f ms)" % tuple(
                     delta[k] / 1e6 for k in PHASES)

@@ -175,6 +175,10 @@ typedef struct umadv_stats {
                                 *   entry points (two per tensor) */
     uint64_t alloc_ns;         /**< time the application's threads spent in those
                                 *   calls, waits for the context's lock included */
+    uint64_t fault_count_ns;   /**< time umadv_iteration_begin() spent on replay
+                                *   validation's fault counts: the iteration's faults
+                                *   taken (CUPTI's records flushed), the counters
+                                *   turned on or off */
 } umadv_stats_t;
 
 /** @return the API version of the library loaded at run time. */

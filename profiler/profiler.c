@@ -35,6 +35,8 @@ struct umadv_profiler {
     int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
     int                      flush_failed;  /* warned once; later failures at debug */
+    uint64_t                 processed;     /* records read from CUPTI's buffers */
+    uint64_t                 process_ns;    /* time spent reading them */
     int                      disable_failed;/* likewise */
     umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
 
@@ -623,10 +625,15 @@ static void buffer_process(umadv_profiler_t *prof, uint8_t *buffer, size_t valid
     CUpti_Activity *record = NULL;
     CUptiResult result;
 
+    uint64_t start = umadv__now_ns();
+
     pthread_mutex_lock(&prof->lock);
     while ((result = prof->ops->activity_get_next_record(buffer, valid, &record)) ==
-           CUPTI_SUCCESS)
+           CUPTI_SUCCESS) {
         record_process(prof, record);
+        prof->processed++;
+    }
+    prof->process_ns += umadv__now_ns() - start;
     pthread_mutex_unlock(&prof->lock);
     if (result != CUPTI_ERROR_MAX_LIMIT_REACHED) {
         umadv__cupti_status(prof->ops, result, UMADV_LOG_WARN, "activity_get_next_record",
@@ -718,6 +725,15 @@ static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
     return status;
 }
 
+/* Milliseconds since *@t_ns, which becomes now: the debug line's parts. */
+static double lap_ms(uint64_t *t_ns)
+{
+    uint64_t now = umadv__now_ns(), start = *t_ns;
+
+    *t_ns = now;
+    return (double)(now - start) / 1e6;
+}
+
 /* The counters on while a full recording runs or faults are counted,
  * off otherwise (a recording's stop leaves them to the next call:
  * umadv__prof_record_stop). A timing pass measures kernels, and a scan records a
@@ -730,6 +746,8 @@ static void um_update(umadv_profiler_t *prof, int flushed)
 {
     int full = prof->recording && prof->mode == UMADV_PROF_RECORD_FULL;
     int on = prof->um_counters && (full || prof->count_faults);
+    uint64_t t = umadv__now_ns();
+    double flush_ms = 0;
 
     if (on == prof->um_on)
         return;
@@ -738,12 +756,16 @@ static void um_update(umadv_profiler_t *prof, int flushed)
         return; /* logged; faults go unseen until the next try */
     if (!on) {
         /* Records of work already done still count. */
-        if (!flushed)
+        if (!flushed) {
             activity_flush(prof);
+            flush_ms = lap_ms(&t);
+        }
         if (activity_off(prof, CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != UMADV_OK)
             return; /* logged; still on: tried again next time */
     }
     prof->um_on = on;
+    umadv_debug("profiler: fault counters %s: records flushed %.3f ms, switched %.3f",
+                on ? "on" : "off", flush_ms, lap_ms(&t));
 }
 
 /* ---- life cycle ------------------------------------------------------ */
@@ -865,19 +887,24 @@ void umadv__prof_result_cleanup(umadv_prof_result_t *result)
     memset(result, 0, sizeof(*result));
 }
 
-/* Milliseconds since *@t_ns, which becomes now: the debug line's parts. */
-static double lap_ms(uint64_t *t_ns)
+/* The records read since the last call, and the time spent reading them
+ * (into *@ns): CUPTI's flush is its own time plus this. */
+static uint64_t processed_take(umadv_profiler_t *prof, uint64_t *ns)
 {
-    uint64_t now = umadv__now_ns(), start = *t_ns;
+    uint64_t n;
 
-    *t_ns = now;
-    return (double)(now - start) / 1e6;
+    pthread_mutex_lock(&prof->lock);
+    n = prof->processed;
+    *ns = prof->process_ns;
+    prof->processed = prof->process_ns = 0;
+    pthread_mutex_unlock(&prof->lock);
+    return n;
 }
 
 umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode)
 {
     umadv_status_t status;
-    uint64_t t;
+    uint64_t t, read_ns;
     double flush_ms, on_ms, callbacks_ms;
 
     if (prof->recording)
@@ -887,6 +914,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
     t = umadv__now_ns();
     activity_flush(prof);
     flush_ms = lap_ms(&t);
+    (void)processed_take(prof, &read_ns); /* the recording's own from here */
     pthread_mutex_lock(&prof->lock);
     umadv__prof_result_cleanup(&prof->rec);
     umadv__prof_names_reset(&prof->names);
@@ -917,7 +945,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result)
 {
     umadv_status_t status;
-    uint64_t t = umadv__now_ns();
+    uint64_t t = umadv__now_ns(), records, read_ns;
     double sync_ms, callbacks_ms, flush_ms, off_ms;
 
     if (!prof->recording)
@@ -947,9 +975,11 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
      * the device is idle until then; a recording that umadv_plan stops
      * mid-iteration leaves them on for the iteration's other launches,
      * whose faults count as its own. */
+    records = processed_take(prof, &read_ns);
     umadv_debug("profiler: recording stopped: device synchronize %.3f ms, launch callbacks off "
-                "%.3f, records flushed %.3f, kernel records off %.3f", sync_ms, callbacks_ms,
-                flush_ms, off_ms);
+                "%.3f, records flushed %.3f, kernel records off %.3f; %llu records read in the "
+                "recording, %.3f ms", sync_ms, callbacks_ms, flush_ms, off_ms,
+                (unsigned long long)records, read_ns / 1e6);
     if (status != UMADV_OK)
         umadv_warn("the profiled iteration's work failed to complete: its kernel and fault "
                    "records may be incomplete");

@@ -379,6 +379,9 @@ static void test_phase_times(void)
     ok(later.profile_end_ns == after.profile_end_ns && later.plan_ns == after.plan_ns &&
        later.replay_start_ns == after.replay_start_ns,
        "phase times: plain iterations add nothing");
+    ok(before.fault_count_ns == 0 && later.fault_count_ns > after.fault_count_ns,
+       "fault counts: timed at each iteration's begin (%llu ns in two)",
+       (unsigned long long)(later.fault_count_ns - after.fault_count_ns));
     umadv_context_destroy(ctx);
 }
 
@@ -710,7 +713,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(120);
+    plan(121);
     test_create();
     test_state_errors();
     test_limit();

@@ -629,9 +629,20 @@ static int take(int *request)
     return was;
 }
 
+/* The ended iteration's GPU faults (replay validation), timed: taking
+ * them flushes CUPTI's records (umadv_stats_t: fault_count_ns). */
+static uint64_t faults_taken(umadv_context_t ctx)
+{
+    uint64_t start = umadv__now_ns(), faults = umadv__ctx_profile_faults(ctx);
+
+    ctx->stats.fault_count_ns += umadv__now_ns() - start;
+    return faults;
+}
+
 static umadv_status_t iteration_begin(umadv_context_t ctx)
 {
     umadv_status_t status;
+    uint64_t start;
 
     if (ctx->step_open) {
         umadv_error("umadv_iteration_begin: step %llu is still open",
@@ -644,7 +655,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     life_dispatch(ctx, E(TIMING_STOP), NULL); /* a plan's failure is logged */
     ctx->in_iteration = 1;
     ctx->stats.iterations++;
-    umadv__replay_iteration_reset(ctx, umadv__ctx_profile_faults(ctx));
+    umadv__replay_iteration_reset(ctx, faults_taken(ctx));
     /* a plan asked for while a profile records waits for its trace */
     if (umadv__cycle_has_trace(ctx->life.state) && take(&ctx->life.want_plan))
         life_dispatch(ctx, E(PLAN_REQUEST), NULL); /* logged either way */
@@ -652,7 +663,9 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     status = umadv__cycle_fire(ctx, take(&ctx->life.want_profile) ? E(PROFILE_START)
                                                                  : E(TIMING_START), NULL);
     /* Counted or not, by whether a replay runs now (replay validation). */
+    start = umadv__now_ns();
     umadv__ctx_profile_iteration(ctx);
+    ctx->stats.fault_count_ns += umadv__now_ns() - start;
     return status;
 }
 
