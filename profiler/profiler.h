@@ -160,13 +160,16 @@ umadv_status_t umadv__prof_watch_copies(umadv_profiler_t *prof, umadv_prof_copy_
 
 /* Count GPU faults outside recordings (@on) or not: the unified-memory
  * counters stay on between recordings only while asked (from a
- * recording's stop to this call, as they were). A no-op without
- * counters. */
+ * recording's stop to this call, as they were). Called at an
+ * iteration's boundary after umadv__prof_take_faults, whose flush
+ * delivered the records of the work done: counters turned off here are
+ * not flushed again. A no-op without counters. */
 void umadv__prof_count_faults(umadv_profiler_t *prof, int on);
 
 /* GPU faults seen outside recordings since the last call: fault groups
  * of page-fault records plus one per migration to the GPU that faults
- * caused (records of work still running may arrive with a later call). */
+ * caused (records of work still running may arrive with a later call).
+ * Flushes CUPTI's records while the counters are on. */
 uint64_t umadv__prof_take_faults(umadv_profiler_t *prof);
 
 /* The first UMADV_PROF_FAULTS_KEPT fault records behind those groups

@@ -106,13 +106,16 @@ void umadv__ctx_profile_arrived(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
 
 static int may_be_on_gpu(const umadv_ctx_alloc_t *alloc);
 
-/* The sections of the block at @ptr of @size, all its own where it spans
- * one or more, marked on the GPU. */
-static void span_mark(umadv_context_t ctx, const void *ptr, uint64_t size)
+/* The sections the block at @ptr of @size covers whole, marked on the
+ * GPU: not the rest of its span, which its fetch does not move (marked,
+ * the span past their size faulted 13 MiB into a PyTorch ResNet-50's
+ * second pass: blocks new in that room found it on the host; H200,
+ * 2026-11-29). */
+static void gpu_mark(umadv_context_t ctx, const void *ptr, uint64_t size)
 {
     uintptr_t start = (uintptr_t)ptr;
 
-    umadv__pool_mark(ctx->pool, start, start + umadv__pool_span(ctx->pool, size), 1);
+    umadv__pool_mark(ctx->pool, start, start + size, 1);
 }
 
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
@@ -133,7 +136,7 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
         return;
     }
     sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
-    span_mark(sc->ctx, alloc->ptr, alloc->size);
+    gpu_mark(sc->ctx, alloc->ptr, alloc->size);
 }
 
 /* Whether [@lo, @hi) of @alloc is back on the GPU since the last
@@ -1273,7 +1276,7 @@ static void resident_note(void *arg, void *base, uint64_t size, uint64_t user)
 
     if (alloc != NULL)
         alloc->fetched_epoch = ctx->profile_epoch;
-    span_mark(ctx, base, size);
+    gpu_mark(ctx, base, size);
 }
 
 static void arrived_note(void *arg, void *base, uint64_t size, uint64_t user)

@@ -379,7 +379,8 @@ static uint64_t block_align(const umadv_pool_t *pool, uint64_t size)
     return size >= pool->params.section_size ? pool->params.section_size : UMADV_POOL_ALIGN;
 }
 
-uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size)
+/* The bytes a block of @size occupies (its span, pool_loc_t). */
+static uint64_t block_span(const umadv_pool_t *pool, uint64_t size)
 {
     return round_up(size, block_align(pool, size));
 }
@@ -395,7 +396,7 @@ umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64
 
     if (size == 0 || size > (UINT64_C(1) << 62))
         return UMADV_ERR_INVALID_PARAM;
-    span = umadv__pool_span(pool, size);
+    span = block_span(pool, size);
     status = block_reserve(pool, 3); /* arena block, front pad, tail */
     if (status != UMADV_OK)
         return status;

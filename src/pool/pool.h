@@ -91,9 +91,6 @@ umadv_status_t umadv__pool_malloc(umadv_pool_t *pool, uint64_t size, void **ptr_
 umadv_status_t umadv__pool_malloc_user(umadv_pool_t *pool, uint64_t size, uint64_t user,
                                        void **ptr_p, void **arena_base_p);
 
-/* The bytes a block of @size occupies (its span, pool_loc_t). */
-uint64_t umadv__pool_span(const umadv_pool_t *pool, uint64_t size);
-
 /* UMADV_ERR_NOT_FOUND unless @ptr is the start of a live block. */
 umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
 
