@@ -1048,13 +1048,14 @@ void umadv__prof_count_faults(umadv_profiler_t *prof, int on)
     um_update(prof, 1);
 }
 
-uint64_t umadv__prof_take_faults(umadv_profiler_t *prof)
+uint64_t umadv__prof_take_faults(umadv_profiler_t *prof, int flushed)
 {
     uint64_t faults;
 
     if (!prof->um_counters)
         return 0;
-    if (prof->um_on) /* else nothing came since they went off, after a flush */
+    /* counters off: nothing came since they went off, after a flush */
+    if (prof->um_on && !flushed)
         activity_flush(prof);
     pthread_mutex_lock(&prof->lock);
     faults = prof->replay_faults;

@@ -169,8 +169,9 @@ void umadv__prof_count_faults(umadv_profiler_t *prof, int on);
 /* GPU faults seen outside recordings since the last call: fault groups
  * of page-fault records plus one per migration to the GPU that faults
  * caused (records of work still running may arrive with a later call).
- * Flushes CUPTI's records while the counters are on. */
-uint64_t umadv__prof_take_faults(umadv_profiler_t *prof);
+ * Flushes CUPTI's records while the counters are on, unless @flushed
+ * (the caller's recording stop has just flushed them). */
+uint64_t umadv__prof_take_faults(umadv_profiler_t *prof, int flushed);
 
 /* The first UMADV_PROF_FAULTS_KEPT fault records behind those groups
  * (after umadv__prof_take_faults, which flushes CUPTI's buffers), at most

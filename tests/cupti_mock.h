@@ -27,6 +27,7 @@ static struct {
     int                 copy_callbacks; /* copy and memset callbacks enabled now */
     int                 um_on, kernels_on;
     int                 um_switches;    /* the counters turned on or off */
+    int                 flushes;        /* activity_flush_all calls */
     size_t              param_queries;
     CUpti_CallbackFunc  callback;
     void               *userdata;
@@ -115,6 +116,7 @@ static CUptiResult mock_flush(uint32_t flag)
     uint8_t *buffer;
     size_t size, max;
 
+    mock.flushes++;
     if (mock.nqueue == 0)
         return CUPTI_SUCCESS;
     umadv__prof_buffer_requested(&buffer, &size, &max);

@@ -213,6 +213,7 @@ static void test_replay_fault_records(void)
             "replay faults: a profiler over the mocked CUPTI")) {
         skip("no profiler", "replay faults: records");
         skip("no profiler", "replay faults: bound");
+        skip("no profiler", "replay faults: one flush a boundary");
         return;
     }
     umadv__prof_count_faults(prof, 1);
@@ -220,7 +221,7 @@ static void test_replay_fault_records(void)
              2, 0);
     queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, (void *)0x80000, 200, 10,
              5, 0);
-    groups = umadv__prof_take_faults(prof);
+    groups = umadv__prof_take_faults(prof, 0);
     n = umadv__prof_take_fault_records(prof, rec, UMADV_ARRAY_SIZE(rec));
     ok(groups == 7 && n == 2 && rec[0].address == 0x40000 && rec[0].groups == 2 &&
            rec[1].address == 0x80000 && rec[1].groups == 5 &&
@@ -231,12 +232,23 @@ static void test_replay_fault_records(void)
         for (int i = 0; i < 8; i++, sent++)
             queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
                      (void *)(uintptr_t)(0x100000 + sent * 4096), 300 + sent, 1, 1, 0);
-        groups += umadv__prof_take_faults(prof);
+        groups += umadv__prof_take_faults(prof, 0);
     }
     n = umadv__prof_take_fault_records(prof, rec, UMADV_ARRAY_SIZE(rec));
     ok(groups == sent && n == UMADV_PROF_FAULTS_KEPT && rec[n - 1].address ==
            0x100000 + (UMADV_PROF_FAULTS_KEPT - 1) * 4096,
        "replay faults: every group counted, the first %d records kept", UMADV_PROF_FAULTS_KEPT);
+    /* One CUPTI flush a boundary (10-20 ms each while the counters are on) */
+    mock.flushes = 0;
+    queue_um(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, (void *)0x40000, 100, 10,
+             3, 0);
+    mock_flush(0); /* a recording's stop */
+    groups = umadv__prof_take_faults(prof, 1);
+    umadv__prof_count_faults(prof, 0);
+    ok(groups == 3 && mock.flushes == 1 && !mock.um_on &&
+           umadv__prof_take_faults(prof, 0) == 0 && mock.flushes == 1,
+       "replay faults: taken after a recording's flush, the counters turned off, and taken "
+       "while they are off: no flush again (%d)", mock.flushes);
     umadv__prof_close(prof);
 }
 
@@ -436,7 +448,7 @@ static void test_refusals(void)
 
 int main(void)
 {
-    plan(5 + 6 + 1 + 3 + 2 + 4 + 11);
+    plan(5 + 6 + 1 + 3 + 2 + 4 + 12);
     umadv__cupti_ops_install(&mock_ops);
     test_fault_costs();
     test_profiler_keeps();

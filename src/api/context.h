@@ -435,8 +435,9 @@ void umadv__ctx_tpass_reset(umadv_context_t ctx);
 void umadv__ctx_profile_iteration(umadv_context_t ctx);
 
 /* GPU faults (fault groups and fault-caused migrations) seen since the last
- * call outside recordings (replay validation); added to ctx->stats.gpu_faults. */
-uint64_t umadv__ctx_profile_faults(umadv_context_t ctx);
+ * call outside recordings (replay validation); added to ctx->stats.gpu_faults.
+ * @flushed: a recording's stop has just flushed CUPTI's records. */
+uint64_t umadv__ctx_profile_faults(umadv_context_t ctx, int flushed);
 
 /* ---- schedule.c: plans and budgets (a leaf) ----------------------------- */
 

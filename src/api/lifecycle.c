@@ -121,6 +121,7 @@ static life_ev_t act_record_stop(umadv_context_t ctx, alloc_t *a)
     umadv_cycle_outcome_t outcome = L(ctx)->record_stop(ctx, &status);
 
     ctx->stats.profile_end_ns += umadv__now_ns() - start;
+    ctx->life.record_stopped = 1;
 
     life_fail(ctx, status);
     if (outcome == UMADV_CYCLE_RECORD_SCOUTED) {
@@ -630,10 +631,13 @@ static int take(int *request)
 }
 
 /* The ended iteration's GPU faults (replay validation), timed: taking
- * them flushes CUPTI's records (umadv_stats_t: fault_count_ns). */
+ * them flushes CUPTI's records (umadv_stats_t: fault_count_ns) unless a
+ * recording's stop at this boundary has (each flush costs 10-20 ms
+ * while the counters are on; H200, 2026-11-29). */
 static uint64_t faults_taken(umadv_context_t ctx)
 {
-    uint64_t start = umadv__now_ns(), faults = umadv__ctx_profile_faults(ctx);
+    uint64_t start = umadv__now_ns();
+    uint64_t faults = umadv__ctx_profile_faults(ctx, take(&ctx->life.record_stopped));
 
     ctx->stats.fault_count_ns += umadv__now_ns() - start;
     return faults;
@@ -649,6 +653,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
                     (unsigned long long)ctx->stats.steps);
         return UMADV_ERR_STATE;
     }
+    ctx->life.record_stopped = 0; /* one umadv_plan stopped mid-iteration */
     status = umadv__cycle_fire(ctx, E(RECORD_STOP), NULL);
     if (status != UMADV_OK)
         return status;

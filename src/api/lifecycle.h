@@ -143,6 +143,8 @@ typedef struct umadv_cycle {
      * policy during a re-profile, a re-profile completed). */
     int                        want_profile;
     int                        want_plan;
+    int                        record_stopped; /* a recording stopped in this
+                                                * boundary: CUPTI flushed */
     unsigned                   unsteady; /* profiles in a row whose next
                                           * iteration ran other steps */
     umadv_status_t             status;   /* the first failure of the last fire */

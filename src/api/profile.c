@@ -1732,13 +1732,13 @@ void umadv__ctx_profile_iteration(umadv_context_t ctx)
         umadv__prof_count_faults(ctx->profiler, count_faults_now(ctx));
 }
 
-uint64_t umadv__ctx_profile_faults(umadv_context_t ctx)
+uint64_t umadv__ctx_profile_faults(umadv_context_t ctx, int flushed)
 {
     uint64_t n;
 
     if (ctx->profiler == NULL)
         return 0;
-    n = umadv__prof_take_faults(ctx->profiler);
+    n = umadv__prof_take_faults(ctx->profiler, flushed);
     ctx->stats.gpu_faults += n;
     ctx->iteration_faults  = n;
     return n;
