@@ -403,37 +403,53 @@ static void test_odd_backend(void)
        after.frees - before.frees, "destroy returned every arena to the backend");
 }
 
+/* Whether every section [@lo, @hi) touches is marked (an empty range: no). */
+static int marked(const umadv_pool_t *pool, const char *lo, const char *hi)
+{
+    uintptr_t end;
+
+    return lo < hi && umadv__pool_unmarked(pool, (uintptr_t)lo, (uintptr_t)hi, &end) ==
+                          (uintptr_t)hi;
+}
+
 /* SECTION MARKS: set on the sections a range covers whole, cleared on
- * those it touches, asked of those it touches; across two arenas; none
- * outside them. */
+ * those it touches; the runs of a range whose sections are unmarked;
+ * across two arenas; none outside them. */
 static void test_marks(void)
 {
     umadv_pool_t *pool = pool_new(4 * SECTION, 0, &umadv__cuda_ops_host);
+    uintptr_t run, end;
     char *a, *b;
 
     umadv__pool_malloc(pool, 4 * SECTION, (void **)&a); /* fills its arena */
     umadv__pool_malloc(pool, 4 * SECTION, (void **)&b); /* another */
-    ok(!umadv__pool_marked(pool, (uintptr_t)a, (uintptr_t)a + SECTION),
-       "a new arena's sections unmarked");
+    ok(!marked(pool, a, a + SECTION), "a new arena's sections unmarked");
     umadv__pool_mark(pool, (uintptr_t)a + SECTION / 2, (uintptr_t)a + 3 * SECTION, 1);
-    ok(umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 3 * SECTION) &&
-           !umadv__pool_marked(pool, (uintptr_t)a, (uintptr_t)a + SECTION) &&
-           !umadv__pool_marked(pool, (uintptr_t)a + 2 * SECTION, (uintptr_t)a + 3 * SECTION + 1),
+    ok(marked(pool, a + SECTION, a + 3 * SECTION) && !marked(pool, a, a + SECTION) &&
+           !marked(pool, a + 2 * SECTION, a + 3 * SECTION + 1),
        "set: sections 1 and 2, covered whole; not 0, half covered; asked: every section "
        "touched");
+    run = umadv__pool_unmarked(pool, (uintptr_t)a + 100, (uintptr_t)a + 4 * SECTION - 100, &end);
+    ok(run == (uintptr_t)a + 100 && end == (uintptr_t)a + SECTION,
+       "the first unmarked run: section 0, clipped to the range");
+    run = umadv__pool_unmarked(pool, end, (uintptr_t)a + 4 * SECTION - 100, &end);
+    ok(run == (uintptr_t)a + 3 * SECTION && end == (uintptr_t)a + 4 * SECTION - 100,
+       "the next: past the marked 1 and 2, section 3 to the range's end");
+    ok(umadv__pool_unmarked(pool, (uintptr_t)a + SECTION + 5, (uintptr_t)a + 3 * SECTION,
+                            &end) == (uintptr_t)a + 3 * SECTION &&
+           end == (uintptr_t)a + 3 * SECTION,
+       "none in a range within marked sections: its end");
     umadv__pool_mark(pool, (uintptr_t)a + 2 * SECTION + 100, (uintptr_t)a + 2 * SECTION + 200, 0);
-    ok(umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 2 * SECTION) &&
-           !umadv__pool_marked(pool, (uintptr_t)a + 2 * SECTION, (uintptr_t)a + 2 * SECTION + 1),
+    ok(marked(pool, a + SECTION, a + 2 * SECTION) &&
+           !marked(pool, a + 2 * SECTION, a + 2 * SECTION + 1),
        "cleared: section 2, touched by 100 bytes; 1 stays");
     umadv__pool_mark(pool, (uintptr_t)a, (uintptr_t)a + 4 * SECTION, 1);
     umadv__pool_mark(pool, (uintptr_t)b, (uintptr_t)b + 4 * SECTION, 1);
-    ok(umadv__pool_marked(pool, (uintptr_t)b + SECTION, (uintptr_t)b + 2 * SECTION + 1) &&
-           !umadv__pool_marked(pool, (uintptr_t)b, (uintptr_t)b) &&
-           !umadv__pool_marked(pool, (uintptr_t)&pool, (uintptr_t)&pool + 8),
+    ok(marked(pool, b + SECTION, b + 2 * SECTION + 1) && !marked(pool, b, b) &&
+           !marked(pool, (char *)&pool, (char *)&pool + 8),
        "a second arena's own marks; an empty range, an address in no arena: unmarked");
     umadv__pool_marks_clear(pool);
-    ok(!umadv__pool_marked(pool, (uintptr_t)a + SECTION, (uintptr_t)a + 2 * SECTION) &&
-           !umadv__pool_marked(pool, (uintptr_t)b + SECTION, (uintptr_t)b + 2 * SECTION),
+    ok(!marked(pool, a + SECTION, a + 2 * SECTION) && !marked(pool, b + SECTION, b + 2 * SECTION),
        "all cleared");
     umadv__pool_destroy(pool);
 }
@@ -441,7 +457,7 @@ static void test_marks(void)
 int main(void)
 {
     log_capture_start();
-    plan(58 + 1 + 5);
+    plan(58 + 1 + 8);
     test_marks();
     test_basics();
     test_coalescing();

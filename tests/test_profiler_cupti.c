@@ -1107,7 +1107,8 @@ static void test_no_layout(void)
  * the fetch covered in part (the block's span past its size) is not
  * known there: its other pages may lie on the host (the span of
  * ResNet-50's blocks past their size, marked, faulted 13 MiB into its
- * second pass; H200, 2026-11-29). */
+ * second pass; H200, 2026-11-29). A block partly known there is
+ * fetched in the sections that are not. */
 static void test_fetch_spared(void)
 {
     umadv_cuda_host_counters_t counters;
@@ -1131,15 +1132,20 @@ static void test_fetch_spared(void)
     umadv_malloc(ctx, 3 * SECTION, "n2b", &n);
     driver_launch("known", 82, args);
     umadv__cuda_host_counters(&counters);
-    ok(n == first && counters.prefetches_to_device == 2,
-       "one reaching into the third, of which n1's fetch asked 100 bytes: fetched");
+    ok(n == first && counters.prefetches_to_device == 2 &&
+           counters.prefetch_bytes_to_device == 2 * SECTION + 100 + SECTION &&
+           ctx->profile_fetch_spared == 4 * SECTION,
+       "one reaching into the third, of which n1's fetch asked 100 bytes: that section "
+       "fetched, not the two known there (%llu bytes asked in all)",
+       (unsigned long long)counters.prefetch_bytes_to_device);
     driver_launch_of((const void *)0xdead, "opaque_kernel", 83, opaque); /* evicts n2b */
     umadv_free(ctx, n);
     umadv_malloc(ctx, 3 * SECTION, "n3", &n);
     driver_launch("known", 84, args);
     umadv__cuda_host_counters(&counters);
-    ok(n == first && counters.prefetches_to_device == 3,
-       "a block there after an eviction moved that room: fetched");
+    ok(n == first && counters.prefetches_to_device == 3 &&
+           counters.prefetch_bytes_to_device == 2 * SECTION + 100 + 4 * SECTION,
+       "a block there after an eviction moved that room: fetched whole");
     umadv_free(ctx, n);
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);

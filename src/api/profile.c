@@ -118,24 +118,49 @@ static void gpu_mark(umadv_context_t ctx, const void *ptr, uint64_t size)
     umadv__pool_mark(ctx->pool, start, start + size, 1);
 }
 
+/* The runs of [@lo, @hi) not known on the GPU (the pool's marks), into
+ * @out unless NULL; returns how many. */
+static size_t unknown_runs(const umadv_context_t ctx, uintptr_t lo, uintptr_t hi,
+                           umadv_bulk_range_t *out)
+{
+    size_t n = 0;
+    uintptr_t end;
+
+    for (; (lo = umadv__pool_unmarked(ctx->pool, lo, hi, &end)) < hi; lo = end, n++) {
+        if (out != NULL)
+            out[n] = (umadv_bulk_range_t){lo, end, lo}; /* each run a call of its own */
+    }
+    return n;
+}
+
+/* A scanned block fetched back ahead of its launch: only the runs of it
+ * not known on the GPU. Fetched whole where the rest lay there, its
+ * calls cost the second pass's host time more than the faults they
+ * spared: ResNet-50 318 ms against 165, densenet121 161 against 59
+ * (H200, 2026-11-29). */
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
-    uintptr_t start = (uintptr_t)alloc->ptr;
+    uintptr_t start = (uintptr_t)alloc->ptr, end = start + alloc->size;
+    umadv_bulk_range_t *runs;
+    uint64_t asked = 0;
+    size_t n;
 
-    if (!fetching_back(sc->ctx) || alloc->fetched_epoch == sc->ctx->profile_epoch ||
-        umadv__array_reserve((void **)&sc->fetch, &sc->cap, sc->nfetch + 1,
+    if (!fetching_back(sc->ctx) || alloc->fetched_epoch == sc->ctx->profile_epoch)
+        return; /* nothing evicted since it came back */
+    n = unknown_runs(sc->ctx, start, end, NULL);
+    if (umadv__array_reserve((void **)&sc->fetch, &sc->cap, sc->nfetch + n,
                              sizeof(*sc->fetch)) != UMADV_OK)
-        return; /* nothing evicted since it came back; or it faults back */
+        return; /* it faults back */
     alloc->fetched_epoch = sc->ctx->profile_epoch;
     if (may_be_on_gpu(alloc))
         sc->ctx->profile_fetched_there += alloc->size;
     umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
-    if (umadv__pool_marked(sc->ctx->pool, start, start + alloc->size)) {
-        sc->ctx->profile_fetch_spared += alloc->size; /* on the GPU: no call */
-        return;
-    }
-    sc->fetch[sc->nfetch++] = (umadv_bulk_range_t){start, start + alloc->size, start};
+    runs = sc->fetch + sc->nfetch;
+    sc->nfetch += unknown_runs(sc->ctx, start, end, runs);
+    for (size_t i = 0; i < n; i++)
+        asked += runs[i].end - runs[i].start;
+    sc->ctx->profile_fetch_spared += alloc->size - asked; /* known there: no call */
     gpu_mark(sc->ctx, alloc->ptr, alloc->size);
 }
 

@@ -500,13 +500,9 @@ uint64_t umadv__pool_section_size(const umadv_pool_t *pool)
 
 /* ---- section marks ----------------------------------------------------- */
 
-typedef int (*marks_fn_t)(uint64_t *marks, uint64_t first, uint64_t end, int on);
-
-/* @fn on the sections of each arena that [@lo, @hi) covers whole
- * (@whole), else touches; 0 where @fn says so, or where an address of
- * it lies in no arena or in one without marks. */
-static int marks_walk(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int whole,
-                      marks_fn_t fn, int on)
+/* Nothing where an address of [@lo, @hi) lies in no arena or in one
+ * without marks. */
+void umadv__pool_mark(umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int on)
 {
     uint64_t section = pool->params.section_size;
 
@@ -516,48 +512,48 @@ static int marks_walk(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int 
         uintptr_t end;
 
         if (arena == NULL || arena->marks == NULL)
-            return 0;
+            return;
         end = UMADV_MIN(hi, arena->base + arena->size);
         from = lo - arena->base;
         to = end - arena->base;
-        from = (whole ? round_up(from, section) : from) / section;
-        to = (whole ? to : round_up(to, section)) / section;
-        if (from < to && !fn(arena->marks, from, to, on))
-            return 0;
+        from = (on ? round_up(from, section) : from) / section;
+        to = (on ? to : round_up(to, section)) / section;
+        for (uint64_t s = from; s < to; s++) {
+            if (on)
+                arena->marks[s / 64] |= UINT64_C(1) << (s % 64);
+            else
+                arena->marks[s / 64] &= ~(UINT64_C(1) << (s % 64));
+        }
         lo = end;
     }
-    return 1;
 }
 
-static int marks_set(uint64_t *marks, uint64_t first, uint64_t end, int on)
+static int mark_is_set(const uint64_t *marks, uint64_t s)
 {
-    for (uint64_t s = first; s < end; s++) {
-        if (on)
-            marks[s / 64] |= UINT64_C(1) << (s % 64);
-        else
-            marks[s / 64] &= ~(UINT64_C(1) << (s % 64));
-    }
-    return 1;
+    return (marks[s / 64] >> (s % 64)) & 1;
 }
 
-static int marks_all(uint64_t *marks, uint64_t first, uint64_t end, int on)
+uintptr_t umadv__pool_unmarked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi,
+                               uintptr_t *end_p)
 {
-    (void)on;
-    for (uint64_t s = first; s < end; s++) {
-        if (!(marks[s / 64] & (UINT64_C(1) << (s % 64))))
-            return 0;
-    }
-    return 1;
-}
+    const pool_arena_t *arena = lo < hi ? arena_find(pool, lo) : NULL;
+    uint64_t section = pool->params.section_size, s, end, last;
 
-void umadv__pool_mark(umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int on)
-{
-    (void)marks_walk(pool, lo, hi, on, marks_set, on);
-}
-
-int umadv__pool_marked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi)
-{
-    return lo < hi && marks_walk(pool, lo, hi, 0, marks_all, 1);
+    *end_p = hi;
+    if (lo >= hi)
+        return hi;
+    if (arena == NULL || arena->marks == NULL || hi > arena->base + arena->size)
+        return lo; /* nothing known there */
+    s = (lo - arena->base) / section;
+    last = round_up(hi - arena->base, section) / section;
+    while (s < last && mark_is_set(arena->marks, s))
+        s++;
+    if (s == last)
+        return hi;
+    for (end = s; end < last && !mark_is_set(arena->marks, end); end++)
+        ;
+    *end_p = UMADV_MIN(hi, arena->base + end * section);
+    return UMADV_MAX(lo, arena->base + s * section);
 }
 
 void umadv__pool_marks_clear(umadv_pool_t *pool)

@@ -103,8 +103,12 @@ umadv_status_t umadv__pool_free(umadv_pool_t *pool, void *ptr);
 /* Set (@on) the marks of the sections [@lo, @hi) covers whole, or clear
  * those of every section it touches. */
 void umadv__pool_mark(umadv_pool_t *pool, uintptr_t lo, uintptr_t hi, int on);
-/* Whether every section [@lo, @hi) touches is marked (an empty range: 0). */
-int umadv__pool_marked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi);
+/* The first run of [@lo, @hi) whose sections are unmarked: its start
+ * (returned) and end (*@end_p), clipped to [@lo, @hi); @hi (and *@end_p
+ * @hi) where every section it touches is marked. A range outside one
+ * arena with marks is unmarked whole. */
+uintptr_t umadv__pool_unmarked(const umadv_pool_t *pool, uintptr_t lo, uintptr_t hi,
+                               uintptr_t *end_p);
 /* Clear every mark. */
 void umadv__pool_marks_clear(umadv_pool_t *pool);
 
