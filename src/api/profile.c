@@ -141,7 +141,6 @@ static size_t unknown_runs(const umadv_context_t ctx, uintptr_t lo, uintptr_t hi
 static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 {
     uintptr_t start = (uintptr_t)alloc->ptr, end = start + alloc->size;
-    umadv_bulk_range_t *runs;
     uint64_t asked = 0;
     size_t n;
 
@@ -156,10 +155,11 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
         sc->ctx->profile_fetched_there += alloc->size;
     umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
-    runs = sc->fetch + sc->nfetch;
-    sc->nfetch += unknown_runs(sc->ctx, start, end, runs);
-    for (size_t i = 0; i < n; i++)
-        asked += runs[i].end - runs[i].start;
+    if (n > 0) { /* else the array may be none yet */
+        unknown_runs(sc->ctx, start, end, &sc->fetch[sc->nfetch]);
+        for (size_t i = 0; i < n; i++, sc->nfetch++)
+            asked += sc->fetch[sc->nfetch].end - sc->fetch[sc->nfetch].start;
+    }
     sc->ctx->profile_fetch_spared += alloc->size - asked; /* known there: no call */
     gpu_mark(sc->ctx, alloc->ptr, alloc->size);
 }
@@ -1389,7 +1389,14 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
         else
             evict_all(ctx);
     }
-    if (umadv__prof_record_start(ctx->profiler, mode) != UMADV_OK)
+    /* a guided second pass that begins where the first's recording
+     * stopped, at this boundary (its flush delivered every record; not
+     * umadv_plan's mid-iteration stop, after which launches ran), with no
+     * replay moving data since, moves nothing first: no flush again (10
+     * ms; H200, 2026-11-29) */
+    if (umadv__prof_record_start(ctx->profiler, mode,
+                                 ctx->life.record_stopped && ctx->replay.exec == NULL &&
+                                     ctx->profile_pass == 2 && !ctx->scout_lost) != UMADV_OK)
         return 1; /* warned: declared accesses only */
     umadv__replay_copies_noted(ctx, 1);
     snprintf(source, sizeof(source), "umadv cupti profile: %s%sdeclared accesses, %s backend",
