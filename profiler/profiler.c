@@ -901,7 +901,8 @@ static uint64_t processed_take(umadv_profiler_t *prof, uint64_t *ns)
     return n;
 }
 
-umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode)
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode,
+                                        int flushed)
 {
     umadv_status_t status;
     uint64_t t, read_ns;
@@ -912,7 +913,8 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
 
     /* Records of earlier work go to the replay count, not this recording. */
     t = umadv__now_ns();
-    activity_flush(prof);
+    if (!flushed)
+        activity_flush(prof);
     flush_ms = lap_ms(&t);
     (void)processed_take(prof, &read_ns); /* the recording's own from here */
     pthread_mutex_lock(&prof->lock);

@@ -129,8 +129,11 @@ umadv_status_t umadv__prof_open(int host_only, umadv_prof_launch_fn launch, void
 /* Unsubscribe; NULL is a no-op. */
 void umadv__prof_close(umadv_profiler_t *prof);
 
-/* Start collecting what @mode says (dropping earlier records). */
-umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode);
+/* Start collecting what @mode says (dropping earlier records, flushed
+ * first unless @flushed: the caller's recording stop has just flushed
+ * them and no work ran since). */
+umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_t mode,
+                                        int flushed);
 
 /* Wait for the device, flush CUPTI and hand over what was collected.
  * The unified-memory counters stay as they are until the next

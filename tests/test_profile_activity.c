@@ -100,7 +100,7 @@ static umadv_profiler_t *recording(umadv_prof_mode_t mode)
     mock_reset();
     if (umadv__prof_open(0, launch_step, NULL, &prof) != UMADV_OK || prof == NULL)
         return NULL;
-    umadv__prof_record_start(prof, mode);
+    umadv__prof_record_start(prof, mode, 0);
     return prof;
 }
 
@@ -156,7 +156,7 @@ static void test_profiler_keeps(void)
        "a fault record keeps its groups and its time");
     umadv__prof_result_cleanup(&r);
 
-    umadv__prof_record_start(prof, UMADV_PROF_RECORD_FULL);
+    umadv__prof_record_start(prof, UMADV_PROF_RECORD_FULL, 0);
     memset(long_name, 'k', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
     queue_named(5, 4000, long_name);
@@ -165,7 +165,7 @@ static void test_profiler_keeps(void)
        "a name of 5000 bytes is kept as its first 4096 (a trace line stays readable)");
     umadv__prof_result_cleanup(&r);
 
-    umadv__prof_record_start(prof, UMADV_PROF_RECORD_TIMING);
+    umadv__prof_record_start(prof, UMADV_PROF_RECORD_TIMING, 0);
     queue_named(4, 5000, "gemm_kernel");
     queue_record(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, 5100, 1, 0);
     umadv__prof_record_stop(prof, &r);

@@ -1796,10 +1796,14 @@ static void test_two_passes_plan_keeps(void)
     umadv_profile_next_iteration(ctx);
     umadv_iteration_begin(ctx);
     five_steps(10, &a, &b, &c, 0);
+    mock.flushes = 0;
     umadv_iteration_begin(ctx);
     if (!ok(ctx->scout_ready && ctx->scout_off.from.off != NULL,
             "the first pass's plan evicts: a second pass, guided by where it takes blocks off"))
         goto out;
+    ok(mock.flushes == 1,
+       "one CUPTI flush at the boundary between the passes: the first's stop (%d)",
+       mock.flushes);
     umadv__cuda_host_reset();
     five_steps(20, &a, &b, &c, 100000000);
     umadv__cuda_host_counters(&counters);
@@ -2485,7 +2489,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1);
+    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -637,7 +637,7 @@ static int take(int *request)
 static uint64_t faults_taken(umadv_context_t ctx)
 {
     uint64_t start = umadv__now_ns();
-    uint64_t faults = umadv__ctx_profile_faults(ctx, take(&ctx->life.record_stopped));
+    uint64_t faults = umadv__ctx_profile_faults(ctx, ctx->life.record_stopped);
 
     ctx->stats.fault_count_ns += umadv__now_ns() - start;
     return faults;
@@ -653,7 +653,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
                     (unsigned long long)ctx->stats.steps);
         return UMADV_ERR_STATE;
     }
-    ctx->life.record_stopped = 0; /* one umadv_plan stopped mid-iteration */
+    ctx->life.record_stopped = 0; /* umadv_plan's stop mid-iteration */
     status = umadv__cycle_fire(ctx, E(RECORD_STOP), NULL);
     if (status != UMADV_OK)
         return status;
@@ -671,6 +671,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     start = umadv__now_ns();
     umadv__ctx_profile_iteration(ctx);
     ctx->stats.fault_count_ns += umadv__now_ns() - start;
+    ctx->life.record_stopped = 0;
     return status;
 }
 

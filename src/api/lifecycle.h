@@ -143,7 +143,7 @@ typedef struct umadv_cycle {
      * policy during a re-profile, a re-profile completed). */
     int                        want_profile;
     int                        want_plan;
-    int                        record_stopped; /* a recording stopped in this
+    int                        record_stopped; /* a recording stopped at this
                                                 * boundary: CUPTI flushed */
     unsigned                   unsteady; /* profiles in a row whose next
                                           * iteration ran other steps */

@@ -34,7 +34,7 @@ int umadv__ctx_tpass_start(umadv_context_t ctx)
         return 0;
     durations = calloc(ctx->trace.nsteps, sizeof(*durations));
     if (durations == NULL ||
-        umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_TIMING) != UMADV_OK) {
+        umadv__prof_record_start(ctx->profiler, UMADV_PROF_RECORD_TIMING, 0) != UMADV_OK) {
         umadv_info("timing pass not run: the trace keeps the profiled step durations");
         free(durations);
         return 0;
