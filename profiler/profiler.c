@@ -35,9 +35,9 @@ struct umadv_profiler {
     int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
     int                      flush_failed;  /* warned once; later failures at debug */
+    int                      disable_failed;/* likewise */
     uint64_t                 processed;     /* records read from CUPTI's buffers */
     uint64_t                 process_ns;    /* time spent reading them */
-    int                      disable_failed;/* likewise */
     umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
 
     pthread_mutex_t          lock;          /* what follows */
@@ -624,7 +624,6 @@ static void buffer_process(umadv_profiler_t *prof, uint8_t *buffer, size_t valid
 {
     CUpti_Activity *record = NULL;
     CUptiResult result;
-
     uint64_t start = umadv__now_ns();
 
     pthread_mutex_lock(&prof->lock);
@@ -746,11 +745,12 @@ static void um_update(umadv_profiler_t *prof, int flushed)
 {
     int full = prof->recording && prof->mode == UMADV_PROF_RECORD_FULL;
     int on = prof->um_counters && (full || prof->count_faults);
-    uint64_t t = umadv__now_ns();
+    uint64_t t;
     double flush_ms = 0;
 
     if (on == prof->um_on)
-        return;
+        return; /* no switch: most calls, one a boundary */
+    t = umadv__now_ns();
     if (on && UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_enable,
                                (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)) != UMADV_OK)
         return; /* logged; faults go unseen until the next try */

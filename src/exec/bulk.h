@@ -40,9 +40,9 @@ size_t umadv__exec_bulk_spans(umadv_bulk_range_t *ranges, size_t n);
 /* Move the @n ranges (made the calls' spans here: umadv__exec_bulk_spans)
  * to @location: a device ordinal, or UMADV_CUDA_LOCATION_HOST for the
  * host memory the executor evicts to (@numa's node; NULL: plain host).
- * Each call is a hint: a
- * failure is logged by the backend and counted in one debug message,
- * and in *@failed_p unless NULL. Returns the calls made. */
+ * Each call is a hint: a failure is logged by the backend and counted
+ * in one debug message, and in *@failed_p unless NULL. Returns the
+ * calls made. */
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
                              int location, const struct umadv_numa_place *numa, unsigned flags,
                              size_t *failed_p);
