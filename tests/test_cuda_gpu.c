@@ -1,15 +1,13 @@
 /*
  * The cudart backend on a real GPU: device properties, managed memory from
  * the pool, prefetch to the device and back with data the device wrote,
- * advice, events timing a step, a gate holding a migration back. Skips
- * the whole file without a device.
+ * advice, events timing a step. Skips the whole file without a device.
  * Managed memory stays far below any GPU's free memory (64 MiB).
  */
 #include <umadv.h>
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/context.h"
 #include "common/log.h"
@@ -71,40 +69,6 @@ static void test_migration(umadv_context_t ctx, int device, umadv_stream_t strea
     is(umadv_free(ctx, p), UMADV_OK, "free");
 }
 
-/* A gate on the legacy stream (the bulk mover's) holds a migration to
- * the host back until it opens; the data arrives whole. */
-static void test_gate(umadv_context_t ctx, int device)
-{
-    const struct timespec wait = {0, 20 * 1000000L};
-    unsigned char *p;
-    umadv_gate_t gate;
-    umadv_event_t done;
-    cudaError_t held;
-    int whole = 1;
-
-    umadv_malloc(ctx, BYTES, "gated", (void **)&p);
-    ops->prefetch(p, BYTES, device, NULL);
-    UMADV_CUDART_FUNC(cudaMemsetAsync(p, 0x3c, BYTES, 0));
-    ops->stream_synchronize(NULL);
-    is(ops->gate_create(&gate), UMADV_OK, "a gate");
-    ops->event_create(&done);
-    is(ops->gate_close(gate, NULL), UMADV_OK, "closed on the legacy stream");
-    ops->prefetch(p, BYTES, UMADV_CUDA_LOCATION_HOST, NULL);
-    ops->event_record(done, NULL);
-    nanosleep(&wait, NULL);
-    held = cudaEventQuery((cudaEvent_t)done);
-    ok(held == cudaErrorNotReady, "the migration behind it waits, unrun (%s)",
-       cudaGetErrorName(held));
-    ops->gate_open(gate);
-    is(ops->event_synchronize(done), UMADV_OK, "opened, it runs");
-    for (size_t i = 0; i < BYTES; i += 4099)
-        whole &= p[i] == 0x3c;
-    ok(whole && p[BYTES - 1] == 0x3c, "the host reads what the device wrote");
-    ops->event_destroy(done);
-    ops->gate_destroy(gate);
-    umadv_free(ctx, p);
-}
-
 /* A profiled step timed by events on the application's stream. */
 static void test_step_timing(umadv_context_t ctx, umadv_stream_t stream)
 {
@@ -136,13 +100,12 @@ int main(void)
 
     if (ops->device_count(&count) != UMADV_OK)
         skip_all("no CUDA device");
-    plan(29);
+    plan(24);
     is(umadv_context_create(&params, &ctx), UMADV_OK, "context on the gpu");
     test_device(ctx->config.device);
     is(ops->stream_create(&stream), UMADV_OK, "stream");
     test_migration(ctx, ctx->config.device, stream);
     test_step_timing(ctx, stream);
-    test_gate(ctx, ctx->config.device);
     umadv_get_stats(ctx, &stats);
     ok(stats.managed_bytes == 0 && stats.allocations == 0, "everything freed");
     ops->stream_destroy(stream);

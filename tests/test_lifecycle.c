@@ -604,36 +604,12 @@ static struct {
     size_t    size[8];
     int       location[8];
     size_t    n, syncs, fail_at;
-    char      order[16];   /* C: a gate closed, P: a prefetch, O: a gate opened */
-    int       gate_refused; /* gate_close says the driver has none */
 } moves;
-
-static void order_note(char c)
-{
-    size_t len = strlen(moves.order);
-
-    if (len + 1 < sizeof(moves.order))
-        moves.order[len] = c;
-}
-
-static umadv_status_t spy_gate_close(umadv_gate_t gate, umadv_stream_t stream)
-{
-    if (moves.gate_refused)
-        return UMADV_ERR_UNSUPPORTED;
-    order_note('C');
-    return UMADV_OK;
-}
-
-static void spy_gate_open(umadv_gate_t gate)
-{
-    order_note('O');
-}
 
 static umadv_status_t spy_prefetch(void *ptr, size_t size, int location, umadv_stream_t s)
 {
     size_t i = moves.n++;
 
-    order_note('P');
     if (i < 8) {
         moves.start[i]    = (uintptr_t)ptr;
         moves.size[i]     = size;
@@ -664,8 +640,8 @@ static void test_bulk(void)
     spy.prefetch = spy_prefetch;
     spy.stream_synchronize = spy_sync;
     memset(&moves, 0, sizeof(moves));
-    calls = umadv__exec_bulk_move(&spy, r, 4, UMADV_CUDA_LOCATION_HOST, &node1, NULL,
-                                  UMADV_BULK_SYNC, NULL);
+    calls = umadv__exec_bulk_move(&spy, r, 4, UMADV_CUDA_LOCATION_HOST, &node1, UMADV_BULK_SYNC,
+                                  NULL);
     ok(calls == 2 && moves.n == 2 && moves.start[0] == 0x10000 && moves.size[0] == 0x3000 &&
        moves.start[1] == 0x30000 && moves.size[1] == 0x1000,
        "bulk: sorted, one call per group's run of ranges over its span");
@@ -676,56 +652,20 @@ static void test_bulk(void)
     moves.fail_at = 1;
     umadv__log_level = UMADV_LOG_DEBUG;
     log_take();
-    calls = umadv__exec_bulk_move(&spy, r, 4, 0, NULL, NULL, 0, NULL);
+    calls = umadv__exec_bulk_move(&spy, r, 4, 0, NULL, 0, NULL);
     umadv__log_level = UMADV_LOG_WARN;
     ok(calls == 2 && moves.location[0] == 0 && moves.syncs == 0 &&
        strstr(log_take(), "bulk move: 1 of 2 calls failed") != NULL,
        "to a device, unsynchronized; a failed call is a hint not taken, counted");
-    ok(umadv__exec_bulk_move(&spy, r, 0, 0, NULL, NULL, UMADV_BULK_SYNC, NULL) == 0 &&
-       moves.syncs == 0, "nothing to move: no call at all");
-}
-
-/* Moves not waited for go behind the gate, closed before the first call
- * and opened after the last, failed or not; waited-for moves, no moves
- * and a gate the driver refuses go ungated. */
-static void test_bulk_gate(void)
-{
-    static umadv_cuda_ops_t spy;
-    umadv_gate_t gate = (umadv_gate_t)&spy; /* any non-NULL handle */
-    umadv_bulk_range_t r[] = {
-        {0x10000, 0x11000, 0x10000},
-        {0x30000, 0x31000, 0x30000},
-    };
-
-    spy = umadv__cuda_ops_host;
-    spy.prefetch = spy_prefetch;
-    spy.stream_synchronize = spy_sync;
-    spy.gate_close = spy_gate_close;
-    spy.gate_open = spy_gate_open;
-    memset(&moves, 0, sizeof(moves));
-    moves.fail_at = 2;
-    umadv__exec_bulk_move(&spy, r, 2, UMADV_CUDA_LOCATION_HOST, NULL, gate, 0, NULL);
-    ok(strcmp(moves.order, "CPPO") == 0,
-       "gated: closed, both calls (the second failing), opened (%s)", moves.order);
-    memset(&moves, 0, sizeof(moves));
-    umadv__exec_bulk_move(&spy, r, 2, UMADV_CUDA_LOCATION_HOST, NULL, gate, UMADV_BULK_SYNC, NULL);
-    ok(strcmp(moves.order, "PP") == 0 && moves.syncs == 1,
-       "waited for: ungated (%s)", moves.order);
-    memset(&moves, 0, sizeof(moves));
-    umadv__exec_bulk_move(&spy, r, 0, UMADV_CUDA_LOCATION_HOST, NULL, gate, 0, NULL);
-    ok(strcmp(moves.order, "") == 0, "nothing to move: no gate closed (%s)", moves.order);
-    memset(&moves, 0, sizeof(moves));
-    moves.gate_refused = 1;
-    umadv__exec_bulk_move(&spy, r, 2, UMADV_CUDA_LOCATION_HOST, NULL, gate, 0, NULL);
-    ok(strcmp(moves.order, "PP") == 0, "a gate the driver refuses: the calls as issued, "
-       "nothing opened (%s)", moves.order);
+    ok(umadv__exec_bulk_move(&spy, r, 0, 0, NULL, UMADV_BULK_SYNC, NULL) == 0 && moves.syncs == 0,
+       "nothing to move: no call at all");
 }
 
 int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 3 + 6 + 4 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 3 + 6 + 4);
     test_rows();
     test_coverage();
     test_unsteady();
@@ -733,7 +673,6 @@ int main(void)
     test_cupti_lost();
     test_budget_resolved();
     test_bulk();
-    test_bulk_gate();
     log_capture_stop();
     return exit_status();
 }

@@ -252,8 +252,6 @@ struct umadv_context {
     uint64_t                 profile_move_calls[2]; /* calls that moved blocks: [0] to
                                                 * the GPU, [1] to the host (profile_move) */
     uint64_t                 profile_move_ns[2]; /* host time inside them */
-    umadv_gate_t             profile_gate;     /* the moves not waited for go behind it
-                                                * (exec/bulk.h); NULL: none */
     uint32_t                *evict_steps;      /* this pass's evictions before launches
                                                 * without a layout: their steps */
     size_t                   nevict_steps, evict_steps_cap;

@@ -78,8 +78,8 @@ static size_t profile_move(umadv_context_t ctx, umadv_bulk_range_t *ranges, size
                            int location, unsigned flags, size_t *failed_p)
 {
     uint64_t start = umadv__now_ns();
-    size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa,
-                                         ctx->profile_gate, flags, failed_p);
+    size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags,
+                                         failed_p);
     int out = location == UMADV_CUDA_LOCATION_HOST;
 
     ctx->profile_move_ns[out] += umadv__now_ns() - start;
@@ -857,11 +857,6 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
         umadv_warn("link probe failed: planning with the built-in link figures");
     if (!ctx->config.profiler)
         return;
-    /* the evictions before launches without a layout, made from the
-     * application's thread, run beside it behind a gate: GPT-2's second
-     * pass had spent 134.5 ms of its 329 inside 108 of them (H200) */
-    if (ctx->ops->gate_create != NULL && ctx->ops->gate_create(&ctx->profile_gate) != UMADV_OK)
-        ctx->profile_gate = NULL; /* the moves hold the thread, as before */
     if (umadv__prof_open(host_only, profile_launch, ctx, &ctx->profiler) != UMADV_OK) {
         ctx->profiler = NULL; /* warned: declared accesses only */
         ctx->profiler_lost = 1;
@@ -884,9 +879,6 @@ void umadv__ctx_profile_close(umadv_context_t ctx)
         umadv__replay_copies_noted(ctx, 0);
     umadv__prof_close(ctx->profiler);
     ctx->profiler = NULL;
-    if (ctx->profile_gate != NULL)
-        ctx->ops->gate_destroy(ctx->profile_gate);
-    ctx->profile_gate = NULL;
     scout_drop(ctx);
     free(ctx->kept);
     free(ctx->stay);

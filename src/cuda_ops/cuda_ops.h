@@ -35,7 +35,6 @@
 
 typedef void *umadv_stream_t; /* cudaStream_t; NULL is the legacy default stream */
 typedef void *umadv_event_t;  /* cudaEvent_t */
-typedef struct umadv_gate *umadv_gate_t; /* a stream gate (gate_create) */
 
 typedef struct umadv_device_props {
     char     name[96];
@@ -138,23 +137,6 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*event_synchronize)(umadv_event_t event);
     umadv_status_t (*event_elapsed_ns)(umadv_event_t start, umadv_event_t end,
                                        uint64_t *ns_p);
-    /* A gate: what is queued on a stream behind gate_close waits there,
-     * unrun, until gate_open. A migration to the host issued on an idle
-     * stream runs inside the call, which returns when it ends (64 MiB in
-     * 5.6 ms, H200), and a thread's launches beside it take up to three
-     * times as long; issued behind a closed gate the call returns in
-     * microseconds and the migration runs once the gate opens, beside the
-     * thread, whose launches it does not slow (bench/evict_call_host,
-     * H200, 2026-11-29). gate_close returns UMADV_ERR_UNSUPPORTED,
-     * logged at debug, where the driver has no stream memory operations
-     * (nothing was queued: issue ungated). Whoever closes a gate opens it
-     * right after issuing, whatever became of the calls. gate_destroy
-     * waits for the stream it last closed. NULL gate_create in a table:
-     * no gates. */
-    umadv_status_t (*gate_create)(umadv_gate_t *gate_p);
-    void (*gate_destroy)(umadv_gate_t gate);
-    umadv_status_t (*gate_close)(umadv_gate_t gate, umadv_stream_t stream);
-    void (*gate_open)(umadv_gate_t gate);
 } umadv_cuda_ops_t;
 
 /* The real CUDA runtime. */
@@ -254,8 +236,6 @@ typedef struct umadv_cuda_host_counters {
     uint64_t memsets, memset_bytes;
     uint64_t discards, discard_bytes; /* ranges: each range of a batch counts */
     uint64_t discard_prefetches, discard_prefetch_bytes; /* likewise */
-    uint64_t gates;                   /* live handles */
-    uint64_t gate_closes, gate_opens;
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

@@ -4,13 +4,9 @@
  */
 #include "cuda_ops/cuda_ops.h"
 
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#include <cuda.h> /* the gates' stream memory operation, found through the runtime */
 
 #include "common/hostmem.h"
 #include "common/util.h"
@@ -498,94 +494,6 @@ static umadv_status_t cudart_event_elapsed_ns(umadv_event_t start, umadv_event_t
     return UMADV_OK;
 }
 
-/* ---- gates ---------------------------------------------------------------
- *
- * The stream waits (cuStreamWaitValue64, GEQ) for a word of mapped pinned
- * host memory to reach the gate's next value; the host's store opens it.
- * The driver's entry point is found through the runtime, as the profiler
- * finds its (no link against libcuda).
- */
-typedef CUresult (*wait_value64_fn)(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                                    unsigned int flags);
-
-struct umadv_gate {
-    uint64_t       *word;   /* the value the stream waits for, in mapped host memory */
-    void           *device; /* the word's address on the device */
-    uint64_t        opened; /* the value that last opened it */
-    umadv_stream_t  stream; /* the stream it last closed */
-};
-
-static wait_value64_fn gate_wait_fn;
-static pthread_once_t gate_wait_once = PTHREAD_ONCE_INIT;
-
-static void gate_wait_find(void)
-{
-    enum cudaDriverEntryPointQueryResult found;
-    void *fn = NULL;
-
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &fn, 12000, cudaEnableDefault,
-                                         &found) == cudaSuccess &&
-        found == cudaDriverEntryPointSuccess)
-        gate_wait_fn = (wait_value64_fn)fn;
-    (void)cudaGetLastError();
-}
-
-static umadv_status_t cudart_gate_create(umadv_gate_t *gate_p)
-{
-    struct umadv_gate *gate;
-    umadv_status_t status;
-
-    pthread_once(&gate_wait_once, gate_wait_find);
-    if (gate_wait_fn == NULL)
-        return UMADV_ERR_UNSUPPORTED;
-    gate = calloc(1, sizeof(*gate));
-    if (gate == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    status = UMADV_CUDART_FUNC(cudaHostAlloc((void **)&gate->word, sizeof(*gate->word),
-                                             cudaHostAllocMapped));
-    if (status == UMADV_OK) {
-        *gate->word = 0;
-        status = UMADV_CUDART_FUNC(cudaHostGetDevicePointer(&gate->device, gate->word, 0));
-        if (status != UMADV_OK)
-            cudaFreeHost(gate->word);
-    }
-    if (status != UMADV_OK) {
-        free(gate);
-        return status;
-    }
-    *gate_p = gate;
-    return UMADV_OK;
-}
-
-static void cudart_gate_destroy(umadv_gate_t gate)
-{
-    if (gate == NULL)
-        return;
-    /* open since its last close, but the stream may not have read so yet */
-    (void)UMADV_CUDART_FUNC(cudaStreamSynchronize((cudaStream_t)gate->stream));
-    (void)UMADV_CUDART_FUNC(cudaFreeHost(gate->word));
-    free(gate);
-}
-
-static umadv_status_t cudart_gate_close(umadv_gate_t gate, umadv_stream_t stream)
-{
-    CUresult res = gate_wait_fn((CUstream)stream, (CUdeviceptr)(uintptr_t)gate->device,
-                                gate->opened + 1, CU_STREAM_WAIT_VALUE_GEQ);
-
-    if (res != CUDA_SUCCESS) {
-        umadv_debug("cuStreamWaitValue64 failed (CUresult %d): no gate, calls run as issued",
-                    (int)res);
-        return UMADV_ERR_UNSUPPORTED;
-    }
-    gate->stream = stream;
-    return UMADV_OK;
-}
-
-static void cudart_gate_open(umadv_gate_t gate)
-{
-    __atomic_store_n(gate->word, ++gate->opened, __ATOMIC_RELEASE);
-}
-
 const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .name               = "cudart",
     .device_count       = cudart_device_count,
@@ -615,8 +523,4 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .stream_wait_event  = cudart_stream_wait_event,
     .event_synchronize  = cudart_event_synchronize,
     .event_elapsed_ns   = cudart_event_elapsed_ns,
-    .gate_create        = cudart_gate_create,
-    .gate_destroy       = cudart_gate_destroy,
-    .gate_close         = cudart_gate_close,
-    .gate_open          = cudart_gate_open,
 };

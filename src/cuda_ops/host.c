@@ -652,39 +652,6 @@ static umadv_status_t host_event_synchronize(umadv_event_t event)
     return UMADV_OK;
 }
 
-/* The host runs each call as it is issued: a gate holds nothing back
- * here, it is only counted (every close must be opened again). */
-static umadv_status_t host_gate_create(umadv_gate_t *gate_p)
-{
-    void *gate = malloc(1); /* a unique, non-NULL handle */
-
-    if (gate == NULL)
-        return UMADV_ERR_NO_MEMORY;
-    count_handles(&host.counters.gates, 1);
-    *gate_p = gate;
-    return UMADV_OK;
-}
-
-static void host_gate_destroy(umadv_gate_t gate)
-{
-    free(gate);
-    count_handles(&host.counters.gates, -1);
-}
-
-static umadv_status_t host_gate_close(umadv_gate_t gate, umadv_stream_t stream)
-{
-    (void)gate;
-    (void)stream;
-    count_handles(&host.counters.gate_closes, 1);
-    return UMADV_OK;
-}
-
-static void host_gate_open(umadv_gate_t gate)
-{
-    (void)gate;
-    count_handles(&host.counters.gate_opens, 1);
-}
-
 static umadv_status_t host_event_elapsed_ns(umadv_event_t start, umadv_event_t end,
                                             uint64_t *ns_p)
 {
@@ -728,8 +695,4 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .stream_wait_event  = host_stream_wait_event,
     .event_synchronize  = host_event_synchronize,
     .event_elapsed_ns   = host_event_elapsed_ns,
-    .gate_create        = host_gate_create,
-    .gate_destroy       = host_gate_destroy,
-    .gate_close         = host_gate_close,
-    .gate_open          = host_gate_open,
 };

@@ -41,31 +41,20 @@ static int bulk_location(int location, const struct umadv_numa_place *numa)
     return location == UMADV_CUDA_LOCATION_HOST ? umadv__numa_host_location(numa) : location;
 }
 
-/* Whether the moves go behind @gate, closed on the legacy stream. */
-static int bulk_gated(const umadv_cuda_ops_t *ops, umadv_gate_t gate, size_t n, unsigned flags)
-{
-    return gate != NULL && n > 0 && !(flags & UMADV_BULK_SYNC) &&
-           ops->gate_close(gate, NULL) == UMADV_OK;
-}
-
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
-                             int location, const struct umadv_numa_place *numa,
-                             umadv_gate_t gate, unsigned flags, size_t *failed_p)
+                             int location, const struct umadv_numa_place *numa, unsigned flags,
+                             size_t *failed_p)
 {
     size_t calls = 0, failed = 0;
-    int gated;
 
     n = umadv__exec_bulk_spans(ranges, n);
     location = bulk_location(location, numa);
-    gated = bulk_gated(ops, gate, n, flags);
     for (size_t i = 0; i < n; i++) {
         if (ops->prefetch((void *)ranges[i].start, ranges[i].end - ranges[i].start, location,
                           NULL) != UMADV_OK)
             failed++;
         calls++;
     }
-    if (gated)
-        ops->gate_open(gate);
     if (calls > 0 && (flags & UMADV_BULK_SYNC) && ops->stream_synchronize(NULL) != UMADV_OK)
         failed++;
     if (failed > 0)

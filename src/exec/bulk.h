@@ -1,6 +1,6 @@
 /*
  * The bulk mover: a list of address ranges moved to one place, now, by
- * prefetches on the legacy stream. The executor's lanes move data step by step
+ * synchronous prefetches. The executor's lanes move data step by step
  * under a budget; the profiling pass (api/profile.c) must instead move
  * everything at once (evict all live blocks so that first touches fault,
  * put them back afterwards). Both are the executor's business: only the
@@ -41,13 +41,10 @@ size_t umadv__exec_bulk_spans(umadv_bulk_range_t *ranges, size_t n);
  * to @location: a device ordinal, or UMADV_CUDA_LOCATION_HOST for the
  * host memory the executor evicts to (@numa's node; NULL: plain host).
  * Each call is a hint: a failure is logged by the backend and counted
- * in one debug message, and in *@failed_p unless NULL. Moves not waited
- * for are issued behind @gate (NULL: none), closed for them and opened
- * once they are issued: a migration to the host on an idle stream holds
- * the calling thread until it ends, one behind a closed gate runs beside
- * it (cuda_ops.h, gate_create). Returns the calls made. */
+ * in one debug message, and in *@failed_p unless NULL. Returns the
+ * calls made. */
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
-                             int location, const struct umadv_numa_place *numa,
-                             umadv_gate_t gate, unsigned flags, size_t *failed_p);
+                             int location, const struct umadv_numa_place *numa, unsigned flags,
+                             size_t *failed_p);
 
 #endif
