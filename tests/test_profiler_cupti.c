@@ -1580,8 +1580,9 @@ static void test_restore_under_budget(void)
 /* One iteration of four steps from @corr: a known kernel on a, an opaque
  * one (named @opaque_name), a known one on a again, a known one on b. The
  * first and third take 10 ms by their records, the others 1 us. */
-static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque_name,
-                       uint64_t at)
+/* four_steps with the kernels taking @took ns each. */
+static void four_steps_took(uint32_t corr, void **a_p, void **b_p, const char *opaque_name,
+                            uint64_t at, const uint64_t took[4])
 {
     void *args[1] = {a_p};
 
@@ -1592,10 +1593,18 @@ static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque
     driver_launch("known_a2", corr + 2, args);
     args[0] = b_p;
     driver_launch("known_b", corr + 3, args);
-    queue_kernel(corr, at, at + 10000000);
-    queue_kernel(corr + 1, at + 10000000, at + 10001000);
-    queue_kernel(corr + 2, at + 10001000, at + 20001000);
-    queue_kernel(corr + 3, at + 20001000, at + 20002000);
+    for (uint32_t i = 0; i < 4; i++) {
+        queue_kernel(corr + i, at, at + took[i]);
+        at += took[i];
+    }
+}
+
+static void four_steps(uint32_t corr, void **a_p, void **b_p, const char *opaque_name,
+                       uint64_t at)
+{
+    static const uint64_t took[4] = {10000000, 1000, 10000000, 1000};
+
+    four_steps_took(corr, a_p, b_p, opaque_name, at, took);
 }
 
 /* A fresh context on the mock with blocks a (a section) and b (two),
@@ -1617,6 +1626,8 @@ static umadv_context_t a_b_recording(const char *budget, void **a_p, void **b_p)
  * keeps a (unused for 1 us) as the launch's, and needs no timing pass. */
 static void test_two_passes(void)
 {
+    /* known_a and known_b faster than in the first pass, known_a2 slower */
+    static const uint64_t second_took[4] = {4000000, 1000, 15000000, 500};
     umadv_cuda_host_counters_t counters;
     void *a = NULL, *b = NULL;
     const umadv_trace_t *t;
@@ -1655,7 +1666,7 @@ static void test_two_passes(void)
     ok(ctx->replay.stage_cache.ahead != NULL && ctx->replay.stage_cache.n == 0,
        "the staging pool its plan will want is being pinned while the second pass runs");
     umadv__cuda_host_reset();
-    four_steps(20, &a, &b, "opaque_kernel", 100000000);
+    four_steps_took(20, &a, &b, "opaque_kernel", 100000000, second_took);
     umadv__cuda_host_counters(&counters);
     t = &ctx->trace;
     ok(counters.prefetches_to_host == 1 && counters.prefetch_bytes_to_host == 2 * SECTION,
@@ -1672,10 +1683,13 @@ static void test_two_passes(void)
     log = log_take();
     t = &ctx->trace;
     ok(ctx->life.state == UMADV_CYCLE_REPLAYING && !ctx->scout_ready &&
-           t->steps[0].duration_ns == 10000000 && t->steps[1].duration_ns == 1000 &&
-           ctx->tpass.state == UMADV_CTX_TPASS_IDLE,
-       "the second pass recorded with the first's durations, planned as asked, replayed: no "
-       "timing pass");
+           t->steps[0].duration_ns == 4000000 && t->steps[1].duration_ns == 1000 &&
+           t->steps[2].duration_ns == 10000000 && t->steps[3].duration_ns == 500 &&
+           ctx->tpass.state == UMADV_CTX_TPASS_IDLE &&
+           strstr(t->source, "step durations from two passes") != NULL,
+       "the second pass recorded with each step's lesser duration of the two passes "
+       "(known_a and known_b shorter in the second, known_a2 in the first), planned as "
+       "asked, replayed: no timing pass");
     ok(mock.um_on && mock.um_switches == 0,
        "the counters stayed on from the first pass through the second to the replay's first "
        "iteration, which counts its faults (%d switches)", mock.um_switches);
@@ -1687,7 +1701,8 @@ static void test_two_passes(void)
        (unsigned long long)ctx->replay.stage_cache.bytes[0]);
     ok(strstr(log, "second pass: 1 evictions before launches without a layout, 1 blocks kept "
                    "as theirs on the first pass's word, 0 left where its plan keeps them; "
-                   "step durations from the first pass") != NULL,
+                   "step durations each step's lesser of the two passes' (6.0 ms less than "
+                   "the first's)") != NULL,
        "logged at info");
     umadv_get_stats(ctx, &stats);
     is_u64(stats.profiles, 1, "two passes, one profile");
@@ -1866,8 +1881,8 @@ static void test_two_passes_unguided(void)
     umadv_get_stats(ctx, &stats);
     ok(!ctx->scout_ready && t->nunseen == 0 && t->guessed_steps == 0 &&
            t->steps[0].duration_ns == 10000000 && ctx->tpass.state == UMADV_CTX_TPASS_IDLE &&
-           stats.profiles == 1 && strstr(t->source, "step durations from a first pass") != NULL,
-       "nothing unseen, nothing guessed, the first pass's durations: no timing pass");
+           stats.profiles == 1 && strstr(t->source, "step durations from two passes") != NULL,
+       "nothing unseen, nothing guessed, the passes' durations: no timing pass");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
