@@ -128,6 +128,15 @@ static void *helper_run(void *arg)
     return NULL;
 }
 
+/* The helper thread, started, or the program ends saying why. */
+static void helper_start(pthread_t *thread, helper_t *h)
+{
+    if (pthread_create(thread, NULL, helper_run, h) != 0) {
+        fprintf(stderr, PROG ": cannot start the helper thread\n");
+        exit(EXIT_FAILURE);
+    }
+}
+
 /* The call chained from a helper: the launching thread's wait is until
  * the helper has issued it, as a launch ordered after it would wait. */
 static void chained_call(bench_t *b, timing_t *t)
@@ -139,8 +148,7 @@ static void chained_call(bench_t *b, timing_t *t)
     busy_start(b, b->busy_blocks, b->busy_cycles, b->stream);
     CHECK(cudaEventRecord, (b->after_busy, b->stream));
     t0 = umadv__now_ns();
-    if (pthread_create(&thread, NULL, helper_run, &h) != 0)
-        exit(EXIT_FAILURE);
+    helper_start(&thread, &h);
     while (!__atomic_load_n(&h.issued, __ATOMIC_ACQUIRE))
         ;
     t->call_ms = ms_since(t0);
@@ -204,7 +212,9 @@ static timing_t call_time(bench_t *b, setting_t setting)
     return t;
 }
 
-typedef enum launch_setting { ALONE, HELPER_MIGRATES, AFTER_GATED, LAUNCH_SETTINGS } launch_setting_t;
+typedef enum launch_setting {
+    ALONE, HELPER_MIGRATES, AFTER_GATED, LAUNCH_SETTINGS
+} launch_setting_t;
 
 /* @n tiny kernels from this thread on another stream, us a launch: alone,
  * while a helper migrates the range to the host, or right after a gated
@@ -218,8 +228,8 @@ static double launches_us(bench_t *b, int n, launch_setting_t setting)
 
     prefetch(b, 0, b->stream);
     CHECK(cudaDeviceSynchronize, ());
-    if (setting == HELPER_MIGRATES && pthread_create(&thread, NULL, helper_run, &h) != 0)
-        exit(EXIT_FAILURE);
+    if (setting == HELPER_MIGRATES)
+        helper_start(&thread, &h);
     if (setting == AFTER_GATED) { /* gated_call without its synchronisation */
         gate_close(b);
         prefetch(b, 1, b->stream);

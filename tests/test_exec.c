@@ -1373,7 +1373,8 @@ static void test_lock_waits(void)
     umadv__exec_get_stats(e, &before);
     umadv__exec_step_begin(e);
     umadv__exec_get_stats(e, &after);
-    ok(after.lock_waits == before.lock_waits, "a step call that finds the lock free counts no wait");
+    ok(after.lock_waits == before.lock_waits,
+       "a step call that finds the lock free counts no wait");
     before = after;
     h.e = e;
     pthread_create(&holder, NULL, hold_lock, &h);
