@@ -228,22 +228,16 @@ static double call_time(const bench_t *b, call_t c, setting_t setting)
     return ms;
 }
 
-/* The busy kernel's cycles per block for @busy_ms in all: one timed try,
- * scaled. Returns the measured ms of the result. */
-static double busy_calibrate(bench_t *b, double busy_ms)
+/* The busy kernel's cycles per block for @busy_ms in all. Returns the
+ * measured ms of the result. */
+static double busy_calibrate_ms(bench_t *b, double busy_ms)
 {
-    uint64_t t0;
-    double ms;
+    double ms = 0;
 
-    b->busy_cycles = 100000;
-    for (int i = 0; i < 2; i++) {
-        t0 = umadv__now_ns();
-        busy_start(b);
-        CHECK(cudaStreamSynchronize, (b->busy_stream));
-        ms = ms_since(t0);
-        if (i == 0)
-            b->busy_cycles = (long long)((double)b->busy_cycles * busy_ms / ms);
-    }
+    bench_cuda_check("beside_kernels",
+                     busy_calibrate(b->busy_words, BUSY_WORDS, b->busy_blocks, busy_ms,
+                                    b->busy_stream, &b->busy_cycles, &ms),
+                     "busy_calibrate");
     return ms;
 }
 
@@ -310,7 +304,7 @@ int main(int argc, char **argv)
     CHECK(cudaDriverGetVersion, (&driver));
     printf("beside_kernels: %s, driver %d; %.0f MiB per call; busy kernel %.1f ms "
            "(%u blocks in %d waves)\n", prop.name, driver, (double)size / 1048576.0,
-           busy_calibrate(&b, busy_ms), b.busy_blocks, waves);
+           busy_calibrate_ms(&b, busy_ms), b.busy_blocks, waves);
     for (int c = 0; c < CALLS; c++) {
         for (int s = 0; s < SETTINGS; s++) {
             best[c][s] = 1e30;

@@ -245,20 +245,15 @@ static double launches_us(bench_t *b, int n, launch_setting_t setting)
     return us;
 }
 
-static double busy_calibrate(bench_t *b, double busy_ms)
+/* The busy kernel's cycles per block for @busy_ms in all. Returns the
+ * measured ms of the result. */
+static double busy_calibrate_ms(bench_t *b, double busy_ms)
 {
-    uint64_t t0;
     double ms = 0;
 
-    b->busy_cycles = 100000;
-    for (int i = 0; i < 2; i++) {
-        t0 = umadv__now_ns();
-        busy_start(b, b->busy_blocks, b->busy_cycles, b->stream);
-        CHECK(cudaStreamSynchronize, (b->stream));
-        ms = ms_since(t0);
-        if (i == 0)
-            b->busy_cycles = (long long)((double)b->busy_cycles * busy_ms / ms);
-    }
+    bench_cuda_check(PROG, busy_calibrate(b->busy_words, BUSY_WORDS, b->busy_blocks, busy_ms,
+                                          b->stream, &b->busy_cycles, &ms),
+                     "busy_calibrate");
     return ms;
 }
 
@@ -338,7 +333,7 @@ int main(int argc, char **argv)
     }
     setup(&b, size);
     printf(PROG ": %.0f MiB a call; busy kernel %.1f ms\n", (double)size / 1048576.0,
-           busy_calibrate(&b, busy_ms));
+           busy_calibrate_ms(&b, busy_ms));
     printf("%-8s %12s %12s   (ms, best of %d)\n", "setting", "in the call", "to its end",
            repeat);
     for (int s = 0; s < SETTINGS; s++) {
