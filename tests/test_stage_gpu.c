@@ -22,6 +22,7 @@
  */
 #include <umadv.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,8 +42,162 @@
 #define NSTEPS  NBUF
 #define BUDGET  (3 * BUF)
 #define ITERS   3
+#define PAGE    4096
 
 static const umadv_cuda_ops_t *G = &umadv__cuda_ops_cudart;
+
+/* ---- a history of the calls on the buffers ------------------------------- */
+
+/* Every call that moves or fills bytes of the buffers (the executor's
+ * through a wrapped table, the application's and the steps noted by the
+ * test) is kept, so that a section that ends with other bits can be told
+ * with the calls that touched it, in order, with their streams and
+ * threads: the failure seen only under load (make -j16 check) is a race. */
+#define HISTORY 65536
+
+typedef struct call {
+    uint64_t       ns;
+    const char    *what;
+    const void    *ptr;
+    size_t         size;
+    umadv_stream_t stream;
+    int            thread, value;
+} call_t;
+
+static struct {
+    call_t          calls[HISTORY];
+    unsigned        n, threads;
+    uint64_t        start;
+    umadv_stream_t  app;
+    pthread_mutex_t lock;
+} history = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread int thread_no;
+
+static void note(const char *what, const void *ptr, size_t size, umadv_stream_t stream,
+                 int value)
+{
+    pthread_mutex_lock(&history.lock);
+    if (thread_no == 0)
+        thread_no = (int)++history.threads;
+    history.calls[history.n++ % HISTORY] =
+        (call_t){umadv__now_ns() - history.start, what, ptr, size, stream, thread_no, value};
+    pthread_mutex_unlock(&history.lock);
+}
+
+static void history_clear(cudaStream_t app)
+{
+    pthread_mutex_lock(&history.lock);
+    history.n = 0;
+    history.start = umadv__now_ns();
+    history.app = app;
+    pthread_mutex_unlock(&history.lock);
+}
+
+static umadv_status_t noted_memcpy(void *dst, const void *src, size_t size, umadv_stream_t st)
+{
+    note("memcpy to", dst, size, st, 0);
+    note("memcpy from", src, size, st, 0);
+    return umadv__cuda_ops_cudart.memcpy_async(dst, src, size, st);
+}
+
+static umadv_status_t noted_memset(void *ptr, int value, size_t size, umadv_stream_t st)
+{
+    note("memset", ptr, size, st, value);
+    return umadv__cuda_ops_cudart.memset_async(ptr, value, size, st);
+}
+
+static umadv_status_t noted_prefetch(void *ptr, size_t size, int location, umadv_stream_t st)
+{
+    note(location < 0 ? "prefetch to the host" : "prefetch to the GPU", ptr, size, st, 0);
+    return umadv__cuda_ops_cudart.prefetch(ptr, size, location, st);
+}
+
+static umadv_status_t noted_discard(void **ptrs, size_t *sizes, size_t n, umadv_stream_t st)
+{
+    for (size_t i = 0; i < n; i++)
+        note("discard", ptrs[i], sizes[i], st, 0);
+    return umadv__cuda_ops_cudart.discard_batch(ptrs, sizes, n, st);
+}
+
+static umadv_status_t noted_populate(void **ptrs, size_t *sizes, size_t n, int location,
+                                     umadv_stream_t st)
+{
+    for (size_t i = 0; i < n; i++)
+        note("discard and prefetch", ptrs[i], sizes[i], st, 0);
+    return umadv__cuda_ops_cudart.discard_and_prefetch_batch(ptrs, sizes, n, location, st);
+}
+
+static umadv_status_t noted_prefetch_batch(void **ptrs, size_t *sizes, size_t n, int location,
+                                           umadv_stream_t st)
+{
+    for (size_t i = 0; i < n; i++)
+        note(location < 0 ? "prefetch to the host" : "prefetch to the GPU", ptrs[i], sizes[i], st,
+             0);
+    return umadv__cuda_ops_cudart.prefetch_batch(ptrs, sizes, n, location, st);
+}
+
+static umadv_status_t noted_sync(umadv_stream_t st)
+{
+    umadv_status_t status = umadv__cuda_ops_cudart.stream_synchronize(st);
+
+    note("stream synchronized", NULL, 0, st, 0);
+    return status;
+}
+
+static umadv_status_t noted_wait(umadv_stream_t st, umadv_event_t ev)
+{
+    note("stream waits for an event", ev, 0, st, 0);
+    return umadv__cuda_ops_cudart.stream_wait_event(st, ev);
+}
+
+static umadv_status_t noted_record(umadv_event_t ev, umadv_stream_t st)
+{
+    note("event recorded", ev, 0, st, 0);
+    return umadv__cuda_ops_cudart.event_record(ev, st);
+}
+
+static umadv_status_t noted_event_sync(umadv_event_t ev)
+{
+    umadv_status_t status = umadv__cuda_ops_cudart.event_synchronize(ev);
+
+    note("event synchronized", ev, 0, NULL, 0);
+    return status;
+}
+
+static umadv_cuda_ops_t noted_ops(void)
+{
+    umadv_cuda_ops_t ops = umadv__cuda_ops_cudart;
+
+    ops.memcpy_async = noted_memcpy;
+    ops.memset_async = noted_memset;
+    ops.prefetch = noted_prefetch;
+    ops.prefetch_batch = noted_prefetch_batch;
+    ops.discard_batch = noted_discard;
+    ops.discard_and_prefetch_batch = noted_populate;
+    ops.stream_synchronize = noted_sync;
+    ops.stream_wait_event = noted_wait;
+    ops.event_record = noted_record;
+    ops.event_synchronize = noted_event_sync;
+    return ops;
+}
+
+/* The calls on [@lo, +@n) and those that order streams, oldest first. */
+static void history_tell(const char *lo, size_t n)
+{
+    unsigned first = history.n > HISTORY ? history.n - HISTORY : 0;
+
+    for (unsigned i = first; i < history.n; i++) {
+        const call_t *k = &history.calls[i % HISTORY];
+        const char *p = k->ptr;
+
+        if (k->size != 0 && (p >= lo + n || p + k->size <= lo))
+            continue;
+        diag("  %9.3f ms thread %d %-26s %p +%zu KiB %d stream %s%p", (double)k->ns / 1e6,
+             k->thread, k->what, k->ptr, k->size >> 10, k->value,
+             k->stream == history.app ? "app " : "", k->stream);
+    }
+}
 
 /* ---- the cudart entries --------------------------------------------------- */
 
@@ -121,20 +276,65 @@ static void host_step(chain_t *c, uint32_t j)
         y[i] = 0.5f * y[i] + x[i];
 }
 
-/* Whether every buffer holds the host's bits; the first section that
- * does not is told. */
+/* What a page of a section that went wrong holds. */
+static const char *page_kind(const unsigned char *p, const unsigned char *ref)
+{
+    int poison = 1, zero = 1;
+
+    if (memcmp(p, ref, PAGE) == 0)
+        return NULL;
+    for (size_t i = 0; i < PAGE; i++) {
+        poison &= p[i] == UMADV_CUDA_HOST_POISON;
+        zero &= p[i] == 0;
+    }
+    return poison ? "the poison" : zero ? "zeros" : "other data";
+}
+
+/* A section with other bits than the host's, told: its first float that
+ * differs, and its pages that differ by what they hold (the poison: read
+ * before a restore, or poisoned after one; zeros; other data: an older
+ * version), in the half that odd steps' memsets zero and in the other. */
+static void section_tell(const chain_t *c, int b, size_t s)
+{
+    const float *got = c->buf[b] + s * SECTION / sizeof(float);
+    const float *want = c->ref[b] + s * SECTION / sizeof(float);
+    unsigned counts[2][3] = {{0}};
+    size_t i = 0;
+
+    while (memcmp(&got[i], &want[i], sizeof(float)) == 0)
+        i++;
+    for (size_t pg = 0; pg < SECTION / PAGE; pg++) {
+        const char *kind = page_kind((const unsigned char *)got + pg * PAGE,
+                                     (const unsigned char *)want + pg * PAGE);
+
+        if (kind != NULL)
+            counts[pg >= SECTION / PAGE / 2][kind[0] == 'z' ? 1 : kind[0] == 'o' ? 2 : 0]++;
+    }
+    diag("buffer %d, section %zu: other bits than the host's from float %zu (%g, the host's "
+         "%g); pages of the first half, second half holding the poison %u, %u, zeros %u, %u, "
+         "other data %u, %u",
+         b, s, i, (double)got[i], (double)want[i], counts[0][0], counts[1][0], counts[0][1],
+         counts[1][1], counts[0][2], counts[1][2]);
+}
+
+/* Whether every buffer holds the host's bits; the sections that do not
+ * are told. */
 static int buffers_match(const chain_t *c)
 {
+    int wrong = 0;
+
     for (int b = 0; b < NBUF; b++) {
         for (size_t s = 0; s < BUF / SECTION; s++) {
             if (memcmp((char *)c->buf[b] + s * SECTION, (char *)c->ref[b] + s * SECTION,
                        SECTION) != 0) {
-                diag("buffer %d, section %zu: other bits than the host's", b, s);
-                return 0;
+                section_tell(c, b, s);
+                if (wrong == 0)
+                    history_tell((char *)c->buf[b] + s * SECTION, SECTION);
+                wrong++;
             }
         }
     }
-    return 1;
+    return wrong == 0;
 }
 
 /* The buffers as the host computed them, so that each run is judged on
@@ -192,9 +392,11 @@ static int app_copies(chain_t *c, umadv_exec_t *e, uint32_t j, unsigned char *ou
             continue;
         calls++;
         if (j % 2 == 0) {
+            note("application's memcpy from", sec, SECTION, NULL, 0);
             *wrong_p |= cudaMemcpy(out, sec, SECTION, cudaMemcpyDeviceToHost) != cudaSuccess ||
                         memcmp(out, ref, SECTION) != 0;
         } else {
+            note("application's memset", sec, SECTION / 2, c->stream, 0);
             *wrong_p |= cudaMemsetAsync(sec, 0, SECTION / 2, c->stream) != cudaSuccess;
             memset(ref, 0, SECTION / 2);
         }
@@ -240,7 +442,8 @@ static void run_policy(chain_t *c, umadv_policy_t policy, variant_t v)
 {
     static const char *const names[VARIANTS] = {"", " (poisoned)", " (in pieces of a section)"};
     int poison = v == POISONED;
-    umadv_exec_params_t p = {.ops = G, .policy = policy, .budget = BUDGET, .trace = &c->t,
+    static umadv_cuda_ops_t ops;
+    umadv_exec_params_t p = {.ops = &ops, .policy = policy, .budget = BUDGET, .trace = &c->t,
                              .first_step = c->s.first_step, .nsteps = c->s.nsteps,
                              .schedule = &c->s, .stage = 1, .stage_poison = poison,
                              .call_piece_bytes = v == IN_PIECES ? SECTION : 0};
@@ -253,6 +456,8 @@ static void run_policy(chain_t *c, umadv_policy_t policy, variant_t v)
     unsigned char *out = malloc(SECTION);
 
     buffers_reset(c);
+    ops = noted_ops();
+    history_clear(c->stream);
     if (out == NULL || umadv__exec_create(&p, &e) != UMADV_OK) {
         ok(0, "%s%s: executor", umadv_policy_name(policy), name);
         skip("no executor", "buffers");
@@ -273,8 +478,11 @@ static void run_policy(chain_t *c, umadv_policy_t policy, variant_t v)
     for (int it = 0; it < ITERS; it++) {
         umadv__exec_iteration_begin(e);
         for (uint32_t j = 0; j < NSTEPS; j++) {
+            note("step begins", NULL, 0, c->stream, (int)(it * NSTEPS + j));
             umadv__exec_step_begin(e);
             umadv__exec_step_wait(e);
+            note("kernel reads", c->buf[j], BUF, c->stream, 0);
+            note("kernel writes", c->buf[(j + 1) % NBUF], BUF, c->stream, 0);
             launched &= exec_gpu_scale_add(c->buf[(j + 1) % NBUF], c->buf[j],
                                            BUF / sizeof(float), 0.5f, c->stream) == 0;
             umadv__exec_step_end(e, c->stream);
