@@ -99,6 +99,8 @@ typedef struct exec_stage {
                        * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
+    umadv_stream_t restore_stream; /* the synchronous restores', made at the
+                                    * first; NULL: none yet */
 } exec_stage_t;
 
 #define EXEC_NO_SLOT UINT32_MAX

@@ -53,9 +53,10 @@
  * synchronous restore below copies them back.
  *
  * SYNCHRONOUS RESTORES. On the calling thread, with the lock dropped for
- * the copy: cudaMemcpyAsync on the legacy default stream, or, when that
- * fails or the executor is broken, a CPU copy (managed memory is
- * host-accessible). Used when a step finds its data still staged after
+ * the calls: the range populated on the GPU, then copied back, on a
+ * stream of their own (copy_back: like every restore, never a copy into
+ * a range not populated), or, when that fails or the executor is broken,
+ * a CPU copy (managed memory is host-accessible). Used when a step finds its data still staged after
  * its wait, when the executor is broken, when a live block loses its
  * role, when an allocation stops being stageable, when the application
  * copies or sets memory (umadv__exec_stage_restore_range), and before
@@ -198,6 +199,8 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
             e->p.ops->host_free(e->stage.chunk[c], e->stage.chunk_bytes[c]);
         }
     }
+    if (e->stage.restore_stream != NULL)
+        (void)e->p.ops->stream_destroy(e->stage.restore_stream); /* a failure is logged */
     free(e->stage.slot);
     free(e->stage.copied);
     free(e->stage.freemap);
@@ -1054,26 +1057,57 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
 
 /* ---- synchronous restores ----------------------------------------------- */
 
+/* @n ranges populated on the GPU, then copied back from their slots, on
+ * a stream of their own, waited for. A restore never copies into a range
+ * it has not populated: a discarded range written by a copy alone can
+ * read an older version of its bytes on the CPU later (the host's copy
+ * from before it went to the GPU, in every page: test_stage_gpu's
+ * poisoned plan, H200, driver 580.159.04, 2026-11-29, ten runs of 168
+ * under load, each a section restored synchronously and read next on
+ * the CPU), while the lanes' restores, populated first, never did. */
+static umadv_status_t copy_back(umadv_exec_t *e, umadv_stream_t stream, void **ptrs,
+                                void *const *slots, size_t *sizes, size_t n)
+{
+    umadv_status_t status = populate_ranges(e, ptrs, sizes, n, 0, stream);
+
+    for (size_t i = 0; i < n && status == UMADV_OK; i++)
+        status = own_copy(e, ptrs[i], slots[i], sizes[i], stream);
+    return stream_finish(e, stream, status);
+}
+
+/* Called with the lock held: the synchronous restores' stream, made at
+ * the first (shared by the threads that restore: each waits for the
+ * stream, its own calls among the others'), or NULL where it cannot be
+ * made (logged by cuda_ops). */
+static umadv_stream_t restore_stream(umadv_exec_t *e)
+{
+    if (e->stage.restore_stream == NULL &&
+        e->p.ops->stream_create(&e->stage.restore_stream) != UMADV_OK)
+        e->stage.restore_stream = NULL;
+    return e->stage.restore_stream;
+}
+
 /* Copy section @s back from its slot, the lock dropped: CUDA if it still
  * works, else the CPU. */
 static void section_copy_back(umadv_exec_t *e, uint32_t s)
 {
     const umadv_trace_section_t *sec = &e->trace->sections[s];
-    void *range = (void *)(e->binds[sec->alloc].base + sec->offset);
-    const void *slot = slot_addr(e, s);
+    void *range = (void *)(e->binds[sec->alloc].base + sec->offset), *slot = slot_addr(e, s);
+    size_t size = sec->size;
+    umadv_stream_t stream = e->broken ? NULL : restore_stream(e);
     int broken = e->broken;
     umadv_status_t status = UMADV_ERR_STATE;
 
     e->binds[sec->alloc].busy++;
     pthread_mutex_unlock(&e->lock);
-    if (!broken)
-        status = stream_finish(e, NULL, own_copy(e, range, slot, sec->size, NULL));
+    if (stream != NULL)
+        status = copy_back(e, stream, &range, &slot, &size, 1);
     if (status != UMADV_OK)
         memcpy(range, slot, sec->size);
     pthread_mutex_lock(&e->lock);
     e->binds[sec->alloc].busy--;
     if (status != UMADV_OK && !broken)
-        umadv__exec_fail(e, "memcpy (synchronous restore)");
+        umadv__exec_fail(e, "synchronous restore");
 }
 
 static int in_flight(umadv_sec_state_t state)
@@ -1282,23 +1316,7 @@ static int batch_collect(umadv_exec_t *e, restore_batch_t *b)
     return b->nsections > 0;
 }
 
-/* The lock dropped: the ranges populated on the GPU without a copy (the
- * staging holds their data), then one copy per run and one
- * synchronisation, on a stream of the caller's own. */
-static umadv_status_t batch_copy(umadv_exec_t *e, const restore_batch_t *b)
-{
-    umadv_stream_t stream = NULL;
-    umadv_status_t status = e->p.ops->stream_create(&stream);
 
-    if (status != UMADV_OK)
-        return status;
-    status = populate_ranges(e, b->ptrs, b->sizes, b->nruns, 0, stream); /* the caller waits */
-    for (size_t i = 0; i < b->nruns && status == UMADV_OK; i++)
-        status = own_copy(e, b->ptrs[i], b->slots[i], b->sizes[i], stream);
-    status = stream_finish(e, stream, status);
-    (void)e->p.ops->stream_destroy(stream);
-    return status;
-}
 
 /*
  * Called with the lock held: every staged section holds its data again.
@@ -1313,10 +1331,12 @@ static void restore_all_locked(umadv_exec_t *e)
     restore_batch_t b = {0};
 
     if (!e->broken && batch_collect(e, &b)) {
-        umadv_status_t status;
+        umadv_stream_t stream = restore_stream(e);
+        umadv_status_t status = UMADV_ERR_STATE;
 
         pthread_mutex_unlock(&e->lock);
-        status = batch_copy(e, &b);
+        if (stream != NULL)
+            status = copy_back(e, stream, b.ptrs, b.slots, b.sizes, b.nruns);
         pthread_mutex_lock(&e->lock);
         umadv_debug("executor: %zu staged sections restored at once, in %zu runs: %s",
                     b.nsections, b.nruns, status == UMADV_OK ? "done" : "failed, one by one");
