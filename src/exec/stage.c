@@ -1061,10 +1061,11 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
  * a stream of their own, waited for. A restore never copies into a range
  * it has not populated: a discarded range written by a copy alone can
  * read an older version of its bytes on the CPU later (the host's copy
- * from before it went to the GPU, in every page: test_stage_gpu's
- * poisoned plan, H200, driver 580.159.04, 2026-11-29, ten runs of 168
- * under load, each a section restored synchronously and read next on
- * the CPU), while the lanes' restores, populated first, never did. */
+ * from before it went to the GPU, in every page), though a copy from it
+ * on the GPU right after read the right ones (test_stage_gpu's poisoned
+ * plan, H200, driver 580.159.04, 2026-11-29, ten runs of 168 under load,
+ * each a section restored synchronously and read next on the CPU); the
+ * lanes' restores, populated first, never did. */
 static umadv_status_t copy_back(umadv_exec_t *e, umadv_stream_t stream, void **ptrs,
                                 void *const *slots, size_t *sizes, size_t n)
 {
