@@ -24,9 +24,15 @@
  * (none, a page, a section, a section and a half) while the application
  * runs. At the end every block is read whole.
  *
+ * Every restore populates a range before it copies into it: the host
+ * backend counts copies into ranges discarded and not populated since
+ * (on a GPU such bytes read right there but could read an older version
+ * on the CPU later), and none may happen.
+ *
  * It must be able to fail: the same cases run through a CUDA table whose
  * copies back from staging (or into it) do nothing, and must be caught;
- * so must copies the executor is not told of. Some cases also leave
+ * so must copies the executor is not told of, and populations that only
+ * discard. Some cases also leave
  * blocks unseen at steps (a profile's second pass), which those steps
  * then touch: nothing may be lost, unless the executor was not told.
  *
@@ -68,7 +74,8 @@ static unsigned char pattern[TP_SECTION + PATTERN_SHIFTS];
 
 typedef enum mutant {
     MUTANT_NONE, MUTANT_NO_COPY_BACK, MUTANT_NO_COPY_OUT,
-    MUTANT_NO_DISCARDS /* not a bug: a driver without discards */
+    MUTANT_NO_DISCARDS, /* not a bug: a driver without discards */
+    MUTANT_NO_POPULATE  /* a population that only discards */
 } mutant_t;
 
 /* The application's copies are not told to the executor (a mutant). */
@@ -149,6 +156,8 @@ static umadv_status_t m_discard_prefetch(void **p, size_t *s, size_t n, int loc,
 {
     if (mut.mutant == MUTANT_NO_DISCARDS)
         return UMADV_ERR_UNSUPPORTED;
+    if (mut.mutant == MUTANT_NO_POPULATE)
+        return umadv__cuda_ops_host.discard_batch(p, s, n, st);
     return umadv__cuda_ops_host.discard_and_prefetch_batch(p, s, n, loc, st);
 }
 
@@ -488,6 +497,8 @@ typedef struct tally {
     uint64_t aside_cases, aside_staged; /* the pool pinned aside */
     uint64_t aside_beside, lane_beside; /* pinnings at UMADV_PIN_BESIDE, by where */
     uint64_t unseen_held;               /* evictions migrated for an unseen mark */
+    uint64_t unpopulated;               /* bytes copied into ranges discarded and not
+                                         * populated since (cuda_ops/host.c) */
 } tally_t;
 
 static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
@@ -612,6 +623,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->unseen_checked += a.unseen_checked;
     y->copy_restored += a.sum.copy_restored_bytes;
     y->unseen_held += a.sum.unseen_held_bytes;
+    y->unpopulated += c1.unpopulated_copy_bytes - c0.unpopulated_copy_bytes;
     y->aside_cases += a.pin_aside;
     y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
     umadv__schedule_cleanup(&s);
@@ -634,7 +646,7 @@ int main(void)
 {
     umadv_cuda_host_counters_t c;
     tally_t y = {0}, broken_back = {0}, broken_out = {0}, no_discards = {0}, unwatched = {0};
-    tally_t unseen = {0}, unseen_hidden = {0};
+    tally_t unseen = {0}, unseen_hidden = {0}, no_populate = {0};
 
     pattern_init();
     mutant_ops_init();
@@ -645,7 +657,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(16 + 2);
+    plan(16 + 4);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -681,6 +693,8 @@ int main(void)
     ok(y.mismatched == 0, "every byte a step or the application read was the last written "
        "(%llu of %llu section reads differ, in %llu cases)", (unsigned long long)y.mismatched,
        (unsigned long long)y.checked, (unsigned long long)y.failing_cases);
+    ok(y.unpopulated == 0, "no restore copied into a range it had not populated since its "
+       "discard (%llu bytes did)", (unsigned long long)y.unpopulated);
     umadv__cuda_host_counters(&c);
     ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "no pinned (%llu) or managed (%llu) "
        "bytes left", (unsigned long long)c.pinned_bytes, (unsigned long long)c.managed_bytes);
@@ -703,6 +717,12 @@ int main(void)
        "a driver without discards: evictions migrate, no error, nothing lost (%llu of %llu "
        "reads differ)", (unsigned long long)no_discards.mismatched,
        (unsigned long long)no_discards.checked);
+    mut.mutant = MUTANT_NO_POPULATE;
+    for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)
+        run_case(seed, &mutant_ops, &no_populate);
+    ok(no_populate.unpopulated > 0, "restores whose populations only discard are caught "
+       "(%llu bytes copied into ranges not populated)",
+       (unsigned long long)no_populate.unpopulated);
     mut.mutant = MUTANT_NONE;
     copies_unwatched = 1;
     for (uint64_t seed = 1; seed <= MUTANT_CASES; seed++)

@@ -236,6 +236,9 @@ typedef struct umadv_cuda_host_counters {
     uint64_t memsets, memset_bytes;
     uint64_t discards, discard_bytes; /* ranges: each range of a batch counts */
     uint64_t discard_prefetches, discard_prefetch_bytes; /* likewise */
+    uint64_t unpopulated_copies;      /* memcpy_async into a range discarded and
+                                       * not populated since (host.c) */
+    uint64_t unpopulated_copy_bytes;  /* the bytes of it in such ranges */
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

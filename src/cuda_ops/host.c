@@ -55,6 +55,8 @@ static struct {
     size_t                     nranges, ranges_cap;
     host_buffers_t             pinned;   /* live pinned host allocations */
     host_buffers_t             device;   /* live plain device allocations */
+    host_range_t              *unpopulated; /* discarded, not populated since */
+    size_t                     nunpopulated, unpopulated_cap;
     int                        logging;
     umadv_cuda_host_record_t  *log;
     size_t                     nlog, log_cap;
@@ -119,7 +121,68 @@ void umadv__cuda_host_reset(void)
     host.host_spare    = UINT64_MAX;
     host.logging = 0;
     host.nlog = 0;
+    host.nunpopulated = 0;
     pthread_mutex_unlock(&host.lock);
+}
+
+/*
+ * UNPOPULATED RANGES. A range discarded (discard_batch) and not populated
+ * since (discard_and_prefetch_batch, a prefetch, a memset, as a kernel's
+ * writes would, or its free) is one whose pages the driver has dropped.
+ * A copy into such a range is counted (unpopulated_copies): on a GPU its
+ * bytes read right on the GPU but could read an older version on the CPU
+ * later (umadv(7), STAGING), so a restore populates first. The copy is
+ * made as asked: the count is what tests check.
+ */
+
+/* Called with the lock held: [@lo, @hi) is populated (no longer in the
+ * list, cutting the ranges it overlaps). */
+static void unpopulated_cut(uintptr_t lo, uintptr_t hi)
+{
+    for (size_t i = 0; i < host.nunpopulated;) {
+        host_range_t r = host.unpopulated[i];
+        uintptr_t end = r.base + r.size;
+
+        if (end <= lo || r.base >= hi) {
+            i++;
+            continue;
+        }
+        host.unpopulated[i] = host.unpopulated[--host.nunpopulated];
+        if (r.base < lo)
+            host.unpopulated[host.nunpopulated++] = (host_range_t){r.base, lo - r.base};
+        if (end > hi &&
+            umadv__array_reserve((void **)&host.unpopulated, &host.unpopulated_cap,
+                                 host.nunpopulated + 1, sizeof(r)) == UMADV_OK)
+            host.unpopulated[host.nunpopulated++] = (host_range_t){hi, end - hi};
+    }
+}
+
+static void populated(const void *ptr, size_t size)
+{
+    unpopulated_cut((uintptr_t)ptr, (uintptr_t)ptr + size);
+}
+
+static void unpopulated_add(const void *ptr, size_t size)
+{
+    populated(ptr, size); /* no overlaps in the list */
+    if (umadv__array_reserve((void **)&host.unpopulated, &host.unpopulated_cap,
+                             host.nunpopulated + 1, sizeof(*host.unpopulated)) == UMADV_OK)
+        host.unpopulated[host.nunpopulated++] = (host_range_t){(uintptr_t)ptr, size};
+}
+
+/* Called with the lock held: the bytes of [@ptr, +@size) in the list. */
+static uint64_t unpopulated_bytes(const void *ptr, size_t size)
+{
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + size;
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < host.nunpopulated; i++) {
+        const host_range_t *r = &host.unpopulated[i];
+        uintptr_t from = UMADV_MAX(lo, r->base), to = UMADV_MIN(hi, r->base + r->size);
+
+        bytes += to > from ? to - from : 0;
+    }
+    return bytes;
 }
 
 /* Called with the lock held. A full log drops records rather than fail
@@ -259,6 +322,7 @@ static umadv_status_t host_free(void *ptr, size_t size)
         return UMADV_ERR_CUDA;
     }
     host.ranges[i] = host.ranges[--host.nranges];
+    populated(ptr, size);
     host.counters.frees++;
     host.counters.managed_bytes -= size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_FREE, .ptr = ptr,
@@ -293,6 +357,7 @@ static umadv_status_t host_prefetch(void *ptr, size_t size, int location,
         pthread_mutex_unlock(&host.lock);
         return UMADV_ERR_CUDA;
     }
+    populated(ptr, size);
     if (UMADV_CUDA_LOCATION_IS_HOST(location)) {
         host.counters.prefetches_to_host++;
         host.counters.prefetch_bytes_to_host += size;
@@ -325,6 +390,7 @@ static umadv_status_t host_prefetch_batch(void **ptrs, size_t *sizes, size_t cou
         }
     }
     for (size_t i = 0; i < count; i++) {
+        populated(ptrs[i], sizes[i]);
         *(to_host ? &host.counters.prefetches_to_host : &host.counters.prefetches_to_device) += 1;
         *(to_host ? &host.counters.prefetch_bytes_to_host
                   : &host.counters.prefetch_bytes_to_device) += sizes[i];
@@ -492,6 +558,10 @@ static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
         return UMADV_ERR_CUDA;
     }
     memmove(dst, src, size);
+    if (unpopulated_bytes(dst, size) > 0) {
+        host.counters.unpopulated_copies++;
+        host.counters.unpopulated_copy_bytes += unpopulated_bytes(dst, size);
+    }
     host.counters.memcpys++;
     host.counters.memcpy_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMCPY, .ptr = dst,
@@ -511,6 +581,7 @@ static umadv_status_t host_memset_async(void *ptr, int value, size_t size, umadv
         return UMADV_ERR_CUDA;
     }
     memset(ptr, value, size);
+    populated(ptr, size);
     host.counters.memsets++;
     host.counters.memset_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMSET, .ptr = ptr,
@@ -542,6 +613,10 @@ static void discard_ranges(umadv_cuda_call_t call, void **ptrs, size_t *sizes, s
 
     for (size_t i = 0; i < count; i++) {
         memset(ptrs[i], UMADV_CUDA_HOST_POISON, sizes[i]);
+        if (prefetch)
+            populated(ptrs[i], sizes[i]);
+        else
+            unpopulated_add(ptrs[i], sizes[i]);
         *(prefetch ? &host.counters.discard_prefetches : &host.counters.discards) += 1;
         *(prefetch ? &host.counters.discard_prefetch_bytes : &host.counters.discard_bytes) +=
             sizes[i];
