@@ -1,0 +1,232 @@
+/*
+ * discard_copy: what a copy into a discarded managed range leaves for the
+ * GPU and for the CPU, made alone or after the range is populated
+ * (issue 11).
+ *
+ * umadv restores a staged section by copying its bytes back from pinned
+ * memory into the range it discarded. test_stage_gpu's poisoned plan
+ * (H200, driver 580.159.04, 2026-11-29; 10 of 168 runs, twelve copies at
+ * once) ended with a section that a synchronous restore had copied back
+ * alone: a copy from it on the GPU right after read the restored bytes,
+ * and the CPU's read at the end found an older version in every page.
+ * Every restore now populates the range on the GPU first
+ * (cudaMemDiscardAndPrefetchBatchAsync). This counts what each way leaves.
+ *
+ * --ranges ranges of --size bytes, in one managed allocation. For each
+ * round and each way in turn: the CPU writes version 1 of a pattern into
+ * the allocation (the host's copy of its pages), it goes to the GPU and a
+ * kernel writes version 2, a memset fills it with 0xDB (--poison, as
+ * UMADV_STAGE_POISON does), one cudaMemDiscardBatchAsync discards every
+ * range, and each range gets version 3 from pinned memory by one
+ * cudaMemcpyAsync: alone ("copy"), or after one
+ * cudaMemDiscardAndPrefetchBatchAsync of the ranges to the GPU
+ * ("populate+copy"); then a synchronisation. A kernel counts the words
+ * that differ from version 3 on the GPU; then the CPU reads every page:
+ * version 3 (right), or, by its first word, version 1 (the host's older
+ * copy), version 2 (the GPU's older one), the poison, zeros, or other
+ * bytes.
+ *
+ *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison]
+ *
+ * The failure above needed load: run several copies at once (as make
+ * -j16 check runs the GPU tests). Exit status 0 once measured (what the
+ * CPU found is reported, not judged), 77 without a GPU (or one without
+ * concurrent managed access), 2 for a bad option.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "bench_gpu.h"
+#include "evict_channels_kernels.h"
+#include "common/util.h"
+
+#define EXIT_USAGE 2
+#define PAGE       4096
+#define POISON     0xDB
+#define MAX_RANGES 4096
+
+typedef enum way { COPY_ALONE, POPULATE_FIRST, WAYS } way_t;
+
+static const char *const way_names[WAYS] = {"copy", "populate+copy"};
+
+/* What a page the CPU read holds. */
+typedef enum found { RIGHT, HOST_OLDER, GPU_OLDER, FOUND_POISON, ZEROS, OTHER, FOUNDS } found_t;
+
+typedef struct bench {
+    uint64_t            size, total; /* a range's bytes, the allocation's */
+    size_t              nranges;
+    int                 poison;
+    uint64_t           *alloc;       /* managed */
+    uint64_t           *pinned;      /* version 3 of the whole allocation */
+    unsigned long long *wrong_dev;   /* the GPU's count of words not version 3 */
+    void              **ptrs;        /* the ranges */
+    size_t             *sizes;
+    cudaStream_t        stream;
+} bench_t;
+
+typedef struct tally {
+    uint64_t gpu_wrong_words;
+    uint64_t pages[FOUNDS];
+} tally_t;
+
+#define CHECK(fn, args) bench_cuda_check("discard_copy", fn args, #fn)
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "discard_copy: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: discard_copy [--size BYTES] [--ranges N] [--rounds N] "
+                    "[--poison]\n");
+    exit(EXIT_USAGE);
+}
+
+static void pattern_write(uint64_t *p, uint64_t words, uint64_t seed)
+{
+    for (uint64_t i = 0; i < words; i++)
+        p[i] = channels_pattern(i, seed);
+}
+
+static int uniform(const unsigned char *p, size_t n, unsigned char value)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != value)
+            return 0;
+    }
+    return 1;
+}
+
+/* Page @pg of the allocation, as the CPU reads it; @seed is version 1's. */
+static found_t page_found(const bench_t *b, uint64_t pg, uint64_t seed)
+{
+    const uint64_t words = PAGE / 8, first = pg * words;
+    const uint64_t *p = b->alloc + first;
+
+    if (memcmp(p, b->pinned + first, PAGE) == 0)
+        return RIGHT;
+    if (p[0] == channels_pattern(first, seed))
+        return HOST_OLDER;
+    if (p[0] == channels_pattern(first, seed + 1))
+        return GPU_OLDER;
+    if (uniform((const unsigned char *)p, PAGE, POISON))
+        return FOUND_POISON;
+    return uniform((const unsigned char *)p, PAGE, 0) ? ZEROS : OTHER;
+}
+
+/* One round of @way, with versions @seed, @seed + 1 and @seed + 2. */
+static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
+{
+    struct cudaMemLocation gpu = {.type = cudaMemLocationTypeDevice, .id = 0};
+    const uint64_t words = b->total / 8;
+    unsigned long long wrong = 0;
+    size_t first = 0;
+
+    pattern_write(b->alloc, words, seed);          /* the host's copy */
+    pattern_write(b->pinned, words, seed + 2);     /* what the copies bring */
+    CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, gpu, 0, b->stream));
+    CHECK(channels_fill, (b->alloc, words, seed + 1, b->stream));
+    if (b->poison)
+        CHECK(cudaMemsetAsync, (b->alloc, POISON, b->total, b->stream));
+    CHECK(cudaMemDiscardBatchAsync, (b->ptrs, b->sizes, b->nranges, 0, b->stream));
+    if (way == POPULATE_FIRST)
+        CHECK(cudaMemDiscardAndPrefetchBatchAsync,
+              (b->ptrs, b->sizes, b->nranges, &gpu, &first, 1, 0, b->stream));
+    for (size_t r = 0; r < b->nranges; r++)
+        CHECK(cudaMemcpyAsync, (b->ptrs[r], (char *)b->pinned + r * b->size, b->size,
+                                cudaMemcpyDefault, b->stream));
+    CHECK(cudaStreamSynchronize, (b->stream));
+    CHECK(cudaMemsetAsync, (b->wrong_dev, 0, sizeof(*b->wrong_dev), b->stream));
+    CHECK(channels_count_mismatches, (b->alloc, words, seed + 2, b->wrong_dev, b->stream));
+    CHECK(cudaMemcpyAsync, (&wrong, b->wrong_dev, sizeof(wrong), cudaMemcpyDefault, b->stream));
+    CHECK(cudaStreamSynchronize, (b->stream));
+    t->gpu_wrong_words += wrong;
+    for (uint64_t pg = 0; pg < b->total / PAGE; pg++)
+        t->pages[page_found(b, pg, seed)]++;
+}
+
+static void setup(bench_t *b)
+{
+    size_t free_b = 0, total_b = 0;
+
+    bench_require_managed_gpu("discard_copy");
+    CHECK(cudaMemGetInfo, (&free_b, &total_b));
+    if (b->total > free_b / 4) {
+        fprintf(stderr, "discard_copy: --size times --ranges is more than a quarter of the "
+                        "free GPU memory\n");
+        exit(EXIT_FAILURE);
+    }
+    b->ptrs = calloc(b->nranges, sizeof(*b->ptrs));
+    b->sizes = calloc(b->nranges, sizeof(*b->sizes));
+    if (b->ptrs == NULL || b->sizes == NULL) {
+        fprintf(stderr, "discard_copy: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    CHECK(cudaMallocManaged, ((void **)&b->alloc, b->total, cudaMemAttachGlobal));
+    CHECK(cudaMallocHost, ((void **)&b->pinned, b->total));
+    CHECK(cudaMalloc, ((void **)&b->wrong_dev, sizeof(*b->wrong_dev)));
+    CHECK(cudaStreamCreateWithFlags, (&b->stream, cudaStreamNonBlocking));
+    for (size_t r = 0; r < b->nranges; r++) {
+        b->ptrs[r] = (char *)b->alloc + r * b->size;
+        b->sizes[r] = (size_t)b->size;
+    }
+}
+
+static void row_print(way_t way, const bench_t *b, int rounds, const tally_t *t)
+{
+    printf("%-14s %7zu %12llu %9llu %9llu %9llu %9llu %9llu %9llu\n", way_names[way],
+           b->nranges * (size_t)rounds, (unsigned long long)t->gpu_wrong_words,
+           (unsigned long long)t->pages[RIGHT], (unsigned long long)t->pages[HOST_OLDER],
+           (unsigned long long)t->pages[GPU_OLDER], (unsigned long long)t->pages[FOUND_POISON],
+           (unsigned long long)t->pages[ZEROS], (unsigned long long)t->pages[OTHER]);
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {.size = UINT64_C(2) << 20, .nranges = 64};
+    tally_t tallies[WAYS] = {{0}};
+    struct cudaDeviceProp prop;
+    int rounds = 20, driver = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(argv[i], "--poison") == 0) {
+            b.poison = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--size") == 0 && v != NULL) {
+            if (umadv_size_parse(v, &b.size) != UMADV_OK || b.size == 0 || b.size % PAGE != 0)
+                usage_error("invalid --size '%s' (bytes, a multiple of 4 KiB)", v);
+        } else if (strcmp(argv[i], "--ranges") == 0 && v != NULL) {
+            b.nranges = (size_t)atoi(v);
+            if (b.nranges < 1 || b.nranges > MAX_RANGES)
+                usage_error("invalid --ranges '%s' (1 to 4096)", v);
+        } else if (strcmp(argv[i], "--rounds") == 0 && v != NULL) {
+            rounds = atoi(v);
+            if (rounds < 1 || rounds > 10000)
+                usage_error("invalid --rounds '%s' (1 to 10000)", v);
+        } else {
+            usage_error("unknown option '%s'", argv[i]);
+        }
+        i++;
+    }
+    b.total = b.size * b.nranges;
+    setup(&b);
+    CHECK(cudaGetDeviceProperties, (&prop, 0));
+    CHECK(cudaDriverGetVersion, (&driver));
+    for (int r = 0; r < rounds; r++) {
+        for (int w = 0; w < WAYS; w++)
+            round_run(&b, (way_t)w, (uint64_t)(r * WAYS + w) * 3 + 1, &tallies[w]);
+    }
+    printf("discard_copy: %s, driver %d; %zu ranges of %.2f MiB, %d rounds, poison %s\n",
+           prop.name, driver, b.nranges, (double)b.size / 1048576.0, rounds,
+           b.poison ? "on" : "off");
+    printf("%-14s %7s %12s %9s %9s %9s %9s %9s %9s\n", "way", "ranges", "GPU wrong", "CPU right",
+           "host old", "GPU old", "poison", "zeros", "other");
+    for (int w = 0; w < WAYS; w++)
+        row_print((way_t)w, &b, rounds, &tallies[w]);
+    return 0;
+}

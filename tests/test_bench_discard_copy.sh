@@ -1,0 +1,32 @@
+#!/bin/sh
+# TAP: bench/discard_copy refuses bad options with a usage error; on a GPU
+# it prints a row per way, every page the CPU read counted once, and
+# without one it says so and exits 77 (a skip here, never a pass).
+. "${top_srcdir:-.}/tests/tap.sh"
+
+bench="$builddir/bench/discard_copy"
+tap_require "$bench"
+
+"$bench" --size 3000 >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --size '3000'" "$tmp/bad" && grep -q "usage: discard_copy" "$tmp/bad"
+ok $? "--size 3000: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --ranges 0 >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --ranges '0'" "$tmp/bad"
+ok $? "--ranges 0: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --size 2M --ranges 4 --rounds 2 --poison >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ $status -eq 77 ]; then
+    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
+    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
+else
+    ok $status "runs on the GPU" || diag "$tmp/err"
+    # two rows, each of 8 ranges whose 512 pages each are counted once
+    awk '$1 ~ /^(copy|populate\+copy)$/ { n++; s = 0; for (i = 4; i <= NF; i++) s += $i
+                                          if ($2 != 8 || s != 8 * 512) bad = 1 }
+         END { exit n != 2 || bad }' "$tmp/out"
+    ok $? "a row per way, every page the CPU read counted once" || diag "$tmp/out"
+fi
+
+tap_done
