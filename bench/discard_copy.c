@@ -24,9 +24,11 @@
  * that differ from version 3 on the GPU; then the CPU reads every page:
  * version 3 (right), or, by its first word, version 1 (the host's older
  * copy), version 2 (the GPU's older one), the poison, zeros, or other
- * bytes.
+ * bytes. With --trip the allocation first goes to the host and back by
+ * cudaMemPrefetchAsync (a UVM eviction and fetch) and the GPU counts
+ * again: whether a migration keeps what the copy wrote.
  *
- *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison]
+ *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison] [--trip]
  *
  * The failure above needed load: run several copies at once (as make
  * -j16 check runs the GPU tests). Exit status 0 once measured (what the
@@ -59,7 +61,7 @@ typedef enum found { RIGHT, HOST_OLDER, GPU_OLDER, FOUND_POISON, ZEROS, OTHER, F
 typedef struct bench {
     uint64_t            size, total; /* a range's bytes, the allocation's */
     size_t              nranges;
-    int                 poison;
+    int                 poison, trip;
     uint64_t           *alloc;       /* managed */
     uint64_t           *pinned;      /* version 3 of the whole allocation */
     unsigned long long *wrong_dev;   /* the GPU's count of words not version 3 */
@@ -69,7 +71,7 @@ typedef struct bench {
 } bench_t;
 
 typedef struct tally {
-    uint64_t gpu_wrong_words;
+    uint64_t gpu_wrong_words, trip_wrong_words; /* before the trip, after it */
     uint64_t pages[FOUNDS];
 } tally_t;
 
@@ -80,7 +82,7 @@ static void usage_error(const char *fmt, const char *arg)
     fprintf(stderr, "discard_copy: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: discard_copy [--size BYTES] [--ranges N] [--rounds N] "
-                    "[--poison]\n");
+                    "[--poison] [--trip]\n");
     exit(EXIT_USAGE);
 }
 
@@ -116,12 +118,25 @@ static found_t page_found(const bench_t *b, uint64_t pg, uint64_t seed)
     return uniform((const unsigned char *)p, PAGE, 0) ? ZEROS : OTHER;
 }
 
+/* The words of the allocation that differ from version @seed, counted on
+ * the GPU. */
+static uint64_t gpu_wrong_words(const bench_t *b, uint64_t seed)
+{
+    unsigned long long wrong = 0;
+
+    CHECK(cudaMemsetAsync, (b->wrong_dev, 0, sizeof(*b->wrong_dev), b->stream));
+    CHECK(channels_count_mismatches, (b->alloc, b->total / 8, seed, b->wrong_dev, b->stream));
+    CHECK(cudaMemcpyAsync, (&wrong, b->wrong_dev, sizeof(wrong), cudaMemcpyDefault, b->stream));
+    CHECK(cudaStreamSynchronize, (b->stream));
+    return wrong;
+}
+
 /* One round of @way, with versions @seed, @seed + 1 and @seed + 2. */
 static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
 {
     struct cudaMemLocation gpu = {.type = cudaMemLocationTypeDevice, .id = 0};
+    struct cudaMemLocation host = {.type = cudaMemLocationTypeHost};
     const uint64_t words = b->total / 8;
-    unsigned long long wrong = 0;
     size_t first = 0;
 
     pattern_write(b->alloc, words, seed);          /* the host's copy */
@@ -138,11 +153,12 @@ static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
         CHECK(cudaMemcpyAsync, (b->ptrs[r], (char *)b->pinned + r * b->size, b->size,
                                 cudaMemcpyDefault, b->stream));
     CHECK(cudaStreamSynchronize, (b->stream));
-    CHECK(cudaMemsetAsync, (b->wrong_dev, 0, sizeof(*b->wrong_dev), b->stream));
-    CHECK(channels_count_mismatches, (b->alloc, words, seed + 2, b->wrong_dev, b->stream));
-    CHECK(cudaMemcpyAsync, (&wrong, b->wrong_dev, sizeof(wrong), cudaMemcpyDefault, b->stream));
-    CHECK(cudaStreamSynchronize, (b->stream));
-    t->gpu_wrong_words += wrong;
+    t->gpu_wrong_words += gpu_wrong_words(b, seed + 2);
+    if (b->trip) {
+        CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, host, 0, b->stream));
+        CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, gpu, 0, b->stream));
+        t->trip_wrong_words += gpu_wrong_words(b, seed + 2);
+    }
     for (uint64_t pg = 0; pg < b->total / PAGE; pg++)
         t->pages[page_found(b, pg, seed)]++;
 }
@@ -176,8 +192,9 @@ static void setup(bench_t *b)
 
 static void row_print(way_t way, const bench_t *b, int rounds, const tally_t *t)
 {
-    printf("%-14s %7zu %12llu %9llu %9llu %9llu %9llu %9llu %9llu\n", way_names[way],
+    printf("%-14s %7zu %12llu %12llu %9llu %9llu %9llu %9llu %9llu %9llu\n", way_names[way],
            b->nranges * (size_t)rounds, (unsigned long long)t->gpu_wrong_words,
+           (unsigned long long)t->trip_wrong_words,
            (unsigned long long)t->pages[RIGHT], (unsigned long long)t->pages[HOST_OLDER],
            (unsigned long long)t->pages[GPU_OLDER], (unsigned long long)t->pages[FOUND_POISON],
            (unsigned long long)t->pages[ZEROS], (unsigned long long)t->pages[OTHER]);
@@ -193,8 +210,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-        if (strcmp(argv[i], "--poison") == 0) {
-            b.poison = 1;
+        if (strcmp(argv[i], "--poison") == 0 || strcmp(argv[i], "--trip") == 0) {
+            *(argv[i][2] == 'p' ? &b.poison : &b.trip) = 1;
             continue;
         }
         if (strcmp(argv[i], "--size") == 0 && v != NULL) {
@@ -221,11 +238,11 @@ int main(int argc, char **argv)
         for (int w = 0; w < WAYS; w++)
             round_run(&b, (way_t)w, (uint64_t)(r * WAYS + w) * 3 + 1, &tallies[w]);
     }
-    printf("discard_copy: %s, driver %d; %zu ranges of %.2f MiB, %d rounds, poison %s\n",
-           prop.name, driver, b.nranges, (double)b.size / 1048576.0, rounds,
-           b.poison ? "on" : "off");
-    printf("%-14s %7s %12s %9s %9s %9s %9s %9s %9s\n", "way", "ranges", "GPU wrong", "CPU right",
-           "host old", "GPU old", "poison", "zeros", "other");
+    printf("discard_copy: %s, driver %d; %zu ranges of %.2f MiB, %d rounds, poison %s, "
+           "trip %s\n", prop.name, driver, b.nranges, (double)b.size / 1048576.0, rounds,
+           b.poison ? "on" : "off", b.trip ? "on" : "off");
+    printf("%-14s %7s %12s %12s %9s %9s %9s %9s %9s %9s\n", "way", "ranges", "GPU wrong",
+           "after trip", "CPU right", "host old", "GPU old", "poison", "zeros", "other");
     for (int w = 0; w < WAYS; w++)
         row_print((way_t)w, &b, rounds, &tallies[w]);
     return 0;

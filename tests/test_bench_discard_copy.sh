@@ -15,7 +15,7 @@ ok $? "--size 3000: a usage error naming the option" || diag "$tmp/bad"
 [ $? -eq 2 ] && grep -q "invalid --ranges '0'" "$tmp/bad"
 ok $? "--ranges 0: a usage error naming the option" || diag "$tmp/bad"
 
-"$bench" --size 2M --ranges 4 --rounds 2 --poison >"$tmp/out" 2>"$tmp/err"
+"$bench" --size 2M --ranges 4 --rounds 2 --poison --trip >"$tmp/out" 2>"$tmp/err"
 status=$?
 if [ $status -eq 77 ]; then
     grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
@@ -23,7 +23,7 @@ if [ $status -eq 77 ]; then
 else
     ok $status "runs on the GPU" || diag "$tmp/err"
     # two rows, each of 8 ranges whose 512 pages each are counted once
-    awk '$1 ~ /^(copy|populate\+copy)$/ { n++; s = 0; for (i = 4; i <= NF; i++) s += $i
+    awk '$1 ~ /^(copy|populate\+copy)$/ { n++; s = 0; for (i = 5; i <= NF; i++) s += $i
                                           if ($2 != 8 || s != 8 * 512) bad = 1 }
          END { exit n != 2 || bad }' "$tmp/out"
     ok $? "a row per way, every page the CPU read counted once" || diag "$tmp/out"
