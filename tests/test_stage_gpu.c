@@ -19,6 +19,11 @@
  * that copy): counted in a diagnostic, not judged. Then the same once
  * more with the lanes' discards and populations in pieces of a section
  * while the application runs (params.call_piece_bytes, UMADV_LANE_PIECE).
+ * A section that ends with other bits is told with what its pages hold
+ * and the history of the calls on it (A HISTORY, below): the poisoned
+ * plan failed so only under load, 10 of 168 runs twelve at once (H200,
+ * 2026-11-29), each time a section whose last call was a synchronous
+ * restore's copy into the discarded range, which now populates first.
  */
 #include <umadv.h>
 
@@ -46,7 +51,7 @@
 
 static const umadv_cuda_ops_t *G = &umadv__cuda_ops_cudart;
 
-/* ---- a history of the calls on the buffers ------------------------------- */
+/* ---- A HISTORY of the calls on the buffers -------------------------------- */
 
 /* Every call that moves or fills bytes of the buffers (the executor's
  * through a wrapped table, the application's and the steps noted by the
