@@ -1187,7 +1187,7 @@ static void fresh_over_left_pages(uint64_t budget, uint64_t *bound_p, size_t *ca
 /* The same, the fresh fetch issued a step ahead and made by the fetch
  * lane (drained before its step begins): over pages the record holds on
  * the GPU it is counted in without a call; a prefetch over resident
- * pages holds the lane's stream (exec/pages.c). Returns the calls of the
+ * pages holds the lane's stream (schedule/pages.c). Returns the calls of the
  * second iteration. */
 static size_t lane_fresh_over_left_pages(umadv_exec_stats_t *st)
 {

@@ -111,7 +111,7 @@ void umadv__ctx_record_stageable(umadv_context_t ctx, umadv_ctx_alloc_t *alloc)
  * 2026-11-29). A schedule built before the amendment is rebuilt at the
  * next boundary (api/lifecycle.c, PLAN_REQUEST).
  * UMADV_PROFILE_TAIL=0 turns it off. On by default since the executor
- * stopped populating pages already on the GPU (exec/pages.c): staged
+ * stopped populating pages already on the GPU (schedule/pages.c): staged
  * bytes then equal restored ones, and GPT-2 at save_on_cpu's peak ran 20%
  * faster with it; VGG-16 8% slower (umadv(7) has the figures): the
  * gradients' room, free at the wrap, lets the optimizer's state stay, and

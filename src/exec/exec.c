@@ -166,7 +166,7 @@ static void exec_free(umadv_exec_t *e)
     lane_free(&e->app);
     umadv__exec_stage_cleanup(e);
     umadv__core_cleanup(&e->core);
-    umadv__exec_pages_cleanup(&e->pages);
+    umadv__pages_cleanup(&e->pages);
     free(e->binds);
     free(e);
 }
@@ -307,7 +307,7 @@ void umadv__exec_unbind(umadv_exec_t *e, uint32_t alloc)
 }
 
 /* Section @s of a block just bound lies where a fetch left pages on the
- * GPU and nothing evicted them since (pages.c): it is there, if the
+ * GPU and nothing evicted them since (schedule/pages.c): it is there, if the
  * budget has room for it. Not under a budgeted plan: the schedule counted
  * the block's sections in when its fresh fetch populates them, as the
  * simulator does, and sections taken in earlier filled the budget the
@@ -324,7 +324,7 @@ static int left_on_gpu(const umadv_exec_t *e, uint32_t s)
     if (e->p.policy == UMADV_POLICY_PLAN && e->core.p.budget != 0)
         return 0;
     return umadv__core_fits(&e->core, sec->size) &&
-           umadv__exec_pages_on_gpu(&e->pages, addr, sec->size);
+           umadv__pages_on_gpu(&e->pages, addr, sec->size);
 }
 
 umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uint64_t size,

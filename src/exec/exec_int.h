@@ -15,6 +15,7 @@
 #include "exec/spans.h"
 #include "pool/tree.h"
 #include "schedule/core.h"
+#include "schedule/pages.h"
 
 #define EXEC_MAX_CALL_DEFAULT (256 * UMADV_MIB)
 #define EXEC_KEY_NONE         UMADV_CORE_KEY_NONE
@@ -132,16 +133,6 @@ typedef struct exec_lane {
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
 } exec_lane_t;
 
-/* pages.c: the runs of addresses whose pages are on the GPU. */
-typedef struct exec_run {
-    uintptr_t start, end; /* [start, end) */
-} exec_run_t;
-
-typedef struct exec_pages {
-    exec_run_t *runs; /* sorted, disjoint, not touching */
-    size_t      n, cap;
-} exec_pages_t;
-
 struct umadv_exec {
     umadv_exec_params_t     p;
     const umadv_trace_t    *trace;
@@ -168,7 +159,7 @@ struct umadv_exec {
     exec_bind_t            *binds;     /* per trace allocation */
     umadv_tree_t            bound;     /* the bound blocks by address (stage.c finds
                                         * what an application's copy touches) */
-    exec_pages_t            pages;     /* where freed blocks left their pages */
+    umadv_pages_t           pages;     /* where freed blocks left their pages */
     exec_stage_t            stage;     /* staging pool (stage.c) */
 
     /* the application's position (its thread only) */
@@ -258,12 +249,6 @@ exec_event_t *umadv__exec_last_end(umadv_exec_t *e);
 void umadv__exec_event_ref(exec_event_t *ev);
 void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
 void umadv__exec_events_destroy(umadv_exec_t *e);
-
-/* pages.c: note where the range went (a fetch or an eviction done);
- * whether all of [addr, addr + len) is on the GPU by the notes. */
-void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu);
-int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len);
-void umadv__exec_pages_cleanup(exec_pages_t *m);
 
 /* policy.c: queue the replay core's decisions (e->core.out) on the
  * lanes; evictions and unsets behind the latest step end. */

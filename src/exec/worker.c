@@ -111,7 +111,7 @@ void umadv__exec_pieces_settle(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
             uint32_t s = exec_section_id(e, p->alloc, p->first + k);
             umadv__core_set_state(&e->core, s, ok ? done : undone);
             if (ok)
-                umadv__exec_pages_note(&e->pages, e->binds[p->alloc].base +
+                umadv__pages_note(&e->pages, e->binds[p->alloc].base +
                                        e->trace->sections[s].offset, exec_section_size(e, s),
                                        to_gpu);
         }
@@ -343,7 +343,7 @@ static void evict_wait_holds(umadv_exec_t *e, exec_lane_t *lane)
     }
 }
 
-/* Whether the pages record (pages.c) holds every section of pieces
+/* Whether the pages record (schedule/pages.c) holds every section of pieces
  * [from, to) on the GPU: a block bound over pages a freed one left there. */
 static int pieces_on_gpu(const umadv_exec_t *e, const exec_lane_t *lane, size_t from, size_t to)
 {
@@ -353,7 +353,7 @@ static int pieces_on_gpu(const umadv_exec_t *e, const exec_lane_t *lane, size_t 
         for (uint32_t k = 0; k < p->count; k++) {
             uint32_t s = exec_section_id(e, p->alloc, p->first + k);
 
-            if (!umadv__exec_pages_on_gpu(&e->pages, e->binds[p->alloc].base +
+            if (!umadv__pages_on_gpu(&e->pages, e->binds[p->alloc].base +
                                           e->trace->sections[s].offset, exec_section_size(e, s)))
                 return 0;
         }
@@ -364,7 +364,7 @@ static int pieces_on_gpu(const umadv_exec_t *e, const exec_lane_t *lane, size_t 
 /* The fresh pieces whose pages the record holds on the GPU are counted
  * in without a call and leave the lane's list, the rest in their order:
  * a prefetch over resident pages holds the lane's stream 1.4 ms a GiB
- * (pages.c). */
+ * (schedule/pages.c). */
 static void fresh_present_settle(umadv_exec_t *e, exec_lane_t *lane)
 {
     size_t n = 0;

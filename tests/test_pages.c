@@ -1,5 +1,5 @@
 /*
- * Where the executor last left pages (exec/pages.c): runs of addresses on
+ * Where the replay last left pages (schedule/pages.c): runs of addresses on
  * the GPU, answering for any range inside one, whatever the offsets the
  * notes came at; fetches merge with their neighbours, evictions cut runs
  * (widened to whole 64 KiB pages); many runs keep their answers.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "exec/exec_int.h"
+#include "schedule/pages.h"
 #include "plan_util.h" /* tp_below: the tests' seeded generator */
 #include "tap.h"
 
@@ -23,69 +23,69 @@ static uintptr_t section(size_t i)
 
 static void test_lookup(void)
 {
-    exec_pages_t m = {0};
+    umadv_pages_t m = {0};
 
-    ok(!umadv__exec_pages_on_gpu(&m, section(0), SECTION), "empty: nothing is on the gpu");
-    umadv__exec_pages_note(&m, section(0), SECTION, 1);
-    umadv__exec_pages_note(&m, section(1), SECTION / 2, 1);
-    ok(umadv__exec_pages_on_gpu(&m, section(0), SECTION) &&
-       umadv__exec_pages_on_gpu(&m, section(0) + 4096, 4096),
+    ok(!umadv__pages_on_gpu(&m, section(0), SECTION), "empty: nothing is on the gpu");
+    umadv__pages_note(&m, section(0), SECTION, 1);
+    umadv__pages_note(&m, section(1), SECTION / 2, 1);
+    ok(umadv__pages_on_gpu(&m, section(0), SECTION) &&
+       umadv__pages_on_gpu(&m, section(0) + 4096, 4096),
        "a fetched section, and any range inside it, are on the gpu");
-    ok(umadv__exec_pages_on_gpu(&m, section(0) + SECTION / 2, SECTION) && m.n == 1,
+    ok(umadv__pages_on_gpu(&m, section(0) + SECTION / 2, SECTION) && m.n == 1,
        "adjacent fetches make one run: a range across their seam is on the gpu");
-    ok(!umadv__exec_pages_on_gpu(&m, section(1), SECTION),
+    ok(!umadv__pages_on_gpu(&m, section(1), SECTION),
        "a range past the run's end is not");
-    ok(!umadv__exec_pages_on_gpu(&m, section(0), 0), "an empty range is not asked for");
-    umadv__exec_pages_note(&m, section(3), SECTION, 1);
-    umadv__exec_pages_note(&m, section(1) + 4096, section(3) - section(1) - 4096, 1);
-    ok(m.n == 1 && umadv__exec_pages_on_gpu(&m, section(0), 4 * SECTION),
+    ok(!umadv__pages_on_gpu(&m, section(0), 0), "an empty range is not asked for");
+    umadv__pages_note(&m, section(3), SECTION, 1);
+    umadv__pages_note(&m, section(1) + 4096, section(3) - section(1) - 4096, 1);
+    ok(m.n == 1 && umadv__pages_on_gpu(&m, section(0), 4 * SECTION),
        "a fetch that fills the gap joins the runs on both sides (%zu run)", m.n);
-    umadv__exec_pages_cleanup(&m);
+    umadv__pages_cleanup(&m);
 }
 
 static void test_evictions(void)
 {
-    exec_pages_t m = {0};
+    umadv_pages_t m = {0};
 
-    umadv__exec_pages_note(&m, section(0), 4 * SECTION, 1);
-    umadv__exec_pages_note(&m, section(1), SECTION, 0);
-    ok(m.n == 2 && umadv__exec_pages_on_gpu(&m, section(0), SECTION) &&
-       umadv__exec_pages_on_gpu(&m, section(2), 2 * SECTION) &&
-       !umadv__exec_pages_on_gpu(&m, section(1), 4096),
+    umadv__pages_note(&m, section(0), 4 * SECTION, 1);
+    umadv__pages_note(&m, section(1), SECTION, 0);
+    ok(m.n == 2 && umadv__pages_on_gpu(&m, section(0), SECTION) &&
+       umadv__pages_on_gpu(&m, section(2), 2 * SECTION) &&
+       !umadv__pages_on_gpu(&m, section(1), 4096),
        "an eviction inside a run cuts it in two around the evicted range");
-    umadv__exec_pages_note(&m, section(2) + 1000, 256, 0);
-    ok(!umadv__exec_pages_on_gpu(&m, section(2), 4096) &&
-       !umadv__exec_pages_on_gpu(&m, section(2) + GRAIN - 256, 256) &&
-       umadv__exec_pages_on_gpu(&m, section(2) + GRAIN, 4096),
+    umadv__pages_note(&m, section(2) + 1000, 256, 0);
+    ok(!umadv__pages_on_gpu(&m, section(2), 4096) &&
+       !umadv__pages_on_gpu(&m, section(2) + GRAIN - 256, 256) &&
+       umadv__pages_on_gpu(&m, section(2) + GRAIN, 4096),
        "an eviction of a few bytes takes their whole 64 KiB page off, no more");
-    umadv__exec_pages_note(&m, section(0) - SECTION, 6 * SECTION, 0);
-    ok(m.n == 0 && !umadv__exec_pages_on_gpu(&m, section(3), 4096),
+    umadv__pages_note(&m, section(0) - SECTION, 6 * SECTION, 0);
+    ok(m.n == 0 && !umadv__pages_on_gpu(&m, section(3), 4096),
        "an eviction over every run leaves none");
-    umadv__exec_pages_note(&m, 0, SECTION, 1);
-    umadv__exec_pages_note(&m, UINTPTR_MAX - 4096, 8192, 1);
-    ok(umadv__exec_pages_on_gpu(&m, 0, SECTION) && m.n == 1 &&
-       !umadv__exec_pages_on_gpu(&m, UINTPTR_MAX, 1),
+    umadv__pages_note(&m, 0, SECTION, 1);
+    umadv__pages_note(&m, UINTPTR_MAX - 4096, 8192, 1);
+    ok(umadv__pages_on_gpu(&m, 0, SECTION) && m.n == 1 &&
+       !umadv__pages_on_gpu(&m, UINTPTR_MAX, 1),
        "a range that would wrap the address space is never recorded");
-    umadv__exec_pages_cleanup(&m);
+    umadv__pages_cleanup(&m);
 }
 
 static void test_growth(void)
 {
-    exec_pages_t m = {0};
+    umadv_pages_t m = {0};
     size_t found = 0;
 
     for (size_t i = 0; i < MANY; i++) /* every third section apart: runs of two */
-        umadv__exec_pages_note(&m, section(i), SECTION, i % 3 != 0);
+        umadv__pages_note(&m, section(i), SECTION, i % 3 != 0);
     for (size_t i = 0; i < MANY; i++)
-        found += umadv__exec_pages_on_gpu(&m, section(i), SECTION) == (i % 3 != 0);
+        found += umadv__pages_on_gpu(&m, section(i), SECTION) == (i % 3 != 0);
     is_u64(found, MANY, "%d sections noted: every one answers as noted", MANY);
     ok(m.n == (MANY + 2) / 3 && m.n <= m.cap, "neighbours merged: a run after each gap, "
        "%zu of them", m.n);
     for (size_t i = 0; i < MANY; i += 3) /* the gaps fetched: one run */
-        umadv__exec_pages_note(&m, section(i), SECTION, 1);
-    ok(m.n == 1 && umadv__exec_pages_on_gpu(&m, section(0), MANY * SECTION),
+        umadv__pages_note(&m, section(i), SECTION, 1);
+    ok(m.n == 1 && umadv__pages_on_gpu(&m, section(0), MANY * SECTION),
        "the gaps fetched: one run over all of them");
-    umadv__exec_pages_cleanup(&m);
+    umadv__pages_cleanup(&m);
     ok(m.runs == NULL && m.cap == 0 && m.n == 0, "cleanup empties it");
 }
 
@@ -109,7 +109,7 @@ static void random_range(uint64_t *rng, uint64_t *a, uint64_t *len)
     *len = UMADV_MIN(n, UNITS - first) * UNIT;
 }
 
-static int runs_well_formed(const exec_pages_t *m)
+static int runs_well_formed(const umadv_pages_t *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         if (m->runs[i].start >= m->runs[i].end || (i > 0 && m->runs[i - 1].end >= m->runs[i].start))
@@ -145,7 +145,7 @@ static void test_random(void)
     uint64_t rng = 0x9e3779b97f4a7c15ull, asked = 0, wrong = 0, malformed = 0;
 
     for (int c = 0; c < CASES; c++) {
-        exec_pages_t m = {0};
+        umadv_pages_t m = {0};
 
         memset(on, 0, sizeof(on));
         for (int k = 0; k < NOTES; k++) {
@@ -153,16 +153,16 @@ static void test_random(void)
             int on_gpu = tp_below(&rng, 3) != 0;
 
             random_range(&rng, &a, &len);
-            umadv__exec_pages_note(&m, base + a, len, on_gpu);
+            umadv__pages_note(&m, base + a, len, on_gpu);
             model_note(on, a, len, on_gpu);
             malformed += !runs_well_formed(&m);
             for (int q = 0; q < ASKS / NOTES + 1; q++) {
                 random_range(&rng, &a, &len);
                 asked++;
-                wrong += umadv__exec_pages_on_gpu(&m, base + a, len) != model_on(on, a, len);
+                wrong += umadv__pages_on_gpu(&m, base + a, len) != model_on(on, a, len);
             }
         }
-        umadv__exec_pages_cleanup(&m);
+        umadv__pages_cleanup(&m);
     }
     ok(wrong == 0 && asked > 0, "%d random cases of %d notes: every one of %llu ranges answers "
        "as a model of every 256-byte unit does (%llu differ)", CASES, NOTES,

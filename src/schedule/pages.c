@@ -1,5 +1,5 @@
 /*
- * Where the pages under an address range are, as far as the executor
+ * Where the pages under an address range are, as far as the replay
  * knows: the GPU after one of its fetches completed there, not the GPU
  * after one of its evictions, discards or releases did.
  *
@@ -24,6 +24,10 @@
  * other offsets than the one before it missed it, and VGG-16 b64 under a
  * plan populated 9.6 GiB an iteration on its steps' streams.
  *
+ * The simulator keeps the same record over the trace's addresses (the
+ * profile's blocks), noted where its sections land and leave, so that it
+ * charges the populations the executor makes and no others (sim/lanes.c).
+ *
  * A hint, never a promise: faults, the CPU and the driver move pages
  * without telling us. A wrong GPU entry costs the faults a fetch would
  * have spared, never data (the sections it answers for are fresh or
@@ -32,16 +36,18 @@
  * claimed on the GPU. Out of memory, a fetch's note is lost (a call
  * more) and an eviction that would split a run removes it whole.
  */
-#include "exec/exec_int.h"
+#include "schedule/pages.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/util.h"
 
 #define PAGES_MIN_CAP 64
 #define PAGES_GRAIN   (UINT64_C(64) << 10) /* the GPU's big page: what an eviction may take */
 
 /* The first run that ends at or after @addr (runs touching it included). */
-static size_t first_reaching(const exec_pages_t *m, uintptr_t addr)
+static size_t first_reaching(const umadv_pages_t *m, uintptr_t addr)
 {
     size_t lo = 0, hi = m->n;
 
@@ -57,10 +63,10 @@ static size_t first_reaching(const exec_pages_t *m, uintptr_t addr)
 }
 
 /* Room for @extra runs more; 0 when there is none to be had. */
-static int reserve(exec_pages_t *m, size_t extra)
+static int reserve(umadv_pages_t *m, size_t extra)
 {
     size_t cap = m->cap ? m->cap : PAGES_MIN_CAP;
-    exec_run_t *runs;
+    umadv_pages_run_t *runs;
 
     if (m->n + extra <= m->cap)
         return 1;
@@ -77,7 +83,7 @@ static int reserve(exec_pages_t *m, size_t extra)
 /* Runs [i, j) replaced by the @k runs of @with (k <= j - i + 1, room made).
  * A fetch that grows one run (the common note: a block's sections one by
  * one) moves nothing. */
-static void runs_replace(exec_pages_t *m, size_t i, size_t j, const exec_run_t *with, size_t k)
+static void runs_replace(umadv_pages_t *m, size_t i, size_t j, const umadv_pages_run_t *with, size_t k)
 {
     if (i + k != j)
         memmove(&m->runs[i + k], &m->runs[j], (m->n - j) * sizeof(*m->runs));
@@ -87,10 +93,10 @@ static void runs_replace(exec_pages_t *m, size_t i, size_t j, const exec_run_t *
 }
 
 /* [a, b) on the GPU: merged with every run it overlaps or touches. */
-static void mark_on(exec_pages_t *m, uintptr_t a, uintptr_t b)
+static void mark_on(umadv_pages_t *m, uintptr_t a, uintptr_t b)
 {
     size_t i = first_reaching(m, a), j = i;
-    exec_run_t run = {a, b};
+    umadv_pages_run_t run = {a, b};
 
     for (; j < m->n && m->runs[j].start <= b; j++) {
         run.start = UMADV_MIN(run.start, m->runs[j].start);
@@ -102,23 +108,23 @@ static void mark_on(exec_pages_t *m, uintptr_t a, uintptr_t b)
 }
 
 /* [a, b) not on the GPU: the runs it overlaps keep what lies outside it. */
-static void mark_off(exec_pages_t *m, uintptr_t a, uintptr_t b)
+static void mark_off(umadv_pages_t *m, uintptr_t a, uintptr_t b)
 {
     size_t i = first_reaching(m, a + 1), j = i, k = 0;
-    exec_run_t keep[2];
+    umadv_pages_run_t keep[2];
 
     for (; j < m->n && m->runs[j].start < b; j++) {
         if (m->runs[j].start < a)
-            keep[k++] = (exec_run_t){m->runs[j].start, a};
+            keep[k++] = (umadv_pages_run_t){m->runs[j].start, a};
         if (m->runs[j].end > b)
-            keep[k++] = (exec_run_t){b, m->runs[j].end};
+            keep[k++] = (umadv_pages_run_t){b, m->runs[j].end};
     }
     if (k > j - i && !reserve(m, 1))
         k = 0; /* one run to split and no room: it goes whole */
     runs_replace(m, i, j, keep, k);
 }
 
-void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu)
+void umadv__pages_note(umadv_pages_t *m, uintptr_t addr, uint64_t len, int on_gpu)
 {
     uintptr_t a = addr, b;
 
@@ -134,7 +140,7 @@ void umadv__exec_pages_note(exec_pages_t *m, uintptr_t addr, uint64_t len, int o
     mark_off(m, a, b);
 }
 
-int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len)
+int umadv__pages_on_gpu(const umadv_pages_t *m, uintptr_t addr, uint64_t len)
 {
     size_t i;
 
@@ -144,8 +150,8 @@ int umadv__exec_pages_on_gpu(const exec_pages_t *m, uintptr_t addr, uint64_t len
     return i < m->n && m->runs[i].start <= addr && len <= m->runs[i].end - addr;
 }
 
-void umadv__exec_pages_cleanup(exec_pages_t *m)
+void umadv__pages_cleanup(umadv_pages_t *m)
 {
     free(m->runs);
-    *m = (exec_pages_t){0};
+    *m = (umadv_pages_t){0};
 }
