@@ -734,9 +734,62 @@ static void test_stage_plans(void)
     is(reported, runs, "stage plans: the schedules say what they stage");
 }
 
+/* A (at address X) written at step 0 and freed after step 1, C written
+ * at step 1, B born at X at step 2 and written there; every block fresh,
+ * one section each. */
+static void build_reborn(umadv_trace_t *t)
+{
+    const uint64_t x = UINT64_C(0x7f0000000000), y = x + 64 * SEC;
+    uint32_t a, b, c;
+
+    umadv__trace_init(t, SEC);
+    umadv__trace_add_alloc(t, x, SEC, UMADV_ALLOC_ACTIVATION, NULL, &a);
+    umadv__trace_add_alloc(t, y, SEC, UMADV_ALLOC_ACTIVATION, NULL, &c);
+    umadv__trace_add_alloc(t, x, SEC, UMADV_ALLOC_ACTIVATION, NULL, &b);
+    umadv__trace_set_lifetime(t, a, 0, 1);
+    umadv__trace_set_lifetime(t, c, 1, 1);
+    umadv__trace_set_lifetime(t, b, 2, 2);
+    umadv__trace_add_step(t, "a", UMADV_STEP_LAYER, 0, 1000000, NULL);
+    umadv__trace_add_access_sections(t, a, 0, 1, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_add_step(t, "c", UMADV_STEP_LAYER, 0, 1000000, NULL);
+    umadv__trace_add_access_sections(t, c, 0, 1, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_add_step(t, "b", UMADV_STEP_LAYER, 0, 1000000, NULL);
+    umadv__trace_add_access_sections(t, b, 0, 1, UMADV_ACCESS_WRITE, 0);
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+/* A fresh block born where a freed one left its pages on the GPU is
+ * counted in without a population call, as the executor does
+ * (schedule/pages.c); born where an eviction or a release took them, it
+ * pays one. */
+static void test_reborn_pages(void)
+{
+    umadv_trace_t t;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t kept, taken;
+
+    build_reborn(&t);
+    umadv__plan_params_default(&t, 2 * SEC, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    simulate(&t, UMADV_POLICY_PLAN, 2 * SEC, &s, NULL, &kept);
+    umadv__schedule_cleanup(&s);
+    umadv__plan_params_default(&t, SEC, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &taken);
+    ok(kept.wait_s[UMADV_SIM_WAIT_POPULATE] == 0,
+       "a block born over pages a dropped one left on the GPU: no population (%.3f ms)",
+       kept.wait_s[UMADV_SIM_WAIT_POPULATE] * 1e3);
+    ok(taken.wait_s[UMADV_SIM_WAIT_POPULATE] > 0,
+       "one born where a release took them, for room: a population (%.3f ms)",
+       taken.wait_s[UMADV_SIM_WAIT_POPULATE] * 1e3);
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(35 + 4 + 6 + 4 + 8 + 4 + 4 + 2);
+    plan(35 + 4 + 6 + 4 + 8 + 4 + 4 + 2 + 2);
     test_cost_model();
     test_no_pressure();
     test_oracle();
@@ -749,5 +802,6 @@ int main(void)
     test_stage_figures();
     test_stage_small_blocks();
     test_stage_plans();
+    test_reborn_pages();
     return exit_status();
 }

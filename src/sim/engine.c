@@ -34,14 +34,53 @@ static void forget(sim_engine_t *e, uint32_t x)
     }
 }
 
+/* ---- the pages record: the trace's addresses ---------------------------- */
+
+/* Noted where the executor notes its own (a lane's or a step's fetch or
+ * population done, a lane's eviction done), never for faults or the
+ * driver's evictions under them, which the executor does not see: the
+ * record is what the executor would believe. */
+
+/* Section @x's address, or 0 where its allocation has none (synthetic
+ * traces give every allocation base 0: umadv-trace(5)). */
+static uintptr_t section_addr(const sim_engine_t *e, uint32_t x)
+{
+    const umadv_trace_section_t *sec = &e->trace->sections[x];
+    uint64_t base = e->trace->allocs[sec->alloc].base;
+
+    return base != 0 ? (uintptr_t)(base + sec->offset) : 0;
+}
+
+void umadv__sim_pages_note(sim_engine_t *e, uint32_t x, int on_gpu)
+{
+    uintptr_t addr = section_addr(e, x);
+
+    if (addr != 0)
+        umadv__pages_note(&e->pages, addr, e->trace->sections[x].size, on_gpu);
+}
+
+int umadv__sim_pages_on_gpu(const sim_engine_t *e, uint32_t x)
+{
+    uintptr_t addr = section_addr(e, x);
+
+    return addr != 0 && umadv__pages_on_gpu(&e->pages, addr, e->trace->sections[x].size);
+}
+
+/* Births and frees. A TRANSIENT or BORN allocation is fresh until
+ * touched (its first fetch counts it in without a call where a freed one
+ * left its pages on the GPU: lanes.c); a FREED one's role is next played
+ * by data on the host. Not modelled: the executor's blocks bound over
+ * such pages start resident under the policies but a budgeted plan
+ * (exec.c, left_on_gpu); starting them so here made demand and
+ * prefetch-all thrash (GPT-2 b8 at save_on_cpu's peak: prefetch-all 528
+ * ms simulated, 81.5 measured on 2026-11-28), a difference from the
+ * executor not understood yet. */
 static void lifetime_events(sim_engine_t *e, const umadv_keyed_t *lives, uint32_t j, double now)
 {
     const uint32_t *list = umadv__keyed_values(lives, j);
 
     for (uint32_t i = 0; i < umadv__keyed_count(lives, j); i++) {
         const umadv_trace_alloc_t *alloc = &e->trace->allocs[list[i]];
-        /* a TRANSIENT or BORN allocation is fresh until touched; a FREED
-         * one's role is next played by data on the host */
         int fresh = e->w->life[list[i]] != UMADV_LIFE_FREED;
 
         for (uint32_t x = alloc->first_section; x < alloc->first_section + alloc->nsections; x++) {
@@ -474,6 +513,7 @@ void umadv__sim_engine_cleanup(sim_engine_t *e)
     free(e->fset);
     free(e->eq);
     free(e->touch);
+    umadv__pages_cleanup(&e->pages);
     memset(e, 0, sizeof(*e));
 }
 

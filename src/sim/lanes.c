@@ -161,20 +161,30 @@ static double stage_out_time(const sim_engine_t *e, uint64_t bytes)
 }
 
 /* @op's HOST sections start moving to the GPU: the bytes it copies by
- * migration; *restore_p, those it restores from staging (stage_bw). */
+ * migration; *restore_p, those it restores from staging (stage_bw);
+ * *call_p, whether anything needs a call. A fresh section whose pages a
+ * freed block left on the GPU is counted in without one (the executor's
+ * fresh_present_settle). */
 static uint64_t fetch_claim(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owner,
-                            uint64_t *restore_p)
+                            uint64_t *restore_p, int *call_p)
 {
     uint64_t copy = 0;
 
     *restore_p = 0;
+    *call_p = 0;
     fetch_unpend(e, op);
     for (uint32_t i = 0; i < op->d.count; i++) {
         uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
         if (e->core.state[x] != UMADV_SEC_HOST)
             continue;
+        if (e->fresh[x] && !e->core.staged[x] && umadv__sim_pages_on_gpu(e, x)) {
+            e->fresh[x] = 0;
+            umadv__core_set_state(&e->core, x, UMADV_SEC_RESIDENT);
+            continue;
+        }
         umadv__core_set_state(&e->core, x, UMADV_SEC_FETCHING);
         e->owner[x] = owner;
+        *call_p = 1;
         if (e->core.staged[x])
             *restore_p += umadv__sim_section_size(e, x);
         else if (!e->fresh[x])
@@ -239,14 +249,16 @@ static double fetch_batch(sim_engine_t *e)
     for (size_t i = 0; i < nset; i++) {
         const sim_lane_op_t *op = &e->fset[i];
         uint64_t copy, restore;
+        int call;
 
         if (!batch_joins(e, op) || !fb_add(e, op)) {
             if (fq_push(e, op) != UMADV_OK)
                 fetch_unpend(e, op); /* out of memory: forgotten, the step faults */
             continue;
         }
-        copy = fetch_claim(e, op, e->f_cur.id, &restore);
-        total += fetch_time(e, 0.5, copy, restore, counting(e, e->f_cur.start));
+        copy = fetch_claim(e, op, e->f_cur.id, &restore, &call);
+        if (call)
+            total += fetch_time(e, 0.5, copy, restore, counting(e, e->f_cur.start));
     }
     return total;
 }
@@ -255,14 +267,15 @@ static double fetch_batch(sim_engine_t *e)
 static void fetch_start(sim_engine_t *e, const sim_lane_op_t *head, double now)
 {
     uint64_t copy, restore;
+    int call;
 
     e->f_cur = *head;
     e->f_cur.start = now;
     e->f_running = 1;
     e->fb_len = 0;
     fb_add(e, head);
-    copy = fetch_claim(e, head, head->id, &restore);
-    e->f_end = now + fetch_time(e, 1, copy, restore, counting(e, now)) +
+    copy = fetch_claim(e, head, head->id, &restore, &call);
+    e->f_end = now + (call ? fetch_time(e, 1, copy, restore, counting(e, now)) : 0) +
                fetch_batch(e);
     e->f_rate = 1;
     lanes_share(e, now);
@@ -301,21 +314,27 @@ static int fq_cmp(const void *a, const void *b)
 
 /* @op's HOST sections land now, populated on the step's stream: the
  * calls it takes (runs of adjacent HOST sections, as the executor's
- * pieces). */
+ * pieces; none for a run whose pages a freed block left on the GPU, as
+ * the executor's populate_on_stream). */
 static uint32_t populate(sim_engine_t *e, const sim_lane_op_t *op)
 {
     uint32_t calls = 0;
-    int in_run = 0;
+    int in_run = 0, run_calls = 0;
 
-    for (uint32_t i = 0; i < op->d.count; i++) {
-        uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
-        int moves = e->core.state[x] == UMADV_SEC_HOST;
+    for (uint32_t i = 0; i <= op->d.count; i++) {
+        uint32_t x = i < op->d.count ? section_id(e, op->d.alloc, op->d.first + i) : 0;
+        int moves = i < op->d.count && e->core.state[x] == UMADV_SEC_HOST;
 
-        calls += moves && !in_run;
+        if (in_run && !moves)
+            calls += (uint32_t)run_calls; /* a run ends: one call, if any page lacked */
+        if (!in_run && moves)
+            run_calls = 0;
         in_run = moves;
         if (!moves)
             continue;
+        run_calls |= !umadv__sim_pages_on_gpu(e, x);
         umadv__core_set_state(&e->core, x, UMADV_SEC_RESIDENT);
+        umadv__sim_pages_note(e, x, 1);
         e->fresh[x] = 0;
     }
     return calls;
@@ -379,6 +398,7 @@ static void complete_run(sim_engine_t *e, const sim_lane_op_t *op, uint32_t owne
             continue;
         e->fresh[x] = 0;
         umadv__core_set_state(&e->core, x, e->dead[x] ? UMADV_SEC_HOST : UMADV_SEC_RESIDENT);
+        umadv__sim_pages_note(e, x, 1); /* dead or not, the call left them there */
         if (e->dead[x])
             umadv__core_unstage(&e->core, x); /* a restore of dead data */
         e->dead[x] = 0;
@@ -489,8 +509,10 @@ static void complete_evict(sim_engine_t *e, double now)
 
     for (uint32_t i = 0; i < op->d.count; i++) {
         uint32_t x = section_id(e, op->d.alloc, op->d.first + i);
-        if (e->core.state[x] == UMADV_SEC_EVICTING && e->owner[x] == op->id)
+        if (e->core.state[x] == UMADV_SEC_EVICTING && e->owner[x] == op->id) {
             umadv__core_set_state(&e->core, x, UMADV_SEC_HOST);
+            umadv__sim_pages_note(e, x, 0);
+        }
     }
     eq_pop(e);
     if (e->eq_len > 0)

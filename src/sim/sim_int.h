@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "schedule/core.h"
+#include "schedule/pages.h"
 #include "schedule/window.h"
 #include "sim/sim.h"
 
@@ -47,6 +48,8 @@ typedef struct sim_engine {
                            * the GPU (plan policy only) */
     uint32_t *owner;      /* lane op moving it (FETCHING / EVICTING) */
     uint32_t *pending;    /* queued fetch op that will look at it, 0 = none */
+    umadv_pages_t pages;  /* the trace's addresses whose pages are on the GPU,
+                           * as the executor keeps its blocks' (schedule/pages.h) */
 
     /* fetch lane: queued ops in a heap by (need, id), one call running */
     sim_lane_op_t *fq;
@@ -88,6 +91,12 @@ typedef struct sim_engine {
     uint64_t  dropped0;   /* the core's dropped bytes when it began */
     umadv_sim_result_t r;
 } sim_engine_t;
+
+/* engine.c: section @x's pages went to the GPU (@on_gpu) or left it (an
+ * eviction, a discard: not a drop, whose pages the pool hands on); whether
+ * they are there by those notes. */
+void umadv__sim_pages_note(sim_engine_t *e, uint32_t x, int on_gpu);
+int umadv__sim_pages_on_gpu(const sim_engine_t *e, uint32_t x);
 
 umadv_status_t umadv__sim_engine_init(sim_engine_t *e, const umadv_window_t *w,
                                       const umadv_sim_params_t *params);
