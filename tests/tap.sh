@@ -44,6 +44,19 @@ diag() { # FILE [LINES]
     head -n "${2:-40}" "$1" | sed 's/^/# /'
 }
 
+# A bench program ran, its stdout in $tmp/out, its stderr in $tmp/err,
+# exiting STATUS: without a usable GPU (77) a skip that says why, and
+# false; else whether it exited 0, and true (the caller checks its output).
+tap_bench_ran() { # STATUS
+    if [ "$1" -eq 77 ]; then
+        grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
+        ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
+        return 1
+    fi
+    ok "$1" "runs on the GPU" || diag "$tmp/err"
+    return 0
+}
+
 rc_of() { # NAME
     cat "$tmp/$1.rc"
 }

@@ -13,11 +13,7 @@ ok $? "--waves 0: a usage error naming the option" || diag "$tmp/bad"
 
 "$bench" --size 64M --busy-ms 5 --repeat 1 >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ $status -eq 77 ]; then
-    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
-    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
-else
-    ok $status "runs on the GPU" || diag "$tmp/err"
+if tap_bench_ran $status; then
     # 15 calls, each with three times in milliseconds above 0
     awk '/GB\/s\)/ { n++; if (gsub(/GB\/s\)/, "&") != 3) bad = 1 } END { exit n != 15 || bad }' "$tmp/out"
     ok $? "a row per call, three settings each" || diag "$tmp/out"

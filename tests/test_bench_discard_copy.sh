@@ -17,11 +17,7 @@ ok $? "--ranges 0: a usage error naming the option" || diag "$tmp/bad"
 
 "$bench" --size 2M --ranges 4 --rounds 2 --poison --trip >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ $status -eq 77 ]; then
-    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
-    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
-else
-    ok $status "runs on the GPU" || diag "$tmp/err"
+if tap_bench_ran $status; then
     # two rows, each of 8 ranges whose 512 pages each are counted once
     awk '$1 ~ /^(copy|populate\+copy)$/ { n++; s = 0; for (i = 5; i <= NF; i++) s += $i
                                           if ($2 != 8 || s != 8 * 512) bad = 1 }

@@ -31,11 +31,7 @@ ok $? "--settings with a key twice: a usage error" || diag "$tmp/bad"
 
 "$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ $status -eq 77 ]; then
-    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
-    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
-else
-    ok $status "runs on the GPU" || diag "$tmp/err"
+if tap_bench_ran $status; then
     # 17 settings: a time above 0 each, or CUPTI's refusal for its rows
     awk '/^(plain|\+|beside|CUPTI)/ { n++; t = $(NF-4); if ($0 !~ /CUPTI refused/ && !(t + 0 > 0)) bad = 1 }
          END { exit n != 17 || bad }' "$tmp/out"

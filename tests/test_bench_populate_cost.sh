@@ -18,11 +18,7 @@ ok $? "--repeat 0: a usage error naming the option" || diag "$tmp/bad"
 
 "$bench" --size 64M --call 2M,32M --repeat 1 >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ $status -eq 77 ]; then
-    grep -q "no CUDA device\|no concurrent managed access" "$tmp/out"
-    ok $? "without a usable GPU it says why # SKIP $(head -n 1 "$tmp/out")"
-else
-    ok $status "runs on the GPU" || diag "$tmp/err"
+if tap_bench_ran $status; then
     # the baseline, 3 states x 2 piece sizes x 2 calls, and "none" for two states:
     # 15 rows, each with its kernel's GPU time above 0
     awk '$1 ~ /^(resident|discarded|host)$/ { n++; if (!($(NF - 2) + 0 > 0)) bad = 1 }
