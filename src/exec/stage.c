@@ -53,14 +53,15 @@
  * synchronous restore below copies them back.
  *
  * SYNCHRONOUS RESTORES. On the calling thread, with the lock dropped for
- * the calls: the range populated on the GPU, then copied back, on a
- * stream of their own (copy_back: like every restore, never a copy into
- * a range not populated), or, when that fails or the executor is broken,
- * a CPU copy (managed memory is host-accessible). Used when a step finds its data still staged after
- * its wait, when the executor is broken, when a live block loses its
- * role, when an allocation stops being stageable, when the application
- * copies or sets memory (umadv__exec_stage_restore_range), and before
- * the executor is destroyed. Restoring everything (a replay that stops,
+ * the calls: the range populated on the GPU, then copied back, on the
+ * executor's restore stream (copy_back: like every restore, never a copy
+ * into a range not populated), or, when that fails or the executor is
+ * broken, a CPU copy (managed memory is host-accessible). Used when a
+ * step finds its data still staged after its wait, when the executor is
+ * broken, when a live block loses its role, when an allocation stops
+ * being stageable, when the application copies or sets memory
+ * (umadv__exec_stage_restore_range), and before the executor is
+ * destroyed. Restoring everything (a replay that stops,
  * staging paused) goes in one batch first (restore_all_locked).
  *
  * THE APPLICATION'S COPIES (umadv__exec_stage_restore_range, called at a
@@ -1058,7 +1059,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
 /* ---- synchronous restores ----------------------------------------------- */
 
 /* @n ranges populated on the GPU, then copied back from their slots, on
- * a stream of their own, waited for. A restore never copies into a range
+ * @stream, waited for. A restore never copies into a range
  * it has not populated: a discarded range written by a copy alone can
  * read an older version of its bytes on the CPU later (the host's copy
  * from before it went to the GPU, in every page), though a copy from it
@@ -1316,8 +1317,6 @@ static int batch_collect(umadv_exec_t *e, restore_batch_t *b)
     }
     return b->nsections > 0;
 }
-
-
 
 /*
  * Called with the lock held: every staged section holds its data again.
