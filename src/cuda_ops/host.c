@@ -550,6 +550,8 @@ static int range_is_ours(const void *ptr, size_t size)
 static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
                                         umadv_stream_t stream)
 {
+    uint64_t unpopulated;
+
     pthread_mutex_lock(&host.lock);
     if (size == 0 || !range_is_ours(dst, size) || !range_is_ours(src, size)) {
         pthread_mutex_unlock(&host.lock);
@@ -558,10 +560,9 @@ static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
         return UMADV_ERR_CUDA;
     }
     memmove(dst, src, size);
-    if (unpopulated_bytes(dst, size) > 0) {
-        host.counters.unpopulated_copies++;
-        host.counters.unpopulated_copy_bytes += unpopulated_bytes(dst, size);
-    }
+    unpopulated = unpopulated_bytes(dst, size);
+    host.counters.unpopulated_copies += unpopulated > 0;
+    host.counters.unpopulated_copy_bytes += unpopulated;
     host.counters.memcpys++;
     host.counters.memcpy_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMCPY, .ptr = dst,
