@@ -122,6 +122,9 @@ typedef struct exec_lane {
                                      * waited for, 0 if none */
     int            busy_blocking;
     int            working;         /* serving an op (lane_run) */
+    pthread_cond_t wake;            /* its thread waits here, woken by a push to its
+                                     * queue, umadv__exec_changed while it has ops
+                                     * queued, and the stop */
     void          *bounce;          /* stage.c: device memory its staged copies go
                                      * through, made at its first staged call; NULL:
                                      * none (yet, or device_alloc failed) */
@@ -249,6 +252,12 @@ exec_event_t *umadv__exec_last_end(umadv_exec_t *e);
 void umadv__exec_event_ref(exec_event_t *ev);
 void umadv__exec_event_put(umadv_exec_t *e, exec_event_t *ev);
 void umadv__exec_events_destroy(umadv_exec_t *e);
+
+/* exec.c: called with the lock held after a change someone may wait
+ * for: wakes the application's thread, drains and unbinding (cond), and
+ * each lane with ops queued (an idle lane with none has nothing to
+ * serve until a push wakes it). */
+void umadv__exec_changed(umadv_exec_t *e);
 
 /* policy.c: queue the replay core's decisions (e->core.out) on the
  * lanes; evictions and unsets behind the latest step end. */

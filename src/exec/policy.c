@@ -48,4 +48,6 @@ void umadv__exec_queue_decisions(umadv_exec_t *e)
             decision_lost(e, &op);
     }
     e->core.nout = 0;
+    /* the core moved on (a step, a binding): a head that waited may go */
+    umadv__exec_changed(e);
 }

@@ -45,7 +45,7 @@ umadv_status_t umadv__exec_queue_push(umadv_exec_t *e, exec_lane_t *lane, const 
     q->n++;
     if (op->event != NULL)
         umadv__exec_event_ref(op->event);
-    pthread_cond_broadcast(&e->cond);
+    pthread_cond_signal(&lane->wake); /* a push makes no one else's wait shorter */
     return UMADV_OK;
 }
 
@@ -96,7 +96,7 @@ void umadv__exec_queue_clear(umadv_exec_t *e, exec_lane_t *lane)
             umadv__exec_event_put(e, q->ops[i].event);
     }
     q->head = q->n = 0;
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_changed(e);
 }
 
 static int blocks(const umadv_exec_t *e, uint64_t need, int blocking, uint64_t key)
@@ -290,5 +290,5 @@ void umadv__exec_wake(umadv_exec_t *e)
 {
     if (e->waiting > 0 || e->draining > 0 || umadv__exec_queue_peek(&e->fetch) != NULL ||
         umadv__exec_queue_peek(&e->evict) != NULL)
-        pthread_cond_broadcast(&e->cond);
+        umadv__exec_changed(e);
 }

@@ -1142,7 +1142,7 @@ static uint64_t restore_one(umadv_exec_t *e, uint32_t s)
     slot_put(e, s);
     umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
     e->stats.sync_restored_bytes += exec_section_size(e, s);
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_changed(e);
     return exec_section_size(e, s);
 }
 
@@ -1352,7 +1352,7 @@ static void restore_all_locked(umadv_exec_t *e)
             umadv__core_set_state(&e->core, s, UMADV_SEC_RESIDENT);
             e->stats.sync_restored_bytes += exec_section_size(e, s);
         }
-        pthread_cond_broadcast(&e->cond);
+        umadv__exec_changed(e);
     }
     batch_free(&b);
     for (uint32_t a = 0; a < e->trace->nallocs; a++)

@@ -94,7 +94,7 @@ static void pieces_busy(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t 
     for (size_t i = from; i < to; i++)
         e->binds[lane->pieces[i].alloc].busy += (uint32_t)delta;
     if (delta < 0)
-        pthread_cond_broadcast(&e->cond);
+        umadv__exec_changed(e);
 }
 
 /* Pieces [from, to) have been moved (@ok) or not. Staged pieces are
@@ -403,7 +403,7 @@ static void lane_issue(umadv_exec_t *e, exec_lane_t *lane, int to_gpu)
     pieces_busy(e, lane, 0, total, -1);
     lane->npieces = 0;
     lane->busy_need = EXEC_KEY_NONE;
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_changed(e);
 }
 
 /* ---- advice ------------------------------------------------------------ */
@@ -457,13 +457,13 @@ static void advise_issue(umadv_exec_t *e, const exec_op_t *op)
         e->binds[op->d.alloc].advised |= 1u << op->d.advice;
         e->stats.advise_calls++;
     }
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_changed(e);
 }
 
 void umadv__exec_unadvise_done(umadv_exec_t *e, const exec_op_t *op)
 {
     umadv__core_unadvise_done(&e->core, &op->d);
-    pthread_cond_broadcast(&e->cond);
+    umadv__exec_changed(e);
 }
 
 /* NONE (plan.h): back to the driver's default on the run, its step
@@ -597,7 +597,7 @@ static int fetch_one(umadv_exec_t *e)
             e->stats.drift_ops++;
         else
             advise_issue(e, &op);
-        pthread_cond_broadcast(&e->cond);
+        umadv__exec_changed(e);
         return 1;
     }
     switch (fetch_check(e, &op, &add)) {
@@ -605,7 +605,7 @@ static int fetch_one(umadv_exec_t *e)
         return 0;
     case UMADV_FETCH_SKIP:
         umadv__exec_queue_remove(&e->fetch, e->fetch.queue.head);
-        pthread_cond_broadcast(&e->cond);
+        umadv__exec_changed(e);
         return 1;
     case UMADV_FETCH_GO:
         break;
@@ -789,7 +789,7 @@ static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t
             continue;
         if (e->draining > 0 && umadv__exec_queue_peek(lane) == NULL)
             pthread_cond_broadcast(&e->cond); /* idle: a drain may be over */
-        pthread_cond_wait(&e->cond, &e->lock);
+        pthread_cond_wait(&lane->wake, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
     umadv__exec_stage_lane_end(e, lane);
