@@ -39,6 +39,10 @@ block's resident peak is checked against its budget, every parameter and
 buffer of the final model is compared bit for bit with the first run's
 (put oracle first), and the managed bytes umadv still holds once the
 model is gone are reported.
+Every iteration trains on one synthetic batch made on the GPU at the start;
+--loader gives each iteration a batch of its own, in pinned host memory,
+copied into new GPU tensors as the iteration begins, as a data loader's
+batch is (copies into blocks that may lie over memory umadv discarded).
 Timed iterations are ones whose GPU faults umadv does not count (counting
 costs every launch host time, see UMADV_FAULT_PERIOD): the faults shown
 are those of the last counted replayed iteration before them.
@@ -407,19 +411,45 @@ def stages(torch, torchvision, model):
     return None
 
 
+class Batches:
+    """The synthetic batches, identical for every run. Without --loader
+    one batch goes to the GPU once and every iteration trains on it; with
+    --loader each iteration has a batch of its own in pinned host memory,
+    copied into new GPU tensors as the iteration begins, as a data
+    loader's batch.cuda(non_blocking=True) is: the copies land in blocks
+    that may lie where freed ones were discarded (umadv(7) STAGING)."""
+
+    def __init__(self, torch, args):
+        gen = torch.Generator().manual_seed(args.seed + 1)
+        count = args.iters if args.loader else 1
+        self.host = [self.draw(torch, args, gen) for _ in range(count)]
+        if args.loader:
+            self.host = [(x.pin_memory(), y.pin_memory()) for x, y in self.host]
+            self.gpu = None
+        else:
+            self.gpu = tuple(t.cuda() for t in self.host[0])
+
+    @staticmethod
+    def draw(torch, args, gen):
+        if args.model == "gpt2":
+            tokens = torch.randint(0, GPT2_VOCAB, (args.batch, args.seq_len + 1), generator=gen)
+            return tokens[:, :-1].contiguous(), tokens[:, 1:].reshape(-1)  # the next token
+        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen)
+        return x, torch.randint(0, 1000, (args.batch,), generator=gen)
+
+    def get(self, it):
+        """Iteration @it's (x, y) on the GPU."""
+        if self.gpu is not None:
+            return self.gpu
+        return tuple(t.cuda(non_blocking=True) for t in self.host[it % len(self.host)])
+
+
 def build(torch, torchvision, args):
-    """Model, optimizer, one synthetic batch: identical for every run."""
+    """Model, optimizer and batches: identical for every run."""
     torch.manual_seed(args.seed)
     model = build_model(torch, torchvision, args).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    gen = torch.Generator().manual_seed(args.seed + 1)
-    if args.model == "gpt2":
-        tokens = torch.randint(0, GPT2_VOCAB, (args.batch, args.seq_len + 1), generator=gen)
-        x, y = tokens[:, :-1].cuda(), tokens[:, 1:].reshape(-1).cuda()  # the next token
-    else:
-        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).cuda()
-        y = torch.randint(0, 1000, (args.batch,), generator=gen).cuda()
-    return model, opt, x, y
+    return model, opt, Batches(torch, args)
 
 
 HOST_CHECK_BYTES = 1 << 30
@@ -638,7 +668,7 @@ def reset(torch, model, opt, init):
     torch.cuda.synchronize()
 
 
-def iterate(torch, model, opt, x, y, args, um, run, peer=None):
+def iterate(torch, model, opt, batches, args, um, run, peer=None):
     """One training run: times, losses and umadv's counters per iteration
     (--peer: the bytes save_on_cpu moved each way)."""
     profile = um is not None and run["index"] == 0 and not args.no_profile
@@ -652,6 +682,7 @@ def iterate(torch, model, opt, x, y, args, um, run, peer=None):
         if um is not None:
             mark(um, it, args, profile)
         cpu0 = time.process_time()
+        x, y = batches.get(it)
         loss = step(torch, model, opt, x, y, peer)
         # the CPU time of the iteration's host work, read before the wait
         # (CUDA spins in it): near its wall time, the run is bound by the host
@@ -697,7 +728,7 @@ def train(torch, torchvision, args, um):
         torch.cuda.reset_peak_memory_stats()
     except RuntimeError:
         pass  # pluggable allocator
-    model, opt, x, y = build(torch, torchvision, args)
+    model, opt, batches = build(torch, torchvision, args)
     peer = Peer(torch, torchvision, args, model) if args.peer and um is None else None
     policies = args.policies if um is not None else [None]
     init = snapshot(torch, model) if len(policies) > 1 else None
@@ -719,7 +750,7 @@ def train(torch, torchvision, args, um):
         if peer is not None:
             run["peer"] = peer.kind
             run["segments"] = getattr(peer, "segments", None)
-        iterate(torch, model, opt, x, y, args, um, run, peer)
+        iterate(torch, model, opt, batches, args, um, run, peer)
         run["report"] = [memory_report(torch)] + ([umadv_report(torch, um)] if um else [])
         if um is None and not args.native_alloc:  # a pluggable allocator has no counters
             run["peak_allocated"] = torch.cuda.max_memory_allocated()
@@ -730,7 +761,7 @@ def train(torch, torchvision, args, um):
         if args.budget_change:
             run.pop("budget_ctl", None)
             run["params"] = param_digests(model)
-    del model, opt, x, y
+    del model, opt, batches
     if um is not None and args.budget_change:
         compare_to_first(runs)
         args.left = managed_left(torch, um)
@@ -948,6 +979,10 @@ def parse_args():
                    help="native and --peer: PyTorch may hold this much GPU memory at most "
                    "(torch.cuda.set_per_process_memory_fraction); an out-of-memory exits 3")
     p.add_argument("--iters", type=int, default=8)
+    p.add_argument("--loader", action="store_true",
+                   help="a batch of its own for each iteration, in pinned host memory, "
+                   "copied into new GPU tensors as the iteration begins (a data loader's "
+                   "way); default: one batch on the GPU for every iteration")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)

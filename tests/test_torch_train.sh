@@ -33,7 +33,7 @@ unset UMADV_POLICY UMADV_BUDGET UMADV_MAX_MANAGED
 
 small="--model resnet50 --batch 8 --image-size 64 --iters 4 --lib $lib"
 
-echo "1..12"
+echo "1..13"
 # Python's errors end its output: show the end.
 diag() { # FILE
     tail -n 30 "$1" | sed 's/^/# /'
@@ -87,6 +87,16 @@ runs=$(awk '$1 == "oracle" || $1 == "demand" || $1 == "plan" { if ($2 ~ /^[0-9.]
 grep -q '^losses bitwise identical: yes$' "$tmp/pol.out" && [ "$runs" -eq 3 ]
 ok $? "every policy's losses are native's, bit for bit ($runs runs in the table)" ||
     diag "$tmp/pol.out"
+
+# A batch of its own each iteration, copied from pinned host memory into
+# new tensors (--loader): under the budget the copies land in blocks over
+# memory umadv discarded or staged, and must keep what they wrote.
+# shellcheck disable=SC2086
+UMADV_BUDGET=$budget python3 "$script" $small --iters 6 --loader --both --policies plan \
+    >"$tmp/loader.out" 2>"$tmp/loader.err"
+grep -q '^losses bitwise identical: yes$' "$tmp/loader.out"
+ok $? "--loader: a batch copied in each iteration, under the budget: native's losses" ||
+    diag "$tmp/loader.out"
 
 # shellcheck disable=SC2086
 python3 "$script" $small --alloc pool --umadv >"$tmp/pool.out" 2>"$tmp/pool.err"
