@@ -229,16 +229,51 @@ static void test_names(void)
        "advice mirrors cuda 6");
 }
 
+/* At trace level cudart is traced: each call that places or writes managed
+ * memory logs its range before cudart makes it (without a GPU the call
+ * then fails, as cudart's would); the rest of the table is cudart's. */
+static void test_traced(void)
+{
+    umadv_log_level_t level = umadv__log_level;
+    const umadv_cuda_ops_t *traced;
+    char *buf = (char *)(uintptr_t)0x7f0000200000;
+    void *ptrs[2] = {buf, buf + 4096};
+    size_t sizes[2] = {4096, 8192};
+    const char *log;
+
+    umadv__log_level = UMADV_LOG_DEBUG;
+    ok(umadv__cuda_ops_select(0) == &umadv__cuda_ops_cudart, "below trace, cudart itself");
+    umadv__log_level = UMADV_LOG_TRACE;
+    traced = umadv__cuda_ops_select(0);
+    ok(traced != &umadv__cuda_ops_cudart && table_complete(traced) &&
+           strcmp(traced->name, "cudart (traced)") == 0,
+       "at trace, a complete table named cudart (traced)");
+    ok(umadv__cuda_ops_select(1) == &umadv__cuda_ops_host, "the host backend is not traced");
+    ok(traced->stream_create == umadv__cuda_ops_cudart.stream_create,
+       "calls that move no memory are cudart's own");
+    log_take();
+    (void)traced->prefetch(buf, 1 << 20, UMADV_CUDA_LOCATION_HOST, NULL);
+    (void)traced->discard_batch(ptrs, sizes, 2, NULL);
+    umadv__log_level = level;
+    log = log_take();
+    ok(strstr(log, "cuda: prefetch [0x7f0000200000, +1048576) to host on stream (nil)") != NULL,
+       "a prefetch logs its range, location and stream");
+    ok(strstr(log, "cuda: discard [0x7f0000200000, +4096) on stream (nil) (1 of 2)") != NULL &&
+           strstr(log, "cuda: discard [0x7f0000201000, +8192) on stream (nil) (2 of 2)") != NULL,
+       "a batch logs each range");
+}
+
 int main(void)
 {
     log_capture_start();
-    plan(67);
+    plan(73);
     test_tables();
     test_host_device();
     test_host_memory();
     test_host_events();
     test_cudart_errors();
     test_names();
+    test_traced();
     log_capture_stop();
     return exit_status();
 }

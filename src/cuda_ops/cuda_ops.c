@@ -32,7 +32,7 @@ const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only)
 
     if (host_only)
         return &umadv__cuda_ops_host;
-    return ops != NULL ? ops : &umadv__cuda_ops_cudart;
+    return umadv__cuda_ops_traced(ops != NULL ? ops : &umadv__cuda_ops_cudart);
 }
 
 void umadv__cuda_release_note(umadv_cuda_release_t *release, umadv_status_t status)

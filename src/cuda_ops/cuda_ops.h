@@ -146,8 +146,14 @@ extern const umadv_cuda_ops_t umadv__cuda_ops_cudart;
 extern const umadv_cuda_ops_t umadv__cuda_ops_host;
 
 /* The table a context uses: the host backend when @host_only, else the
- * installed one (test builds) or cudart. */
+ * installed one (test builds) or cudart; cudart traced (below) when the
+ * log level is trace. */
 const umadv_cuda_ops_t *umadv__cuda_ops_select(int host_only);
+
+/* traced.c: @ops, or where it is cudart and the log level trace, cudart
+ * with each call that places or writes managed memory logged (its range,
+ * location and stream) before it is made. */
+const umadv_cuda_ops_t *umadv__cuda_ops_traced(const umadv_cuda_ops_t *ops);
 
 /* Test mock point: make @ops what umadv__cuda_ops_select(0) returns; NULL
  * restores cudart. Defined only in the test build (UMADV_TEST_HOOKS,

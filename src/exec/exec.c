@@ -296,6 +296,8 @@ static void unbind_locked(umadv_exec_t *e, uint32_t alloc, int live)
     if (b->base == 0)
         return;
     old = *b;
+    umadv_trace("executor: alloc %u unbound from [%p, +%llu), %s", alloc, (void *)old.base,
+                (unsigned long long)old.size, live ? "live" : "dead");
     umadv__tree_remove(&e->bound, &b->node);
     b->base = 0;
     b->advised = 0;
@@ -367,6 +369,8 @@ umadv_status_t umadv__exec_bind(umadv_exec_t *e, uint32_t alloc, void *base, uin
     e->binds[alloc].node.key_hi = (uintptr_t)base;
     e->binds[alloc].node.key_lo = alloc; /* unique, whatever the blocks */
     umadv__tree_insert(&e->bound, &e->binds[alloc].node);
+    umadv_trace("executor: alloc %u bound to [%p, +%llu) at iteration %llu step %u", alloc, base,
+                (unsigned long long)size, (unsigned long long)e->iteration, e->step);
     umadv__core_bind(&e->core, alloc); /* decides the plan's setup advice */
     umadv__exec_queue_decisions(e);
     for (uint32_t i = 0; i < t->nsections; i++) {

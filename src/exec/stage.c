@@ -1211,6 +1211,8 @@ void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t 
 
     if (bytes == 0 || hi < lo || own_copies > 0 || !e->p.stage)
         return;
+    umadv_trace("executor: the application copies or sets [%p, +%llu)", ptr,
+                (unsigned long long)bytes);
     pthread_mutex_lock(&e->lock);
     /* restore_one drops the lock: the search starts again after each */
     for (s = copy_sections(e, lo, hi, 1); s != UINT32_MAX; s = copy_sections(e, lo, hi, 0))
