@@ -397,6 +397,8 @@ static void test_errors_range(const lines_t *base)
                                           "1)"},
         {"step id=2 ", "dur_ns", "3600000000001", "step: dur_ns: \"3600000000001\" is out of "
                                                   "range (at most 3600000000000)"},
+        {"step id=2 ", "host_ns", "3600000000001", "step: host_ns: \"3600000000001\" is out "
+                                                   "of range (at most 3600000000000)"},
         {"device ", "memory", "1125899906842625", "device: memory: \"1125899906842625\" is "
                                                   "out of range"},
         {"trace ", "section_size", "4096", "trace: section_size: \"4096\" is not a power of "
@@ -626,7 +628,7 @@ int main(void)
     char *buf;
     size_t len;
 
-    plan(43 + 11 + 2 + 2 + 4);
+    plan(44 + 11 + 2 + 2 + 4);
     if (sample_build(&sample) != 0 || umadv__trace_write_buffer(&sample, &buf, &len) != 0) {
         diag("cannot build the sample trace");
         return 1;

@@ -55,6 +55,7 @@ static int sample_add_steps(umadv_trace_t *t)
                                               UMADV_STEP_LAYER};
     static const uint32_t iters[] = {0, 0, 0, 1, 1};
     static const uint64_t durations[] = {1234567, 0, UMADV_TRACE_IO_MAX_STEP_NS, 42, 1000000000000ull};
+    static const uint64_t host[] = {0, 17, UMADV_TRACE_IO_MAX_STEP_NS, 250000, 0}; /* 0: absent */
     static const uint32_t acc[][6] = { /* step, alloc, first, count, mode, faults */
         {0, 0, 0, 4, UMADV_ACCESS_READ, 3}, {0, 1, 0, 1, UMADV_ACCESS_WRITE, 0},
         {0, 2, 2, 3, UMADV_ACCESS_RW, 4000000000u}, {0, 6, 4, 1, UMADV_ACCESS_READ, 1},
@@ -68,6 +69,7 @@ static int sample_add_steps(umadv_trace_t *t)
     for (uint32_t s = 0; s < 5; s++) {
         if (umadv__trace_add_step(t, names[s], kinds[s], iters[s], durations[s], NULL) != 0)
             return -1;
+        t->steps[s].host_ns = host[s];
         for (; next < sizeof(acc) / sizeof(acc[0]) && acc[next][0] == s; next++)
             if (umadv__trace_add_access_sections(t, acc[next][1], acc[next][2], acc[next][3],
                                                  acc[next][4], acc[next][5]) != 0)
@@ -129,6 +131,7 @@ static int step_same(const umadv_trace_step_t *a, const umadv_trace_step_t *b)
 {
     return str_same(a->name, b->name) && a->kind == b->kind &&
            a->iteration == b->iteration && a->duration_ns == b->duration_ns &&
+           a->host_ns == b->host_ns &&
            a->first_access == b->first_access && a->naccesses == b->naccesses;
 }
 

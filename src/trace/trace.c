@@ -267,7 +267,8 @@ static int allocs_same(const umadv_trace_alloc_t *a, const umadv_trace_alloc_t *
 static int steps_same(const umadv_trace_step_t *a, const umadv_trace_step_t *b)
 {
     return a->kind == b->kind && a->iteration == b->iteration &&
-           a->duration_ns == b->duration_ns && a->first_access == b->first_access &&
+           a->duration_ns == b->duration_ns && a->host_ns == b->host_ns &&
+           a->first_access == b->first_access &&
            a->naccesses == b->naccesses;
 }
 
@@ -424,6 +425,7 @@ umadv_status_t umadv__trace_add_step(umadv_trace_t *trace, const char *name,
     step->kind         = kind;
     step->iteration    = iteration;
     step->duration_ns  = duration_ns;
+    step->host_ns      = 0;
     step->first_access = trace->naccesses;
     step->naccesses    = 0;
     if (step_p != NULL)

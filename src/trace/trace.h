@@ -135,6 +135,9 @@ typedef struct umadv_trace_step {
     umadv_step_kind_t kind;
     uint32_t          iteration;    /* iterations are numbered from 0 */
     uint64_t          duration_ns;  /* compute time with all data resident */
+    uint64_t          host_ns;      /* the application's host time from the previous
+                                     * step's launch to this one's, its own launch call
+                                     * included; 0: not known (umadv-trace(5)) */
     uint32_t          first_access; /* index into trace->accesses */
     uint32_t          naccesses;
 } umadv_trace_step_t;

@@ -224,6 +224,8 @@ static void write_steps(strbuf_t *sb, const umadv_trace_t *trace)
 
         sb_printf(sb, "step id=%u iter=%u kind=%s dur_ns=%llu", i, s->iteration,
                   umadv__step_kind_name(s->kind), (unsigned long long)s->duration_ns);
+        if (s->host_ns > 0) /* absent: not known */
+            sb_printf(sb, " host_ns=%llu", (unsigned long long)s->host_ns);
         sb_string_field(sb, "name", s->name);
         sb_append(sb, "\n", 1);
         for (uint32_t j = 0; j < s->naccesses; j++) {

@@ -825,7 +825,7 @@ static umadv_status_t parse_step(reader_t *r)
 {
     umadv_trace_t *t = &r->trace;
     uint32_t iteration = 0;
-    uint64_t duration = 0;
+    uint64_t duration = 0, host = 0;
     umadv_step_kind_t kind = UMADV_STEP_KERNEL;
     umadv_status_t status;
     char *name = NULL;
@@ -840,13 +840,18 @@ static umadv_status_t parse_step(reader_t *r)
         status = get_step_kind(r, &kind);
     if (status == UMADV_OK)
         status = get_u64(r, "dur_ns", UMADV_TRACE_IO_MAX_STEP_NS, &duration);
+    if (status == UMADV_OK && field_find(r, "host_ns") != NULL) /* absent: not known */
+        status = get_u64(r, "host_ns", UMADV_TRACE_IO_MAX_STEP_NS, &host);
     if (status == UMADV_OK)
         status = get_string(r, "name", &name);
     if (status != UMADV_OK)
         return status;
     status = umadv__trace_add_step(t, name, kind, iteration, duration, NULL);
     free(name);
-    return status == UMADV_OK ? UMADV_OK : fail_builder(r, status);
+    if (status != UMADV_OK)
+        return fail_builder(r, status);
+    t->steps[t->nsteps - 1].host_ns = host;
+    return UMADV_OK;
 }
 
 static umadv_status_t get_mode(reader_t *r, uint32_t *mode_p)
@@ -1069,7 +1074,7 @@ static const char *const device_keys[] = {"name", "pci_bus_id", "memory", "cc", 
                                           NULL};
 static const char *const alloc_keys[] = {"id", "base", "size", "kind", "alloc_step",
                                          "free_step", "stageable", "tag", "site", NULL};
-static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "name", NULL};
+static const char *const step_keys[] = {"id", "iter", "kind", "dur_ns", "host_ns", "name", NULL};
 static const char *const access_keys[] = {"alloc", "first", "count", "mode", "faults", NULL};
 static const char *const kname_keys[] = {"id", "name", NULL};
 static const char *const event_keys[] = {"kind", "start", "dur", "step", "name", "addr",
