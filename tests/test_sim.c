@@ -787,9 +787,62 @@ static void test_reborn_pages(void)
     umadv__trace_cleanup(&t);
 }
 
+/* Three steps of 10 ms on one resident section, launched 1, 1 and 25 ms
+ * after the launch before (the first after the iteration before ended):
+ * the host runs ahead through the first two, then holds the third back. */
+static void build_host_bound(umadv_trace_t *t, int host_known)
+{
+    static const uint64_t host_ms[] = {1, 1, 25};
+    uint32_t a;
+
+    umadv__trace_init(t, SEC);
+    umadv__trace_add_alloc(t, 0, SEC, UMADV_ALLOC_WEIGHT, NULL, &a);
+    for (uint32_t j = 0; j < 3; j++) {
+        umadv__trace_add_step(t, "k", UMADV_STEP_KERNEL, 0, 10000000, NULL);
+        umadv__trace_add_access_sections(t, a, 0, 1, UMADV_ACCESS_READ, 0);
+        t->steps[j].host_ns = host_known ? host_ms[j] * 1000000 : 0;
+    }
+    umadv__trace_finalize(t, NULL, 0);
+}
+
+static void test_host_times(void)
+{
+    umadv_trace_t t, plain;
+    umadv_plan_params_t pp;
+    umadv_schedule_t s;
+    umadv_sim_result_t r;
+
+    build_host_bound(&t, 1);
+    build_host_bound(&plain, 0);
+    is(simulate(&t, UMADV_POLICY_ORACLE, SEC, NULL, NULL, &r), UMADV_OK, "oracle runs");
+    is_near(r.iteration_s, 37e-3, 1e-9,
+            "oracle: 1 ms to the first launch, the second launched ahead, the third 6 ms late "
+            "(%.3f ms)", r.iteration_s * 1e3);
+    ok(fabs(r.compute_s - 30e-3) < 1e-12 && r.resident_s == r.iteration_s &&
+           r.lower_bound_s == r.iteration_s,
+       "its compute is the durations', its resident time and bound the host's");
+    umadv__plan_params_default(&t, SEC, &pp);
+    umadv__plan_build(&t, &pp, &s);
+    is(simulate(&t, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_OK, "plan runs");
+    is_near(r.iteration_s, 37e-3, 1e-9, "plan with its data resident: the same (%.3f ms)",
+            r.iteration_s * 1e3);
+    is_near(r.wait_s[UMADV_SIM_WAIT_HOST], 7e-3, 1e-9,
+            "the steps waited 7 ms for the host (%.3f)", r.wait_s[UMADV_SIM_WAIT_HOST] * 1e3);
+    umadv__schedule_cleanup(&s);
+    umadv__plan_params_default(&plain, SEC, &pp);
+    umadv__plan_build(&plain, &pp, &s);
+    is(simulate(&plain, UMADV_POLICY_PLAN, SEC, &s, NULL, &r), UMADV_OK, "without host times");
+    ok(fabs(r.iteration_s - 30e-3) < 1e-9 && r.wait_s[UMADV_SIM_WAIT_HOST] == 0,
+       "the GPU's time alone (%.3f ms)", r.iteration_s * 1e3);
+    is_str(umadv__sim_wait_name(UMADV_SIM_WAIT_HOST), "host", "the wait is named host");
+    umadv__schedule_cleanup(&s);
+    umadv__trace_cleanup(&plain);
+    umadv__trace_cleanup(&t);
+}
+
 int main(void)
 {
-    plan(35 + 4 + 6 + 4 + 8 + 4 + 4 + 2 + 2);
+    plan(35 + 4 + 6 + 4 + 8 + 4 + 4 + 2 + 2 + 9);
     test_cost_model();
     test_no_pressure();
     test_oracle();
@@ -803,5 +856,6 @@ int main(void)
     test_stage_small_blocks();
     test_stage_plans();
     test_reborn_pages();
+    test_host_times();
     return exit_status();
 }

@@ -279,3 +279,19 @@ double umadv__window_compute_seconds(const umadv_window_t *window)
         ns += window->trace->steps[window->first + j].duration_ns;
     return (double)ns * 1e-9;
 }
+
+double umadv__window_resident_seconds(const umadv_window_t *window)
+{
+    double gpu_s = 0, launched_s = 0;
+    int host_known = 0;
+
+    for (uint32_t j = 0; j < window->n && !host_known; j++)
+        host_known = window->trace->steps[window->first + j].host_ns > 0;
+    if (!host_known) /* the exact sum, as before host times */
+        return umadv__window_compute_seconds(window);
+    for (uint32_t j = 0; j < window->n; j++) {
+        launched_s = umadv__window_host_arrival(window, j, launched_s, gpu_s);
+        gpu_s = (launched_s > gpu_s ? launched_s : gpu_s) + umadv__window_step_seconds(window, j);
+    }
+    return gpu_s;
+}

@@ -125,6 +125,32 @@ static inline double umadv__window_step_seconds(const umadv_window_t *window, ui
 /* Seconds of compute in the window: the sum of its steps' durations. */
 double umadv__window_compute_seconds(const umadv_window_t *window);
 
+/*
+ * THE APPLICATION'S HOST TIME (umadv-trace(5), host_ns). The application
+ * launches window step @j host_ns after it launched the step before
+ * (@launched_s), or, the iteration's first, host_ns after the GPU
+ * finished the iteration before (@gpu_s: a training loop waits for its
+ * loss there); a step starts no earlier than its launch. Between those
+ * points the host runs ahead of the GPU as far as it likes: what it
+ * waits for is its steps' data (the simulator says when) and the
+ * iteration's end. Returns when step @j is launched, if nothing holds
+ * the host up. A trace without host times (host_ns 0) launches each
+ * step when the one before was: the GPU's time alone counts.
+ */
+static inline double umadv__window_host_arrival(const umadv_window_t *window, uint32_t j,
+                                                double launched_s, double gpu_s)
+{
+    double from = j == 0 && gpu_s > launched_s ? gpu_s : launched_s;
+
+    return from + (double)window->trace->steps[window->first + j].host_ns * 1e-9;
+}
+
+/* One iteration of the window with every section resident: the GPU's
+ * time when its last step ends, each step starting at the later of the
+ * step before's end and its launch (umadv__window_host_arrival). The
+ * compute seconds where the trace has no host times. */
+double umadv__window_resident_seconds(const umadv_window_t *window);
+
 /* UMADV_ERR_BUDGET_TOO_SMALL, logged with the step's index (global),
  * name, working set and the budget, when a step alone exceeds @budget. */
 umadv_status_t umadv__window_check_budget(const umadv_window_t *window, uint64_t budget);

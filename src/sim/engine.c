@@ -162,7 +162,8 @@ static double remote_access(sim_engine_t *e, size_t count, uint32_t *remote_p)
 
 const char *umadv__sim_wait_name(umadv_sim_wait_t wait)
 {
-    static const char *const names[] = {"transfer", "lane", "memory", "eviction", "populate"};
+    static const char *const names[] = {"transfer", "lane", "memory", "eviction", "populate",
+                                        "host"};
 
     return (unsigned)wait < UMADV_ARRAY_SIZE(names) ? names[wait] : "?";
 }
@@ -361,10 +362,22 @@ static void observe(sim_engine_t *e, uint32_t j, double start, double end, uint3
     e->params->observer(e->params->observer_arg, &view);
 }
 
+/* The step begins when the GPU has ended the one before and the
+ * application has launched it (umadv__window_host_arrival): a later
+ * launch is a wait for the host. The host is held up only by a wait for
+ * the step's data; else it launched at its arrival, ahead of the GPU or
+ * not. Returns when the step begins; *@arrive_p: the launch, unheld. */
+static double host_begin(sim_engine_t *e, uint32_t j, double *arrive_p)
+{
+    *arrive_p = umadv__window_host_arrival(e->w, j, e->launched, e->t);
+    e->wait[UMADV_SIM_WAIT_HOST] = *arrive_p > e->t ? *arrive_p - e->t : 0;
+    return *arrive_p > e->t ? *arrive_p : e->t;
+}
+
 static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
 {
     const umadv_trace_step_t *step = &e->trace->steps[e->w->first + j];
-    double now = e->t, extra, remote_s;
+    double now, begun, arrive, extra, remote_s;
     uint32_t faults = 0, remote = 0;
     size_t count;
     umadv_status_t status;
@@ -372,6 +385,7 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     e->cur_step = j;
     e->cur_need = (uint64_t)e->replay * e->w->n + j;
     memset(e->wait, 0, sizeof(e->wait));
+    now = host_begin(e, j, &arrive);
     umadv__sim_advance(e, now);
     lifetime_events(e, &e->w->born, j, now);
     status = collect_touches(e, j, &count);
@@ -385,7 +399,9 @@ static umadv_status_t run_step(sim_engine_t *e, uint32_t j)
     now += e->wait[UMADV_SIM_WAIT_POPULATE];
     e->f_hold = 0;
     umadv__sim_try_start_fetch(e, now);
+    begun = now;
     now = wait_ready(e, count, now);
+    e->launched = now > begun ? now : arrive; /* held up by its data, or not */
     remote_s = remote_access(e, count, &remote);
     extra = fault_in(e, count, &now, &faults);
     if (extra < 0) {

@@ -7,7 +7,9 @@
  * which sections are evicted is not the simulator's: it drives the replay
  * core (schedule/core.h), as the executor does, and adds only time.
  * - Compute lane: the window's steps in order, replayed warmup + 1 times;
- *   the last replay is measured. A step starts when the previous one ended
+ *   the last replay is measured. A step starts when the previous one ended,
+ *   the application has launched it (the trace's host times, where known:
+ *   umadv__window_host_arrival; a later launch is a wait for the host)
  *   and none of its sections is still on its way (being fetched, queued
  *   for a fetch, or finishing an eviction before a queued fetch brings it
  *   back), and no eviction it waits for is still on its lane (demand).
@@ -70,7 +72,8 @@
  *
  * POLICIES (policy.c), all under the same budget:
  * - oracle: no budget, everything resident: the iteration takes the sum
- *   of the step durations; peak_resident is the largest total of live
+ *   of the step durations, or longer where the host's launches hold steps
+ *   back (umadv__window_resident_seconds); peak_resident is the largest total of live
  *   allocations at any step (transients only while alive), the footprint.
  * - demand: no prefetch; when a step begins, least recently used sections
  *   are evicted on the eviction lane until its missing data fits, and the
@@ -256,13 +259,13 @@ static void finish(const umadv_sim_params_t *params, umadv_sim_result_t *r)
     r->budget = params->budget;
     r->stall_s = r->iteration_s - r->compute_s;
     if (params->policy == UMADV_POLICY_ORACLE)
-        r->lower_bound_s = r->compute_s;
+        r->lower_bound_s = r->resident_s;
     else if (s != NULL)
-        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + s->remote_s, s->fetch_bytes,
+        r->lower_bound_s = umadv__sim_lower_bound(r->resident_s + s->remote_s, s->fetch_bytes,
                                                   umadv__schedule_migrated_bytes(s),
                                                   s->staged_bytes, &params->link);
     else
-        r->lower_bound_s = umadv__sim_lower_bound(r->compute_s + r->remote_s,
+        r->lower_bound_s = umadv__sim_lower_bound(r->resident_s + r->remote_s,
                                                   r->fetched_bytes + r->fault_bytes,
                                                   r->evicted_bytes, r->staged_bytes,
                                                   &params->link);
@@ -296,8 +299,9 @@ umadv_status_t umadv__sim_run(const umadv_trace_t *trace, const umadv_sim_params
         status = run_engine(&w, params, &r);
     }
     r.compute_s = umadv__window_compute_seconds(&w);
+    r.resident_s = umadv__window_resident_seconds(&w);
     if (params->policy == UMADV_POLICY_ORACLE)
-        r.iteration_s = r.compute_s;
+        r.iteration_s = r.resident_s;
     umadv__window_cleanup(&w);
     if (status != UMADV_OK)
         return status;

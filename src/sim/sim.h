@@ -38,6 +38,8 @@ typedef enum umadv_sim_wait {
                                   * queued fetch will bring it back */
     UMADV_SIM_WAIT_POPULATE = 4, /* its thread populates its fresh memory on
                                   * its stream (umadv__core_step_serves) */
+    UMADV_SIM_WAIT_HOST     = 5, /* the application had not launched it yet:
+                                  * its own host time (umadv__window_host_arrival) */
     UMADV_SIM_WAIT_COUNT
 } umadv_sim_wait_t;
 
@@ -98,13 +100,16 @@ typedef struct umadv_sim_result {
     umadv_policy_t policy;
     double   iteration_s;   /* steady-state iteration time */
     double   compute_s;     /* sum of step durations */
+    double   resident_s;    /* an iteration with everything resident: compute_s,
+                             * or more where the application's host time between
+                             * launches holds steps back (trace host_ns) */
     double   stall_s;       /* iteration_s - compute_s */
-    double   lower_bound_s; /* max(compute + remote, evicted/evict_bw,
+    double   lower_bound_s; /* max(resident + remote, evicted/evict_bw,
                              * fetched/fetch_bw) with the schedule's
                              * per-iteration volumes and remote time when one
                              * is given (the least traffic the budget allows,
                              * as the planner estimates it), else this run's
-                             * own (faulted bytes count as fetched); compute_s
+                             * own (faulted bytes count as fetched); resident_s
                              * for oracle, which has no budget */
     uint64_t faults;        /* sections faulted in by steps */
     uint64_t fault_bytes;   /* bytes those faults moved */

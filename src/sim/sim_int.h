@@ -81,6 +81,8 @@ typedef struct sim_engine {
 
     uint32_t  next_id;
     double    t;          /* compute lane: end of the last step */
+    double    launched;   /* when the application launched the last step
+                           * (umadv__window_host_arrival) */
     uint32_t  replay;
     uint32_t *touch;      /* scratch: the current step's sections */
     size_t    touch_cap;

@@ -386,7 +386,7 @@ static int run_block(umadv_plan_run_t *run, const umadv_plan_budget_t *spec,
         return rc;
     run->nblocks++; /* from here the schedule is ours to clean up */
     /* staged evictions take another channel, at its own rate (sim.c) */
-    block->bound_s = umadv__sim_lower_bound(run->oracle.compute_s + block->schedule.remote_s,
+    block->bound_s = umadv__sim_lower_bound(run->oracle.resident_s + block->schedule.remote_s,
                                             block->schedule.fetch_bytes,
                                             umadv__schedule_migrated_bytes(&block->schedule),
                                             block->schedule.staged_bytes, &run->link);
