@@ -64,6 +64,7 @@ static __thread struct {
     uint32_t step;
     int      copy_depth;
     uint32_t copy_gen;
+    uint64_t launch_entered_ns; /* launch_record's start on this thread */
 } prof_tls;
 
 /* ---- launch callbacks ------------------------------------------------ */
@@ -230,6 +231,7 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     size_t nregions = 0;
     uint32_t step;
 
+    prof_tls.launch_entered_ns = umadv__now_ns();
     if (!la->graph && records_accesses(prof)) {
         nregions = umadv__prof_launch_regions(prof->ops, la->func, la->driver, la->args,
                                               la->extra, regions, UMADV_ARRAY_SIZE(regions));
@@ -245,6 +247,11 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     if (step != UMADV_STEP_NONE)
         launch_push(prof, cb->correlationId, step);
     return step;
+}
+
+uint64_t umadv__prof_launch_entered_ns(void)
+{
+    return prof_tls.launch_entered_ns;
 }
 
 /* Launches are followed outside the recordings of accesses. A timing recording

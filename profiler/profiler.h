@@ -57,6 +57,12 @@ typedef struct umadv_profiler umadv_profiler_t;
 typedef uint32_t (*umadv_prof_launch_fn)(void *arg, const char *name, unsigned flags,
                                          const umadv_prof_region_t *regions, size_t nregions);
 
+/* Inside a umadv_prof_launch_fn: when the profiler's callback for this
+ * launch began (umadv__now_ns), before its scan of the parameters: where
+ * the application's own time before the launch ends (umadv-trace(5),
+ * host_ns). */
+uint64_t umadv__prof_launch_entered_ns(void);
+
 /* Called on the launching thread for each launch outside recordings while
  * followed (umadv__prof_follow): at the launch call's entry, before the
  * kernel is enqueued (@exit 0), and at its exit (@exit 1). @stream is the

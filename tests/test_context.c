@@ -213,6 +213,7 @@ static void run_profiled_iteration(umadv_context_t ctx, void **w_p, void **x_p)
 
     umadv_malloc(ctx, 4096, "e", &e);        /* lives between steps only */
     umadv_free(ctx, e);
+    usleep(4000);                            /* the application's own work */
     umadv_step_begin(ctx, "bwd", (void *)0x5a);  /* step 2 */
     umadv_step_access(ctx, b, 70 * UMADV_KIB, UMADV_ACCESS_READ);
     umadv_step_end(ctx, 0);
@@ -251,6 +252,14 @@ static void check_trace(const umadv_trace_t *t, const void *w, const void *x)
        t->steps[0].duration_ns < 2000000000, "measured step duration covers its 3 ms (%llu ns)",
        t->nsteps ? (unsigned long long)t->steps[0].duration_ns : 0ull);
     ok(t->nsteps == 3 && t->steps[1].duration_ns == 5000, "a given duration is kept");
+    ok(t->nsteps == 3 && t->steps[1].host_ns >= 3000000 && t->steps[2].host_ns >= 4000000 &&
+       t->steps[2].host_ns < 2000000000 && t->steps[0].host_ns > 0 &&
+       t->steps[0].host_ns < t->steps[2].host_ns,
+       "host times: the application's own from step to step (%llu, %llu, %llu ns; step 0's "
+       "3 ms and 4 ms before step 2 in them)",
+       t->nsteps == 3 ? (unsigned long long)t->steps[0].host_ns : 0ull,
+       t->nsteps == 3 ? (unsigned long long)t->steps[1].host_ns : 0ull,
+       t->nsteps == 3 ? (unsigned long long)t->steps[2].host_ns : 0ull);
     is(t->nallocs, 5, "five allocations lived through a step (w, x, b, c, d)");
     ok(alloc_by_tag(t, "a") == UINT32_MAX && alloc_by_tag(t, "e") == UINT32_MAX &&
        alloc_by_tag(t, "f") == UINT32_MAX, "buffers that saw no step are absent");
@@ -713,7 +722,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan(121);
+    plan(122);
     test_create();
     test_state_errors();
     test_limit();

@@ -191,6 +191,9 @@ struct umadv_context {
     void                    *step_stream;    /* the open step's cudaStream_t */
     uint64_t                 step_start_ns;
     umadv_event_t            step_start_event;  /* NULL: time by the wall clock */
+    uint64_t                 host_back_ns;   /* when umadv last handed the application
+                                              * back its thread at a mark (record.c,
+                                              * HOST TIMES); 0: not yet */
 
     umadv_cycle_t             life;           /* api/lifecycle.c */
 
@@ -358,6 +361,13 @@ void umadv__ctx_record_cleanup(umadv_context_t ctx);
  * by the profiler outside any marked step. */
 umadv_status_t umadv__ctx_record_kernel_step(umadv_context_t ctx, const char *name,
                                              uint32_t *step_p);
+
+/* HOST TIMES (record.c): recorded step @step began at @entered_ns, the
+ * application's own time since umadv handed back its thread (host_ns);
+ * and umadv hands it back now (the end of an iteration mark, a marked
+ * step's begin or a launch's callback). */
+void umadv__ctx_host_note(umadv_context_t ctx, uint32_t step, uint64_t entered_ns);
+void umadv__ctx_host_back(umadv_context_t ctx);
 
 /* Marked steps: begin (recorded or timed, as the leaves' data says) and
  * end (step_open already cleared by the caller: its duration). */

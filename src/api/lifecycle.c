@@ -672,6 +672,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
     umadv__ctx_profile_iteration(ctx);
     ctx->stats.fault_count_ns += umadv__now_ns() - start;
     ctx->life.record_stopped = 0;
+    umadv__ctx_host_back(ctx); /* the first step's host time starts here */
     return status;
 }
 

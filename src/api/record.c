@@ -366,6 +366,16 @@ umadv_status_t umadv__ctx_record_start(umadv_context_t ctx)
     return UMADV_OK;
 }
 
+/* The recorded steps' host times, summed (HOST TIMES, below). */
+static uint64_t host_total_ns(const umadv_trace_t *t)
+{
+    uint64_t ns = 0;
+
+    for (uint32_t s = 0; s < t->nsteps; s++)
+        ns += t->steps[s].host_ns;
+    return ns;
+}
+
 umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status_t *status_p)
 {
     char why[256];
@@ -393,8 +403,10 @@ umadv_cycle_outcome_t umadv__ctx_record_finish(umadv_context_t ctx, umadv_status
     ctx->record = UMADV_CTX_REC_DONE;
     ctx->record_tail = 1; /* THE TAIL */
     ctx->record_tail_frees = 0;
-    umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses",
-               ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses);
+    umadv_info("profiled iteration recorded: %u steps, %u allocations, %u accesses; the "
+               "application's own host time between them %.1f ms (HOST TIMES)",
+               ctx->trace.nsteps, ctx->trace.nallocs, ctx->trace.naccesses,
+               (double)host_total_ns(&ctx->trace) / 1e6);
     if (umadv__ctx_profile_recorded(ctx))
         return UMADV_CYCLE_RECORD_SCOUTED; /* a first pass (profile.c, TWO PASSES) */
     /* Profiled durations that may hold fault stalls: the next iteration
@@ -424,10 +436,35 @@ void umadv__ctx_record_cleanup(umadv_context_t ctx)
     free(ctx->pending);
 }
 
+/* ---- host times --------------------------------------------------------- */
+
+/*
+ * HOST TIMES (umadv-trace(5), host_ns). A recorded step's host time is
+ * the application's own from when umadv last handed it back its thread
+ * at a mark (the iteration's begin, the step before's begin or launch)
+ * to when this step's begin or launch reached umadv: the framework's
+ * work between launches, the launch call before and its other CUDA and
+ * umadv calls; not umadv's work at the marks themselves (a launch's
+ * scan, the second pass's evictions). The simulator starts a step no
+ * earlier than its launch (schedule/window.h), so that a program bound
+ * by its host is simulated as such.
+ */
+void umadv__ctx_host_note(umadv_context_t ctx, uint32_t step, uint64_t entered_ns)
+{
+    if (step < ctx->trace.nsteps && ctx->host_back_ns != 0 && entered_ns > ctx->host_back_ns)
+        ctx->trace.steps[step].host_ns = entered_ns - ctx->host_back_ns;
+}
+
+void umadv__ctx_host_back(umadv_context_t ctx)
+{
+    ctx->host_back_ns = umadv__now_ns();
+}
+
 /* ---- steps (the public calls are lifecycle.c's) ----------------------- */
 
 umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void *stream)
 {
+    uint64_t entered = umadv__now_ns();
     umadv_status_t status;
     uint32_t step;
 
@@ -446,6 +483,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
             return status;
         ctx->step = step;
         ctx->step_timed = 1;
+        umadv__ctx_host_note(ctx, step, entered);
     } else if (ctx->tpass.state == UMADV_CTX_TPASS_RUNNING) {
         ctx->step = umadv__ctx_tpass_step(ctx, name, UMADV_STEP_LAYER);
         ctx->step_timed = ctx->step != UMADV_STEP_NONE;
@@ -457,6 +495,7 @@ umadv_status_t umadv__ctx_step_begin(umadv_context_t ctx, const char *name, void
     ctx->step_unseen = 0;
     ctx->nstep_ranges = 0;
     ctx->stats.steps++;
+    umadv__ctx_host_back(ctx);
     return UMADV_OK;
 }
 
