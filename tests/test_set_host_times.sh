@@ -2,8 +2,8 @@
 # TAP: bench/set_host_times.py gives every step of a trace one host time
 # and seals the trace again, and the simulator uses host times
 # (umadv-plan(1)): a synthetic VGG-16 whose launches come 2 ms apart is
-# host-bound (printed, in the JSON, in the bound, and no faster under a
-# plan); the same trace without host times simulates as before; NS 0
+# host-bound (printed, in the bound, no faster under a plan, and in umadv
+# report); the same trace without host times simulates as before; NS 0
 # takes them out again; an existing output is never overwritten.
 # Skipped without python3.
 . "${top_srcdir:-.}/tests/tap.sh"
@@ -14,7 +14,7 @@ if ! command -v python3 >/dev/null 2>&1; then
     exit 0
 fi
 
-echo "1..8"
+echo "1..9"
 "$umadv" synth vgg16 --batch 8 -o "$tmp/t.umt" >/dev/null 2>&1
 python3 "$script" "$tmp/t.umt" "$tmp/h.umt" 2000000 >"$tmp/set.out" 2>&1
 ok $? "a host time set on every step, the trace sealed again" || diag "$tmp/set.out"
@@ -37,6 +37,10 @@ grep -q "lower bound: .*max(host-bound $host" "$tmp/h.plan" &&
 ok $? "the bound starts from it, and the plan ($planned ms) is no faster" || diag "$tmp/h.plan"
 ! grep -q '^host-bound' "$tmp/t.plan" && grep -q 'lower bound: .*max(compute ' "$tmp/t.plan"
 ok $? "without host times, the GPU's time alone" || diag "$tmp/t.plan"
+
+"$umadv" report "$tmp/h.umt" 2>&1 | grep -q "^host-bound: *$host ms in iteration 0" &&
+    ! "$umadv" report "$tmp/t.umt" 2>&1 | grep -q '^host-bound'
+ok $? "umadv report shows the host-bound time where there are host times, only there"
 
 python3 "$script" "$tmp/h.umt" "$tmp/z.umt" 0 >/dev/null 2>&1 &&
     ! grep -q 'host_ns=' "$tmp/z.umt" && cmp -s "$tmp/z.umt" "$tmp/t.umt"
