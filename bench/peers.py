@@ -22,6 +22,9 @@ For the GPU machine. Each run is a process of examples/torch_train.py
                 (when it ran), percentages of the footprint, in whole MiB
 Budgets emulate a smaller GPU: torch_train.py never lets umadv hold more
 managed memory than 80% of what the card has free (UMADV_MAX_MANAGED).
+--loader makes every run train as with a data loader (torch_train.py
+--loader: a batch of its own each iteration, copied from pinned host
+memory into new tensors), peers and umadv alike.
 
 Columns. ms/iter: the mean of the steady-state iterations
 (torch_train.py). x native: over native PyTorch's. x phys: over the
@@ -114,6 +117,9 @@ def parse_args():
     p.add_argument("--budgets", default="soc,25,50,75",
                    help="percentages of the footprint, and soc: save_on_cpu's peak")
     p.add_argument("--iters", type=int, default=10, help="iterations per run")
+    p.add_argument("--loader", action="store_true",
+                   help="every run trains as with a data loader: a batch of its own each "
+                   "iteration, copied from pinned host memory (torch_train.py --loader)")
     p.add_argument("--policies", default=",".join(POLICIES),
                    help="umadv policies run at each budget, one process each (default: all; "
                    "oracle gives the UVM-rate bound column)")
@@ -179,6 +185,8 @@ def torch_train(args, name, model, batch, extra, budget=None, timeout=None):
             "--batch", str(batch), "--json", result] + list(extra)
     if model == "gpt2":
         argv += ["--seq-len", str(args.seq_len)]
+    if args.loader:
+        argv += ["--loader"]
     env = {"UMADV_BUDGET": str(budget) if budget else None}
     log = os.path.join(args.out, name + ".log")
     rc, stdout, err, line = run_command(argv, log, env, timeout or args.timeout)

@@ -24,7 +24,7 @@
 # pinned rates, or the UVM rates as a stand-in) and to the UVM-rate
 # bound; losses unlike native's flagged; not applicable shown; the
 # largest batch under a cap found exactly, one process per probe; a run
-# that fails exits 1. benchlib.min_traffic (the bound's fewest bytes) on
+# that fails exits 1; --loader passed to every run. benchlib.min_traffic (the bound's fewest bytes) on
 # a trace with dead data, and on a recorded ResNet-50 trace against the
 # real umadv plan (never above its policies, near plan). bench/vgg.py
 # over tests/bench/fake_vgg_train.py: an unsplit oracle per batch, budgets
@@ -234,6 +234,13 @@ import json, sys; print(" ".join("%d%s" % (p["batch"], "+" if p["trained"] else 
     grep -q '^largest batch under 16 GiB (multiples of 1): native 100, save_on_cpu 260, checkpoint 333, umadv 512+$' \
         "$tmp/peers.table"
 ok $? "the largest batch under the cap, exactly, one process per probe ($probes)"
+
+python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models resnet50 \
+    --batches 64 --budgets 50 --policies plan --skip-cap --loader --out "$tmp/peers-loader" \
+    >"$tmp/peers-loader.table" 2>&1
+runs=$(ls "$tmp"/peers-loader/*.log | wc -l)
+[ "$runs" -ge 4 ] && [ "$(grep -l -- ' --loader' "$tmp"/peers-loader/*.log | wc -l)" -eq "$runs" ]
+ok $? "--loader reaches every run, peers and umadv alike ($runs runs)" || diag "$tmp/peers-loader.table"
 
 FAKE_CAP=native=100,umadv=50 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
     --lib /dev/null --models vgg16 --cap-only --cap-methods native,umadv --cap-start 200 \

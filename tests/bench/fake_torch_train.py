@@ -87,6 +87,7 @@ def main():
     p.add_argument("--umadv", action="store_true")
     p.add_argument("--both", action="store_true")
     p.add_argument("--native", action="store_true")
+    p.add_argument("--loader", action="store_true")
     a = p.parse_args()
     budget = int(os.environ.get("UMADV_BUDGET", "0"))
     if a.trace:
