@@ -777,6 +777,39 @@ static void test_coalescing(void)
     workload_cleanup(&w);
 }
 
+/* At trace level the executor says which block plays which profiled
+ * allocation, from when to when (umadv(7), UMADV_LOG). */
+static void test_trace_lines(void)
+{
+    static const uint32_t uses[1] = {0x1};
+    umadv_log_level_t level = umadv__log_level;
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    char want[128];
+    const char *log;
+
+    workload_init(&w, 1, 2, 1, uses);
+    hand_schedule(&w, NULL, 0);
+    mock_reset(0, 5000, 5000);
+    p = exec_params(&w, UMADV_POLICY_PLAN, 0);
+    umadv__exec_create(&p, &e);
+    log_take();
+    umadv__log_level = UMADV_LOG_TRACE;
+    umadv__exec_bind(e, 0, w.arena[0], 2 * SEC, w.arena[0], 0);
+    umadv__exec_unbind(e, 0);
+    umadv__log_level = level;
+    log = log_take();
+    snprintf(want, sizeof(want), "executor: alloc 0 bound to [%p, +%llu) at iteration 0 step 0",
+             w.arena[0], (unsigned long long)(2 * SEC));
+    ok(strstr(log, want) != NULL, "a binding is logged with its range");
+    snprintf(want, sizeof(want), "executor: alloc 0 unbound from [%p, +%llu), dead", w.arena[0],
+             (unsigned long long)(2 * SEC));
+    ok(strstr(log, want) != NULL, "and its end");
+    umadv__exec_destroy(e);
+    workload_cleanup(&w);
+}
+
 /* A block unbound (freed) or never bound: its ops are drift. */
 static void test_drift_and_timeout(void)
 {
@@ -1434,7 +1467,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1443,6 +1476,7 @@ int main(void)
     test_hold();
     test_coalescing();
     test_drift_and_timeout();
+    test_trace_lines();
     test_cuda_error();
     test_reprofile_request();
     test_reprofile_not_demand();
