@@ -782,6 +782,9 @@ static void test_coalescing(void)
 static void test_trace_lines(void)
 {
     static const uint32_t uses[1] = {0x1};
+    const umadv_op_t ops[] = {
+        {.kind = UMADV_OP_FETCH, .alloc = 0, .count = 2, .issue_step = 0, .need_step = 0},
+    };
     umadv_log_level_t level = umadv__log_level;
     workload_t w;
     umadv_exec_t *e;
@@ -790,7 +793,7 @@ static void test_trace_lines(void)
     const char *log;
 
     workload_init(&w, 1, 2, 1, uses);
-    hand_schedule(&w, NULL, 0);
+    hand_schedule(&w, ops, UMADV_ARRAY_SIZE(ops));
     mock_reset(0, 5000, 5000);
     p = exec_params(&w, UMADV_POLICY_PLAN, 0);
     umadv__exec_create(&p, &e);
