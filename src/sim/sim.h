@@ -130,6 +130,13 @@ typedef struct umadv_sim_result {
     uint64_t budget;
 } umadv_sim_result_t;
 
+/* Whether the host's launches hold @r's resident iteration back beyond
+ * its compute (the trace's host times: umadv__window_resident_seconds). */
+static inline int umadv__sim_host_bound(const umadv_sim_result_t *r)
+{
+    return r->resident_s > r->compute_s;
+}
+
 /* Defaults: the trace's last iteration and link model, 2 warmup
  * iterations, no schedule, no observer; staging of the allocations the
  * trace marks stageable, as the runtime does by default (UMADV_STAGE),

@@ -95,7 +95,7 @@ static void print_header(const umadv_plan_run_t *run)
     printf("footprint:    %s (oracle peak residency)\n",
            umadv__size_format(run->oracle.peak_resident, s1, sizeof(s1)));
     printf("compute:      %.2f ms per iteration\n", run->oracle.compute_s * 1e3);
-    if (run->oracle.resident_s > run->oracle.compute_s) /* the trace's host times */
+    if (umadv__sim_host_bound(&run->oracle))
         printf("host-bound:   %.2f ms per iteration with every section resident: the "
                "application launches its steps no sooner\n", run->oracle.resident_s * 1e3);
 }
@@ -165,8 +165,7 @@ static void print_schedule(const umadv_plan_run_t *run, const umadv_plan_block_t
     double evict_s = (double)umadv__schedule_migrated_bytes(sch) / run->link.evict_bw;
     double staged_s = umadv__sim_staged_evict_s(sch->staged_bytes, &run->link);
     /* with every section resident: the compute, or the host's launches */
-    const char *bound_first = run->oracle.resident_s > run->oracle.compute_s ? "host-bound"
-                                                                               : "compute";
+    const char *bound_first = umadv__sim_host_bound(&run->oracle) ? "host-bound" : "compute";
     uint64_t unread = 0;
     char s1[32], s2[32];
 

@@ -172,7 +172,7 @@ static void print_iteration(const umadv_trace_t *trace)
            umadv__size_format(oracle.peak_resident, size, sizeof(size)), params.iteration);
     printf("compute time: %.2f ms in iteration %u, %.2f ms in all %u\n",
            oracle.compute_s * 1e3, params.iteration, total, trace->niterations);
-    if (oracle.resident_s > oracle.compute_s) /* the steps' host times */
+    if (umadv__sim_host_bound(&oracle))
         printf("host-bound:   %.2f ms in iteration %u with every section resident: the "
                "application launches its steps no sooner\n", oracle.resident_s * 1e3,
                params.iteration);
