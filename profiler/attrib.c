@@ -468,6 +468,8 @@ static umadv_status_t copy_step(umadv_trace_t *to, const umadv_trace_t *from, ui
 
     status = umadv__trace_add_step(to, st->name, st->kind, st->iteration, st->duration_ns,
                                    NULL);
+    if (status == UMADV_OK)
+        to->steps[to->nsteps - 1].host_ns = st->host_ns;
     for (uint32_t i = 0; i < st->naccesses && status == UMADV_OK; i++) {
         const umadv_trace_access_t *a = &from->accesses[st->first_access + i];
         status = umadv__trace_add_access_sections(to, a->alloc, a->first, a->count, a->mode,

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "api/context.h"
@@ -179,8 +180,10 @@ static void test_recording(void)
     a_mid = (char *)a + SECTION + 8;  /* an interior pointer */
     args2[0] = &a_mid;
     args2[1] = &b;
+    usleep(2000);
     runtime_launch("kA", 10, args2, 1);       /* step 0 */
     args1[0] = &c;
+    usleep(3000);
     driver_launch("kC", 20, args1);           /* step 1 */
     umadv_step_begin(ctx, "layer", NULL);     /* step 2 */
     args2[0] = &b;
@@ -236,6 +239,11 @@ static void test_recording(void)
     is_u64(t->steps[3].duration_ns, 1000, "the graph step spans its kernels");
     is_u64(t->steps[2].duration_ns, 123, "the marked step keeps its given time");
     ok(strstr(t->source, "cupti") != NULL, "the trace says how it was made");
+    ok(t->steps[0].host_ns >= 2000000 && t->steps[1].host_ns >= 3000000 &&
+       t->steps[1].host_ns < 2000000000,
+       "host times of launched kernels: the application's own before each launch (%llu, "
+       "%llu ns)", (unsigned long long)t->steps[0].host_ns,
+       (unsigned long long)t->steps[1].host_ns);
 
     queue_fault(a, 9000, 5);                  /* replay: only counted */
     queue_fault(b, 9100, 2);
@@ -2504,7 +2512,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 11 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
+    plan(99 + 3 + 12 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
