@@ -813,6 +813,48 @@ static void test_trace_lines(void)
     workload_cleanup(&w);
 }
 
+/* The application's copy into a block whose sections are not resident
+ * (a batch copied into a block just bound): that part is prefetched to
+ * the GPU on the caller's thread before the copy; resident sections and
+ * memory outside bound blocks are left alone. */
+static void test_app_write(void)
+{
+    static const uint32_t uses[1] = {0x3};
+    workload_t w;
+    umadv_exec_t *e;
+    umadv_exec_params_t p;
+    umadv_exec_stats_t st;
+    char *a, *b;
+    int host;
+
+    workload_init(&w, 2, 4, 1, uses);
+    mock_reset(0, 5000, 5000);
+    p = exec_params(&w, UMADV_POLICY_PREFETCH_ALL, 0);
+    umadv__exec_create(&p, &e);
+    mock_ops.malloc_managed(8 * SEC, SEC, (void **)&a); /* two blocks side by side */
+    b = a + 4 * SEC;
+    umadv__exec_bind(e, 0, a, 4 * SEC, a, 0);
+    umadv__exec_bind(e, 1, b, 4 * SEC, a, 1); /* resident */
+    umadv__exec_app_write(e, a + SEC / 2, 2 * SEC);
+    ok(mock.ncalls == 1 && mock.calls[0].kind == 'F' &&
+       mock.calls[0].ptr == (uintptr_t)(a + SEC / 2) && mock.calls[0].len == 2 * SEC &&
+       mock.calls[0].by_app && mock.calls[0].location == 0,
+       "a copy into a block on the host: the copy's range prefetched to the GPU first, "
+       "on the copying thread");
+    umadv__exec_app_write(e, b, 4 * SEC);
+    umadv__exec_app_write(e, &host, sizeof(host));
+    ok(mock.ncalls == 1, "into resident sections or memory outside bound blocks: no call");
+    mock.ncalls = 0;
+    umadv__exec_app_write(e, a + 3 * SEC, 2 * SEC);
+    ok(mock.ncalls == 1 && mock.calls[0].ptr == (uintptr_t)(a + 3 * SEC) &&
+       mock.calls[0].len == SEC, "a copy over two blocks: only the part not resident");
+    umadv__exec_get_stats(e, &st);
+    is(st.app_placed_bytes, 3 * SEC, "counted as placed before the application's copies");
+    umadv__exec_destroy(e);
+    mock_ops.free(a, 8 * SEC);
+    workload_cleanup(&w);
+}
+
 /* A block unbound (freed) or never bound: its ops are drift. */
 static void test_drift_and_timeout(void)
 {
@@ -1470,7 +1512,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 4);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
@@ -1480,6 +1522,7 @@ int main(void)
     test_coalescing();
     test_drift_and_timeout();
     test_trace_lines();
+    test_app_write();
     test_cuda_error();
     test_reprofile_request();
     test_reprofile_not_demand();

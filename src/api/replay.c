@@ -534,8 +534,9 @@ static umadv_context_t copies_ctx;
 static int copies_noting;
 
 /* A copy or memset at its call's entry: what it touches is restored
- * first. Without ctx->lock: the executor's own synchronous restores,
- * made with it held, are copies that come here too (and are ignored). */
+ * first, what it writes is placed on the GPU. Without ctx->lock: the
+ * executor's own synchronous restores, made with it held, are copies
+ * that come here too (and are ignored). */
 static void copies_restore(void *arg, const umadv_prof_range_t *ranges, size_t n)
 {
     umadv_context_t ctx = arg;
@@ -543,6 +544,8 @@ static void copies_restore(void *arg, const umadv_prof_range_t *ranges, size_t n
 
     for (size_t i = 0; exec != NULL && i < n; i++)
         umadv__exec_stage_restore_range(exec, ranges[i].ptr, ranges[i].bytes);
+    if (exec != NULL && n > 0)
+        umadv__exec_app_write(exec, ranges[0].ptr, ranges[0].bytes); /* the destination */
 }
 
 /* Whether the replay may stage: the application's copies are watched

@@ -479,7 +479,8 @@ static void log_iteration(umadv_exec_t *e)
                     "evicted %.1f MiB in %llu calls; staged %.1f MiB, restored %.1f MiB "
                     "(%.1f MiB late), stageable but migrated %.1f MiB (no slot), %.1f MiB "
                     "(a copy's) and %.1f MiB (a step may reach it unseen); dropped %.1f MiB, "
-                    "released dead %.1f MiB; %llu advice calls; "
+                    "released dead %.1f MiB; placed before the application's copies %.1f MiB; "
+                    "%llu advice calls; "
                     "%llu budget skips; %llu drift ops; %llu faults; lanes busy: fetch %.3f ms, "
                     "evict %.3f ms; %llu step calls found the lock held, %.3f ms",
                     (unsigned long long)e->iteration, (double)(now - e->iter_start_ns) / 1e6,
@@ -499,6 +500,7 @@ static void log_iteration(umadv_exec_t *e)
                     (double)(b->unseen_held_bytes - a->unseen_held_bytes) / 1048576.0,
                     (double)(b->dropped_bytes - a->dropped_bytes) / 1048576.0,
                     (double)(b->released_bytes - a->released_bytes) / 1048576.0,
+                    (double)(b->app_placed_bytes - a->app_placed_bytes) / 1048576.0,
                     (unsigned long long)(b->advise_calls - a->advise_calls),
                     (unsigned long long)(b->budget_skips - a->budget_skips),
                     (unsigned long long)(b->drift_ops - a->drift_ops),

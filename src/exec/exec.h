@@ -162,6 +162,8 @@ typedef struct umadv_exec_stats {
     uint64_t copy_restored_bytes; /* of those, for an application's copy or memset
                                * (umadv__exec_stage_restore_range) */
     uint64_t stage_fallback_bytes; /* staged evictions migrated: no room in the pool */
+    uint64_t app_placed_bytes; /* prefetched before an application's copy or
+                               * memset into them (umadv__exec_app_write) */
     uint64_t copy_held_bytes; /* staged evictions migrated: an application's copy or
                                * memset touched the data after the step end they
                                * waited for, and may not have run yet */
@@ -234,6 +236,17 @@ void umadv__exec_restore_all(umadv_exec_t *exec);
  * with it, the lock and an address lookup. The executor's own copies,
  * which a watch of copies also sees, are ignored. */
 void umadv__exec_stage_restore_range(umadv_exec_t *exec, const void *ptr, uint64_t bytes);
+
+/* The application is about to copy into or set [@ptr, @ptr + @bytes), at
+ * its call's entry: the part in bound blocks without advice that has a
+ * section the executor does not hold resident is prefetched to the GPU
+ * first, on the calling thread, waited for. Otherwise the copy engine
+ * faults on every page of it still on the host or never populated (a
+ * block just bound where evictions or discards left its pages: a batch
+ * copied in each iteration, stage.c, THE APPLICATION'S WRITES), and a
+ * fetch the plan issues for the next step runs only after the copy.
+ * Any thread; the executor's own copies are ignored. */
+void umadv__exec_app_write(umadv_exec_t *exec, const void *ptr, uint64_t bytes);
 
 /* What runs until the next iteration is not known to the replay (kernel
  * launches that diverged from the profiled steps): everything staged is

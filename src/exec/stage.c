@@ -74,11 +74,28 @@
  * of staging them (umadv__exec_stage_slots). An eviction behind a later
  * step end is ordered after the copy on the step's stream.
  *
+ * THE APPLICATION'S WRITES (umadv__exec_app_write, at the same entry,
+ * after the restores): the part of the destination in bound blocks
+ * without advice that has a section not held resident is prefetched to
+ * the GPU on the restore stream, and waited for, before the call
+ * enqueues its copy. The copy engine would otherwise fault on each page
+ * of it still on the host or never populated, one fault group per run
+ * of pages, and the plan's fetch for the next step, issued after the
+ * copy or on another stream, is too late for it: VGG-16 at batch 64
+ * with a batch copied into a new block each iteration, under its budget,
+ * faulted 150-300 times an iteration where earlier evictions and
+ * discards had left that block's pages, at the same offsets every run,
+ * and profiled again and again (RESULTS.md, twenty-second session). A
+ * prefetch, not a discard: work enqueued before the copy may still read
+ * the range (a freed block's last reader, the caching allocator handing
+ * its memory on in stream order). Advice places a block itself.
+ *
  * THE EXECUTOR'S OWN COPIES are cudaMemcpyAsync calls too (and the
  * poison's cudaMemsetAsync), which a watch of the application's copies
  * sees: they are marked on their thread
- * (own_copy) and umadv__exec_stage_restore_range ignores them (a lane
- * would otherwise wait for its own call in flight).
+ * (own_copy) and umadv__exec_stage_restore_range and
+ * umadv__exec_app_write ignore them (a lane would otherwise wait for its
+ * own call in flight).
  */
 #include "exec/exec_int.h"
 
@@ -1217,6 +1234,69 @@ void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t 
     /* restore_one drops the lock: the search starts again after each */
     for (s = copy_sections(e, lo, hi, 1); s != UINT32_MAX; s = copy_sections(e, lo, hi, 0))
         e->stats.copy_restored_bytes += restore_one(e, s);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Called with the lock held: from @lo, the first part of [@lo, @hi) in
+ * one bound block without advice (advice places a block itself) that
+ * has a section not held resident, as [*@from_p, *@to_p), the block's
+ * allocation in *@alloc_p; 0: none. */
+static int unplaced_part(const umadv_exec_t *e, uintptr_t lo, uintptr_t hi, uintptr_t *from_p,
+                         uintptr_t *to_p, uint32_t *alloc_p)
+{
+    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+
+    if (n == NULL)
+        n = umadv__tree_ceil(&e->bound, lo, 0);
+    for (; n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
+        const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
+        uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
+        uint32_t s, end;
+
+        if (from >= to || b->advised != 0)
+            continue;
+        block_sections(e, (uint32_t)n->key_lo, from - b->base, to - b->base, &s, &end);
+        for (; s < end; s++) {
+            if (e->core.state[s] != UMADV_SEC_RESIDENT) {
+                *from_p = from;
+                *to_p = to;
+                *alloc_p = (uint32_t)n->key_lo;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+void umadv__exec_app_write(umadv_exec_t *e, const void *ptr, uint64_t bytes)
+{
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes, from, to;
+    uint32_t alloc;
+
+    if (bytes == 0 || hi < lo || own_copies > 0)
+        return;
+    pthread_mutex_lock(&e->lock);
+    while (!e->broken && unplaced_part(e, lo, hi, &from, &to, &alloc)) {
+        exec_bind_t *b = &e->binds[alloc];
+        umadv_stream_t stream = restore_stream(e);
+        umadv_status_t status = UMADV_ERR_STATE;
+
+        b->busy++; /* stays bound while the lock is dropped */
+        pthread_mutex_unlock(&e->lock);
+        if (stream != NULL)
+            status = e->p.ops->prefetch((void *)from, (size_t)(to - from), e->p.device, stream);
+        if (status == UMADV_OK)
+            status = e->p.ops->stream_synchronize(stream);
+        pthread_mutex_lock(&e->lock);
+        b->busy--;
+        umadv__exec_wake(e);
+        if (status != UMADV_OK) {
+            umadv__exec_fail(e, "placing an application's copy");
+            break;
+        }
+        e->stats.app_placed_bytes += to - from;
+        lo = to;
+    }
     pthread_mutex_unlock(&e->lock);
 }
 
