@@ -548,8 +548,8 @@ static void copies_restore(void *arg, const umadv_prof_range_t *ranges, size_t n
         umadv__exec_app_write(exec, ranges[0].ptr, ranges[0].bytes); /* the destination */
 }
 
-/* Whether the replay may stage: the application's copies are watched
- * from now on, or it cannot make any (host only). */
+/* Whether the application's copies are watched from now on, or it
+ * cannot make any (host only): the replay may stage. */
 static int copies_watch(umadv_context_t ctx)
 {
     if (ctx->profiler == NULL && (ctx->flags & UMADV_CONTEXT_FLAG_HOST_ONLY))
@@ -562,7 +562,8 @@ static int copies_watch(umadv_context_t ctx)
     }
     /* info: the missing profiler was warned when the context was made */
     umadv_info("replay: the application's memcpy and memset calls cannot be watched "
-               "(no profiler): nothing is staged, evictions migrate");
+               "(no profiler): nothing is staged, evictions migrate, and what a copy "
+               "writes is not placed first");
     return 0;
 }
 
@@ -683,6 +684,7 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
     umadv_exec_params_t params;
     umadv_status_t status;
     umadv_exec_t *exec;
+    int watched;
 
     umadv__replay_stop(ctx);
     status = umadv__array_reserve((void **)&r->bound, &r->bound_cap, ctx->trace.nallocs,
@@ -691,8 +693,11 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
         return status;
     memset(r->bound, 0, r->bound_cap * sizeof(*r->bound));
     exec_params(ctx, &params);
-    /* watched before anything can be staged; oracle never evicts */
-    params.stage = params.stage && params.policy != UMADV_POLICY_ORACLE && copies_watch(ctx);
+    /* watched before anything can be staged (oracle never evicts), and
+     * for every policy: a copy into a block is placed first (stage.c,
+     * THE APPLICATION'S WRITES) */
+    watched = copies_watch(ctx);
+    params.stage = params.stage && params.policy != UMADV_POLICY_ORACLE && watched;
     status = umadv__exec_create(&params, &exec);
     if (status != UMADV_OK) {
         copies_unwatch(ctx);
