@@ -88,6 +88,15 @@ static void test_find(void)
            !umadv__trace_gaps_is(&g, t.nallocs, 0x1000000, 4 * MIB, 3),
        "an answer that no longer holds: the base's other allocation at another step, "
        "another size or base, no allocation, one past the last");
+    ok(umadv__trace_gaps_born(&g, x, 2 * MIB, 1, 2) && umadv__trace_gaps_born(&g, r, 2 * MIB, 4, 4),
+       "born at a step, with its size, alive at the step: the same block wherever it lies");
+    ok(!umadv__trace_gaps_born(&g, x, 2 * MIB, 2, 2) &&
+           !umadv__trace_gaps_born(&g, x, 4 * MIB, 1, 2) &&
+           !umadv__trace_gaps_born(&g, x, 2 * MIB, 1, 4) &&
+           !umadv__trace_gaps_born(&g, w, 4 * MIB, UMADV_STEP_NONE, 3) &&
+           !umadv__trace_gaps_born(&g, t.nallocs, 2 * MIB, 1, 2),
+       "not: born at another step, another size, dead at the step, one from before the "
+       "iteration (found by its base), one past the last");
     umadv__trace_gaps_cleanup(&g);
     umadv__trace_cleanup(&t);
 }
@@ -159,7 +168,7 @@ static void test_section_last(void)
 
 int main(void)
 {
-    plan(15 + 7 + 6 + 2);
+    plan(17 + 7 + 6 + 2);
     test_around();
     test_find();
     test_unseen_ahead();

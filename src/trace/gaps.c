@@ -188,6 +188,17 @@ uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *g, uint64_t base, uint
     return UMADV_STEP_NONE;
 }
 
+int umadv__trace_gaps_born(const umadv_trace_gaps_t *g, uint32_t id, uint64_t size,
+                           uint32_t alloc_step, uint32_t step)
+{
+    const umadv_trace_alloc_t *al;
+
+    if (id >= g->trace->nallocs || alloc_step == UMADV_STEP_NONE)
+        return 0;
+    al = &g->trace->allocs[id];
+    return al->alloc_step == alloc_step && al->size == size && alive_at(al, step);
+}
+
 int umadv__trace_gaps_is(const umadv_trace_gaps_t *g, uint32_t id, uint64_t base,
                          uint64_t size, uint32_t step)
 {

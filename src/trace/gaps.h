@@ -41,6 +41,15 @@ void umadv__trace_gaps_cleanup(umadv_trace_gaps_t *gaps);
 uint32_t umadv__trace_gaps_find(const umadv_trace_gaps_t *gaps, uint64_t base, uint64_t size,
                                 uint32_t step);
 
+/* Whether allocation @id of the trace was born at @alloc_step (not
+ * UMADV_STEP_NONE: a block that existed before the iteration is found by
+ * its base), is @size bytes and exists at @step: the block born @id-th
+ * in another recording of the iteration, wherever the allocator put it
+ * this time (a batch made each iteration moves every block made after
+ * it from one iteration to the next). */
+int umadv__trace_gaps_born(const umadv_trace_gaps_t *gaps, uint32_t id, uint64_t size,
+                           uint32_t alloc_step, uint32_t step);
+
 /* Whether allocation @id of the trace is the one umadv__trace_gaps_find
  * gives for @base and @size at @step: it lies there with that size and
  * exists then (two live blocks never share an address: at most one
