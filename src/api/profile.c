@@ -467,8 +467,10 @@ static int guessed_by(const guess_t *g, const umadv_ctx_alloc_t *alloc)
  * step, with its size: with a batch made each iteration (a data loader's
  * copy), the allocator puts each block made after it elsewhere than the
  * iteration before, and found by its base, VGG-16's were taken for
- * another iteration's and evicted, 15.7 GiB moved each way in the second
- * pass, 3.0 s for 49 ms (H200, 2026-11-29). One that existed before is
+ * another iteration's and evicted: its second pass moved 15.7 GiB each
+ * way in 3.0 s, by birth 1.0 GiB in 0.48 s (as without the batch), and
+ * ResNet-50's took 2.2 s, now 0.69 (H200, 2026-11-29, twenty-second
+ * session of bench/RESULTS.md). One that existed before is
  * found by its base (those enter the trace in the pool's order, which a
  * batch moved shifts). */
 static uint32_t scout_id_of(const keep_arg_t *ka, umadv_ctx_alloc_t *alloc, uint64_t at)
