@@ -1192,16 +1192,24 @@ static void block_sections(const umadv_exec_t *e, uint32_t alloc, uint64_t from,
     *end_p   = a->first_section + (uint32_t)UMADV_MIN(end, a->nsections);
 }
 
+/* Called with the lock held: the first bound block that may overlap
+ * bytes from @lo on (the one below @lo, else the first above); the tree
+ * walks on in address order. NULL: no block. */
+static const umadv_tree_node_t *bound_from(const umadv_exec_t *e, uintptr_t lo)
+{
+    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+
+    return n != NULL ? n : umadv__tree_ceil(&e->bound, lo, 0);
+}
+
 /* Called with the lock held: the sections of bound blocks overlapping
  * [@lo, @hi) are marked copied now (@mark), and the first of them marked
  * staged is returned, or UINT32_MAX. */
 static uint32_t copy_sections(umadv_exec_t *e, uintptr_t lo, uintptr_t hi, int mark)
 {
-    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+    const umadv_tree_node_t *n = bound_from(e, lo);
     uint32_t staged = UINT32_MAX;
 
-    if (n == NULL)
-        n = umadv__tree_ceil(&e->bound, lo, 0);
     for (; n != NULL && n->key_hi < hi && (mark || staged == UINT32_MAX);
          n = umadv__tree_next(&e->bound, n)) {
         const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
@@ -1244,11 +1252,9 @@ void umadv__exec_stage_restore_range(umadv_exec_t *e, const void *ptr, uint64_t 
 static int unplaced_part(const umadv_exec_t *e, uintptr_t lo, uintptr_t hi, uintptr_t *from_p,
                          uintptr_t *to_p, uint32_t *alloc_p)
 {
-    const umadv_tree_node_t *n = umadv__tree_floor(&e->bound, lo, UINT64_MAX);
+    const umadv_tree_node_t *n;
 
-    if (n == NULL)
-        n = umadv__tree_ceil(&e->bound, lo, 0);
-    for (; n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
+    for (n = bound_from(e, lo); n != NULL && n->key_hi < hi; n = umadv__tree_next(&e->bound, n)) {
         const exec_bind_t *b = (const exec_bind_t *)n; /* node is the first member */
         uintptr_t from = UMADV_MAX(lo, b->base), to = UMADV_MIN(hi, b->base + b->size);
         uint32_t s, end;
