@@ -850,6 +850,16 @@ static void test_app_write(void)
        mock.calls[0].len == SEC, "a copy over two blocks: only the part not resident");
     umadv__exec_get_stats(e, &st);
     is(st.app_placed_bytes, 3 * SEC, "counted as placed before the application's copies");
+    mock.ncalls = 0;
+    e->binds[0].advised = 1u << UMADV_ADVICE_PREFERRED_HOST; /* as the plan's setup advice */
+    umadv__exec_app_write(e, a, SEC);
+    e->binds[0].advised = 0;
+    ok(mock.ncalls == 0, "a block under advice is left where its advice puts it");
+    mock.fail_at = 1;
+    mock.prefetches = 0;
+    umadv__exec_app_write(e, a, SEC);
+    umadv__exec_app_write(e, a + SEC, SEC);
+    ok(e->broken && mock.ncalls == 0, "a failed prefetch breaks the executor: nothing after");
     umadv__exec_destroy(e);
     mock_ops.free(a, 8 * SEC);
     workload_cleanup(&w);
@@ -1512,7 +1522,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 4);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 6);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();
