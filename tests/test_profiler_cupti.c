@@ -1628,6 +1628,49 @@ static umadv_context_t a_b_recording(const char *budget, void **a_p, void **b_p)
     return ctx;
 }
 
+/* Guided, with a block made anew each iteration before its first launch
+ * (a data loader's batch): the old one freed after, the new one lies
+ * elsewhere in each pass. The second pass finds it by its birth, not its
+ * address, and keeps it through the opaque launch as the first pass's
+ * block a was kept (test_two_passes); found by address it was another
+ * iteration's, and evicted with b. */
+static void test_second_pass_by_birth(void)
+{
+    umadv_cuda_host_counters_t counters;
+    void *old = NULL, *x = NULL, *b = NULL, *x1;
+    umadv_context_t ctx;
+
+    setenv("UMADV_PROFILE_PASSES", "2", 1);
+    setenv("UMADV_PROFILE_GUIDED", "1", 1);
+    ctx = budget_context("128K");
+    umadv_malloc(ctx, 2 * SECTION, "b", &b);
+    umadv_malloc(ctx, SECTION, "x", &old);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    umadv_malloc(ctx, SECTION, "x", &x); /* the first pass's batch */
+    umadv_free(ctx, old);
+    four_steps(10, &x, &b, "opaque_kernel", 0);
+    umadv_plan(ctx);
+    umadv_iteration_begin(ctx);
+    x1 = x;
+    umadv_malloc(ctx, SECTION, "x", &x); /* the second pass's, elsewhere */
+    umadv_free(ctx, x1);
+    umadv__cuda_host_reset();
+    four_steps(20, &x, &b, "opaque_kernel", 100000000);
+    umadv__cuda_host_counters(&counters);
+    ok(x != x1 && ctx->scout_ready && ctx->profile_kept == 1 &&
+           counters.prefetch_bytes_to_host == 2 * SECTION,
+       "a block made anew each iteration, elsewhere in each pass (%p, then %p): the second "
+       "pass keeps it through the opaque launch, found by its birth; only b evicted (%llu "
+       "bytes)", x1, x, (unsigned long long)counters.prefetch_bytes_to_host);
+    umadv_iteration_begin(ctx);
+    umadv_free(ctx, x);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+    unsetenv("UMADV_PROFILE_PASSES");
+    unsetenv("UMADV_PROFILE_GUIDED");
+}
+
 /* UMADV_PROFILE_PASSES=2, guided (the default): the first pass evicts
  * nothing and takes the steps' durations; the second evicts before the
  * opaque launch only b, which the first saw unused for 20 ms around it,
@@ -2512,7 +2555,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 12 + 15 + 2 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
+    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2537,6 +2580,7 @@ int main(void)
     test_follow_timing();
     test_timed_after_wait();
     test_two_passes();
+    test_second_pass_by_birth();
     test_two_passes_plan_keeps();
     test_two_passes_unguided();
     test_two_passes_tail();
