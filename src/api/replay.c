@@ -537,7 +537,7 @@ static int copies_noting;
  * first, what it writes is placed on the GPU. Without ctx->lock: the
  * executor's own synchronous restores, made with it held, are copies
  * that come here too (and are ignored). */
-static void copies_restore(void *arg, const umadv_prof_range_t *ranges, size_t n)
+static void copies_enter(void *arg, const umadv_prof_range_t *ranges, size_t n)
 {
     umadv_context_t ctx = arg;
     umadv_exec_t *exec = __atomic_load_n(&ctx->replay.exec, __ATOMIC_ACQUIRE);
@@ -555,7 +555,7 @@ static int copies_watch(umadv_context_t ctx)
     if (ctx->profiler == NULL && (ctx->flags & UMADV_CONTEXT_FLAG_HOST_ONLY))
         return 1;
     if (ctx->profiler != NULL && (copies_ctx == NULL || copies_ctx == ctx) &&
-        umadv__prof_watch_copies(ctx->profiler, copies_restore, ctx) == UMADV_OK) {
+        umadv__prof_watch_copies(ctx->profiler, copies_enter, ctx) == UMADV_OK) {
         copies_ctx = ctx;
         copies_noting = 0;
         return 1;
@@ -567,7 +567,7 @@ static int copies_watch(umadv_context_t ctx)
     return 0;
 }
 
-/* Stop watching: no call is inside copies_restore once this returns. */
+/* Stop watching: no call is inside copies_enter once this returns. */
 static void copies_unwatch(umadv_context_t ctx)
 {
     if (copies_ctx != ctx)
@@ -705,7 +705,7 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx)
                     umadv_status_string(status));
         return status;
     }
-    __atomic_store_n(&r->exec, exec, __ATOMIC_RELEASE); /* copies_restore reads it */
+    __atomic_store_n(&r->exec, exec, __ATOMIC_RELEASE); /* copies_enter reads it */
     umadv__pool_foreach(ctx->pool, bind_identity, ctx);
     ctx->live_on_host = 0; /* the executor places them from now on */
     r->start_held = ctx->record_tail; /* THE START */
