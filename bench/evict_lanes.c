@@ -106,7 +106,7 @@ static void *lane_main(void *arg)
 {
     lane_job_t *j = arg;
 
-    j->status = j->ops->set_device(0);
+    j->status = j->ops->thread_begin(0);
     for (uint64_t off = 0; off < j->len && j->status == UMADV_OK; off += j->call) {
         uint64_t n = UMADV_MIN(j->call, j->len - off);
         j->status = j->ops->prefetch(j->base + off, n, j->location, j->stream);
@@ -183,7 +183,7 @@ static void device_check(bench_opts_t *o)
         fprintf(stderr, "evict_lanes: no CUDA device\n");
         exit(EXIT_SKIP);
     }
-    if (ops->set_device(0) != UMADV_OK || ops->mem_get_info(&free_b, &total_b) != UMADV_OK)
+    if (ops->thread_begin(0) != UMADV_OK || ops->mem_get_info(&free_b, &total_b) != UMADV_OK)
         die("cannot query device 0");
     /* Never oversubscribe a shared GPU. */
     if (o->size > free_b / 4)

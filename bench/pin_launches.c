@@ -208,7 +208,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "pin_launches: no CUDA device\n");
         return EXIT_SKIP;
     }
-    if (ops->set_device(0) != UMADV_OK || cudaMalloc(&dev, 4) != cudaSuccess)
+    if (ops->thread_begin(0) != UMADV_OK || cudaMalloc(&dev, 4) != cudaSuccess)
         die("cannot use device 0");
     printf("pin_launches: %.2f GiB pinned while a thread launches memsets, %d rounds\n",
            (double)size / UMADV_GIB, repeat);

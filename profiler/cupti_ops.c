@@ -174,6 +174,26 @@ static umadv_status_t real_device_synchronize(void)
     return UMADV_CUDART_FUNC(cudaDeviceSynchronize());
 }
 
+static int real_stream_capturing(void *stream)
+{
+    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+
+    /* unlogged: asked on every followed launch, and its errors are the
+     * application's own call's (cupti_ops.h) */
+    return cudaStreamIsCapturing((cudaStream_t)stream, &status) == cudaSuccess &&
+           status != cudaStreamCaptureStatusNone;
+}
+
+_Static_assert(UMADV_PROF_CAPTURE_RELAXED == (int)cudaStreamCaptureModeRelaxed,
+               "the relaxed capture mode's value");
+
+static int real_capture_mode_exchange(int mode)
+{
+    enum cudaStreamCaptureMode m = (enum cudaStreamCaptureMode)mode;
+
+    return cudaThreadExchangeStreamCaptureMode(&m) == cudaSuccess ? (int)m : -1;
+}
+
 const umadv_cupti_ops_t umadv__cupti_ops_real = {
     .name                        = "cupti",
     .subscribe                   = cuptiSubscribe,
@@ -188,4 +208,6 @@ const umadv_cupti_ops_t umadv__cupti_ops_real = {
     .get_result_string           = cuptiGetResultString,
     .kernel_param_info           = real_kernel_param_info,
     .device_synchronize          = real_device_synchronize,
+    .stream_capturing            = real_stream_capturing,
+    .capture_mode_exchange       = real_capture_mode_exchange,
 };

@@ -20,6 +20,9 @@
 
 #include "common/log.h"
 
+/* cudaStreamCaptureModeRelaxed, for capture_mode_exchange. */
+#define UMADV_PROF_CAPTURE_RELAXED 2
+
 typedef struct umadv_cupti_ops {
     const char *name;
     CUptiResult (*subscribe)(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
@@ -46,6 +49,15 @@ typedef struct umadv_cupti_ops {
     /* Wait for all work on the current device (activity records of
      * running kernels arrive only after they end). */
     umadv_status_t (*device_synchronize)(void);
+    /* STREAM CAPTURE (profiler.c). Whether work enqueued on @stream now
+     * is captured into a graph, not run (cudaStreamIsCapturing; an error,
+     * the legacy stream's under another's capture among them, reads 0:
+     * the call it asks about fails as it would without umadv). */
+    int (*stream_capturing)(void *stream);
+    /* The calling thread's capture mode set to @mode (a
+     * cudaStreamCaptureMode): the mode it had, or -1 where it was not
+     * changed (cudaThreadExchangeStreamCaptureMode). */
+    int (*capture_mode_exchange)(int mode);
 } umadv_cupti_ops_t;
 
 /* libcupti and the CUDA runtime. */

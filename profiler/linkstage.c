@@ -165,7 +165,7 @@ static void *duplex_out_main(void *arg)
 {
     duplex_out_t *d = arg;
 
-    d->status = d->p->ops->set_device(d->p->device);
+    d->status = d->p->ops->thread_begin(d->p->device);
     pthread_barrier_wait(d->go);
     if (d->status == UMADV_OK)
         d->status = duplex_calls(d->p, stage_out, 0, d->half);

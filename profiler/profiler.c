@@ -67,6 +67,39 @@ static __thread struct {
     uint64_t launch_entered_ns; /* launch_record's start on this thread */
 } prof_tls;
 
+/* ---- stream capture ---------------------------------------------------- */
+
+/*
+ * STREAM CAPTURE. A launch enqueued on a stream that is capturing runs
+ * only when its graph is launched: it is no launch to umadv now, neither
+ * a step of a recording nor one of a replay (the graph's launch is, and
+ * a replay restores everything staged before it: api/replay.c). And
+ * umadv's own calls on the application's thread (the recording's
+ * evictions and fetches, the replay's waits, restores and placements)
+ * are made in relaxed capture mode: in the thread's own mode, global by
+ * default, a capture under way on another stream of this thread, or in
+ * global mode on any thread, forbids the unsafe ones among them (a
+ * synchronisation, a pinning), and they would invalidate it. umadv's
+ * own threads run in relaxed mode throughout (exec/exec.c).
+ */
+static int stream_captured(const umadv_profiler_t *prof, void *stream)
+{
+    return prof->ops->stream_capturing(stream);
+}
+
+/* The calling thread in relaxed capture mode: the mode to go back to
+ * (capture_mode_back), or -1. */
+static int capture_mode_relax(const umadv_profiler_t *prof)
+{
+    return prof->ops->capture_mode_exchange(UMADV_PROF_CAPTURE_RELAXED);
+}
+
+static void capture_mode_back(const umadv_profiler_t *prof, int mode)
+{
+    if (mode >= 0)
+        prof->ops->capture_mode_exchange(mode);
+}
+
 /* ---- launch callbacks ------------------------------------------------ */
 
 /* Whether the recording running (or about to) scans launches and keeps
@@ -230,6 +263,7 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
     unsigned flags = la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0;
     size_t nregions = 0;
     uint32_t step;
+    int mode;
 
     prof_tls.launch_entered_ns = umadv__now_ns();
     if (!la->graph && records_accesses(prof)) {
@@ -243,7 +277,9 @@ static uint32_t launch_record(umadv_profiler_t *prof, const CUpti_CallbackData *
         }
         scan_count(prof, cb, (flags & UMADV_PROF_LAUNCH_NO_LAYOUT) != 0);
     }
+    mode = capture_mode_relax(prof);
     step = prof->launch(prof->launch_arg, cb->symbolName, flags, regions, nregions);
+    capture_mode_back(prof, mode);
     if (step != UMADV_STEP_NONE)
         launch_push(prof, cb->correlationId, step);
     return step;
@@ -271,9 +307,14 @@ static void launch_follow(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
 {
     umadv_prof_follow_fn follow = __atomic_load_n(&prof->follow, __ATOMIC_ACQUIRE);
 
-    if (follow != NULL && launches_followed(prof))
-        follow(prof->follow_arg, cb->symbolName, la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0,
-               cb->callbackSite == CUPTI_API_EXIT, la->stream);
+    int mode;
+
+    if (follow == NULL || !launches_followed(prof))
+        return;
+    mode = capture_mode_relax(prof);
+    follow(prof->follow_arg, cb->symbolName, la->graph ? UMADV_PROF_LAUNCH_GRAPH : 0,
+           cb->callbackSite == CUPTI_API_EXIT, la->stream);
+    capture_mode_back(prof, mode);
 }
 
 /* Returns 0 when @cbid is no launch. */
@@ -284,6 +325,8 @@ static int runtime_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
 
     if (!runtime_launch_args(cbid, cb->functionParams, &la))
         return 0;
+    if (stream_captured(prof, la.stream))
+        return 1; /* at its entry and exit alike: its driver launch sees it so too */
     if (cb->callbackSite == CUPTI_API_EXIT) {
         /* An exit whose entry came before the callbacks were enabled. */
         if (prof_tls.depth > 0)
@@ -307,6 +350,8 @@ static int driver_callback(umadv_profiler_t *prof, CUpti_CallbackId cbid,
 
     if (!driver_launch_args(cbid, cb->functionParams, &la))
         return 0;
+    if (prof_tls.depth == 0 && stream_captured(prof, la.stream))
+        return 1;
     if (__atomic_load_n(&prof->recording, __ATOMIC_ACQUIRE) &&
         cb->callbackSite == CUPTI_API_ENTER) {
         if (prof_tls.depth == 0)
@@ -332,8 +377,12 @@ static void copy_tell(umadv_profiler_t *prof, const umadv_prof_range_t *ranges, 
 
     __atomic_add_fetch(&prof->watch_busy, 1, __ATOMIC_SEQ_CST);
     fn = __atomic_load_n(&prof->watch, __ATOMIC_SEQ_CST);
-    if (fn != NULL)
+    if (fn != NULL) {
+        int mode = capture_mode_relax(prof);
+
         fn(prof->watch_arg, ranges, n);
+        capture_mode_back(prof, mode);
+    }
     __atomic_sub_fetch(&prof->watch_busy, 1, __ATOMIC_RELEASE);
 }
 

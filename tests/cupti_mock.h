@@ -33,6 +33,9 @@ static struct {
     void               *userdata;
     mock_record_t       queue[64];
     size_t              nqueue;
+    void               *capturing;     /* the stream that captures, if any */
+    int                 capture_mode;  /* this (the test's) thread's */
+    int                 mode_in_call;  /* capture_mode when a launch or copy was last told */
 } mock;
 
 static CUptiResult mock_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
@@ -165,10 +168,23 @@ static umadv_status_t mock_sync(void)
     return UMADV_OK;
 }
 
+static int mock_stream_capturing(void *stream)
+{
+    return mock.capturing != NULL && stream == mock.capturing;
+}
+
+static int mock_capture_mode_exchange(int mode)
+{
+    int had = mock.capture_mode;
+
+    mock.capture_mode = mode;
+    return had;
+}
+
 static const umadv_cupti_ops_t mock_ops = {
     "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
     mock_configure, mock_enable, mock_disable, mock_flush, mock_next, mock_result_string,
-    mock_param_info, mock_sync,
+    mock_param_info, mock_sync, mock_stream_capturing, mock_capture_mode_exchange,
 };
 
 static inline void mock_reset(void)

@@ -6,6 +6,7 @@
  */
 #include <umadv.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,38 @@ static void test_migration(umadv_context_t ctx, int device, umadv_stream_t strea
     is(umadv_free(ctx, p), UMADV_OK, "free");
 }
 
+/* The calling thread's stream capture mode. */
+static int thread_mode(void)
+{
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+
+    cudaThreadExchangeStreamCaptureMode(&mode); /* mode: the thread's */
+    cudaThreadExchangeStreamCaptureMode(&mode); /* and back */
+    return (int)mode;
+}
+
+static void *begun_thread(void *arg)
+{
+    if (ops->thread_begin(0) == UMADV_OK)
+        *(int *)arg = thread_mode();
+    return NULL;
+}
+
+/* A thread of umadv's own, begun: its capture mode relaxed
+ * (cuda_ops.h); the application's thread keeps the default. */
+static void test_thread_begin(void)
+{
+    int begun = -1;
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, begun_thread, &begun) == 0)
+        pthread_join(t, NULL);
+    ok(begun == (int)cudaStreamCaptureModeRelaxed &&
+           thread_mode() == (int)cudaStreamCaptureModeGlobal,
+       "a thread begun (umadv's own) in relaxed capture mode (%d), the test's thread in "
+       "global mode", begun);
+}
+
 /* A profiled step timed by events on the application's stream. */
 static void test_step_timing(umadv_context_t ctx, umadv_stream_t stream)
 {
@@ -100,12 +133,13 @@ int main(void)
 
     if (ops->device_count(&count) != UMADV_OK)
         skip_all("no CUDA device");
-    plan(24);
+    plan(25);
     is(umadv_context_create(&params, &ctx), UMADV_OK, "context on the gpu");
     test_device(ctx->config.device);
     is(ops->stream_create(&stream), UMADV_OK, "stream");
     test_migration(ctx, ctx->config.device, stream);
     test_step_timing(ctx, stream);
+    test_thread_begin();
     umadv_get_stats(ctx, &stats);
     ok(stats.managed_bytes == 0 && stats.allocations == 0, "everything freed");
     ops->stream_destroy(stream);

@@ -66,7 +66,7 @@ static void test_host_device(void)
     ok(props.total_memory == 16 * UMADV_GIB && props.managed_memory &&
        props.concurrent_managed_access, "props: configured memory, managed access");
     is(ops->get_device_props(2, &props), UMADV_ERR_CUDA, "no props for a missing device");
-    is(ops->set_device(2), UMADV_ERR_CUDA, "cannot select a missing device");
+    is(ops->thread_begin(2), UMADV_ERR_CUDA, "cannot select a missing device");
     ops->mem_get_info(&free_b, &total_b);
     ok(free_b == total_b && total_b == 16 * UMADV_GIB, "mem_get_info: all free at first");
     ops->malloc_managed(3 * UMADV_MIB, 2 * UMADV_MIB, &p);

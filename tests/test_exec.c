@@ -48,9 +48,11 @@ typedef struct mock_call {
     int       cont;    /* a range of the same batch call as the record before */
     umadv_stream_t stream; /* 'F', 'E': the call's */
     int       by_app;  /* made by the test's own thread (the application's) */
+    int       begun;   /* made by a thread that called thread_begin */
 } mock_call_t;
 
 static pthread_t app_thread;
+static __thread int mock_begun; /* this thread called thread_begin */
 
 typedef struct mock_event {
     uint64_t done_ns;  /* when the work before it completes */
@@ -148,7 +150,8 @@ static size_t call_log(char kind, void *ptr, uint64_t len)
 
     mock.calls[i] = (mock_call_t){.kind = kind, .ptr = (uintptr_t)ptr, .len = len,
                                   .start_ns = umadv__now_ns(),
-                                  .by_app = pthread_equal(pthread_self(), app_thread)};
+                                  .by_app = pthread_equal(pthread_self(), app_thread),
+                                  .begun = mock_begun};
     return i;
 }
 
@@ -291,9 +294,16 @@ static umadv_status_t mock_event_synchronize(umadv_event_t ev)
 
 static umadv_cuda_ops_t mock_ops;
 
+static umadv_status_t mock_thread_begin(int device)
+{
+    mock_begun = 1;
+    return umadv__cuda_ops_host.thread_begin(device);
+}
+
 static void mock_ops_init(void)
 {
     mock_ops = umadv__cuda_ops_host;
+    mock_ops.thread_begin      = mock_thread_begin;
     mock_ops.name              = "mock";
     mock_ops.prefetch          = mock_prefetch;
     mock_ops.prefetch_batch    = mock_prefetch_batch;
@@ -496,6 +506,20 @@ static void monitor_sampled_after(umadv_exec_t *e, umadv_exec_stats_t *st)
 /* Three allocations of 2 sections, one per step; room for two. */
 static const uint32_t rotate_uses[3] = {1u << 0, 1u << 1, 1u << 2};
 
+/* Whether the lanes made the moves, each lane begun as umadv's own
+ * threads are, and the application's thread not. */
+static int lane_calls_begun(void)
+{
+    size_t lanes = 0;
+
+    for (size_t i = 0; i < mock.ncalls; i++) {
+        if (mock.calls[i].by_app || !mock.calls[i].begun)
+            return 0;
+        lanes++;
+    }
+    return lanes > 0 && !mock_begun;
+}
+
 static void test_prefetch_all_sequence(void)
 {
     workload_t w;
@@ -517,6 +541,8 @@ static void test_prefetch_all_sequence(void)
     ok(mock.order_violations == 0, "prefetch-all: no eviction before its data's last kernel");
     ok(mock.records == 7, "prefetch-all: the start and each of the 6 step ends recorded at "
        "once, for the next step's evictions (%d)", mock.records);
+    ok(lane_calls_begun(), "every move made on the lanes' threads, each begun (its capture mode "
+       "relaxed, cuda_ops.h), and none on the application's, which is not");
     ok(st.fetch_calls == 6 && st.evict_calls == 4 && st.fetched_bytes == 12 * SEC &&
        st.evicted_bytes == 8 * SEC, "prefetch-all: stats count calls and bytes");
     ok(st.gpu_peak_used > 0 && st.gpu_peak_used <= 4 * SEC && st.gpu_samples > 0,
@@ -1522,7 +1548,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 6);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 6 + 1);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();

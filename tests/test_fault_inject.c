@@ -56,7 +56,7 @@
 /* ---- the entries that can fail ----------------------------------------- */
 
 typedef enum entry {
-    E_DEVICE_COUNT, E_DEVICE_PROPS, E_DRIVER_VERSION, E_SET_DEVICE, E_MEM_GET_INFO,
+    E_DEVICE_COUNT, E_DEVICE_PROPS, E_DRIVER_VERSION, E_THREAD_BEGIN, E_MEM_GET_INFO,
     E_MALLOC, E_FREE, E_PREFETCH, E_PREFETCH_BATCH, E_ADVISE,
     E_STREAM_CREATE, E_STREAM_DESTROY, E_STREAM_SYNC,
     E_EVENT_CREATE, E_EVENT_DESTROY, E_EVENT_RECORD, E_STREAM_WAIT_EVENT, E_EVENT_SYNC,
@@ -77,7 +77,7 @@ static const struct entry_desc {
     [E_DEVICE_COUNT]      = {"cudaGetDeviceCount", cudaErrorNoDevice},
     [E_DEVICE_PROPS]      = {"cudaGetDeviceProperties", cudaErrorInvalidDevice},
     [E_DRIVER_VERSION]    = {"cudaDriverGetVersion", cudaErrorInvalidValue},
-    [E_SET_DEVICE]        = {"cudaSetDevice", cudaErrorInvalidDevice},
+    [E_THREAD_BEGIN]        = {"cudaSetDevice", cudaErrorInvalidDevice},
     [E_MEM_GET_INFO]      = {"cudaMemGetInfo", cudaErrorInvalidValue},
     [E_MALLOC]            = {"cudaMallocManaged", cudaErrorMemoryAllocation},
     [E_FREE]              = {"cudaFree", cudaErrorLaunchFailure},
@@ -353,10 +353,10 @@ static umadv_status_t w_driver_version(int *v)
     return HOST.driver_version(v);
 }
 
-static umadv_status_t w_set_device(int d)
+static umadv_status_t w_thread_begin(int d)
 {
-    INJECT(E_SET_DEVICE);
-    return HOST.set_device(d);
+    INJECT(E_THREAD_BEGIN);
+    return HOST.thread_begin(d);
 }
 
 static umadv_status_t w_mem_get_info(uint64_t *f, uint64_t *t)
@@ -556,7 +556,7 @@ static const umadv_cuda_ops_t inject_cuda_ops = {
     .device_count       = w_device_count,
     .get_device_props   = w_device_props,
     .driver_version     = w_driver_version,
-    .set_device         = w_set_device,
+    .thread_begin         = w_thread_begin,
     .mem_get_info       = w_mem_get_info,
     .malloc_managed     = w_malloc,
     .free               = w_free,
@@ -779,9 +779,22 @@ static umadv_status_t m_device_sync(void)
     return UMADV_OK;
 }
 
+static int m_stream_capturing(void *stream)
+{
+    (void)stream;
+    return 0;
+}
+
+static int m_capture_mode_exchange(int mode)
+{
+    (void)mode;
+    return -1;
+}
+
 static const umadv_cupti_ops_t inject_cupti_ops = {
     "inject", m_subscribe, m_unsubscribe, m_enable_callback, m_register, m_configure,
     m_enable, m_disable, m_flush, m_next, m_result_string, m_param_info, m_device_sync,
+    m_stream_capturing, m_capture_mode_exchange,
 };
 
 static mock_record_t *queue_slot(void)

@@ -45,13 +45,13 @@ static void thread_cores(char *buf, size_t len)
 
 /* Every executor thread makes the device current once it has bound itself:
  * what it runs on then is what it will run on. */
-static umadv_status_t seeing_set_device(int device)
+static umadv_status_t seeing_thread_begin(int device)
 {
     pthread_mutex_lock(&cores.lock);
     if (cores.topology != NULL && cores.nseen < MAX_SEEN)
         thread_cores(cores.seen[cores.nseen++], sizeof(cores.seen[0]));
     pthread_mutex_unlock(&cores.lock);
-    return umadv__cuda_ops_host.set_device(device);
+    return umadv__cuda_ops_host.thread_begin(device);
 }
 
 static umadv_cuda_ops_t ops;
@@ -252,7 +252,7 @@ int main(void)
     plan(10);
     ops = umadv__cuda_ops_host;
     ops.name = "host, seeing cores";
-    ops.set_device = seeing_set_device;
+    ops.thread_begin = seeing_thread_begin;
     test_locations();
     test_binding();
     log_capture_stop();

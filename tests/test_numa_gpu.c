@@ -174,7 +174,7 @@ int main(void)
     if (ops->device_count(&count) != UMADV_OK)
         skip_all("no CUDA device");
     plan(10);
-    if (!ok(ops->get_device_props(0, &props) == UMADV_OK && ops->set_device(0) == UMADV_OK &&
+    if (!ok(ops->get_device_props(0, &props) == UMADV_OK && ops->thread_begin(0) == UMADV_OK &&
        umadv__numa_host_place(props.pci_bus_id, UMADV_CONFIG_NODE_AUTO, &place) == UMADV_OK &&
        umadv__numa_load(NULL, &topology) == UMADV_OK, "device 0 placed"))
         return exit_status();

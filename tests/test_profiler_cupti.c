@@ -591,12 +591,14 @@ static const umadv_cuda_ops_t *spy_real;
 static struct {
     unsigned       events;
     umadv_stream_t stream;
+    int            mode; /* the launching thread's capture mode at the last record */
 } spy;
 
 static umadv_status_t spy_event_record(umadv_event_t event, umadv_stream_t stream)
 {
     spy.events++;
     spy.stream = stream;
+    spy.mode = mock.capture_mode;
     return spy_real->event_record(event, stream);
 }
 
@@ -797,6 +799,75 @@ static void test_follow_hidden_reader(void)
     runtime_launch(nccl, 701, args, 0);
     ok(!e->core.stage_paused && e->step == 2,
        "with a block held (the bucket guard): the NCCL kernel pauses nothing");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
+/* A launch of @symbol on @stream, which captures into a graph: CUPTI
+ * calls back as for any launch. */
+static void captured_launch(const char *symbol, uint32_t corr, void **args, void *stream)
+{
+    mock.capturing = stream;
+    launch_site(symbol, corr, args, stream, CUPTI_API_ENTER);
+    launch_site(symbol, corr, args, stream, CUPTI_API_EXIT);
+    mock.capturing = NULL;
+}
+
+/* STREAM CAPTURE (profiler.c): a launch on a capturing stream is no
+ * launch now, neither a recorded step nor a followed one, and costs no
+ * step of the replay; umadv's calls on the launching thread are made in
+ * relaxed capture mode, its own mode back after. A graph's launch
+ * (replay.c, A GRAPH LAUNCH), followed as its step, pauses staging
+ * first. */
+static void test_capture(void)
+{
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
+    umadv_context_t ctx;
+    umadv_exec_t *e;
+    int plain, steps_ok = 0;
+
+    ctx = two_block_context(&a, &b, args, args_b);
+    spy_install(ctx);
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    log_take();
+    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
+        if (i == 0)
+            umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx);
+        runtime_launch("k1", 10 + 100 * i, args, 0);
+        captured_launch("kc", 50 + 100 * i, args_b, STREAM_B);
+        graph_launch(11 + 100 * i);
+        runtime_launch("k3", 12 + 100 * i, args_b, 0);
+        for (uint32_t k = 0; k < 3; k++)
+            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
+        if (i == 0) {
+            umadv_iteration_begin(ctx); /* the recording ends */
+            steps_ok = ctx->trace.nsteps == 3 && strcmp(ctx->trace.steps[1].name, "graph") == 0;
+            umadv_plan(ctx);
+        }
+    }
+    ok(steps_ok, "recorded: the captured launch is no step, the graph's launch is one");
+    umadv_iteration_begin(ctx);
+    e = ctx->replay.exec;
+    launch_site("k1", 500, args, STREAM_A, CUPTI_API_ENTER);
+    launch_site("k1", 500, args, STREAM_A, CUPTI_API_EXIT);
+    ok(e != NULL && spy.stream == STREAM_A && spy.mode == UMADV_PROF_CAPTURE_RELAXED &&
+           mock.capture_mode == 0,
+       "umadv's calls on the launching thread in relaxed capture mode, its global mode back "
+       "after");
+    plain = e != NULL && e->step == 1 && !e->core.stage_paused;
+    captured_launch("kc", 550, args_b, STREAM_B);
+    ok(plain && e->step == 1 && !e->core.stage_paused,
+       "replayed: a launch on a capturing stream is no step, and no drift");
+    graph_launch(501);
+    ok(e != NULL && e->step == 2 && e->core.stage_paused &&
+           count_of(log_take(), "a graph launch reads memory no launch of it names") == 1,
+       "the graph's launch: its step, staging paused first; said once (since the timing "
+       "pass)");
+    runtime_launch("k3", 502, args_b, 0);
+    ok(e != NULL && e->step == 3 && count_of(log_take(), "(drift)") == 0,
+       "the iteration followed to its end, its last launch its last step");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);
@@ -2555,7 +2626,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1);
+    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2577,6 +2648,7 @@ int main(void)
     test_declared_parts();
     test_follow();
     test_follow_hidden_reader();
+    test_capture();
     test_follow_timing();
     test_timed_after_wait();
     test_two_passes();

@@ -88,6 +88,7 @@ static struct replay_follow {
     int             diverged; /* in this iteration */
     int             logged;   /* a divergence, in this replay */
     int             hidden_logged; /* a hidden reader's pause, in this replay */
+    int             graph_logged;  /* a graph launch's, in this replay */
     uint64_t        drift;    /* iterations that diverged */
     uint64_t        entry_ns; /* the open step's launch call began */
     uint64_t        launch_ns;/* in followed launch calls, this iteration */
@@ -384,6 +385,20 @@ static int launch_is_step(const umadv_trace_t *t, uint32_t j, const char *name, 
  * next: evictions migrate, which UVM keeps coherent with any reader. */
 static const char *const hidden_reader_kernels[] = {"ncclDevKernel", "ncclKernel"};
 
+/* A GRAPH LAUNCH reads whatever its nodes name, and nothing shows them:
+ * no launch callback fires for a node, and a kernel, copy or memset
+ * captured into it was nothing to umadv when it was captured
+ * (profiler.c, STREAM CAPTURE). It pauses staging like a hidden reader,
+ * held blocks or not: nothing guards what a graph reads. */
+static void graph_guard(umadv_context_t ctx)
+{
+    umadv__exec_stage_pause(ctx->replay.exec);
+    if (!follow.graph_logged++)
+        umadv_info("replay: a graph launch reads memory no launch of it names: staging paused "
+                   "for the rest of each iteration that launches a graph (what is evicted "
+                   "there migrates)");
+}
+
 static int launch_reads_hidden(const char *name)
 {
     for (size_t i = 0; name != NULL && i < UMADV_ARRAY_SIZE(hidden_reader_kernels); i++) {
@@ -393,8 +408,12 @@ static int launch_reads_hidden(const char *name)
     return 0;
 }
 
-static void hidden_reader_guard(umadv_context_t ctx, const char *name)
+static void hidden_reader_guard(umadv_context_t ctx, const char *name, unsigned flags)
 {
+    if (flags & UMADV_PROF_LAUNCH_GRAPH) {
+        graph_guard(ctx);
+        return;
+    }
     if (ctx->nheld > 0 || !launch_reads_hidden(name))
         return;
     umadv__exec_stage_pause(ctx->replay.exec);
@@ -428,7 +447,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
                            ? ctx->trace.steps[j].name : "none");
         return NULL;
     }
-    hidden_reader_guard(ctx, name);
+    hidden_reader_guard(ctx, name, flags);
     umadv__ctx_record_tail_close(ctx); /* the next iteration's first step (record.c) */
     follow.open = j;
     follow.entry_ns = umadv__now_ns();

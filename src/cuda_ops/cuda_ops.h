@@ -71,8 +71,13 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*device_count)(int *count_p);
     umadv_status_t (*get_device_props)(int device, umadv_device_props_t *props);
     umadv_status_t (*driver_version)(int *version_p);
-    /* Make @device current for the calling thread. */
-    umadv_status_t (*set_device)(int device);
+    /* A thread of umadv's own (a lane, a pinner, the link probe's)
+     * begins its CUDA work: @device made current on it, and its stream
+     * capture mode relaxed. In the default mode, global, an application
+     * that captures a graph in global mode on any thread forbids every
+     * thread its unsafe calls (a pinning, a synchronisation), and one
+     * made would invalidate the capture (profiler.c, STREAM CAPTURE). */
+    umadv_status_t (*thread_begin)(int device);
     umadv_status_t (*mem_get_info)(uint64_t *free_p, uint64_t *total_p);
     /* Managed memory; @align is a wish (cudart cannot honour it), so the
      * caller checks the address it gets. */
@@ -222,6 +227,7 @@ typedef struct umadv_cuda_host_record {
     umadv_cuda_advice_t advice;    /* ADVISE */
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
+    int                 begun;     /* made on a thread that called thread_begin */
 } umadv_cuda_host_record_t;
 
 typedef struct umadv_cuda_host_counters {

@@ -149,9 +149,14 @@ static umadv_status_t cudart_driver_version(int *version_p)
     return status;
 }
 
-static umadv_status_t cudart_set_device(int device)
+static umadv_status_t cudart_thread_begin(int device)
 {
-    return UMADV_CUDART_FUNC(cudaSetDevice(device));
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    umadv_status_t status = UMADV_CUDART_FUNC(cudaSetDevice(device));
+
+    if (status == UMADV_OK)
+        status = UMADV_CUDART_FUNC(cudaThreadExchangeStreamCaptureMode(&mode));
+    return status;
 }
 
 static umadv_status_t cudart_mem_get_info(uint64_t *free_p, uint64_t *total_p)
@@ -499,7 +504,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .device_count       = cudart_device_count,
     .get_device_props   = cudart_get_device_props,
     .driver_version     = cudart_driver_version,
-    .set_device         = cudart_set_device,
+    .thread_begin         = cudart_thread_begin,
     .mem_get_info       = cudart_mem_get_info,
     .malloc_managed     = cudart_malloc_managed,
     .free               = cudart_free,

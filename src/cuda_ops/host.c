@@ -185,6 +185,10 @@ static uint64_t unpopulated_bytes(const void *ptr, size_t size)
     return bytes;
 }
 
+/* Whether the calling thread called thread_begin (its capture mode
+ * relaxed, were this cudart). */
+static __thread int thread_begun;
+
 /* Called with the lock held. A full log drops records rather than fail
  * the call it describes. */
 static void log_call(const umadv_cuda_host_record_t *record)
@@ -193,7 +197,8 @@ static void log_call(const umadv_cuda_host_record_t *record)
         umadv__array_reserve((void **)&host.log, &host.log_cap, host.nlog + 1,
                              sizeof(*host.log)) != UMADV_OK)
         return;
-    host.log[host.nlog++] = *record;
+    host.log[host.nlog] = *record;
+    host.log[host.nlog++].begun = thread_begun;
 }
 
 /* Called with the lock held: is [ptr, ptr+size) inside one allocation? */
@@ -257,12 +262,13 @@ static umadv_status_t host_driver_version(int *version_p)
     return UMADV_OK;
 }
 
-static umadv_status_t host_set_device(int device)
+static umadv_status_t host_thread_begin(int device)
 {
     if (!device_valid(device)) {
         umadv_error("host backend: no device %d", device);
         return UMADV_ERR_CUDA;
     }
+    thread_begun = 1;
     return UMADV_OK;
 }
 
@@ -747,7 +753,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .device_count       = host_device_count,
     .get_device_props   = host_get_device_props,
     .driver_version     = host_driver_version,
-    .set_device         = host_set_device,
+    .thread_begin         = host_thread_begin,
     .mem_get_info       = host_mem_get_info,
     .malloc_managed     = host_malloc_managed,
     .free               = host_free,

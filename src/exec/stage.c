@@ -254,7 +254,7 @@ static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, int device, uint64_
                                 umadv_pin_pace_t pace, uint64_t *bytes_p, void **base_p)
 {
     uint64_t slots = *bytes_p / slot;
-    umadv_status_t status = ops->set_device(device);
+    umadv_status_t status = ops->thread_begin(device);
 
     if (status != UMADV_OK)
         return status;

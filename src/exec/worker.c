@@ -749,8 +749,8 @@ static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
     const char *failed = NULL;
 
     umadv__numa_bind_thread(e->p.numa);
-    if (e->p.ops->set_device(e->p.device) != UMADV_OK)
-        failed = "set_device";
+    if (e->p.ops->thread_begin(e->p.device) != UMADV_OK)
+        failed = "thread_begin";
     else if (e->p.ops->stream_create(&lane->stream) != UMADV_OK)
         failed = "stream_create";
     if (failed != NULL) {
@@ -849,8 +849,8 @@ void *umadv__exec_monitor_main(void *arg)
     umadv_exec_t *e = arg;
 
     umadv__numa_bind_thread(e->p.numa);
-    if (e->p.ops->set_device(e->p.device) != UMADV_OK) {
-        monitor_fail("set_device");
+    if (e->p.ops->thread_begin(e->p.device) != UMADV_OK) {
+        monitor_fail("thread_begin");
         return NULL;
     }
     pthread_mutex_lock(&e->lock);

@@ -1,0 +1,53 @@
+#!/bin/sh
+# TAP: CUDA graphs under umadv run on a GPU (umadv(7), STREAM CAPTURE).
+# run_graph (CUDA C, no umadv code) replays a chain of kernels over six
+# buffers of 16 MiB under a budget of half of them, staged (cudaMalloc
+# routed); midway it captures the chain into a graph in global mode and
+# launches that: the capture must not be refused or invalidated by
+# umadv's calls, the captured launches are no steps, the graph's launch
+# finds every staged byte restored, and the program prints exactly what
+# it prints without umadv, the host's bits in every buffer. The same
+# with a capture every iteration, and on managed memory. Skipped without
+# a CUDA device.
+. "${top_srcdir:-.}/tests/tap.sh"
+tap_jacobi_on_gpu
+graph=$builddir/tests/run_graph
+tap_require "$graph"
+
+# run NAME [OPTIONS] -- PROGRAM ARGS: NAME.out, .err, .rc and the record NAME.sum
+run() {
+    name=$1
+    shift
+    UMADV_LOG=info "$umadv" run --summary "$tmp/$name.sum" "$@" >"$tmp/$name.out" \
+        2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+}
+key() { # NAME KEY: the record's value
+    sed -n "s/^$2 //p" "$tmp/$1.sum" | head -n 1
+}
+same() { # NAME REFERENCE LABEL: the same output, no error said, a plan that moved data
+    [ "$(rc_of "$1")" -eq 0 ] && cmp -s "$tmp/$2.out" "$tmp/$1.out" &&
+        ! grep -q "umadv: error" "$tmp/$1.err" && [ "$(key "$1" plan)" = ok ] &&
+        [ "$(key "$1" bytes_to_host)" -gt 0 ]
+    ok $? "$3" || { diag "$tmp/$1.out"; diag "$tmp/$1.err"; }
+}
+
+"$graph" --iters 40 --graph-from 20 >"$tmp/plain.out" 2>"$tmp/plain.err"
+echo $? >"$tmp/plain.rc"
+[ "$(rc_of plain)" -eq 0 ] && grep -q "^buffers match$" "$tmp/plain.out"
+ok $? "run_graph without umadv: graphs from iteration 20, the host's bits" ||
+    diag "$tmp/plain.err"
+
+run routed --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20
+same routed plain "umadv run, cudaMalloc routed and staged: a graph captured and launched \
+mid-replay, output identical"
+
+"$graph" --iters 40 --graph-from 20 --recapture >"$tmp/replain.out" 2>"$tmp/replain.err"
+run recapture --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20 --recapture
+same recapture replain "a capture every iteration from 20: output identical"
+
+"$graph" --iters 40 --graph-from 20 --alloc managed >"$tmp/mplain.out" 2>"$tmp/mplain.err"
+run managed --budget 48M -- "$graph" --iters 40 --graph-from 20 --alloc managed
+same managed mplain "on managed memory (evictions migrate): output identical"
+
+tap_done
