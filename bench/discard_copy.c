@@ -1,7 +1,8 @@
 /*
  * discard_copy: what a copy into a discarded managed range leaves for the
  * GPU and for the CPU, made alone or after the range is populated
- * (issue 11).
+ * (issue 11); with --behind, what a discard queued behind unfinished work
+ * on its stream leaves after a right restore.
  *
  * umadv restores a staged section by copying its bytes back from pinned
  * memory into the range it discarded. test_stage_gpu's poisoned plan
@@ -28,13 +29,36 @@
  * cudaMemPrefetchAsync (a UVM eviction and fetch) and the GPU counts
  * again: whether a migration keeps what the copy wrote.
  *
- *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison] [--trip]
+ * With --behind US the ways compared are where the discard is enqueued,
+ * every restore made the right way. Once version 2 is written and its
+ * stream synchronised, a kernel spinning about US microseconds (clock64,
+ * at the GPU's peak clock) is enqueued on the discard's stream, then the
+ * --poison memset; the discard follows right behind them ("behind": its
+ * stream still busy) or once the stream is synchronised ("idle"). The
+ * discard's stream is synchronised after it, and the ranges are restored
+ * on a stream of their own (populated, copied into, synchronised), as
+ * umadv's lanes and synchronous restores do. A discard behind work
+ * returns at once (about 17 us against 110 on an idle stream: the driver
+ * applies it later), and now and then a range restored after it reads
+ * right on the GPU but the host's older copy of its pages on the CPU (a
+ * reproducer of this sequence before the option, H200, driver
+ * 580.159.04, 2026-11-29, six processes at once, 1471 rounds of 16 MiB
+ * each way: behind the memset 15076 pages, 4567 with the restore on the
+ * discard's own stream, behind a 500 us kernel alone 43472, idle none;
+ * the GPU read right every time). So umadv's executor synchronises a
+ * lane's stream before it discards under UMADV_STAGE_POISON
+ * (src/exec/stage.c, DISCARDS ON AN IDLE STREAM).
+ * Each row then also gives the mean time of the discard call.
  *
- * The failure above needed load: run several copies at once (as make
+ *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison] [--trip]
+ *                      [--behind US]
+ *
+ * Both failures above needed load: run several copies at once (as make
  * -j16 check runs the GPU tests). Exit status 0 once measured (what the
  * CPU found is reported, not judged), 77 without a GPU (or one without
  * concurrent managed access), 2 for a bad option.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,10 +74,15 @@
 #define PAGE       4096
 #define POISON     0xDB
 #define MAX_RANGES 4096
+#define MAX_BEHIND 1000000 /* microseconds: a second */
 
-typedef enum way { COPY_ALONE, POPULATE_FIRST, WAYS } way_t;
+/* A run compares two ways: the first two (how the range is restored), or
+ * with --behind the last two (where the discard is enqueued). */
+typedef enum way { COPY_ALONE, POPULATE_FIRST, DISCARD_IDLE, DISCARD_BEHIND, WAYS } way_t;
 
-static const char *const way_names[WAYS] = {"copy", "populate+copy"};
+#define WAYS_COMPARED 2
+
+static const char *const way_names[WAYS] = {"copy", "populate+copy", "idle", "behind"};
 
 /* What a page the CPU read holds. */
 typedef enum found { RIGHT, HOST_OLDER, GPU_OLDER, FOUND_POISON, ZEROS, OTHER, FOUNDS } found_t;
@@ -62,17 +91,21 @@ typedef struct bench {
     uint64_t            size, total; /* a range's bytes, the allocation's */
     size_t              nranges;
     int                 poison, trip;
+    long                behind_us;   /* 0: the restore ways are compared */
+    long long           behind_cycles;
     uint64_t           *alloc;       /* managed */
     uint64_t           *pinned;      /* version 3 of the whole allocation */
     unsigned long long *wrong_dev;   /* the GPU's count of words not version 3 */
     void              **ptrs;        /* the ranges */
     size_t             *sizes;
-    cudaStream_t        stream;
+    cudaStream_t        stream;      /* the discard's */
+    cudaStream_t        restore;     /* --behind's restores */
 } bench_t;
 
 typedef struct tally {
     uint64_t gpu_wrong_words, trip_wrong_words; /* before the trip, after it */
     uint64_t pages[FOUNDS];
+    uint64_t discard_ns;                        /* the discard calls' host time */
 } tally_t;
 
 #define CHECK(fn, args) bench_cuda_check("discard_copy", fn args, #fn)
@@ -82,7 +115,7 @@ static void usage_error(const char *fmt, const char *arg)
     fprintf(stderr, "discard_copy: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: discard_copy [--size BYTES] [--ranges N] [--rounds N] "
-                    "[--poison] [--trip]\n");
+                    "[--poison] [--trip] [--behind US]\n");
     exit(EXIT_USAGE);
 }
 
@@ -131,28 +164,88 @@ static uint64_t gpu_wrong_words(const bench_t *b, uint64_t seed)
     return wrong;
 }
 
-/* One round of @way, with versions @seed, @seed + 1 and @seed + 2. */
-static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
+/* Version @seed on the host's copy of the allocation's pages, @seed + 1
+ * on the GPU's (written there by a kernel, on the discard's stream), and
+ * @seed + 2 in pinned memory. */
+static void versions_write(bench_t *b, uint64_t seed)
+{
+    struct cudaMemLocation gpu = {.type = cudaMemLocationTypeDevice, .id = 0};
+    const uint64_t words = b->total / 8;
+
+    pattern_write(b->alloc, words, seed);
+    pattern_write(b->pinned, words, seed + 2);
+    CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, gpu, 0, b->stream));
+    CHECK(channels_fill, (b->alloc, words, seed + 1, b->stream));
+}
+
+static void poison_if_asked(bench_t *b)
+{
+    if (b->poison)
+        CHECK(cudaMemsetAsync, (b->alloc, POISON, b->total, b->stream));
+}
+
+/* Every range discarded on the discard's stream, the call timed: behind
+ * work it returns before the driver has applied it. */
+static void discard_timed(bench_t *b, tally_t *t)
+{
+    uint64_t start = umadv__now_ns();
+
+    CHECK(cudaMemDiscardBatchAsync, (b->ptrs, b->sizes, b->nranges, 0, b->stream));
+    t->discard_ns += umadv__now_ns() - start;
+}
+
+/* The ranges populated on the GPU, as every umadv restore does first. */
+static void populate(bench_t *b, cudaStream_t stream)
+{
+    struct cudaMemLocation gpu = {.type = cudaMemLocationTypeDevice, .id = 0};
+    size_t first = 0;
+
+    CHECK(cudaMemDiscardAndPrefetchBatchAsync,
+          (b->ptrs, b->sizes, b->nranges, &gpu, &first, 1, 0, stream));
+}
+
+/* Version 3 copied into every range, one cudaMemcpyAsync each. */
+static void copies_back(bench_t *b, cudaStream_t stream)
+{
+    for (size_t r = 0; r < b->nranges; r++)
+        CHECK(cudaMemcpyAsync, (b->ptrs[r], (char *)b->pinned + r * b->size, b->size,
+                                cudaMemcpyDefault, stream));
+}
+
+/* The restore ways: everything on one stream, in order. */
+static void restore_way(bench_t *b, way_t way, tally_t *t)
+{
+    poison_if_asked(b);
+    discard_timed(b, t);
+    if (way == POPULATE_FIRST)
+        populate(b, b->stream);
+    copies_back(b, b->stream);
+    CHECK(cudaStreamSynchronize, (b->stream));
+}
+
+/* The --behind ways: the discard queued behind the spin (and the poison),
+ * or on its stream synchronised; then restored right, on a stream of its
+ * own once the discard's stream is synchronised. */
+static void stream_way(bench_t *b, way_t way, tally_t *t)
+{
+    CHECK(cudaStreamSynchronize, (b->stream)); /* behind the spin alone, not the fill */
+    CHECK(channels_spin, (b->behind_cycles, b->stream));
+    poison_if_asked(b);
+    if (way == DISCARD_IDLE)
+        CHECK(cudaStreamSynchronize, (b->stream));
+    discard_timed(b, t);
+    CHECK(cudaStreamSynchronize, (b->stream));
+    populate(b, b->restore);
+    copies_back(b, b->restore);
+    CHECK(cudaStreamSynchronize, (b->restore));
+}
+
+/* What the GPU and then the CPU find where version @seed + 2 should be. */
+static void round_check(bench_t *b, uint64_t seed, tally_t *t)
 {
     struct cudaMemLocation gpu = {.type = cudaMemLocationTypeDevice, .id = 0};
     struct cudaMemLocation host = {.type = cudaMemLocationTypeHost};
-    const uint64_t words = b->total / 8;
-    size_t first = 0;
 
-    pattern_write(b->alloc, words, seed);          /* the host's copy */
-    pattern_write(b->pinned, words, seed + 2);     /* what the copies bring */
-    CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, gpu, 0, b->stream));
-    CHECK(channels_fill, (b->alloc, words, seed + 1, b->stream));
-    if (b->poison)
-        CHECK(cudaMemsetAsync, (b->alloc, POISON, b->total, b->stream));
-    CHECK(cudaMemDiscardBatchAsync, (b->ptrs, b->sizes, b->nranges, 0, b->stream));
-    if (way == POPULATE_FIRST)
-        CHECK(cudaMemDiscardAndPrefetchBatchAsync,
-              (b->ptrs, b->sizes, b->nranges, &gpu, &first, 1, 0, b->stream));
-    for (size_t r = 0; r < b->nranges; r++)
-        CHECK(cudaMemcpyAsync, (b->ptrs[r], (char *)b->pinned + r * b->size, b->size,
-                                cudaMemcpyDefault, b->stream));
-    CHECK(cudaStreamSynchronize, (b->stream));
     t->gpu_wrong_words += gpu_wrong_words(b, seed + 2);
     if (b->trip) {
         CHECK(cudaMemPrefetchAsync, (b->alloc, b->total, host, 0, b->stream));
@@ -161,6 +254,27 @@ static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
     }
     for (uint64_t pg = 0; pg < b->total / PAGE; pg++)
         t->pages[page_found(b, pg, seed)]++;
+}
+
+/* One round of @way, with versions @seed, @seed + 1 and @seed + 2. */
+static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
+{
+    versions_write(b, seed);
+    if (way == DISCARD_IDLE || way == DISCARD_BEHIND)
+        stream_way(b, way, t);
+    else
+        restore_way(b, way, t);
+    round_check(b, seed, t);
+}
+
+/* The spin's clocks for --behind's microseconds, at the GPU's peak clock
+ * (kHz): under it the spin lasts longer, never shorter. */
+static void behind_cycles_set(bench_t *b)
+{
+    int khz = 0;
+
+    CHECK(cudaDeviceGetAttribute, (&khz, cudaDevAttrClockRate, 0));
+    b->behind_cycles = (long long)b->behind_us * khz / 1000;
 }
 
 static void setup(bench_t *b)
@@ -184,66 +298,107 @@ static void setup(bench_t *b)
     CHECK(cudaMallocHost, ((void **)&b->pinned, b->total));
     CHECK(cudaMalloc, ((void **)&b->wrong_dev, sizeof(*b->wrong_dev)));
     CHECK(cudaStreamCreateWithFlags, (&b->stream, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags, (&b->restore, cudaStreamNonBlocking));
     for (size_t r = 0; r < b->nranges; r++) {
         b->ptrs[r] = (char *)b->alloc + r * b->size;
         b->sizes[r] = (size_t)b->size;
     }
+    if (b->behind_us > 0)
+        behind_cycles_set(b);
 }
 
-static void row_print(way_t way, const bench_t *b, int rounds, const tally_t *t)
+/* --behind's microseconds, all of @v a decimal number from 1 to MAX_BEHIND. */
+static long behind_parse(const char *v)
 {
-    printf("%-14s %7zu %12llu %12llu %9llu %9llu %9llu %9llu %9llu %9llu\n", way_names[way],
-           b->nranges * (size_t)rounds, (unsigned long long)t->gpu_wrong_words,
-           (unsigned long long)t->trip_wrong_words,
-           (unsigned long long)t->pages[RIGHT], (unsigned long long)t->pages[HOST_OLDER],
-           (unsigned long long)t->pages[GPU_OLDER], (unsigned long long)t->pages[FOUND_POISON],
-           (unsigned long long)t->pages[ZEROS], (unsigned long long)t->pages[OTHER]);
+    char *end = NULL;
+    long us;
+
+    errno = 0;
+    us = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || us < 1 || us > MAX_BEHIND)
+        usage_error("invalid --behind '%s' (microseconds, 1 to 1000000)", v);
+    return us;
 }
 
-int main(int argc, char **argv)
+static void options_parse(int argc, char **argv, bench_t *b, int *rounds)
 {
-    bench_t b = {.size = UINT64_C(2) << 20, .nranges = 64};
-    tally_t tallies[WAYS] = {{0}};
-    struct cudaDeviceProp prop;
-    int rounds = 20, driver = 0;
-
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
         if (strcmp(argv[i], "--poison") == 0 || strcmp(argv[i], "--trip") == 0) {
-            *(argv[i][2] == 'p' ? &b.poison : &b.trip) = 1;
+            *(argv[i][2] == 'p' ? &b->poison : &b->trip) = 1;
             continue;
         }
         if (strcmp(argv[i], "--size") == 0 && v != NULL) {
-            if (umadv_size_parse(v, &b.size) != UMADV_OK || b.size == 0 || b.size % PAGE != 0)
+            if (umadv_size_parse(v, &b->size) != UMADV_OK || b->size == 0 || b->size % PAGE != 0)
                 usage_error("invalid --size '%s' (bytes, a multiple of 4 KiB)", v);
         } else if (strcmp(argv[i], "--ranges") == 0 && v != NULL) {
-            b.nranges = (size_t)atoi(v);
-            if (b.nranges < 1 || b.nranges > MAX_RANGES)
+            b->nranges = (size_t)atoi(v);
+            if (b->nranges < 1 || b->nranges > MAX_RANGES)
                 usage_error("invalid --ranges '%s' (1 to 4096)", v);
         } else if (strcmp(argv[i], "--rounds") == 0 && v != NULL) {
-            rounds = atoi(v);
-            if (rounds < 1 || rounds > 10000)
+            *rounds = atoi(v);
+            if (*rounds < 1 || *rounds > 10000)
                 usage_error("invalid --rounds '%s' (1 to 10000)", v);
+        } else if (strcmp(argv[i], "--behind") == 0 && v != NULL) {
+            b->behind_us = behind_parse(v);
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
         i++;
     }
-    b.total = b.size * b.nranges;
-    setup(&b);
+}
+
+static void header_print(const bench_t *b, int rounds)
+{
+    struct cudaDeviceProp prop;
+    int driver = 0;
+
     CHECK(cudaGetDeviceProperties, (&prop, 0));
     CHECK(cudaDriverGetVersion, (&driver));
-    for (int r = 0; r < rounds; r++) {
-        for (int w = 0; w < WAYS; w++)
-            round_run(&b, (way_t)w, (uint64_t)(r * WAYS + w) * 3 + 1, &tallies[w]);
-    }
     printf("discard_copy: %s, driver %d; %zu ranges of %.2f MiB, %d rounds, poison %s, "
-           "trip %s\n", prop.name, driver, b.nranges, (double)b.size / 1048576.0, rounds,
-           b.poison ? "on" : "off", b.trip ? "on" : "off");
-    printf("%-14s %7s %12s %12s %9s %9s %9s %9s %9s %9s\n", "way", "ranges", "GPU wrong",
+           "trip %s", prop.name, driver, b->nranges, (double)b->size / 1048576.0, rounds,
+           b->poison ? "on" : "off", b->trip ? "on" : "off");
+    if (b->behind_us > 0)
+        printf(", behind %ld us (%lld clocks)", b->behind_us, b->behind_cycles);
+    printf("\n%-14s %7s %12s %12s %9s %9s %9s %9s %9s %9s", "way", "ranges", "GPU wrong",
            "after trip", "CPU right", "host old", "GPU old", "poison", "zeros", "other");
-    for (int w = 0; w < WAYS; w++)
-        row_print((way_t)w, &b, rounds, &tallies[w]);
+    if (b->behind_us > 0)
+        printf(" %10s", "discard us");
+    printf("\n");
+}
+
+static void row_print(way_t way, const bench_t *b, int rounds, const tally_t *t)
+{
+    printf("%-14s %7zu %12llu %12llu %9llu %9llu %9llu %9llu %9llu %9llu", way_names[way],
+           b->nranges * (size_t)rounds, (unsigned long long)t->gpu_wrong_words,
+           (unsigned long long)t->trip_wrong_words,
+           (unsigned long long)t->pages[RIGHT], (unsigned long long)t->pages[HOST_OLDER],
+           (unsigned long long)t->pages[GPU_OLDER], (unsigned long long)t->pages[FOUND_POISON],
+           (unsigned long long)t->pages[ZEROS], (unsigned long long)t->pages[OTHER]);
+    if (b->behind_us > 0)
+        printf(" %10.1f", (double)t->discard_ns / 1e3 / rounds);
+    printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {.size = UINT64_C(2) << 20, .nranges = 64};
+    tally_t tallies[WAYS_COMPARED] = {{0}};
+    int rounds = 20;
+    way_t first;
+
+    options_parse(argc, argv, &b, &rounds);
+    b.total = b.size * b.nranges;
+    first = b.behind_us > 0 ? DISCARD_IDLE : COPY_ALONE;
+    setup(&b);
+    for (int r = 0; r < rounds; r++) {
+        for (int w = 0; w < WAYS_COMPARED; w++)
+            round_run(&b, (way_t)(first + w), (uint64_t)(r * WAYS_COMPARED + w) * 3 + 1,
+                      &tallies[w]);
+    }
+    header_print(&b, rounds);
+    for (int w = 0; w < WAYS_COMPARED; w++)
+        row_print((way_t)(first + w), &b, rounds, &tallies[w]);
     return 0;
 }

@@ -2,6 +2,8 @@
  * The GPU side of bench/evict_channels' integrity check: fill before an
  * eviction, count mismatches after a restore, both where the data should
  * be (on the GPU), so checking costs milliseconds and moves nothing.
+ * The spin keeps bench/discard_copy's stream busy without touching the
+ * range it measures.
  */
 #include <cuda_runtime.h>
 
@@ -30,6 +32,14 @@ __global__ static void count_mismatches(const uint64_t *p, size_t n, uint64_t se
         atomicAdd(count, bad);
 }
 
+__global__ static void spin(long long cycles)
+{
+    long long start = clock64();
+
+    while (clock64() - start < cycles)
+        ;
+}
+
 extern "C" int channels_fill(uint64_t *p, size_t n, uint64_t seed, void *stream)
 {
     fill<<<GRID, BLOCK, 0, (cudaStream_t)stream>>>(p, n, seed);
@@ -40,5 +50,11 @@ extern "C" int channels_count_mismatches(const uint64_t *p, size_t n, uint64_t s
                                          unsigned long long *count_dev, void *stream)
 {
     count_mismatches<<<GRID, BLOCK, 0, (cudaStream_t)stream>>>(p, n, seed, count_dev);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int channels_spin(long long cycles, void *stream)
+{
+    spin<<<1, 1, 0, (cudaStream_t)stream>>>(cycles);
     return (int)cudaGetLastError();
 }

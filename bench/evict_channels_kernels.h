@@ -1,7 +1,8 @@
 /*
  * Kernels of bench/evict_channels: fill a managed range with a pattern and
  * count the words that differ from it. The pattern is defined here once,
- * for the GPU and for the host check of the staging buffer alike.
+ * for the GPU and for the host check of the staging buffer alike. Also
+ * bench/discard_copy's spin, work a stream is still busy with.
  */
 #ifndef UMADV_BENCH_EVICT_CHANNELS_KERNELS_H
 #define UMADV_BENCH_EVICT_CHANNELS_KERNELS_H
@@ -39,6 +40,11 @@ int channels_fill(uint64_t *p, size_t n, uint64_t seed, void *stream);
  * differ from the pattern, on @stream. Returns the launch's cudaError_t. */
 int channels_count_mismatches(const uint64_t *p, size_t n, uint64_t seed,
                               unsigned long long *count_dev, void *stream);
+
+/* One thread spinning @cycles clocks (clock64) on @stream, touching no
+ * memory: what a call enqueued after it is queued behind. Returns the
+ * launch's cudaError_t. */
+int channels_spin(long long cycles, void *stream);
 
 #ifdef __cplusplus
 }
