@@ -73,11 +73,12 @@ static void test_migration(umadv_context_t ctx, int device, umadv_stream_t strea
 /* The calling thread's stream capture mode. */
 static int thread_mode(void)
 {
-    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal, had;
 
     cudaThreadExchangeStreamCaptureMode(&mode); /* mode: the thread's */
+    had = mode;
     cudaThreadExchangeStreamCaptureMode(&mode); /* and back */
-    return (int)mode;
+    return (int)had;
 }
 
 static void *begun_thread(void *arg)

@@ -29,24 +29,32 @@ same() { # NAME REFERENCE LABEL: the same output, no error said, a plan that mov
     [ "$(rc_of "$1")" -eq 0 ] && cmp -s "$tmp/$2.out" "$tmp/$1.out" &&
         ! grep -q "umadv: error" "$tmp/$1.err" && [ "$(key "$1" plan)" = ok ] &&
         [ "$(key "$1" bytes_to_host)" -gt 0 ]
-    ok $? "$3" || { diag "$tmp/$1.out"; diag "$tmp/$1.err"; }
+    ok $? "$3" ||
+        { diag "$tmp/$1.out"; diag "$tmp/$1.err" 100; diag "$tmp/$1.sum"; diag "$tmp/$1.rc"; }
 }
 
-"$graph" --iters 40 --graph-from 20 >"$tmp/plain.out" 2>"$tmp/plain.err"
-echo $? >"$tmp/plain.rc"
-[ "$(rc_of plain)" -eq 0 ] && grep -q "^buffers match$" "$tmp/plain.out"
-ok $? "run_graph without umadv: graphs from iteration 20, the host's bits" ||
-    diag "$tmp/plain.err"
+# plain NAME LABEL ARGS: run_graph without umadv, the host's bits in every buffer
+plain() {
+    name=$1
+    label=$2
+    shift 2
+    "$graph" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+    [ "$(rc_of "$name")" -eq 0 ] && grep -q "^buffers match$" "$tmp/$name.out"
+    ok $? "run_graph without umadv, $label: the host's bits" ||
+        { diag "$tmp/$name.out"; diag "$tmp/$name.err"; }
+}
 
+plain plain "graphs from iteration 20" --iters 40 --graph-from 20
 run routed --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20
 same routed plain "umadv run, cudaMalloc routed and staged: a graph captured and launched \
 mid-replay, output identical"
 
-"$graph" --iters 40 --graph-from 20 --recapture >"$tmp/replain.out" 2>"$tmp/replain.err"
+plain replain "a capture every iteration from 20" --iters 40 --graph-from 20 --recapture
 run recapture --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20 --recapture
 same recapture replain "a capture every iteration from 20: output identical"
 
-"$graph" --iters 40 --graph-from 20 --alloc managed >"$tmp/mplain.out" 2>"$tmp/mplain.err"
+plain mplain "on managed memory" --iters 40 --graph-from 20 --alloc managed
 run managed --budget 48M -- "$graph" --iters 40 --graph-from 20 --alloc managed
 same managed mplain "on managed memory (evictions migrate): output identical"
 
