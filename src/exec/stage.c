@@ -42,9 +42,8 @@
  * the discard is issued only once the copies are known to be
  * complete (with one synchronisation, a copy that failed asynchronously
  * would be found after its range was discarded: the data lost); under
- * UMADV_STAGE_POISON a memset of each range comes before it, and a
- * synchronisation before the discard (a discard is never enqueued behind
- * work still running on its stream: DISCARDS ON AN IDLE STREAM). In:
+ * UMADV_STAGE_POISON a memset of each range comes before it (every
+ * discard waits for its stream first: DISCARDS ON AN IDLE STREAM). In:
  * cudaMemDiscardAndPrefetchBatchAsync of the pieces to the GPU (populates
  * them there without moving stale host pages), then the copies back, one
  * synchronisation; in runs, populated on a stream of the lane's own while
@@ -845,12 +844,35 @@ umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, 
     return status;
 }
 
+/*
+ * DISCARDS ON AN IDLE STREAM. A cudaMemDiscardBatchAsync enqueued behind
+ * a kernel or a memset still running on its stream returns at once (11
+ * us against 136 on an idle stream: the driver applies it later), and
+ * then, now and then, a range restored after the stream's
+ * synchronisation (populated by cudaMemDiscardAndPrefetchBatchAsync,
+ * copied into, synchronised) is right on the GPU but reads the host's
+ * older copy of its pages on the CPU, and a migration to the host and
+ * back loses what the restore wrote: bench/discard_copy --behind 500
+ * --trip, six at once, 1500 rounds of 16 MiB each way (H200, driver
+ * 580.159.04, 2026-11-29): behind the kernel, 454,692 of 6.1 million
+ * pages stale on the CPU and 7.4% of the words wrong after the trip;
+ * on an idle stream, behind another discard, or with the population
+ * (not the discard) behind a kernel, none. test_stage_gpu's poisoned
+ * variants failed so under load (1 of 81 runs without any CPU read of
+ * staged data), their discards behind the poison's memsets. So every
+ * discard waits for its stream first: the lanes' are idle there (each
+ * call ends synchronised, step ends are waited for on the host) but for
+ * the poison's memsets and a call that failed.
+ */
 static umadv_status_t discard_call(void *arg, void **ptrs, size_t *sizes, size_t n,
                                    umadv_stream_t stream)
 {
     const umadv_exec_t *e = arg;
+    umadv_status_t status = e->p.ops->stream_synchronize(stream);
 
-    return e->p.ops->discard_batch(ptrs, sizes, n, stream);
+    if (status == UMADV_OK)
+        status = e->p.ops->discard_batch(ptrs, sizes, n, stream);
+    return status;
 }
 
 static umadv_status_t populate_call(void *arg, void **ptrs, size_t *sizes, size_t n,
@@ -862,27 +884,9 @@ static umadv_status_t populate_call(void *arg, void **ptrs, size_t *sizes, size_
 }
 
 /* The lane's @n ranges (ranges()) discarded on its stream. Under
- * UMADV_STAGE_POISON each is filled with the poison first, and the
- * memsets waited for before the discard is issued: a discarded range may
- * go on reading its old bytes, and a read that should have waited for a
- * restore would then go unseen.
- *
- * DISCARDS ON AN IDLE STREAM. A cudaMemDiscardBatchAsync enqueued behind
- * work still running on its stream returns at once (17 us against 110
- * on an idle stream: the driver applies it later), and then, now and
- * then, a range restored after the stream's synchronisation (populated
- * by cudaMemDiscardAndPrefetchBatchAsync, copied into, synchronised) is
- * right on the GPU but reads the host's older copy of its pages on the
- * CPU (H200, driver 580.159.04, 2026-11-29, six processes at once, 1471
- * rounds of 16 MiB each way: behind a memset 15076 stale pages of
- * 6.0 million, 4567 with the restore on the discard's own stream,
- * behind a kernel alone 43472; synchronised first, none; the GPU read
- * right every time; bench/discard_copy --behind). test_stage_gpu's
- * poisoned variants failed so under load, without any CPU read of a
- * staged section (1 of 81 runs, a synchronous restore's section, every
- * page an older version). The lanes' streams are otherwise idle when
- * they discard (each call ends synchronised; they wait for step ends on
- * the host). */
+ * UMADV_STAGE_POISON each is filled with the poison first, in stream
+ * order: a discarded range may go on reading its old bytes, and a read
+ * that should have waited for a restore would then go unseen. */
 static int poisons(const umadv_exec_t *e)
 {
     return e->p.stage_poison && e->p.ops->memset_async != NULL;
@@ -898,8 +902,6 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
         status = e->p.ops->memset_async(lane->batch_ptrs[i], UMADV_CUDA_HOST_POISON,
                                         lane->batch_sizes[i], lane->stream);
     own_copies--;
-    if (status == UMADV_OK && poisons(e) && n > 0) /* DISCARDS ON AN IDLE STREAM */
-        status = e->p.ops->stream_synchronize(lane->stream);
     if (status == UMADV_OK)
         status = umadv__exec_in_calls(piece, lane->batch_ptrs, lane->batch_sizes, n,
                                       discard_call, e, lane->stream);
