@@ -29,26 +29,31 @@
  * cudaMemPrefetchAsync (a UVM eviction and fetch) and the GPU counts
  * again: whether a migration keeps what the copy wrote.
  *
- * With --behind US the ways compared are where the discard is enqueued,
- * every restore made the right way. Once version 2 is written and its
- * stream synchronised, a kernel spinning about US microseconds (clock64,
- * at the GPU's peak clock) is enqueued on the discard's stream, then the
- * --poison memset; the discard follows right behind them ("behind": its
- * stream still busy) or once the stream is synchronised ("idle"). The
- * discard's stream is synchronised after it, and the ranges are restored
- * on a stream of their own (populated, copied into, synchronised), as
- * umadv's lanes and synchronous restores do. A discard behind work
- * returns at once (about 17 us against 110 on an idle stream: the driver
- * applies it later), and now and then a range restored after it reads
- * right on the GPU but the host's older copy of its pages on the CPU (a
- * reproducer of this sequence before the option, H200, driver
- * 580.159.04, 2026-11-29, six processes at once, 1471 rounds of 16 MiB
- * each way: behind the memset 15076 pages, 4567 with the restore on the
- * discard's own stream, behind a 500 us kernel alone 43472, idle none;
- * the GPU read right every time). So umadv's executor synchronises a
- * lane's stream before it discards under UMADV_STAGE_POISON
- * (src/exec/stage.c, DISCARDS ON AN IDLE STREAM).
- * Each row then also gives the mean time of the discard call.
+ * With --behind US the ways compared are what the discard, or the
+ * restore's population, is enqueued behind, every restore made the right
+ * way. Once version 2 is written and its stream synchronised, a kernel
+ * spinning about US microseconds (clock64, at the GPU's peak clock) is
+ * enqueued on the discard's stream, then the --poison memset; the
+ * discard follows right behind them ("behind": its stream still busy),
+ * once the stream is synchronised ("idle"), or once it is synchronised
+ * and a discard of half the ranges is enqueued before it
+ * ("after-discard": umadv's discards in pieces). The discard's stream is
+ * synchronised after it, and the ranges are restored on a stream of
+ * their own (populated, copied into, synchronised), as umadv's lanes and
+ * synchronous restores do; in "populate-behind" the discard's stream is
+ * idle and the spin is enqueued before the population instead; in
+ * "beside" the spin runs on the restore's stream while the discard is
+ * made on its idle one (a lane's discard while the application's kernels
+ * run; not yet run on a GPU). Measured
+ * (H200, driver 580.159.04, 2026-11-29, six copies at once, --size 2M
+ * --ranges 8 --rounds 250 --trip --behind 500): behind, the discard call
+ * returns at once (11 us against 136 idle: the driver applies it later),
+ * 454,692 of 6.1 million pages read the host's older copy on the CPU
+ * and, after the trip, 7.4% of the words are wrong on the GPU; idle,
+ * after-discard and populate-behind, none. So umadv's executor
+ * synchronises a stream before every discard (src/exec/stage.c,
+ * DISCARDS ON AN IDLE STREAM). Each row then also gives the mean time
+ * of the discard call.
  *
  *   bench/discard_copy [--size BYTES] [--ranges N] [--rounds N] [--poison] [--trip]
  *                      [--behind US]
@@ -76,13 +81,17 @@
 #define MAX_RANGES 4096
 #define MAX_BEHIND 1000000 /* microseconds: a second */
 
-/* A run compares two ways: the first two (how the range is restored), or
- * with --behind the last two (where the discard is enqueued). */
-typedef enum way { COPY_ALONE, POPULATE_FIRST, DISCARD_IDLE, DISCARD_BEHIND, WAYS } way_t;
+/* A run compares the restore ways (how the range is restored), or with
+ * --behind the stream ways (what the discard, or the restore's
+ * population, is enqueued behind). */
+typedef enum way {
+    COPY_ALONE, POPULATE_FIRST, RESTORE_WAYS_END,
+    DISCARD_IDLE = RESTORE_WAYS_END, DISCARD_BEHIND, DISCARD_AFTER_DISCARD, POPULATE_BEHIND,
+    DISCARD_BESIDE, WAYS
+} way_t;
 
-#define WAYS_COMPARED 2
-
-static const char *const way_names[WAYS] = {"copy", "populate+copy", "idle", "behind"};
+static const char *const way_names[WAYS] = {"copy", "populate+copy", "idle", "behind",
+                                            "after-discard", "populate-behind", "beside"};
 
 /* What a page the CPU read holds. */
 typedef enum found { RIGHT, HOST_OLDER, GPU_OLDER, FOUND_POISON, ZEROS, OTHER, FOUNDS } found_t;
@@ -229,12 +238,17 @@ static void restore_way(bench_t *b, way_t way, tally_t *t)
 static void stream_way(bench_t *b, way_t way, tally_t *t)
 {
     CHECK(cudaStreamSynchronize, (b->stream)); /* behind the spin alone, not the fill */
-    CHECK(channels_spin, (b->behind_cycles, b->stream));
+    /* beside: the spin runs on the other stream while the discard's is idle */
+    CHECK(channels_spin, (b->behind_cycles, way == DISCARD_BESIDE ? b->restore : b->stream));
     poison_if_asked(b);
-    if (way == DISCARD_IDLE)
+    if (way != DISCARD_BEHIND)
         CHECK(cudaStreamSynchronize, (b->stream));
+    if (way == DISCARD_AFTER_DISCARD) /* umadv's discards in pieces: one behind another */
+        CHECK(cudaMemDiscardBatchAsync, (b->ptrs, b->sizes, b->nranges / 2, 0, b->stream));
     discard_timed(b, t);
     CHECK(cudaStreamSynchronize, (b->stream));
+    if (way == POPULATE_BEHIND) /* a restore queued behind its stream's work */
+        CHECK(channels_spin, (b->behind_cycles, b->restore));
     populate(b, b->restore);
     copies_back(b, b->restore);
     CHECK(cudaStreamSynchronize, (b->restore));
@@ -260,7 +274,7 @@ static void round_check(bench_t *b, uint64_t seed, tally_t *t)
 static void round_run(bench_t *b, way_t way, uint64_t seed, tally_t *t)
 {
     versions_write(b, seed);
-    if (way == DISCARD_IDLE || way == DISCARD_BEHIND)
+    if (way >= RESTORE_WAYS_END)
         stream_way(b, way, t);
     else
         restore_way(b, way, t);
@@ -384,21 +398,21 @@ static void row_print(way_t way, const bench_t *b, int rounds, const tally_t *t)
 int main(int argc, char **argv)
 {
     bench_t b = {.size = UINT64_C(2) << 20, .nranges = 64};
-    tally_t tallies[WAYS_COMPARED] = {{0}};
+    tally_t tallies[WAYS] = {{0}};
     int rounds = 20;
-    way_t first;
+    way_t first, end;
 
     options_parse(argc, argv, &b, &rounds);
     b.total = b.size * b.nranges;
-    first = b.behind_us > 0 ? DISCARD_IDLE : COPY_ALONE;
+    first = b.behind_us > 0 ? RESTORE_WAYS_END : COPY_ALONE;
+    end = b.behind_us > 0 ? WAYS : RESTORE_WAYS_END;
     setup(&b);
     for (int r = 0; r < rounds; r++) {
-        for (int w = 0; w < WAYS_COMPARED; w++)
-            round_run(&b, (way_t)(first + w), (uint64_t)(r * WAYS_COMPARED + w) * 3 + 1,
-                      &tallies[w]);
+        for (way_t w = first; w < end; w++)
+            round_run(&b, w, (uint64_t)(r * WAYS + w) * 3 + 1, &tallies[w]);
     }
     header_print(&b, rounds);
-    for (int w = 0; w < WAYS_COMPARED; w++)
-        row_print((way_t)(first + w), &b, rounds, &tallies[w]);
+    for (way_t w = first; w < end; w++)
+        row_print(w, &b, rounds, &tallies[w]);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # TAP: bench/discard_copy refuses bad options with a usage error; on a GPU
 # it prints a row per way, every page the CPU read counted once (with
-# --behind the idle and behind ways, each with its discard call's time),
+# --behind the stream ways, each with its discard call's time),
 # and without one it says so and exits 77 (a skip here, never a pass).
 . "${top_srcdir:-.}/tests/tap.sh"
 
@@ -38,11 +38,13 @@ if tap_bench_ran $status; then
 
     "$bench" --size 2M --ranges 4 --rounds 2 --poison --behind 100 >"$tmp/out" 2>"$tmp/err"
     ok $? "--behind 100 runs on the GPU" || diag "$tmp/err"
-    # the idle and behind rows, pages counted once, a discard time last
-    awk '$1 ~ /^(idle|behind)$/ { n++; s = 0; for (i = 5; i < NF; i++) s += $i
-                                  if ($2 != 8 || s != 8 * 512 || $NF <= 0) bad = 1 }
-         END { exit n != 2 || bad }' "$tmp/out"
-    ok $? "--behind: an idle and a behind row, every page counted once" || diag "$tmp/out"
+    # the stream ways' rows, pages counted once, a discard time last
+    awk '$1 ~ /^(idle|behind|after-discard|populate-behind|beside)$/ {
+             n++; s = 0; for (i = 5; i < NF; i++) s += $i
+             if ($2 != 8 || s != 8 * 512 || $NF <= 0) bad = 1 }
+         END { exit n != 5 || bad }' "$tmp/out"
+    ok $? "--behind: a row per stream way (idle, behind, after-discard, populate-behind, beside), \
+every page counted once" || diag "$tmp/out"
 fi
 
 tap_done
