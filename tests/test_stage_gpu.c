@@ -21,9 +21,13 @@
  * while the application runs (params.call_piece_bytes, UMADV_LANE_PIECE).
  * A section that ends with other bits is told with what its pages hold
  * and the history of the calls on it (A HISTORY, below): the poisoned
- * plan failed so only under load, 10 of 168 runs twelve at once (H200,
- * 2026-11-29), each time a section whose last call was a synchronous
- * restore's copy into the discarded range, which now populates first.
+ * variants failed so only under load (H200, 2026-11-29: 10 of 168 runs
+ * twelve at once; after every restore populated first, 1 of 81 without
+ * the CPU reads), a section whose discard had been enqueued right behind
+ * the poison's memset: the driver applies such a discard late, and the
+ * range, restored right, read the host's older copy on the CPU. Every
+ * discard now waits for its stream first (exec/stage.c, DISCARDS ON AN
+ * IDLE STREAM): 24 runs twelve at once, none failed.
  */
 #include <umadv.h>
 
