@@ -750,12 +750,41 @@ static void test_follow(void)
     umadv_context_destroy(ctx);
 }
 
+/* The iteration's three launches, with correlation ids from @corr;
+ * @args for the first and @args_b for the others as each test says. */
+typedef void (*three_launches_fn)(uint32_t corr, void **args, void **args_b);
+
+/* The profiled iteration, then the timing pass, each of @launches and
+ * their three kernels; planned after the first. */
+static void profiled_and_timed(umadv_context_t ctx, three_launches_fn launches, void **args,
+                               void **args_b)
+{
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            umadv_profile_next_iteration(ctx);
+        umadv_iteration_begin(ctx);
+        launches(10 + 100 * (uint32_t)i, args, args_b);
+        for (uint32_t k = 0; k < 3; k++)
+            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
+        if (i == 0)
+            umadv_plan(ctx);
+    }
+}
+
+static const char nccl[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgs4K";
+
+static void nccl_launches(uint32_t corr, void **args, void **args_b)
+{
+    runtime_launch("k1", corr, args, 0);
+    runtime_launch(nccl, corr + 1, args_b, 0);
+    runtime_launch("k3", corr + 2, args, 0);
+}
+
 /* Hidden readers (replay.c, HIDDEN READERS): an NCCL kernel, followed as
  * the step it was profiled as, pauses staging for the rest of the
  * iteration where no block is held (no guard), and not where one is. */
 static void test_follow_hidden_reader(void)
 {
-    static const char nccl[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgs4K";
     void *a = NULL, *b = NULL, *args[2], *args_b[2];
     umadv_context_t ctx;
     umadv_exec_t *e;
@@ -764,18 +793,7 @@ static void test_follow_hidden_reader(void)
     ctx = two_block_context(&a, &b, args, args_b);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     log_take();
-    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
-        if (i == 0)
-            umadv_profile_next_iteration(ctx);
-        umadv_iteration_begin(ctx);
-        runtime_launch("k1", 10 + 100 * i, args, 0);
-        runtime_launch(nccl, 11 + 100 * i, args_b, 0);
-        runtime_launch("k3", 12 + 100 * i, args, 0);
-        for (uint32_t k = 0; k < 3; k++)
-            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
-        if (i == 0)
-            umadv_plan(ctx);
-    }
+    profiled_and_timed(ctx, nccl_launches, args, args_b);
     umadv_iteration_begin(ctx);
     e = ctx->replay.exec;
     runtime_launch("k1", 500, args, 0);
@@ -814,6 +832,15 @@ static void captured_launch(const char *symbol, uint32_t corr, void **args, void
     mock.capturing = NULL;
 }
 
+/* k1, a launch captured on STREAM_B, a graph's launch, k3. */
+static void graph_launches(uint32_t corr, void **args, void **args_b)
+{
+    runtime_launch("k1", corr, args, 0);
+    captured_launch("kc", corr + 40, args_b, STREAM_B);
+    graph_launch(corr + 1);
+    runtime_launch("k3", corr + 2, args_b, 0);
+}
+
 /* STREAM CAPTURE (profiler.c): a launch on a capturing stream is no
  * launch now, neither a recorded step nor a followed one, and costs no
  * step of the replay; umadv's calls on the launching thread are made in
@@ -825,29 +852,15 @@ static void test_capture(void)
     void *a = NULL, *b = NULL, *args[2], *args_b[2];
     umadv_context_t ctx;
     umadv_exec_t *e;
-    int plain, steps_ok = 0;
+    int plain;
 
     ctx = two_block_context(&a, &b, args, args_b);
     spy_install(ctx);
     umadv_set_policy(ctx, UMADV_POLICY_PLAN);
     log_take();
-    for (int i = 0; i < 2; i++) { /* the profiled iteration, then the timing pass */
-        if (i == 0)
-            umadv_profile_next_iteration(ctx);
-        umadv_iteration_begin(ctx);
-        runtime_launch("k1", 10 + 100 * i, args, 0);
-        captured_launch("kc", 50 + 100 * i, args_b, STREAM_B);
-        graph_launch(11 + 100 * i);
-        runtime_launch("k3", 12 + 100 * i, args_b, 0);
-        for (uint32_t k = 0; k < 3; k++)
-            queue_kernel(10 + 100 * i + k, 1000 * i + 10 * k, 1000 * i + 10 * k + 5);
-        if (i == 0) {
-            umadv_iteration_begin(ctx); /* the recording ends */
-            steps_ok = ctx->trace.nsteps == 3 && strcmp(ctx->trace.steps[1].name, "graph") == 0;
-            umadv_plan(ctx);
-        }
-    }
-    ok(steps_ok, "recorded: the captured launch is no step, the graph's launch is one");
+    profiled_and_timed(ctx, graph_launches, args, args_b);
+    ok(ctx->trace.nsteps == 3 && strcmp(ctx->trace.steps[1].name, "graph") == 0,
+       "recorded: the captured launch is no step, the graph's launch is one");
     umadv_iteration_begin(ctx);
     e = ctx->replay.exec;
     launch_site("k1", 500, args, STREAM_A, CUPTI_API_ENTER);
