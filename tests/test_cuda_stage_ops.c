@@ -159,6 +159,59 @@ static void test_discards(void)
     H->stream_destroy(st);
 }
 
+/* BUSY STREAMS (host.c): a discard enqueued on a stream with work since
+ * its last synchronisation is counted, whatever the work (a memset, a
+ * copy, a prefetch, a population, a wait); one behind a discard, or
+ * after a synchronisation, is not. */
+static void test_discards_behind_work(void)
+{
+    static const char *const work[] = {"a memset", "a copy", "a prefetch", "a population",
+                                       "a wait on an event"};
+    umadv_cuda_host_counters_t c0, c1;
+    unsigned char *m = NULL;
+    void *ptrs[1];
+    size_t sizes[1] = {4096};
+    umadv_stream_t st, other;
+    umadv_event_t ev;
+    int counted = 1;
+
+    H->stream_create(&st);
+    H->stream_create(&other);
+    H->event_create(&ev);
+    H->malloc_managed(SIZE, 4096, (void **)&m);
+    ptrs[0] = m;
+    for (size_t w = 0; w < sizeof(work) / sizeof(work[0]); w++) {
+        umadv__cuda_host_counters(&c0);
+        if (w == 0)
+            H->memset_async(m, 0, 4096, st);
+        else if (w == 1)
+            H->memcpy_async(m, m + 4096, 4096, st);
+        else if (w == 2)
+            H->prefetch(m, 4096, 0, st);
+        else if (w == 3)
+            H->discard_and_prefetch_batch(ptrs, sizes, 1, 0, st);
+        else
+            H->stream_wait_event(st, ev);
+        H->discard_batch(ptrs, sizes, 1, other); /* another stream's work is not its */
+        H->discard_batch(ptrs, sizes, 1, st);
+        H->discard_batch(ptrs, sizes, 1, st); /* behind a discard: one more, not two */
+        H->stream_synchronize(st);
+        H->discard_batch(ptrs, sizes, 1, st);
+        umadv__cuda_host_counters(&c1);
+        if (c1.discards_behind_work - c0.discards_behind_work != 2) {
+            counted = 0;
+            diag("behind %s: %llu", work[w],
+                 (unsigned long long)(c1.discards_behind_work - c0.discards_behind_work));
+        }
+    }
+    ok(counted, "a discard behind a memset, a copy, a prefetch, a population or a wait is "
+       "counted, the one after it too; after a synchronisation and on another stream, not");
+    H->free(m, SIZE);
+    H->event_destroy(ev);
+    H->stream_destroy(other);
+    H->stream_destroy(st);
+}
+
 /* Both backends fill the new entries: a table without them would crash
  * the executor's staged calls. */
 static void test_tables(void)
@@ -174,11 +227,12 @@ static void test_tables(void)
 
 int main(void)
 {
-    plan(33);
+    plan(34);
     umadv__cuda_host_reset();
     test_pinned();
     test_copies();
     test_discards();
+    test_discards_behind_work();
     test_device();
     test_tables();
     return exit_status();

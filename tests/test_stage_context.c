@@ -696,11 +696,24 @@ static void test_torch(void)
     umadv_context_destroy(ctx);
 }
 
+/* Every discard the tests above made (staged evictions, dead data, the
+ * poison's, in pieces) went on an idle stream: none behind work still
+ * enqueued there (exec/stage.c, DISCARDS ON AN IDLE STREAM). */
+static void test_discards_on_idle_streams(void)
+{
+    umadv_cuda_host_counters_t c;
+
+    umadv__cuda_host_counters(&c);
+    ok(c.discards > 0 && c.discards_behind_work == 0,
+       "every discard above on an idle stream (%llu discard calls behind work, of %llu ranges)",
+       (unsigned long long)c.discards_behind_work, (unsigned long long)c.discards);
+}
+
 int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3 + 9);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -715,6 +728,7 @@ int main(void)
     test_recorded();
     test_hold();
     test_torch();
+    test_discards_on_idle_streams();
     log_capture_stop();
     return exit_status();
 }

@@ -499,6 +499,8 @@ typedef struct tally {
     uint64_t unseen_held;               /* evictions migrated for an unseen mark */
     uint64_t unpopulated;               /* bytes copied into ranges discarded and not
                                          * populated since (cuda_ops/host.c) */
+    uint64_t discards_behind;           /* discards on a stream with work since its last
+                                         * synchronisation (host.c, BUSY STREAMS) */
 } tally_t;
 
 static int case_setup(app_t *a, umadv_trace_t *t, umadv_schedule_t *s, umadv_window_t *w,
@@ -624,6 +626,7 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->copy_restored += a.sum.copy_restored_bytes;
     y->unseen_held += a.sum.unseen_held_bytes;
     y->unpopulated += c1.unpopulated_copy_bytes - c0.unpopulated_copy_bytes;
+    y->discards_behind += c1.discards_behind_work - c0.discards_behind_work;
     y->aside_cases += a.pin_aside;
     y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
     umadv__schedule_cleanup(&s);
@@ -657,7 +660,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(16 + 4);
+    plan(16 + 4 + 1);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -695,6 +698,8 @@ int main(void)
        (unsigned long long)y.checked, (unsigned long long)y.failing_cases);
     ok(y.unpopulated == 0, "no restore copied into a range it had not populated since its "
        "discard (%llu bytes did)", (unsigned long long)y.unpopulated);
+    ok(y.discards_behind == 0, "every discard on an idle stream (exec/stage.c, DISCARDS ON AN "
+       "IDLE STREAM; %llu behind work)", (unsigned long long)y.discards_behind);
     umadv__cuda_host_counters(&c);
     ok(c.pinned_bytes == 0 && c.managed_bytes == 0, "no pinned (%llu) or managed (%llu) "
        "bytes left", (unsigned long long)c.pinned_bytes, (unsigned long long)c.managed_bytes);

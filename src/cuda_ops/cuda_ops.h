@@ -251,6 +251,9 @@ typedef struct umadv_cuda_host_counters {
     uint64_t unpopulated_copies;      /* memcpy_async into a range discarded and
                                        * not populated since (host.c) */
     uint64_t unpopulated_copy_bytes;  /* the bytes of it in such ranges */
+    uint64_t discards_behind_work;    /* discard_batch calls on a stream with work
+                                       * enqueued since its last synchronisation
+                                       * (host.c, BUSY STREAMS) */
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

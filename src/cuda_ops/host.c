@@ -40,6 +40,10 @@ typedef struct host_buffers {
     uint64_t         *allocs, *frees, *bytes; /* its counters */
 } host_buffers_t;
 
+/* The streams a host backend follows as busy at once (BUSY STREAMS):
+ * more than the executor's lanes, pipes and restore stream. */
+#define HOST_BUSY_STREAMS 64
+
 typedef struct host_event {
     uint64_t time_ns;
     int      recorded;
@@ -60,6 +64,8 @@ static struct {
     int                        logging;
     umadv_cuda_host_record_t  *log;
     size_t                     nlog, log_cap;
+    umadv_stream_t             busy[HOST_BUSY_STREAMS]; /* BUSY STREAMS */
+    size_t                     nbusy;
 } host = {
     .lock          = PTHREAD_MUTEX_INITIALIZER,
     .device_memory = HOST_DEFAULT_MEMORY,
@@ -122,7 +128,46 @@ void umadv__cuda_host_reset(void)
     host.logging = 0;
     host.nlog = 0;
     host.nunpopulated = 0;
+    host.nbusy = 0;
     pthread_mutex_unlock(&host.lock);
+}
+
+/*
+ * BUSY STREAMS. Host work is done when issued, but a GPU's is not: a
+ * stream with work enqueued since its last synchronisation (a copy, a
+ * memset, a prefetch, a population, a wait on an event) would still be
+ * running it. A discard enqueued on such a stream is counted
+ * (discards_behind_work): on a GPU it can lose what a later restore
+ * writes (exec/stage.c, DISCARDS ON AN IDLE STREAM), so tests check that
+ * none is. A discard itself leaves its stream as it was (one behind
+ * another was measured harmless).
+ */
+
+/* Called with the lock held. */
+static size_t busy_index(umadv_stream_t stream)
+{
+    size_t i = 0;
+
+    while (i < host.nbusy && host.busy[i] != stream)
+        i++;
+    return i;
+}
+
+/* Called with the lock held: work enqueued on @stream (the legacy
+ * stream not followed; a full table drops the mark). */
+static void stream_busy(umadv_stream_t stream)
+{
+    if (stream != NULL && busy_index(stream) == host.nbusy && host.nbusy < HOST_BUSY_STREAMS)
+        host.busy[host.nbusy++] = stream;
+}
+
+/* Called with the lock held: @stream synchronised (or gone). */
+static void stream_idle(umadv_stream_t stream)
+{
+    size_t i = busy_index(stream);
+
+    if (i < host.nbusy)
+        host.busy[i] = host.busy[--host.nbusy];
 }
 
 /*
@@ -374,6 +419,7 @@ static umadv_status_t host_prefetch(void *ptr, size_t size, int location,
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_PREFETCH, .ptr = ptr,
                                          .size = size, .location = location,
                                          .stream = stream});
+    stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -406,6 +452,7 @@ static umadv_status_t host_prefetch_batch(void **ptrs, size_t *sizes, size_t cou
     }
     if (stream != NULL && count > 0)
         host.counters.prefetch_batches++;
+    stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -573,6 +620,7 @@ static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
     host.counters.memcpy_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMCPY, .ptr = dst,
                                          .size = size, .stream = stream});
+    stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -593,6 +641,7 @@ static umadv_status_t host_memset_async(void *ptr, int value, size_t size, umadv
     host.counters.memset_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMSET, .ptr = ptr,
                                          .size = size, .location = value, .stream = stream});
+    stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -641,6 +690,7 @@ static umadv_status_t host_discard_batch(void **ptrs, size_t *sizes, size_t coun
         pthread_mutex_unlock(&host.lock);
         return UMADV_ERR_CUDA;
     }
+    host.counters.discards_behind_work += busy_index(stream) < host.nbusy;
     discard_ranges(UMADV_CUDA_CALL_DISCARD, ptrs, sizes, count, 0, stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
@@ -655,6 +705,7 @@ static umadv_status_t host_discard_and_prefetch_batch(void **ptrs, size_t *sizes
         return UMADV_ERR_CUDA;
     }
     discard_ranges(UMADV_CUDA_CALL_DISCARD_PREFETCH, ptrs, sizes, count, location, stream);
+    stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -681,6 +732,9 @@ static umadv_status_t host_stream_destroy(umadv_stream_t stream)
 {
     if (stream == NULL)
         return UMADV_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&host.lock);
+    stream_idle(stream); /* a later stream may get its address */
+    pthread_mutex_unlock(&host.lock);
     free(stream);
     count_handles(&host.counters.streams, -1);
     return UMADV_OK;
@@ -688,7 +742,10 @@ static umadv_status_t host_stream_destroy(umadv_stream_t stream)
 
 static umadv_status_t host_stream_synchronize(umadv_stream_t stream)
 {
-    return UMADV_OK; /* host work is complete when issued */
+    pthread_mutex_lock(&host.lock);
+    stream_idle(stream); /* host work is complete when issued (BUSY STREAMS) */
+    pthread_mutex_unlock(&host.lock);
+    return UMADV_OK;
 }
 
 static umadv_status_t host_event_create(umadv_event_t *event_p)
@@ -726,6 +783,9 @@ static umadv_status_t host_event_record(umadv_event_t event, umadv_stream_t stre
 
 static umadv_status_t host_stream_wait_event(umadv_stream_t stream, umadv_event_t event)
 {
+    pthread_mutex_lock(&host.lock);
+    stream_busy(stream); /* it waits for another stream's work */
+    pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
 
