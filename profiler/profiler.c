@@ -80,7 +80,7 @@ static __thread struct {
  * default, a capture under way on another stream of this thread, or in
  * global mode on any thread, forbids the unsafe ones among them (a
  * synchronisation, a pinning), and they would invalidate it. umadv's
- * own threads run in relaxed mode throughout (exec/exec.c).
+ * own threads run in relaxed mode throughout (cuda_ops.h, thread_begin).
  */
 static int stream_captured(const umadv_profiler_t *prof, void *stream)
 {
@@ -306,7 +306,6 @@ static void launch_follow(umadv_profiler_t *prof, const CUpti_CallbackData *cb,
                           const prof_launch_args_t *la)
 {
     umadv_prof_follow_fn follow = __atomic_load_n(&prof->follow, __ATOMIC_ACQUIRE);
-
     int mode;
 
     if (follow == NULL || !launches_followed(prof))

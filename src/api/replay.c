@@ -36,7 +36,9 @@
  * begins step j at the launch call's entry, so that its fetches complete
  * before the kernel is enqueued, and ends it at the call's exit, with
  * the event on the launch's stream. The first launch that differs stops
- * this for the rest of the iteration (drift).
+ * this for the rest of the iteration (drift). A launch into a capturing
+ * stream is none (profiler.c, STREAM CAPTURE); a graph's launch pauses
+ * staging first (A GRAPH LAUNCH, below).
  *
  * COPIES AND MEMSETS. With staging, a staged range holds no data until
  * restored, and the application may copy or set memory between kernels
@@ -385,6 +387,15 @@ static int launch_is_step(const umadv_trace_t *t, uint32_t j, const char *name, 
  * next: evictions migrate, which UVM keeps coherent with any reader. */
 static const char *const hidden_reader_kernels[] = {"ncclDevKernel", "ncclKernel"};
 
+static int launch_reads_hidden(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < UMADV_ARRAY_SIZE(hidden_reader_kernels); i++) {
+        if (strstr(name, hidden_reader_kernels[i]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
 /* A GRAPH LAUNCH reads whatever its nodes name, and nothing shows them:
  * no launch callback fires for a node, and a kernel, copy or memset
  * captured into it was nothing to umadv when it was captured
@@ -397,15 +408,6 @@ static void graph_guard(umadv_context_t ctx)
         umadv_info("replay: a graph launch reads memory no launch of it names: staging paused "
                    "for the rest of each iteration that launches a graph (what is evicted "
                    "there migrates)");
-}
-
-static int launch_reads_hidden(const char *name)
-{
-    for (size_t i = 0; name != NULL && i < UMADV_ARRAY_SIZE(hidden_reader_kernels); i++) {
-        if (strstr(name, hidden_reader_kernels[i]) != NULL)
-            return 1;
-    }
-    return 0;
 }
 
 static void hidden_reader_guard(umadv_context_t ctx, const char *name, unsigned flags)
