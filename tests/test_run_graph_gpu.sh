@@ -1,14 +1,14 @@
 #!/bin/sh
 # TAP: CUDA graphs under umadv run on a GPU (umadv(7), STREAM CAPTURE).
 # run_graph (CUDA C, no umadv code) replays a chain of kernels over six
-# buffers of 16 MiB under a budget of half of them, staged (cudaMalloc
-# routed); midway it captures the chain into a graph in global mode and
-# launches that: the capture must not be refused or invalidated by
-# umadv's calls, the captured launches are no steps, the graph's launch
-# finds every staged byte restored, and the program prints exactly what
-# it prints without umadv, the host's bits in every buffer. The same
-# with a capture every iteration, and on managed memory. Skipped without
-# a CUDA device.
+# buffers of 16 MiB under a budget of half of them (cudaMalloc routed,
+# which umadv run never stages: evictions migrate); midway it captures
+# the chain into a graph in global mode and launches that: the capture
+# must not be refused or invalidated by umadv's calls, and the program
+# prints exactly what it prints without umadv, the host's bits in every
+# buffer. The same with a capture every iteration, and on managed
+# memory. (tests/test_graph_gpu does the same on staged blocks.)
+# Skipped without a CUDA device.
 . "${top_srcdir:-.}/tests/tap.sh"
 tap_jacobi_on_gpu
 graph=$builddir/tests/run_graph
@@ -47,8 +47,8 @@ plain() {
 
 plain plain "graphs from iteration 20" --iters 40 --graph-from 20
 run routed --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20
-same routed plain "umadv run, cudaMalloc routed and staged: a graph captured and launched \
-mid-replay, output identical"
+same routed plain "umadv run, cudaMalloc routed: a graph captured and launched mid-replay, \
+output identical"
 
 plain replain "a capture every iteration from 20" --iters 40 --graph-from 20 --recapture
 run recapture --managed-malloc --budget 48M -- "$graph" --iters 40 --graph-from 20 --recapture
