@@ -104,13 +104,8 @@ static void chain(float *const buf[NBUF], cudaStream_t stream)
 
 static void host_chain(float *const ref[NBUF])
 {
-    for (int j = 0; j < NBUF; j++) {
-        float *y = ref[(j + 1) % NBUF];
-        const float *x = ref[j];
-
-        for (size_t i = 0; i < BUF_FLOATS; i++)
-            y[i] = 0.5f * y[i] + x[i];
-    }
+    for (int j = 0; j < NBUF; j++)
+        exec_host_scale_add(ref[(j + 1) % NBUF], ref[j], BUF_FLOATS, 0.5f);
 }
 
 static cudaGraphExec_t capture(float *const buf[NBUF], cudaStream_t stream)

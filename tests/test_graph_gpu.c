@@ -51,13 +51,8 @@ static void chain_launch(chain_t *c)
 
 static void host_chain(chain_t *c)
 {
-    for (int j = 0; j < NBUF; j++) {
-        float *y = c->ref[(j + 1) % NBUF];
-        const float *x = c->ref[j];
-
-        for (size_t i = 0; i < BUF_FLOATS; i++)
-            y[i] = 0.5f * y[i] + x[i];
-    }
+    for (int j = 0; j < NBUF; j++)
+        exec_host_scale_add(c->ref[(j + 1) % NBUF], c->ref[j], BUF_FLOATS, 0.5f);
 }
 
 /* The chain captured in global mode and instantiated; the first failure
