@@ -14,6 +14,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api/context.h"
 #include "common/log.h"
@@ -201,7 +203,8 @@ typedef struct tcase {
     {S(REPLAYING_UNTIMED), E(_ev), _sc, S(REPLAYING_UNTIMED), _calls, _after}, \
     {S(REPLAYING), E(_ev), _sc, S(REPLAYING), _calls, _after}, \
     {S(REPLAY_TIMING), E(_ev), _sc, S(REPLAY_TIMING), _calls, _after}, \
-    {S(REPROFILING), E(_ev), _sc, S(REPROFILING), _calls, _after}
+    {S(REPROFILING), E(_ev), _sc, S(REPROFILING), _calls, _after}, \
+    {S(EXITED), E(_ev), _sc, S(EXITED), _calls, _after}
 
 /* A plan, or a policy change, in a state with a trace. */
 #define PLANS(_ev) \
@@ -335,6 +338,20 @@ static const tcase_t cases[] = {
     {S(REPLAYING), E(DESTROY), NO_SCRIPT, S(EMPTY), "teardown", 0},
     {S(REPLAY_TIMING), E(DESTROY), NO_SCRIPT, S(EMPTY), "teardown", 0},
     {S(REPROFILING), E(DESTROY), NO_SCRIPT, S(EMPTY), "drop_kept teardown", 0},
+    {S(EXITED), E(DESTROY), NO_SCRIPT, S(EMPTY), "teardown", 0},
+    /* the process exits: the replay stops for good; blocks still come and go */
+    {S(EMPTY), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(RECORDING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(RECORDED_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(RECORDED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(REPLAYING_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(REPLAYING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(REPLAY_TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(REPROFILING), E(EXIT), NO_SCRIPT, S(EXITED), "drop_kept replay_stop", 0},
+    {S(EXITED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(EXITED), E(ALLOC), NO_SCRIPT, S(EXITED), "replay_alloc", 0},
+    {S(EXITED), E(FREE), NO_SCRIPT, S(EXITED), "replay_free", 0},
 };
 
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -553,6 +570,53 @@ static void test_reprofile_failed(void)
     umadv_context_destroy(ctx); /* re-profiling: the kept profile goes too */
 }
 
+/* The process exits (context.c, PROCESS EXIT): the replay stops, the
+ * executor's threads with it, and iterations after start none; blocks
+ * still come and go. */
+static void test_process_exit(void)
+{
+    void *w, *t = NULL;
+    umadv_context_t ctx = context_replaying(&w);
+
+    umadv__contexts_exit();
+    ok(ctx->life.state == S(EXITED) && ctx->replay.exec == NULL,
+       "the process exits: the replay stopped (%s)", umadv__cycle_state_name(ctx->life.state));
+    umadv_profile_next_iteration(ctx);
+    iteration(ctx, w);
+    iteration(ctx, w);
+    ok(ctx->life.state == S(EXITED) && ctx->replay.exec == NULL && ctx->record_empty == 0 &&
+           umadv_malloc(ctx, SEC, "late", &t) == UMADV_OK && umadv_free(ctx, t) == UMADV_OK,
+       "iterations after it profile and replay nothing; a block is still allocated and freed");
+    umadv_context_destroy(ctx);
+}
+
+/* The exit handler itself, in a child: one registered before the
+ * context's runs after it, and finds the replay stopped. */
+static umadv_context_t exiting;
+
+static void exit_check(void)
+{
+    _exit(exiting->life.state == S(EXITED) && exiting->replay.exec == NULL ? 0 : 3);
+}
+
+static void test_exit_handler(void)
+{
+    pid_t child = fork();
+    int status = -1;
+    void *w;
+
+    if (child == 0) {
+        atexit(exit_check);
+        exiting = context_replaying(&w);
+        exit(exiting->replay.exec != NULL ? 0 : 4);
+    }
+    if (child > 0)
+        waitpid(child, &status, 0);
+    ok(child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "a process that exits replaying: its exit handler stopped the replay (status %#x)",
+       (unsigned)status);
+}
+
 /* Asked for but not given, CUPTI leaves a recording of unmarked steps
  * empty: the plan says why, and the next profile starts afresh. */
 static void test_cupti_lost(void)
@@ -665,11 +729,13 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 3 + 6 + 4);
     test_rows();
     test_coverage();
     test_unsteady();
     test_reprofile_failed();
+    test_process_exit();
+    test_exit_handler();
     test_cupti_lost();
     test_budget_resolved();
     test_bulk();

@@ -22,6 +22,7 @@
 #define UMADV_API_CONTEXT_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <umadv.h>
 
@@ -316,6 +317,10 @@ struct umadv_context {
 
     umadv_ctx_alloc_t      **held;             /* blocks with a hold (context.c, HOLDS) */
     size_t                   nheld, held_cap;
+
+    struct umadv_context    *live_next;        /* the live contexts (context.c,
+                                                * PROCESS EXIT)... */
+    pid_t                    live_pid;         /* ...and the process that made it */
 };
 
 /* ---- context.c ---------------------------------------------------------- */
@@ -325,6 +330,10 @@ struct umadv_context {
  * @ctx is not NULL, @size not 0. */
 umadv_status_t umadv__malloc_stageable(umadv_context_t ctx, size_t size, const char *tag,
                                        void **ptr_p);
+
+/* What the exit handler does (context.c, PROCESS EXIT): every live
+ * context told that the process exits. Tests call it directly. */
+void umadv__contexts_exit(void);
 
 /* ---- record.c: the recorder (a leaf of the life cycle) ---------------- */
 

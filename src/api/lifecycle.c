@@ -287,6 +287,22 @@ static life_ev_t act_teardown_kept(umadv_context_t ctx, alloc_t *a)
     return E(NONE);
 }
 
+/* The process exits: the executor's threads end (staged data restored)
+ * while CUDA still runs, and nothing starts them again. */
+static life_ev_t act_exit(umadv_context_t ctx, alloc_t *a)
+{
+    L(ctx)->replay_stop(ctx);
+    return E(NONE);
+}
+
+/* ...and no re-profile will want the last good profile back. */
+static life_ev_t act_exit_kept(umadv_context_t ctx, alloc_t *a)
+{
+    L(ctx)->drop_kept(ctx);
+    L(ctx)->replay_stop(ctx);
+    return E(NONE);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 #define ROW(_state, _event, _action, _next) \
@@ -366,6 +382,8 @@ static const umadv_cycle_row_t life_table[] = {
     ROW(ANY,               FREE,            act_free,               ANY),
     ROW(REPROFILING,       DESTROY,         act_teardown_kept,      EMPTY),
     ROW(ANY,               DESTROY,         act_teardown,           EMPTY),
+    ROW(REPROFILING,       EXIT,            act_exit_kept,          EXITED),
+    ROW(ANY,               EXIT,            act_exit,               EXITED),
 };
 
 #define LIFE_NROWS (sizeof(life_table) / sizeof(life_table[0]))
@@ -429,14 +447,14 @@ const umadv_cycle_row_t *umadv__cycle_row(umadv_cycle_state_t state, umadv_cycle
 
 static const char *const state_names[UMADV_CYCLE_STATE_COUNT + 1] = {
     "empty", "recording", "recorded-untimed", "recorded", "timing", "replaying-untimed",
-    "replaying", "replay-timing", "reprofiling", "any",
+    "replaying", "replay-timing", "reprofiling", "exited", "any",
 };
 
 static const char *const event_names[UMADV_CYCLE_EVENT_COUNT] = {
     "none", "profile-request", "record-stop", "record-done", "profile-done",
     "record-failed", "profiler-lost", "timing-stop", "iteration-begin", "drift",
     "profile-start", "timing-start", "plan-request", "plan-built", "plan-failed",
-    "policy-change", "budget-change", "alloc", "free", "destroy",
+    "policy-change", "budget-change", "alloc", "free", "destroy", "exit",
 };
 
 const char *umadv__cycle_state_name(umadv_cycle_state_t state)
@@ -451,7 +469,8 @@ const char *umadv__cycle_event_name(umadv_cycle_event_t event)
 
 int umadv__cycle_has_trace(umadv_cycle_state_t state)
 {
-    return state != S(EMPTY) && state != S(RECORDING) && state != S(REPROFILING);
+    return state != S(EMPTY) && state != S(RECORDING) && state != S(REPROFILING) &&
+           state != S(EXITED);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */

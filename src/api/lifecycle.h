@@ -11,6 +11,7 @@
  *   REPLAYING* --drift, profile--> REPROFILING --completes--> RECORDED*
  *                                      |       (planned at the next boundary)
  *                                      +--nothing--> REPLAYING the kept profile
+ *   any state --the process exits--> EXITED (the replay stopped for good)
  *
  * Its table (lifecycle.c, life_table) maps a state and an event to an
  * action and the next state. Actions call the leaves (record.c, profile.c,
@@ -46,6 +47,9 @@ typedef enum umadv_cycle_state {
     UMADV_CYCLE_REPLAY_TIMING,     /* replayed while the iteration under way is timed */
     UMADV_CYCLE_REPROFILING,       /* recording again; the last good trace and
                                    * schedule are kept until it succeeds */
+    UMADV_CYCLE_EXITED,            /* the process exits (context.c, PROCESS EXIT):
+                                   * nothing replays or records again; blocks
+                                   * are still allocated and freed */
     UMADV_CYCLE_STATE_COUNT,
     UMADV_CYCLE_ANY = UMADV_CYCLE_STATE_COUNT /* in the table: every state without a
                                              * row of its own */
@@ -74,6 +78,8 @@ typedef enum umadv_cycle_event {
     UMADV_CYCLE_EV_ALLOC,           /* umadv_malloc() */
     UMADV_CYCLE_EV_FREE,            /* umadv_free() */
     UMADV_CYCLE_EV_DESTROY,         /* umadv_context_destroy() */
+    UMADV_CYCLE_EV_EXIT,            /* the process exits, before CUDA's own
+                                    * exit handlers run */
     UMADV_CYCLE_EVENT_COUNT
 } umadv_cycle_event_t;
 
