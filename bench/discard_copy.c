@@ -44,13 +44,14 @@
  * idle and the spin is enqueued before the population instead; in
  * "beside" the spin runs on the restore's stream while the discard is
  * made on its idle one (a lane's discard while the application's kernels
- * run; not yet run on a GPU). Measured
+ * run). Measured
  * (H200, driver 580.159.04, 2026-11-29, six copies at once, --size 2M
  * --ranges 8 --rounds 250 --trip --behind 500): behind, the discard call
  * returns at once (11 us against 136 idle: the driver applies it later),
  * 454,692 of 6.1 million pages read the host's older copy on the CPU
  * and, after the trip, 7.4% of the words are wrong on the GPU; idle,
- * after-discard and populate-behind, none. So umadv's executor
+ * after-discard and populate-behind, none; beside (--rounds 150, the
+ * next session), none either. So umadv's executor
  * synchronises a stream before every discard (src/exec/stage.c,
  * DISCARDS ON AN IDLE STREAM). Each row then also gives the mean time
  * of the discard call.

@@ -857,7 +857,8 @@ umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, 
  * 580.159.04, 2026-11-29): behind the kernel, 454,692 of 6.1 million
  * pages stale on the CPU and 7.4% of the words wrong after the trip;
  * on an idle stream, behind another discard, or with the population
- * (not the discard) behind a kernel, none. test_stage_gpu's poisoned
+ * (not the discard) behind a kernel, none; on an idle stream while
+ * kernels run on another (the lanes' case), none in 7200 ranges. test_stage_gpu's poisoned
  * variants failed so under load (1 of 81 runs without any CPU read of
  * staged data), their discards behind the poison's memsets. So every
  * discard waits for its stream first: the lanes' are idle there (each
