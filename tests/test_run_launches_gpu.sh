@@ -22,6 +22,11 @@ run() {
 key() { # NAME KEY: the record's value
     sed -n "s/^$2 //p" "$tmp/$1.sum" | head -n 1
 }
+why() { # NAME: what a failing run left: its exit status, output and messages
+    echo "exit status $(rc_of "$1")" >"$tmp/$1.why"
+    cat "$tmp/$1.out" "$tmp/$1.err" >>"$tmp/$1.why"
+    diag "$tmp/$1.why"
+}
 
 # shellcheck disable=SC2086 # args is a word list
 "$jacobi" $args --range other >"$tmp/plain.out" 2>"$tmp/plain.err"
@@ -31,7 +36,7 @@ ok $? "jacobi runs without umadv" || diag "$tmp/plain.err"
 run auto -- "$jacobi" $args --range other
 [ "$(rc_of auto)" -eq 0 ] && cmp -s "$tmp/plain.out" "$tmp/auto.out"
 ok $? "umadv run, a range that is not umadv's: output identical to the plain run" ||
-    diag "$tmp/auto.err"
+    why auto
 its=$(key auto iterations)
 [ "$(key auto iterations_from)" = launches ] && [ "$(key auto launch_period)" = 1 ] &&
     [ "${its:-0}" -ge 40 ] && [ "$(key auto plan)" = ok ]
@@ -42,7 +47,7 @@ ok $? "its iterations from the launch sequence (period 1, $its iterations), plan
 run budget --budget 6M -- "$jacobi" $args --range other
 [ "$(rc_of budget)" -eq 0 ] && cmp -s "$tmp/plain.out" "$tmp/budget.out" &&
     [ "$(key budget iterations_from)" = launches ]
-ok $? "...and under a budget below the two grids: output identical" || diag "$tmp/budget.err"
+ok $? "...and under a budget below the two grids: output identical" || why budget
 
 # shellcheck disable=SC2086
 run taken --iteration-source launches -- "$jacobi" $args
