@@ -166,12 +166,17 @@ static void m_teardown(umadv_context_t c)
     called("teardown");
 }
 
+static void m_replay_exit(umadv_context_t c)
+{
+    called("replay_exit");
+}
+
 static const umadv_cycle_leaves_t mock_leaves = {
     m_record_start, m_profile_start, m_record_stop, m_timing_start, m_timing_stop,
     m_plan_build,   m_plan_install,  m_plan_adopt,   m_replay_start, m_replay_stop,
     m_replay_iteration,
     m_replay_alloc, m_replay_free,   m_record_alloc, m_record_free, m_keep,
-    m_restore,      m_drop_kept,     m_teardown,
+    m_restore,      m_drop_kept,     m_teardown,     m_replay_exit,
 };
 
 /* ---- the expected table ----------------------------------------------- */
@@ -340,16 +345,16 @@ static const tcase_t cases[] = {
     {S(REPROFILING), E(DESTROY), NO_SCRIPT, S(EMPTY), "drop_kept teardown", 0},
     {S(EXITED), E(DESTROY), NO_SCRIPT, S(EMPTY), "teardown", 0},
     /* the process exits: the replay stops for good; blocks still come and go */
-    {S(EMPTY), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(RECORDING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(RECORDED_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(RECORDED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(REPLAYING_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(REPLAYING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(REPLAY_TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
-    {S(REPROFILING), E(EXIT), NO_SCRIPT, S(EXITED), "drop_kept replay_stop", 0},
-    {S(EXITED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_stop", 0},
+    {S(EMPTY), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(RECORDING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(RECORDED_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(RECORDED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(REPLAYING_UNTIMED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(REPLAYING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(REPLAY_TIMING), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
+    {S(REPROFILING), E(EXIT), NO_SCRIPT, S(EXITED), "drop_kept replay_exit", 0},
+    {S(EXITED), E(EXIT), NO_SCRIPT, S(EXITED), "replay_exit", 0},
     {S(EXITED), E(ALLOC), NO_SCRIPT, S(EXITED), "replay_alloc", 0},
     {S(EXITED), E(FREE), NO_SCRIPT, S(EXITED), "replay_free", 0},
 };
@@ -577,10 +582,14 @@ static void test_process_exit(void)
 {
     void *w, *t = NULL;
     umadv_context_t ctx = context_replaying(&w);
+    umadv_status_t ahead = umadv__exec_stage_pin_ahead(ctx->ops, ctx->config.device, NULL,
+                                                       &ctx->replay.stage_cache, SEC, 4 * SEC);
 
     umadv__contexts_exit();
-    ok(ctx->life.state == S(EXITED) && ctx->replay.exec == NULL,
-       "the process exits: the replay stopped (%s)", umadv__cycle_state_name(ctx->life.state));
+    ok(ahead == UMADV_OK && ctx->life.state == S(EXITED) && ctx->replay.exec == NULL &&
+           ctx->replay.stage_cache.ahead == NULL && ctx->replay.stage_cache.n == 1,
+       "the process exits: the replay stopped, the pool pinned ahead waited for (%s)",
+       umadv__cycle_state_name(ctx->life.state));
     umadv_profile_next_iteration(ctx);
     iteration(ctx, w);
     iteration(ctx, w);

@@ -132,8 +132,8 @@ static umadv_status_t pool_open(umadv_context_t ctx)
  * CUDA has started (its own exit handlers registered, to run after) the
  * first registers an exit handler that tells every live context the
  * process exits (UMADV_CYCLE_EV_EXIT): its replay stops, staged data
- * restored and the executor's threads joined, and nothing starts one
- * again. Its blocks stay usable, for the exit handlers that run after.
+ * restored, the executor's threads and the pool's pinning ahead joined
+ * (umadv__replay_exit), and nothing starts one again. Its blocks stay usable, for the exit handlers that run after.
  * A child forked from the process stops only the contexts it made
  * itself: its copies of the others have no threads.
  */

@@ -520,6 +520,9 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx);
 /* The recording's tail closed: a start held for it goes (replay.c, THE START). */
 void umadv__replay_tail_closed(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);
+/* The process exits (context.c, PROCESS EXIT): the replay stopped and
+ * the staging pool's pinning ahead, if under way, waited for. */
+void umadv__replay_exit(umadv_context_t ctx);
 /* 1: the running replay took @plan in place (umadv__exec_schedule_replace:
  * the plan after a timing pass); 0: stop it and start again. */
 int umadv__replay_adopt(umadv_context_t ctx, umadv_cycle_plan_t *plan);

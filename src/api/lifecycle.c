@@ -287,11 +287,11 @@ static life_ev_t act_teardown_kept(umadv_context_t ctx, alloc_t *a)
     return E(NONE);
 }
 
-/* The process exits: the executor's threads end (staged data restored)
+/* The process exits: the replay's threads end (staged data restored)
  * while CUDA still runs, and nothing starts them again. */
 static life_ev_t act_exit(umadv_context_t ctx, alloc_t *a)
 {
-    L(ctx)->replay_stop(ctx);
+    L(ctx)->replay_exit(ctx);
     return E(NONE);
 }
 
@@ -299,7 +299,7 @@ static life_ev_t act_exit(umadv_context_t ctx, alloc_t *a)
 static life_ev_t act_exit_kept(umadv_context_t ctx, alloc_t *a)
 {
     L(ctx)->drop_kept(ctx);
-    L(ctx)->replay_stop(ctx);
+    L(ctx)->replay_exit(ctx);
     return E(NONE);
 }
 
@@ -630,6 +630,7 @@ static const umadv_cycle_leaves_t life_leaves = {
     .restore          = leaf_restore,
     .drop_kept        = leaf_drop_kept,
     .teardown         = leaf_teardown,
+    .replay_exit      = umadv__replay_exit,
 };
 
 void umadv__cycle_init(umadv_context_t ctx)

@@ -129,6 +129,8 @@ typedef struct umadv_cycle_leaves {
     void (*restore)(umadv_cycle_ctx_t ctx);         /* ...back in play */
     void (*drop_kept)(umadv_cycle_ctx_t ctx);
     void (*teardown)(umadv_cycle_ctx_t ctx);
+    void (*replay_exit)(umadv_cycle_ctx_t ctx);     /* the process exits: no thread of
+                                                       the replay's calls CUDA after */
 } umadv_cycle_leaves_t;
 
 /* The last good profile, kept while a re-profile records. */

@@ -168,6 +168,15 @@ void umadv__replay_stop(umadv_context_t ctx)
     }
 }
 
+/* The executor's threads, and the thread that pins the pool ahead of a
+ * replay (its calls run for hundreds of milliseconds), are those that
+ * call CUDA for the replay. */
+void umadv__replay_exit(umadv_context_t ctx)
+{
+    umadv__replay_stop(ctx);
+    umadv__exec_stage_cache_settle(&ctx->replay.stage_cache);
+}
+
 void umadv__replay_pin_ahead(umadv_context_t ctx, const umadv_schedule_t *schedule)
 {
     uint64_t section = ctx->trace.section_size, bytes;
