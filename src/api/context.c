@@ -133,9 +133,10 @@ static umadv_status_t pool_open(umadv_context_t ctx)
  * first registers an exit handler that tells every live context the
  * process exits (UMADV_CYCLE_EV_EXIT): its replay stops, staged data
  * restored, the executor's threads and the pool's pinning ahead joined
- * (umadv__replay_exit), and nothing starts one again. Its blocks stay usable, for the exit handlers that run after.
- * A child forked from the process stops only the contexts it made
- * itself: its copies of the others have no threads.
+ * (umadv__replay_exit), and nothing starts one again. Its blocks stay
+ * usable, for the exit handlers that run after. A child forked from the
+ * process stops only the contexts it made itself: its copies of the
+ * others have no threads.
  */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static umadv_context_t live_first;  /* live_lock */
@@ -159,17 +160,12 @@ void umadv__contexts_exit(void)
     umadv_debug("process exit: %u live contexts stopped replaying", n);
 }
 
-static void contexts_at_exit(void)
-{
-    umadv__contexts_exit();
-}
-
 static void live_add(umadv_context_t ctx)
 {
     pthread_mutex_lock(&live_lock);
     ctx->live_pid = getpid();
     if (handler_pid != ctx->live_pid) {
-        if (atexit(contexts_at_exit) == 0)
+        if (atexit(umadv__contexts_exit) == 0)
             handler_pid = ctx->live_pid;
         else
             umadv_warn("no exit handler: a replay running when the process exits may "

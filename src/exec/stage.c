@@ -858,9 +858,10 @@ umadv_status_t umadv__exec_in_calls(uint64_t piece, void **ptrs, size_t *sizes, 
  * pages stale on the CPU and 7.4% of the words wrong after the trip;
  * on an idle stream, behind another discard, or with the population
  * (not the discard) behind a kernel, none; on an idle stream while
- * kernels run on another (the lanes' case), none in 7200 ranges. test_stage_gpu's poisoned
- * variants failed so under load (1 of 81 runs without any CPU read of
- * staged data), their discards behind the poison's memsets. So every
+ * kernels run on another (the lanes' case), none in 7200 ranges.
+ * test_stage_gpu's poisoned variants failed so under load (1 of 81 runs
+ * without any CPU read of staged data), their discards behind the
+ * poison's memsets. So every
  * discard waits for its stream first: the lanes' are idle there (each
  * call ends synchronised, step ends are waited for on the host) but for
  * the poison's memsets and a call that failed.
