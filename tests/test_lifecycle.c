@@ -12,6 +12,7 @@
  */
 #include <umadv.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -626,6 +627,140 @@ static void test_exit_handler(void)
        (unsigned)status);
 }
 
+/* ---- a replay stopped under a wait (replay.c, WAITS WITHOUT THE LOCK) ---- */
+
+/* The host backend whose fetches to the GPU wait at a gate while it is
+ * closed. */
+static struct {
+    umadv_cuda_ops_t ops;
+    pthread_mutex_t  lock;
+    pthread_cond_t   cond;
+    int              closed;
+} gate = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void gate_pass(int location)
+{
+    if (location == UMADV_CUDA_LOCATION_HOST)
+        return;
+    pthread_mutex_lock(&gate.lock);
+    while (gate.closed)
+        pthread_cond_wait(&gate.cond, &gate.lock);
+    pthread_mutex_unlock(&gate.lock);
+}
+
+static void gate_set(int closed)
+{
+    pthread_mutex_lock(&gate.lock);
+    gate.closed = closed;
+    pthread_cond_broadcast(&gate.cond);
+    pthread_mutex_unlock(&gate.lock);
+}
+
+static umadv_status_t gate_prefetch(void *ptr, size_t size, int location, umadv_stream_t stream)
+{
+    gate_pass(location);
+    return umadv__cuda_ops_host.prefetch(ptr, size, location, stream);
+}
+
+static umadv_status_t gate_prefetch_batch(void **ptrs, size_t *sizes, size_t count, int location,
+                                          umadv_stream_t stream)
+{
+    gate_pass(location);
+    return umadv__cuda_ops_host.prefetch_batch(ptrs, sizes, count, location, stream);
+}
+
+/* Two weights a step each and an activation between: under a budget of
+ * one step's data, each iteration fetches both weights back. */
+typedef struct two_steps {
+    umadv_context_t ctx;
+    void           *w1, *w2;
+    umadv_status_t  status; /* the iteration's first failure */
+} two_steps_t;
+
+static void *two_steps_iteration(void *arg)
+{
+    two_steps_t *it = arg;
+    umadv_context_t ctx = it->ctx;
+    umadv_status_t st[8];
+    void *a = NULL;
+
+    st[0] = umadv_iteration_begin(ctx);
+    st[1] = umadv_malloc(ctx, 2 * SEC, "a", &a);
+    st[2] = umadv_step_begin(ctx, "fwd", NULL);
+    umadv_step_access(ctx, it->w1, 4 * SEC, UMADV_ACCESS_READ);
+    umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_WRITE);
+    st[3] = umadv_step_end(ctx, 1000);
+    st[4] = umadv_step_begin(ctx, "bwd", NULL);
+    umadv_step_access(ctx, it->w2, 4 * SEC, UMADV_ACCESS_READ);
+    umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_READ);
+    st[5] = umadv_step_end(ctx, 1000);
+    st[6] = umadv_free(ctx, a);
+    st[7] = UMADV_OK;
+    it->status = UMADV_OK;
+    for (int i = 0; i < 8 && it->status == UMADV_OK; i++)
+        it->status = st[i];
+    return NULL;
+}
+
+static void *exit_thread(void *arg)
+{
+    (void)arg;
+    umadv__contexts_exit();
+    return NULL;
+}
+
+/* Whether @exec has a step waiting for its data, within two seconds. */
+static int step_waiting(umadv_exec_t *exec)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (__atomic_load_n(&exec->waiting, __ATOMIC_ACQUIRE) > 0)
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Thread B waits in a step for a fetch held at the gate while the
+ * process exits on thread C: C must leave the executor alone until B's
+ * wait has ended (it used to stop the lanes and free the executor under
+ * it). */
+static void test_stop_under_wait(void)
+{
+    two_steps_t it = {.ctx = test_host_context(SEC, 6 * SEC)};
+    pthread_t b, c;
+    umadv_exec_t *exec;
+    int waiting, stopped;
+
+    gate.ops = umadv__cuda_ops_host;
+    gate.ops.prefetch = gate_prefetch;
+    gate.ops.prefetch_batch = gate_prefetch_batch;
+    it.ctx->ops = &gate.ops;
+    umadv_malloc(it.ctx, 4 * SEC, "w1", &it.w1);
+    umadv_malloc(it.ctx, 4 * SEC, "w2", &it.w2);
+    umadv_profile_next_iteration(it.ctx);
+    two_steps_iteration(&it);
+    umadv_plan(it.ctx);
+    for (int i = 0; i < 3; i++)
+        two_steps_iteration(&it);
+    exec = it.ctx->replay.exec;
+    gate_set(1);
+    pthread_create(&b, NULL, two_steps_iteration, &it);
+    waiting = exec != NULL && step_waiting(exec);
+    pthread_create(&c, NULL, exit_thread, NULL);
+    usleep(100000);
+    stopped = exec != NULL && __atomic_load_n(&exec->stop, __ATOMIC_ACQUIRE);
+    gate_set(0);
+    pthread_join(b, NULL);
+    pthread_join(c, NULL);
+    ok(waiting && !stopped && it.status == UMADV_OK && it.ctx->life.state == S(EXITED) &&
+           it.ctx->replay.exec == NULL,
+       "a step waits for a held fetch while the process exits on another thread: the stop "
+       "waits for it (step waiting %d, lanes stopped under it %d, its calls %s, %s)",
+       waiting, stopped, umadv_status_string(it.status),
+       umadv__cycle_state_name(it.ctx->life.state));
+    umadv_context_destroy(it.ctx);
+}
+
 /* Asked for but not given, CUPTI leaves a recording of unmarked steps
  * empty: the plan says why, and the next profile starts afresh. */
 static void test_cupti_lost(void)
@@ -738,13 +873,14 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 3 + 6 + 4);
     test_rows();
     test_coverage();
     test_unsteady();
     test_reprofile_failed();
     test_process_exit();
     test_exit_handler();
+    test_stop_under_wait();
     test_cupti_lost();
     test_budget_resolved();
     test_bulk();

@@ -101,6 +101,8 @@ typedef struct umadv_ctx_timing {
  * allocation of the recorded trace. */
 typedef struct umadv_ctx_replay {
     umadv_exec_t       *exec;          /* NULL: not replaying */
+    uint32_t            waits;         /* steps waiting on exec without ctx->lock
+                                        * (replay.c, WAITS WITHOUT THE LOCK); atomic */
     uint32_t           *ordinal_alloc; /* profiled iteration: k-th malloc -> trace alloc */
     size_t              nordinals, ordinals_cap;
     umadv_ctx_alloc_t **bound;         /* trace alloc -> the block playing it, or NULL */
@@ -520,6 +522,11 @@ umadv_status_t umadv__replay_start(umadv_context_t ctx);
 /* The recording's tail closed: a start held for it goes (replay.c, THE START). */
 void umadv__replay_tail_closed(umadv_context_t ctx);
 void umadv__replay_stop(umadv_context_t ctx);
+/* A step's wait for its data without ctx->lock (replay.c, WAITS WITHOUT
+ * THE LOCK): the executor to wait on, taken with ctx->lock held, or
+ * NULL; then, once the wait has ended, done. */
+umadv_exec_t *umadv__replay_wait_take(umadv_context_t ctx);
+void umadv__replay_wait_done(umadv_context_t ctx);
 /* The process exits (context.c, PROCESS EXIT): the replay stopped and
  * the staging pool's pinning ahead, if under way, waited for. */
 void umadv__replay_exit(umadv_context_t ctx);

@@ -729,12 +729,15 @@ UMADV_API umadv_status_t umadv_step_begin(umadv_context_t ctx, const char *name,
     status = umadv__ctx_step_begin(ctx, name, stream);
     if (status == UMADV_OK)
         umadv__replay_step_begin(ctx);
-    exec = ctx->replay.exec;
+    exec = status == UMADV_OK ? umadv__replay_wait_take(ctx) : NULL;
     pthread_mutex_unlock(&ctx->lock);
     /* Wait for the step's data without the lock: other threads may
-     * allocate meanwhile. Its time starts after. */
-    if (status == UMADV_OK && exec != NULL)
+     * allocate meanwhile (replay.c, WAITS WITHOUT THE LOCK). Its time
+     * starts after. */
+    if (exec != NULL) {
         umadv__exec_step_wait_on(exec, stream);
+        umadv__replay_wait_done(ctx);
+    }
     if (status == UMADV_OK) {
         pthread_mutex_lock(&ctx->lock);
         umadv__ctx_step_timing_start(ctx);

@@ -71,6 +71,7 @@
  */
 #include "api/context.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,36 @@ static void stats_add(umadv_exec_stats_t *sum, const umadv_exec_stats_t *x)
     sum->hold_wait_ns  += x->hold_wait_ns;
 }
 
+/*
+ * WAITS WITHOUT THE LOCK. A step waits for its data without ctx->lock
+ * (umadv_step_begin, a followed launch: other threads allocate
+ * meanwhile), on the executor it took with the lock held. A replay that
+ * another thread stopped meanwhile (a policy change, the process's exit)
+ * would destroy the executor under the wait. So each such wait counts
+ * itself in with the lock held and out when it has ended, and a stop
+ * lets the waits under way end first: the lanes still run then, and
+ * nothing the waits need is held.
+ */
+umadv_exec_t *umadv__replay_wait_take(umadv_context_t ctx)
+{
+    umadv_exec_t *exec = ctx->replay.exec;
+
+    if (exec != NULL)
+        __atomic_add_fetch(&ctx->replay.waits, 1, __ATOMIC_ACQ_REL);
+    return exec;
+}
+
+void umadv__replay_wait_done(umadv_context_t ctx)
+{
+    __atomic_sub_fetch(&ctx->replay.waits, 1, __ATOMIC_ACQ_REL);
+}
+
+static void waits_end(umadv_context_t ctx)
+{
+    while (__atomic_load_n(&ctx->replay.waits, __ATOMIC_ACQUIRE) != 0)
+        sched_yield();
+}
+
 static void follow_stop(umadv_context_t ctx);
 static void copies_unwatch(umadv_context_t ctx);
 
@@ -150,6 +181,7 @@ void umadv__replay_stop(umadv_context_t ctx)
     r->start_held = 0;
     if (r->exec == NULL)
         return;
+    waits_end(ctx);
     follow_stop(ctx);
     /* staged data back before anything else (destroy makes sure of it
      * again once its lanes have stopped); nothing is staged again (the
@@ -464,7 +496,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     follow.entry_ns = umadv__now_ns();
     umadv__replay_step_begin(ctx);
     follow.begin_ns += umadv__now_ns() - follow.entry_ns;
-    return ctx->replay.exec;
+    return umadv__replay_wait_take(ctx);
 }
 
 static void follow_launch(void *arg, const char *name, unsigned flags, int exit, void *stream)
@@ -494,6 +526,7 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
         uint64_t start = umadv__now_ns();
 
         umadv__exec_step_wait_on(exec, stream);
+        umadv__replay_wait_done(ctx);
         follow.wait_ns += umadv__now_ns() - start; /* the application's thread alone */
     }
 }
