@@ -6,7 +6,10 @@
  * made current, one managed allocation, then for WAY "tight" a thread
  * calling cudaMemGetInfo without pause, for "monitor" the same every
  * 2 ms (the period of umadv's GPU memory monitor), for "none" no
- * thread; main returns 20 ms later, the thread still running. The parent
+ * thread, and for "umadv" a umadv context that profiles an iteration of
+ * one step, plans it and replays it (its executor's threads, the monitor
+ * among them, running); main returns 20 ms later, the thread or the
+ * replay still running. The parent
  * starts --at-once children at a time, --runs per way, and counts how
  * they ended: exit status 0, killed by a signal (SIGSEGV above all), or
  * another status. The ways alternate, so that each sees the same load.
@@ -17,7 +20,7 @@
  * stopped it at exit: `umadv run` on examples/jacobi crashed after its
  * summary in 3 of 48 runs. Every live context now stops its replay from
  * an exit handler that runs before CUDA's own (src/api/context.c,
- * PROCESS EXIT).
+ * PROCESS EXIT): the "umadv" row counts its children's crashes.
  *
  *   bench/exit_race [--runs N] [--at-once N]
  */
@@ -33,15 +36,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <umadv.h>
+
 #include "bench_gpu.h"
 
 #define PROG           "exit_race"
 #define MONITOR_US     2000 /* src/api/replay.c, REPLAY_MONITOR_PERIOD_NS */
 #define CHILD_LIFE_MS  20
 
-typedef enum { WAY_NONE, WAY_MONITOR, WAY_TIGHT, WAY_COUNT } way_t;
+typedef enum { WAY_NONE, WAY_MONITOR, WAY_TIGHT, WAY_UMADV, WAY_COUNT } way_t;
 
-static const char *const way_names[WAY_COUNT] = {"none", "monitor", "tight"};
+static const char *const way_names[WAY_COUNT] = {"none", "monitor", "tight", "umadv"};
 
 /* How the children of one way ended. */
 typedef struct tally {
@@ -70,7 +75,43 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
-/* The child: returns from main with the sampler, if any, running. */
+/* A umadv context replaying a plan of one step over a block of its own,
+ * left alive: its exit handler stops the replay (umadv(7), PROCESS
+ * EXIT). */
+static int replay_left_running(void)
+{
+    const size_t size = 8u << 20;
+    umadv_context_t ctx = NULL;
+    umadv_status_t status;
+    void *p = NULL;
+
+    setenv("UMADV_LINK_PROBE", "0", 1); /* a second per child, and not measured here */
+    status = umadv_context_create(NULL, &ctx);
+    if (status == UMADV_OK)
+        status = umadv_malloc(ctx, size, "block", &p);
+    if (status == UMADV_OK)
+        status = umadv_profile_next_iteration(ctx);
+    for (int i = 0; i < 4 && status == UMADV_OK; i++) {
+        if (i == 2)
+            status = umadv_plan(ctx);
+        if (status == UMADV_OK)
+            status = umadv_iteration_begin(ctx);
+        if (status == UMADV_OK)
+            status = umadv_step_begin(ctx, "touch", NULL);
+        if (status == UMADV_OK)
+            status = umadv_step_access(ctx, p, size, UMADV_ACCESS_READ);
+        if (status == UMADV_OK)
+            status = umadv_step_end(ctx, 0);
+    }
+    if (status != UMADV_OK) {
+        fprintf(stderr, PROG ": no replay: %s\n", umadv_status_string(status));
+        return EXIT_FAILURE;
+    }
+    return EXIT_SUCCESS;
+}
+
+/* The child: returns from main with the sampler or the replay, if any,
+ * running. */
 static int child_main(way_t way)
 {
     static long period_us;
@@ -80,7 +121,9 @@ static int child_main(way_t way)
     bench_require_managed_gpu(PROG);
     bench_cuda_check(PROG, cudaMallocManaged(&p, 1 << 20, cudaMemAttachGlobal),
                      "cudaMallocManaged");
-    if (way != WAY_NONE) {
+    if (way == WAY_UMADV && replay_left_running() != EXIT_SUCCESS)
+        return EXIT_FAILURE;
+    if (way == WAY_MONITOR || way == WAY_TIGHT) {
         period_us = way == WAY_MONITOR ? MONITOR_US : 0;
         if (pthread_create(&thread, NULL, sampler_main, &period_us) != 0) {
             fprintf(stderr, PROG ": cannot start a thread\n");
@@ -176,7 +219,8 @@ int main(int argc, char **argv)
         int way = way_parse(argv[2]);
 
         if (way < 0) {
-            fprintf(stderr, PROG ": --child: '%s' is no way (none, monitor, tight)\n", argv[2]);
+            fprintf(stderr, PROG ": --child: '%s' is no way (none, monitor, tight, umadv)\n",
+                    argv[2]);
             return 2;
         }
         return child_main((way_t)way);
