@@ -677,28 +677,31 @@ typedef struct two_steps {
     umadv_status_t  status; /* the iteration's first failure */
 } two_steps_t;
 
+static void keep_first(umadv_status_t *first, umadv_status_t status)
+{
+    if (*first == UMADV_OK)
+        *first = status;
+}
+
 static void *two_steps_iteration(void *arg)
 {
     two_steps_t *it = arg;
     umadv_context_t ctx = it->ctx;
-    umadv_status_t st[8];
+    umadv_status_t *st = &it->status;
     void *a = NULL;
 
-    st[0] = umadv_iteration_begin(ctx);
-    st[1] = umadv_malloc(ctx, 2 * SEC, "a", &a);
-    st[2] = umadv_step_begin(ctx, "fwd", NULL);
-    umadv_step_access(ctx, it->w1, 4 * SEC, UMADV_ACCESS_READ);
-    umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_WRITE);
-    st[3] = umadv_step_end(ctx, 1000);
-    st[4] = umadv_step_begin(ctx, "bwd", NULL);
-    umadv_step_access(ctx, it->w2, 4 * SEC, UMADV_ACCESS_READ);
-    umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_READ);
-    st[5] = umadv_step_end(ctx, 1000);
-    st[6] = umadv_free(ctx, a);
-    st[7] = UMADV_OK;
-    it->status = UMADV_OK;
-    for (int i = 0; i < 8 && it->status == UMADV_OK; i++)
-        it->status = st[i];
+    *st = UMADV_OK;
+    keep_first(st, umadv_iteration_begin(ctx));
+    keep_first(st, umadv_malloc(ctx, 2 * SEC, "a", &a));
+    keep_first(st, umadv_step_begin(ctx, "fwd", NULL));
+    keep_first(st, umadv_step_access(ctx, it->w1, 4 * SEC, UMADV_ACCESS_READ));
+    keep_first(st, umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_WRITE));
+    keep_first(st, umadv_step_end(ctx, 1000));
+    keep_first(st, umadv_step_begin(ctx, "bwd", NULL));
+    keep_first(st, umadv_step_access(ctx, it->w2, 4 * SEC, UMADV_ACCESS_READ));
+    keep_first(st, umadv_step_access(ctx, a, 2 * SEC, UMADV_ACCESS_READ));
+    keep_first(st, umadv_step_end(ctx, 1000));
+    keep_first(st, umadv_free(ctx, a));
     return NULL;
 }
 
