@@ -120,6 +120,45 @@ umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nl
     return status;
 }
 
+static int kernel_start_compare(const void *a, const void *b)
+{
+    const umadv_prof_kernel_t *x = a, *y = b;
+
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+umadv_status_t umadv__prof_kernel_busy(const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                       uint64_t *span_ns, uint64_t *busy_ns)
+{
+    umadv_prof_kernel_t *k;
+    uint64_t busy = 0, first = UINT64_MAX, end = 0;
+
+    *span_ns = *busy_ns = 0;
+    if (nkernels == 0)
+        return UMADV_OK;
+    k = malloc(nkernels * sizeof(*k));
+    if (k == NULL)
+        return UMADV_ERR_NO_MEMORY;
+    memcpy(k, kernels, nkernels * sizeof(*k));
+    qsort(k, nkernels, sizeof(*k), kernel_start_compare);
+    /* the union of the intervals: kernels on several streams overlap;
+     * a record that ends before it starts is left out, as in attribution */
+    for (size_t i = 0; i < nkernels; i++) {
+        uint64_t from = UMADV_MAX(k[i].start, end);
+
+        if (k[i].end < k[i].start)
+            continue;
+        first = UMADV_MIN(first, k[i].start);
+        if (k[i].end > from)
+            busy += k[i].end - from;
+        end = UMADV_MAX(end, k[i].end);
+    }
+    *span_ns = end > first ? end - first : 0;
+    *busy_ns = busy;
+    free(k);
+    return UMADV_OK;
+}
+
 umadv_status_t umadv__prof_attrib_kernels(umadv_trace_t *trace, umadv_prof_launch_t *launches,
                                           size_t nlaunches, const umadv_prof_kernel_t *kernels,
                                           size_t nkernels, umadv_prof_interval_t **intervals_p,

@@ -106,6 +106,13 @@ umadv_status_t umadv__prof_kernel_spans(umadv_prof_launch_t *launches, size_t nl
                                         const umadv_prof_kernel_t *kernels, size_t nkernels,
                                         uint32_t nsteps, uint64_t *spans);
 
+/* Of @kernels' records: *@span_ns from the first start to the last end,
+ * and *@busy_ns the time some kernel ran (the union of their intervals);
+ * both 0 when there are none. Where the profiled iteration's time goes
+ * on the GPU (api/profile.c's report). */
+umadv_status_t umadv__prof_kernel_busy(const umadv_prof_kernel_t *kernels, size_t nkernels,
+                                       uint64_t *span_ns, uint64_t *busy_ns);
+
 /* The step index for a fault at @time on @device, or UMADV_STEP_NONE. */
 uint32_t umadv__prof_attrib_step(const umadv_prof_interval_t *intervals, size_t n,
                                  uint64_t max_duration, uint64_t time, uint32_t device);

@@ -34,6 +34,7 @@ struct umadv_profiler {
     int                      um_on;         /* the counters are enabled now */
     int                      count_faults;  /* keep them on between recordings */
     int                      recording;     /* read by callbacks: atomic */
+    uint64_t                 started_ns;    /* the recording's start */
     int                      flush_failed;  /* warned once; later failures at debug */
     int                      disable_failed;/* likewise */
     uint64_t                 processed;     /* records read from CUPTI's buffers */
@@ -626,33 +627,50 @@ static void demand_migration_record(umadv_profiler_t *prof,
         fault_push(prof, &f);
 }
 
-static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryCounter3 *u)
+/* A record's kind in umadv's terms. */
+static umadv_prof_um_kind_t um_kind(const CUpti_ActivityUnifiedMemoryCounter3 *u)
 {
     switch (u->counterKind) {
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
-        prof->rec.um_records[UMADV_PROF_UM_GPU_FAULT]++;
+        return UMADV_PROF_UM_GPU_FAULT;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+        return UMADV_PROF_UM_HTOD;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+        return UMADV_PROF_UM_DTOH;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
+        return UMADV_PROF_UM_THRASHING;
+    default:
+        return UMADV_PROF_UM_OTHER;
+    }
+}
+
+static void um_record(umadv_profiler_t *prof, const CUpti_ActivityUnifiedMemoryCounter3 *u)
+{
+    umadv_prof_um_kind_t kind = um_kind(u);
+
+    prof->rec.um_records[kind]++;
+    if (u->end > u->start)
+        prof->rec.um_ns[kind] += u->end - u->start;
+    switch (kind) {
+    case UMADV_PROF_UM_GPU_FAULT:
         fault_record(prof, u);
         activity_record(prof, UMADV_EVENT_FAULT, u);
         break;
-    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
-        prof->rec.um_records[UMADV_PROF_UM_HTOD]++;
+    case UMADV_PROF_UM_HTOD:
         prof->rec.htod_bytes += u->value;
         if (um_on_fault(u))
             prof->rec.htod_fault_bytes += u->value;
         demand_migration_record(prof, u);
         activity_record(prof, UMADV_EVENT_HTOD, u);
         break;
-    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
-        prof->rec.um_records[UMADV_PROF_UM_DTOH]++;
+    case UMADV_PROF_UM_DTOH:
         prof->rec.dtoh_bytes += u->value;
         activity_record(prof, UMADV_EVENT_DTOH, u);
         break;
-    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
-        prof->rec.um_records[UMADV_PROF_UM_THRASHING]++;
+    case UMADV_PROF_UM_THRASHING:
         activity_record(prof, UMADV_EVENT_THRASH, u);
         break;
     default:
-        prof->rec.um_records[UMADV_PROF_UM_OTHER]++;
         break;
     }
 }
@@ -991,6 +1009,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
         activity_off(prof, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
         return status;
     }
+    prof->started_ns = umadv__now_ns();
     __atomic_store_n(&prof->recording, 1, __ATOMIC_RELEASE);
     um_update(prof, 0);
     umadv_debug("profiler: recording started: records flushed %.3f ms, kernel records on %.3f, "
@@ -1002,7 +1021,7 @@ umadv_status_t umadv__prof_record_start(umadv_profiler_t *prof, umadv_prof_mode_
 umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result_t *result)
 {
     umadv_status_t status;
-    uint64_t t = umadv__now_ns(), records, read_ns;
+    uint64_t t = umadv__now_ns(), stopped = t, records, read_ns;
     double sync_ms, callbacks_ms, flush_ms, off_ms;
 
     if (!prof->recording)
@@ -1019,6 +1038,7 @@ umadv_status_t umadv__prof_record_stop(umadv_profiler_t *prof, umadv_prof_result
     pthread_mutex_lock(&prof->lock);
     __atomic_store_n(&prof->recording, 0, __ATOMIC_RELEASE);
     *result = prof->rec;
+    result->wall_ns = stopped - prof->started_ns;
     memset(&prof->rec, 0, sizeof(prof->rec));
     umadv__prof_names_reset(&prof->names);
     prof->launches_cap = prof->kernels_cap = prof->faults_cap = 0;

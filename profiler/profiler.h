@@ -115,6 +115,8 @@ typedef struct umadv_prof_result {
     uint64_t             htod_fault_bytes;  /* of which page faults caused */
     uint64_t             dtoh_bytes;        /* moved to the host */
     uint64_t             um_records[UMADV_PROF_UM_KINDS]; /* records by kind */
+    uint64_t             um_ns[UMADV_PROF_UM_KINDS];      /* their durations, summed */
+    uint64_t             wall_ns;      /* the recording, start to stop, on the host */
     int                  um_counters;  /* fault records were available */
     umadv_prof_activity_t activity;    /* full recordings: for the trace's timeline */
     uint64_t             scanned;      /* launches whose parameters were scanned */

@@ -49,6 +49,25 @@ static void test_step_by_time(void)
     is(umadv__prof_attrib_step(iv, 0, 0, 50, 0), UMADV_STEP_NONE, "no kernels at all");
 }
 
+/* The GPU's share of a profiled iteration: kernels out of order, two
+ * overlapping (another stream), one nested in another, one inverted. */
+static void test_kernel_busy(void)
+{
+    const umadv_prof_kernel_t kernels[] = {
+        {.start = 600, .end = 700}, {.start = 100, .end = 200}, {.start = 150, .end = 400},
+        {.start = 160, .end = 170}, {.start = 900, .end = 800},
+    };
+    uint64_t span = 1, busy = 1;
+
+    is(umadv__prof_kernel_busy(kernels, UMADV_ARRAY_SIZE(kernels), &span, &busy), UMADV_OK,
+       "kernel busy: ok");
+    is(span, 600, "span: first start (100) to last end (700), the inverted record adding none");
+    is(busy, 400, "busy: the union of [100,400] and [600,700], overlaps counted once");
+    span = busy = 1;
+    is(umadv__prof_kernel_busy(NULL, 0, &span, &busy), UMADV_OK, "no kernels: ok");
+    ok(span == 0 && busy == 0, "no kernels: span and busy 0");
+}
+
 /* Three allocations: A [1M, 1M+256K) live all along, B [4M, 4M+128K)
  * freed after step 1, C at B's address from step 2 on. */
 static void trace_fixture(umadv_trace_t *t)
@@ -663,8 +682,9 @@ static void test_knobs(void)
 int main(void)
 {
     log_capture_start();
-    plan(72 + 3 + 9 + 6 + 5 + 4 + 4 + 1);
+    plan(72 + 3 + 9 + 6 + 5 + 4 + 4 + 1 + 5);
     test_step_by_time();
+    test_kernel_busy();
     test_alloc_at();
     test_attrib_and_merge();
     test_arrivals();
