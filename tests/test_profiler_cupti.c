@@ -889,6 +889,60 @@ static void test_capture(void)
 /* The timing pass times the iteration the replay runs: its launches are
  * the replay's steps, which wait for their data (else its kernels fault
  * and their faults are timed as compute), and are timed too. */
+/* Spin the calling thread's CPU for @ms. */
+static void cpu_spin_ms(unsigned ms)
+{
+    uint64_t until = umadv__thread_cpu_ns() + (uint64_t)ms * 1000000u;
+
+    while (umadv__thread_cpu_ns() < until)
+        ;
+}
+
+/* The "between those launches ... ms of it its cpu time" of @log. */
+static int gaps_parse(const char *log, double *wall_p, double *cpu_p)
+{
+    const char *at = log != NULL ? strstr(log, "between those launches ") : NULL;
+
+    return at != NULL &&
+           sscanf(at, "between those launches %lf ms, %lf ms of it its cpu time", wall_p,
+                  cpu_p) == 2;
+}
+
+/* Under the debug log, the replay times the application's thread between
+ * its followed launches, wall and CPU (replay.c, struct follow_gaps): a
+ * sleep between them shows in the wall time only, a spin in both. */
+static void test_follow_gaps(void)
+{
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
+    double wall = 0, cpu = 0;
+    umadv_context_t ctx;
+    int parsed;
+
+    ctx = two_block_context(&a, &b, args, args_b);
+    follow_setup(ctx, args, args_b, 0);
+    umadv__log_level = UMADV_LOG_DEBUG;
+    log_take();
+    runtime_launch("k1", 900, args, 0);
+    usleep(30000);
+    runtime_launch("k2", 901, args_b, 0);
+    cpu_spin_ms(20);
+    runtime_launch("k3", 902, args, 0);
+    umadv_iteration_begin(ctx);
+    parsed = gaps_parse(log_take(), &wall, &cpu);
+    ok(parsed && wall >= 50 && cpu >= 19 && cpu < 35,
+       "a 30 ms sleep and a 20 ms spin between three launches: %.1f ms between them, %.1f of "
+       "it cpu", wall, cpu);
+    umadv__log_level = UMADV_LOG_INFO;
+    runtime_launch("k1", 910, args, 0);
+    usleep(10000);
+    runtime_launch("k2", 911, args_b, 0);
+    umadv_iteration_begin(ctx);
+    ok(!gaps_parse(log_take(), &wall, &cpu), "not timed, nor said, without the debug log");
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
 static void test_follow_timing(void)
 {
     static const char *const names[] = {"k1", "k2", "k3"};
@@ -2639,7 +2693,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5);
+    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5 + 2);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2660,6 +2714,7 @@ int main(void)
     test_recording();
     test_declared_parts();
     test_follow();
+    test_follow_gaps();
     test_follow_hidden_reader();
     test_capture();
     test_follow_timing();

@@ -101,7 +101,53 @@ static struct replay_follow {
      * launch_cost) and its waits for the driver while a lane populates
      * or migrates */
     uint64_t        begin_ns, wait_ns, end_ns;
+    /* Under the debug log only (a thread's CPU clock is a system call
+     * where the vDSO has none): the application's time between one
+     * followed launch's exit and the next one's entry on the same
+     * thread, wall and the thread's CPU, and the CPU inside the launch
+     * calls: whether a launch-bound application's own work slows beside
+     * the lanes (CPU time up with the wall) or its thread waits (wall
+     * up, CPU not). */
+    struct follow_gaps {
+        pthread_t thread;             /* the last exit's */
+        uint64_t  left_ns, left_cpu;  /* at the last exit; 0: none yet */
+        uint64_t  entry_cpu;          /* at the open step's entry */
+        uint64_t  wall_ns, cpu_ns;    /* between launches, this iteration */
+        uint64_t  inside_cpu_ns;      /* inside them */
+    } gaps;
 } follow = {.open = UMADV_STEP_NONE};
+
+static int gaps_timed(void)
+{
+    return umadv__log_level >= UMADV_LOG_DEBUG;
+}
+
+/* A followed launch's entry (the open step's): the gap since the last
+ * exit on this thread. */
+static void gaps_enter(uint64_t now)
+{
+    struct follow_gaps *g = &follow.gaps;
+
+    if (!gaps_timed())
+        return;
+    g->entry_cpu = umadv__thread_cpu_ns();
+    if (g->left_ns != 0 && pthread_equal(g->thread, pthread_self())) {
+        g->wall_ns += now - g->left_ns;
+        g->cpu_ns += g->entry_cpu - UMADV_MIN(g->entry_cpu, g->left_cpu);
+    }
+}
+
+static void gaps_exit(uint64_t now)
+{
+    struct follow_gaps *g = &follow.gaps;
+
+    if (!gaps_timed())
+        return;
+    g->left_cpu = umadv__thread_cpu_ns();
+    g->left_ns  = now;
+    g->thread   = pthread_self();
+    g->inside_cpu_ns += g->left_cpu - UMADV_MIN(g->left_cpu, g->entry_cpu);
+}
 
 void umadv__replay_init(umadv_context_t ctx)
 {
@@ -494,6 +540,7 @@ static umadv_exec_t *follow_enter(umadv_context_t ctx, const char *name, unsigne
     umadv__ctx_record_tail_close(ctx); /* the next iteration's first step (record.c) */
     follow.open = j;
     follow.entry_ns = umadv__now_ns();
+    gaps_enter(follow.entry_ns);
     umadv__replay_step_begin(ctx);
     follow.begin_ns += umadv__now_ns() - follow.entry_ns;
     return umadv__replay_wait_take(ctx);
@@ -517,6 +564,7 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
             umadv__exec_step_end(ctx->replay.exec, stream);
             follow.end_ns += umadv__now_ns() - end;
             follow.launch_ns += umadv__now_ns() - follow.entry_ns;
+            gaps_exit(umadv__now_ns());
         }
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -861,10 +909,16 @@ void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
                     (double)follow.wait_ns / 1e6, (double)follow.end_ns / 1e6,
                     (double)(follow.launch_ns - UMADV_MIN(follow.launch_ns, follow.begin_ns +
                              follow.wait_ns + follow.end_ns)) / 1e6);
+    if (follow.ctx == ctx && follow.next > 0 && gaps_timed())
+        umadv_debug("replay: the application's thread between those launches %.3f ms, %.3f ms "
+                    "of it its cpu time; inside them %.3f ms of cpu time",
+                    follow.gaps.wall_ns / 1e6, follow.gaps.cpu_ns / 1e6,
+                    follow.gaps.inside_cpu_ns / 1e6);
     follow.next      = 0;
     follow.open      = UMADV_STEP_NONE;
     follow.diverged  = 0;
     follow.launch_ns = follow.begin_ns = follow.wait_ns = follow.end_ns = 0;
+    memset(&follow.gaps, 0, sizeof(follow.gaps));
 }
 
 /*

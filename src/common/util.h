@@ -57,4 +57,8 @@ const char *umadv__suggest(const char *word, const void *candidates, size_t stri
 /* Monotonic clock in nanoseconds. */
 uint64_t umadv__now_ns(void);
 
+/* The calling thread's CPU time in nanoseconds (a system call where the
+ * vDSO has no thread clock: for diagnostics, not every call's path). */
+uint64_t umadv__thread_cpu_ns(void);
+
 #endif
