@@ -50,7 +50,16 @@
  * do; a row says how many callbacks each launch made.
  *
  *   bench/launch_cost [--size BYTES] [--launches N] [--repeat N]
- *                     [--settings KEY,...]
+ *                     [--settings KEY,...] [--work launch|cpu|mmap]
+ *
+ * --work cpu times, in place of each launch, a unit of the host work a
+ * PyTorch program does between its launches (small mallocs and frees,
+ * reads scattered over a 4 MiB table), --work mmap one of a mapping's
+ * life (64 KiB mapped, its pages touched, unmapped): whether the other
+ * thread's calls slow the application's own work between launches,
+ * where a launch-bound model under a replay spends twice native's CPU
+ * time (replay.c's debug line; bench/RESULTS.md, 2026-11-30). The
+ * table's us are then per unit.
  *
  * --settings runs those settings alone, in that order (keys: plain, event,
  * copy-out, copy-in, populate, populate-8m, populate-2m, discard,
@@ -115,7 +124,15 @@ static const char *const setting_keys[SETTINGS] = {
     "cupti-runtime", "cupti-driver",
 };
 
+/* What the application's thread times: a launch, or a unit of host work. */
+typedef enum work { WORK_LAUNCH, WORK_CPU, WORK_MMAP } work_t;
+
+#define TABLE_WORDS (UINT64_C(1) << 19) /* 4 MiB of uint64_t */
+
 typedef struct bench {
+    work_t       work;
+    uint64_t    *table;                 /* WORK_CPU's scattered reads */
+    uint64_t     sink;                  /* what the work read, kept */
     uint64_t     size;
     char        *managed, *pinned;
     int         *operand;
@@ -194,7 +211,7 @@ static void usage_error(const char *fmt, const char *arg)
     fprintf(stderr, "launch_cost: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N] "
-                    "[--settings KEY,...]\n");
+                    "[--settings KEY,...] [--work launch|cpu|mmap]\n");
     exit(EXIT_USAGE);
 }
 
@@ -379,12 +396,65 @@ static int beside(setting_t s)
 
 /* ---- the launches ------------------------------------------------------- */
 
-/* Microseconds a launch over @n launches in @s. */
+/* A unit of an interpreter's host work: 32 small blocks allocated,
+ * written and freed, and 256 reads scattered over a 4 MiB table. */
+static void cpu_unit(bench_t *b, unsigned seed)
+{
+    uint64_t x = seed * UINT64_C(6364136223846793005) + 1, acc = 0;
+
+    for (int i = 0; i < 32; i++) {
+        volatile char *p = malloc(48 + (size_t)(i * 37 % 480));
+
+        if (p == NULL)
+            exit(EXIT_FAILURE);
+        p[0] = (char)i;
+        acc += (uint64_t)p[0];
+        free((void *)p);
+    }
+    for (int i = 0; i < 256; i++) {
+        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        acc += b->table[(x >> 33) & (TABLE_WORDS - 1)];
+    }
+    b->sink += acc;
+}
+
+/* A unit of a mapping's life: 64 KiB mapped, each page touched, unmapped. */
+static void mmap_unit(bench_t *b)
+{
+    size_t len = 64 << 10;
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED)
+        exit(EXIT_FAILURE);
+    for (size_t off = 0; off < len; off += 4096)
+        p[off] = 1;
+    b->sink += (uint64_t)p[0];
+    munmap(p, len);
+}
+
+/* One unit of the application thread's timed work (--work). */
+static void work_unit(bench_t *b, const void *fn, void **args, unsigned i)
+{
+    dim3 grid = {1, 1, 1}, block = {32, 1, 1};
+
+    switch (b->work) {
+    case WORK_CPU:
+        cpu_unit(b, i);
+        break;
+    case WORK_MMAP:
+        mmap_unit(b);
+        break;
+    default:
+        CHECK(cudaLaunchKernel, (fn, grid, block, args, 0, b->stream));
+        break;
+    }
+}
+
+/* Microseconds a launch (or unit of --work) over @n in @s. */
 static double launches_us(bench_t *b, setting_t s, long n)
 {
     void *args[] = {&b->operand};
     const void *fn = launch_cost_kernel();
-    dim3 grid = {1, 1, 1}, block = {32, 1, 1};
     uint64_t spent = 0;
 
     for (long done = 0; done < n; done += BATCH) {
@@ -393,7 +463,7 @@ static double launches_us(bench_t *b, setting_t s, long n)
         for (int i = 0; i < BATCH; i++) {
             uint64_t t = umadv__now_ns();
 
-            CHECK(cudaLaunchKernel, (fn, grid, block, args, 0, b->stream));
+            work_unit(b, fn, args, (unsigned)(done + i));
             span_add(&launch_spans, t, LAUNCH);
             if (s == EVENT_AFTER)
                 CHECK(cudaEventRecord, (b->event, b->stream));
@@ -602,12 +672,23 @@ int main(int argc, char **argv)
             repeat = (int)parse_count(v, "invalid --repeat '%s' (1 to 101)", 1, MAX_REPEAT);
         } else if (strcmp(argv[i], "--settings") == 0 && v != NULL) {
             norder = parse_settings(v, order);
+        } else if (strcmp(argv[i], "--work") == 0 && v != NULL) {
+            b.work = strcmp(v, "cpu") == 0 ? WORK_CPU : strcmp(v, "mmap") == 0 ? WORK_MMAP
+                   : strcmp(v, "launch") == 0 ? WORK_LAUNCH : (work_t)-1;
+            if ((int)b.work < 0)
+                usage_error("invalid --work '%s' (launch, cpu or mmap)", v);
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
         i++;
     }
     setup(&b, size);
+    if (b.work == WORK_CPU && (b.table = calloc(TABLE_WORDS, sizeof(*b.table))) == NULL) {
+        fprintf(stderr, "launch_cost: out of memory\n");
+        return EXIT_FAILURE;
+    }
+    for (uint64_t w = 0; b.table != NULL && w < TABLE_WORDS; w++)
+        b.table[w] = w * 2654435761u;
     launch_spans.cap = MAX_SPANS;
     if ((launch_spans.v = malloc(MAX_SPANS * sizeof(span_t))) == NULL) {
         fprintf(stderr, "launch_cost: out of memory\n");
@@ -618,6 +699,9 @@ int main(int argc, char **argv)
     printf("launch_cost: %s, driver %d; %ld launches a run, median of %d; the other "
            "thread's calls on %.0f MiB\n", prop.name, driver, launches, repeat,
            (double)size / 1048576.0);
+    if (b.work != WORK_LAUNCH)
+        printf("timed in place of each launch: a unit of %s work (--work)\n",
+               b.work == WORK_CPU ? "cpu" : "mmap");
     printf("%-34s %12s %10s %16s %15s %13s\n", "setting", "us/launch", "x plain",
            "callbacks/launch", "other's calls/s", "its host us");
     for (int i = 0; i < norder; i++) {
@@ -654,5 +738,6 @@ int main(int argc, char **argv)
         if (ran[s] && beside((setting_t)s))
             met_print((setting_t)s, &met[s]);
     free(launch_spans.v);
+    free(b.table);
     return 0;
 }

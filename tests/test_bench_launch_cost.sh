@@ -29,6 +29,10 @@ ok $? "--settings with a setting after a CUPTI one: a usage error" || diag "$tmp
 [ $? -eq 2 ] && grep -q "setting 'idle' given twice" "$tmp/bad"
 ok $? "--settings with a key twice: a usage error" || diag "$tmp/bad"
 
+"$bench" --work nope >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --work 'nope' (launch, cpu or mmap)" "$tmp/bad"
+ok $? "--work with an unknown kind: a usage error naming it" || diag "$tmp/bad"
+
 "$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
 status=$?
 if tap_bench_ran $status; then
@@ -51,6 +55,15 @@ if tap_bench_ran $status; then
          END { exit n != 2 || rows !~ /^beside: a thread that sleeps/ }' "$tmp/one" &&
         grep -q "^+ runtime launch callbacks" "$tmp/one"
     ok $? "--settings runs those settings alone, in its order" || diag "$tmp/one"
+    # host work timed in place of the launches, beside the other thread's calls
+    for work in cpu mmap; do
+        "$bench" --work $work --launches 512 --repeat 1 --settings plain,copy-out \
+            >"$tmp/work" 2>"$tmp/err"
+        grep -q "^timed in place of each launch: a unit of $work work" "$tmp/work" &&
+            awk '/^(plain|beside)/ { n++; t = $(NF-4); if (!(t + 0 > 0)) bad = 1 }
+                 END { exit n != 2 || bad }' "$tmp/work"
+        ok $? "--work $work: a unit of $work work timed in each setting" || diag "$tmp/work"
+    done
 fi
 
 tap_done
