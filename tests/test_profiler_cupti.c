@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -898,14 +899,29 @@ static void cpu_spin_ms(unsigned ms)
         ;
 }
 
-/* The "between those launches ... ms of it its cpu time" of @log. */
-static int gaps_parse(const char *log, double *wall_p, double *cpu_p)
+/* The "between those launches ... ms of it its cpu time, N page faults"
+ * of @log. */
+static int gaps_parse(const char *log, double *wall_p, double *cpu_p, unsigned long *faults_p)
 {
     const char *at = log != NULL ? strstr(log, "between those launches ") : NULL;
 
     return at != NULL &&
-           sscanf(at, "between those launches %lf ms, %lf ms of it its cpu time", wall_p,
-                  cpu_p) == 2;
+           sscanf(at, "between those launches %lf ms, %lf ms of it its cpu time, %lu page faults",
+                  wall_p, cpu_p, faults_p) == 3;
+}
+
+/* Map @pages fresh pages, touch each (a page fault each), unmap them. */
+static void touch_fresh_pages(size_t pages)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *p = mmap(NULL, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+
+    if (p == MAP_FAILED)
+        return;
+    for (size_t i = 0; i < pages; i++)
+        p[i * page] = 1;
+    munmap(p, pages * page);
 }
 
 /* Under the debug log, the replay times the application's thread between
@@ -915,6 +931,7 @@ static void test_follow_gaps(void)
 {
     void *a = NULL, *b = NULL, *args[2], *args_b[2];
     double wall = 0, cpu = 0;
+    unsigned long faults = 0;
     umadv_context_t ctx;
     int parsed;
 
@@ -926,18 +943,20 @@ static void test_follow_gaps(void)
     usleep(30000);
     runtime_launch("k2", 901, args_b, 0);
     cpu_spin_ms(20);
+    touch_fresh_pages(64);
     runtime_launch("k3", 902, args, 0);
     umadv_iteration_begin(ctx);
-    parsed = gaps_parse(log_take(), &wall, &cpu);
-    ok(parsed && wall >= 50 && cpu >= 19 && cpu < 35,
-       "a 30 ms sleep and a 20 ms spin between three launches: %.1f ms between them, %.1f of "
-       "it cpu", wall, cpu);
+    parsed = gaps_parse(log_take(), &wall, &cpu, &faults);
+    ok(parsed && wall >= 50 && cpu >= 19 && cpu < 35 && faults >= 64,
+       "a 30 ms sleep, a 20 ms spin and 64 fresh pages touched between three launches: %.1f "
+       "ms between them, %.1f of it cpu, %lu page faults", wall, cpu, faults);
     umadv__log_level = UMADV_LOG_INFO;
     runtime_launch("k1", 910, args, 0);
     usleep(10000);
     runtime_launch("k2", 911, args_b, 0);
     umadv_iteration_begin(ctx);
-    ok(!gaps_parse(log_take(), &wall, &cpu), "not timed, nor said, without the debug log");
+    ok(!gaps_parse(log_take(), &wall, &cpu, &faults),
+       "not timed, nor said, without the debug log");
     umadv_free(ctx, a);
     umadv_free(ctx, b);
     umadv_context_destroy(ctx);

@@ -311,9 +311,37 @@ static void test_host_spare(void)
        (unsigned long long)spare);
 }
 
+/* The thread's own clock and counts: a spin shows in its CPU time, fresh
+ * pages in its faults; a count that went back adds nothing. */
+static void test_thread_events(void)
+{
+    umadv_thread_events_t then, now, sum = {1, 2, 3, 4};
+    uint64_t cpu = umadv__thread_cpu_ns(), start = umadv__now_ns();
+    volatile char *p;
+
+    while (umadv__now_ns() - start < 5000000u)
+        ;
+    ok(umadv__thread_cpu_ns() - cpu >= 4000000u, "5 ms of spin: 4 ms or more of thread cpu");
+    umadv__thread_events(&then);
+    p = malloc(64 << 20); /* above malloc's mmap threshold: fresh pages */
+    for (size_t i = 0; p != NULL && i < (64u << 20); i += 4096)
+        p[i] = 1;
+    free((void *)p);
+    umadv__thread_events(&now);
+    umadv__thread_events_add(&sum, &now, &then);
+    ok(p != NULL && sum.minor_faults + sum.major_faults >= 1 + 2 + 16384,
+       "64 MiB touched: a fault a page added (%llu)",
+       (unsigned long long)(sum.minor_faults + sum.major_faults));
+    sum = (umadv_thread_events_t){1, 2, 3, 4};
+    umadv__thread_events_add(&sum, &then, &now);
+    ok(sum.minor_faults == 1 && sum.major_faults == 2 && sum.voluntary_switches == 3 &&
+           sum.involuntary_switches == 4,
+       "counts that went back add nothing");
+}
+
 int main(void)
 {
-    plan(3 + 7 + 18 + 8 + 5 + 10 + 4 + 5 + 5);
+    plan(3 + 7 + 18 + 8 + 5 + 10 + 4 + 5 + 5 + 3);
     test_utf8_exhaustive();
     test_utf8_cases();
     test_size_parse();
@@ -323,5 +351,6 @@ int main(void)
     test_strdup();
     test_hostmem();
     test_host_spare();
+    test_thread_events();
     return exit_status();
 }

@@ -111,8 +111,10 @@ static struct replay_follow {
     struct follow_gaps {
         pthread_t thread;             /* the last exit's */
         uint64_t  left_ns, left_cpu;  /* at the last exit; 0: none yet */
+        umadv_thread_events_t left_ev;/* at the last exit */
         uint64_t  entry_cpu;          /* at the open step's entry */
         uint64_t  wall_ns, cpu_ns;    /* between launches, this iteration */
+        umadv_thread_events_t ev;     /* between them: page faults, switches */
         uint64_t  inside_cpu_ns;      /* inside them */
     } gaps;
 } follow = {.open = UMADV_STEP_NONE};
@@ -132,8 +134,12 @@ static void gaps_enter(uint64_t now)
         return;
     g->entry_cpu = umadv__thread_cpu_ns();
     if (g->left_ns != 0 && pthread_equal(g->thread, pthread_self())) {
+        umadv_thread_events_t ev;
+
         g->wall_ns += now - g->left_ns;
         g->cpu_ns += g->entry_cpu - UMADV_MIN(g->entry_cpu, g->left_cpu);
+        umadv__thread_events(&ev);
+        umadv__thread_events_add(&g->ev, &ev, &g->left_ev);
     }
 }
 
@@ -143,6 +149,7 @@ static void gaps_exit(uint64_t now)
 
     if (!gaps_timed())
         return;
+    umadv__thread_events(&g->left_ev);
     g->left_cpu = umadv__thread_cpu_ns();
     g->left_ns  = now;
     g->thread   = pthread_self();
@@ -911,8 +918,14 @@ void umadv__replay_iteration_reset(umadv_context_t ctx, uint64_t faults)
                              follow.wait_ns + follow.end_ns)) / 1e6);
     if (follow.ctx == ctx && follow.next > 0 && gaps_timed())
         umadv_debug("replay: the application's thread between those launches %.3f ms, %.3f ms "
-                    "of it its cpu time; inside them %.3f ms of cpu time",
+                    "of it its cpu time, %llu page faults (%llu major), %llu times it gave the "
+                    "cpu up and %llu it was preempted; inside them %.3f ms of cpu time",
                     follow.gaps.wall_ns / 1e6, follow.gaps.cpu_ns / 1e6,
+                    (unsigned long long)(follow.gaps.ev.minor_faults +
+                                         follow.gaps.ev.major_faults),
+                    (unsigned long long)follow.gaps.ev.major_faults,
+                    (unsigned long long)follow.gaps.ev.voluntary_switches,
+                    (unsigned long long)follow.gaps.ev.involuntary_switches,
                     follow.gaps.inside_cpu_ns / 1e6);
     follow.next      = 0;
     follow.open      = UMADV_STEP_NONE;

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "common/util.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static const struct {
@@ -184,6 +186,34 @@ uint64_t umadv__thread_cpu_ns(void)
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void umadv__thread_events(umadv_thread_events_t *ev)
+{
+    struct rusage ru;
+
+    memset(ev, 0, sizeof(*ev));
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return;
+    ev->minor_faults         = (uint64_t)ru.ru_minflt;
+    ev->major_faults         = (uint64_t)ru.ru_majflt;
+    ev->voluntary_switches   = (uint64_t)ru.ru_nvcsw;
+    ev->involuntary_switches = (uint64_t)ru.ru_nivcsw;
+}
+
+static uint64_t count_since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
+
+void umadv__thread_events_add(umadv_thread_events_t *sum, const umadv_thread_events_t *now,
+                              const umadv_thread_events_t *then)
+{
+    sum->minor_faults += count_since(now->minor_faults, then->minor_faults);
+    sum->major_faults += count_since(now->major_faults, then->major_faults);
+    sum->voluntary_switches += count_since(now->voluntary_switches, then->voluntary_switches);
+    sum->involuntary_switches +=
+        count_since(now->involuntary_switches, then->involuntary_switches);
 }
 
 unsigned umadv__edit_distance(const char *a, const char *b)

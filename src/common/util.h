@@ -61,4 +61,18 @@ uint64_t umadv__now_ns(void);
  * vDSO has no thread clock: for diagnostics, not every call's path). */
 uint64_t umadv__thread_cpu_ns(void);
 
+/* What the kernel counts of the calling thread (getrusage, RUSAGE_THREAD;
+ * zeros where it cannot): its page faults, and the times it gave the CPU
+ * up (waiting) or was preempted. */
+typedef struct umadv_thread_events {
+    uint64_t minor_faults, major_faults;
+    uint64_t voluntary_switches, involuntary_switches;
+} umadv_thread_events_t;
+
+void umadv__thread_events(umadv_thread_events_t *ev);
+
+/* *@sum += @now - @then, each count (a count that went back adds 0). */
+void umadv__thread_events_add(umadv_thread_events_t *sum, const umadv_thread_events_t *now,
+                              const umadv_thread_events_t *then);
+
 #endif
