@@ -627,6 +627,38 @@ static void test_exit_handler(void)
        (unsigned)status);
 }
 
+/* UMADV_TIMELINE of a context the process never destroys: written by the
+ * exit handler, its steps in it. */
+static void test_exit_timeline(void)
+{
+    char path[] = "/tmp/umadv-lifecycle-timeline-XXXXXX";
+    int fd = mkstemp(path), status = -1;
+    pid_t child = fd >= 0 ? fork() : -1;
+    char text[4096] = "";
+    FILE *f;
+    void *w;
+
+    if (child == 0) {
+        setenv("UMADV_TIMELINE", path, 1);
+        (void)context_replaying(&w);
+        exit(0);
+    }
+    if (child > 0)
+        waitpid(child, &status, 0);
+    f = fd >= 0 ? fopen(path, "r") : NULL;
+    if (f != NULL) {
+        text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+        fclose(f);
+    }
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(text, "\"traceEvents\"") &&
+           strstr(text, "\"name\":\"step\"") != NULL,
+       "a context alive at exit writes its timeline, its steps in it");
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+}
+
 /* ---- a replay stopped under a wait (replay.c, WAITS WITHOUT THE LOCK) ---- */
 
 /* The host backend whose fetches to the GPU wait at a gate while it is
@@ -876,13 +908,14 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 1 + 3 + 6 + 4);
     test_rows();
     test_coverage();
     test_unsteady();
     test_reprofile_failed();
     test_process_exit();
     test_exit_handler();
+    test_exit_timeline();
     test_stop_under_wait();
     test_cupti_lost();
     test_budget_resolved();

@@ -260,6 +260,10 @@ void umadv__replay_exit(umadv_context_t ctx)
 {
     umadv__replay_stop(ctx);
     umadv__exec_stage_cache_settle(&ctx->replay.stage_cache);
+    /* a context the application never destroys still leaves its
+     * timeline (written again, whole, if it is destroyed after) */
+    if (ctx->replay.spans != NULL)
+        umadv__spans_save(ctx->replay.spans, ctx->config.timeline);
 }
 
 void umadv__replay_pin_ahead(umadv_context_t ctx, const umadv_schedule_t *schedule)
