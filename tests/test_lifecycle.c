@@ -653,6 +653,23 @@ static void test_exit_timeline(void)
     ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(text, "\"traceEvents\"") &&
            strstr(text, "\"name\":\"step\"") != NULL,
        "a context alive at exit writes its timeline, its steps in it");
+    /* saved before (the injection library saves at its own exit, which
+     * runs first): not written again, so a stream gets one timeline */
+    unlink(path);
+    child = fd >= 0 ? fork() : -1;
+    if (child == 0) {
+        umadv_context_t ctx;
+
+        setenv("UMADV_TIMELINE", path, 1);
+        ctx = context_replaying(&w);
+        if (umadv_timeline_save(ctx, NULL) != UMADV_OK || unlink(path) != 0)
+            exit(5);
+        exit(0);
+    }
+    if (child > 0)
+        waitpid(child, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && access(path, F_OK) != 0,
+       "one saved already is not written again at exit (status %#x)", (unsigned)status);
     if (fd >= 0) {
         close(fd);
         unlink(path);
@@ -908,7 +925,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 1 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 2 + 3 + 6 + 4);
     test_rows();
     test_coverage();
     test_unsteady();

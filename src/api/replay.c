@@ -261,8 +261,10 @@ void umadv__replay_exit(umadv_context_t ctx)
     umadv__replay_stop(ctx);
     umadv__exec_stage_cache_settle(&ctx->replay.stage_cache);
     /* a context the application never destroys still leaves its
-     * timeline (written again, whole, if it is destroyed after) */
-    if (ctx->replay.spans != NULL)
+     * timeline, unless it was saved already (umadv_timeline_save, or
+     * the injection library's own exit, which runs first): a stream
+     * such as standard output gets one timeline, not two */
+    if (ctx->replay.spans != NULL && !ctx->replay.spans->saved)
         umadv__spans_save(ctx->replay.spans, ctx->config.timeline);
 }
 

@@ -111,6 +111,7 @@ umadv_status_t umadv__spans_save(umadv_spans_t *s, const char *path)
     } else if (status == UMADV_OK) {
         status = umadv__outfile_commit(&of, why, sizeof(why));
     }
+    s->saved |= status == UMADV_OK;
     if (status != UMADV_OK)
         umadv_error("UMADV_TIMELINE: %s: nothing written", why);
     else if (s->dropped > 0)

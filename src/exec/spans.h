@@ -46,6 +46,7 @@ typedef struct umadv_spans {
     umadv_span_t   *v;
     size_t          n, cap, max;
     uint64_t        dropped; /* spans past max */
+    int             saved;   /* written to a file once at least */
 } umadv_spans_t;
 
 /* Default bound on recorded spans: 48 bytes each, 96 MiB at most. */
@@ -64,8 +65,8 @@ void umadv__spans_add(umadv_spans_t *s, umadv_span_track_t track, const char *wh
 int umadv__spans_write(umadv_spans_t *s, FILE *stream);
 
 /* Write the spans to @path through common/outfile.h (a regular file is
- * replaced only once the whole timeline is written). Logs an error naming
- * the file on failure. */
+ * replaced only once the whole timeline is written), and mark them saved.
+ * Logs an error naming the file on failure. */
 umadv_status_t umadv__spans_save(umadv_spans_t *s, const char *path);
 
 #endif
