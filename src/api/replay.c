@@ -101,13 +101,14 @@ static struct replay_follow {
      * launch_cost) and its waits for the driver while a lane populates
      * or migrates */
     uint64_t        begin_ns, wait_ns, end_ns;
-    /* Under the debug log only (a thread's CPU clock is a system call
-     * where the vDSO has none): the application's time between one
-     * followed launch's exit and the next one's entry on the same
-     * thread, wall and the thread's CPU, and the CPU inside the launch
-     * calls: whether a launch-bound application's own work slows beside
-     * the lanes (CPU time up with the wall) or its thread waits (wall
-     * up, CPU not). */
+    /* Under the debug log only (a thread's CPU clock and counts are
+     * system calls): the application's time between one followed
+     * launch's exit and the next one's entry on the same thread, wall
+     * and the thread's CPU, its page faults and context switches there,
+     * and the CPU inside the launch calls: whether a launch-bound
+     * application's own work slows beside the lanes (CPU time up with
+     * the wall: densenet121's doubled, bench/RESULTS.md, 2026-11-30) or
+     * its thread waits (wall up, CPU not). */
     struct follow_gaps {
         pthread_t thread;             /* the last exit's */
         uint64_t  left_ns, left_cpu;  /* at the last exit; 0: none yet */
