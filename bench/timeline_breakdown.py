@@ -8,7 +8,7 @@ lane's and the application's share of every bucket: where the lanes run
 together and where one waits for the other).
 
   bench/timeline_breakdown.py TIMELINE.json [--iterations 3,4] [--last N]
-                              [--bucket MS] [--fit] [--json OUT]
+                              [--bucket MS] [--fit] [--gaps] [--json OUT]
 
 --fit adds, per lane call that moves bytes, the least-squares line
 duration = fixed cost + bytes / rate over the chosen iterations' calls,
@@ -16,12 +16,20 @@ for all of them and apart for those that ran alone (the other lane busy
 under 1% of the call) and beside the other lane (over 50%): a fixed cost
 far above the link probe's says the calls are too small; a rate that
 halves beside the other lane says the two directions share one path.
+--gaps adds, per iteration, the application's time in its steps and
+between them (the gaps: its own work between two launch calls), and both
+split by the lane call under way (one covering over half of the step or
+gap, else none): whether the application's steps or its own work slow
+while a lane calls (a densenet121 at batch 32 under half its footprint
+spent 87 ms an iteration between its steps; a native iteration's whole
+host work is 45; bench/RESULTS.md, 2026-11-30).
 Prints the tables; --json writes the same numbers. Exits 1 on a file
 that is not a umadv replay timeline.
 """
 import argparse
 import collections
 import json
+import statistics
 import sys
 
 TRACKS = {1: "application: steps", 2: "application: waits", 3: "fetch lane", 4: "eviction lane"}
@@ -35,6 +43,9 @@ def parse_args():
     p.add_argument("--bucket", type=float, help="also show the iteration in buckets of MS")
     p.add_argument("--fit", action="store_true",
                    help="fit each lane call's fixed cost and rate, alone and beside the other lane")
+    p.add_argument("--gaps", action="store_true",
+                   help="the application's time in and between its steps, by the lane call "
+                        "under way")
     p.add_argument("--json", help="write the numbers here")
     return p.parse_args()
 
@@ -146,6 +157,47 @@ def print_fits(fitted):
         print("  fit %-40s %s" % (name, "; ".join(words) if words else "too few sizes"))
 
 
+def lane_call_under(e, lane_calls):
+    """The name of the lane call covering over half of @e, "none" if none
+    does (a lane's calls do not overlap each other)."""
+    for c in lane_calls:
+        if overlap(e, [c]) > 0.5:
+            return "%s: %s" % (TRACKS[c["tid"]], c["name"])
+    return "none"
+
+
+def gaps(events):
+    """{"steps_ms", "gaps_ms", "gaps", "gap_median_us", "by": {call: {"steps": [n, ms,
+    median us], "gaps": [...]}}} of one iteration: the application's time
+    in its steps and between them, by the lane call under way."""
+    steps = sorted((e for e in events if e["tid"] == 1), key=lambda e: e["ts"])
+    between = [{"ts": a["ts"] + a["dur"], "dur": b["ts"] - a["ts"] - a["dur"]}
+               for a, b in zip(steps, steps[1:]) if b["ts"] > a["ts"] + a["dur"]]
+    lane_calls = [e for e in events if e["tid"] in LANES and "bytes" in e["args"]]
+    groups = collections.defaultdict(lambda: {"steps": [], "gaps": []})
+    for kind, spans in (("steps", steps), ("gaps", between)):
+        for e in spans:
+            groups[lane_call_under(e, lane_calls)][kind].append(e["dur"])
+
+    def summary(durs):
+        return [len(durs), sum(durs) / 1e3, statistics.median(durs) if durs else 0.0]
+
+    return {"steps_ms": sum(e["dur"] for e in steps) / 1e3,
+            "gaps_ms": sum(g["dur"] for g in between) / 1e3, "gaps": len(between),
+            "gap_median_us": statistics.median([g["dur"] for g in between]) if between else 0.0,
+            "by": {k: {kind: summary(v[kind]) for kind in v} for k, v in sorted(groups.items())}}
+
+
+def print_gaps(g):
+    print("  the application: %d steps, %.3f ms in them; %d gaps between them, %.3f ms "
+          "(median %.1f us)" % (sum(v["steps"][0] for v in g["by"].values()), g["steps_ms"],
+                                g["gaps"], g["gaps_ms"], g["gap_median_us"]))
+    print("  %-42s %22s | %22s" % ("by the lane call under way", "steps: n, ms, median us",
+                                   "gaps: n, ms, median us"))
+    for call, v in g["by"].items():
+        print("  %-42s %5d %8.3f %7.1f | %5d %8.3f %7.1f" % tuple([call] + v["steps"] + v["gaps"]))
+
+
 def print_iteration(it, bd, rows_b, width_ms):
     print("iteration %d: %.1f ms" % (it, bd["span_ms"]))
     for track, name, count, ms, nbytes in bd["rows"]:
@@ -179,6 +231,9 @@ def main():
         rows_b = buckets(by[it], args.bucket) if args.bucket else None
         print_iteration(it, bd, rows_b, args.bucket)
         result[it] = dict(bd, buckets=rows_b)
+        if args.gaps:
+            result[it]["gaps"] = gaps(by[it])
+            print_gaps(result[it]["gaps"])
     if args.fit:
         fitted = fits([e for it in wanted for e in by[it]])
         print("iterations %s, lane calls fitted:" % ",".join(map(str, wanted)))

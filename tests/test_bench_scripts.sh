@@ -906,6 +906,30 @@ sys.exit(f["fetch lane: restore from staging"]["all"][0] != 4)' "$tmp/tl-fit.out
 ok $? "timeline_breakdown.py --fit: each lane call's fixed cost and rate, alone and beside the other lane" ||
     diag "$tmp/tl-fit.table"
 
+# --gaps: steps of 10 us at 0, 30 and 100 us; a stage-out from 32 to 120
+# us covers the second step (8 of its 10 us), the gap after it and the
+# last step; the first gap (10 to 30 us) has none; a stall (no bytes) is
+# no lane call.
+cat >"$tmp/tl-gaps.json" <<'EOF_TL'
+{"displayTimeUnit":"ms","traceEvents":[
+{"name":"step","ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"args":{"iteration":5,"step":0}},
+{"name":"step","ph":"X","pid":1,"tid":1,"ts":30,"dur":10,"args":{"iteration":5,"step":1}},
+{"name":"step","ph":"X","pid":1,"tid":1,"ts":100,"dur":10,"args":{"iteration":5,"step":2}},
+{"name":"stage out","ph":"X","pid":1,"tid":4,"ts":32,"dur":88,"args":{"iteration":5,"step":1,"bytes":4000000}},
+{"name":"stalled: no room yet","ph":"X","pid":1,"tid":3,"ts":0,"dur":30,"args":{"iteration":5,"step":0}}
+]}
+EOF_TL
+python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-gaps.json" --gaps --json "$tmp/tl-gaps.out.json" \
+    >"$tmp/tl-gaps.table" 2>&1
+grep -q '^  the application: 3 steps, 0.030 ms in them; 2 gaps between them, 0.080 ms (median 40.0 us)$' \
+    "$tmp/tl-gaps.table" &&
+    grep -q '^  eviction lane: stage out  *2  *0.020  *10.0 |  *1  *0.060  *60.0$' "$tmp/tl-gaps.table" &&
+    grep -q '^  none  *1  *0.010  *10.0 |  *1  *0.020  *20.0$' "$tmp/tl-gaps.table" &&
+    python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["5"]["gaps"]
+sys.exit(g["by"]["none"]["gaps"][0] != 1 or len(g["by"]) != 2)' "$tmp/tl-gaps.out.json"
+ok $? "timeline_breakdown.py --gaps: the application's time in and between its steps, by the lane call under way" ||
+    diag "$tmp/tl-gaps.table"
+
 echo '{"traceEvents":[{"name":"x","ph":"X","tid":9,"ts":0,"dur":1,"args":{}}]}' >"$tmp/tl-bad.json"
 python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-bad.json" >/dev/null 2>"$tmp/tl-bad.err"
 [ $? -eq 1 ] && grep -q 'not a umadv replay timeline' "$tmp/tl-bad.err"
