@@ -1474,7 +1474,9 @@ static void gpu_time_report(const umadv_prof_result_t *r)
 {
     uint64_t span = 0, busy = 0;
 
-    if (umadv__prof_kernel_busy(r->kernels, r->nkernels, &span, &busy) != UMADV_OK)
+    /* the kernels sorted to merge them: only where the line is logged */
+    if (umadv__log_level < UMADV_LOG_DEBUG ||
+        umadv__prof_kernel_busy(r->kernels, r->nkernels, &span, &busy) != UMADV_OK)
         return;
     umadv_debug("profiled iteration's time: %.1f ms on the host from the recording's start to "
                 "its stop; on the gpu %.1f ms from the first kernel's start to the last one's "
