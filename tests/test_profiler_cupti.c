@@ -962,6 +962,43 @@ static void test_follow_gaps(void)
     umadv_context_destroy(ctx);
 }
 
+/* The profile's debug report gives the pass's time on the GPU from its
+ * kernel records: first start to last end, and the time some kernel ran
+ * (two of them overlap). */
+static void test_profile_gpu_time(void)
+{
+    static const char *const names[] = {"k1", "k2", "k3"};
+    static const uint64_t ms[][2] = {{0, 2}, {1, 3}, {5, 6}};
+    void *a = NULL, *b = NULL, *args[2], *args_b[2];
+    double span = 0, busy = 0;
+    const char *at;
+    umadv_context_t ctx;
+    int parsed;
+
+    ctx = two_block_context(&a, &b, args, args_b);
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    for (uint32_t k = 0; k < 3; k++) {
+        runtime_launch(names[k], 40 + k, k == 1 ? args_b : args, 0);
+        queue_kernel(40 + k, ms[k][0] * 1000000u, ms[k][1] * 1000000u);
+    }
+    umadv__log_level = UMADV_LOG_DEBUG;
+    log_take();
+    umadv_plan(ctx);
+    umadv__log_level = UMADV_LOG_INFO;
+    at = strstr(log_take(), "its stop; on the gpu ");
+    parsed = at != NULL && sscanf(at, "its stop; on the gpu %lf ms from the first kernel's start "
+                                      "to the last one's end, %lf ms of it running kernels",
+                                  &span, &busy) == 2;
+    ok(parsed && span == 6.0 && busy == 4.0,
+       "the profile's report: 6 ms on the gpu from the first kernel to the last, 4 of them "
+       "running kernels (%.1f, %.1f)", span, busy);
+    umadv_free(ctx, a);
+    umadv_free(ctx, b);
+    umadv_context_destroy(ctx);
+}
+
 static void test_follow_timing(void)
 {
     static const char *const names[] = {"k1", "k2", "k3"};
@@ -2712,7 +2749,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5 + 2);
+    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5 + 2 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();
@@ -2737,6 +2774,7 @@ int main(void)
     test_follow_hidden_reader();
     test_capture();
     test_follow_timing();
+    test_profile_gpu_time();
     test_timed_after_wait();
     test_two_passes();
     test_second_pass_by_birth();
