@@ -125,7 +125,9 @@ static const char *const setting_keys[SETTINGS] = {
 };
 
 /* What the application's thread times: a launch, or a unit of host work. */
-typedef enum work { WORK_LAUNCH, WORK_CPU, WORK_MMAP } work_t;
+typedef enum work { WORK_LAUNCH, WORK_CPU, WORK_MMAP, WORKS } work_t;
+
+static const char *const work_names[WORKS] = {"launch", "cpu", "mmap"};
 
 #define TABLE_WORDS (UINT64_C(1) << 19) /* 4 MiB of uint64_t */
 
@@ -599,6 +601,15 @@ static long parse_count(const char *v, const char *what, long lo, long hi)
 }
 
 /* The settings @list names, in its order, into @order; their count. */
+static work_t parse_work(const char *v)
+{
+    for (int w = 0; w < WORKS; w++)
+        if (strcmp(v, work_names[w]) == 0)
+            return (work_t)w;
+    usage_error("invalid --work '%s' (launch, cpu or mmap)", v);
+    return WORK_LAUNCH;
+}
+
 static int parse_settings(const char *list, setting_t order[SETTINGS])
 {
     char buf[512], *save = NULL;
@@ -673,10 +684,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--settings") == 0 && v != NULL) {
             norder = parse_settings(v, order);
         } else if (strcmp(argv[i], "--work") == 0 && v != NULL) {
-            b.work = strcmp(v, "cpu") == 0 ? WORK_CPU : strcmp(v, "mmap") == 0 ? WORK_MMAP
-                   : strcmp(v, "launch") == 0 ? WORK_LAUNCH : (work_t)-1;
-            if ((int)b.work < 0)
-                usage_error("invalid --work '%s' (launch, cpu or mmap)", v);
+            b.work = parse_work(v);
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
@@ -701,7 +709,7 @@ int main(int argc, char **argv)
            (double)size / 1048576.0);
     if (b.work != WORK_LAUNCH)
         printf("timed in place of each launch: a unit of %s work (--work)\n",
-               b.work == WORK_CPU ? "cpu" : "mmap");
+               work_names[b.work]);
     printf("%-34s %12s %10s %16s %15s %13s\n", "setting", "us/launch", "x plain",
            "callbacks/launch", "other's calls/s", "its host us");
     for (int i = 0; i < norder; i++) {
