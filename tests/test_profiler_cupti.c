@@ -965,10 +965,25 @@ static void test_follow_gaps(void)
 /* The profile's debug report gives the pass's time on the GPU from its
  * kernel records: first start to last end, and the time some kernel ran
  * (two of them overlap). */
-static void test_profile_gpu_time(void)
+/* Under plan, a profiled iteration of launches k1, k2 (on block b) and k3,
+ * correlation ids @first_id on, their kernels at @kernels (ns). */
+static void profiled_three_launches(umadv_context_t ctx, void **args, void **args_b,
+                                    uint32_t first_id, const uint64_t kernels[3][2])
 {
     static const char *const names[] = {"k1", "k2", "k3"};
-    static const uint64_t ms[][2] = {{0, 2}, {1, 3}, {5, 6}};
+
+    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
+    umadv_profile_next_iteration(ctx);
+    umadv_iteration_begin(ctx);
+    for (uint32_t k = 0; k < 3; k++) {
+        runtime_launch(names[k], first_id + k, k == 1 ? args_b : args, 0);
+        queue_kernel(first_id + k, kernels[k][0], kernels[k][1]);
+    }
+}
+
+static void test_profile_gpu_time(void)
+{
+    static const uint64_t ns[3][2] = {{0, 2000000}, {1000000, 3000000}, {5000000, 6000000}};
     void *a = NULL, *b = NULL, *args[2], *args_b[2];
     double span = 0, busy = 0;
     const char *at;
@@ -976,13 +991,7 @@ static void test_profile_gpu_time(void)
     int parsed;
 
     ctx = two_block_context(&a, &b, args, args_b);
-    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    for (uint32_t k = 0; k < 3; k++) {
-        runtime_launch(names[k], 40 + k, k == 1 ? args_b : args, 0);
-        queue_kernel(40 + k, ms[k][0] * 1000000u, ms[k][1] * 1000000u);
-    }
+    profiled_three_launches(ctx, args, args_b, 40, ns);
     umadv__log_level = UMADV_LOG_DEBUG;
     log_take();
     umadv_plan(ctx);
@@ -1001,7 +1010,7 @@ static void test_profile_gpu_time(void)
 
 static void test_follow_timing(void)
 {
-    static const char *const names[] = {"k1", "k2", "k3"};
+    static const uint64_t ns[3][2] = {{0, 5}, {10, 15}, {20, 25}};
     void *a = NULL, *b = NULL, *args[2], *args_b[2];
     const umadv_trace_t *t;
     umadv_context_t ctx;
@@ -1009,13 +1018,7 @@ static void test_follow_timing(void)
     int first_followed;
 
     ctx = two_block_context(&a, &b, args, args_b);
-    umadv_set_policy(ctx, UMADV_POLICY_PLAN);
-    umadv_profile_next_iteration(ctx);
-    umadv_iteration_begin(ctx);
-    for (uint32_t k = 0; k < 3; k++) {
-        runtime_launch(names[k], 10 + k, k == 1 ? args_b : args, 0);
-        queue_kernel(10 + k, 10 * k, 10 * k + 5);
-    }
+    profiled_three_launches(ctx, args, args_b, 10, ns);
     umadv_plan(ctx);
     umadv_iteration_begin(ctx);
     e = ctx->replay.exec;
