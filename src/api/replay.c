@@ -572,13 +572,14 @@ static void follow_launch(void *arg, const char *name, unsigned flags, int exit,
         if (!exit) {
             exec = follow_enter(ctx, name, flags);
         } else if (follow.open != UMADV_STEP_NONE) {
-            uint64_t end = umadv__now_ns();
+            uint64_t end = umadv__now_ns(), left;
 
             follow.open = UMADV_STEP_NONE;
             umadv__exec_step_end(ctx->replay.exec, stream);
-            follow.end_ns += umadv__now_ns() - end;
-            follow.launch_ns += umadv__now_ns() - follow.entry_ns;
-            gaps_exit(umadv__now_ns());
+            left = umadv__now_ns(); /* one reading for the three: every launch pays it */
+            follow.end_ns += left - end;
+            follow.launch_ns += left - follow.entry_ns;
+            gaps_exit(left);
         }
     }
     pthread_mutex_unlock(&ctx->lock);
