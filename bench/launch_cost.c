@@ -50,13 +50,15 @@
  * do; a row says how many callbacks each launch made.
  *
  *   bench/launch_cost [--size BYTES] [--launches N] [--repeat N]
- *                     [--settings KEY,...] [--work launch|cpu|mmap]
+ *                     [--settings KEY,...] [--work launch|cpu|mmap|api]
  *
  * --work cpu times, in place of each launch, a unit of the host work a
  * PyTorch program does between its launches (small mallocs and frees,
  * reads scattered over a 4 MiB table), --work mmap one of a mapping's
- * life (64 KiB mapped, its pages touched, unmapped): whether the other
- * thread's calls slow the application's own work between launches,
+ * life (64 KiB mapped, its pages touched, unmapped), --work api the
+ * runtime calls PyTorch makes around its launches (the current device,
+ * whether the stream captures, an event's state, the last error): whether
+ * the other thread's calls slow the application's own work between launches,
  * where a launch-bound model under a replay spends twice native's CPU
  * time (replay.c's debug line; bench/RESULTS.md, 2026-11-30). The
  * table's us are then per unit.
@@ -125,9 +127,9 @@ static const char *const setting_keys[SETTINGS] = {
 };
 
 /* What the application's thread times: a launch, or a unit of host work. */
-typedef enum work { WORK_LAUNCH, WORK_CPU, WORK_MMAP, WORKS } work_t;
+typedef enum work { WORK_LAUNCH, WORK_CPU, WORK_MMAP, WORK_API, WORKS } work_t;
 
-static const char *const work_names[WORKS] = {"launch", "cpu", "mmap"};
+static const char *const work_names[WORKS] = {"launch", "cpu", "mmap", "api"};
 
 #define TABLE_WORDS (UINT64_C(1) << 19) /* 4 MiB of uint64_t */
 
@@ -213,7 +215,7 @@ static void usage_error(const char *fmt, const char *arg)
     fprintf(stderr, "launch_cost: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N] "
-                    "[--settings KEY,...] [--work launch|cpu|mmap]\n");
+                    "[--settings KEY,...] [--work launch|cpu|mmap|api]\n");
     exit(EXIT_USAGE);
 }
 
@@ -434,6 +436,21 @@ static void mmap_unit(bench_t *b)
     munmap(p, len);
 }
 
+/* A unit of the runtime calls a PyTorch program makes between launches:
+ * none enqueues work, but each may take the driver's locks. */
+static void api_unit(bench_t *b)
+{
+    enum cudaStreamCaptureStatus capture;
+    int device;
+
+    CHECK(cudaGetDevice, (&device));
+    CHECK(cudaStreamIsCapturing, (b->stream, &capture));
+    if (cudaEventQuery(b->event) == cudaErrorInvalidResourceHandle)
+        exit(EXIT_FAILURE);
+    (void)cudaGetLastError();
+    b->sink += (uint64_t)device + (uint64_t)capture;
+}
+
 /* One unit of the application thread's timed work (--work). */
 static void work_unit(bench_t *b, const void *fn, void **args, unsigned i)
 {
@@ -445,6 +462,9 @@ static void work_unit(bench_t *b, const void *fn, void **args, unsigned i)
         break;
     case WORK_MMAP:
         mmap_unit(b);
+        break;
+    case WORK_API:
+        api_unit(b);
         break;
     default:
         CHECK(cudaLaunchKernel, (fn, grid, block, args, 0, b->stream));
@@ -606,7 +626,7 @@ static work_t parse_work(const char *v)
     for (int w = 0; w < WORKS; w++)
         if (strcmp(v, work_names[w]) == 0)
             return (work_t)w;
-    usage_error("invalid --work '%s' (launch, cpu or mmap)", v);
+    usage_error("invalid --work '%s' (launch, cpu, mmap or api)", v);
     return WORK_LAUNCH;
 }
 

@@ -30,7 +30,7 @@ ok $? "--settings with a setting after a CUPTI one: a usage error" || diag "$tmp
 ok $? "--settings with a key twice: a usage error" || diag "$tmp/bad"
 
 "$bench" --work nope >"$tmp/bad" 2>&1
-[ $? -eq 2 ] && grep -q "invalid --work 'nope' (launch, cpu or mmap)" "$tmp/bad"
+[ $? -eq 2 ] && grep -q "invalid --work 'nope' (launch, cpu, mmap or api)" "$tmp/bad"
 ok $? "--work with an unknown kind: a usage error naming it" || diag "$tmp/bad"
 
 "$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
@@ -56,7 +56,7 @@ if tap_bench_ran $status; then
         grep -q "^+ runtime launch callbacks" "$tmp/one"
     ok $? "--settings runs those settings alone, in its order" || diag "$tmp/one"
     # host work timed in place of the launches, beside the other thread's calls
-    for work in cpu mmap; do
+    for work in cpu mmap api; do
         "$bench" --work $work --launches 512 --repeat 1 --settings plain,copy-out \
             >"$tmp/work" 2>"$tmp/err"
         grep -q "^timed in place of each launch: a unit of $work work" "$tmp/work" &&
