@@ -210,4 +210,6 @@ const umadv_cupti_ops_t umadv__cupti_ops_real = {
     .device_synchronize          = real_device_synchronize,
     .stream_capturing            = real_stream_capturing,
     .capture_mode_exchange       = real_capture_mode_exchange,
+    .enable_domain               = cuptiEnableDomain,
+    .callback_name               = cuptiGetCallbackName,
 };

@@ -58,6 +58,13 @@ typedef struct umadv_cupti_ops {
      * cudaStreamCaptureMode): the mode it had, or -1 where it was not
      * changed (cudaThreadExchangeStreamCaptureMode). */
     int (*capture_mode_exchange)(int mode);
+    /* THE CALL CENSUS (census.c). Every callback of @domain on or off
+     * (cuptiEnableDomain), and callback @cbid's name (cuptiGetCallbackName,
+     * "cudaLaunchKernel_v7000"). Either may be NULL: no census, and calls
+     * named by number. */
+    CUptiResult (*enable_domain)(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                 CUpti_CallbackDomain domain);
+    CUptiResult (*callback_name)(CUpti_CallbackDomain domain, uint32_t cbid, const char **name);
 } umadv_cupti_ops_t;
 
 /* libcupti and the CUDA runtime. */

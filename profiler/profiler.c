@@ -40,6 +40,7 @@ struct umadv_profiler {
     uint64_t                 processed;     /* records read from CUPTI's buffers */
     uint64_t                 process_ns;    /* time spent reading them */
     umadv_prof_mode_t        mode;          /* of the recording; set before it starts */
+    umadv_prof_census_t     *census;        /* umadv__prof_census_start; atomic */
 
     pthread_mutex_t          lock;          /* what follows */
     umadv_prof_result_t      rec;           /* the recording in progress */
@@ -422,7 +423,12 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
                           const void *cbdata)
 {
     umadv_profiler_t *prof = userdata;
+    umadv_prof_census_t *census = __atomic_load_n(&prof->census, __ATOMIC_ACQUIRE);
 
+    if (census != NULL)
+        umadv__prof_census_call(census, domain, cbid,
+                                ((const CUpti_CallbackData *)cbdata)->callbackSite ==
+                                    CUPTI_API_EXIT);
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (!runtime_callback(prof, cbid, cbdata))
             copy_callback(prof, domain, cbid, cbdata);
@@ -475,6 +481,8 @@ static umadv_status_t callbacks_set(umadv_profiler_t *prof, prof_callbacks_t set
     CUpti_CallbackDomain domain;
     CUpti_CallbackId cbid;
 
+    if (!enable && __atomic_load_n(&prof->census, __ATOMIC_ACQUIRE) != NULL)
+        return UMADV_OK; /* the census keeps every callback on */
     for (size_t i = 0; callback_at(set, i, &domain, &cbid); i++) {
         one = callback_set(prof, enable, domain, cbid,
                            status == UMADV_OK ? UMADV_LOG_WARN : UMADV_LOG_DEBUG);
@@ -947,8 +955,52 @@ void umadv__prof_close(umadv_profiler_t *prof)
     pthread_mutex_unlock(&the_profiler_lock);
     umadv__prof_result_cleanup(&prof->rec);
     umadv__prof_names_reset(&prof->names);
+    umadv__prof_census_free(prof->census); /* unsubscribed: no callback reaches it */
     pthread_mutex_destroy(&prof->lock);
     free(prof);
+}
+
+/* THE CALL CENSUS (census.c). Every callback of both domains on, then the
+ * counts published: a callback before them counts nothing. Where the
+ * driver's domain cannot be enabled, the runtime's calls are counted
+ * alone (said); where the runtime's cannot, nothing is. */
+umadv_status_t umadv__prof_census_start(umadv_profiler_t *prof)
+{
+    umadv_prof_census_t *census;
+    umadv_status_t status;
+
+    if (prof->ops->enable_domain == NULL) {
+        umadv_warn("call census: this CUPTI table cannot enable a callback domain: no census");
+        return UMADV_ERR_UNSUPPORTED;
+    }
+    census = umadv__prof_census_new();
+    if (census == NULL) {
+        umadv_warn("call census: out of memory: no census");
+        return UMADV_ERR_NO_MEMORY;
+    }
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_domain,
+                              (1, prof->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API));
+    if (status != UMADV_OK) {
+        umadv__prof_census_free(census);
+        return status;
+    }
+    if (UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, enable_domain,
+                         (1, prof->subscriber, CUPTI_CB_DOMAIN_DRIVER_API)) != UMADV_OK)
+        umadv_warn("call census: the runtime's calls only (cuBLAS's and cuDNN's driver calls "
+                   "are not counted)");
+    __atomic_store_n(&prof->census, census, __ATOMIC_RELEASE);
+    umadv_info("call census: counting the application's CUDA calls; a line at each "
+               "iteration's end");
+    return UMADV_OK;
+}
+
+void umadv__prof_census_report(umadv_profiler_t *prof, uint64_t iteration)
+{
+    umadv_prof_census_t *census =
+        prof != NULL ? __atomic_load_n(&prof->census, __ATOMIC_ACQUIRE) : NULL;
+
+    if (census != NULL)
+        umadv__prof_census_log(census, prof->ops, iteration);
 }
 
 void umadv__prof_result_cleanup(umadv_prof_result_t *result)

@@ -191,6 +191,18 @@ uint64_t umadv__prof_take_faults(umadv_profiler_t *prof, int flushed);
 size_t umadv__prof_take_fault_records(umadv_profiler_t *prof, umadv_prof_fault_t *out,
                                       size_t max);
 
+/* THE CALL CENSUS (UMADV_CALL_CENSUS; census.c): count and time every
+ * CUDA runtime and driver call of the application's threads from now on,
+ * by function, every callback on for the profiler's life. A failure is
+ * warned and returned; nothing is counted then. */
+umadv_status_t umadv__prof_census_start(umadv_profiler_t *prof);
+
+/* Log (info) the calls counted since the last report as iteration
+ * @iteration's (UMADV_PROF_CENSUS_SETUP: those before the first), and
+ * count again; a no-op without a census (or @prof). */
+#define UMADV_PROF_CENSUS_SETUP UINT64_MAX
+void umadv__prof_census_report(umadv_profiler_t *prof, uint64_t iteration);
+
 /* Whether fault records are available. */
 int umadv__prof_has_um_counters(const umadv_profiler_t *prof);
 

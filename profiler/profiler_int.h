@@ -68,6 +68,23 @@ void umadv__prof_names_reset(umadv_prof_names_t *h);
 /* Keep @event in @act, or count it dropped past UMADV_PROF_EVENTS_MAX. */
 void umadv__prof_event_push(umadv_prof_activity_t *act, const umadv_trace_event_t *event);
 
+/* census.c: THE CALL CENSUS. The counts of every function (zero at
+ * first); freed once no callback can reach them. */
+typedef struct umadv_prof_census umadv_prof_census_t;
+
+umadv_prof_census_t *umadv__prof_census_new(void);
+void umadv__prof_census_free(umadv_prof_census_t *census);
+
+/* A callback of call @cbid of @domain, at its entry or its @exit. */
+void umadv__prof_census_call(umadv_prof_census_t *census, CUpti_CallbackDomain domain,
+                             CUpti_CallbackId cbid, int exit);
+
+/* Log (info) the calls counted since the last log, as iteration
+ * @iteration's, and count again from zero; nothing where none was made.
+ * Names through @ops. */
+void umadv__prof_census_log(umadv_prof_census_t *census, const umadv_cupti_ops_t *ops,
+                            uint64_t iteration);
+
 /* The subscriber callback (CUpti_CallbackFunc). */
 void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void *cbdata);

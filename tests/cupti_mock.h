@@ -25,6 +25,8 @@ static struct {
     int                 subscribed, subscribe_calls;
     int                 callbacks;      /* launch callbacks enabled now */
     int                 copy_callbacks; /* copy and memset callbacks enabled now */
+    int                 domains;        /* callback domains enabled whole now */
+    CUptiResult         domain_result[2]; /* enable_domain's answer: runtime, driver */
     int                 um_on, kernels_on;
     int                 um_switches;    /* the counters turned on or off */
     int                 flushes;        /* activity_flush_all calls */
@@ -181,10 +183,35 @@ static int mock_capture_mode_exchange(int mode)
     return had;
 }
 
+static CUptiResult mock_enable_domain(uint32_t e, CUpti_SubscriberHandle s,
+                                      CUpti_CallbackDomain d)
+{
+    CUptiResult r = mock.domain_result[d == CUPTI_CB_DOMAIN_DRIVER_API];
+
+    if (r == CUPTI_SUCCESS)
+        mock.domains += e ? 1 : -1;
+    return r;
+}
+
+/* CUPTI's names for the calls the tests make; others have none. */
+static CUptiResult mock_callback_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+    *name = NULL;
+    if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+        *name = "cudaLaunchKernel_v7000";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API &&
+             cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000)
+        *name = "cudaStreamIsCapturing_v10000";
+    else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+        *name = "cuLaunchKernel";
+    return *name != NULL ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
 static const umadv_cupti_ops_t mock_ops = {
     "mock", mock_subscribe, mock_unsubscribe, mock_enable_callback, mock_register,
     mock_configure, mock_enable, mock_disable, mock_flush, mock_next, mock_result_string,
     mock_param_info, mock_sync, mock_stream_capturing, mock_capture_mode_exchange,
+    mock_enable_domain, mock_callback_name,
 };
 
 static inline void mock_reset(void)

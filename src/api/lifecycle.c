@@ -679,6 +679,7 @@ static umadv_status_t iteration_begin(umadv_context_t ctx)
         return status;
     life_dispatch(ctx, E(TIMING_STOP), NULL); /* a plan's failure is logged */
     ctx->in_iteration = 1;
+    umadv__ctx_census_report(ctx);
     ctx->stats.iterations++;
     umadv__replay_iteration_reset(ctx, faults_taken(ctx));
     /* a plan asked for while a profile records waits for its trace */

@@ -910,7 +910,16 @@ void umadv__ctx_profile_open(umadv_context_t ctx)
     if (umadv__prof_open(host_only, profile_launch, ctx, &ctx->profiler) != UMADV_OK) {
         ctx->profiler = NULL; /* warned: declared accesses only */
         ctx->profiler_lost = 1;
+    } else if (ctx->profiler != NULL && ctx->config.call_census) {
+        (void)umadv__prof_census_start(ctx->profiler); /* warned */
     }
+}
+
+void umadv__ctx_census_report(umadv_context_t ctx)
+{
+    umadv__prof_census_report(ctx->profiler, ctx->stats.iterations > 0
+                                                 ? ctx->stats.iterations - 1 /* the one ended */
+                                                 : UMADV_PROF_CENSUS_SETUP);
 }
 
 /* What a profile's evictions left out (EVICTING WHAT MAY BE ON THE GPU). */

@@ -162,6 +162,13 @@ static const umadv_config_field_t config_fields[] = {
      "dropped where it was copied out for nothing (umadv(7) has the "
      "figures: GPT-2 20% faster, VGG-16 8% slower).",
      0, 1, 0, NULL, 0, FIELD(profile_tail)},
+    {"UMADV_CALL_CENSUS", UMADV_CONFIG_BOOL, "0",
+     "Count and time every CUDA runtime and driver call the application's "
+     "threads make, by function, and log them at info level at each "
+     "iteration's end: the calls, their time, and the eight functions that "
+     "took the most. For finding where a host-bound iteration's time goes; "
+     "turns every CUPTI callback on (a fraction of a microsecond a call).",
+     0, 1, 0, NULL, 0, FIELD(call_census)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
      "bandwidth and latency each way, demand-paging bandwidth, and the staged "

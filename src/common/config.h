@@ -38,6 +38,8 @@ typedef struct umadv_config {
     int               profile_guided; /* UMADV_PROFILE_GUIDED */
     int               profile_tail;   /* UMADV_PROFILE_TAIL: frees after the profiled
                                        * iteration amend its trace (api/record.c) */
+    int               call_census;   /* UMADV_CALL_CENSUS: the application's CUDA calls
+                                      * counted and timed (profiler/census.c) */
     int               link_probe;    /* UMADV_LINK_PROBE */
     uint32_t          reprofile_faults; /* UMADV_REPROFILE_FAULTS, 0 = never */
     uint32_t          fault_period;     /* UMADV_FAULT_PERIOD, >= 1 */

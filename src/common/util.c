@@ -188,6 +188,18 @@ uint64_t umadv__thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static __thread int thread_own;
+
+void umadv__thread_mark_own(void)
+{
+    thread_own = 1;
+}
+
+int umadv__thread_is_own(void)
+{
+    return thread_own;
+}
+
 void umadv__thread_events(umadv_thread_events_t *ev)
 {
     struct rusage ru;

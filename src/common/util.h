@@ -61,6 +61,12 @@ uint64_t umadv__now_ns(void);
  * vDSO has no thread clock: for diagnostics, not every call's path). */
 uint64_t umadv__thread_cpu_ns(void);
 
+/* Mark the calling thread as umadv's own (cuda_ops.h, thread_begin: a
+ * lane, a pinner), or ask whether it is: the call census leaves such
+ * threads' calls out (profiler/census.c). */
+void umadv__thread_mark_own(void);
+int umadv__thread_is_own(void);
+
 /* What the kernel counts of the calling thread (getrusage, RUSAGE_THREAD;
  * zeros where it cannot): its page faults, and the times it gave the CPU
  * up (waiting) or was preempted. */

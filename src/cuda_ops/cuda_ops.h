@@ -72,8 +72,9 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*get_device_props)(int device, umadv_device_props_t *props);
     umadv_status_t (*driver_version)(int *version_p);
     /* A thread of umadv's own (a lane, a pinner, the link probe's)
-     * begins its CUDA work: @device made current on it, and its stream
-     * capture mode relaxed. In the default mode, global, an application
+     * begins its CUDA work: @device made current on it, its stream
+     * capture mode relaxed, and the thread marked umadv's own (the call
+     * census leaves its calls out: profiler/census.c). In the default mode, global, an application
      * that captures a graph in global mode on any thread forbids every
      * thread its unsafe calls (a pinning, a synchronisation), and one
      * made would invalidate the capture (profiler.c, STREAM CAPTURE). */

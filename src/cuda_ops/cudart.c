@@ -152,8 +152,10 @@ static umadv_status_t cudart_driver_version(int *version_p)
 static umadv_status_t cudart_thread_begin(int device)
 {
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    umadv_status_t status = UMADV_CUDART_FUNC(cudaSetDevice(device));
+    umadv_status_t status;
 
+    umadv__thread_mark_own(); /* before its first call, which the census would count */
+    status = UMADV_CUDART_FUNC(cudaSetDevice(device));
     if (status == UMADV_OK)
         status = UMADV_CUDART_FUNC(cudaThreadExchangeStreamCaptureMode(&mode));
     return status;
