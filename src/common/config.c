@@ -167,7 +167,8 @@ static const umadv_config_field_t config_fields[] = {
      "threads make, by function, and log them at info level at each "
      "iteration's end: the calls, their time, and the eight functions that "
      "took the most. For finding where a host-bound iteration's time goes; "
-     "turns every CUPTI callback on (a fraction of a microsecond a call).",
+     "turns every CUPTI callback on (about a microsecond a call: a "
+     "launch-bound model runs up to twice as long).",
      0, 1, 0, NULL, 0, FIELD(call_census)},
     {"UMADV_LINK_PROBE", UMADV_CONFIG_BOOL, "1",
      "Measure the host-GPU link when the first context starts (prefetch "
