@@ -14,8 +14,9 @@
  * a driver call made outside any runtime call (cuBLAS's and cuDNN's
  * launches) counts on its own. umadv's own threads (cuda_ops.h,
  * thread_begin) are left out: their calls are umadv's lanes. umadv's
- * calls on the application's thread count (the allocator's, the
- * replay's waits and populations), under their own names.
+ * calls on the application's thread count: those its callbacks make
+ * inside a call (a followed launch's waits and populations) as part of
+ * that call, the others (the allocator's) under their own names.
  */
 #include "profiler/profiler_int.h"
 

@@ -424,11 +424,13 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
 {
     umadv_profiler_t *prof = userdata;
     umadv_prof_census_t *census = __atomic_load_n(&prof->census, __ATOMIC_ACQUIRE);
+    int exit = ((const CUpti_CallbackData *)cbdata)->callbackSite == CUPTI_API_EXIT;
 
-    if (census != NULL)
-        umadv__prof_census_call(census, domain, cbid,
-                                ((const CUpti_CallbackData *)cbdata)->callbackSite ==
-                                    CUPTI_API_EXIT);
+    /* The census opens a call before umadv's work at its entry and closes
+     * it after umadv's work at its exit: that work, and the calls it
+     * makes, are the call's. */
+    if (census != NULL && !exit)
+        umadv__prof_census_call(census, domain, cbid, 0);
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (!runtime_callback(prof, cbid, cbdata))
             copy_callback(prof, domain, cbid, cbdata);
@@ -436,6 +438,8 @@ void umadv__prof_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_Cal
         if (!driver_callback(prof, cbid, cbdata))
             copy_callback(prof, domain, cbid, cbdata);
     }
+    if (census != NULL && exit)
+        umadv__prof_census_call(census, domain, cbid, 1);
 }
 
 static umadv_status_t callback_set(umadv_profiler_t *prof, uint32_t enable,
