@@ -1,0 +1,28 @@
+#!/bin/sh
+# TAP: bench/evict_scatter refuses bad options with a usage error; on a
+# GPU it prints a row per way (one range, a call per block, one batch),
+# each eviction timed, and without one it says so and exits 77 (a skip
+# here, never a pass).
+. "${top_srcdir:-.}/tests/tap.sh"
+
+bench="$builddir/bench/evict_scatter"
+tap_require "$bench"
+
+"$bench" --blocks 1 >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --blocks '1'" "$tmp/bad" && grep -q "usage: evict_scatter" "$tmp/bad"
+ok $? "--blocks 1: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --size 1K >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --size '1K'" "$tmp/bad"
+ok $? "--size 1K: a usage error naming the option" || diag "$tmp/bad"
+
+"$bench" --size 16M --blocks 8 --repeat 1 >"$tmp/out" 2>"$tmp/err"
+status=$?
+if tap_bench_ran $status; then
+    # three rows, each eviction's stream end after its calls and above 0
+    awk '$1 ~ /^(one|each|batch)$/ { n++; if (!($3 + 0 > 0 && $3 + 0 >= $2 + 0)) bad = 1 }
+         END { exit n != 3 || bad }' "$tmp/out"
+    ok $? "a row per way, each eviction timed" || diag "$tmp/out"
+fi
+
+tap_done
