@@ -414,6 +414,7 @@ void umadv__ctx_profile_finish(umadv_context_t ctx);
 /* At an iteration's beginning: the call census's line for the calls since
  * the last (UMADV_CALL_CENSUS; profiler/census.c). */
 void umadv__ctx_census_report(umadv_context_t ctx);
+
 /* The recording just finalized, when it was the first of a profile's two
  * passes, taken aside to guide the second (profile.c, TWO PASSES): 1 (the
  * context records again), else 0. */

@@ -74,10 +74,11 @@ typedef struct umadv_cuda_ops {
     /* A thread of umadv's own (a lane, a pinner, the link probe's)
      * begins its CUDA work: @device made current on it, its stream
      * capture mode relaxed, and the thread marked umadv's own (the call
-     * census leaves its calls out: profiler/census.c). In the default mode, global, an application
-     * that captures a graph in global mode on any thread forbids every
-     * thread its unsafe calls (a pinning, a synchronisation), and one
-     * made would invalidate the capture (profiler.c, STREAM CAPTURE). */
+     * census leaves its calls out: profiler/census.c). In the default
+     * mode, global, an application that captures a graph in global mode
+     * on any thread forbids every thread its unsafe calls (a pinning, a
+     * synchronisation), and one made would invalidate the capture
+     * (profiler.c, STREAM CAPTURE). */
     umadv_status_t (*thread_begin)(int device);
     umadv_status_t (*mem_get_info)(uint64_t *free_p, uint64_t *total_p);
     /* Managed memory; @align is a wish (cudart cannot honour it), so the
