@@ -17,6 +17,17 @@ void bench_cuda_check(const char *prog, int err, const char *call)
     }
 }
 
+int bench_int_option(const char *v, int lo, int hi,
+                     void (*usage_error)(const char *what, const char *v), const char *what)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+
+    if (*end != '\0' || end == v || n < lo || n > hi)
+        usage_error(what, v);
+    return (int)n;
+}
+
 void bench_require_managed_gpu(const char *prog)
 {
     int count = 0, cma = 0;

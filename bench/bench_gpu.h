@@ -16,4 +16,9 @@ void bench_require_managed_gpu(const char *prog);
  * says which @call failed and why, and exits with failure. */
 void bench_cuda_check(const char *prog, int err, const char *call);
 
+/* @v as a decimal integer from @lo to @hi; else @usage_error(@what, @v),
+ * which says so and does not return (each program has its own usage). */
+int bench_int_option(const char *v, int lo, int hi,
+                     void (*usage_error)(const char *what, const char *v), const char *what);
+
 #endif

@@ -293,16 +293,6 @@ static void setup(bench_t *b, uint64_t size)
     CHECK(cudaDeviceSynchronize, ());
 }
 
-static int int_option(const char *v, int lo, int hi, const char *what)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-
-    if (*end != '\0' || n < lo || n > hi)
-        usage_error(what, v);
-    return (int)n;
-}
-
 int main(int argc, char **argv)
 {
     uint64_t size = UINT64_C(64) << 20;
@@ -324,9 +314,11 @@ int main(int argc, char **argv)
             if (!(busy_ms >= 1 && busy_ms <= 1000))
                 usage_error("invalid --busy-ms '%s' (1 to 1000)", v);
         } else if (strcmp(argv[i], "--launches") == 0) {
-            launches = int_option(v, 1, MAX_LAUNCHES, "invalid --launches '%s' (1 to 100000)");
+            launches = bench_int_option(v, 1, MAX_LAUNCHES, usage_error,
+                                        "invalid --launches '%s' (1 to 100000)");
         } else if (strcmp(argv[i], "--repeat") == 0) {
-            repeat = int_option(v, 1, MAX_REPEAT, "invalid --repeat '%s' (1 to 100)");
+            repeat = bench_int_option(v, 1, MAX_REPEAT, usage_error,
+                                      "invalid --repeat '%s' (1 to 100)");
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }

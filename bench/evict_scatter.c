@@ -147,16 +147,6 @@ static int by_end(const void *x, const void *y)
     return a->end_ms < b->end_ms ? -1 : a->end_ms > b->end_ms;
 }
 
-static int int_option(const char *v, int lo, int hi, const char *what)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-
-    if (*end != '\0' || n < lo || n > hi)
-        usage_error(what, v);
-    return (int)n;
-}
-
 int main(int argc, char **argv)
 {
     bench_t b = {.size = UINT64_C(256) << 20, .nblocks = 96};
@@ -172,9 +162,11 @@ int main(int argc, char **argv)
             if (umadv_size_parse(v, &b.size) != UMADV_OK || b.size < PAGE)
                 usage_error("invalid --size '%s' (at least 4K)", v);
         } else if (strcmp(argv[i], "--blocks") == 0) {
-            b.nblocks = int_option(v, 2, MAX_BLOCKS, "invalid --blocks '%s' (2 to 65536)");
+            b.nblocks = bench_int_option(v, 2, MAX_BLOCKS, usage_error,
+                                         "invalid --blocks '%s' (2 to 65536)");
         } else if (strcmp(argv[i], "--repeat") == 0) {
-            repeat = int_option(v, 1, MAX_REPEAT, "invalid --repeat '%s' (1 to 100)");
+            repeat = bench_int_option(v, 1, MAX_REPEAT, usage_error,
+                                      "invalid --repeat '%s' (1 to 100)");
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
