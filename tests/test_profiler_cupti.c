@@ -1168,7 +1168,9 @@ static void test_no_layout(void)
     driver_launch("known", 10, args);
     umadv__cuda_host_counters(&counters);
     evicted = counters.prefetches_to_host;
+    umadv__log_level = UMADV_LOG_DEBUG; /* the eviction's spans walked for the report */
     driver_launch_of((const void *)0xdead, "opaque_kernel", 20, opaque);
+    umadv__log_level = UMADV_LOG_INFO;
     umadv__cuda_host_counters(&counters);
     ok(evicted == 0 && counters.prefetches_to_host == 1,
        "before the first of them every live block is evicted, so that what it touches faults");
@@ -1207,6 +1209,10 @@ static void test_no_layout(void)
                        "unseen where faults had brought them back") != NULL,
        "the calls that moved blocks, their host time, each way, what they left out, at "
        "debug level");
+    ok(strstr(log, " ms, 64.00 KiB of spans, 64.00 KiB of them live blocks, 0 B known on "
+                   "the gpu; to the gpu 0, 0.0 ms, 0 B)") != NULL,
+       "and their bytes: the eviction's span, the live block in it, none known on the gpu "
+       "(nothing fetched yet)");
     umadv_free(ctx, a);
     umadv_context_destroy(ctx);
 
@@ -1343,7 +1349,13 @@ static void test_fetch_spared(void)
        "one reaching into the third, of which n1's fetch asked 100 bytes: that section "
        "fetched, not the two known there (%llu bytes asked in all)",
        (unsigned long long)counters.prefetch_bytes_to_device);
+    umadv__log_level = UMADV_LOG_DEBUG; /* the eviction's spans walked for the report */
     driver_launch_of((const void *)0xdead, "opaque_kernel", 83, opaque); /* evicts n2b */
+    umadv__log_level = UMADV_LOG_INFO;
+    ok(ctx->profile_move_bytes[1] == 4 * SECTION && ctx->profile_evict_live == 4 * SECTION &&
+           ctx->profile_evict_known == 3 * SECTION,
+       "the eviction's span counted: a and n2b, side by side, four sections, the three of "
+       "n2b known on the gpu (fetched), a's not");
     umadv_free(ctx, n);
     umadv_malloc(ctx, 3 * SECTION, "n3", &n);
     driver_launch("known", 84, args);
@@ -2752,7 +2764,7 @@ int main(void)
     setenv("UMADV_LOG", "info", 1);
     /* one pass, the tests written for it; test_two_passes sets two */
     setenv("UMADV_PROFILE_PASSES", "1", 1);
-    plan(99 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5 + 2 + 1);
+    plan(101 + 3 + 12 + 15 + 3 + 2 + 5 + 3 + 1 + 1 + 4 + 6 + 1 + 3 + 2 + 2 + 1 + 1 + 5 + 2 + 1);
     umadv__cupti_ops_install(&mock_ops);
     test_unavailable();
     test_second_context();

@@ -258,6 +258,11 @@ struct umadv_context {
     uint64_t                 profile_move_calls[2]; /* calls that moved blocks: [0] to
                                                 * the GPU, [1] to the host (profile_move) */
     uint64_t                 profile_move_ns[2]; /* host time inside them */
+    uint64_t                 profile_move_bytes[2]; /* the bytes their ranges cover */
+    uint64_t                 profile_evict_live; /* of those to the host: live blocks'
+                                                * spans (the rest is free room) */
+    uint64_t                 profile_evict_known; /* ...and sections known on the GPU
+                                                * (debug log only: a walk of the marks) */
     uint32_t                *evict_steps;      /* this pass's evictions before launches
                                                 * without a layout: their steps */
     size_t                   nevict_steps, evict_steps_cap;

@@ -71,17 +71,31 @@ static int fetching_back(const umadv_context_t ctx)
            !ctx->profile_fetch_failed;
 }
 
+/* The bytes @n ranges cover. */
+static uint64_t ranges_bytes(const umadv_bulk_range_t *ranges, size_t n)
+{
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < n; i++)
+        bytes += ranges[i].end - ranges[i].start;
+    return bytes;
+}
+
 /* The executor's bulk mover (exec/bulk.h) for the profile, which counts
- * the calls and the host time in them each way (profile_report). Returns
+ * the calls, their bytes (its spans: the bulk mover makes them again, a
+ * no-op) and the host time in them each way (profile_report). Returns
  * the calls. */
 static size_t profile_move(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n,
                            int location, unsigned flags, size_t *failed_p)
 {
-    uint64_t start = umadv__now_ns();
-    size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags,
-                                         failed_p);
     int out = location == UMADV_CUDA_LOCATION_HOST;
+    uint64_t start;
+    size_t calls;
 
+    n = umadv__exec_bulk_spans(ranges, n);
+    ctx->profile_move_bytes[out] += ranges_bytes(ranges, n);
+    start = umadv__now_ns();
+    calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags, failed_p);
     ctx->profile_move_ns[out] += umadv__now_ns() - start;
     ctx->profile_move_calls[out] += calls;
     return calls;
@@ -119,9 +133,10 @@ static void gpu_mark(umadv_context_t ctx, const void *ptr, uint64_t size)
 }
 
 /* The runs of [@lo, @hi) not known on the GPU (the pool's marks), into
- * @out unless NULL; returns how many. */
+ * @out unless NULL, their bytes added to *@bytes_p unless NULL; returns
+ * how many. */
 static size_t unknown_runs(const umadv_context_t ctx, uintptr_t lo, uintptr_t hi,
-                           umadv_bulk_range_t *out)
+                           umadv_bulk_range_t *out, uint64_t *bytes_p)
 {
     size_t n = 0;
     uintptr_t end;
@@ -129,8 +144,49 @@ static size_t unknown_runs(const umadv_context_t ctx, uintptr_t lo, uintptr_t hi
     for (; (lo = umadv__pool_unmarked(ctx->pool, lo, hi, &end)) < hi; lo = end, n++) {
         if (out != NULL)
             out[n] = (umadv_bulk_range_t){lo, end, lo}; /* each run a call of its own */
+        if (bytes_p != NULL)
+            *bytes_p += end - lo;
     }
     return n;
+}
+
+/* Where an evicting profile's time goes (debug): the calls each way,
+ * their bytes and host time, what the evictions' spans held. */
+static void moves_report(const umadv_context_t ctx)
+{
+    const uint64_t *ns = ctx->profile_move_ns, *bytes = ctx->profile_move_bytes;
+    char out[32], live[32], known[32], in[32];
+
+    umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them; to the "
+                "host %llu calls, %.1f ms, %s of spans, %s of them live blocks, %s known on "
+                "the gpu; to the gpu %llu, %.1f ms, %s); the evictions before launches "
+                "without a layout %.1f ms, choosing what to keep and fetching back included; "
+                "they left out %zu blocks on the host since an earlier one, %llu of them "
+                "unseen where faults had brought them back",
+                (unsigned long long)(ctx->profile_move_calls[0] + ctx->profile_move_calls[1]),
+                (ns[0] + ns[1]) / 1e6, (unsigned long long)ctx->profile_move_calls[1],
+                ns[1] / 1e6, umadv__size_format(bytes[1], out, sizeof(out)),
+                umadv__size_format(ctx->profile_evict_live, live, sizeof(live)),
+                umadv__size_format(ctx->profile_evict_known, known, sizeof(known)),
+                (unsigned long long)ctx->profile_move_calls[0], ns[0] / 1e6,
+                umadv__size_format(bytes[0], in, sizeof(in)), ctx->profile_evict_ns / 1e6,
+                ctx->nleft_out, (unsigned long long)ctx->profile_arrived_unseen);
+}
+
+/* What an eviction's spans (@n, made of blocks' spans covering
+ * @live bytes) hold, for the debug report: the live blocks, and the
+ * sections known on the GPU (a walk of the marks, only when said). */
+static void evict_spans_count(umadv_context_t ctx, const umadv_bulk_range_t *spans, size_t n,
+                              uint64_t live)
+{
+    uint64_t unknown = 0;
+
+    ctx->profile_evict_live += live;
+    if (UMADV_LOG_DEBUG > umadv__log_level)
+        return;
+    for (size_t i = 0; i < n; i++)
+        unknown_runs(ctx, spans[i].start, spans[i].end, NULL, &unknown);
+    ctx->profile_evict_known += ranges_bytes(spans, n) - unknown;
 }
 
 /* A scanned block fetched back ahead of its launch: only the runs of it
@@ -146,7 +202,7 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
 
     if (!fetching_back(sc->ctx) || alloc->fetched_epoch == sc->ctx->profile_epoch)
         return; /* nothing evicted since it came back */
-    n = unknown_runs(sc->ctx, start, end, NULL);
+    n = unknown_runs(sc->ctx, start, end, NULL, NULL);
     if (umadv__array_reserve((void **)&sc->fetch, &sc->cap, sc->nfetch + n,
                              sizeof(*sc->fetch)) != UMADV_OK)
         return; /* it faults back */
@@ -156,7 +212,7 @@ static void fetch_note(scan_t *sc, umadv_ctx_alloc_t *alloc)
     umadv__ctx_profile_arrived(sc->ctx, alloc);
     sc->ctx->profile_fetched += alloc->size;
     if (n > 0) { /* else the array may be none yet */
-        unknown_runs(sc->ctx, start, end, &sc->fetch[sc->nfetch]);
+        unknown_runs(sc->ctx, start, end, &sc->fetch[sc->nfetch], NULL);
         for (size_t i = 0; i < n; i++, sc->nfetch++)
             asked += sc->fetch[sc->nfetch].end - sc->fetch[sc->nfetch].start;
     }
@@ -1159,7 +1215,10 @@ static size_t live_move(umadv_context_t ctx, ranges_of_t of, int location, unsig
          * in the room of one fetched, faults in where it is taken for
          * the GPU's: GPT-2's second pass 4,049 fault records, 95 MiB,
          * against 16; H200, 2026-11-29) */
+        uint64_t live = ranges_bytes(ra.ranges, ra.n);
+
         ra.n = umadv__exec_bulk_spans(ra.ranges, ra.n);
+        evict_spans_count(ctx, ra.ranges, ra.n, live);
         for (size_t i = 0; i < ra.n; i++)
             umadv__pool_mark(ctx->pool, ra.ranges[i].start, ra.ranges[i].end, 0);
     }
@@ -1431,6 +1490,8 @@ int umadv__ctx_profile_start(umadv_context_t ctx)
     ctx->profile_kept = ctx->profile_stayed = 0;
     memset(ctx->profile_move_calls, 0, sizeof(ctx->profile_move_calls));
     memset(ctx->profile_move_ns, 0, sizeof(ctx->profile_move_ns));
+    memset(ctx->profile_move_bytes, 0, sizeof(ctx->profile_move_bytes));
+    ctx->profile_evict_live = ctx->profile_evict_known = 0;
     ctx->profile_evict_ns = 0;
     ctx->nevict_steps = ctx->nleft_out = 0;
     ctx->profile_arrived_unseen = 0;
@@ -1500,7 +1561,6 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                            const umadv_prof_attrib_stats_t *st)
 {
     uint64_t calls = ctx->profile_move_calls[0] + ctx->profile_move_calls[1];
-    const uint64_t *ns = ctx->profile_move_ns;
     char in[32], faulted[32], out[32];
 
     umadv_info("profiled iteration: %llu kernels (%llu not launched in it), %llu fault "
@@ -1534,16 +1594,7 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                     umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)),
                     umadv__size_format(ctx->profile_fetch_spared, faulted, sizeof(faulted)));
     if (calls > 0) /* where an evicting profile's time goes */
-        umadv_debug("profiling: %llu calls moved blocks (%.1f ms of host time in them; to the "
-                    "host %llu calls, %.1f ms; to the gpu %llu, %.1f ms); the evictions before "
-                    "launches without a layout %.1f ms, choosing what to keep and fetching "
-                    "back included; they left out %zu blocks on the host since an earlier "
-                    "one, %llu of them unseen where faults had brought them back",
-                    (unsigned long long)calls, (ns[0] + ns[1]) / 1e6,
-                    (unsigned long long)ctx->profile_move_calls[1], ns[1] / 1e6,
-                    (unsigned long long)ctx->profile_move_calls[0], ns[0] / 1e6,
-                    ctx->profile_evict_ns / 1e6, ctx->nleft_out,
-                    (unsigned long long)ctx->profile_arrived_unseen);
+        moves_report(ctx);
     gpu_time_report(r);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
