@@ -27,8 +27,9 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* The functions a report names, by time. */
+/* The functions a report names, by time (under the debug log, all). */
 #define CENSUS_SHOWN 8
+#define CENSUS_ROW_TEXT 96 /* a function's name, calls and times */
 
 enum { CENSUS_RUNTIME, CENSUS_DRIVER, CENSUS_DOMAINS };
 
@@ -158,24 +159,39 @@ static const char *row_name(const umadv_cupti_ops_t *ops, const census_row_t *ro
     return buf;
 }
 
+/* The first @shown @rows, "name calls, ms (us each)" with "; " between,
+ * into @text of @size bytes. */
+static void rows_text(const umadv_cupti_ops_t *ops, const census_row_t *rows, size_t shown,
+                      char *text, size_t size)
+{
+    size_t len = 0;
+    char name[64];
+
+    text[0] = '\0';
+    for (size_t i = 0; i < shown && len < size; i++)
+        len += (size_t)snprintf(text + len, size - len, "%s%s %llu, %.3f ms (%.2f us each)",
+                                i > 0 ? "; " : "", row_name(ops, &rows[i], name, sizeof(name)),
+                                (unsigned long long)rows[i].calls, (double)rows[i].ns / 1e6,
+                                (double)rows[i].ns / 1e3 / (double)rows[i].calls);
+}
+
 void umadv__prof_census_log(umadv_prof_census_t *census, const umadv_cupti_ops_t *ops,
                             uint64_t iteration)
 {
     census_row_t total[CENSUS_DOMAINS];
-    size_t n = census_take(census, total), len = 0;
-    char top[CENSUS_SHOWN * 80] = "", name[64], when[48];
+    size_t n = census_take(census, total), shown;
+    char few[CENSUS_SHOWN * CENSUS_ROW_TEXT], when[48], *top = few;
 
     if (n == 0)
         return;
     qsort(census->rows, n, sizeof(*census->rows), row_by_time);
-    for (size_t i = 0; i < n && i < CENSUS_SHOWN && len < sizeof(top); i++) {
-        const census_row_t *row = &census->rows[i];
-
-        len += (size_t)snprintf(top + len, sizeof(top) - len, "%s%s %llu, %.3f ms (%.2f us each)",
-                                i > 0 ? "; " : "", row_name(ops, row, name, sizeof(name)),
-                                (unsigned long long)row->calls, (double)row->ns / 1e6,
-                                (double)row->ns / 1e3 / (double)row->calls);
-    }
+    shown = UMADV_MIN(n, CENSUS_SHOWN);
+    if (umadv__log_level >= UMADV_LOG_DEBUG && n > shown &&
+        (top = malloc(n * CENSUS_ROW_TEXT)) != NULL)
+        shown = n; /* bench/census_diff.py compares every function */
+    else
+        top = few;
+    rows_text(ops, census->rows, shown, top, shown * CENSUS_ROW_TEXT);
     if (iteration == UMADV_PROF_CENSUS_SETUP)
         snprintf(when, sizeof(when), "before the first iteration");
     else
@@ -189,4 +205,6 @@ void umadv__prof_census_log(umadv_prof_census_t *census, const umadv_cupti_ops_t
                (double)total[CENSUS_RUNTIME].ns / 1e6,
                (unsigned long long)total[CENSUS_DRIVER].calls,
                (double)total[CENSUS_DRIVER].ns / 1e6, n, top);
+    if (top != few)
+        free(top);
 }

@@ -935,6 +935,34 @@ python3 "$srcdir/bench/timeline_breakdown.py" "$tmp/tl-bad.json" >/dev/null 2>"$
 [ $? -eq 1 ] && grep -q 'not a umadv replay timeline' "$tmp/tl-bad.err"
 ok $? "timeline_breakdown.py: a file that is not a replay timeline is refused, named"
 
+# ---- bench/census_diff.py -------------------------------------------------
+
+# Two census lines of one process: iteration 8 (plan) and 18 (oracle); a
+# function only 8's line names (cudaThreadExchangeStreamCaptureMode), one
+# only 18's (cudaFuncSetAttribute); another line in between is no census.
+cat >"$tmp/census.log" <<'EOF_CENSUS'
+umadv: info: call census, iteration 8: the application's threads made 20233 CUDA calls, 51.000 ms in all (runtime 20000, 50.000 ms; driver calls outside them 233, 1.000 ms) to 4 functions; by time: cudaLaunchKernel 1782, 41.000 ms (23.01 us each); cudaGetDevice 18000, 8.000 ms (0.44 us each); cudaThreadExchangeStreamCaptureMode 218, 1.000 ms (4.59 us each); cuLaunchKernel 233, 1.000 ms (4.29 us each)
+umadv: info: executor: iteration 8: 130.0 ms
+umadv: info: call census, iteration 18: the application's threads made 20217 CUDA calls, 24.500 ms in all (runtime 19984, 23.500 ms; driver calls outside them 233, 1.000 ms) to 4 functions; by time: cudaLaunchKernel 1782, 13.000 ms (7.30 us each); cudaGetDevice 18000, 10.000 ms (0.56 us each); cuLaunchKernel 233, 1.000 ms (4.29 us each); cudaFuncSetAttribute 202, 0.500 ms (2.48 us each)
+EOF_CENSUS
+python3 "$srcdir/bench/census_diff.py" "$tmp/census.log" 8 18 --json "$tmp/census.json" \
+    >"$tmp/census.table" 2>"$tmp/census.err"
+[ $? -eq 0 ] &&
+    sed -n 2p "$tmp/census.table" | grep -q '^cudaLaunchKernel  *1782  *41.000  *1782  *13.000  *+28.000$' &&
+    sed -n 4p "$tmp/census.table" | grep -q '^cudaGetDevice  *18000  *8.000  *18000  *10.000  *-2.000$' &&
+    grep -q '^cudaThreadExchangeStreamCaptureMode  *218  *1.000  *-  *-  *-$' "$tmp/census.table" &&
+    grep -q '^cudaFuncSetAttribute  *-  *-  *202  *0.500  *-$' "$tmp/census.table" &&
+    grep -q '^all (4 and 4 functions)  *20233  *51.000  *20217  *24.500  *+26.500$' "$tmp/census.table" &&
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(d["rows"][0]["function"] != "cudaLaunchKernel" or d["totals"]["b_ms"] != 24.5)' "$tmp/census.json"
+ok $? "census_diff.py: two iterations' calls side by side, by their difference; a function one line leaves out shown as such" ||
+    { diag "$tmp/census.table"; diag "$tmp/census.err"; }
+
+python3 "$srcdir/bench/census_diff.py" "$tmp/census.log" 8 9 >/dev/null 2>"$tmp/census-bad.err"
+[ $? -eq 1 ] && grep -q 'has no call census line for iteration 9 (it has 8, 18)' "$tmp/census-bad.err"
+ok $? "census_diff.py: an iteration the log has no census line for is refused, named" ||
+    diag "$tmp/census-bad.err"
+
 # benchlib.cut_bound_ms: T (1 GiB) written at step 0, read at step 2; step 1
 # reads P (1 GiB); 1 GiB of memory: T is off the GPU while step 1 runs, so
 # it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute) and comes

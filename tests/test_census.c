@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "profiler/cupti_ops.h"
 #include "profiler/profiler_int.h"
@@ -150,6 +151,41 @@ static void test_counts(void)
     umadv_context_destroy(ctx);
 }
 
+/* How many functions @line names after "by time: ". */
+static int functions_named(const char *line)
+{
+    const char *at = line != NULL ? strstr(line, "by time: ") : NULL;
+    int n = at != NULL && at[9] != '\0';
+
+    for (; at != NULL && (at = strstr(at, "; ")) != NULL; at += 2)
+        n++;
+    return n;
+}
+
+/* Eight functions named at info level; every one under the debug log
+ * (bench/census_diff.py compares them all). */
+static void test_all_under_debug(void)
+{
+    umadv_context_t ctx = census_context("1");
+    const char *line;
+
+    umadv_iteration_begin(ctx);
+    for (int level = 0; level < 2; level++) {
+        umadv__log_level = level ? UMADV_LOG_DEBUG : UMADV_LOG_INFO;
+        log_take();
+        for (CUpti_CallbackId cbid = 1; cbid <= 10; cbid++)
+            runtime_call(cbid, 0);
+        umadv_iteration_begin(ctx);
+        line = census_line(log_take());
+        ok(line != NULL && strstr(line, " to 10 functions; ") != NULL &&
+               functions_named(line) == (level ? 10 : 8),
+           "ten functions called: %d named at %s level", functions_named(line),
+           level ? "debug" : "info");
+    }
+    umadv__log_level = UMADV_LOG_INFO;
+    umadv_context_destroy(ctx);
+}
+
 /* The census keeps every callback on: a recording's stop, which turns
  * the launch callbacks off, leaves them. */
 static void test_callbacks_kept(void)
@@ -209,11 +245,12 @@ int main(void)
     log_capture_start();
     env_clear();
     setenv("UMADV_LOG", "info", 1);
-    plan(12);
+    plan(14);
     umadv__cupti_ops_install(&mock_ops);
     test_off_by_default();
     test_counts();
     test_callbacks_kept();
+    test_all_under_debug();
     test_refused();
     umadv__cupti_ops_install(NULL);
     log_capture_stop();

@@ -166,7 +166,7 @@ static const umadv_config_field_t config_fields[] = {
      "Count and time every CUDA runtime and driver call the application's "
      "threads make, by function, and log them at info level at each "
      "iteration's end: the calls, their time, and the eight functions that "
-     "took the most. For finding where a host-bound iteration's time goes; "
+     "took the most (every function under the debug log). For finding where a host-bound iteration's time goes; "
      "turns every CUPTI callback on (about a microsecond a call: a "
      "launch-bound model runs up to twice as long).",
      0, 1, 0, NULL, 0, FIELD(call_census)},
