@@ -905,6 +905,9 @@ static void test_bulk(void)
     ok(calls == 2 && moves.n == 2 && moves.start[0] == 0x10000 && moves.size[0] == 0x3000 &&
        moves.start[1] == 0x30000 && moves.size[1] == 0x1000,
        "bulk: sorted, one call per group's run of ranges over its span");
+    ok(r[0].start == 0x10000 && r[0].end == 0x13000 && r[1].start == 0x30000 &&
+           r[1].end == 0x31000,
+       "the calls' spans left first in the ranges, as they moved");
     ok(moves.location[0] == UMADV_CUDA_LOCATION_HOST_NUMA(1) &&
        moves.location[1] == UMADV_CUDA_LOCATION_HOST_NUMA(1) && moves.syncs == 1,
        "to the executor's host node, then one synchronize");
@@ -925,7 +928,7 @@ int main(void)
 {
     log_capture_start();
     env_clear();
-    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 2 + 3 + 6 + 4);
+    plan((int)NCASES + 3 + 2 + 8 + 2 + 1 + 1 + 2 + 3 + 6 + 5);
     test_rows();
     test_coverage();
     test_unsteady();

@@ -82,22 +82,19 @@ static uint64_t ranges_bytes(const umadv_bulk_range_t *ranges, size_t n)
 }
 
 /* The executor's bulk mover (exec/bulk.h) for the profile, which counts
- * the calls, their bytes (its spans: the bulk mover makes them again, a
- * no-op) and the host time in them each way (profile_report). Returns
- * the calls. */
+ * the calls, their bytes (the spans it leaves first in @ranges) and the
+ * host time in them each way (profile_report). Returns the calls. */
 static size_t profile_move(umadv_context_t ctx, umadv_bulk_range_t *ranges, size_t n,
                            int location, unsigned flags, size_t *failed_p)
 {
     int out = location == UMADV_CUDA_LOCATION_HOST;
-    uint64_t start;
-    size_t calls;
+    uint64_t start = umadv__now_ns();
+    size_t calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags,
+                                         failed_p);
 
-    n = umadv__exec_bulk_spans(ranges, n);
-    ctx->profile_move_bytes[out] += ranges_bytes(ranges, n);
-    start = umadv__now_ns();
-    calls = umadv__exec_bulk_move(ctx->ops, ranges, n, location, ctx->numa, flags, failed_p);
     ctx->profile_move_ns[out] += umadv__now_ns() - start;
     ctx->profile_move_calls[out] += calls;
+    ctx->profile_move_bytes[out] += ranges_bytes(ranges, calls);
     return calls;
 }
 

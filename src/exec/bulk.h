@@ -42,7 +42,7 @@ size_t umadv__exec_bulk_spans(umadv_bulk_range_t *ranges, size_t n);
  * host memory the executor evicts to (@numa's node; NULL: plain host).
  * Each call is a hint: a failure is logged by the backend and counted
  * in one debug message, and in *@failed_p unless NULL. Returns the
- * calls made. */
+ * calls made, one a span: the first ones of @ranges, as they moved. */
 size_t umadv__exec_bulk_move(const umadv_cuda_ops_t *ops, umadv_bulk_range_t *ranges, size_t n,
                              int location, const struct umadv_numa_place *numa, unsigned flags,
                              size_t *failed_p);
