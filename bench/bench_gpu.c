@@ -17,6 +17,14 @@ void bench_cuda_check(const char *prog, int err, const char *call)
     }
 }
 
+struct cudaMemLocation bench_location(int host)
+{
+    struct cudaMemLocation loc = {0};
+
+    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    return loc; /* id 0: device 0, and ignored for the host */
+}
+
 int bench_int_option(const char *v, int lo, int hi,
                      void (*usage_error)(const char *what, const char *v), const char *what)
 {

@@ -4,6 +4,8 @@
 #ifndef UMADV_BENCH_BENCH_GPU_H
 #define UMADV_BENCH_BENCH_GPU_H
 
+#include <cuda_runtime.h>
+
 #define BENCH_EXIT_SKIP 77 /* automake's skip: no GPU to measure on */
 
 /* Device 0 made current, or @prog says on standard output why it cannot
@@ -15,6 +17,9 @@ void bench_require_managed_gpu(const char *prog);
 /* A CUDA runtime call's result (@err, a cudaError_t): on failure @prog
  * says which @call failed and why, and exits with failure. */
 void bench_cuda_check(const char *prog, int err, const char *call);
+
+/* The host (@host) or device 0, as prefetches and advice name them. */
+struct cudaMemLocation bench_location(int host);
 
 /* @v as a decimal integer from @lo to @hi; else @usage_error(@what, @v),
  * which says so and does not return (each program has its own usage). */

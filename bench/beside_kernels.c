@@ -100,17 +100,9 @@ static double ms_since(uint64_t t0)
     return (double)(umadv__now_ns() - t0) / 1e6;
 }
 
-static struct cudaMemLocation location(int host)
-{
-    struct cudaMemLocation loc = {0};
-
-    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    return loc;
-}
-
 static void prefetch(const bench_t *b, int host, cudaStream_t s)
 {
-    CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(host), 0, s));
+    CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(host), 0, s));
 }
 
 /* The state the call is issued in, reached and synchronised. */
@@ -143,8 +135,8 @@ static void batch_copy(void *dst, const void *src, size_t size, int dst_host, in
 
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    attr.srcLocHint = location(src_host);
-    attr.dstLocHint = location(dst_host);
+    attr.srcLocHint = bench_location(src_host);
+    attr.dstLocHint = bench_location(dst_host);
     attr.flags = overlap ? cudaMemcpyFlagPreferOverlapWithCompute : cudaMemcpyFlagDefault;
     CHECK(cudaMemcpyBatchAsync, (&dst, &src, &size, 1, &attr, &idx, 1, s));
 }
@@ -153,7 +145,7 @@ static void call_issue(const bench_t *b, call_t c, cudaStream_t s)
 {
     void *ptr = b->managed;
     size_t size = b->size, first = 0;
-    struct cudaMemLocation gpu = location(0);
+    struct cudaMemLocation gpu = bench_location(0);
 
     switch (c) {
     case COPY_OUT:

@@ -69,14 +69,6 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-static struct cudaMemLocation location(int host)
-{
-    struct cudaMemLocation loc = {0};
-
-    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    return loc;
-}
-
 /* Every byte of the setting's memory resident on the GPU and written
  * there (its host copy stale), the stream idle. */
 static void make_resident(const bench_t *b, setting_t s)
@@ -87,7 +79,7 @@ static void make_resident(const bench_t *b, setting_t s)
         void *p = s == ONE ? (void *)b->range : b->blocks[i];
         size_t size = s == ONE ? b->size : b->sizes[i];
 
-        CHECK(cudaMemPrefetchAsync, (p, size, location(0), 0, b->stream));
+        CHECK(cudaMemPrefetchAsync, (p, size, bench_location(0), 0, b->stream));
         CHECK(cudaMemsetAsync, (p, (int)(i & 0xff), size, b->stream));
     }
     CHECK(cudaStreamSynchronize, (b->stream));
@@ -95,7 +87,7 @@ static void make_resident(const bench_t *b, setting_t s)
 
 static void evict(const bench_t *b, setting_t s)
 {
-    struct cudaMemLocation host = location(1);
+    struct cudaMemLocation host = bench_location(1);
     size_t first = 0;
 
     switch (s) {

@@ -261,14 +261,6 @@ static int cupti_set(bench_t *b, setting_t s, uint32_t on)
 
 /* ---- the other thread --------------------------------------------------- */
 
-static struct cudaMemLocation location(int host)
-{
-    struct cudaMemLocation loc = {0};
-
-    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    return loc;
-}
-
 /* Discard @l's range, then populate it on the GPU, in calls of @piece bytes. */
 static void discard_populate(lane_t *l, uint64_t piece)
 {
@@ -286,7 +278,7 @@ static void discard_populate(lane_t *l, uint64_t piece)
     for (uint64_t o = 0; o < b->size; o += piece) {
         t = umadv__now_ns();
         CHECK(cudaMemPrefetchAsync, (b->managed + o, (size_t)UMADV_MIN(piece, b->size - o),
-                                     location(0), 0, b->lane_stream));
+                                     bench_location(0), 0, b->lane_stream));
         span_add(&l->spans, t, K_TO_GPU);
     }
 }
@@ -325,7 +317,7 @@ static void lane_call(lane_t *l, setting_t s)
     cudaStream_t st = b->lane_stream;
     void *ptr = b->managed;
     size_t size = b->size, first = 0;
-    struct cudaMemLocation gpu = location(0);
+    struct cudaMemLocation gpu = bench_location(0);
     uint64_t t = umadv__now_ns();
 
     switch (s) {
@@ -356,10 +348,10 @@ static void lane_call(lane_t *l, setting_t s)
         span_add(&l->spans, t, K_DISCARD_PREFETCH);
         break;
     case BESIDE_EVICT: /* and back, so that the next call moves data again */
-        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(1), 0, st));
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(1), 0, st));
         span_add(&l->spans, t, K_TO_HOST);
         t = umadv__now_ns();
-        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, st));
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(0), 0, st));
         span_add(&l->spans, t, K_TO_GPU);
         break;
     case BESIDE_PIN:
@@ -562,7 +554,7 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
             fprintf(stderr, "launch_cost: out of memory\n");
             exit(EXIT_FAILURE);
         }
-        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, location(0), 0, b->lane_stream));
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(0), 0, b->lane_stream));
         CHECK(cudaStreamSynchronize, (b->lane_stream));
         if (pthread_create(&lane.thread, NULL, lane_main, &lane) != 0) {
             fprintf(stderr, "launch_cost: cannot start the other thread\n");

@@ -81,14 +81,6 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-static struct cudaMemLocation location(int host)
-{
-    struct cudaMemLocation loc = {0};
-
-    loc.type = host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    return loc;
-}
-
 static void write_range(const bench_t *b, uint64_t seed)
 {
     bench_cuda_check("populate_cost",
@@ -102,12 +94,12 @@ static void state_reach(const bench_t *b, state_t state)
     void *ptr = b->range;
     size_t size = b->size;
 
-    CHECK(cudaMemPrefetchAsync, (b->range, b->size, location(0), 0, b->stream));
+    CHECK(cudaMemPrefetchAsync, (b->range, b->size, bench_location(0), 0, b->stream));
     write_range(b, 1); /* every page made on the GPU */
     if (state == DISCARDED)
         CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, b->stream));
     else if (state == ON_HOST)
-        CHECK(cudaMemPrefetchAsync, (b->range, b->size, location(1), 0, b->stream));
+        CHECK(cudaMemPrefetchAsync, (b->range, b->size, bench_location(1), 0, b->stream));
     CHECK(cudaStreamSynchronize, (b->stream));
 }
 
@@ -125,7 +117,7 @@ static size_t pieces_make(bench_t *b, uint64_t call_size)
 
 static void call_issue(const bench_t *b, call_t call, size_t npieces)
 {
-    struct cudaMemLocation gpu = location(0);
+    struct cudaMemLocation gpu = bench_location(0);
     size_t first = 0;
 
     if (call == PREFETCH) {
