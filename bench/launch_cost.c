@@ -612,7 +612,7 @@ static long parse_count(const char *v, const char *what, long lo, long hi)
     return n;
 }
 
-/* The settings @list names, in its order, into @order; their count. */
+/* The work --work @v names, or a usage error. */
 static work_t parse_work(const char *v)
 {
     for (int w = 0; w < WORKS; w++)
@@ -622,6 +622,7 @@ static work_t parse_work(const char *v)
     return WORK_LAUNCH;
 }
 
+/* The settings @list names, in its order, into @order; their count. */
 static int parse_settings(const char *list, setting_t order[SETTINGS])
 {
     char buf[512], *save = NULL;

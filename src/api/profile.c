@@ -147,9 +147,9 @@ static size_t unknown_runs(const umadv_context_t ctx, uintptr_t lo, uintptr_t hi
     return n;
 }
 
-/* Where an evicting profile's time goes (debug): the calls each way,
+/* Where an evicting profile's time goes (debug): its @calls each way,
  * their bytes and host time, what the evictions' spans held. */
-static void moves_report(const umadv_context_t ctx)
+static void moves_report(const umadv_context_t ctx, uint64_t calls)
 {
     const uint64_t *ns = ctx->profile_move_ns, *bytes = ctx->profile_move_bytes;
     char out[32], live[32], known[32], in[32];
@@ -160,8 +160,8 @@ static void moves_report(const umadv_context_t ctx)
                 "without a layout %.1f ms, choosing what to keep and fetching back included; "
                 "they left out %zu blocks on the host since an earlier one, %llu of them "
                 "unseen where faults had brought them back",
-                (unsigned long long)(ctx->profile_move_calls[0] + ctx->profile_move_calls[1]),
-                (ns[0] + ns[1]) / 1e6, (unsigned long long)ctx->profile_move_calls[1],
+                (unsigned long long)calls, (ns[0] + ns[1]) / 1e6,
+                (unsigned long long)ctx->profile_move_calls[1],
                 ns[1] / 1e6, umadv__size_format(bytes[1], out, sizeof(out)),
                 umadv__size_format(ctx->profile_evict_live, live, sizeof(live)),
                 umadv__size_format(ctx->profile_evict_known, known, sizeof(known)),
@@ -1591,7 +1591,7 @@ static void profile_report(const umadv_context_t ctx, const umadv_prof_result_t 
                     umadv__size_format(ctx->profile_fetched_there, out, sizeof(out)),
                     umadv__size_format(ctx->profile_fetch_spared, faulted, sizeof(faulted)));
     if (calls > 0) /* where an evicting profile's time goes */
-        moves_report(ctx);
+        moves_report(ctx, calls);
     gpu_time_report(r);
     umadv_debug("unified memory records by kind: htod %llu, dtoh %llu, gpu faults %llu, "
                 "thrashing %llu, other %llu",
