@@ -70,6 +70,13 @@
  * with the callbacks of those before it). One setting a process tells
  * what each costs with nothing run before it in the same process.
  *
+ * --lane-context own gives the other thread a CUDA context of its own
+ * on the same device (its stream and calls there; the managed range and
+ * the pinned buffer are the process's, usable from both): whether what
+ * holds the launches is the context they share or something below it
+ * that every context of the process takes (the driver's unified-memory
+ * state). umadv's lanes share the application's primary context.
+ *
  * Exit status 77 without a GPU (or one without concurrent managed
  * access), 2 for a bad option.
  */
@@ -141,6 +148,7 @@ typedef struct bench {
     char        *managed, *pinned;
     int         *operand;
     cudaStream_t stream, lane_stream;
+    CUcontext    lane_context;          /* --lane-context own, else NULL */
     cudaEvent_t  event;
     CUpti_SubscriberHandle subscriber;
     int          subscribed;
@@ -199,6 +207,26 @@ typedef struct lane {
 
 #define CHECK(fn, args) bench_cuda_check("launch_cost", fn args, #fn)
 
+/* --lane-context own's driver calls (lane_stream_create) */
+static struct driver_calls {
+    CUresult (*get_error_string)(CUresult, const char **);
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*ctx_create)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
+    CUresult (*ctx_pop_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+} driver_api;
+
+static void driver_check(CUresult res, const char *call)
+{
+    const char *why = NULL;
+
+    if (res == CUDA_SUCCESS)
+        return;
+    driver_api.get_error_string(res, &why);
+    fprintf(stderr, "launch_cost: %s: %s\n", call, why != NULL ? why : "unknown CUDA error");
+    exit(EXIT_FAILURE);
+}
+
 static int cupti_ok(CUptiResult res, const char *call)
 {
     const char *why = NULL;
@@ -215,7 +243,8 @@ static void usage_error(const char *fmt, const char *arg)
     fprintf(stderr, "launch_cost: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: launch_cost [--size BYTES] [--launches N] [--repeat N] "
-                    "[--settings KEY,...] [--work launch|cpu|mmap|api]\n");
+                    "[--settings KEY,...] [--work launch|cpu|mmap|api] "
+                    "[--lane-context shared|own]\n");
     exit(EXIT_USAGE);
 }
 
@@ -377,7 +406,10 @@ static void *lane_main(void *arg)
 {
     lane_t *l = arg;
 
-    CHECK(cudaSetDevice, (0));
+    if (l->b->lane_context != NULL)
+        driver_check(driver_api.ctx_set_current(l->b->lane_context), "cuCtxSetCurrent");
+    else
+        CHECK(cudaSetDevice, (0));
     while (!atomic_load(&l->stop)) {
         lane_call(l, l->setting);
         atomic_fetch_add(&l->calls, 1);
@@ -554,8 +586,8 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
             fprintf(stderr, "launch_cost: out of memory\n");
             exit(EXIT_FAILURE);
         }
-        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(0), 0, b->lane_stream));
-        CHECK(cudaStreamSynchronize, (b->lane_stream));
+        CHECK(cudaMemPrefetchAsync, (b->managed, b->size, bench_location(0), 0, b->stream));
+        CHECK(cudaStreamSynchronize, (b->stream));
         if (pthread_create(&lane.thread, NULL, lane_main, &lane) != 0) {
             fprintf(stderr, "launch_cost: cannot start the other thread\n");
             exit(EXIT_FAILURE);
@@ -580,7 +612,44 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
     return runs[repeat / 2];
 }
 
-static void setup(bench_t *b, uint64_t size)
+/* The driver's context calls, through the runtime's entry points (the
+ * project links the runtime only). */
+static void *driver_entry(const char *name)
+{
+    enum cudaDriverEntryPointQueryResult found;
+    void *fn = NULL;
+
+    CHECK(cudaGetDriverEntryPointByVersion, (name, &fn, CUDART_VERSION, cudaEnableDefault,
+                                             &found));
+    if (found != cudaDriverEntryPointSuccess || fn == NULL) {
+        fprintf(stderr, "launch_cost: the driver has no %s\n", name);
+        exit(EXIT_FAILURE);
+    }
+    return fn;
+}
+
+/* The other thread's stream, in a context of its own when @own: made
+ * current here to make the stream, then popped (the launches stay in the
+ * primary context). */
+static void lane_stream_create(bench_t *b, int own)
+{
+    CUdevice dev;
+
+    if (own) {
+        driver_api.get_error_string = driver_entry("cuGetErrorString");
+        driver_api.device_get = driver_entry("cuDeviceGet");
+        driver_api.ctx_create = driver_entry("cuCtxCreate");
+        driver_api.ctx_pop_current = driver_entry("cuCtxPopCurrent");
+        driver_api.ctx_set_current = driver_entry("cuCtxSetCurrent");
+        driver_check(driver_api.device_get(&dev, 0), "cuDeviceGet");
+        driver_check(driver_api.ctx_create(&b->lane_context, NULL, 0, dev), "cuCtxCreate");
+    }
+    CHECK(cudaStreamCreateWithFlags, (&b->lane_stream, cudaStreamNonBlocking));
+    if (own)
+        driver_check(driver_api.ctx_pop_current(NULL), "cuCtxPopCurrent");
+}
+
+static void setup(bench_t *b, uint64_t size, int own_context)
 {
     size_t free_b = 0, total_b = 0;
 
@@ -592,12 +661,13 @@ static void setup(bench_t *b, uint64_t size)
     }
     b->size = size;
     CHECK(cudaMallocManaged, ((void **)&b->managed, size, cudaMemAttachGlobal));
-    CHECK(cudaHostAlloc, ((void **)&b->pinned, size, cudaHostAllocDefault));
+    /* portable: pinned for the other thread's context too */
+    CHECK(cudaHostAlloc, ((void **)&b->pinned, size, cudaHostAllocPortable));
     CHECK(cudaMalloc, ((void **)&b->operand, sizeof(int)));
     memset(b->pinned, 1, size);
     CHECK(cudaMemset, (b->managed, 2, size));
     CHECK(cudaStreamCreateWithFlags, (&b->stream, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags, (&b->lane_stream, cudaStreamNonBlocking));
+    lane_stream_create(b, own_context);
     CHECK(cudaEventCreateWithFlags, (&b->event, cudaEventDisableTiming));
     CHECK(cudaDeviceSynchronize, ());
 }
@@ -677,7 +747,7 @@ int main(int argc, char **argv)
     double plain = 0;
     met_t met[SETTINGS];
     setting_t order[SETTINGS], cupti_on = PLAIN;
-    int norder = SETTINGS, ran[SETTINGS] = {0};
+    int norder = SETTINGS, ran[SETTINGS] = {0}, own_context = 0;
 
     for (int s = 0; s < SETTINGS; s++)
         order[s] = (setting_t)s;
@@ -698,12 +768,16 @@ int main(int argc, char **argv)
             norder = parse_settings(v, order);
         } else if (strcmp(argv[i], "--work") == 0 && v != NULL) {
             b.work = parse_work(v);
+        } else if (strcmp(argv[i], "--lane-context") == 0 && v != NULL) {
+            if (strcmp(v, "shared") != 0 && strcmp(v, "own") != 0)
+                usage_error("invalid --lane-context '%s' (shared or own)", v);
+            own_context = strcmp(v, "own") == 0;
         } else {
             usage_error("unknown option '%s'", argv[i]);
         }
         i++;
     }
-    setup(&b, size);
+    setup(&b, size, own_context);
     if (b.work == WORK_CPU && (b.table = calloc(TABLE_WORDS, sizeof(*b.table))) == NULL) {
         fprintf(stderr, "launch_cost: out of memory\n");
         return EXIT_FAILURE;
@@ -720,6 +794,8 @@ int main(int argc, char **argv)
     printf("launch_cost: %s, driver %d; %ld launches a run, median of %d; the other "
            "thread's calls on %.0f MiB\n", prop.name, driver, launches, repeat,
            (double)size / 1048576.0);
+    if (b.lane_context != NULL)
+        printf("the other thread's calls in a CUDA context of their own (--lane-context)\n");
     if (b.work != WORK_LAUNCH)
         printf("timed in place of each launch: a unit of %s work (--work)\n",
                work_names[b.work]);

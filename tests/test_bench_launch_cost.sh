@@ -33,6 +33,10 @@ ok $? "--settings with a key twice: a usage error" || diag "$tmp/bad"
 [ $? -eq 2 ] && grep -q "invalid --work 'nope' (launch, cpu, mmap or api)" "$tmp/bad"
 ok $? "--work with an unknown kind: a usage error naming it" || diag "$tmp/bad"
 
+"$bench" --lane-context mine >"$tmp/bad" 2>&1
+[ $? -eq 2 ] && grep -q "invalid --lane-context 'mine' (shared or own)" "$tmp/bad"
+ok $? "--lane-context mine: a usage error naming it" || diag "$tmp/bad"
+
 "$bench" --size 8M --launches 1024 --repeat 3 >"$tmp/out" 2>"$tmp/err"
 status=$?
 if tap_bench_ran $status; then
@@ -64,6 +68,14 @@ if tap_bench_ran $status; then
                  END { exit n != 2 || bad }' "$tmp/work"
         ok $? "--work $work: a unit of $work work timed in each setting" || diag "$tmp/work"
     done
+    # the other thread's calls from a context of its own, every kind of call
+    "$bench" --launches 512 --repeat 1 --lane-context own \
+        --settings plain,copy-out,copy-in,discard-prefetch,evict,pin >"$tmp/own" 2>"$tmp/err"
+    grep -q "^the other thread's calls in a CUDA context of their own" "$tmp/own" &&
+        awk '/^(plain|beside)/ { n++; t = $(NF-4); if (!(t + 0 > 0)) bad = 1 }
+             END { exit n != 6 || bad }' "$tmp/own"
+    ok $? "--lane-context own: the calls made from a context of their own" ||
+        { diag "$tmp/own"; diag "$tmp/err"; }
 fi
 
 tap_done
