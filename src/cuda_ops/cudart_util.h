@@ -34,4 +34,8 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
  * handle says so once). */
 void umadv__cudart_quiet(int quiet);
 
+/* cudart's thread_begin_apart (apart.c): the calling thread in umadv's
+ * own context on @device, or where that cannot be, in its primary one. */
+umadv_status_t umadv__cudart_thread_begin_apart(int device);
+
 #endif

@@ -230,8 +230,9 @@ static uint64_t unpopulated_bytes(const void *ptr, size_t size)
     return bytes;
 }
 
-/* Whether the calling thread called thread_begin (its capture mode
- * relaxed, were this cudart). */
+/* Whether the calling thread called thread_begin (1: its capture mode
+ * relaxed, were this cudart) or thread_begin_apart (2: in umadv's own
+ * context too). */
 static __thread int thread_begun;
 
 /* Called with the lock held. A full log drops records rather than fail
@@ -315,6 +316,17 @@ static umadv_status_t host_thread_begin(int device)
     }
     thread_begun = 1;
     return UMADV_OK;
+}
+
+/* No contexts here: as thread_begin, the thread's calls recorded as made
+ * apart (umadv_cuda_host_record_t.begun). */
+static umadv_status_t host_thread_begin_apart(int device)
+{
+    umadv_status_t status = host_thread_begin(device);
+
+    if (status == UMADV_OK)
+        thread_begun = 2;
+    return status;
 }
 
 /* As if every managed byte were resident: deterministic for tests. */
@@ -814,6 +826,7 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .get_device_props   = host_get_device_props,
     .driver_version     = host_driver_version,
     .thread_begin       = host_thread_begin,
+    .thread_begin_apart = host_thread_begin_apart,
     .mem_get_info       = host_mem_get_info,
     .malloc_managed     = host_malloc_managed,
     .free               = host_free,

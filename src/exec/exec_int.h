@@ -100,8 +100,11 @@ typedef struct exec_stage {
                        * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
-    umadv_stream_t restore_stream; /* the synchronous restores', made at the
-                                    * first; NULL: none yet */
+    umadv_stream_t restore_stream[2]; /* the synchronous restores', made at
+                                       * the first: the application's
+                                       * threads', umadv's own threads' (they
+                                       * may run in another context: cuda_ops.h
+                                       * thread_begin_apart); NULL: none yet */
 } exec_stage_t;
 
 #define EXEC_NO_SLOT UINT32_MAX
@@ -309,5 +312,10 @@ void umadv__exec_step_guard(umadv_exec_t *e);
 void *umadv__exec_fetch_main(void *arg);
 void *umadv__exec_evict_main(void *arg);
 void *umadv__exec_monitor_main(void *arg);
+
+/* A thread of the executor's own (a lane, the monitor) begins its CUDA
+ * work: in umadv's own context under p.lane_context where the backend has
+ * one (cuda_ops.h, thread_begin_apart), else as thread_begin. */
+umadv_status_t umadv__exec_thread_begin(const umadv_exec_t *e);
 
 #endif

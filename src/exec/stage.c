@@ -218,8 +218,9 @@ void umadv__exec_stage_cleanup(umadv_exec_t *e)
             e->p.ops->host_free(e->stage.chunk[c], e->stage.chunk_bytes[c]);
         }
     }
-    if (e->stage.restore_stream != NULL)
-        (void)e->p.ops->stream_destroy(e->stage.restore_stream); /* a failure is logged */
+    for (int own = 0; own < 2; own++)
+        if (e->stage.restore_stream[own] != NULL) /* a failure is logged */
+            (void)e->p.ops->stream_destroy(e->stage.restore_stream[own]);
     free(e->stage.slot);
     free(e->stage.copied);
     free(e->stage.freemap);
@@ -244,9 +245,11 @@ static void pool_add(exec_stage_t *st, void *base, uint64_t bytes)
 }
 
 /* Pinned memory for a pool of @slot-byte slots, at most @bytes and at
- * least a slot, registered for @device's context (selected first: a
- * pinner's thread of its own would have the default device current and
- * make its context): what the host cannot spare is refused
+ * least a slot, registered for every context (cuda_ops.h; @device
+ * selected first on a thread not yet begun: a pinner's thread of its own
+ * would have the default device current and make its context; a lane,
+ * begun already, keeps the context it began in, cuda_ops.h
+ * thread_begin_apart): what the host cannot spare is refused
  * (UMADV_ERR_NO_MEMORY, cuda_ops.h), and three quarters as many slots
  * asked for instead (a refusal costs a read of /proc/meminfo; the pool
  * gets at least three quarters of what the host can spare), at @pace
@@ -255,7 +258,7 @@ static umadv_status_t pin_spare(const umadv_cuda_ops_t *ops, int device, uint64_
                                 umadv_pin_pace_t pace, uint64_t *bytes_p, void **base_p)
 {
     uint64_t slots = *bytes_p / slot;
-    umadv_status_t status = ops->thread_begin(device);
+    umadv_status_t status = umadv__thread_is_own() ? UMADV_OK : ops->thread_begin(device);
 
     if (status != UMADV_OK)
         return status;
@@ -1122,14 +1125,16 @@ static umadv_status_t copy_back(umadv_exec_t *e, umadv_stream_t stream, void **p
 
 /* Called with the lock held: the synchronous restores' stream, made at
  * the first (shared by the threads that restore: each waits for the
- * stream, its own calls among the others'), or NULL where it cannot be
- * made (logged by cuda_ops). */
+ * stream, its own calls among the others'; one for the application's
+ * threads and one for umadv's, whose context may differ), or NULL where
+ * it cannot be made (logged by cuda_ops). */
 static umadv_stream_t restore_stream(umadv_exec_t *e)
 {
-    if (e->stage.restore_stream == NULL &&
-        e->p.ops->stream_create(&e->stage.restore_stream) != UMADV_OK)
-        e->stage.restore_stream = NULL;
-    return e->stage.restore_stream;
+    umadv_stream_t *stream = &e->stage.restore_stream[umadv__thread_is_own() != 0];
+
+    if (*stream == NULL && e->p.ops->stream_create(stream) != UMADV_OK)
+        *stream = NULL;
+    return *stream;
 }
 
 /* Copy section @s back from its slot, the lock dropped: CUDA if it still

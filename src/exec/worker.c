@@ -742,6 +742,13 @@ static int evict_one(umadv_exec_t *e)
 
 /* ---- thread bodies ----------------------------------------------------- */
 
+umadv_status_t umadv__exec_thread_begin(const umadv_exec_t *e)
+{
+    if (e->p.lane_context && e->p.ops->thread_begin_apart != NULL)
+        return e->p.ops->thread_begin_apart(e->p.device);
+    return e->p.ops->thread_begin(e->p.device);
+}
+
 /* The lane's stream is made on its own thread, on the executor's device,
  * once the thread runs on the GPU's cores (its first pages land there). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
@@ -749,7 +756,7 @@ static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
     const char *failed = NULL;
 
     umadv__numa_bind_thread(e->p.numa);
-    if (e->p.ops->thread_begin(e->p.device) != UMADV_OK)
+    if (umadv__exec_thread_begin(e) != UMADV_OK)
         failed = "thread_begin";
     else if (e->p.ops->stream_create(&lane->stream) != UMADV_OK)
         failed = "stream_create";
@@ -849,7 +856,7 @@ void *umadv__exec_monitor_main(void *arg)
     umadv_exec_t *e = arg;
 
     umadv__numa_bind_thread(e->p.numa);
-    if (e->p.ops->thread_begin(e->p.device) != UMADV_OK) {
+    if (umadv__exec_thread_begin(e) != UMADV_OK) {
         monitor_fail("thread_begin");
         return NULL;
     }
