@@ -7,7 +7,10 @@
  * sum to 52.6 ms; its 1460 blocks average 2.8 MiB (H200, 2026-11-30). One
  * 64 MiB range moves at about 11 GB/s (bench/evict_call_host). Whether
  * the driver's cost goes with the ranges of a call or with its bytes is
- * what a faster second pass turns on.
+ * what a faster second pass turns on. (Measured here: both, a call per
+ * block 1.1-1.9x one range; and the 738.5 ms were a freshly started
+ * machine's, whose host pages the first evictions touched first: the
+ * first column, 3-4x the best there, H200, bench/RESULTS.md.)
  *
  * --size bytes, as one managed range and as --blocks managed allocations
  * of size/blocks each (rounded up to 4 KiB); before each eviction every
