@@ -53,6 +53,7 @@
 #include "bench_gpu.h"
 #include "common/util.h"
 #include "cuda_ops/cuda_ops.h"
+#include "profiler/cupti_ops.h"
 
 #define PROG       "evict_scatter"
 #define EXIT_USAGE 2
@@ -196,27 +197,16 @@ static void CUPTIAPI um_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
     free(buffer);
 }
 
-/* The counters a profiled pass turns on (profiler/profiler.c), and the
+/* The counters a profiled pass turns on (umadv__prof_um_config), and the
  * buffers their records come in; 0 if CUPTI refused (said). */
 static int um_counters_on(void)
 {
-    static const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
-    };
-    CUpti_ActivityUnifiedMemoryCounterConfig config[UMADV_ARRAY_SIZE(kinds)];
+    CUpti_ActivityUnifiedMemoryCounterConfig config[UMADV_PROF_UM_COUNTERS];
+    uint32_t n = umadv__prof_um_config(config);
 
-    memset(config, 0, sizeof(config));
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(kinds); i++) {
-        config[i].scope  = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-        config[i].kind   = kinds[i];
-        config[i].enable = 1;
-    }
     return cupti_ok(cuptiActivityRegisterCallbacks(um_buffer_requested, um_buffer_completed),
                     "cuptiActivityRegisterCallbacks") &&
-           cupti_ok(cuptiActivityConfigureUnifiedMemoryCounter(config, UMADV_ARRAY_SIZE(config)),
+           cupti_ok(cuptiActivityConfigureUnifiedMemoryCounter(config, n),
                     "cuptiActivityConfigureUnifiedMemoryCounter") &&
            cupti_ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER),
                     "cuptiActivityEnable");

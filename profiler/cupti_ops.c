@@ -194,6 +194,24 @@ static int real_capture_mode_exchange(int mode)
     return cudaThreadExchangeStreamCaptureMode(&m) == cudaSuccess ? (int)m : -1;
 }
 
+uint32_t umadv__prof_um_config(CUpti_ActivityUnifiedMemoryCounterConfig config[])
+{
+    static const CUpti_ActivityUnifiedMemoryCounterKind kinds[UMADV_PROF_UM_COUNTERS] = {
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+    };
+
+    for (uint32_t i = 0; i < UMADV_PROF_UM_COUNTERS; i++)
+        config[i] = (CUpti_ActivityUnifiedMemoryCounterConfig){
+            .scope  = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
+            .kind   = kinds[i],
+            .enable = 1,
+        };
+    return UMADV_PROF_UM_COUNTERS;
+}
+
 const umadv_cupti_ops_t umadv__cupti_ops_real = {
     .name                        = "cupti",
     .subscribe                   = cuptiSubscribe,

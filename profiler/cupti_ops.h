@@ -79,6 +79,13 @@ const umadv_cupti_ops_t *umadv__cupti_ops_select(int host_only);
  * (UMADV_TEST_HOOKS, libumadv_core_test). */
 void umadv__cupti_ops_install(const umadv_cupti_ops_t *ops);
 
+/* The unified-memory counters a profiled pass records, each on for the
+ * process and its device: GPU page faults, bytes to the GPU and to the
+ * host, thrashing. Filled into @config; returns how many (at most
+ * UMADV_PROF_UM_COUNTERS). bench/evict_scatter turns the same ones on. */
+#define UMADV_PROF_UM_COUNTERS 4
+uint32_t umadv__prof_um_config(CUpti_ActivityUnifiedMemoryCounterConfig config[]);
+
 /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and kin: another tool
  * (Nsight, another profiler) holds CUPTI. */
 int umadv__cupti_is_taken(CUptiResult result);

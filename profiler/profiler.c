@@ -780,23 +780,11 @@ static umadv_status_t activity_off(umadv_profiler_t *prof, CUpti_ActivityKind ki
 
 static umadv_status_t um_counters_enable(umadv_profiler_t *prof)
 {
-    static const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-        CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
-    };
-    CUpti_ActivityUnifiedMemoryCounterConfig config[UMADV_ARRAY_SIZE(kinds)];
+    CUpti_ActivityUnifiedMemoryCounterConfig config[UMADV_PROF_UM_COUNTERS];
+    uint32_t n = umadv__prof_um_config(config);
     umadv_status_t status;
 
-    memset(config, 0, sizeof(config));
-    for (size_t i = 0; i < UMADV_ARRAY_SIZE(kinds); i++) {
-        config[i].scope  = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-        config[i].kind   = kinds[i];
-        config[i].enable = 1;
-    }
-    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_configure_um,
-                              (config, (uint32_t)UMADV_ARRAY_SIZE(config)));
+    status = UMADV_CUPTI_CALL(prof->ops, UMADV_LOG_WARN, activity_configure_um, (config, n));
     if (status != UMADV_OK)
         return status;
     /* Enabled once to learn whether they work, then off until needed. */
