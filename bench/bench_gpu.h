@@ -4,6 +4,7 @@
 #ifndef UMADV_BENCH_BENCH_GPU_H
 #define UMADV_BENCH_BENCH_GPU_H
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #define BENCH_EXIT_SKIP 77 /* automake's skip: no GPU to measure on */
@@ -25,5 +26,18 @@ struct cudaMemLocation bench_location(int host);
  * which says so and does not return (each program has its own usage). */
 int bench_int_option(const char *v, int lo, int hi,
                      void (*usage_error)(const char *what, const char *v), const char *what);
+
+/* A CUDA context of its own on device 0, made and popped again (the
+ * calling thread keeps the context it had): where a benchmark issues
+ * calls apart from the application's context, as umadv's lanes do under
+ * UMADV_LANE_CONTEXT. The driver's calls come through the runtime's
+ * entry points (nothing links -lcuda). A failure says so and exits. */
+CUcontext bench_context_apart(const char *prog);
+
+/* @ctx current on the calling thread (cuCtxSetCurrent); pushed above the
+ * one it has, and popped back (cuCtxPushCurrent, cuCtxPopCurrent). */
+void bench_context_set(const char *prog, CUcontext ctx);
+void bench_context_push(const char *prog, CUcontext ctx);
+void bench_context_pop(const char *prog);
 
 #endif

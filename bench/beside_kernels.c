@@ -12,9 +12,12 @@
  * pinned buffer as large; a busy kernel of many waves of blocks, each
  * spinning, --busy-ms long in all (calibrated first). Every call is timed
  * from its issue to its stream's synchronisation, best of --repeat, in
- * three settings: the GPU idle; issued right after the busy kernel's
+ * four settings: the GPU idle; issued right after the busy kernel's
  * launch on another stream; the same from a stream of the greatest
- * priority. --waves 1 makes the busy kernel one wave of blocks that all
+ * priority; the same from a CUDA context of its own (its stream, of the
+ * greatest priority there, and its device buffer made in it), as umadv's
+ * lanes run under UMADV_LANE_CONTEXT, where every model ran slower:
+ * whether a call there waits for the busy kernel. --waves 1 makes the busy kernel one wave of blocks that all
  * run for its whole length, as a persistent GEMM's do: no block retires
  * early for a copy of any priority to take its place. Each call starts from the state umadv issues it in (the range
  * resident on the GPU; on the host for the prefetch to the GPU).
@@ -40,10 +43,11 @@
 #define BUSY_WORDS (UINT64_C(1) << 21)
 #define MAX_REPEAT 100
 
-typedef enum setting { IDLE, BESIDE, BESIDE_PRIORITY, SETTINGS } setting_t;
+typedef enum setting { IDLE, BESIDE, BESIDE_PRIORITY, BESIDE_APART, SETTINGS } setting_t;
 
 static const char *const setting_names[SETTINGS] = {"idle", "beside a kernel",
-                                                    "beside, high priority"};
+                                                    "beside, high priority",
+                                                    "beside, own context"};
 
 typedef enum call {
     COPY_OUT, COPY_IN, COPY_TO_BOUNCE, COPY_FROM_BOUNCE, STAGE_OUT_BOUNCED, COPY_DEVICE_OUT,
@@ -71,11 +75,14 @@ static const char *const call_names[CALLS] = {
 
 typedef struct bench {
     uint64_t            size;
-    char               *managed, *device, *pinned;
+    char               *managed, *pinned;
+    char               *device[2];               /* [1] made in the context apart */
     unsigned long long *busy_words;
     unsigned            busy_blocks;
     long long           busy_cycles;
-    cudaStream_t        busy_stream, stream[2]; /* [0] default priority, [1] greatest */
+    cudaStream_t        busy_stream, stream[3]; /* [0] default priority, [1] greatest,
+                                                 * [2] greatest, in the context apart */
+    CUcontext           apart;
 } bench_t;
 
 static void die(const char *what)
@@ -112,15 +119,15 @@ static void call_prepare(const bench_t *b, call_t c)
     CHECK(cudaDeviceSynchronize, ());
 }
 
-static void stage_out_bounced(const bench_t *b, cudaStream_t s)
+static void stage_out_bounced(const bench_t *b, cudaStream_t s, int apart)
 {
     const uint64_t chunk = UINT64_C(32) << 20;
 
     for (uint64_t o = 0; o < b->size; o += chunk) {
         size_t n = (size_t)UMADV_MIN(chunk, b->size - o);
 
-        CHECK(cudaMemcpyAsync, (b->device, b->managed + o, n, cudaMemcpyDefault, s));
-        CHECK(cudaMemcpyAsync, (b->pinned + o, b->device, n, cudaMemcpyDefault, s));
+        CHECK(cudaMemcpyAsync, (b->device[apart], b->managed + o, n, cudaMemcpyDefault, s));
+        CHECK(cudaMemcpyAsync, (b->pinned + o, b->device[apart], n, cudaMemcpyDefault, s));
     }
 }
 
@@ -141,7 +148,8 @@ static void batch_copy(void *dst, const void *src, size_t size, int dst_host, in
     CHECK(cudaMemcpyBatchAsync, (&dst, &src, &size, 1, &attr, &idx, 1, s));
 }
 
-static void call_issue(const bench_t *b, call_t c, cudaStream_t s)
+/* @apart: issued in the context apart, with its device buffer. */
+static void call_issue(const bench_t *b, call_t c, cudaStream_t s, int apart)
 {
     void *ptr = b->managed;
     size_t size = b->size, first = 0;
@@ -155,16 +163,16 @@ static void call_issue(const bench_t *b, call_t c, cudaStream_t s)
         CHECK(cudaMemcpyAsync, (b->managed, b->pinned, b->size, cudaMemcpyDefault, s));
         break;
     case COPY_TO_BOUNCE:
-        CHECK(cudaMemcpyAsync, (b->device, b->managed, b->size, cudaMemcpyDefault, s));
+        CHECK(cudaMemcpyAsync, (b->device[apart], b->managed, b->size, cudaMemcpyDefault, s));
         break;
     case COPY_FROM_BOUNCE:
-        CHECK(cudaMemcpyAsync, (b->managed, b->device, b->size, cudaMemcpyDefault, s));
+        CHECK(cudaMemcpyAsync, (b->managed, b->device[apart], b->size, cudaMemcpyDefault, s));
         break;
     case STAGE_OUT_BOUNCED:
-        stage_out_bounced(b, s);
+        stage_out_bounced(b, s, apart);
         break;
     case COPY_DEVICE_OUT:
-        CHECK(cudaMemcpyAsync, (b->pinned, b->device, b->size, cudaMemcpyDefault, s));
+        CHECK(cudaMemcpyAsync, (b->pinned, b->device[apart], b->size, cudaMemcpyDefault, s));
         break;
     case COPY_OUT_KIND:
         CHECK(cudaMemcpyAsync, (b->pinned, b->managed, b->size, cudaMemcpyDeviceToHost, s));
@@ -177,7 +185,7 @@ static void call_issue(const bench_t *b, call_t c, cudaStream_t s)
         batch_copy(b->managed, b->pinned, b->size, 0, 1, 1, s);
         break;
     case BATCH_TO_BOUNCE_OVERLAP:
-        batch_copy(b->device, b->managed, b->size, 0, 0, 1, s);
+        batch_copy(b->device[apart], b->managed, b->size, 0, 0, 1, s);
         break;
     case DISCARD:
         CHECK(cudaMemDiscardBatchAsync, (&ptr, &size, 1, 0, s));
@@ -205,17 +213,22 @@ static void busy_start(const bench_t *b)
 /* One call in @setting: ms from its issue to its stream's end. */
 static double call_time(const bench_t *b, call_t c, setting_t setting)
 {
-    cudaStream_t s = b->stream[setting == BESIDE_PRIORITY];
+    int apart = setting == BESIDE_APART;
+    cudaStream_t s = b->stream[apart ? 2 : setting == BESIDE_PRIORITY];
     uint64_t t0;
     double ms;
 
     call_prepare(b, c);
     if (setting != IDLE)
         busy_start(b);
+    if (apart)
+        bench_context_push("beside_kernels", b->apart);
     t0 = umadv__now_ns();
-    call_issue(b, c, s);
+    call_issue(b, c, s, apart);
     CHECK(cudaStreamSynchronize, (s));
     ms = ms_since(t0);
+    if (apart)
+        bench_context_pop("beside_kernels");
     CHECK(cudaDeviceSynchronize, ());
     return ms;
 }
@@ -247,8 +260,9 @@ static void setup(bench_t *b, uint64_t size, int waves)
     b->busy_blocks = (unsigned)sms * 8 * (unsigned)waves; /* 8 blocks of 256 fill an SM */
     CHECK(cudaMallocManaged, ((void **)&b->managed, size, cudaMemAttachGlobal));
     CHECK(cudaMallocManaged, ((void **)&b->busy_words, BUSY_WORDS * 8, cudaMemAttachGlobal));
-    CHECK(cudaMalloc, ((void **)&b->device, size));
-    CHECK(cudaHostAlloc, ((void **)&b->pinned, size, cudaHostAllocDefault));
+    CHECK(cudaMalloc, ((void **)&b->device[0], size));
+    /* portable: pinned for the context apart too */
+    CHECK(cudaHostAlloc, ((void **)&b->pinned, size, cudaHostAllocPortable));
     memset(b->pinned, 1, size);
     CHECK(cudaMemset, (b->managed, 2, size));
     CHECK(cudaMemset, (b->busy_words, 0, BUSY_WORDS * 8));
@@ -256,6 +270,11 @@ static void setup(bench_t *b, uint64_t size, int waves)
     CHECK(cudaStreamCreateWithFlags, (&b->busy_stream, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags, (&b->stream[0], cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithPriority, (&b->stream[1], cudaStreamNonBlocking, hi));
+    b->apart = bench_context_apart("beside_kernels");
+    bench_context_push("beside_kernels", b->apart);
+    CHECK(cudaMalloc, ((void **)&b->device[1], size));
+    CHECK(cudaStreamCreateWithPriority, (&b->stream[2], cudaStreamNonBlocking, hi));
+    bench_context_pop("beside_kernels");
     CHECK(cudaDeviceSynchronize, ());
 }
 

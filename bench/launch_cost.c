@@ -207,26 +207,6 @@ typedef struct lane {
 
 #define CHECK(fn, args) bench_cuda_check("launch_cost", fn args, #fn)
 
-/* --lane-context own's driver calls (lane_stream_create) */
-static struct driver_calls {
-    CUresult (*get_error_string)(CUresult, const char **);
-    CUresult (*device_get)(CUdevice *, int);
-    CUresult (*ctx_create)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
-    CUresult (*ctx_pop_current)(CUcontext *);
-    CUresult (*ctx_set_current)(CUcontext);
-} driver_api;
-
-static void driver_check(CUresult res, const char *call)
-{
-    const char *why = NULL;
-
-    if (res == CUDA_SUCCESS)
-        return;
-    driver_api.get_error_string(res, &why);
-    fprintf(stderr, "launch_cost: %s: %s\n", call, why != NULL ? why : "unknown CUDA error");
-    exit(EXIT_FAILURE);
-}
-
 static int cupti_ok(CUptiResult res, const char *call)
 {
     const char *why = NULL;
@@ -407,7 +387,7 @@ static void *lane_main(void *arg)
     lane_t *l = arg;
 
     if (l->b->lane_context != NULL)
-        driver_check(driver_api.ctx_set_current(l->b->lane_context), "cuCtxSetCurrent");
+        bench_context_set("launch_cost", l->b->lane_context);
     else
         CHECK(cudaSetDevice, (0));
     while (!atomic_load(&l->stop)) {
@@ -612,41 +592,18 @@ static double setting_us(bench_t *b, setting_t s, long n, int repeat, long *lane
     return runs[repeat / 2];
 }
 
-/* The driver's context calls, through the runtime's entry points (the
- * project links the runtime only). */
-static void *driver_entry(const char *name)
-{
-    enum cudaDriverEntryPointQueryResult found;
-    void *fn = NULL;
-
-    CHECK(cudaGetDriverEntryPointByVersion, (name, &fn, CUDART_VERSION, cudaEnableDefault,
-                                             &found));
-    if (found != cudaDriverEntryPointSuccess || fn == NULL) {
-        fprintf(stderr, "launch_cost: the driver has no %s\n", name);
-        exit(EXIT_FAILURE);
-    }
-    return fn;
-}
-
-/* The other thread's stream, in a context of its own when @own: made
- * current here to make the stream, then popped (the launches stay in the
- * primary context). */
+/* The other thread's stream, in a context of its own when @own: pushed
+ * here to make the stream, then popped (the launches stay in the primary
+ * context). */
 static void lane_stream_create(bench_t *b, int own)
 {
-    CUdevice dev;
-
     if (own) {
-        driver_api.get_error_string = driver_entry("cuGetErrorString");
-        driver_api.device_get = driver_entry("cuDeviceGet");
-        driver_api.ctx_create = driver_entry("cuCtxCreate");
-        driver_api.ctx_pop_current = driver_entry("cuCtxPopCurrent");
-        driver_api.ctx_set_current = driver_entry("cuCtxSetCurrent");
-        driver_check(driver_api.device_get(&dev, 0), "cuDeviceGet");
-        driver_check(driver_api.ctx_create(&b->lane_context, NULL, 0, dev), "cuCtxCreate");
+        b->lane_context = bench_context_apart("launch_cost");
+        bench_context_push("launch_cost", b->lane_context);
     }
     CHECK(cudaStreamCreateWithFlags, (&b->lane_stream, cudaStreamNonBlocking));
     if (own)
-        driver_check(driver_api.ctx_pop_current(NULL), "cuCtxPopCurrent");
+        bench_context_pop("launch_cost");
 }
 
 static void setup(bench_t *b, uint64_t size, int own_context)
