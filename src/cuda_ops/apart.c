@@ -17,10 +17,15 @@
  * WHY NOT BY DEFAULT. Every model measured ran slower apart, its waits
  * for data about twice as long: ResNet-50 at half its footprint 156 ms an
  * iteration against 130, VGG-16 70 against 54, densenet121 and a GPT-2
- * shape likewise (H200, 2026-11-30, bench/RESULTS.md). Which of the
- * lanes' calls loses there (a copy the driver runs as a kernel, which the
- * GPU then time-slices with the application's, or the waits across
- * contexts) is not measured yet.
+ * shape likewise (H200, 2026-11-30, bench/RESULTS.md). The copies lose
+ * there: a copy of managed memory runs on the SMs, and from a stream of
+ * the greatest priority in the application's context its blocks go
+ * before a busy kernel's waves (256 MiB in 6.0 ms beside one of 15 ms);
+ * from another context it waits for the kernel, as from a stream of
+ * default priority (19.8 ms); the page calls take as long apart as in
+ * the context they share (bench/beside_kernels). A lane whose page calls
+ * go apart and whose copies stay in the application's context, at the
+ * greatest priority, would keep both; not built yet.
  *
  * The context costs device memory outside any budget (its own reserve,
  * some hundreds of MiB) and lives until the process exits: the lanes of
