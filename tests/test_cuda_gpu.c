@@ -105,97 +105,84 @@ static void test_thread_begin(void)
        "global mode", begun);
 }
 
-/* ---- a lane's thread in umadv's own context --------------------------- */
+/* ---- page calls in umadv's own context -------------------------------- */
 
 typedef CUresult (*ctx_get_current_fn)(CUcontext *ctx);
 
-typedef struct apart_run {
-    ctx_get_current_fn get_current;
-    CUcontext          ctx;         /* the apart thread's */
-    unsigned char     *managed, *pinned;
-    umadv_event_t      written;     /* the test's thread's, after its memset */
-    umadv_event_t      restored;    /* the apart thread's, after its restore */
-    umadv_status_t     status;      /* the first failure of its calls */
-    const char        *failed;
-} apart_run_t;
-
-#define APART_CALL(_r, _call)                        \
-    do {                                              \
-        if ((_r)->status == UMADV_OK &&               \
-            ((_r)->status = (_call)) != UMADV_OK)     \
-            (_r)->failed = #_call;                    \
-    } while (0)
-
-/* A lane's staged round trip, from umadv's own context: it waits for the
- * test's memset (an event of the application's context), copies the
- * range out, discards it, populates it again and copies it back. */
-static void *apart_thread(void *arg)
+/* A staged round trip as a lane makes it with its page calls apart
+ * (exec/worker.c, PAGE CALLS APART): the copies on @stream in the
+ * application's context, the discard and the population on a stream of
+ * umadv's own context, the copy back waiting for the population by an
+ * event of that context. The data comes back intact, and the calls were
+ * made in another context. */
+static void test_page_calls_apart(umadv_stream_t stream)
 {
-    apart_run_t *r = arg;
-    umadv_stream_t s = NULL;
-    void *range = r->managed;
-    size_t size = BYTES;
-
-    APART_CALL(r, ops->thread_begin_apart(0));
-    if (r->status == UMADV_OK && r->get_current(&r->ctx) != CUDA_SUCCESS)
-        r->ctx = NULL;
-    APART_CALL(r, ops->stream_create(&s));
-    APART_CALL(r, ops->event_synchronize(r->written));
-    APART_CALL(r, ops->memcpy_async(r->pinned, r->managed, BYTES, s));
-    APART_CALL(r, ops->stream_synchronize(s));
-    APART_CALL(r, ops->discard_batch(&range, &size, 1, s));
-    APART_CALL(r, ops->discard_and_prefetch_batch(&range, &size, 1, 0, s));
-    APART_CALL(r, ops->memcpy_async(r->managed, r->pinned, BYTES, s));
-    APART_CALL(r, ops->event_create(&r->restored));
-    APART_CALL(r, ops->event_record(r->restored, s));
-    APART_CALL(r, ops->stream_synchronize(s));
-    if (s != NULL)
-        ops->stream_destroy(s);
-    return NULL;
-}
-
-/* The executor's lanes in a context of umadv's own (apart.c): not the
- * application's, their staged round trip ordered with its work both ways
- * (its event waited for there, theirs here), the data intact. */
-static void test_thread_apart(umadv_stream_t stream)
-{
-    apart_run_t r = {.status = UMADV_OK};
+    ctx_get_current_fn get_current = NULL;
     enum cudaDriverEntryPointQueryResult found;
-    CUcontext mine = NULL;
-    pthread_t t;
+    CUcontext mine = NULL, apart = NULL;
+    umadv_stream_t page = NULL;
+    umadv_event_t populated = NULL;
+    unsigned char *managed = NULL, *pinned = NULL;
+    umadv_status_t status;
+    size_t size = BYTES;
+    void *range;
     int intact = 1;
 
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", (void **)&r.get_current,
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", (void **)&get_current,
                                          CUDART_VERSION, cudaEnableDefault, &found) !=
             cudaSuccess || found != cudaDriverEntryPointSuccess) {
-        for (int i = 0; i < 4; i++)
-            skip("the driver has no cuCtxGetCurrent", "a lane's thread apart");
+        for (int i = 0; i < 3; i++)
+            skip("the driver has no cuCtxGetCurrent", "page calls apart");
         return;
     }
-    r.get_current(&mine);
-    is(ops->malloc_managed(BYTES, 0, (void **)&r.managed), UMADV_OK, "managed range");
-    is(ops->host_alloc(BYTES, UMADV_PIN_WAITED, (void **)&r.pinned), UMADV_OK, "pinned buffer");
-    ops->event_create(&r.written);
-    UMADV_CUDART_FUNC(cudaMemsetAsync(r.managed, 0x33, BYTES, (cudaStream_t)stream));
-    ops->event_record(r.written, stream);
-    if (pthread_create(&t, NULL, apart_thread, &r) == 0)
-        pthread_join(t, NULL);
-    ok(r.status == UMADV_OK && r.ctx != NULL && r.ctx != mine,
-       "a lane's thread begun apart: a context not the application's; its copies out and "
-       "back, discard, population and event record all done (%s)",
-       r.failed != NULL ? r.failed : "none failed");
-    if (r.restored != NULL)
-        ops->stream_wait_event(stream, r.restored);
-    ops->stream_synchronize(stream);
+    get_current(&mine);
+    ops->malloc_managed(BYTES, 0, (void **)&managed);
+    ops->host_alloc(BYTES, UMADV_PIN_WAITED, (void **)&pinned);
+    range = managed;
+    status = ops->apart_enter(0);
+    if (status == UMADV_OK) {
+        get_current(&apart);
+        if ((status = ops->stream_create(&page)) == UMADV_OK)
+            status = ops->event_create(&populated);
+        ops->apart_leave();
+    }
+    ok(status == UMADV_OK && apart != NULL && apart != mine,
+       "apart_enter: a context not the application's, a stream and an event made there");
+    UMADV_CUDART_FUNC(cudaMemsetAsync(managed, 0x33, BYTES, (cudaStream_t)stream));
+    if (status == UMADV_OK)
+        status = ops->memcpy_async(pinned, managed, BYTES, stream);
+    if (status == UMADV_OK)
+        status = ops->stream_synchronize(stream);
+    if (status == UMADV_OK && (status = ops->apart_enter(0)) == UMADV_OK) {
+        status = ops->discard_batch(&range, &size, 1, page);
+        if (status == UMADV_OK)
+            status = ops->discard_and_prefetch_batch(&range, &size, 1, 0, page);
+        if (status == UMADV_OK)
+            status = ops->event_record(populated, page);
+        ops->apart_leave();
+    }
+    if (status == UMADV_OK)
+        status = ops->stream_wait_event(stream, populated);
+    if (status == UMADV_OK)
+        status = ops->memcpy_async(managed, pinned, BYTES, stream);
+    if (status == UMADV_OK)
+        status = ops->stream_synchronize(stream);
+    get_current(&apart);
+    ok(status == UMADV_OK && apart == mine,
+       "copied out here, discarded and populated apart, copied back here after the "
+       "population's event; the application's context current again");
     for (size_t i = 0; i < BYTES; i += 4093)
-        intact &= r.managed[i] == 0x33;
-    ok(intact && r.managed[BYTES - 1] == 0x33,
-       "the range holds the application's bytes after the round trip");
-    if (r.restored != NULL)
-        ops->event_destroy(r.restored);
-    ops->event_destroy(r.written);
-    ops->host_free(r.pinned, BYTES);
-    ops->free(r.managed, BYTES);
+        intact &= managed[i] == 0x33;
+    ok(intact && managed[BYTES - 1] == 0x33, "the range holds its bytes after the round trip");
+    if (ops->apart_enter(0) == UMADV_OK) {
+        if (populated != NULL)
+            ops->event_destroy(populated);
+        if (page != NULL)
+            ops->stream_destroy(page);
+        ops->apart_leave();
+    }
+    ops->host_free(pinned, BYTES);
+    ops->free(managed, BYTES);
 }
 
 /* A profiled step timed by events on the application's stream. */
@@ -229,14 +216,14 @@ int main(void)
 
     if (ops->device_count(&count) != UMADV_OK)
         skip_all("no CUDA device");
-    plan(29);
+    plan(28);
     is(umadv_context_create(&params, &ctx), UMADV_OK, "context on the gpu");
     test_device(ctx->config.device);
     is(ops->stream_create(&stream), UMADV_OK, "stream");
     test_migration(ctx, ctx->config.device, stream);
     test_step_timing(ctx, stream);
     test_thread_begin();
-    test_thread_apart(stream);
+    test_page_calls_apart(stream);
     umadv_get_stats(ctx, &stats);
     ok(stats.managed_bytes == 0 && stats.allocations == 0, "everything freed");
     ops->stream_destroy(stream);

@@ -49,10 +49,12 @@ typedef struct mock_call {
     umadv_stream_t stream; /* 'F', 'E': the call's */
     int       by_app;  /* made by the test's own thread (the application's) */
     int       begun;   /* made by a thread that called thread_begin */
+    int       apart;   /* made between apart_enter and apart_leave */
 } mock_call_t;
 
 static pthread_t app_thread;
 static __thread int mock_begun; /* this thread called thread_begin */
+static __thread int mock_apart; /* this thread's apart_enter depth */
 
 typedef struct mock_event {
     uint64_t done_ns;  /* when the work before it completes */
@@ -151,7 +153,7 @@ static size_t call_log(char kind, void *ptr, uint64_t len)
     mock.calls[i] = (mock_call_t){.kind = kind, .ptr = (uintptr_t)ptr, .len = len,
                                   .start_ns = umadv__now_ns(),
                                   .by_app = pthread_equal(pthread_self(), app_thread),
-                                  .begun = mock_begun};
+                                  .begun = mock_begun, .apart = mock_apart > 0};
     return i;
 }
 
@@ -300,17 +302,28 @@ static umadv_status_t mock_thread_begin(int device)
     return umadv__cuda_ops_host.thread_begin(device);
 }
 
-static umadv_status_t mock_thread_begin_apart(int device)
+static umadv_status_t mock_apart_enter(int device)
 {
-    mock_begun = 2;
-    return umadv__cuda_ops_host.thread_begin_apart(device);
+    umadv_status_t status = umadv__cuda_ops_host.apart_enter(device);
+
+    mock_apart += status == UMADV_OK;
+    return status;
+}
+
+static umadv_status_t mock_apart_leave(void)
+{
+    umadv_status_t status = umadv__cuda_ops_host.apart_leave();
+
+    mock_apart -= status == UMADV_OK;
+    return status;
 }
 
 static void mock_ops_init(void)
 {
     mock_ops = umadv__cuda_ops_host;
     mock_ops.thread_begin      = mock_thread_begin;
-    mock_ops.thread_begin_apart = mock_thread_begin_apart;
+    mock_ops.apart_enter       = mock_apart_enter;
+    mock_ops.apart_leave       = mock_apart_leave;
     mock_ops.name              = "mock";
     mock_ops.prefetch          = mock_prefetch;
     mock_ops.prefetch_batch    = mock_prefetch_batch;
@@ -518,18 +531,18 @@ static void monitor_sampled_after(umadv_exec_t *e, umadv_exec_stats_t *st)
 static const uint32_t rotate_uses[3] = {1u << 0, 1u << 1, 1u << 2};
 
 /* Whether the lanes made the moves, each lane begun as umadv's own
- * threads are (@apart: in a context of umadv's own), and the
- * application's thread not. */
+ * threads are, each move made in umadv's own context if @apart (and not
+ * if not), and the application's thread not begun, nor left apart. */
 static int lane_calls_begun(int apart)
 {
     size_t lanes = 0;
 
     for (size_t i = 0; i < mock.ncalls; i++) {
-        if (mock.calls[i].by_app || mock.calls[i].begun != (apart ? 2 : 1))
+        if (mock.calls[i].by_app || !mock.calls[i].begun || mock.calls[i].apart != apart)
             return 0;
         lanes++;
     }
-    return lanes > 0 && !mock_begun;
+    return lanes > 0 && !mock_begun && !mock_apart;
 }
 
 static void test_prefetch_all_sequence(void)
@@ -578,8 +591,8 @@ static void test_demand_sequence(void)
     umadv__exec_destroy(e);
     is_str(calls_text(&w, 0), "E0 E1 E2 E0",
            "demand: no prefetch, LRU evictions before the steps that need room");
-    ok(lane_calls_begun(1), "lane_context: every move made on the lanes' threads, each begun "
-       "in umadv's own context (cuda_ops.h, thread_begin_apart)");
+    ok(lane_calls_begun(1), "lane_context: every move made on the lanes' threads, each a page "
+       "call in umadv's own context (cuda_ops.h apart_enter; worker.c, PAGE CALLS APART)");
     ok(r.faults[0] == 6 && r.faults[1] == 6, "demand: every section faults (%llu, %llu)",
        (unsigned long long)r.faults[0], (unsigned long long)r.faults[1]);
     ok(mock.budget_violations == 0, "demand: faulted data stayed within the budget");

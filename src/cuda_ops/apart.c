@@ -1,6 +1,6 @@
 /*
- * A CUDA context of umadv's own, one per device, for the executor's lanes
- * (cudart's thread_begin_apart).
+ * A CUDA context of umadv's own, one per device, for the executor's page
+ * calls (cudart's apart_enter and apart_leave).
  *
  * WHY APART. A lane's population, discard or UVM migration holds the
  * context it is made in while the driver works on it, and every other
@@ -8,29 +8,26 @@
  * 122-151 us beside a lane's discard and population of 64 MiB in the
  * primary context, 3.6-3.7 us with the lane's calls in a context of their
  * own, its calls no slower there (bench/launch_cost --lane-context; H200,
- * 2026-11-30). Apart (UMADV_LANE_CONTEXT), the lanes' streams, events and
- * bounce buffers are made in it, the application's step ends are waited
- * for across contexts (an event synchronisation works on another
- * context's event), and the staging pool is registered for every context
- * (cudart_host_alloc). Managed memory is the process's, the same in both.
+ * 2026-11-30).
  *
- * WHY NOT BY DEFAULT. Every model measured ran slower apart, its waits
- * for data about twice as long: ResNet-50 at half its footprint 156 ms an
- * iteration against 130, VGG-16 70 against 54, densenet121 and a GPT-2
- * shape likewise (H200, 2026-11-30, bench/RESULTS.md). The copies lose
- * there: a copy of managed memory runs on the SMs, and from a stream of
- * the greatest priority in the application's context its blocks go
- * before a busy kernel's waves (256 MiB in 6.0 ms beside one of 15 ms);
- * from another context it waits for the kernel, as from a stream of
- * default priority (19.8 ms); the page calls take as long apart as in
- * the context they share (bench/beside_kernels). A lane whose page calls
- * go apart and whose copies stay in the application's context, at the
- * greatest priority, would keep both; not built yet.
+ * WHY ONLY THE PAGE CALLS. The lanes' copies of managed memory run on the
+ * SMs: from a stream of the greatest priority in the application's
+ * context their blocks go before a busy kernel's waves (256 MiB in 6.0 ms
+ * beside a kernel of 15), from another context they wait for the kernel,
+ * as a stream of default priority does (19.8 ms); the page calls take as
+ * long from either (bench/beside_kernels, H200, 2026-11-30). With every
+ * call of the lanes apart, every model ran slower, its waits for data
+ * twice as long (ResNet-50 at half its footprint 156 ms an iteration
+ * against 130, VGG-16 70 against 54; bench/RESULTS.md). So a lane keeps
+ * its copies in the application's context and enters this one for its
+ * page calls only, on streams made there (exec/worker.c, PAGE CALLS
+ * APART); the two are ordered by synchronisations and by an event of this
+ * context that a stream of the other waits for.
  *
  * The context costs device memory outside any budget (its own reserve,
- * some hundreds of MiB) and lives until the process exits: the lanes of
- * the next executor begin in it again. The driver's calls come through
- * the runtime's entry points: libumadv links no -lcuda.
+ * some hundreds of MiB) and lives until the process exits: the next
+ * executor's lanes enter it again. The driver's calls come through the
+ * runtime's entry points: libumadv links no -lcuda.
  */
 #include "cuda_ops/cuda_ops.h"
 
@@ -47,13 +44,14 @@ typedef struct apart_driver {
     CUresult (*device_get)(CUdevice *dev, int ordinal);
     CUresult (*ctx_create)(CUcontext *ctx, CUctxCreateParams *params, unsigned int flags,
                            CUdevice dev);
+    CUresult (*ctx_push_current)(CUcontext ctx);
     CUresult (*ctx_pop_current)(CUcontext *ctx);
-    CUresult (*ctx_set_current)(CUcontext ctx);
 } apart_driver_t;
 
 static pthread_mutex_t apart_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext       apart_contexts[APART_DEVICES];
 static int             apart_failed[APART_DEVICES]; /* said once: the lanes share */
+static apart_driver_t  apart_calls;                 /* apart_driver's, once looked up */
 
 static void *apart_entry(const char *name)
 {
@@ -67,21 +65,21 @@ static void *apart_entry(const char *name)
     return ptr;
 }
 
+/* Under apart_lock: the driver's calls, or NULL where it lacks one. */
 static const apart_driver_t *apart_driver(void)
 {
-    static apart_driver_t driver;
     static int looked;
 
-    if (!looked) { /* under apart_lock */
-        driver.device_get      = apart_entry("cuDeviceGet");
-        driver.ctx_create      = apart_entry("cuCtxCreate");
-        driver.ctx_pop_current = apart_entry("cuCtxPopCurrent");
-        driver.ctx_set_current = apart_entry("cuCtxSetCurrent");
+    if (!looked) {
+        apart_calls.device_get       = apart_entry("cuDeviceGet");
+        apart_calls.ctx_create       = apart_entry("cuCtxCreate");
+        apart_calls.ctx_push_current = apart_entry("cuCtxPushCurrent");
+        apart_calls.ctx_pop_current  = apart_entry("cuCtxPopCurrent");
         looked = 1;
     }
-    return driver.device_get != NULL && driver.ctx_create != NULL &&
-                   driver.ctx_pop_current != NULL && driver.ctx_set_current != NULL
-               ? &driver
+    return apart_calls.device_get != NULL && apart_calls.ctx_create != NULL &&
+                   apart_calls.ctx_push_current != NULL && apart_calls.ctx_pop_current != NULL
+               ? &apart_calls
                : NULL;
 }
 
@@ -98,27 +96,26 @@ static CUcontext apart_make(const apart_driver_t *driver, int device)
     if (res == CUDA_SUCCESS && driver->ctx_pop_current(NULL) != CUDA_SUCCESS)
         res = CUDA_ERROR_INVALID_CONTEXT; /* still current: left as it is */
     if (res != CUDA_SUCCESS) {
-        umadv_warn("gpu %d: no cuda context of umadv's own for the executor's lanes (driver "
-                   "error %d): they share the application's, whose calls wait behind theirs",
-                   device, (int)res);
+        umadv_warn("gpu %d: no cuda context of umadv's own for the executor's page calls "
+                   "(driver error %d): they share the application's, whose calls wait behind "
+                   "theirs", device, (int)res);
         return NULL;
     }
-    umadv_debug("gpu %d: a cuda context of umadv's own for the executor's lanes", device);
+    umadv_debug("gpu %d: a cuda context of umadv's own for the executor's page calls", device);
     return ctx;
 }
 
 /* The device's context of umadv's own, made at the first call; NULL where
  * it cannot be (said once). */
-static CUcontext apart_context(int device, const apart_driver_t **driver_p)
+static CUcontext apart_context(int device)
 {
     CUcontext ctx = NULL;
 
     if (device < 0 || device >= APART_DEVICES)
         return NULL;
     pthread_mutex_lock(&apart_lock);
-    *driver_p = apart_driver();
     if (apart_contexts[device] == NULL && !apart_failed[device]) {
-        apart_contexts[device] = apart_make(*driver_p, device);
+        apart_contexts[device] = apart_make(apart_driver(), device);
         apart_failed[device] = apart_contexts[device] == NULL;
     }
     ctx = apart_contexts[device];
@@ -126,15 +123,30 @@ static CUcontext apart_context(int device, const apart_driver_t **driver_p)
     return ctx;
 }
 
-umadv_status_t umadv__cudart_thread_begin_apart(int device)
+umadv_status_t umadv__cudart_apart_enter(int device)
 {
-    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    const apart_driver_t *driver = NULL;
-    CUcontext ctx;
+    CUcontext ctx = apart_context(device);
+    CUresult res;
 
-    umadv__thread_mark_own(); /* before its first call, which the census would count */
-    ctx = apart_context(device, &driver);
-    if (ctx == NULL || driver->ctx_set_current(ctx) != CUDA_SUCCESS)
-        return umadv__cuda_ops_cudart.thread_begin(device); /* the primary context */
-    return UMADV_CUDART_FUNC(cudaThreadExchangeStreamCaptureMode(&mode));
+    if (ctx == NULL)
+        return UMADV_ERR_UNSUPPORTED;
+    res = apart_calls.ctx_push_current(ctx); /* looked up before the context was made */
+    if (res == CUDA_SUCCESS)
+        return UMADV_OK;
+    umadv_error("cuCtxPushCurrent of umadv's own context failed (driver error %d)", (int)res);
+    return UMADV_ERR_CUDA;
+}
+
+umadv_status_t umadv__cudart_apart_leave(void)
+{
+    CUresult res;
+
+    if (apart_calls.ctx_pop_current == NULL)
+        return UMADV_ERR_STATE; /* never entered */
+    res = apart_calls.ctx_pop_current(NULL);
+
+    if (res == CUDA_SUCCESS)
+        return UMADV_OK;
+    umadv_error("cuCtxPopCurrent of umadv's own context failed (driver error %d)", (int)res);
+    return UMADV_ERR_CUDA;
 }

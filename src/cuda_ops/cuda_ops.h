@@ -80,13 +80,16 @@ typedef struct umadv_cuda_ops {
      * synchronisation), and one made would invalidate the capture
      * (profiler.c, STREAM CAPTURE). */
     umadv_status_t (*thread_begin)(int device);
-    /* As thread_begin, for the executor's lanes, in a CUDA context of
-     * umadv's own on @device (one a device, made at the first call and
-     * kept to the process's end) rather than the device's primary
-     * context, whose calls would wait behind theirs (cudart: apart.c says
-     * why; where it cannot be made, said once, the primary one). What the
-     * thread makes then lives there. NULL in a table: thread_begin. */
-    umadv_status_t (*thread_begin_apart)(int device);
+    /* A CUDA context of umadv's own on @device (one a device, made at
+     * the first call and kept to the process's end), pushed on the
+     * calling thread above the one it has, for the executor's page calls
+     * (discards, populations, migrations): in the application's context
+     * its calls would wait behind them (cudart: apart.c says why). What
+     * the thread makes until apart_leave lives there. Where it cannot be
+     * made (said once), an error, and nothing pushed. NULL in a table:
+     * no such context. */
+    umadv_status_t (*apart_enter)(int device);
+    umadv_status_t (*apart_leave)(void);
     umadv_status_t (*mem_get_info)(uint64_t *free_p, uint64_t *total_p);
     /* Managed memory; @align is a wish (cudart cannot honour it), so the
      * caller checks the address it gets. */
@@ -106,9 +109,8 @@ typedef struct umadv_cuda_ops {
     umadv_status_t (*prefetch_batch)(void **ptrs, size_t *sizes, size_t count, int location,
                                      umadv_stream_t stream);
     umadv_status_t (*advise)(void *ptr, size_t size, umadv_cuda_advice_t advice, int location);
-    /* Page-locked host memory, of at least @size bytes, for every
-     * context (cudaHostRegister, portable, of pages mapped and populated
-     * first: cudart.c says why): the
+    /* Page-locked host memory, of at least @size bytes (cudaHostRegister
+     * of pages mapped and populated first: cudart.c says why): the
      * staging pool of staged evictions (exec/stage.c). UMADV_ERR_NO_MEMORY
      * when the host cannot spare it (common/hostmem.h). host_free takes
      * the size host_alloc was given. @pace: whether work waits for it
@@ -237,8 +239,8 @@ typedef struct umadv_cuda_host_record {
     umadv_cuda_advice_t advice;    /* ADVISE */
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
-    int                 begun;     /* made on a thread that called thread_begin (1)
-                                    * or thread_begin_apart (2) */
+    int                 begun;     /* made on a thread that called thread_begin */
+    int                 apart;     /* made between apart_enter and apart_leave */
 } umadv_cuda_host_record_t;
 
 typedef struct umadv_cuda_host_counters {

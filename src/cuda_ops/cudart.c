@@ -348,9 +348,7 @@ static umadv_status_t cudart_host_alloc(size_t size, umadv_pin_pace_t pace, void
 #endif
     umadv__populate(ptr, span,
                     pace == UMADV_PIN_BESIDE ? PINNED_POPULATE_BESIDE : PINNED_POPULATE_WAITED);
-    /* portable: the executor's lanes copy from a context of their own
-     * (apart.c), the synchronous restores from the application's */
-    status = UMADV_CUDART_FUNC(cudaHostRegister(ptr, span, cudaHostRegisterPortable));
+    status = UMADV_CUDART_FUNC(cudaHostRegister(ptr, span, cudaHostRegisterDefault));
     if (status != UMADV_OK) {
         munmap(ptr, span);
         return status;
@@ -509,7 +507,8 @@ const umadv_cuda_ops_t umadv__cuda_ops_cudart = {
     .get_device_props   = cudart_get_device_props,
     .driver_version     = cudart_driver_version,
     .thread_begin       = cudart_thread_begin,
-    .thread_begin_apart = umadv__cudart_thread_begin_apart,
+    .apart_enter        = umadv__cudart_apart_enter,
+    .apart_leave        = umadv__cudart_apart_leave,
     .mem_get_info       = cudart_mem_get_info,
     .malloc_managed     = cudart_malloc_managed,
     .free               = cudart_free,

@@ -34,8 +34,8 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
  * handle says so once). */
 void umadv__cudart_quiet(int quiet);
 
-/* cudart's thread_begin_apart (apart.c): the calling thread in umadv's
- * own context on @device, or where that cannot be, in its primary one. */
-umadv_status_t umadv__cudart_thread_begin_apart(int device);
+/* cudart's apart_enter and apart_leave (apart.c, cuda_ops.h). */
+umadv_status_t umadv__cudart_apart_enter(int device);
+umadv_status_t umadv__cudart_apart_leave(void);
 
 #endif

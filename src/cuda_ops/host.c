@@ -230,10 +230,9 @@ static uint64_t unpopulated_bytes(const void *ptr, size_t size)
     return bytes;
 }
 
-/* Whether the calling thread called thread_begin (1: its capture mode
- * relaxed, were this cudart) or thread_begin_apart (2: in umadv's own
- * context too). */
-static __thread int thread_begun;
+/* Whether the calling thread called thread_begin (its capture mode
+ * relaxed, were this cudart), and how deep it is in apart_enter. */
+static __thread int thread_begun, thread_apart;
 
 /* Called with the lock held. A full log drops records rather than fail
  * the call it describes. */
@@ -244,7 +243,8 @@ static void log_call(const umadv_cuda_host_record_t *record)
                              sizeof(*host.log)) != UMADV_OK)
         return;
     host.log[host.nlog] = *record;
-    host.log[host.nlog++].begun = thread_begun;
+    host.log[host.nlog].begun = thread_begun;
+    host.log[host.nlog++].apart = thread_apart > 0;
 }
 
 /* Called with the lock held: is [ptr, ptr+size) inside one allocation? */
@@ -318,15 +318,26 @@ static umadv_status_t host_thread_begin(int device)
     return UMADV_OK;
 }
 
-/* No contexts here: as thread_begin, the thread's calls recorded as made
- * apart (umadv_cuda_host_record_t.begun). */
-static umadv_status_t host_thread_begin_apart(int device)
+/* No contexts here: the calls between the two are recorded as made
+ * apart (umadv_cuda_host_record_t.apart). */
+static umadv_status_t host_apart_enter(int device)
 {
-    umadv_status_t status = host_thread_begin(device);
+    if (!device_valid(device)) {
+        umadv_error("host backend: no device %d", device);
+        return UMADV_ERR_CUDA;
+    }
+    thread_apart++;
+    return UMADV_OK;
+}
 
-    if (status == UMADV_OK)
-        thread_begun = 2;
-    return status;
+static umadv_status_t host_apart_leave(void)
+{
+    if (thread_apart == 0) {
+        umadv_error("host backend: apart_leave without apart_enter");
+        return UMADV_ERR_STATE;
+    }
+    thread_apart--;
+    return UMADV_OK;
 }
 
 /* As if every managed byte were resident: deterministic for tests. */
@@ -826,7 +837,8 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .get_device_props   = host_get_device_props,
     .driver_version     = host_driver_version,
     .thread_begin       = host_thread_begin,
-    .thread_begin_apart = host_thread_begin_apart,
+    .apart_enter        = host_apart_enter,
+    .apart_leave        = host_apart_leave,
     .mem_get_info       = host_mem_get_info,
     .malloc_managed     = host_malloc_managed,
     .free               = host_free,

@@ -100,11 +100,8 @@ typedef struct exec_stage {
                        * application's copy or memset last touched it; 0: never */
     int       failed; /* the pool could not be made, or the driver has no
                        * discards: evictions migrate */
-    umadv_stream_t restore_stream[2]; /* the synchronous restores', made at
-                                       * the first: the application's
-                                       * threads', umadv's own threads' (they
-                                       * may run in another context: cuda_ops.h
-                                       * thread_begin_apart); NULL: none yet */
+    umadv_stream_t restore_stream; /* the synchronous restores', made at the
+                                    * first; NULL: none yet */
 } exec_stage_t;
 
 #define EXEC_NO_SLOT UINT32_MAX
@@ -114,6 +111,9 @@ typedef struct exec_lane {
     pthread_t      thread;
     int            started;
     umadv_stream_t stream;
+    umadv_stream_t page_stream;     /* worker.c: its page calls', in umadv's own
+                                     * context (PAGE CALLS APART); NULL: on its
+                                     * stream */
     exec_queue_t   queue;
     exec_piece_t  *pieces;          /* the call being issued */
     size_t         npieces, pieces_cap;
@@ -133,7 +133,8 @@ typedef struct exec_lane {
                                      * none (yet, or device_alloc failed) */
     int            bounce_failed;
     umadv_stream_t pipe_stream;     /* stage.c: where a restore populates the run
-                                     * after the one it copies (RESTORES IN RUNS) */
+                                     * after the one it copies (RESTORES IN RUNS);
+                                     * in umadv's own context where page_stream is */
     umadv_event_t  pipe_event;
     int            pipe_failed;     /* not made: populate all, then copy */
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
@@ -313,9 +314,12 @@ void *umadv__exec_fetch_main(void *arg);
 void *umadv__exec_evict_main(void *arg);
 void *umadv__exec_monitor_main(void *arg);
 
-/* A thread of the executor's own (a lane, the monitor) begins its CUDA
- * work: in umadv's own context under p.lane_context where the backend has
- * one (cuda_ops.h, thread_begin_apart), else as thread_begin. */
-umadv_status_t umadv__exec_thread_begin(const umadv_exec_t *e);
+/* The stream for @lane's page calls (worker.c, PAGE CALLS APART), its
+ * context entered: the lane's stream where it has none apart; NULL where
+ * entering failed (logged by cuda_ops). page_leave takes what page_enter
+ * gave, after the calls and their synchronisation. */
+umadv_stream_t umadv__exec_page_enter(const umadv_exec_t *e, const exec_lane_t *lane);
+void umadv__exec_page_leave(const umadv_exec_t *e, const exec_lane_t *lane,
+                            umadv_stream_t stream);
 
 #endif
