@@ -795,6 +795,7 @@ static const umadv_cupti_ops_t inject_cupti_ops = {
     "inject", m_subscribe, m_unsubscribe, m_enable_callback, m_register, m_configure,
     m_enable, m_disable, m_flush, m_next, m_result_string, m_param_info, m_device_sync,
     m_stream_capturing, m_capture_mode_exchange,
+    NULL, NULL, /* no census (cupti_ops.h) */
 };
 
 static mock_record_t *queue_slot(void)
