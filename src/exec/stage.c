@@ -648,9 +648,8 @@ static void lane_pipe(umadv_exec_t *e, exec_lane_t *lane)
 {
     umadv_stream_t stream = NULL;
     umadv_event_t event = NULL;
-    int made;
-
     umadv_stream_t entered;
+    int made;
 
     if (lane->pipe_stream != NULL || lane->pipe_failed)
         return;
@@ -1000,7 +999,6 @@ static umadv_status_t stage_in_runs(umadv_exec_t *e, exec_lane_t *lane, size_t f
 {
     uint64_t cut = STAGE_RUN_SECTIONS * e->trace->section_size;
     umadv_status_t status = UMADV_OK, pipe_status;
-
     umadv_stream_t entered;
 
     for (size_t i = from; i < to && status == UMADV_OK; i++)
@@ -1020,7 +1018,6 @@ static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
                                uint64_t piece)
 {
     umadv_status_t status;
-
     umadv_stream_t stream;
 
     if (lane->pipe_stream != NULL)

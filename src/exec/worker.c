@@ -181,7 +181,6 @@ static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t fro
 {
     umadv_status_t status;
     uint64_t start;
-
     umadv_stream_t stream;
 
     pthread_mutex_unlock(&e->lock);
