@@ -267,6 +267,7 @@ typedef struct umadv_cuda_host_counters {
     uint64_t discards_behind_work;    /* discard_batch calls on a stream with work
                                        * enqueued since its last synchronisation
                                        * (host.c, BUSY STREAMS) */
+    uint64_t apart_enters;            /* apart_enter calls that entered */
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

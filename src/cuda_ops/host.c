@@ -327,6 +327,9 @@ static umadv_status_t host_apart_enter(int device)
         return UMADV_ERR_CUDA;
     }
     thread_apart++;
+    pthread_mutex_lock(&host.lock);
+    host.counters.apart_enters++;
+    pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
 
