@@ -82,17 +82,10 @@ umadv_status_t umadv__cupti_status(const umadv_cupti_ops_t *ops, CUptiResult res
 typedef CUresult (*func_param_info_fn)(CUfunction func, size_t index, size_t *offset,
                                        size_t *size);
 
-/* A driver entry point through the runtime, so libumadv needs no -lcuda
- * (only the driver's stub exists at build time). NULL if unavailable. */
+/* The parameter-layout calls as CUDA 12.4 gave them. */
 static void *driver_entry(const char *name)
 {
-    enum cudaDriverEntryPointQueryResult found;
-    void *ptr = NULL;
-
-    if (cudaGetDriverEntryPointByVersion(name, &ptr, 12040, cudaEnableDefault, &found) !=
-            cudaSuccess || found != cudaDriverEntryPointSuccess)
-        return NULL;
-    return ptr;
+    return umadv__cudart_driver_entry(name, 12040);
 }
 
 /* cuFuncGetParamInfo, then cuKernelGetParamInfo: a library's kernel

@@ -117,8 +117,8 @@ typedef CUresult (*ctx_get_current_fn)(CUcontext *ctx);
  * made in another context. */
 static void test_page_calls_apart(umadv_stream_t stream)
 {
-    ctx_get_current_fn get_current = NULL;
-    enum cudaDriverEntryPointQueryResult found;
+    ctx_get_current_fn get_current = umadv__cudart_driver_entry("cuCtxGetCurrent",
+                                                                CUDART_VERSION);
     CUcontext mine = NULL, apart = NULL;
     umadv_stream_t page = NULL;
     umadv_event_t populated = NULL;
@@ -128,9 +128,7 @@ static void test_page_calls_apart(umadv_stream_t stream)
     void *range;
     int intact = 1;
 
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", (void **)&get_current,
-                                         CUDART_VERSION, cudaEnableDefault, &found) !=
-            cudaSuccess || found != cudaDriverEntryPointSuccess) {
+    if (get_current == NULL) {
         for (int i = 0; i < 3; i++)
             skip("the driver has no cuCtxGetCurrent", "page calls apart");
         return;

@@ -35,7 +35,6 @@
 #include <pthread.h>
 
 #include "common/log.h"
-#include "common/util.h"
 #include "cuda_ops/cudart_util.h"
 
 #define APART_DEVICES 64
@@ -53,16 +52,10 @@ static CUcontext       apart_contexts[APART_DEVICES];
 static int             apart_failed[APART_DEVICES]; /* said once: the lanes share */
 static apart_driver_t  apart_calls;                 /* apart_driver's, once looked up */
 
+/* As this build's cuda.h declares them (cuCtxCreate's CUDA 13 form). */
 static void *apart_entry(const char *name)
 {
-    enum cudaDriverEntryPointQueryResult found;
-    void *ptr = NULL;
-
-    if (cudaGetDriverEntryPointByVersion(name, &ptr, CUDART_VERSION, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-        return NULL;
-    return ptr;
+    return umadv__cudart_driver_entry(name, CUDART_VERSION);
 }
 
 /* Under apart_lock: the driver's calls, or NULL where it lacks one. */

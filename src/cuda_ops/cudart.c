@@ -56,6 +56,18 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
     return status;
 }
 
+void *umadv__cudart_driver_entry(const char *name, int version)
+{
+    enum cudaDriverEntryPointQueryResult found;
+    void *ptr = NULL;
+
+    if (cudaGetDriverEntryPointByVersion(name, &ptr, (unsigned int)version, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+        return NULL;
+    return ptr;
+}
+
 static struct cudaMemLocation location_of(int location)
 {
     struct cudaMemLocation loc;

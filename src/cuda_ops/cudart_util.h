@@ -34,6 +34,11 @@ umadv_status_t umadv__cudart_status(cudaError_t err, umadv_log_level_t level,
  * handle says so once). */
 void umadv__cudart_quiet(int quiet);
 
+/* Driver entry point @name in its form of CUDA @version (12040 for
+ * 12.4), through the runtime, so that libumadv needs no -lcuda (only the
+ * driver's stub exists at build time); NULL where the driver lacks it. */
+void *umadv__cudart_driver_entry(const char *name, int version);
+
 /* cudart's apart_enter and apart_leave (apart.c, cuda_ops.h). */
 umadv_status_t umadv__cudart_apart_enter(int device);
 umadv_status_t umadv__cudart_apart_leave(void);
