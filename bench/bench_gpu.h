@@ -29,8 +29,8 @@ int bench_int_option(const char *v, int lo, int hi,
 
 /* A CUDA context of its own on device 0, made and popped again (the
  * calling thread keeps the context it had): where a benchmark issues
- * calls apart from the application's context, as umadv's lanes do under
- * UMADV_LANE_CONTEXT. The driver's calls come through the runtime's
+ * calls apart from the application's context, as umadv's lanes once did
+ * (umadv(7), ONE CONTEXT). The driver's calls come through the runtime's
  * entry points (nothing links -lcuda). A failure says so and exits. */
 CUcontext bench_context_apart(const char *prog);
 

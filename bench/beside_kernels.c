@@ -16,7 +16,7 @@
  * launch on another stream; the same from a stream of the greatest
  * priority; the same from a CUDA context of its own (its stream, of the
  * greatest priority there, and its device buffer made in it), as umadv's
- * lanes run under UMADV_LANE_CONTEXT, where every model ran slower:
+ * lanes once ran, every model slower (umadv(7), ONE CONTEXT):
  * whether a call there waits for the busy kernel. --waves 1 makes the busy kernel one wave of blocks that all
  * run for its whole length, as a persistent GEMM's do: no block retires
  * early for a copy of any priority to take its place. Each call starts from the state umadv issues it in (the range

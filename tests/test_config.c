@@ -56,7 +56,6 @@ static void knobs_are_exactly(const umadv_config_field_t *fields, size_t n)
         "UMADV_BUDGET", "UMADV_POLICY", "UMADV_DEVICE", "UMADV_SECTION_SIZE",
         "UMADV_MAX_MANAGED", "UMADV_ARENA_SIZE", "UMADV_LOOKAHEAD", "UMADV_READ_MOSTLY",
         "UMADV_HOST_PLACEMENT", "UMADV_STAGE", "UMADV_STAGE_POISON", "UMADV_LANE_PIECE",
-        "UMADV_LANE_CONTEXT",
         "UMADV_LOG", "UMADV_LOG_FILE", "UMADV_PROFILER", "UMADV_PROFILE_EVICT",
         "UMADV_PROFILE_PASSES", "UMADV_PROFILE_GUIDED", "UMADV_PROFILE_TAIL",
         "UMADV_CALL_CENSUS", "UMADV_LINK_PROBE", "UMADV_REPROFILE_FAULTS", "UMADV_FAULT_PERIOD", "UMADV_HOST_NUMA",
@@ -142,7 +141,6 @@ static void test_sizes(void)
     expect_bad("UMADV_BUDGET", "inf");
     expect_bad("UMADV_MAX_MANAGED", "1.5");
     expect_bad("UMADV_LANE_PIECE", "8X");
-    expect_bad("UMADV_LANE_CONTEXT", "own");
 }
 
 static void test_uints(void)
@@ -432,7 +430,7 @@ static void test_unknown_variables(void)
 int main(void)
 {
     log_capture_start();
-    plan(111 + 1 + 17 + 10 + 4 + 4);
+    plan(110 + 1 + 17 + 10 + 4 + 4);
     test_unknown_variables();
     test_defaults();
     test_sizes();

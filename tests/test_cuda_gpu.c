@@ -17,8 +17,6 @@
 #include "cuda_ops/cudart_util.h"
 #include "tap.h"
 
-#include <cuda.h>
-
 #define BYTES (64 * UMADV_MIB)
 
 static const umadv_cuda_ops_t *ops = &umadv__cuda_ops_cudart;
@@ -105,84 +103,6 @@ static void test_thread_begin(void)
        "global mode", begun);
 }
 
-/* ---- page calls in umadv's own context -------------------------------- */
-
-typedef CUresult (*ctx_get_current_fn)(CUcontext *ctx);
-
-/* A staged round trip as a lane makes it with its page calls apart
- * (exec/worker.c, PAGE CALLS APART): the copies on @stream in the
- * application's context, the discard and the population on a stream of
- * umadv's own context, the copy back waiting for the population by an
- * event of that context. The data comes back intact, and the calls were
- * made in another context. */
-static void test_page_calls_apart(umadv_stream_t stream)
-{
-    ctx_get_current_fn get_current = umadv__cudart_driver_entry("cuCtxGetCurrent",
-                                                                CUDART_VERSION);
-    CUcontext mine = NULL, apart = NULL;
-    umadv_stream_t page = NULL;
-    umadv_event_t populated = NULL;
-    unsigned char *managed = NULL, *pinned = NULL;
-    umadv_status_t status;
-    size_t size = BYTES;
-    void *range;
-    int intact = 1;
-
-    if (get_current == NULL) {
-        for (int i = 0; i < 3; i++)
-            skip("the driver has no cuCtxGetCurrent", "page calls apart");
-        return;
-    }
-    get_current(&mine);
-    ops->malloc_managed(BYTES, 0, (void **)&managed);
-    ops->host_alloc(BYTES, UMADV_PIN_WAITED, (void **)&pinned);
-    range = managed;
-    status = ops->apart_enter(0);
-    if (status == UMADV_OK) {
-        get_current(&apart);
-        if ((status = ops->stream_create(&page)) == UMADV_OK)
-            status = ops->event_create(&populated);
-        ops->apart_leave();
-    }
-    ok(status == UMADV_OK && apart != NULL && apart != mine,
-       "apart_enter: a context not the application's, a stream and an event made there");
-    UMADV_CUDART_FUNC(cudaMemsetAsync(managed, 0x33, BYTES, (cudaStream_t)stream));
-    if (status == UMADV_OK)
-        status = ops->memcpy_async(pinned, managed, BYTES, stream);
-    if (status == UMADV_OK)
-        status = ops->stream_synchronize(stream);
-    if (status == UMADV_OK && (status = ops->apart_enter(0)) == UMADV_OK) {
-        status = ops->discard_batch(&range, &size, 1, page);
-        if (status == UMADV_OK)
-            status = ops->discard_and_prefetch_batch(&range, &size, 1, 0, page);
-        if (status == UMADV_OK)
-            status = ops->event_record(populated, page);
-        ops->apart_leave();
-    }
-    if (status == UMADV_OK)
-        status = ops->stream_wait_event(stream, populated);
-    if (status == UMADV_OK)
-        status = ops->memcpy_async(managed, pinned, BYTES, stream);
-    if (status == UMADV_OK)
-        status = ops->stream_synchronize(stream);
-    get_current(&apart);
-    ok(status == UMADV_OK && apart == mine,
-       "copied out here, discarded and populated apart, copied back here after the "
-       "population's event; the application's context current again");
-    for (size_t i = 0; i < BYTES; i += 4093)
-        intact &= managed[i] == 0x33;
-    ok(intact && managed[BYTES - 1] == 0x33, "the range holds its bytes after the round trip");
-    if (ops->apart_enter(0) == UMADV_OK) {
-        if (populated != NULL)
-            ops->event_destroy(populated);
-        if (page != NULL)
-            ops->stream_destroy(page);
-        ops->apart_leave();
-    }
-    ops->host_free(pinned, BYTES);
-    ops->free(managed, BYTES);
-}
-
 /* A profiled step timed by events on the application's stream. */
 static void test_step_timing(umadv_context_t ctx, umadv_stream_t stream)
 {
@@ -214,14 +134,13 @@ int main(void)
 
     if (ops->device_count(&count) != UMADV_OK)
         skip_all("no CUDA device");
-    plan(28);
+    plan(25);
     is(umadv_context_create(&params, &ctx), UMADV_OK, "context on the gpu");
     test_device(ctx->config.device);
     is(ops->stream_create(&stream), UMADV_OK, "stream");
     test_migration(ctx, ctx->config.device, stream);
     test_step_timing(ctx, stream);
     test_thread_begin();
-    test_page_calls_apart(stream);
     umadv_get_stats(ctx, &stats);
     ok(stats.managed_bytes == 0 && stats.allocations == 0, "everything freed");
     ops->stream_destroy(stream);

@@ -49,12 +49,10 @@ typedef struct mock_call {
     umadv_stream_t stream; /* 'F', 'E': the call's */
     int       by_app;  /* made by the test's own thread (the application's) */
     int       begun;   /* made by a thread that called thread_begin */
-    int       apart;   /* made between apart_enter and apart_leave */
 } mock_call_t;
 
 static pthread_t app_thread;
 static __thread int mock_begun; /* this thread called thread_begin */
-static __thread int mock_apart; /* this thread's apart_enter depth */
 
 typedef struct mock_event {
     uint64_t done_ns;  /* when the work before it completes */
@@ -153,7 +151,7 @@ static size_t call_log(char kind, void *ptr, uint64_t len)
     mock.calls[i] = (mock_call_t){.kind = kind, .ptr = (uintptr_t)ptr, .len = len,
                                   .start_ns = umadv__now_ns(),
                                   .by_app = pthread_equal(pthread_self(), app_thread),
-                                  .begun = mock_begun, .apart = mock_apart > 0};
+                                  .begun = mock_begun};
     return i;
 }
 
@@ -302,28 +300,10 @@ static umadv_status_t mock_thread_begin(int device)
     return umadv__cuda_ops_host.thread_begin(device);
 }
 
-static umadv_status_t mock_apart_enter(int device)
-{
-    umadv_status_t status = umadv__cuda_ops_host.apart_enter(device);
-
-    mock_apart += status == UMADV_OK;
-    return status;
-}
-
-static umadv_status_t mock_apart_leave(void)
-{
-    umadv_status_t status = umadv__cuda_ops_host.apart_leave();
-
-    mock_apart -= status == UMADV_OK;
-    return status;
-}
-
 static void mock_ops_init(void)
 {
     mock_ops = umadv__cuda_ops_host;
     mock_ops.thread_begin      = mock_thread_begin;
-    mock_ops.apart_enter       = mock_apart_enter;
-    mock_ops.apart_leave       = mock_apart_leave;
     mock_ops.name              = "mock";
     mock_ops.prefetch          = mock_prefetch;
     mock_ops.prefetch_batch    = mock_prefetch_batch;
@@ -429,9 +409,6 @@ static void workload_cleanup(workload_t *w)
     mock.nchunks = 0;
 }
 
-/* exec_params' lane_context */
-static int open_apart;
-
 static umadv_exec_params_t exec_params(workload_t *w, umadv_policy_t policy, uint64_t budget)
 {
     umadv_exec_params_t p = {
@@ -439,7 +416,6 @@ static umadv_exec_params_t exec_params(workload_t *w, umadv_policy_t policy, uin
         .trace = &w->trace, .first_step = 0, .nsteps = w->nsteps,
         .schedule = w->have_schedule ? &w->schedule : NULL,
         .wait_timeout_ns = 2000000000u, .monitor_period_ns = 200000,
-        .lane_context = open_apart,
     };
     return p;
 }
@@ -531,18 +507,17 @@ static void monitor_sampled_after(umadv_exec_t *e, umadv_exec_stats_t *st)
 static const uint32_t rotate_uses[3] = {1u << 0, 1u << 1, 1u << 2};
 
 /* Whether the lanes made the moves, each lane begun as umadv's own
- * threads are, each move made in umadv's own context if @apart (and not
- * if not), and the application's thread not begun, nor left apart. */
-static int lane_calls_begun(int apart)
+ * threads are, and the application's thread not. */
+static int lane_calls_begun(void)
 {
     size_t lanes = 0;
 
     for (size_t i = 0; i < mock.ncalls; i++) {
-        if (mock.calls[i].by_app || !mock.calls[i].begun || mock.calls[i].apart != apart)
+        if (mock.calls[i].by_app || !mock.calls[i].begun)
             return 0;
         lanes++;
     }
-    return lanes > 0 && !mock_begun && !mock_apart;
+    return lanes > 0 && !mock_begun;
 }
 
 static void test_prefetch_all_sequence(void)
@@ -566,7 +541,7 @@ static void test_prefetch_all_sequence(void)
     ok(mock.order_violations == 0, "prefetch-all: no eviction before its data's last kernel");
     ok(mock.records == 7, "prefetch-all: the start and each of the 6 step ends recorded at "
        "once, for the next step's evictions (%d)", mock.records);
-    ok(lane_calls_begun(0), "every move made on the lanes' threads, each begun (its capture mode "
+    ok(lane_calls_begun(), "every move made on the lanes' threads, each begun (its capture mode "
        "relaxed, cuda_ops.h), and none on the application's, which is not");
     ok(st.fetch_calls == 6 && st.evict_calls == 4 && st.fetched_bytes == 12 * SEC &&
        st.evicted_bytes == 8 * SEC, "prefetch-all: stats count calls and bytes");
@@ -584,15 +559,11 @@ static void test_demand_sequence(void)
 
     workload_init(&w, 3, 2, 3, rotate_uses);
     mock_reset(4 * SEC, 10000, 10000);
-    open_apart = 1;
     e = exec_open(&w, UMADV_POLICY_DEMAND, 4 * SEC);
-    open_apart = 0;
     run(&w, e, 2, 200000, &r);
     umadv__exec_destroy(e);
     is_str(calls_text(&w, 0), "E0 E1 E2 E0",
            "demand: no prefetch, LRU evictions before the steps that need room");
-    ok(lane_calls_begun(1), "lane_context: every move made on the lanes' threads, each a page "
-       "call in umadv's own context (cuda_ops.h apart_enter; worker.c, PAGE CALLS APART)");
     ok(r.faults[0] == 6 && r.faults[1] == 6, "demand: every section faults (%llu, %llu)",
        (unsigned long long)r.faults[0], (unsigned long long)r.faults[1]);
     ok(mock.budget_violations == 0, "demand: faulted data stayed within the budget");
@@ -1577,7 +1548,7 @@ int main(void)
     env_clear();
     mock_ops_init();
     app_thread = pthread_self();
-    plan(32 + 6 + 5 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 6 + 1);
+    plan(32 + 6 + 4 + 4 + 1 + 3 + 3 + 3 + 2 + 4 + 4 + 2 + 2 + 6 + 1);
     test_prefetch_all_sequence();
     test_demand_sequence();
     test_oracle();

@@ -194,8 +194,6 @@ typedef struct app {
     uint64_t                call_piece;    /* params.call_piece_bytes: the lanes'
                                             * discards and populations split, within
                                             * a section or across sections */
-    int                     lane_context;  /* params.lane_context: the lanes' page
-                                            * calls apart (worker.c) */
     umadv_stage_cache_t     cache;
     /* outcomes */
     uint64_t                checked, mismatched, errors, copies, unseen_checked;
@@ -269,7 +267,6 @@ static void exec_make(app_t *a, const umadv_cuda_ops_t *ops)
                              .nsteps = a->n, .schedule = a->schedule, .stage = 1,
                              .pin_aside_bytes = a->pin_aside ? 1 : 0,
                              .call_piece_bytes = a->call_piece,
-                             .lane_context = a->lane_context,
                              .stage_cache = a->pin_aside ? &a->cache : NULL};
 
     if (a->pin_aside && a->cache.n == 0 &&
@@ -498,7 +495,6 @@ typedef struct tally {
     uint64_t copies, copy_restored, unseen_checked;
     uint64_t failing_cases;
     uint64_t aside_cases, aside_staged; /* the pool pinned aside */
-    uint64_t apart_cases, apart_staged, apart_enters; /* page calls apart */
     uint64_t aside_beside, lane_beside; /* pinnings at UMADV_PIN_BESIDE, by where */
     uint64_t unseen_held;               /* evictions migrated for an unseen mark */
     uint64_t unpopulated;               /* bytes copied into ranges discarded and not
@@ -592,7 +588,6 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     a.drain = tp_below(&a.rng, 3) == 0;
     a.pin_aside = (seed >> 1) & 1;
     a.call_piece = pieces[(seed >> 2) % UMADV_ARRAY_SIZE(pieces)];
-    a.lane_context = (seed >> 4) & 1;
     if (case_setup(&a, &t, &s, &w, seed) != 0) {
         y->errors++;
         return;
@@ -633,9 +628,6 @@ static void run_case(uint64_t seed, const umadv_cuda_ops_t *ops, tally_t *y)
     y->unpopulated += c1.unpopulated_copy_bytes - c0.unpopulated_copy_bytes;
     y->discards_behind += c1.discards_behind_work - c0.discards_behind_work;
     y->aside_cases += a.pin_aside;
-    y->apart_cases += a.lane_context;
-    y->apart_staged += a.lane_context ? a.sum.staged_bytes : 0;
-    y->apart_enters += c1.apart_enters - c0.apart_enters;
     y->aside_staged += a.pin_aside ? a.sum.staged_bytes : 0;
     umadv__schedule_cleanup(&s);
     umadv__window_cleanup(&w);
@@ -668,7 +660,7 @@ int main(void)
         run_case(strtoull(getenv("STAGE_SEED"), NULL, 10), &umadv__cuda_ops_host, &y);
         return y.mismatched > 0 || y.errors > 0;
     }
-    plan(17 + 4 + 1);
+    plan(16 + 4 + 1);
     for (uint64_t seed = 1; seed <= CASES; seed++)
         run_case(seed, &umadv__cuda_ops_host, &y);
     {
@@ -692,10 +684,6 @@ int main(void)
     ok(y.aside_cases > 0 && y.aside_staged > 0, "%llu cases grew their pool on a thread of "
        "its own from a slot kept before, and staged through it (%llu bytes)",
        (unsigned long long)y.aside_cases, (unsigned long long)y.aside_staged);
-    ok(y.apart_cases > 0 && y.apart_staged > 0 && y.apart_enters > 0,
-       "%llu cases made their lanes' page calls apart (params.lane_context: %llu entries into "
-       "the context) and staged %llu bytes so", (unsigned long long)y.apart_cases,
-       (unsigned long long)y.apart_enters, (unsigned long long)y.apart_staged);
     ok(y.aside_beside > 0 && y.lane_beside == 0, "the pools grown beside the replay pinned at "
        "UMADV_PIN_BESIDE (%llu), those the lane waited for never (%llu)",
        (unsigned long long)y.aside_beside, (unsigned long long)y.lane_beside);

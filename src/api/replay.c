@@ -766,7 +766,6 @@ static void exec_params(umadv_context_t ctx, umadv_exec_params_t *p)
     p->stage             = umadv__ctx_stage_possible(ctx) && ctx->trace.guessed_steps == 0;
     p->stage_poison      = ctx->config.stage_poison;
     p->call_piece_bytes  = ctx->config.lane_piece;
-    p->lane_context      = ctx->config.lane_context;
     if (ctx->config.stage && ctx->trace.guessed_steps > 0)
         umadv_info("replay: no staged evictions: %u steps of the profile were guessed (a "
                    "profile under oracle) or taken on the application's declarations",

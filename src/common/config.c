@@ -112,18 +112,6 @@ static const umadv_config_field_t config_fields[] = {
      "pieces let a launch-bound model's launches through, at the cost of "
      "the lanes' time. 0: one call each.",
      0, UINT64_MAX, 0, NULL, 0, FIELD(lane_piece)},
-    {"UMADV_LANE_CONTEXT", UMADV_CONFIG_BOOL, "0",
-     "Make the executor's page calls (discards, populations, migrations) "
-     "in a CUDA context of umadv's own on the device, its copies still in "
-     "the application's: a page call holds the context it is made in, and "
-     "the application's calls there wait behind it (a kernel launch took "
-     "122-151 us beside a 64 MiB discard and population in the same "
-     "context, 3.7 us with them in another), while a copy of managed memory "
-     "gets past a busy kernel only from the application's own context. The "
-     "context reserves device memory of its own, outside the budget. Off by "
-     "default until measured: with every call of the lanes apart, every "
-     "model ran slower.",
-     0, 1, 0, NULL, 0, FIELD(lane_context)},
     {"UMADV_LOG", UMADV_CONFIG_ENUM, "warn",
      "Log level: error, warn, info, debug or trace. Each level includes "
      "the ones before it; debug and trace add file:line to every message.",

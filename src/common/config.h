@@ -30,8 +30,6 @@ typedef struct umadv_config {
     int               stage_poison;  /* UMADV_STAGE_POISON: fill staged ranges before discards */
     uint64_t          lane_piece;    /* UMADV_LANE_PIECE: bytes a lane's discard or population
                                       * call while the application runs; 0 = whole */
-    int               lane_context;  /* UMADV_LANE_CONTEXT: the lanes in a CUDA context
-                                      * of umadv's own */
     umadv_log_level_t log_level;     /* UMADV_LOG */
     char              log_file[UMADV_CONFIG_STRING_MAX]; /* UMADV_LOG_FILE, "" = stderr */
     int               profiler;      /* UMADV_PROFILER: trace with CUPTI */

@@ -80,16 +80,6 @@ typedef struct umadv_cuda_ops {
      * synchronisation), and one made would invalidate the capture
      * (profiler.c, STREAM CAPTURE). */
     umadv_status_t (*thread_begin)(int device);
-    /* A CUDA context of umadv's own on @device (one a device, made at
-     * the first call and kept to the process's end), pushed on the
-     * calling thread above the one it has, for the executor's page calls
-     * (discards, populations, migrations): in the application's context
-     * its calls would wait behind them (cudart: apart.c says why). What
-     * the thread makes until apart_leave lives there. Where it cannot be
-     * made (said once), an error, and nothing pushed. NULL in a table:
-     * no such context. */
-    umadv_status_t (*apart_enter)(int device);
-    umadv_status_t (*apart_leave)(void);
     umadv_status_t (*mem_get_info)(uint64_t *free_p, uint64_t *total_p);
     /* Managed memory; @align is a wish (cudart cannot honour it), so the
      * caller checks the address it gets. */
@@ -240,7 +230,6 @@ typedef struct umadv_cuda_host_record {
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
     int                 begun;     /* made on a thread that called thread_begin */
-    int                 apart;     /* made between apart_enter and apart_leave */
 } umadv_cuda_host_record_t;
 
 typedef struct umadv_cuda_host_counters {
@@ -267,7 +256,6 @@ typedef struct umadv_cuda_host_counters {
     uint64_t discards_behind_work;    /* discard_batch calls on a stream with work
                                        * enqueued since its last synchronisation
                                        * (host.c, BUSY STREAMS) */
-    uint64_t apart_enters;            /* apart_enter calls that entered */
 } umadv_cuda_host_counters_t;
 
 /* The fake device: its memory size (what mem_get_info and the device

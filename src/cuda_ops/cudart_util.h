@@ -39,8 +39,4 @@ void umadv__cudart_quiet(int quiet);
  * driver's stub exists at build time); NULL where the driver lacks it. */
 void *umadv__cudart_driver_entry(const char *name, int version);
 
-/* cudart's apart_enter and apart_leave (apart.c, cuda_ops.h). */
-umadv_status_t umadv__cudart_apart_enter(int device);
-umadv_status_t umadv__cudart_apart_leave(void);
-
 #endif

@@ -231,8 +231,8 @@ static uint64_t unpopulated_bytes(const void *ptr, size_t size)
 }
 
 /* Whether the calling thread called thread_begin (its capture mode
- * relaxed, were this cudart), and how deep it is in apart_enter. */
-static __thread int thread_begun, thread_apart;
+ * relaxed, were this cudart). */
+static __thread int thread_begun;
 
 /* Called with the lock held. A full log drops records rather than fail
  * the call it describes. */
@@ -243,8 +243,7 @@ static void log_call(const umadv_cuda_host_record_t *record)
                              sizeof(*host.log)) != UMADV_OK)
         return;
     host.log[host.nlog] = *record;
-    host.log[host.nlog].begun = thread_begun;
-    host.log[host.nlog++].apart = thread_apart > 0;
+    host.log[host.nlog++].begun = thread_begun;
 }
 
 /* Called with the lock held: is [ptr, ptr+size) inside one allocation? */
@@ -315,31 +314,6 @@ static umadv_status_t host_thread_begin(int device)
         return UMADV_ERR_CUDA;
     }
     thread_begun = 1;
-    return UMADV_OK;
-}
-
-/* No contexts here: the calls between the two are recorded as made
- * apart (umadv_cuda_host_record_t.apart). */
-static umadv_status_t host_apart_enter(int device)
-{
-    if (!device_valid(device)) {
-        umadv_error("host backend: no device %d", device);
-        return UMADV_ERR_CUDA;
-    }
-    thread_apart++;
-    pthread_mutex_lock(&host.lock);
-    host.counters.apart_enters++;
-    pthread_mutex_unlock(&host.lock);
-    return UMADV_OK;
-}
-
-static umadv_status_t host_apart_leave(void)
-{
-    if (thread_apart == 0) {
-        umadv_error("host backend: apart_leave without apart_enter");
-        return UMADV_ERR_STATE;
-    }
-    thread_apart--;
     return UMADV_OK;
 }
 
@@ -840,8 +814,6 @@ const umadv_cuda_ops_t umadv__cuda_ops_host = {
     .get_device_props   = host_get_device_props,
     .driver_version     = host_driver_version,
     .thread_begin       = host_thread_begin,
-    .apart_enter        = host_apart_enter,
-    .apart_leave        = host_apart_leave,
     .mem_get_info       = host_mem_get_info,
     .malloc_managed     = host_malloc_managed,
     .free               = host_free,

@@ -114,9 +114,6 @@ typedef struct umadv_exec_params {
                                              * in calls of at most this while the
                                              * application runs (UMADV_LANE_PIECE;
                                              * stage.c); 0: one call each */
-    int                     lane_context;   /* the lanes' page calls in a CUDA
-                                             * context of umadv's own (worker.c,
-                                             * PAGE CALLS APART; UMADV_LANE_CONTEXT) */
     struct umadv_spans     *spans;          /* the measured timeline (exec/spans.h);
                                              * NULL: not recorded */
     umadv_core_observer_t   decisions;      /* shown the replay core's decisions

@@ -111,9 +111,6 @@ typedef struct exec_lane {
     pthread_t      thread;
     int            started;
     umadv_stream_t stream;
-    umadv_stream_t page_stream;     /* worker.c: its page calls', in umadv's own
-                                     * context (PAGE CALLS APART); NULL: on its
-                                     * stream */
     exec_queue_t   queue;
     exec_piece_t  *pieces;          /* the call being issued */
     size_t         npieces, pieces_cap;
@@ -133,8 +130,7 @@ typedef struct exec_lane {
                                      * none (yet, or device_alloc failed) */
     int            bounce_failed;
     umadv_stream_t pipe_stream;     /* stage.c: where a restore populates the run
-                                     * after the one it copies (RESTORES IN RUNS);
-                                     * in umadv's own context where page_stream is */
+                                     * after the one it copies (RESTORES IN RUNS) */
     umadv_event_t  pipe_event;
     int            pipe_failed;     /* not made: populate all, then copy */
     uint64_t       stalled_ns;      /* the lane found ops it could not serve; 0: not */
@@ -313,13 +309,5 @@ void umadv__exec_step_guard(umadv_exec_t *e);
 void *umadv__exec_fetch_main(void *arg);
 void *umadv__exec_evict_main(void *arg);
 void *umadv__exec_monitor_main(void *arg);
-
-/* The stream for @lane's page calls (worker.c, PAGE CALLS APART), its
- * context entered: the lane's stream where it has none apart; NULL where
- * entering failed (logged by cuda_ops). page_leave takes what page_enter
- * gave, after the calls and their synchronisation. */
-umadv_stream_t umadv__exec_page_enter(const umadv_exec_t *e, const exec_lane_t *lane);
-void umadv__exec_page_leave(const umadv_exec_t *e, const exec_lane_t *lane,
-                            umadv_stream_t stream);
 
 #endif

@@ -648,19 +648,16 @@ static void lane_pipe(umadv_exec_t *e, exec_lane_t *lane)
 {
     umadv_stream_t stream = NULL;
     umadv_event_t event = NULL;
-    umadv_stream_t entered;
     int made;
 
     if (lane->pipe_stream != NULL || lane->pipe_failed)
         return;
     pthread_mutex_unlock(&e->lock);
-    entered = umadv__exec_page_enter(e, lane); /* where the populations are made */
-    made = entered != NULL && e->p.ops->stream_create(&stream) == UMADV_OK;
+    made = e->p.ops->stream_create(&stream) == UMADV_OK;
     if (made && e->p.ops->event_create(&event) != UMADV_OK) {
         (void)e->p.ops->stream_destroy(stream);
         made = 0;
     }
-    umadv__exec_page_leave(e, lane, entered);
     pthread_mutex_lock(&e->lock);
     lane->pipe_stream = made ? stream : NULL;
     lane->pipe_event = made ? event : NULL;
@@ -676,11 +673,8 @@ void umadv__exec_stage_lane_end(umadv_exec_t *e, exec_lane_t *lane)
         (void)e->p.ops->device_free(lane->bounce); /* a failure is logged by cuda_ops */
     lane->bounce = NULL;
     if (lane->pipe_stream != NULL) {
-        umadv_stream_t entered = umadv__exec_page_enter(e, lane);
-
         (void)e->p.ops->event_destroy(lane->pipe_event);
         (void)e->p.ops->stream_destroy(lane->pipe_stream);
-        umadv__exec_page_leave(e, lane, entered);
     }
     lane->pipe_stream = NULL;
     lane->pipe_event = NULL;
@@ -891,40 +885,28 @@ static umadv_status_t populate_call(void *arg, void **ptrs, size_t *sizes, size_
     return e->p.ops->discard_and_prefetch_batch(ptrs, sizes, n, e->p.device, stream);
 }
 
-/* The lane's @n ranges (ranges()) discarded (discard_ranges). Under
- * UMADV_STAGE_POISON each is filled with the poison first, on the lane's
- * stream: a discarded range may go on reading its old bytes, and a read
+/* The lane's @n ranges (ranges()) discarded on its stream. Under
+ * UMADV_STAGE_POISON each is filled with the poison first, in stream
+ * order: a discarded range may go on reading its old bytes, and a read
  * that should have waited for a restore would then go unseen. */
 static int poisons(const umadv_exec_t *e)
 {
     return e->p.stage_poison && e->p.ops->memset_async != NULL;
 }
 
-/* ...discarded on its page calls' stream (worker.c, PAGE CALLS APART),
- * the poison's memsets done first, and waited for. Returns the first
- * failure. */
 static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t n,
                                      uint64_t piece)
 {
     umadv_status_t status = UMADV_OK;
-    umadv_stream_t stream;
 
     own_copies++; /* the application's memsets are watched, not ours */
     for (size_t i = 0; i < n && poisons(e) && status == UMADV_OK; i++)
         status = e->p.ops->memset_async(lane->batch_ptrs[i], UMADV_CUDA_HOST_POISON,
                                         lane->batch_sizes[i], lane->stream);
     own_copies--;
-    if (status == UMADV_OK && poisons(e) && lane->page_stream != NULL)
-        status = e->p.ops->stream_synchronize(lane->stream); /* discard_call waits on its own */
-    if (status != UMADV_OK)
-        return stream_finish(e, lane->stream, status);
-    stream = umadv__exec_page_enter(e, lane);
-    if (stream == NULL)
-        return UMADV_ERR_CUDA;
-    status = stream_finish(e, stream, umadv__exec_in_calls(piece, lane->batch_ptrs,
-                                                           lane->batch_sizes, n, discard_call,
-                                                           e, stream));
-    umadv__exec_page_leave(e, lane, stream);
+    if (status == UMADV_OK)
+        status = umadv__exec_in_calls(piece, lane->batch_ptrs, lane->batch_sizes, n,
+                                      discard_call, e, lane->stream);
     return status;
 }
 
@@ -943,8 +925,8 @@ static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
     }
     if (!ranges(e, lane, from, to))
         status = UMADV_ERR_NO_MEMORY;
-    else
-        status = discard_ranges(e, lane, to - from, piece);
+    else if ((status = discard_ranges(e, lane, to - from, piece)) == UMADV_OK)
+        status = e->p.ops->stream_synchronize(lane->stream);
     *status_p = status;
     /* refused: nothing was discarded, and unpoisoned the range has the data */
     return status != UMADV_ERR_UNSUPPORTED || poisons(e);
@@ -975,15 +957,11 @@ static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *rang
 {
     void *ptr = range;
     size_t size = (size_t)len;
-    umadv_stream_t entered = umadv__exec_page_enter(e, lane);
-    umadv_status_t status = entered == NULL ? UMADV_ERR_CUDA
-                                            : populate_ranges(e, &ptr, &size, 1, piece,
-                                                              lane->pipe_stream);
+    umadv_status_t status = populate_ranges(e, &ptr, &size, 1, piece, lane->pipe_stream);
 
     if (status == UMADV_OK)
         status = e->p.ops->event_record(lane->pipe_event, lane->pipe_stream);
-    umadv__exec_page_leave(e, lane, entered);
-    if (status == UMADV_OK) /* across contexts where the population is apart */
+    if (status == UMADV_OK)
         status = e->p.ops->stream_wait_event(lane->stream, lane->pipe_event);
     if (status == UMADV_OK)
         status = lane_copy(e, lane, range, slot, len);
@@ -999,14 +977,11 @@ static umadv_status_t stage_in_runs(umadv_exec_t *e, exec_lane_t *lane, size_t f
 {
     uint64_t cut = STAGE_RUN_SECTIONS * e->trace->section_size;
     umadv_status_t status = UMADV_OK, pipe_status;
-    umadv_stream_t entered;
 
     for (size_t i = from; i < to && status == UMADV_OK; i++)
         status = piece_runs(e, lane, &lane->pieces[i], cut, run_restore, piece);
-    entered = umadv__exec_page_enter(e, lane);
     pipe_status = e->p.ops->stream_synchronize(lane->pipe_stream);
     stream_drain(e, lane->pipe_stream, pipe_status);
-    umadv__exec_page_leave(e, lane, entered);
     if (status == UMADV_OK)
         status = pipe_status;
     if (status == UMADV_OK)
@@ -1018,19 +993,13 @@ static umadv_status_t stage_in(umadv_exec_t *e, exec_lane_t *lane, size_t from, 
                                uint64_t piece)
 {
     umadv_status_t status;
-    umadv_stream_t stream;
 
     if (lane->pipe_stream != NULL)
         return stage_in_runs(e, lane, from, to, piece);
     if (!ranges(e, lane, from, to))
         return UMADV_ERR_NO_MEMORY;
-    stream = umadv__exec_page_enter(e, lane);
-    if (stream == NULL)
-        return UMADV_ERR_CUDA;
-    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, piece, stream);
-    if (stream != lane->stream) /* the copies, on the lane's stream, wait for it */
-        status = stream_finish(e, stream, status);
-    umadv__exec_page_leave(e, lane, stream);
+    status = populate_ranges(e, lane->batch_ptrs, lane->batch_sizes, to - from, piece,
+                             lane->stream);
     if (status == UMADV_OK)
         status = copies(e, lane, from, to, 0);
     return status;
@@ -1119,7 +1088,7 @@ void umadv__exec_dead_issue(umadv_exec_t *e, exec_lane_t *lane, size_t from, siz
     if (!e->broken && ranges(e, lane, from, to)) {
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        status = discard_ranges(e, lane, to - from, piece);
+        status = stream_finish(e, lane->stream, discard_ranges(e, lane, to - from, piece));
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "release dead data", pieces_len(lane, from, to));
         if (status == UMADV_ERR_UNSUPPORTED)

@@ -181,17 +181,12 @@ static umadv_status_t issue_range(umadv_exec_t *e, exec_lane_t *lane, size_t fro
 {
     umadv_status_t status;
     uint64_t start;
-    umadv_stream_t stream;
 
     pthread_mutex_unlock(&e->lock);
     start = umadv__now_ns();
-    stream = umadv__exec_page_enter(e, lane);
-    status = stream == NULL ? UMADV_ERR_CUDA
-                            : e->p.ops->prefetch((void *)lane->pieces[from].ptr, len, location,
-                                                 stream);
+    status = e->p.ops->prefetch((void *)lane->pieces[from].ptr, len, location, lane->stream);
     if (status == UMADV_OK)
-        status = e->p.ops->stream_synchronize(stream);
-    umadv__exec_page_leave(e, lane, stream);
+        status = e->p.ops->stream_synchronize(lane->stream);
     pthread_mutex_lock(&e->lock);
     umadv__exec_lane_busy(e, lane, start,
                           location == e->p.device ? "prefetch to the GPU" : "prefetch to the host",
@@ -251,17 +246,13 @@ static int issue_batch(umadv_exec_t *e, exec_lane_t *lane)
         return 0;
     if (!e->broken) {
         uint64_t start;
-        umadv_stream_t stream;
 
         pthread_mutex_unlock(&e->lock);
         start = umadv__now_ns();
-        stream = umadv__exec_page_enter(e, lane);
-        status = stream == NULL ? UMADV_ERR_CUDA
-                                : e->p.ops->prefetch_batch(lane->batch_ptrs, lane->batch_sizes,
-                                                           n, e->p.device, stream);
+        status = e->p.ops->prefetch_batch(lane->batch_ptrs, lane->batch_sizes, n,
+                                          e->p.device, lane->stream);
         if (status == UMADV_OK)
-            status = e->p.ops->stream_synchronize(stream);
-        umadv__exec_page_leave(e, lane, stream);
+            status = e->p.ops->stream_synchronize(lane->stream);
         pthread_mutex_lock(&e->lock);
         umadv__exec_lane_busy(e, lane, start, "prefetch batch to the GPU", batch_bytes(lane, n));
     }
@@ -751,48 +742,11 @@ static int evict_one(umadv_exec_t *e)
 
 /* ---- thread bodies ----------------------------------------------------- */
 
-/*
- * PAGE CALLS APART. Under p.lane_context a lane makes its page calls
- * (discards, populations, migrations) on streams of umadv's own context
- * (cuda_ops.h, apart_enter: there they do not hold the application's
- * launches) and its copies on its stream in the application's context,
- * of the greatest priority (only there do they get past a busy kernel:
- * cuda_ops/apart.c). Each page call is entered and left around (a push
- * and a pop); a call of one kind waits for the other's by a
- * synchronisation, or, where a restore's copies follow its population,
- * by an event of umadv's context that the lane's stream waits for
- * (stage.c, RESTORES IN RUNS). Where the context cannot be made the
- * lane's page calls go on its stream, as without.
- */
-static void page_stream_open(umadv_exec_t *e, exec_lane_t *lane)
-{
-    umadv_stream_t stream = NULL;
-
-    if (!e->p.lane_context || e->p.ops->apart_enter == NULL ||
-        e->p.ops->apart_enter(e->p.device) != UMADV_OK)
-        return;
-    if (e->p.ops->stream_create(&stream) != UMADV_OK)
-        stream = NULL; /* logged by cuda_ops: the lane's stream serves */
-    e->p.ops->apart_leave();
-    lane->page_stream = stream;
-}
-
-umadv_stream_t umadv__exec_page_enter(const umadv_exec_t *e, const exec_lane_t *lane)
-{
-    if (lane->page_stream == NULL)
-        return lane->stream;
-    return e->p.ops->apart_enter(e->p.device) == UMADV_OK ? lane->page_stream : NULL;
-}
-
-void umadv__exec_page_leave(const umadv_exec_t *e, const exec_lane_t *lane,
-                            umadv_stream_t stream)
-{
-    if (lane->page_stream != NULL && stream != NULL)
-        e->p.ops->apart_leave();
-}
-
 /* The lane's stream is made on its own thread, on the executor's device,
- * once the thread runs on the GPU's cores (its first pages land there). */
+ * once the thread runs on the GPU's cores (its first pages land there),
+ * in the application's context: a context of umadv's own freed the
+ * launches its page calls hold, but slowed every model measured
+ * (umadv(7), ONE CONTEXT). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 {
     const char *failed = NULL;
@@ -802,8 +756,6 @@ static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
         failed = "thread_begin";
     else if (e->p.ops->stream_create(&lane->stream) != UMADV_OK)
         failed = "stream_create";
-    else
-        page_stream_open(e, lane);
     if (failed != NULL) {
         pthread_mutex_lock(&e->lock);
         lane->stream = NULL;
@@ -846,10 +798,6 @@ static void lane_run(umadv_exec_t *e, exec_lane_t *lane, int (*one)(umadv_exec_t
     umadv__exec_stage_lane_end(e, lane);
     if (lane->stream != NULL)
         e->p.ops->stream_destroy(lane->stream);
-    if (lane->page_stream != NULL && e->p.ops->apart_enter(e->p.device) == UMADV_OK) {
-        e->p.ops->stream_destroy(lane->page_stream);
-        e->p.ops->apart_leave();
-    }
 }
 
 void *umadv__exec_fetch_main(void *arg)
