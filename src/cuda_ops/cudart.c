@@ -463,10 +463,10 @@ static umadv_status_t cudart_stream_destroy(umadv_stream_t stream)
     return UMADV_CUDART_FUNC(cudaStreamDestroy((cudaStream_t)stream));
 }
 
-/* It spins (one context, more cores than contexts), the lanes' waits
- * too: lanes that slept in their waits (an event of blocking
- * synchronisation) freed half of ResNet-50's process CPU and made no
- * model faster; ResNet-50 ran 5% slower, each wake late by the
+/* The wait spins (CUDA's choice for one context on more cores), the
+ * lanes' waits too: lanes that slept in them instead (an event of
+ * blocking synchronisation) freed half of ResNet-50's process CPU and
+ * made no model faster; ResNet-50 ran 5% slower, each wake late by the
  * interrupt's latency (H200, 2026-11-30, bench/RESULTS.md). */
 static umadv_status_t cudart_stream_synchronize(umadv_stream_t stream)
 {
