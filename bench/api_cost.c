@@ -14,9 +14,13 @@
  * Per mode: microseconds per iteration and nanoseconds per block, with
  * the steps and without (allocations only, the profiled iteration still
  * stepped: as a PyTorch replay under oracle runs, following no launch),
- * the plans built and the bytes moved (the replay ran). The host backend
- * copies where a GPU would migrate: the moves of plan and prefetch-all
- * cost memcpy here, so their rows bound the bookkeeping from above.
+ * the plans built and the bytes moved (the replay ran); with the steps,
+ * also microseconds per iteration outside the steps' waits for their data
+ * (umadv_stats_t.wait_ns): the application's thread's own cost, its
+ * waits for the executor's lock and its wakes of the lanes included. The
+ * host backend copies where a GPU would migrate: the moves of plan and
+ * prefetch-all cost memcpy here, so their rows bound the bookkeeping
+ * from above.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -98,8 +102,10 @@ static umadv_status_t context_for(const mode_t *m, int nblocks, umadv_context_t 
 }
 
 /* One mode, with steps or without: ns per block, or a negative number on
- * a failed call. */
-static double run(const mode_t *m, int nblocks, int iters, int steps, umadv_stats_t *s)
+ * a failed call; *s the context's stats at the end, *waits_ns the steps'
+ * waits for their data while timed. */
+static double run(const mode_t *m, int nblocks, int iters, int steps, umadv_stats_t *s,
+                  uint64_t *waits_ns)
 {
     loop_t l = {.nblocks = nblocks};
     uint64_t t0 = 0;
@@ -118,15 +124,19 @@ static double run(const mode_t *m, int nblocks, int iters, int steps, umadv_stat
         bad |= umadv_profile_next_iteration(l.ctx) != UMADV_OK;
     /* the profiled iteration (planned after it, as an application does),
      * the timing pass and the replay's first */
+    s->size = sizeof(*s);
     for (int it = 0; it < iters + 3 && !bad; it++) {
-        if (it == 3)
+        if (it == 3) {
+            umadv_get_stats(l.ctx, s);
+            *waits_ns = s->wait_ns;
             t0 = now_ns();
+        }
         bad |= iteration(&l, steps || it == 0); /* the profile has its steps */
         if (it == 0 && m->profile)
             bad |= umadv_plan(l.ctx) != UMADV_OK;
     }
-    s->size = sizeof(*s);
     umadv_get_stats(l.ctx, s);
+    *waits_ns = s->wait_ns - *waits_ns;
     umadv_context_destroy(l.ctx);
     free(l.weights);
     free(l.acts);
@@ -144,20 +154,22 @@ int main(int argc, char **argv)
     }
     printf("%d blocks an iteration (%u KiB activations, %u KiB weights), %d iterations "
            "timed, host backend\n", nblocks, ACTIVATION_BYTES >> 10, WEIGHT_BYTES >> 10, iters);
-    printf("%-13s %12s %14s %12s %14s %6s %12s\n", "mode", "us/it", "ns/block",
-           "us/it", "ns/block", "plans", "moved MiB");
-    printf("%-13s %27s %27s\n", "", "allocations only", "with 2 steps a block");
+    printf("%-13s %12s %14s %12s %14s %14s %6s %12s\n", "mode", "us/it", "ns/block",
+           "us/it", "ns/block", "outside waits", "plans", "moved MiB");
+    printf("%-13s %27s %42s\n", "", "allocations only", "with 2 steps a block");
     for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
         umadv_stats_t bare, stepped;
-        double a = run(&modes[k], nblocks, iters, 0, &bare);
-        double b = run(&modes[k], nblocks, iters, 1, &stepped);
+        uint64_t bare_waits, waits;
+        double a = run(&modes[k], nblocks, iters, 0, &bare, &bare_waits);
+        double b = run(&modes[k], nblocks, iters, 1, &stepped, &waits);
 
         if (a < 0 || b < 0) {
             fprintf(stderr, "bench/api_cost: %s: a umadv call failed\n", modes[k].name);
             return 1;
         }
-        printf("%-13s %12.1f %14.0f %12.1f %14.0f %6llu %12.1f\n", modes[k].name,
-               a * nblocks * 1e-3, a, b * nblocks * 1e-3, b, (unsigned long long)stepped.plans,
+        printf("%-13s %12.1f %14.0f %12.1f %14.0f %14.1f %6llu %12.1f\n", modes[k].name,
+               a * nblocks * 1e-3, a, b * nblocks * 1e-3, b,
+               (b * nblocks - (double)waits / iters) * 1e-3, (unsigned long long)stepped.plans,
                (double)(stepped.fetched_bytes + stepped.evicted_bytes + stepped.staged_bytes +
                         stepped.restored_bytes) / (1 << 20));
     }
