@@ -914,9 +914,9 @@ static umadv_status_t discard_ranges(umadv_exec_t *e, exec_lane_t *lane, size_t 
  * for the staging (copied: what a failed discard does not undo; a
  * refused one neither, once the range is poisoned), and *status_p the
  * first failure. All the copies come before any discard: in runs of 16
- * MiB, each discarded on a second stream while the next copied and its
- * room settled at once, ResNet-50 ran no faster and VGG-16 and GPT-2
- * 10-15% slower (H200, 2026-11-30, bench/RESULTS.md). */
+ * MiB, each discarded on a second stream while the next copied (and its
+ * room settled at once), ResNet-50 ran no faster, twice (2026-11-29 and
+ * -30), and VGG-16 and GPT-2 10-15% slower (H200, bench/RESULTS.md). */
 static int stage_out(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                      uint64_t piece, umadv_status_t *status_p)
 {
