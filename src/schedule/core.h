@@ -193,6 +193,9 @@ typedef struct umadv_core_params {
     const umadv_schedule_t *schedule;     /* plan; outlives the core */
     const umadv_link_model_t *link;       /* sizes batches; NULL: the trace's */
     int                     stage;        /* evict stageable live data staged */
+    int                     fault_evictions; /* the driver's own evictions on faults
+                                           * are modelled (the simulator): they
+                                           * choose by the LRU order too */
     umadv_core_observer_t   observe;      /* NULL: none */
     void                   *observe_arg;
 } umadv_core_params_t;
@@ -208,7 +211,7 @@ typedef struct umadv_core {
     uint64_t         *stamp;        /* per section: scratch marks */
     uint64_t          stamp_now;
     umadv_core_lru_t  lru;          /* RESIDENT bound sections (LRU policies) */
-    int               lru_on;
+    int               lru_on;       /* the order is kept (umadv__core_init says when) */
     uint64_t          resident;     /* bytes in every state but HOST */
     uint64_t          outgoing;     /* bytes OUT_QUEUED or EVICTING */
     uint64_t          peak;         /* largest resident */
@@ -229,6 +232,8 @@ typedef struct umadv_core {
     int               stage_paused; /* no staged decisions for now (umadv__core_stage_pause) */
     uint32_t          stage_slots;  /* the staging pool, in sections (STAGING) */
     uint32_t          stage_used;   /* sections marked staged */
+    uint32_t         *alloc_staged; /* per allocation: its sections marked staged (the
+                                     * step guard passes over the others whole) */
     uint8_t          *advised;      /* per section: the plan advises it (never staged:
                                      * its data must stay where the advice reads it) */
     uint32_t         *last_touch;   /* per section: the last step of the iteration whose

@@ -476,7 +476,7 @@ static umadv_status_t core_init(sim_engine_t *e)
     umadv_core_params_t cp = {.trace = e->trace, .first_step = e->w->first, .nsteps = e->w->n,
                               .policy = e->params->policy, .budget = e->params->budget,
                               .schedule = e->params->schedule, .link = &e->params->link,
-                              .stage = e->params->stage,
+                              .stage = e->params->stage, .fault_evictions = 1,
                               .observe = e->params->decisions,
                               .observe_arg = e->params->decisions_arg};
 
