@@ -3,7 +3,7 @@
  * one, on a hand-built trace: which evictions are staged, the marks and
  * the pool's count, the guard a step begins with (call-off, blocking
  * restore), the fetch verdicts of restores, demand's faults, unbinding,
- * blocks the profile left unseen.
+ * blocks the profile left unseen; and which cores keep the LRU order.
  *
  * Trace: section 64 KiB; allocations A (4 sections, persistent), B (2,
  * persistent), T (2, freed after step 1); three steps per iteration:
@@ -63,6 +63,21 @@ static void core_make(umadv_core_t *c, umadv_policy_t policy, uint64_t budget)
     }
     for (uint32_t s = 0; s < trace.nsections; s++)
         umadv__core_set_state(c, s, UMADV_SEC_RESIDENT);
+}
+
+/* Whether each allocation's count of staged sections (alloc_staged, the
+ * guard's shortcut) is the count of its sections marked staged. */
+static int staged_counts_agree(const umadv_core_t *c)
+{
+    for (uint32_t a = 0; a < trace.nallocs; a++) {
+        uint32_t n = 0;
+
+        for (uint32_t i = 0; i < trace.allocs[a].nsections; i++)
+            n += c->staged[sec(c, a, i)] != 0;
+        if (c->alloc_staged[a] != n)
+            return 0;
+    }
+    return 1;
 }
 
 /* The decision in core->out of @kind on @alloc, or NULL. */
@@ -242,8 +257,8 @@ static void test_guard(void)
     ok(c.state[a2] == UMADV_SEC_HOST && c.staged[a2],
        "demand: a staged section is not faulted in at the step's end");
     umadv__core_step_begin(&c, 0, 2); /* reads A[0..4) */
-    ok(c.state[a0] == UMADV_SEC_RESIDENT && !c.staged[a0],
-       "an eviction not started is called off (resident, mark gone)");
+    ok(c.state[a0] == UMADV_SEC_RESIDENT && !c.staged[a0] && staged_counts_agree(&c),
+       "an eviction not started is called off (resident, mark gone, counted so)");
     op = find(&c, UMADV_OP_FETCH, A);
     ok(op != NULL && op->staged && op->blocking && op->need == c.key &&
            op->first <= 2 && op->first + op->count > 2,
@@ -294,9 +309,10 @@ static void test_unbind(void)
 
     core_make(&c, UMADV_POLICY_PREFETCH_ALL, 4 * SEC);
     umadv__core_step_begin(&c, 0, 1);
-    ok(c.stage_used > 0, "staged sections hold slots");
+    ok(c.stage_used > 0 && c.alloc_staged[A] > 0 && staged_counts_agree(&c),
+       "staged sections hold slots, counted by allocation");
     umadv__core_unbind(&c, A);
-    ok(c.stage_used == 0 && !c.staged[sec(&c, A, 0)],
+    ok(c.stage_used == 0 && !c.staged[sec(&c, A, 0)] && c.alloc_staged[A] == 0,
        "unbinding (dead data) drops the marks and gives the slots back");
     umadv__core_bind(&c, A);
     ok(!c.stageable[A], "binding a new block: not stageable until said");
@@ -341,12 +357,50 @@ static void test_unseen(void)
     ok(op != NULL && op->staged && op->blocking,
        "a staged block unseen at the step that begins: restored before it, blocking");
     umadv__core_cleanup(&c);
+    /* B unseen at step 0 with nothing staged, A's untouched half staged:
+     * the guard restores neither (B is passed over whole) */
+    core_make(&c, UMADV_POLICY_PREFETCH_ALL, 8 * SEC);
+    for (uint32_t i = 2; i < 4; i++) {
+        umadv__core_stage_mark(&c, sec(&c, A, i));
+        umadv__core_set_state(&c, sec(&c, A, i), UMADV_SEC_HOST);
+    }
+    umadv__core_step_begin(&c, 0, 0);
+    ok(find(&c, UMADV_OP_FETCH, B) == NULL && find(&c, UMADV_OP_FETCH, A) == NULL &&
+           c.alloc_staged[A] == 2 && c.alloc_staged[B] == 0 && staged_counts_agree(&c),
+       "an unseen block with nothing staged: nothing restored for it, nor for another's "
+       "staged sections the step does not touch");
+    umadv__core_cleanup(&c);
     trace.nunseen = 0;
+}
+
+/* The LRU order is kept where something reads it: the LRU policies, and
+ * a modelled fault path (the simulator's) under every policy that evicts;
+ * not a replay under plan, nor oracle. */
+static void test_lru_order(void)
+{
+    static const struct { umadv_policy_t policy; int faults, kept; } cases[] = {
+        {UMADV_POLICY_PLAN, 0, 0},         {UMADV_POLICY_PLAN, 1, 1},
+        {UMADV_POLICY_PREFETCH_ALL, 0, 1}, {UMADV_POLICY_DEMAND, 0, 1},
+        {UMADV_POLICY_ORACLE, 1, 0},
+    };
+    int right = 1;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        umadv_core_params_t p = {.trace = &trace, .nsteps = 3, .policy = cases[i].policy,
+                                 .budget = 4 * SEC, .fault_evictions = cases[i].faults};
+        umadv_schedule_t none = {.nsteps = 3};
+        umadv_core_t c;
+
+        p.schedule = &none;
+        right = right && umadv__core_init(&c, &p) == UMADV_OK && c.lru_on == cases[i].kept;
+        umadv__core_cleanup(&c);
+    }
+    ok(right, "the LRU order kept by prefetch-all, demand and a modelled fault path only");
 }
 
 int main(void)
 {
-    plan(26 + 6);
+    plan(26 + 8);
     trace_build();
     test_pool_peak();
     test_staged_evictions();
@@ -355,6 +409,7 @@ int main(void)
     test_verdicts();
     test_unbind();
     test_unseen();
+    test_lru_order();
     umadv__trace_cleanup(&trace);
     return exit_status();
 }
