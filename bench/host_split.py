@@ -139,13 +139,14 @@ def role(tid, comm, first):
 
 def split(args, name, data, doc):
     """{"iteration_ms", "iterations", "ms": {role: {group: ms an iteration}}}."""
-    iters = window_ms(args, data) / iteration_ms(args, doc)
+    iteration = iteration_ms(args, doc)
+    iters = window_ms(args, data) / iteration
     per_thread = thread_ms(args, data)
     first = min(tid for tid, _, _ in per_thread)
     ms = {r: collections.Counter() for r in ROLES}
     for (tid, comm, g), v in per_thread.items():
         ms[role(tid, comm, first)][g] += v / iters
-    return {"name": name, "iteration_ms": iteration_ms(args, doc), "iterations": iters,
+    return {"name": name, "iteration_ms": iteration, "iterations": iters,
             "ms": {r: dict(v) for r, v in ms.items()}}
 
 
