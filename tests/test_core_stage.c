@@ -390,9 +390,11 @@ static void test_lru_order(void)
                                  .budget = 4 * SEC, .fault_evictions = cases[i].faults};
         umadv_schedule_t none = {.nsteps = 3};
         umadv_core_t c;
+        umadv_status_t status;
 
         p.schedule = &none;
-        right = right && umadv__core_init(&c, &p) == UMADV_OK && c.lru_on == cases[i].kept;
+        status = umadv__core_init(&c, &p); /* every case made, so every one cleaned up */
+        right = right && status == UMADV_OK && c.lru_on == cases[i].kept;
         umadv__core_cleanup(&c);
     }
     ok(right, "the LRU order kept by prefetch-all, demand and a modelled fault path only");
