@@ -363,6 +363,7 @@ class Bounds:
             self.pinned, self.rates = self.uvm, "stand-in: the trace's UVM fetch and evict rates"
         self.compute_ms = compute_ms
         self.cache = {}
+        self.traffic = {}  # budget -> min_traffic's answer, whatever the rates or compute
 
     def scaled(self, h2d, d2h):
         """The same bounds with the pinned rates scaled by @h2d and @d2h
@@ -373,11 +374,21 @@ class Bounds:
         other.cache = {}
         return other
 
+    def computing(self, compute_ms):
+        """The same bounds over another compute time (native's in another
+        round of runs); the fewest bytes per budget not found again."""
+        other = copy.copy(self)
+        other.compute_ms = compute_ms
+        other.cache = {}
+        return other
+
     def at(self, budget):
         """{"bound_ms", "min_in", "min_out", "cut_ms"} at @budget bytes;
         the bounds None when a step alone needs more."""
         if budget not in self.cache:
-            moved = min_traffic(self.trace, budget)
+            if budget not in self.traffic:  # shared with scaled and computing copies
+                self.traffic[budget] = min_traffic(self.trace, budget)
+            moved = self.traffic[budget]
             if moved is None:
                 self.cache[budget] = {"bound_ms": None, "min_in": None, "min_out": None,
                                       "cut_ms": None}

@@ -26,8 +26,25 @@ managed memory than 80% of what the card has free (UMADV_MAX_MANAGED).
 --loader: a batch of its own each iteration, copied from pinned host
 memory into new tensors), peers and umadv alike.
 
+Rounds (--rounds N, default 1): every timed process (native, the peers,
+each budget's policies) runs N times, round after round, each round in
+the same order, so that a machine whose speed drifts over minutes (a
+launch-bound model's native time moved 31.6 -> 43.2 ms between two
+rounds on an H200, 2026-11-30) slows all methods of a round alike;
+with N > 1 the logs are named PREFIX-rK-METHOD. The footprint run and
+the budgets come from the first round. A row's ms/iter is then the
+median of its rounds', its ratios (x native, x phys, x cut, x UVM) the
+medians of each round's own ratios (the bounds over that round's
+native time), its bytes the medians, its memory held and faults the
+largest of any round, its losses identical only when every round's
+are; ms_rounds and x_native_rounds in the JSON keep every round's.
+The issue's headline ratio, save_on_cpu's time over plan's at
+save_on_cpu's own peak, is printed per round and as their median
+(soc_over_plan, soc_over_plan_rounds in the JSON).
+
 Columns. ms/iter: the mean of the steady-state iterations
-(torch_train.py). x native: over native PyTorch's. x phys: over the
+(torch_train.py; with rounds, the median of the rounds'). x native: over
+native PyTorch's. x phys: over the
 physical bound at the memory the row holds (its budget; a peer's peak):
 max(compute, in / H2D bandwidth, out / D2H bandwidth), compute being
 native PyTorch's ms/iter, in and out the fewest bytes that memory
@@ -75,7 +92,7 @@ than that and migrates the rest (umadv(7), UMADV_STAGE).
                  [--batches 64,256] [--budgets soc,25,50,75] [--iters N]
                  [--pinned-gbps H2D,D2H] [--cap-gib 16] [--skip-cap | --cap-only]
                  [--cap-methods native,save_on_cpu,checkpoint,umadv]
-                 [--timeout S] [--out DIR]
+                 [--rounds N] [--timeout S] [--out DIR]
 
 Writes DIR/peers.json (every number and command line) and a log per
 process; prints one table per model last. Exits 1 when a run needed
@@ -84,6 +101,7 @@ for a table gave nothing; out of memory and not applicable are results.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -139,6 +157,8 @@ def parse_args():
     p.add_argument("--cap-start", type=int, default=32)
     p.add_argument("--cap-max", type=int, default=8192)
     p.add_argument("--cap-timeout", type=int, default=300, help="seconds per probe")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="every timed process this many times, round after round (medians)")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("--script", default=SCRIPT, help=argparse.SUPPRESS)  # tests: a stand-in
@@ -170,6 +190,8 @@ def parse_args():
                 ",".join(CAP_METHODS))
     if args.cap_step < 1 or args.cap_start < 1 or args.cap_max < args.cap_start:
         p.error("--cap-step, --cap-start: at least 1; --cap-max: at least --cap-start")
+    if args.rounds < 1:
+        p.error("--rounds: at least 1")
     return args
 
 
@@ -351,25 +373,98 @@ def budget_runs(args, model, batch, prefix, label, budget):
 
 
 def measure(args, model, batch):
-    """Every run of one model and batch: its entry of peers.json."""
+    """Every run of one model and batch, --rounds times: its entry of
+    peers.json."""
     prefix = "%s-bs%d" % (model, batch)
-    runs = native_runs(args, model, batch, prefix)
-    if outcome(runs["native"]) != "ok":
-        return {"model": model, "batch": batch, "command": runs["native"]["command"],
-                "skipped": "native PyTorch: %s" % outcome(runs["native"]), "rows": []}
-    native = runs["native"]["doc"]["native"]
-    footprint, trace, fp_run = footprint_run(args, model, batch, prefix)
-    bounds = Bounds(trace, native["ms_per_iter"], args.pinned)
-    rows = [native_row(m, runs[m], native, bounds) for m in ("native",) + PEERS]
-    soc = rows[1].get("held") if rows[1]["outcome"] == "ok" else None
-    budgets = budget_list(args, footprint, soc)
-    for label, budget in budgets:
-        by, commands = budget_runs(args, model, batch, prefix, label, budget)
-        rows += policy_rows(args, label, budget, by, native, bounds, commands)
+    rounds, natives = [], []
+    for k in range(args.rounds):
+        tag = prefix if args.rounds == 1 else "%s-r%d" % (prefix, k + 1)
+        runs = native_runs(args, model, batch, tag)
+        if outcome(runs["native"]) != "ok":
+            if k == 0:
+                return {"model": model, "batch": batch, "command": runs["native"]["command"],
+                        "skipped": "native PyTorch: %s" % outcome(runs["native"]), "rows": []}
+            raise Failure("%s native: %s in round %d, not in round 1; see %s" % (
+                prefix, outcome(runs["native"]), k + 1, runs["native"]["log"]))
+        native = runs["native"]["doc"]["native"]
+        natives.append(native["ms_per_iter"])
+        if k == 0:
+            footprint, trace, fp_run = footprint_run(args, model, batch, prefix)
+            first = Bounds(trace, native["ms_per_iter"], args.pinned)
+            device_line = runs["native"]["first_line"]
+        bounds = first.computing(native["ms_per_iter"])
+        rows = [native_row(m, runs[m], native, bounds) for m in ("native",) + PEERS]
+        if k == 0:
+            soc = rows[1].get("held") if rows[1]["outcome"] == "ok" else None
+            budgets = budget_list(args, footprint, soc)
+        for label, budget in budgets:
+            by, commands = budget_runs(args, model, batch, tag, label, budget)
+            rows += policy_rows(args, label, budget, by, native, bounds, commands)
+        rounds.append(rows)
+    soc_plan = soc_over_plan(rounds)
     return {"model": model, "batch": batch, "footprint": footprint, "trace": trace,
-            "footprint_command": fp_run["command"], "device_line": runs["native"]["first_line"],
-            "compute_ms": native["ms_per_iter"], "pinned_bw": bounds.pinned,
-            "uvm_bw": bounds.uvm, "rates": bounds.rates, "budgets": budgets, "rows": rows}
+            "footprint_command": fp_run["command"], "device_line": device_line,
+            "compute_ms": statistics.median(natives), "pinned_bw": first.pinned,
+            "uvm_bw": first.uvm, "rates": first.rates, "budgets": budgets,
+            "rounds": args.rounds, "soc_over_plan_rounds": soc_plan,
+            "soc_over_plan": median_of(soc_plan), "rows": merge_rounds(rounds)}
+
+
+# ---- rounds -------------------------------------------------------------
+
+# A row's keys that are the median of its rounds' (a ratio: of each
+# round's own ratio).
+MEDIAN_KEYS = ("ms_per_iter", "x_native", "x_phys", "x_cut", "x_uvm", "bound_ms", "cut_ms",
+               "uvm_bound_ms", "out_bytes", "in_bytes")
+
+
+def median_of(values):
+    """The median of @values that are not None; None if none are."""
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def largest_of(values):
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def merge_rounds(rounds):
+    """One row per method and budget from @rounds (each round's rows, in
+    the same order): see Rounds in the opening comment."""
+    return [merged_row([rows[i] for rows in rounds]) for i in range(len(rounds[0]))]
+
+
+def merged_row(group):
+    row = dict(group[0])
+    kinds = [r["outcome"] for r in group]
+    if len(set(kinds)) > 1:
+        row.update(outcome="failed", why="the rounds disagree: %s" % ", ".join(kinds))
+        return row
+    row["commands"] = [r.get("command") for r in group]
+    if row["outcome"] != "ok":
+        return row
+    for key in MEDIAN_KEYS:
+        row[key] = median_of([r.get(key) for r in group])
+    row.update(ms_rounds=[r["ms_per_iter"] for r in group],
+               x_native_rounds=[r["x_native"] for r in group],
+               held=largest_of([r["held"] for r in group]),
+               faults=largest_of([r["faults"] for r in group]),
+               identical=all(r["identical"] for r in group))
+    return row
+
+
+def soc_over_plan(rounds):
+    """Per round, save_on_cpu's ms/iter over plan's at save_on_cpu's peak
+    (issue 11's target: at least 2); [] where either did not run."""
+    out = []
+    for rows in rounds:
+        soc = [r for r in rows if r["method"] == "save_on_cpu" and r["outcome"] == "ok"]
+        plan = [r for r in rows if r["method"] == "plan" and r["outcome"] == "ok" and
+                r["budget_label"] == "save_on_cpu peak"]
+        if soc and plan:
+            out.append(soc[0]["ms_per_iter"] / plan[0]["ms_per_iter"])
+    return out
 
 
 # ---- the largest batch under a cap ------------------------------------------
@@ -476,6 +571,8 @@ def print_model(model, entries, cap, args):
                              e["pinned_bw"][0] / 1e9, e["pinned_bw"][1] / 1e9, e["rates"]))
     if entries:
         print_rows(entries)
+    for e in entries:
+        print_rounds(e)
     if cap:
         print("largest batch under %.0f GiB (multiples of %d): %s" % (
             args.cap_gib, args.cap_step, ", ".join(
@@ -490,10 +587,7 @@ def print_rows(entries):
         for r in e["rows"]:
             if r["method"] == "oracle":
                 continue
-            budget = (r["budget_label"] if r["budget_label"] == "-" else
-                      "%s %.2fG" % (r["budget_label"].replace("save_on_cpu peak", "soc peak"),
-                                    r["budget"] / GIB))
-            head = "%-6d %-13s %-17s" % (e["batch"], r["method"], budget)
+            head = "%-6d %-13s %-17s" % (e["batch"], r["method"], budget_cell(r))
             if r["outcome"] != "ok":
                 print("%s %s: %s" % (head, r["outcome"], r["why"]))
                 continue
@@ -502,6 +596,29 @@ def print_rows(entries):
                 cell(r.get("x_cut"), "%.2f"), cell(r.get("x_uvm"), "%.2f"), gib_cell(r["held"]), gib_cell(r["out_bytes"]),
                 gib_cell(r["in_bytes"]),
                 cell(r["faults"], "%d"), "yes" if r["identical"] else "NO"))
+
+
+def budget_cell(r):
+    if r["budget_label"] == "-":
+        return "-"
+    return "%s %.2fG" % (r["budget_label"].replace("save_on_cpu peak", "soc peak"),
+                         r["budget"] / GIB)
+
+
+def print_rounds(e):
+    """Under the table: each round's ms/iter (x native) when there were
+    several, and save_on_cpu over plan at its peak."""
+    if e.get("rounds", 1) > 1:
+        print("batch %d, per round: ms/iter (x native of the round)" % e["batch"])
+        for r in e["rows"]:
+            if r["method"] != "oracle" and r["outcome"] == "ok":
+                print("  %-13s %-17s %s" % (r["method"], budget_cell(r), "  ".join(
+                    "%.1f (%.2f)" % (ms, x) for ms, x in zip(r["ms_rounds"],
+                                                             r["x_native_rounds"]))))
+    if e.get("soc_over_plan") is not None:
+        print("batch %d: save_on_cpu / plan at save_on_cpu's peak: %.2f%s" % (
+            e["batch"], e["soc_over_plan"], "" if len(e["soc_over_plan_rounds"]) < 2 else
+            " (median of %s)" % ", ".join("%.2f" % x for x in e["soc_over_plan_rounds"])))
 
 
 def gib_cell(n):

@@ -24,7 +24,9 @@
 # pinned rates, or the UVM rates as a stand-in) and to the UVM-rate
 # bound; losses unlike native's flagged; not applicable shown; the
 # largest batch under a cap found exactly, one process per probe; a run
-# that fails exits 1; --loader passed to every run. benchlib.min_traffic (the bound's fewest bytes) on
+# that fails exits 1; --loader passed to every run; --rounds: every timed
+# process once a round, medians of the rows and of each round's ratios,
+# save_on_cpu over plan at its peak per round. benchlib.min_traffic (the bound's fewest bytes) on
 # a trace with dead data, and on a recorded ResNet-50 trace against the
 # real umadv plan (never above its policies, near plan). bench/vgg.py
 # over tests/bench/fake_vgg_train.py: an unsplit oracle per batch, budgets
@@ -241,6 +243,56 @@ python3 "$srcdir/bench/peers.py" --script "$fake_torch" --lib /dev/null --models
 runs=$(ls "$tmp"/peers-loader/*.log | wc -l)
 [ "$runs" -ge 4 ] && [ "$(grep -l -- ' --loader' "$tmp"/peers-loader/*.log | wc -l)" -eq "$runs" ]
 ok $? "--loader reaches every run, peers and umadv alike ($runs runs)" || diag "$tmp/peers-loader.table"
+
+# --rounds 3 on a machine that drifts (round 2 all twice as slow, round 3
+# 1.5x and plan 3x more): medians of the rows, ratios the medians of each
+# round's own (the bound over that round's native time)
+FAKE_ROUNDS=1,2,1.5 FAKE_ROUND_PLAN=1,1,3 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
+    --lib /dev/null --models resnet50 --batches 64 --budgets soc,50 --policies oracle,plan \
+    --pinned-gbps 50,25 --skip-cap --rounds 3 --out "$tmp/peers-rounds" \
+    >"$tmp/peers-rounds.table" 2>&1
+ok $? "peers.py --rounds 3 runs over the stand-in" || diag "$tmp/peers-rounds.table"
+
+rlog=$tmp/peers-rounds/resnet50-bs64
+ls "$rlog"-r1-native.log "$rlog"-r2-save_on_cpu.log "$rlog"-r3-soc-plan.log "$rlog"-r3-50-plan.log \
+    "$rlog"-footprint.log >/dev/null 2>&1 && [ "$(ls "$tmp"/peers-rounds/*.log | wc -l)" -eq 22 ] &&
+    [ "$(pfield peers-rounds resnet50 native - ms_rounds)" = "[30.0, 60.0, 45.0]" ]
+ok $? "--rounds: every timed process once a round (its log -rK-), the footprint once"
+
+[ "$(pfield peers-rounds resnet50 plan 'save_on_cpu peak' ms_rounds)" = "[300.0, 600.0, 1350.0]" ] &&
+    [ "$(pfield peers-rounds resnet50 plan 'save_on_cpu peak' ms_per_iter)" = 600.0 ] &&
+    [ "$(pfield peers-rounds resnet50 plan 'save_on_cpu peak' x_native)" = 10.0 ] &&
+    [ "$(pfield peers-rounds resnet50 plan 50% x_phys)" = 10.0 ] &&
+    [ "$(pfield peers-rounds resnet50 native - ms_per_iter)" = 45.0 ] &&
+    grep -q '^64  *plan  *soc peak 1.50G  *600.0  *10.00 ' "$tmp/peers-rounds.table" &&
+    grep -q '^  plan  *soc peak 1.50G  *300.0 (10.00)  600.0 (10.00)  1350.0 (30.00)$' \
+        "$tmp/peers-rounds.table"
+ok $? "--rounds: ms/iter the median of the rounds', x native and x phys of each round's own"
+
+python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["models"]["resnet50"]["batches"][0]
+assert e["rounds"] == 3 and e["soc_over_plan"] == 1.0, e["soc_over_plan"]
+assert [round(x, 3) for x in e["soc_over_plan_rounds"]] == [1.0, 1.0, 0.333], e
+' "$tmp/peers-rounds/peers.json" &&
+    grep -q "^batch 64: save_on_cpu / plan at save_on_cpu's peak: 1.00 (median of 1.00, 1.00, 0.33)$" \
+        "$tmp/peers-rounds.table" &&
+    grep -q "^batch 64: save_on_cpu / plan at save_on_cpu's peak: 1.00$" "$tmp/peers.table" &&
+    ! grep -q "per round" "$tmp/peers.table"
+ok $? "save_on_cpu over plan at its peak: per round and their median; one round, one figure"
+
+(cd "$srcdir/bench" && python3 -c '
+from peers import merged_row
+ok = {"method": "save_on_cpu", "outcome": "ok", "ms_per_iter": 1.0, "x_native": 1.0,
+      "held": 1, "faults": None, "identical": True, "command": "a"}
+r = merged_row([ok, dict(ok, outcome="out of memory", command="b")])
+assert r["outcome"] == "failed" and "the rounds disagree: ok, out of memory" in r["why"], r
+r = merged_row([ok, dict(ok, held=3, identical=False, ms_per_iter=3.0)])
+assert r["held"] == 3 and r["identical"] is False and r["ms_per_iter"] == 2.0, r
+print("ok")') >"$tmp/rounds.out" 2>&1 &&
+    ! python3 "$srcdir/bench/peers.py" --script "$fake_torch" --rounds 0 >/dev/null 2>&1
+ok $? "--rounds: rounds that disagree fail the row; held the largest, losses all rounds'; 0 refused" ||
+    diag "$tmp/rounds.out"
 
 FAKE_CAP=native=100,umadv=50 python3 "$srcdir/bench/peers.py" --script "$fake_torch" \
     --lib /dev/null --models vgg16 --cap-only --cap-methods native,umadv --cap-start 200 \

@@ -14,10 +14,14 @@ one whose fewest bytes per budget are known by hand (see TRACE). With
 $FAKE_CAP ("native=100,umadv=1000,..."), a batch above a method's
 number runs out of memory (exit 3), as the real one does past a cap;
 with $FAKE_KILL (the same form), one dies of SIGKILL, writing nothing,
-as under the kernel's out-of-memory killer."""
+as under the kernel's out-of-memory killer. bench/peers.py --rounds: a
+process of round K (its --json named *-rK-*) runs $FAKE_ROUNDS's K-th
+factor ("1,2,1.5") times slower, a plan run also $FAKE_ROUND_PLAN's
+K-th (a machine that drifts between rounds, plan hit harder once)."""
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 
@@ -43,6 +47,18 @@ def over_cap(method, batch, var="FAKE_CAP"):
     return method in caps and batch > int(caps[method])
 
 
+def round_factor(a, method):
+    """How much slower this process runs: its round's factors."""
+    m = re.search(r"-r(\d+)-", os.path.basename(a.json or ""))
+    k = int(m.group(1)) - 1 if m else 0
+    factor = 1.0
+    for var, only in (("FAKE_ROUNDS", None), ("FAKE_ROUND_PLAN", "plan")):
+        factors = [float(x) for x in os.environ.get(var, "").split(",") if x]
+        if k < len(factors) and only in (None, method):
+            factor *= factors[k]
+    return factor
+
+
 def native_run(a):
     """--native, --peer: the native document (exits as torch_train.py does)."""
     if over_cap(a.peer or "native", a.batch):
@@ -53,7 +69,8 @@ def native_run(a):
     if a.peer == "checkpoint" and a.model == "vgg16":
         losses = ["0x1.8p+2", "0x1.3p+2"]
     return dict(PEER[a.peer], policy="native", losses=losses, peer=a.peer,
-                peak_reserved=PEER[a.peer]["peak_allocated"] + GIB)
+                peak_reserved=PEER[a.peer]["peak_allocated"] + GIB,
+                ms_per_iter=PEER[a.peer]["ms_per_iter"] * round_factor(a, a.peer))
 
 
 def finish(a, what, status):
@@ -102,6 +119,8 @@ def main():
     if a.umadv and over_cap("umadv", a.batch):
         finish(a, {"out_of_memory": "umadv_torch_malloc: out of memory (fake)"}, 3)
     runs = [run(policy, a.model, budget) for policy in a.policies.split(",")]
+    for r in runs:
+        r["ms_per_iter"] *= round_factor(a, r["policy"])
     native = None
     if a.both:
         native = {"policy": "native", "ms_per_iter": 30.0, "losses": ["0x1.8p+2", "0x1.4p+2"]}
