@@ -681,6 +681,78 @@ static void test_restore_runs(void)
     app_end(&a);
 }
 
+/* The sizes of the populations on the stream of @log's first
+ * restore run (restore_runs_ordered's), in order, into @sizes. */
+static size_t pipe_populations(const umadv_cuda_host_record_t *log, size_t n, size_t *sizes,
+                               size_t cap)
+{
+    umadv_stream_t pipe = NULL;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n && k < cap; i++) {
+        if (log[i].call != UMADV_CUDA_CALL_DISCARD_PREFETCH)
+            continue;
+        if (pipe == NULL) {
+            for (size_t j = i + 1; j < n && pipe == NULL; j++)
+                if (log[j].call == UMADV_CUDA_CALL_EVENT_RECORD)
+                    pipe = log[j].stream;
+        }
+        if (log[i].stream == pipe)
+            sizes[k++] = log[i].size;
+    }
+    return k;
+}
+
+/* Two blocks of 20 sections, a budget of 30: each iteration restores 10
+ * sections of the first, in one call of more than one run (8 sections):
+ * it starts with a run of one section, then two, four, then the three
+ * left; each run's copy after its population, every byte intact. */
+static void test_restore_ramp(void)
+{
+    enum { BIG = 20 * SECTION };
+    umadv_context_t ctx = test_host_context(SECTION, 3 * BIG / 2);
+    unsigned char *big[2] = {NULL, NULL}, want[2] = {0, 0};
+    const umadv_cuda_host_record_t *log;
+    size_t n, runs, sizes[64], nsizes;
+    int ordered, wrong = 0;
+
+    for (int b = 0; b < 2; b++) {
+        umadv_malloc(ctx, BIG, "big", (void **)&big[b]);
+        umadv_set_stageable(ctx, big[b], 1);
+    }
+    umadv_profile_next_iteration(ctx);
+    for (int it = 0; it < 6; it++) {
+        if (it == 3)
+            umadv__cuda_host_log_enable(1);
+        umadv_iteration_begin(ctx);
+        for (int b = 0; b < 2; b++) {
+            umadv_step_begin(ctx, NULL, NULL);
+            umadv_step_access(ctx, big[b], BIG, UMADV_ACCESS_RW);
+            for (size_t i = 0; i < BIG; i += 4093)
+                wrong |= big[b][i] != want[b];
+            want[b] = (unsigned char)(it * 2 + b + 1);
+            memset(big[b], want[b], BIG);
+            umadv_step_end(ctx, 1000000);
+        }
+        if (it == 1)
+            umadv_plan(ctx);
+    }
+    log = umadv__cuda_host_log(&n);
+    ordered = restore_runs_ordered(log, n, &runs);
+    nsizes = pipe_populations(log, n, sizes, 64);
+    umadv__cuda_host_log_enable(0);
+    ok(nsizes >= 4 && sizes[0] == SECTION && sizes[1] == 2 * SECTION &&
+           sizes[2] == 4 * SECTION && sizes[3] == 3 * SECTION && ordered,
+       "a restore of 10 sections: runs of 1, 2, 4, then 3 sections, each copied after its "
+       "population (%zu populations, the first %zu, %zu, %zu, %zu bytes)", nsizes,
+       nsizes > 0 ? sizes[0] : 0, nsizes > 1 ? sizes[1] : 0, nsizes > 2 ? sizes[2] : 0,
+       nsizes > 3 ? sizes[3] : 0);
+    ok(!wrong, "restores that ramp up: every byte read the last written");
+    for (int b = 0; b < 2; b++)
+        umadv_free(ctx, big[b]);
+    umadv_context_destroy(ctx);
+}
+
 /* The PyTorch entry points hand out device memory: stageable. */
 static void test_torch(void)
 {
@@ -713,7 +785,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1 + 2);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -725,6 +797,7 @@ int main(void)
     test_poison();
     test_lane_piece();
     test_restore_runs();
+    test_restore_ramp();
     test_recorded();
     test_hold();
     test_torch();
