@@ -746,7 +746,11 @@ static int evict_one(umadv_exec_t *e)
  * once the thread runs on the GPU's cores (its first pages land there),
  * in the application's context: a context of umadv's own freed the
  * launches its page calls hold, but slowed every model measured
- * (umadv(7), ONE CONTEXT). */
+ * (umadv(7), ONE CONTEXT). The thread stays on the NUMA node's cores
+ * with the application's: on cores of their own (a dev knob, the
+ * application on others) the lanes made no launch-bound model faster
+ * beyond the spread between runs (GPT-2, densenet121; H200, bench/
+ * RESULTS.md, thirtieth session). */
 static void lane_open(umadv_exec_t *e, exec_lane_t *lane)
 {
     const char *failed = NULL;
