@@ -17,6 +17,7 @@
 #include "cuda_ops/cuda_ops.h"
 #include "exec/exec_int.h"
 #include "interpose/torch.h"
+#include "order_check.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -33,6 +34,19 @@ typedef struct app {
     int             wrong;
     unsigned        seed;
 } app_t;
+
+/* The log's calls as a GPU would run them (order_check.h): no copy,
+ * population, discard or memset of a thread unordered with an earlier
+ * one of the same thread on the same bytes. */
+static void order_ok(const umadv_cuda_host_record_t *log, size_t n, const char *what)
+{
+    char why[256];
+    long hazards = order_hazards(log, n, why, sizeof(why));
+
+    ok(hazards == 0, "%s: every call of a lane on the same bytes as an earlier one ordered "
+       "after it by a stream, an event or a synchronisation (%zu calls%s%s)", what, n,
+       hazards != 0 ? "; " : "", hazards > 0 ? why : hazards < 0 ? "too many streams" : "");
+}
 
 /* ---- the API's errors --------------------------------------------------- */
 
@@ -567,6 +581,7 @@ static void test_poison(void)
             iteration(&a);
         log = umadv__cuda_host_log(&n);
         filled = each_discard_poisoned(log, n, &discards);
+        order_ok(log, n, poison ? "staged calls with the poison" : "staged calls");
         if (poison)
             ok(filled && discards > 0,
                "every discarded range (%zu) filled with 0x%X first", discards,
@@ -674,6 +689,7 @@ static void test_restore_runs(void)
         iteration(&a);
     log = umadv__cuda_host_log(&n);
     ordered = restore_runs_ordered(log, n, &runs);
+    order_ok(log, n, "restores in runs");
     umadv__cuda_host_log_enable(0);
     ok(runs > 0 && ordered, "%zu restored runs: each populated on a stream of its own, an "
        "event recorded there after it, its copy back on the lane's stream", runs);
@@ -740,6 +756,7 @@ static void test_restore_ramp(void)
     log = umadv__cuda_host_log(&n);
     ordered = restore_runs_ordered(log, n, &runs);
     nsizes = pipe_populations(log, n, sizes, 64);
+    order_ok(log, n, "restores that ramp up");
     umadv__cuda_host_log_enable(0);
     ok(nsizes >= 4 && sizes[0] == SECTION && sizes[1] == 2 * SECTION &&
            sizes[2] == 4 * SECTION && sizes[3] == 3 * SECTION && ordered,
@@ -785,7 +802,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1 + 2);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1 + 2 + 4);
     test_errors();
     test_policies();
     test_consecutive_slots();

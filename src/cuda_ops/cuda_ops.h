@@ -214,7 +214,10 @@ typedef enum umadv_cuda_call {
     UMADV_CUDA_CALL_MEMCPY,          /* ptr: the destination */
     UMADV_CUDA_CALL_MEMSET,          /* location: the byte value */
     UMADV_CUDA_CALL_DISCARD,         /* one record per range */
-    UMADV_CUDA_CALL_DISCARD_PREFETCH /* one record per range */
+    UMADV_CUDA_CALL_DISCARD_PREFETCH,/* one record per range */
+    UMADV_CUDA_CALL_STREAM_WAIT,     /* ptr: the event; stream: the one that waits */
+    UMADV_CUDA_CALL_STREAM_SYNC,     /* the host waits for stream */
+    UMADV_CUDA_CALL_EVENT_SYNC       /* the host waits for the event at ptr */
 } umadv_cuda_call_t;
 
 /* What the host backend fills discarded bytes with: a byte lost to a
@@ -230,6 +233,9 @@ typedef struct umadv_cuda_host_record {
     umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
     int                 begun;     /* made on a thread that called thread_begin */
+    const void         *src;       /* MEMCPY: the source */
+    unsigned            thread;    /* the calling thread, numbered from 1 in order of
+                                    * its first logged call */
 } umadv_cuda_host_record_t;
 
 typedef struct umadv_cuda_host_counters {

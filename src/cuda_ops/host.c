@@ -231,8 +231,10 @@ static uint64_t unpopulated_bytes(const void *ptr, size_t size)
 }
 
 /* Whether the calling thread called thread_begin (its capture mode
- * relaxed, were this cudart). */
+ * relaxed, were this cudart); its number in the log. */
 static __thread int thread_begun;
+static __thread unsigned thread_number;
+static unsigned threads_numbered;
 
 /* Called with the lock held. A full log drops records rather than fail
  * the call it describes. */
@@ -242,7 +244,10 @@ static void log_call(const umadv_cuda_host_record_t *record)
         umadv__array_reserve((void **)&host.log, &host.log_cap, host.nlog + 1,
                              sizeof(*host.log)) != UMADV_OK)
         return;
+    if (thread_number == 0)
+        thread_number = ++threads_numbered;
     host.log[host.nlog] = *record;
+    host.log[host.nlog].thread = thread_number;
     host.log[host.nlog++].begun = thread_begun;
 }
 
@@ -619,7 +624,7 @@ static umadv_status_t host_memcpy_async(void *dst, const void *src, size_t size,
     host.counters.memcpys++;
     host.counters.memcpy_bytes += size;
     log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_MEMCPY, .ptr = dst,
-                                         .size = size, .stream = stream});
+                                         .src = src, .size = size, .stream = stream});
     stream_busy(stream);
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
@@ -744,6 +749,7 @@ static umadv_status_t host_stream_synchronize(umadv_stream_t stream)
 {
     pthread_mutex_lock(&host.lock);
     stream_idle(stream); /* host work is complete when issued (BUSY STREAMS) */
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_STREAM_SYNC, .stream = stream});
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
@@ -785,12 +791,17 @@ static umadv_status_t host_stream_wait_event(umadv_stream_t stream, umadv_event_
 {
     pthread_mutex_lock(&host.lock);
     stream_busy(stream); /* it waits for another stream's work */
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_STREAM_WAIT, .ptr = event,
+                                         .stream = stream});
     pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
 
 static umadv_status_t host_event_synchronize(umadv_event_t event)
 {
+    pthread_mutex_lock(&host.lock);
+    log_call(&(umadv_cuda_host_record_t){.call = UMADV_CUDA_CALL_EVENT_SYNC, .ptr = event});
+    pthread_mutex_unlock(&host.lock);
     return UMADV_OK;
 }
 
