@@ -719,41 +719,58 @@ static size_t pipe_populations(const umadv_cuda_host_record_t *log, size_t n, si
     return k;
 }
 
-/* Two blocks of 20 sections, a budget of 30: each iteration restores 10
- * sections of the first, in one call of more than one run (8 sections):
- * it starts with a run of one section, then two, four, then the three
- * left; each run's copy after its population, every byte intact. */
-static void test_restore_ramp(void)
+/* Two blocks of 20 sections of @section bytes, a budget of 30: each
+ * iteration restores 10 sections of one and stages 10 of the other. Six
+ * iterations, the last three logged into @log_p (umadv__cuda_host_log;
+ * logging left on); whether every byte read the last written. */
+static int two_blocks(uint64_t section, const umadv_cuda_host_record_t **log_p, size_t *n_p)
 {
-    enum { BIG = 20 * SECTION };
-    umadv_context_t ctx = test_host_context(SECTION, 3 * BIG / 2);
+    uint64_t big_bytes = 20 * section;
+    umadv_context_t ctx = test_host_context(section, 3 * big_bytes / 2);
     unsigned char *big[2] = {NULL, NULL}, want[2] = {0, 0};
-    const umadv_cuda_host_record_t *log;
-    size_t n, runs, sizes[64], nsizes;
-    int ordered, wrong = 0;
+    int wrong = ctx == NULL;
 
-    for (int b = 0; b < 2; b++) {
-        umadv_malloc(ctx, BIG, "big", (void **)&big[b]);
-        umadv_set_stageable(ctx, big[b], 1);
+    for (int b = 0; b < 2 && !wrong; b++) {
+        wrong |= umadv_malloc(ctx, big_bytes, "big", (void **)&big[b]) != UMADV_OK;
+        wrong |= !wrong && umadv_set_stageable(ctx, big[b], 1) != UMADV_OK;
+        if (!wrong)
+            memset(big[b], 0, big_bytes); /* the pool may hand out used memory */
     }
-    umadv_profile_next_iteration(ctx);
-    for (int it = 0; it < 6; it++) {
+    if (!wrong)
+        umadv_profile_next_iteration(ctx);
+    for (int it = 0; it < 6 && !wrong; it++) {
         if (it == 3)
             umadv__cuda_host_log_enable(1);
         umadv_iteration_begin(ctx);
         for (int b = 0; b < 2; b++) {
             umadv_step_begin(ctx, NULL, NULL);
-            umadv_step_access(ctx, big[b], BIG, UMADV_ACCESS_RW);
-            for (size_t i = 0; i < BIG; i += 4093)
+            umadv_step_access(ctx, big[b], big_bytes, UMADV_ACCESS_RW);
+            for (size_t i = 0; i < big_bytes; i += 4093)
                 wrong |= big[b][i] != want[b];
             want[b] = (unsigned char)(it * 2 + b + 1);
-            memset(big[b], want[b], BIG);
+            memset(big[b], want[b], big_bytes);
             umadv_step_end(ctx, 1000000);
         }
         if (it == 1)
             umadv_plan(ctx);
     }
-    log = umadv__cuda_host_log(&n);
+    *log_p = umadv__cuda_host_log(n_p);
+    for (int b = 0; b < 2; b++)
+        if (big[b] != NULL)
+            umadv_free(ctx, big[b]);
+    umadv_context_destroy(ctx);
+    return !wrong;
+}
+
+/* A restore of more than one run (8 sections) starts with a run of one
+ * section: 10 sections go in runs of 1, 2, 4, then the 3 left; each
+ * run's copy after its population, every byte intact. */
+static void test_restore_ramp(void)
+{
+    const umadv_cuda_host_record_t *log;
+    size_t n, runs, sizes[64], nsizes;
+    int intact = two_blocks(SECTION, &log, &n), ordered;
+
     ordered = restore_runs_ordered(log, n, &runs);
     nsizes = pipe_populations(log, n, sizes, 64);
     order_ok(log, n, "restores that ramp up");
@@ -764,10 +781,21 @@ static void test_restore_ramp(void)
        "population (%zu populations, the first %zu, %zu, %zu, %zu bytes)", nsizes,
        nsizes > 0 ? sizes[0] : 0, nsizes > 1 ? sizes[1] : 0, nsizes > 2 ? sizes[2] : 0,
        nsizes > 3 ? sizes[3] : 0);
-    ok(!wrong, "restores that ramp up: every byte read the last written");
-    for (int b = 0; b < 2; b++)
-        umadv_free(ctx, big[b]);
-    umadv_context_destroy(ctx);
+    ok(intact, "restores that ramp up: every byte read the last written");
+}
+
+/* The same with sections of 4 MiB: 40 MiB each way an iteration, copies
+ * longer than the bounce buffer and runs that fill it, so that its
+ * chunks follow one another within a call. */
+static void test_big_copies(void)
+{
+    const umadv_cuda_host_record_t *log;
+    size_t n;
+    int intact = two_blocks(4 * UMADV_MIB, &log, &n);
+
+    order_ok(log, n, "copies of many bounce chunks");
+    umadv__cuda_host_log_enable(0);
+    ok(intact, "copies of many bounce chunks: every byte read the last written");
 }
 
 /* The PyTorch entry points hand out device memory: stageable. */
@@ -802,7 +830,7 @@ int main(void)
 {
     env_clear();
     log_capture_start();
-    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1 + 2 + 4);
+    plan(30 + 8 + 7 + 7 + 9 + 3 + 9 + 1 + 2 + 4 + 2);
     test_errors();
     test_policies();
     test_consecutive_slots();
@@ -815,6 +843,7 @@ int main(void)
     test_lane_piece();
     test_restore_runs();
     test_restore_ramp();
+    test_big_copies();
     test_recorded();
     test_hold();
     test_torch();
