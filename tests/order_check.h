@@ -141,10 +141,11 @@ static inline long order_hazards_thread(const umadv_cuda_host_record_t *log, siz
     }
     for (size_t i = 0; i < n; i++) {
         const umadv_cuda_host_record_t *r = &log[i];
-        int s = r->thread == thread ? order_stream(st, r->stream) : 0, ev;
+        int s, ev;
 
         if (r->thread != thread)
             continue;
+        s = order_stream(st, r->stream);
         switch (r->call) {
         case UMADV_CUDA_CALL_EVENT_RECORD:
             if ((ev = order_event(st, r->ptr, 1)) >= 0)
