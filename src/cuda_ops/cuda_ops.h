@@ -226,11 +226,12 @@ typedef enum umadv_cuda_call {
 
 typedef struct umadv_cuda_host_record {
     umadv_cuda_call_t   call;
-    void               *ptr;       /* EVENT_RECORD: the event */
+    void               *ptr;       /* EVENT_RECORD, STREAM_WAIT, EVENT_SYNC: the event */
     size_t              size;
     int                 location;  /* PREFETCH, ADVISE; MEMSET: the value */
     umadv_cuda_advice_t advice;    /* ADVISE */
-    umadv_stream_t      stream;    /* PREFETCH, EVENT_RECORD */
+    umadv_stream_t      stream;    /* every call on a stream (STREAM_WAIT: the one
+                                    * that waits; STREAM_SYNC: the one waited for) */
     size_t              batch;     /* PREFETCH_BATCH: ranges in the call */
     int                 begun;     /* made on a thread that called thread_begin */
     const void         *src;       /* MEMCPY: the source */
