@@ -641,12 +641,6 @@ static void lane_bounce(umadv_exec_t *e, exec_lane_t *lane)
  * again). The pipe stream and its event are made at the lane's first
  * restore; without them (a backend or driver that refuses: logged once)
  * a restore populates everything, then copies.
- * A call's first copy waits for its first run's population with the link
- * idle that way (each call ends synchronised): 92 us for 16 MiB. So a
- * call of more than one run starts with a run of one section (12 us),
- * and the runs double from there to STAGE_RUN_SECTIONS; each population
- * still takes less than the copy of the run before (a run's copy at 52
- * GB/s: 40 us a section). Not yet measured on a GPU.
  */
 #define STAGE_RUN_SECTIONS 8
 
@@ -714,24 +708,10 @@ static umadv_status_t stream_finish(umadv_exec_t *e, umadv_stream_t stream,
 typedef umadv_status_t (*run_fn_t)(umadv_exec_t *e, exec_lane_t *lane, char *range, char *slot,
                                    uint64_t len, uint64_t piece);
 
-/* Where a call's runs are cut: at @now bytes, which doubles after each
- * run up to @most (RESTORES IN RUNS). */
-typedef struct run_cut {
-    uint64_t now, most;
-} run_cut_t;
-
-static uint64_t run_cut_next(run_cut_t *cut)
-{
-    uint64_t now = cut->now;
-
-    cut->now = now >= cut->most / 2 ? cut->most : 2 * now;
-    return now;
-}
-
-/* @fn over piece @p's runs of consecutive slots (slot_run), each cut
- * where @cut says; the first failure stops it. */
+/* @fn over piece @p's runs of consecutive slots (slot_run), each cut at
+ * @cut bytes; the first failure stops it. */
 static umadv_status_t piece_runs(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
-                                 run_cut_t *cut, run_fn_t fn, uint64_t piece)
+                                 uint64_t cut, run_fn_t fn, uint64_t piece)
 {
     uint64_t base_offset = e->trace->sections[exec_section_id(e, p->alloc, p->first)].offset;
     umadv_status_t status = UMADV_OK;
@@ -746,11 +726,8 @@ static umadv_status_t piece_runs(umadv_exec_t *e, exec_lane_t *lane, const exec_
             return UMADV_ERR_STATE; /* never: a staged section has its slot */
         slot = slot_addr(e, s0);
         n = slot_run(e, p, k, &len);
-        for (uint64_t o = 0, run; o < len && status == UMADV_OK; o += run) {
-            run = run_cut_next(cut); /* not inside UMADV_MIN: it would be taken twice */
-            run = UMADV_MIN(run, len - o);
-            status = fn(e, lane, range + o, slot + o, run, piece);
-        }
+        for (uint64_t o = 0; o < len && status == UMADV_OK; o += cut)
+            status = fn(e, lane, range + o, slot + o, UMADV_MIN(cut, len - o), piece);
     }
     return status;
 }
@@ -773,9 +750,7 @@ static umadv_status_t run_copy_back(umadv_exec_t *e, exec_lane_t *lane, char *ra
 static umadv_status_t piece_copy(umadv_exec_t *e, exec_lane_t *lane, const exec_piece_t *p,
                                  int out)
 {
-    run_cut_t whole = {UINT64_MAX, UINT64_MAX};
-
-    return piece_runs(e, lane, p, &whole, out ? run_copy_out : run_copy_back, 0);
+    return piece_runs(e, lane, p, UINT64_MAX, out ? run_copy_out : run_copy_back, 0);
 }
 
 static umadv_status_t copies(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
@@ -996,29 +971,18 @@ static umadv_status_t run_restore(umadv_exec_t *e, exec_lane_t *lane, char *rang
     return status;
 }
 
-static uint64_t pieces_len(const exec_lane_t *lane, size_t from, size_t to)
-{
-    uint64_t len = 0;
-
-    for (size_t i = from; i < to; i++)
-        len += lane->pieces[i].len;
-    return len;
-}
-
 /* Every piece restored in runs; both streams waited for, the pipe
  * stream even after a failure and drained if its own fails (a population
  * still running would wipe what the synchronous restore copies back; the
- * caller drains the lane's stream). A call of more than one run starts
- * with a run of one section (RESTORES IN RUNS). */
+ * caller drains the lane's stream). */
 static umadv_status_t stage_in_runs(umadv_exec_t *e, exec_lane_t *lane, size_t from, size_t to,
                                     uint64_t piece)
 {
-    uint64_t most = STAGE_RUN_SECTIONS * e->trace->section_size;
-    run_cut_t cut = {pieces_len(lane, from, to) > most ? e->trace->section_size : most, most};
+    uint64_t cut = STAGE_RUN_SECTIONS * e->trace->section_size;
     umadv_status_t status = UMADV_OK, pipe_status;
 
     for (size_t i = from; i < to && status == UMADV_OK; i++)
-        status = piece_runs(e, lane, &lane->pieces[i], &cut, run_restore, piece);
+        status = piece_runs(e, lane, &lane->pieces[i], cut, run_restore, piece);
     pipe_status = e->p.ops->stream_synchronize(lane->pipe_stream);
     stream_drain(e, lane->pipe_stream, pipe_status);
     if (status == UMADV_OK)
@@ -1059,6 +1023,15 @@ static void stage_refused(umadv_exec_t *e)
         umadv_warn("executor: the driver refuses cudaMemDiscardBatchAsync (CUDA 13 drivers "
                    "have it): evictions migrate");
     e->stage.failed = 1;
+}
+
+static uint64_t pieces_len(const exec_lane_t *lane, size_t from, size_t to)
+{
+    uint64_t len = 0;
+
+    for (size_t i = from; i < to; i++)
+        len += lane->pieces[i].len;
+    return len;
 }
 
 /* Issue pieces [from, to) of @lane, all staged, as one staged call; the
