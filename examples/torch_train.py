@@ -519,7 +519,10 @@ class Peer:
     hooks, pin_memory=True, wrapped to count the bytes they move each
     way) or checkpoint_sequential over stages() in sqrt(n) segments
     (--segments), use_reentrant=False, preserving the RNG state (so
-    dropout draws the same masks again)."""
+    dropout draws the same masks again). Checkpointing keeps a segment's
+    input to run it again, so an in-place module first in a segment
+    (VGG's ReLUs) would overwrite it: in-place modules are made out of
+    place under checkpoint, as PyTorch's users do."""
 
     def __init__(self, torch, torchvision, args, model):
         self.torch, self.kind, self.model = torch, args.peer, model
@@ -534,6 +537,9 @@ class Peer:
                 raise NotApplicable("--peer checkpoint: %s's forward is not a chain of its "
                                     "children" % args.model)
             self.seq = torch.nn.Sequential(*parts)
+            for module in self.seq.modules():
+                if getattr(module, "inplace", False) is True:
+                    module.inplace = False
             self.segments = args.segments or max(1, round(len(parts) ** 0.5))
 
     def forward(self, x):
