@@ -292,11 +292,47 @@ def _live_intervals(uses):
     return spans
 
 
+def _persistent_live(r):
+    """Three per-step byte counts (difference arrays, n + 1 long) of the
+    persistent data held across a step it is not used in (its next use,
+    cyclic, reads it): all of it; the part not used before that step in
+    the iteration (it may have been off since the iteration before); the
+    part not read again after it in the iteration (it may come back in the
+    next)."""
+    held, unused_before, not_back = ([0.0] * (r.n + 1) for _ in range(3))
+
+    def span(arr, lo, hi, size):  # steps lo..hi-1
+        if lo < hi:
+            arr[lo] += size
+            arr[hi] -= size
+
+    for s, uses in r.uses.items():
+        if s[0] in r.transient:
+            continue
+        size, steps = r.size(s), [step for step, _ in uses]
+        reads = ["r" in mode for _, mode in uses]
+        if reads[0]:  # before the first use, and after the last (cyclic)
+            span(held, 0, steps[0], size)
+            span(unused_before, 0, steps[0], size)
+            span(held, steps[-1] + 1, r.n, size)
+            span(not_back, steps[-1] + 1, r.n, size)
+        for k in range(1, len(steps)):
+            if reads[k]:
+                span(held, steps[k - 1] + 1, steps[k], size)
+    return held, unused_before, not_back
+
+
 def _cut_offloads(trace, budget):
-    """Per step t, the fewest bytes of data born in the iteration that must
-    be off the GPU while t runs: data written before t and read after it
-    (transient allocations), beside t's own working set, less what the
-    budget leaves for them. None when a step alone needs more."""
+    """Per step t, the fewest bytes (out, back) that must be off the GPU
+    while t runs, beside t's own working set, less what the budget leaves
+    for them: data of the iteration written before t and read after it
+    (transient allocations) and persistent data held across t (weights,
+    optimizer state). Of those bytes, @out at least were on the GPU
+    earlier in the iteration, so left it after the iteration began (a
+    persistent section unused before t may have been off since the
+    iteration before), and @back at least are read again before the
+    iteration ends (a persistent section whose next read is in the next
+    iteration need not be). None when a step alone needs more."""
     r = _Residency(trace, budget)
     live = [0.0] * (r.n + 1)
     inside = {}
@@ -308,38 +344,44 @@ def _cut_offloads(trace, budget):
                 live[w + 1] += r.size(s)
                 live[last] -= r.size(s)
                 inside.setdefault(s, []).append((w, last))
-    out, acc = [], 0.0
+    held, unused_before, not_back = _persistent_live(r)
+    out, acc, acc_held, acc_unused, acc_not_back = [], 0.0, 0.0, 0.0, 0.0
     for t, here in enumerate(r.touch):
         acc += live[t]
+        acc_held += held[t]
+        acc_unused += unused_before[t]
+        acc_not_back += not_back[t]
         work = sum(r.size(s) for s in here)
         if work > budget:
             return None
         both = sum(r.size(s) for s in here
                    if any(w < t < last for w, last in inside.get(s, ())))
-        out.append(max(0.0, acc - both + work - budget))
+        must = acc + acc_held - both + work - budget
+        out.append((max(0.0, must - acc_unused), max(0.0, must - acc_not_back)))
     return out
 
 
 def cut_bound_ms(trace, budget, compute_ms, rates):
     """A stricter physical bound than max(compute, in / H2D, out / D2H): at
-    each step t, the bytes X(t) of this iteration's data that must be off
-    the GPU while t runs (_cut_offloads) left it before t and come back
-    after t, so the iteration lasts at least max(X / D2H, compute before t)
-    + max(X / H2D, compute after t); the bound is the largest over t and
-    never below compute. Compute per step: the trace's step durations
-    scaled to @compute_ms. In a network's forward and backward, the
-    evictions and the fetches cannot overlap each other across the peak,
-    which max(...) assumes. None when a step alone needs more than
-    @budget. @rates: (H2D, D2H) bytes per second."""
+    each step t, the bytes that must be off the GPU while t runs
+    (_cut_offloads) left it after the iteration began and before t (OUT
+    of them at least), and come back after t and before the iteration
+    ends (BACK at least), so the iteration lasts at least max(OUT / D2H,
+    compute before t) + max(BACK / H2D, compute after t); the bound is the
+    largest over t and never below compute. Compute per step: the trace's
+    step durations scaled to @compute_ms. In a network's forward and
+    backward, the evictions and the fetches cannot overlap each other
+    across the peak, which max(...) assumes. None when a step alone needs
+    more than @budget. @rates: (H2D, D2H) bytes per second."""
     offloads = _cut_offloads(trace, budget)
     if offloads is None:
         return None
     durations = trace.get("durations") or [1] * len(offloads)
     scale = compute_ms / 1e3 / max(sum(durations), 1)
     before, best, total = 0.0, compute_ms / 1e3, sum(durations) * scale
-    for t, x in enumerate(offloads):
+    for t, (out, back) in enumerate(offloads):
         after = total - before - durations[t] * scale
-        best = max(best, max(x / rates[1], before) + max(x / rates[0], after))
+        best = max(best, max(out / rates[1], before) + max(back / rates[0], after))
         before += durations[t] * scale
     return best * 1e3
 

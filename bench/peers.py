@@ -56,12 +56,15 @@ link record: the link probe's staged channel (stage_restore_bw,
 stage_evict_bw: pinned copies each way) where it was measured, the UVM
 fetch and evict rates as a stand-in where not (the table says which;
 the stand-in makes the bound looser). x cut: over a stricter bound at
-the same rates (benchlib.cut_bound_ms): while a step runs, the data of
-the iteration written before it and read after it that the memory cannot
-hold has left before it and comes back after it, so those bytes cross
-the link one way and then the other, not both at once as max(...)
-assumes (a network's forward evicts, its backward fetches); both bounds
-hold, so x cut is over the larger. x UVM: over today's
+the same rates (benchlib.cut_bound_ms): while a step runs, the data held
+across it that the memory cannot hold beside it (the iteration's data
+written before it and read after it, and the weights and optimizer
+state) is off the GPU: what was on it earlier in the iteration left
+after that and before the step, and what is read again in the iteration
+comes back after the step, so those bytes cross the link one way and
+then the other, not both at once as max(...) assumes (a network's
+forward evicts, its backward fetches); both bounds hold, so x cut is
+over the larger. x UVM: over today's
 bound, max(oracle ms, plan's fetched / fetch bw, plan's evicted / evict
 bw) with the link probe's UVM rates (bench/torch_policies.py's). held:
 the GPU memory the row held: PyTorch's peak allocated (native, peers),
