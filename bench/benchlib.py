@@ -362,27 +362,36 @@ def _cut_offloads(trace, budget):
 
 
 def cut_bound_ms(trace, budget, compute_ms, rates):
-    """A stricter physical bound than max(compute, in / H2D, out / D2H): at
-    each step t, the bytes that must be off the GPU while t runs
-    (_cut_offloads) left it after the iteration began and before t (OUT
-    of them at least), and come back after t and before the iteration
-    ends (BACK at least), so the iteration lasts at least max(OUT / D2H,
-    compute before t) + max(BACK / H2D, compute after t); the bound is the
-    largest over t and never below compute. Compute per step: the trace's
-    step durations scaled to @compute_ms. In a network's forward and
-    backward, the evictions and the fetches cannot overlap each other
-    across the peak, which max(...) assumes. None when a step alone needs
-    more than @budget. @rates: (H2D, D2H) bytes per second."""
+    """A stricter physical bound than max(compute, in / H2D, out / D2H),
+    from two steps t1 <= t2: the bytes that must be off the GPU while t1
+    runs (_cut_offloads) left it after the iteration began and before t1
+    (OUT of them at least), those off while t2 runs come back after it and
+    before the iteration ends (BACK at least), and the steps from t1 to t2
+    run in between, so the iteration lasts at least max(OUT(t1) / D2H,
+    compute before t1) + compute from t1 to t2 + max(BACK(t2) / H2D,
+    compute after t2). The bound is the largest over such pairs (t1 = t2:
+    one step's cut) and never below compute. Compute per step: the
+    trace's step durations scaled to @compute_ms. In a network's forward
+    and backward, the evictions and the fetches cannot overlap each other
+    across the peak, which max(...) assumes, and the forward's evictions
+    and the optimizer's fetches each have little compute to hide behind.
+    None when a step alone needs more than @budget. @rates: (H2D, D2H)
+    bytes per second."""
     offloads = _cut_offloads(trace, budget)
     if offloads is None:
         return None
     durations = trace.get("durations") or [1] * len(offloads)
     scale = compute_ms / 1e3 / max(sum(durations), 1)
-    before, best, total = 0.0, compute_ms / 1e3, sum(durations) * scale
+    total = sum(durations) * scale
+    # lead: the most, over t1 <= t, that OUT(t1) makes the time before t1
+    # exceed its compute
+    before, best, lead = 0.0, compute_ms / 1e3, 0.0
     for t, (out, back) in enumerate(offloads):
-        after = total - before - durations[t] * scale
-        best = max(best, max(out / rates[1], before) + max(back / rates[0], after))
-        before += durations[t] * scale
+        lead = max(lead, out / rates[1] - before)
+        here = durations[t] * scale
+        after = total - before - here
+        best = max(best, lead + before + here + max(back / rates[0], after))
+        before += here
     return best * 1e3
 
 

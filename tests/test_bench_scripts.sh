@@ -1017,9 +1017,10 @@ ok $? "census_diff.py: an iteration the log has no census line for is refused, n
 
 # benchlib.cut_bound_ms: T (1 GiB) written at step 0, read at step 2; step 1
 # reads P (1 GiB); 1 GiB of memory: T is off the GPU while step 1 runs, so
-# it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute) and comes
-# back after (1 GiB / 50 GB/s, 21.47 ms; 10 ms): 64.42 ms. Read at step 1
-# as well, T never has to leave: the bound is the compute, 30 ms.
+# it left before (1 GiB / 25 GB/s, 42.95 ms; 10 ms of compute), step 1
+# runs (10 ms) and T comes back after (1 GiB / 50 GB/s, 21.47 ms; 10 ms):
+# 74.42 ms. Read at step 1 as well, T never has to leave: the bound is the
+# compute, 30 ms.
 cut() { # T's modes at steps 0, 1, 2 (as a Python list)
     PYTHONPATH=$srcdir/bench python3 -c '
 import sys, benchlib
@@ -1031,17 +1032,17 @@ t = {"section_size": g, "link": {}, "durations": [1, 1, 1],
 t["steps"][1][1].append((0, 0, 1, "r"))
 print("%.2f" % benchlib.cut_bound_ms(t, 2 * g if modes[1] else g, 30.0, (50e9, 25e9)))' "$1"
 }
-[ "$(cut '["w", "", "r"]')" = 64.42 ] && [ "$(cut '["w", "r", "r"]')" = 30.00 ]
+[ "$(cut '["w", "", "r"]')" = 74.42 ] && [ "$(cut '["w", "r", "r"]')" = 30.00 ]
 ok $? "the cut bound: data live across a step it does not fit beside leaves before and returns after"
 
 # Persistent data (weights, optimizer state) counts too: P (1 GiB, never
 # freed) read at the steps given; step 1 writes and reads T (1 GiB, born
 # and freed there); 1 GiB of memory. Read at steps 0 and 2, P is off
-# while step 1 runs, left after step 0 and is back for step 2: 64.42 ms
+# while step 1 runs, left after step 0 and is back for step 2: 74.42 ms
 # (the bound before it counted persistent data: 30). Read only at step 0,
-# it returns in the next iteration, only its way out counts: 42.95 + 10.
-# Read only at step 2, it may have been off since the iteration before:
-# 10 + 21.47.
+# it returns in the next iteration, only its way out counts: 42.95 + 10 +
+# 10. Read only at step 2, it may have been off since the iteration
+# before: 10 + 10 + 21.47.
 cut_held() { # the steps that read P (a Python list)
     PYTHONPATH=$srcdir/bench python3 -c '
 import sys, benchlib
@@ -1053,9 +1054,26 @@ t = {"section_size": g, "link": {}, "durations": [1, 1, 1],
 t["steps"][1][1].append((1, 0, 1, "rw"))
 print("%.2f" % benchlib.cut_bound_ms(t, g, 30.0, (50e9, 25e9)))' "$1"
 }
-[ "$(cut_held '[0, 2]')" = 64.42 ] && [ "$(cut_held '[0]')" = 52.95 ] &&
-    [ "$(cut_held '[2]')" = 31.47 ] && [ "$(cut_held '[]')" = 30.00 ]
+[ "$(cut_held '[0, 2]')" = 74.42 ] && [ "$(cut_held '[0]')" = 62.95 ] &&
+    [ "$(cut_held '[2]')" = 41.47 ] && [ "$(cut_held '[]')" = 30.00 ]
 ok $? "the cut bound: persistent data held across a step leaves after its use in the iteration and returns for its next use in it" ||
     diag "$(cut_held '[0, 2]') $(cut_held '[0]') $(cut_held '[2]') $(cut_held '[]')"
+
+# Two steps apart: A (1 GiB) written at step 0 and read at step 3 is off
+# the GPU while steps 1 and 2 run (each has 1 GiB of its own, the whole
+# memory). One step's cut gives 74.42 ms (42.95 out before step 1, its 10,
+# 21.47 back after it beside step 2's 10); the pair (1, 2) counts both
+# steps between the way out and the way back: 32.95 + 10 + 20 + 21.47.
+PYTHONPATH=$srcdir/bench python3 -c '
+import benchlib
+g = 1 << 30
+t = {"section_size": g, "link": {}, "durations": [1, 1, 1, 1],
+     "allocs": {0: (g, 0, 3), 1: (g, 1, 1), 2: (g, 2, 2)},
+     "steps": [(0, [(0, 0, 1, "w")]), (1, [(1, 0, 1, "rw")]), (2, [(2, 0, 1, "rw")]),
+               (3, [(0, 0, 1, "r")])]}
+print("%.2f" % benchlib.cut_bound_ms(t, g, 40.0, (50e9, 25e9)))' > "$tmp/cut-pair" 2>&1
+[ "$(cat "$tmp/cut-pair")" = 84.42 ]
+ok $? "the cut bound: the way out before one step and the way back after a later one, the steps between run in between" ||
+    diag "$(cat "$tmp/cut-pair")"
 
 tap_done
