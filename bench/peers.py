@@ -63,8 +63,9 @@ state) is off the GPU: what was on it earlier in the iteration left
 after that and before the step, and what is read again in the iteration
 comes back after the step, so those bytes cross the link one way and
 then the other, not both at once as max(...) assumes (a network's
-forward evicts, its backward fetches); both bounds hold, so x cut is
-over the larger. x UVM: over today's
+forward evicts, its backward fetches); taken over two steps, the way
+out before the first, the steps between, the way back after the
+second. Both bounds hold, so x cut is over the larger. x UVM: over today's
 bound, max(oracle ms, plan's fetched / fetch bw, plan's evicted / evict
 bw) with the link probe's UVM rates (bench/torch_policies.py's). held:
 the GPU memory the row held: PyTorch's peak allocated (native, peers),
