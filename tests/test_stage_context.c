@@ -740,35 +740,29 @@ static int two_blocks(uint64_t section, const umadv_cuda_host_record_t **log_p, 
     return !wrong;
 }
 
-/* Two blocks restored and staged in turn, 10 sections each way an
- * iteration: each restore run copied after its population, every lane
- * call ordered, every byte intact. */
-static void test_two_blocks(void)
+/* two_blocks with sections of @section bytes, named @what: each restore
+ * run copied after its population, every lane call ordered, every byte
+ * intact. */
+static void two_blocks_ok(uint64_t section, const char *what)
 {
     const umadv_cuda_host_record_t *log;
     size_t n, runs;
-    int intact = two_blocks(SECTION, &log, &n);
+    int intact = two_blocks(section, &log, &n);
     int ordered = restore_runs_ordered(log, n, &runs);
 
-    order_ok(log, n, "two blocks in turn");
-    ok(ordered && runs > 0 && intact,
-       "two blocks in turn: %zu restore runs, each copied after its population, every byte "
-       "read the last written", runs);
+    order_ok(log, n, what);
     umadv__cuda_host_log_enable(0);
+    ok(ordered && runs > 0 && intact, "%s: %zu restore runs, each copied after its population, "
+       "every byte read the last written", what, runs);
 }
 
-/* The same with sections of 4 MiB: 40 MiB each way an iteration, copies
- * longer than the bounce buffer and runs that fill it, so that its
+/* 2 MiB sections, 10 each way an iteration; then 4 MiB: 40 MiB each way,
+ * copies longer than the bounce buffer and runs that fill it, so that its
  * chunks follow one another within a call. */
-static void test_big_copies(void)
+static void test_two_blocks(void)
 {
-    const umadv_cuda_host_record_t *log;
-    size_t n;
-    int intact = two_blocks(4 * UMADV_MIB, &log, &n);
-
-    order_ok(log, n, "copies of many bounce chunks");
-    umadv__cuda_host_log_enable(0);
-    ok(intact, "copies of many bounce chunks: every byte read the last written");
+    two_blocks_ok(SECTION, "two blocks in turn");
+    two_blocks_ok(4 * UMADV_MIB, "copies of many bounce chunks");
 }
 
 /* The PyTorch entry points hand out device memory: stageable. */
@@ -816,7 +810,6 @@ int main(void)
     test_lane_piece();
     test_restore_runs();
     test_two_blocks();
-    test_big_copies();
     test_recorded();
     test_hold();
     test_torch();
